@@ -1,0 +1,44 @@
+package journal
+
+import "errors"
+
+// Errors returned while opening a journal.
+var (
+	// ErrInUse is returned when another process holds the journal file's
+	// lock past Options.LockTimeout.
+	ErrInUse = errors.New("journal in use by another process")
+	// ErrCorrupt is returned when a file is not a journal or is damaged.
+	ErrCorrupt = errors.New("journal file is corrupt or not a journal")
+	// ErrNewerVersion is returned when a journal or record was written by a
+	// newer schema version than this package reads.
+	ErrNewerVersion = errors.New("journal written by a newer version")
+)
+
+// Errors returned by Store methods.
+var (
+	// ErrNotFound is returned when no record exists for a key.
+	ErrNotFound = errors.New("no record for key")
+	// ErrFenced is returned when a caller's fencing token is no longer the
+	// record's: another owner took over, or an operator resolved it.
+	// Nothing was written.
+	ErrFenced = errors.New("lease lost: record owned by another attempt")
+	// ErrNotResolvable is returned when Resolve is asked to settle a record
+	// that is already settled other than as unknown.
+	ErrNotResolvable = errors.New("record is already settled")
+	// ErrExists is returned by Import when a different record already has
+	// the key.
+	ErrExists = errors.New("a different record exists for key")
+	// ErrReadOnly is returned when a write is asked of a read-only store.
+	ErrReadOnly = errors.New("journal opened read-only")
+	// ErrClosed is returned by calls after Close.
+	ErrClosed = errors.New("journal closed")
+)
+
+// StateError is returned by ParseState for an unknown state name.
+type StateError struct {
+	Name string
+}
+
+func (e *StateError) Error() string {
+	return "unknown state " + `"` + e.Name + `" (want pending, succeeded, failed, suppressed or unknown)`
+}

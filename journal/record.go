@@ -1,0 +1,144 @@
+package journal
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/keyderive"
+)
+
+// SchemaVersion is the record schema this package writes. Records of a
+// newer version are refused with ErrNewerVersion; older ones are read.
+const SchemaVersion = 1
+
+// State is where an intent stands.
+type State uint8
+
+const (
+	// StatePending: an attempt is running or was running when its owner
+	// stopped answering. The lease says which.
+	StatePending State = iota + 1
+	// StateSucceeded: the tool returned a result (Record.Output).
+	StateSucceeded
+	// StateFailed: a definite failure; nothing happened downstream.
+	StateFailed
+	// StateSuppressed: a 409/422-class stop the model cannot override.
+	StateSuppressed
+	// StateUnknown: an attempt may have happened and no answer was
+	// recorded. It stays so until an operator resolves it.
+	StateUnknown
+)
+
+var stateNames = [...]string{"", "pending", "succeeded", "failed", "suppressed", "unknown"}
+
+// String returns the state's lower-case name.
+func (s State) String() string {
+	if int(s) < len(stateNames) && s != 0 {
+		return stateNames[s]
+	}
+	return "state(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ParseState parses a state's name as String writes it.
+func ParseState(name string) (State, error) {
+	for i, n := range stateNames {
+		if i > 0 && n == name {
+			return State(i), nil
+		}
+	}
+	return 0, &StateError{Name: name}
+}
+
+// Settled reports whether s is an outcome that Begin answers from the
+// journal (everything but pending).
+func (s State) Settled() bool { return s >= StateSucceeded && s <= StateUnknown }
+
+// Record is everything the journal knows about one intent.
+type Record struct {
+	// Version is the schema version the record was written with.
+	Version     int
+	Key         uuid.UUID
+	Intent      keyderive.Intent
+	Fingerprint keyderive.Fingerprint
+	// Effect is the tool's effect kind as the harness declared it.
+	Effect Effect
+	// Input is the canonical input, or nil when only the fingerprint is kept.
+	Input []byte
+	State State
+	// Output is the tool's result for StateSucceeded.
+	Output []byte
+	// ErrorClass and ErrorMessage describe a failed, suppressed or unknown
+	// outcome.
+	ErrorClass   string
+	ErrorMessage string
+	Attempts     []Attempt
+	// Lease is the current owner's lease; meaningful while pending.
+	Lease Lease
+	// Resolution is set when an operator settled the record.
+	Resolution *Resolution
+	Created    time.Time
+	Updated    time.Time
+	Expires    time.Time
+}
+
+// Attempt is one try at executing an intent.
+type Attempt struct {
+	// ID is the attempt id sent downstream as a request id.
+	ID    string
+	Start time.Time
+	// End is zero while the attempt runs (or when its owner died).
+	End time.Time
+	// Class is the retry class of the attempt's failure, empty on success
+	// or while running.
+	Class string
+	Error string
+}
+
+// Lease says who owns a pending record and until when.
+type Lease struct {
+	Owner string
+	// Token is the fencing token; it advances each time ownership changes.
+	Token   uint64
+	Expires time.Time
+}
+
+// Effect is a tool's effect kind: what may be done after an attempt's
+// outcome is unknown. The harness declares it per tool; the journal keeps
+// it so that inspection can tell what a restart would do.
+type Effect uint8
+
+const (
+	// EffectUnkeyed: the downstream has no protection. Never re-run
+	// silently after an unknown outcome. The zero value and the default.
+	EffectUnkeyed Effect = iota
+	// EffectReadOnly: no side effect; run again freely.
+	EffectReadOnly
+	// EffectIdempotent: naturally idempotent (PUT-like); run again.
+	EffectIdempotent
+	// EffectKeyed: the downstream honours the idempotency key; run again
+	// with the same key.
+	EffectKeyed
+)
+
+var effectNames = [...]string{"unkeyed", "read-only", "idempotent", "keyed"}
+
+// String returns the effect kind's lower-case name.
+func (e Effect) String() string {
+	if int(e) < len(effectNames) {
+		return effectNames[e]
+	}
+	return "effect(" + strconv.Itoa(int(e)) + ")"
+}
+
+// ParseEffect parses an effect kind's name as String writes it.
+func ParseEffect(name string) (Effect, error) {
+	for i, n := range effectNames {
+		if n == name {
+			return Effect(i), nil
+		}
+	}
+	return 0, errors.New("unknown effect kind " + strconv.Quote(name) + " (want unkeyed, read-only, idempotent or keyed)")
+}

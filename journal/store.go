@@ -1,0 +1,226 @@
+package journal
+
+import (
+	"context"
+	"iter"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/keyderive"
+)
+
+// Store is the durable record of intents, attempts and outcomes. The
+// harness drives every intent through it: Begin, then StartAttempt before
+// each retry, then Complete. Every method is safe for concurrent use.
+//
+// Implementations: the bbolt store (OpenBolt, the default), the in-memory
+// store (NewMemory) and the PostgreSQL store. All of them pass the
+// conformance suite in internal/journaltest.
+type Store interface {
+	// Namespace returns the journal's secret UUIDv5 namespace, created at
+	// random with the journal or given in Options.Namespace.
+	Namespace() uuid.UUID
+
+	// Begin decides, in one atomic step, what happens to an intent: see
+	// BeginOutcome. A record that is already settled is answered by a read
+	// alone: Begin on the replay path writes nothing.
+	Begin(ctx context.Context, req BeginRequest) (BeginResult, error)
+
+	// StartAttempt records a new attempt before it runs: it closes the open
+	// attempt with the given class and error, appends the new one and
+	// extends the lease. It is fenced: a caller whose token is no longer the
+	// record's gets ErrFenced and nothing is written.
+	StartAttempt(ctx context.Context, req AttemptRequest) error
+
+	// Complete records an intent's outcome. It is fenced like StartAttempt
+	// and is always durable when it returns.
+	Complete(ctx context.Context, c Completion) (Record, error)
+
+	// Resolve lets an operator settle a pending or unknown intent as
+	// succeeded or failed. It advances the fencing token, so a live owner
+	// that later tries to complete gets ErrFenced. A settled record other
+	// than unknown gives ErrNotResolvable.
+	Resolve(ctx context.Context, key uuid.UUID, r Resolution) (Record, error)
+
+	// Get returns the record for key, or ErrNotFound.
+	Get(ctx context.Context, key uuid.UUID) (Record, error)
+
+	// List yields the records matching f, newest (by Created) first. It may
+	// hold a read transaction while the loop runs: do not write to the store
+	// from inside the loop.
+	List(ctx context.Context, f Filter) iter.Seq2[Record, error]
+
+	// GC removes records whose Expires is past (pending records only once
+	// their lease has expired too) and returns how many it removed, or with
+	// DryRun how many it would remove.
+	GC(ctx context.Context, opts GCOptions) (int, error)
+
+	// Stats counts the journal's records.
+	Stats(ctx context.Context) (Stats, error)
+
+	// Import writes a record as it is (from an export or another store),
+	// keeping its state, attempts and times. A record already present with
+	// the same key is left alone when it is identical and refused with
+	// ErrExists otherwise.
+	Import(ctx context.Context, r Record) error
+
+	// Close releases the store. Calls after Close return ErrClosed.
+	Close() error
+}
+
+// DefaultTTL is how long a record is kept when BeginRequest.RecordTTL is
+// zero: longer than any retry, replay or operator horizon.
+const DefaultTTL = 7 * 24 * time.Hour
+
+// BeginRequest asks the store to begin (or answer) one intent.
+type BeginRequest struct {
+	Key         uuid.UUID
+	Intent      keyderive.Intent
+	Fingerprint keyderive.Fingerprint
+	// Effect is the tool's effect kind, kept so that a restart preview
+	// (agentctl replay) can say what a re-run would do.
+	Effect Effect
+	// Input is the canonical input to store; nil keeps the fingerprint only.
+	Input []byte
+	// Owner identifies the process that takes the lease.
+	Owner string
+	// AttemptID is the id of attempt 1, recorded when the record is new.
+	AttemptID string
+	// LeaseTTL is how long the owner's lease lasts; it must exceed the time
+	// the owner needs to run the tool and complete.
+	LeaseTTL time.Duration
+	// RecordTTL is how long the record is kept; zero means DefaultTTL.
+	RecordTTL time.Duration
+	// Durable asks that a new record be on disk before Begin returns (the
+	// write-ahead of an Unkeyed tool). When false the store may return
+	// before the write is durable; the record is still visible to every
+	// later call on this Store, but may be lost in a crash.
+	Durable bool
+	// Guard is the suppression guard checked when no record exists for Key.
+	Guard GuardScope
+}
+
+// GuardScope says where a recorded suppression blocks calls of the same
+// tool whose input was altered.
+type GuardScope uint8
+
+const (
+	// GuardTurn blocks the tool within the same (tenant, session, turn).
+	// It is the zero value and the default.
+	GuardTurn GuardScope = iota
+	// GuardSession blocks the tool within the whole (tenant, session).
+	GuardSession
+	// GuardOff disables the guard.
+	GuardOff
+)
+
+// BeginOutcome is what Begin decided.
+type BeginOutcome uint8
+
+const (
+	// Started: there was no live record; a pending one was created with
+	// attempt 1, and the caller owns its lease.
+	Started BeginOutcome = iota + 1
+	// Completed: the record is settled (succeeded, failed, suppressed or
+	// unknown); answer from it and do not run the tool.
+	Completed
+	// InFlight: the record is pending and another owner's lease is live.
+	InFlight
+	// TakenOver: the record was pending with an expired lease. The outcome
+	// of the earlier attempts is unknown; the caller now owns the lease and
+	// must decide by the tool's effect kind whether to start an attempt,
+	// reconcile, or complete as unknown.
+	TakenOver
+	// Mismatch: a record exists for the key with a different fingerprint.
+	// Nothing was written.
+	Mismatch
+	// Guarded: no record exists for the key, but a suppression is recorded
+	// for the same tool within the guard's scope. Nothing was written;
+	// Record is the suppressing record.
+	Guarded
+)
+
+// BeginResult is Begin's answer.
+type BeginResult struct {
+	Outcome BeginOutcome
+	// Record is the record after Begin (for Guarded, the suppressing one).
+	Record Record
+	// Token is the fencing token the caller must present to StartAttempt
+	// and Complete; set for Started and TakenOver.
+	Token uint64
+}
+
+// AttemptRequest records a new attempt of an intent the caller owns.
+type AttemptRequest struct {
+	Key   uuid.UUID
+	Token uint64
+	// ID is the new attempt's id.
+	ID string
+	// PrevClass and PrevError close the attempt that came before.
+	PrevClass string
+	PrevError string
+	// LeaseTTL extends the lease from now.
+	LeaseTTL time.Duration
+	// Durable asks that the attempt be on disk before StartAttempt returns.
+	Durable bool
+}
+
+// Completion records an intent's outcome.
+type Completion struct {
+	Key   uuid.UUID
+	Token uint64
+	// State is StateSucceeded, StateFailed, StateSuppressed or StateUnknown.
+	State State
+	// Output is the result for StateSucceeded.
+	Output []byte
+	// ErrorClass and ErrorMessage describe a failed, suppressed or unknown
+	// outcome; they also close the last attempt.
+	ErrorClass   string
+	ErrorMessage string
+}
+
+// Resolution is an operator's verdict on an unknown intent.
+type Resolution struct {
+	// State is StateSucceeded or StateFailed.
+	State State
+	// Output is the result for StateSucceeded (may be nil).
+	Output []byte
+	// Reason says why; By says who. At is set by the store.
+	Reason string
+	By     string
+	At     time.Time
+}
+
+// Filter selects records for List. Zero fields match everything.
+type Filter struct {
+	Tenant  string
+	Session string
+	// Turn needs Session.
+	Turn  string
+	Tool  string
+	State State
+	// Since and Until bound Created (inclusive, exclusive).
+	Since, Until time.Time
+	// Limit caps how many records are yielded; zero means no limit.
+	Limit int
+}
+
+// GCOptions controls GC.
+type GCOptions struct {
+	// DryRun counts without removing.
+	DryRun bool
+}
+
+// Stats counts a journal's records.
+type Stats struct {
+	Records  int
+	ByState  map[State]int
+	ByTool   map[string]int
+	Attempts int
+	// Expired counts records past their TTL that GC has not removed yet.
+	Expired        int
+	Oldest, Newest time.Time
+	// SizeBytes is the size of the journal's file or table, where known.
+	SizeBytes int64
+}
