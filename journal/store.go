@@ -99,6 +99,15 @@ type BeginRequest struct {
 	Durable bool
 	// Guard is the suppression guard checked when no record exists for Key.
 	Guard GuardScope
+	// Retake, when set, is asked about a live settled record with a
+	// matching fingerprint. If it returns true the record is taken over as
+	// if it were pending with an expired lease: Begin answers TakenOver with
+	// a new token, the state goes back to pending under the caller's lease,
+	// and the attempts are kept. The harness uses it to run a Keyed or
+	// Idempotent intent again after an unknown outcome, and an intent whose
+	// last failure provably did not execute. It must be a pure function: it
+	// may be called more than once.
+	Retake func(r *Record) bool
 }
 
 // GuardScope says where a recorded suppression blocks calls of the same
