@@ -1,0 +1,185 @@
+package singleflight
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// Group collapses concurrent calls that share a key into one execution.
+// Its zero value is ready to use. A Group is safe for concurrent use and
+// must not be copied after first use.
+type Group[K comparable, V any] struct {
+	mu sync.Mutex       // guards m and every flight's mutable fields
+	m  map[K]*flight[V] // flights running now; lazily made
+}
+
+// flight is one execution of fn for one key.
+type flight[V any] struct {
+	// val and err are written once, before done is closed (or, when fn runs
+	// on the starter's goroutine, before that goroutine reads them), and are
+	// read only after that.
+	val    V
+	err    error
+	goexit bool // fn called runtime.Goexit
+
+	// These are guarded by Group.mu.
+	done      chan struct{}           // made when someone must wait; closed when val and err are set
+	waiters   int                     // callers still waiting, the starter included
+	abandoned bool                    // every waiter left and ctx was cancelled
+	cancel    context.CancelCauseFunc // nil when fn got a context that cannot be cancelled
+}
+
+// Do runs fn once per key at a time and returns its result.
+//
+// A caller that arrives while a flight for key is running joins it and gets
+// the flight's result; joined is false for the caller that started the
+// flight and true for every caller that joined it. Once the flight returns
+// the key is free: a later call runs fn again.
+//
+// fn gets the flight's context. It carries the values of the first
+// caller's ctx but not its cancellation: it is cancelled only when every
+// caller waiting on the flight has left, with a cause that matches both
+// [ErrAbandoned] and the last leaver's cause under [errors.Is].
+//
+// A caller whose ctx ends returns at once with [context.Cause](ctx) and the
+// zero V, leaving the flight running for the others. If ctx is already done
+// when Do is called, fn is not run.
+//
+// A panic in fn is recovered and every waiter gets a *[PanicError]. If fn
+// calls [runtime.Goexit], the goroutine of the caller that started the
+// flight exits as well and every joined caller gets [ErrGoexit]. See the
+// package documentation for the whole policy.
+func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context) (V, error)) (v V, err error, joined bool) {
+	if ctx.Err() != nil {
+		return v, context.Cause(ctx), false
+	}
+	for {
+		g.mu.Lock()
+		f, ok := g.m[key]
+		if !ok {
+			break // start a flight, still holding g.mu
+		}
+		if f.done == nil {
+			f.done = make(chan struct{})
+		}
+		if !f.abandoned {
+			f.waiters++
+			g.mu.Unlock()
+			return g.wait(ctx, f, true)
+		}
+		g.mu.Unlock()
+		// Nobody wants the running flight any more and its context is
+		// cancelled, so its result is likely an artefact of that
+		// cancellation. Wait for it rather than run fn beside it: a success
+		// is still a success and is shared; a failure is not this caller's,
+		// so it starts a flight of its own.
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return v, context.Cause(ctx), true
+		}
+		if f.err == nil {
+			return f.val, nil, true
+		}
+	}
+
+	if g.m == nil {
+		g.m = make(map[K]*flight[V])
+	}
+	f := &flight[V]{waiters: 1}
+	g.m[key] = f
+	if ctx.Done() == nil {
+		// The caller can never leave early, so nobody needs fn on another
+		// goroutine and the flight can never be abandoned: run fn here, with
+		// ctx itself (nothing to detach), and save a goroutine and a context.
+		g.mu.Unlock()
+		g.run(ctx, key, f, fn)
+		return f.val, f.err, false
+	}
+	f.done = make(chan struct{})
+	fctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	f.cancel = cancel
+	g.mu.Unlock()
+	go g.run(fctx, key, f, fn)
+	return g.wait(ctx, f, false)
+}
+
+// wait blocks until f returns or ctx ends, whichever comes first.
+func (g *Group[K, V]) wait(ctx context.Context, f *flight[V], joined bool) (v V, err error, _ bool) {
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		select {
+		case <-f.done: // both ready: the result is worth more than the error
+		default:
+			g.leave(ctx, f)
+			return v, context.Cause(ctx), joined
+		}
+	}
+	if f.goexit && !joined {
+		// fn ran on another goroutine only because this caller might have
+		// left early; end this goroutine as it would have ended had fn run
+		// here, so the policy does not depend on the kind of ctx.
+		runtime.Goexit()
+	}
+	return f.val, f.err, joined
+}
+
+// leave takes one waiter off f and cancels f's context if it was the last.
+func (g *Group[K, V]) leave(ctx context.Context, f *flight[V]) {
+	g.mu.Lock()
+	f.waiters--
+	last := f.waiters == 0 && f.cancel != nil
+	if last {
+		f.abandoned = true
+	}
+	g.mu.Unlock()
+	if last {
+		f.cancel(fmt.Errorf("%w: %w", ErrAbandoned, context.Cause(ctx)))
+	}
+}
+
+// run calls fn, turns a panic or runtime.Goexit into f.err, then frees the
+// key and wakes the waiters.
+func (g *Group[K, V]) run(ctx context.Context, key K, f *flight[V], fn func(context.Context) (V, error)) {
+	returned, recovered := false, false
+	// A deferred function sees no difference between a panic and Goexit
+	// until it tries to recover, and a recovered panic's stack is gone by
+	// then. So the inner function takes the stack and recovers, and this
+	// outer one learns which it was from whether the recovery stopped the
+	// unwinding: after Goexit the code below the inner call never runs.
+	defer func() {
+		if !returned && !recovered {
+			f.err, f.goexit = ErrGoexit, true
+		}
+		if f.cancel != nil {
+			f.cancel(nil) // release the context; fn is done with it
+		}
+		g.mu.Lock()
+		if g.m[key] == f {
+			delete(g.m, key)
+		}
+		if f.done != nil {
+			close(f.done)
+		}
+		g.mu.Unlock()
+	}()
+	func() {
+		defer func() {
+			if returned {
+				return
+			}
+			if r := recover(); r != nil {
+				var zero V
+				f.val, f.err = zero, newPanicError(r)
+			}
+		}()
+		f.val, f.err = fn(ctx)
+		returned = true
+	}()
+	if !returned {
+		recovered = true
+	}
+}
