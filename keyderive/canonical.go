@@ -1,0 +1,580 @@
+package keyderive
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"unicode/utf8"
+)
+
+// Canonicalize returns the canonical form (RFC 8785, JCS) of the JSON value
+// in input, with the integer departure described in the package doc. It
+// fails with a *SyntaxError, wrapping one of ErrTooLarge, ErrTooDeep,
+// ErrSyntax, ErrDuplicateKey, ErrInvalidUTF8 or ErrNumber, that names the
+// byte offset where input went wrong. A nil opts means default limits.
+func Canonicalize(input []byte, opts *Options) ([]byte, error) {
+	return AppendCanonical(nil, input, opts)
+}
+
+// AppendCanonical appends the canonical form of input to dst and returns the
+// extended buffer, like the strconv Append functions. On error it returns
+// dst unchanged in length: nothing is half-written. See Canonicalize.
+func AppendCanonical(dst, input []byte, opts *Options) ([]byte, error) {
+	maxBytes, maxDepth := opts.limits()
+	if len(input) > maxBytes {
+		return dst, &SyntaxError{
+			Offset: int64(maxBytes),
+			Msg:    fmt.Sprintf("input is %d bytes, more than the maximum of %d", len(input), maxBytes),
+			Err:    ErrTooLarge,
+		}
+	}
+	out := dst
+	if out == nil {
+		// Canonical output is rarely longer than its input (only some
+		// numbers grow), so one allocation usually suffices.
+		out = make([]byte, 0, len(input))
+	}
+	c := canonPool.Get().(*canonicalizer)
+	c.in, c.out, c.pos, c.depth, c.maxDepth = input, out, 0, 0, maxDepth
+	err := c.document()
+	out = c.out
+	c.release()
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
+}
+
+// canonPool recycles the scratch state of a canonicalization so that a call
+// allocates nothing but its output.
+var canonPool = sync.Pool{New: func() any { return new(canonicalizer) }}
+
+// canonicalizer is a single-pass JSON validator that writes canonical output
+// as it reads. Object members are written in input order, then, only when
+// they were not already in order, sorted in place within the output.
+type canonicalizer struct {
+	in       []byte
+	pos      int // next unread byte of in
+	out      []byte
+	depth    int
+	maxDepth int
+	// members is a stack of the members of the objects being read: an
+	// object's members sit above those of the object that encloses it.
+	members []member
+	// scratch holds an object's unsorted output while it is rewritten.
+	scratch []byte
+	// digits holds a number's significant decimal digits (number.go).
+	digits []byte
+}
+
+// member locates one object member in the output.
+type member struct {
+	start  int // offset of the key's opening quote in out
+	keyEnd int // offset just past the key's closing quote
+	end    int // offset just past the value
+	inOff  int // offset of the key's opening quote in the input, for errors
+}
+
+// maxRetained bounds the scratch memory a pooled canonicalizer keeps, so one
+// huge input does not pin its buffers for the life of the process.
+const maxRetained = 64 << 10
+
+func (c *canonicalizer) release() {
+	c.in, c.out = nil, nil
+	if cap(c.scratch) > maxRetained {
+		c.scratch = nil
+	}
+	if cap(c.members)*int(memberSize) > maxRetained {
+		c.members = nil
+	}
+	c.members = c.members[:0]
+	canonPool.Put(c)
+}
+
+const memberSize = 4 * 8
+
+func (c *canonicalizer) fail(off int, sentinel error, format string, args ...any) error {
+	return &SyntaxError{Offset: int64(off), Msg: fmt.Sprintf(format, args...), Err: sentinel}
+}
+
+// describe names the byte at off for an error message.
+func (c *canonicalizer) describe(off int) string {
+	if off >= len(c.in) {
+		return "end of input"
+	}
+	b := c.in[off]
+	if b < utf8.RuneSelf {
+		return fmt.Sprintf("character %q", rune(b))
+	}
+	return fmt.Sprintf("byte 0x%02x", b)
+}
+
+func (c *canonicalizer) document() error {
+	c.skipSpace()
+	if c.pos >= len(c.in) {
+		return c.fail(c.pos, ErrSyntax, "unexpected end of input, looking for a JSON value")
+	}
+	if err := c.value(); err != nil {
+		return err
+	}
+	c.skipSpace()
+	if c.pos < len(c.in) {
+		return c.fail(c.pos, ErrSyntax, "unexpected %s after the top-level value", c.describe(c.pos))
+	}
+	return nil
+}
+
+func isSpace(b byte) bool { return b == ' ' || b == '\n' || b == '\r' || b == '\t' }
+
+func (c *canonicalizer) skipSpace() {
+	for c.pos < len(c.in) && isSpace(c.in[c.pos]) {
+		c.pos++
+	}
+}
+
+// value reads one JSON value starting at c.pos (not whitespace).
+func (c *canonicalizer) value() error {
+	if c.pos >= len(c.in) {
+		return c.fail(c.pos, ErrSyntax, "unexpected end of input, looking for a JSON value")
+	}
+	switch b := c.in[c.pos]; {
+	case b == '{':
+		return c.object()
+	case b == '[':
+		return c.array()
+	case b == '"':
+		return c.str()
+	case b == 't':
+		return c.literal("true")
+	case b == 'f':
+		return c.literal("false")
+	case b == 'n':
+		return c.literal("null")
+	case b == '-' || (b >= '0' && b <= '9'):
+		return c.number()
+	default:
+		return c.fail(c.pos, ErrSyntax, "unexpected %s, looking for a JSON value", c.describe(c.pos))
+	}
+}
+
+func (c *canonicalizer) literal(lit string) error {
+	end := c.pos + len(lit)
+	if end > len(c.in) || string(c.in[c.pos:end]) != lit {
+		// Point at the first byte that differs.
+		i := c.pos
+		for i < len(c.in) && i-c.pos < len(lit) && c.in[i] == lit[i-c.pos] {
+			i++
+		}
+		return c.fail(i, ErrSyntax, "unexpected %s in literal %s", c.describe(i), lit)
+	}
+	c.out = append(c.out, lit...)
+	c.pos = end
+	return nil
+}
+
+func (c *canonicalizer) enter() error {
+	c.depth++
+	if c.depth > c.maxDepth {
+		return c.fail(c.pos, ErrTooDeep, "nesting deeper than the maximum depth of %d", c.maxDepth)
+	}
+	return nil
+}
+
+func (c *canonicalizer) array() error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	c.pos++ // '['
+	c.out = append(c.out, '[')
+	c.skipSpace()
+	if c.pos < len(c.in) && c.in[c.pos] == ']' {
+		c.pos++
+		c.out = append(c.out, ']')
+		c.depth--
+		return nil
+	}
+	for {
+		if err := c.value(); err != nil {
+			return err
+		}
+		c.skipSpace()
+		if c.pos >= len(c.in) {
+			return c.fail(c.pos, ErrSyntax, "unexpected end of input in array, looking for ',' or ']'")
+		}
+		switch c.in[c.pos] {
+		case ',':
+			c.pos++
+			c.out = append(c.out, ',')
+			c.skipSpace()
+		case ']':
+			c.pos++
+			c.out = append(c.out, ']')
+			c.depth--
+			return nil
+		default:
+			return c.fail(c.pos, ErrSyntax, "unexpected %s in array, looking for ',' or ']'", c.describe(c.pos))
+		}
+	}
+}
+
+func (c *canonicalizer) object() error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	c.pos++ // '{'
+	c.out = append(c.out, '{')
+	body := len(c.out)
+	base := len(c.members)
+	c.skipSpace()
+	if c.pos < len(c.in) && c.in[c.pos] == '}' {
+		c.pos++
+		c.out = append(c.out, '}')
+		c.depth--
+		return nil
+	}
+	for {
+		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
+			return c.fail(c.pos, ErrSyntax, "unexpected %s in object, looking for a member name string", c.describe(c.pos))
+		}
+		m := member{start: len(c.out), inOff: c.pos}
+		if err := c.str(); err != nil {
+			return err
+		}
+		m.keyEnd = len(c.out)
+		c.skipSpace()
+		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
+			return c.fail(c.pos, ErrSyntax, "unexpected %s after object member name, looking for ':'", c.describe(c.pos))
+		}
+		c.pos++
+		c.out = append(c.out, ':')
+		c.skipSpace()
+		if err := c.value(); err != nil {
+			return err
+		}
+		m.end = len(c.out)
+		c.members = append(c.members, m)
+		c.skipSpace()
+		if c.pos >= len(c.in) {
+			return c.fail(c.pos, ErrSyntax, "unexpected end of input in object, looking for ',' or '}'")
+		}
+		if b := c.in[c.pos]; b == ',' {
+			c.pos++
+			c.out = append(c.out, ',')
+			c.skipSpace()
+			continue
+		} else if b != '}' {
+			return c.fail(c.pos, ErrSyntax, "unexpected %s in object, looking for ',' or '}'", c.describe(c.pos))
+		}
+		c.pos++
+		break
+	}
+	err := c.sortMembers(body, c.members[base:])
+	c.members = c.members[:base]
+	if err != nil {
+		return err
+	}
+	c.out = append(c.out, '}')
+	c.depth--
+	return nil
+}
+
+// sortMembers puts the members of the object whose body starts at
+// out[body] in RFC 8785 order, and rejects duplicate names. Input that is
+// already sorted (as canonical input, and much machine-written JSON, is)
+// costs one comparison per member and no copying.
+func (c *canonicalizer) sortMembers(body int, ms []member) error {
+	out := c.out
+	key := func(m member) []byte { return out[m.start+1 : m.keyEnd-1] }
+	sorted := true
+	for i := 1; i < len(ms); i++ {
+		switch compareKeys(key(ms[i-1]), key(ms[i])) {
+		case 0:
+			return c.duplicate(ms[i-1], ms[i])
+		case 1:
+			sorted = false
+		}
+		if !sorted {
+			break
+		}
+	}
+	if sorted {
+		return nil
+	}
+	slices.SortFunc(ms, func(a, b member) int { return compareKeys(key(a), key(b)) })
+	for i := 1; i < len(ms); i++ {
+		if compareKeys(key(ms[i-1]), key(ms[i])) == 0 {
+			return c.duplicate(ms[i-1], ms[i])
+		}
+	}
+	c.scratch = append(c.scratch[:0], out[body:]...)
+	w := body
+	for i, m := range ms {
+		if i > 0 {
+			out[w] = ','
+			w++
+		}
+		w += copy(out[w:], c.scratch[m.start-body:m.end-body])
+	}
+	return nil
+}
+
+func (c *canonicalizer) duplicate(a, b member) error {
+	later := max(a.inOff, b.inOff)
+	name := c.out[b.start:b.keyEnd]
+	const maxShown = 64
+	if len(name) > maxShown {
+		name = append(name[:maxShown:maxShown], `..."`...)
+	}
+	return c.fail(later, ErrDuplicateKey, "duplicate object member name %s", name)
+}
+
+// compareKeys orders two member names, each given in its canonical escaped
+// form without quotes, by their UTF-16 code units as RFC 8785 requires. It
+// returns -1, 0 or +1.
+//
+// Canonical escaping is a bijection, so equal names have equal bytes. UTF-8
+// byte order is code point order, which agrees with UTF-16 order except
+// that supplementary characters (4-byte UTF-8, surrogate pairs in UTF-16)
+// sort before U+E000..U+FFFF in UTF-16; and escapes (\n, \u001f, \", \\)
+// must be compared as the characters they stand for.
+func compareKeys(a, b []byte) int {
+	i := 0
+	n := min(len(a), len(b))
+	for i < n && a[i] == b[i] && a[i] != '\\' {
+		i++
+	}
+	for i < len(a) && i < len(b) {
+		ca, cb := a[i], b[i]
+		if ca == cb && ca != '\\' {
+			i++
+			continue
+		}
+		if ca == cb { // both escapes: compare what they stand for
+			ra, na := decodeCanonical(a[i:])
+			rb, nb := decodeCanonical(b[i:])
+			if ra != rb {
+				return compareUTF16(ra, rb)
+			}
+			if na != nb { // cannot happen: equal runes escape alike
+				return compareUTF16(ra, rb)
+			}
+			i += na
+			continue
+		}
+		if ca >= 0x80 && ca < 0xC0 && cb >= 0x80 && cb < 0xC0 {
+			// Inside two UTF-8 sequences with the same lead byte: the
+			// same length and the same UTF-16 class, so bytes decide.
+			if ca < cb {
+				return -1
+			}
+			return 1
+		}
+		ra, _ := decodeCanonical(a[i:])
+		rb, _ := decodeCanonical(b[i:])
+		return compareUTF16(ra, rb)
+	}
+	switch {
+	case len(a)-i < len(b)-i:
+		return -1
+	case len(a)-i > len(b)-i:
+		return 1
+	}
+	return 0
+}
+
+// decodeCanonical decodes the first character of a canonically escaped
+// string and returns it with its encoded length.
+func decodeCanonical(s []byte) (rune, int) {
+	if s[0] != '\\' {
+		if s[0] < utf8.RuneSelf {
+			return rune(s[0]), 1
+		}
+		return utf8.DecodeRune(s)
+	}
+	switch s[1] {
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'u': // \u00XX: only control characters are escaped this way
+		return rune(unhex(s[4])<<4 | unhex(s[5])), 6
+	default: // \" and \\
+		return rune(s[1]), 2
+	}
+}
+
+// compareUTF16 orders two code points by their UTF-16 encodings.
+func compareUTF16(a, b rune) int {
+	if (a >= 0x10000) != (b >= 0x10000) {
+		// One supplementary (a surrogate pair, 0xD800..0xDBFF first) and
+		// one BMP character: the pair sorts first against U+E000..U+FFFF.
+		if a >= 0x10000 {
+			if b >= 0xE000 {
+				return -1
+			}
+			return 1
+		}
+		if a >= 0xE000 {
+			return 1
+		}
+		return -1
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func unhex(b byte) int {
+	switch {
+	case b >= '0' && b <= '9':
+		return int(b - '0')
+	case b >= 'a' && b <= 'f':
+		return int(b-'a') + 10
+	case b >= 'A' && b <= 'F':
+		return int(b-'A') + 10
+	}
+	return -1
+}
+
+// strSafe marks the bytes a string copies through unchanged: printable
+// ASCII other than '"' and '\\'.
+var strSafe = func() (t [256]bool) {
+	for b := 0x20; b < 0x80; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
+
+// str reads a string starting at its opening quote and writes it with
+// RFC 8785's minimal escaping.
+func (c *canonicalizer) str() error {
+	in := c.in
+	pos := c.pos + 1
+	c.out = append(c.out, '"')
+	for {
+		start := pos
+		for pos < len(in) && strSafe[in[pos]] {
+			pos++
+		}
+		c.out = append(c.out, in[start:pos]...)
+		if pos >= len(in) {
+			return c.fail(pos, ErrSyntax, "unexpected end of input in string")
+		}
+		switch b := in[pos]; {
+		case b == '"':
+			c.out = append(c.out, '"')
+			c.pos = pos + 1
+			return nil
+		case b == '\\':
+			n, err := c.escape(pos)
+			if err != nil {
+				return err
+			}
+			pos += n
+		case b < 0x20:
+			return c.fail(pos, ErrSyntax, "unescaped control character %U in string", rune(b))
+		default:
+			r, size := utf8.DecodeRune(in[pos:])
+			if r == utf8.RuneError && size == 1 {
+				return c.fail(pos, ErrInvalidUTF8, "invalid UTF-8 byte 0x%02x in string", b)
+			}
+			c.out = append(c.out, in[pos:pos+size]...)
+			pos += size
+		}
+	}
+}
+
+// escape reads the escape sequence at in[pos] (a backslash), writes the
+// character it stands for canonically, and returns its length.
+func (c *canonicalizer) escape(pos int) (int, error) {
+	in := c.in
+	if pos+1 >= len(in) {
+		return 0, c.fail(pos+1, ErrSyntax, "unexpected end of input in string escape")
+	}
+	switch e := in[pos+1]; e {
+	case '"', '\\':
+		c.out = append(c.out, '\\', e)
+	case '/':
+		c.out = append(c.out, '/')
+	case 'b', 'f', 'n', 'r', 't':
+		c.out = append(c.out, '\\', e)
+	case 'u':
+		r, err := c.hex4(pos)
+		if err != nil {
+			return 0, err
+		}
+		n := 6
+		if r >= 0xD800 && r <= 0xDFFF {
+			if r >= 0xDC00 {
+				return 0, c.fail(pos, ErrInvalidUTF8, "unpaired UTF-16 surrogate \\u%04x in string", r)
+			}
+			if pos+12 > len(in) || in[pos+6] != '\\' || in[pos+7] != 'u' {
+				return 0, c.fail(pos, ErrInvalidUTF8, "unpaired UTF-16 surrogate \\u%04x in string", r)
+			}
+			lo, err := c.hex4(pos + 6)
+			if err != nil {
+				return 0, err
+			}
+			if lo < 0xDC00 || lo > 0xDFFF {
+				return 0, c.fail(pos, ErrInvalidUTF8, "unpaired UTF-16 surrogate \\u%04x in string", r)
+			}
+			r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+			n = 12
+		}
+		c.out = appendRune(c.out, r)
+		return n, nil
+	default:
+		return 0, c.fail(pos+1, ErrSyntax, "invalid escape %s in string", c.describe(pos+1))
+	}
+	return 2, nil
+}
+
+// hex4 decodes the four hex digits of the \u escape at in[pos].
+func (c *canonicalizer) hex4(pos int) (rune, error) {
+	if pos+6 > len(c.in) {
+		return 0, c.fail(pos, ErrSyntax, "unexpected end of input in \\u escape")
+	}
+	var r rune
+	for i := pos + 2; i < pos+6; i++ {
+		d := unhex(c.in[i])
+		if d < 0 {
+			return 0, c.fail(i, ErrSyntax, "invalid %s in \\u escape, want a hex digit", c.describe(i))
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, nil
+}
+
+// appendRune writes one decoded string character with RFC 8785's minimal
+// escaping: only '"', '\\' and control characters are escaped, the usual
+// five by their short forms.
+func appendRune(out []byte, r rune) []byte {
+	switch {
+	case r == '"' || r == '\\':
+		return append(out, '\\', byte(r))
+	case r >= 0x20:
+		return utf8.AppendRune(out, r)
+	case r == '\b':
+		return append(out, '\\', 'b')
+	case r == '\f':
+		return append(out, '\\', 'f')
+	case r == '\n':
+		return append(out, '\\', 'n')
+	case r == '\r':
+		return append(out, '\\', 'r')
+	case r == '\t':
+		return append(out, '\\', 't')
+	}
+	const hexDigits = "0123456789abcdef"
+	return append(out, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xF])
+}

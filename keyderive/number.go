@@ -1,0 +1,232 @@
+package keyderive
+
+import (
+	"math"
+	"strconv"
+)
+
+// number reads a JSON number at c.pos and writes its canonical form.
+func (c *canonicalizer) number() error {
+	in := c.in
+	start := c.pos
+	pos := start
+	if in[pos] == '-' {
+		pos++
+	}
+	intStart := pos
+	switch {
+	case pos >= len(in) || !isDigit(in[pos]):
+		return c.fail(pos, ErrSyntax, "unexpected %s in number, looking for a digit", c.describe(pos))
+	case in[pos] == '0':
+		pos++
+	default:
+		for pos < len(in) && isDigit(in[pos]) {
+			pos++
+		}
+	}
+	intEnd := pos
+	fracStart, fracEnd := pos, pos
+	if pos < len(in) && in[pos] == '.' {
+		pos++
+		fracStart = pos
+		for pos < len(in) && isDigit(in[pos]) {
+			pos++
+		}
+		if pos == fracStart {
+			return c.fail(pos, ErrSyntax, "unexpected %s in number after '.', looking for a digit", c.describe(pos))
+		}
+		fracEnd = pos
+	}
+	exp := 0
+	if pos < len(in) && (in[pos] == 'e' || in[pos] == 'E') {
+		pos++
+		neg := false
+		if pos < len(in) && (in[pos] == '+' || in[pos] == '-') {
+			neg = in[pos] == '-'
+			pos++
+		}
+		expStart := pos
+		for pos < len(in) && isDigit(in[pos]) {
+			// Saturate: beyond ±1e9 the value is out of range or zero
+			// whatever the mantissa (the input is at most a few MiB).
+			if exp < 1e9 {
+				exp = exp*10 + int(in[pos]-'0')
+			}
+			pos++
+		}
+		if pos == expStart {
+			return c.fail(pos, ErrSyntax, "unexpected %s in number exponent, looking for a digit", c.describe(pos))
+		}
+		if neg {
+			exp = -exp
+		}
+	} else if fracEnd == intEnd && intEnd-intStart <= 15 {
+		// Fast path: a plain integer below 10^15 is exactly a float64 and
+		// ES6 writes it as its digits; only -0 changes.
+		c.pos = pos
+		if intEnd-intStart == 1 && in[intStart] == '0' {
+			c.out = append(c.out, '0')
+		} else {
+			c.out = append(c.out, in[start:pos]...)
+		}
+		return nil
+	}
+	c.pos = pos
+	return c.numberSlow(in[start:pos], start, in[intStart:intEnd], in[fracStart:fracEnd], exp)
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+// maxSafe is 2^53, the largest integer below which every integer is
+// exactly a float64.
+const maxSafe = "9007199254740992"
+
+// numberSlow canonicalizes a number token given its integer digits, fraction
+// digits and exponent.
+//
+// Integers whose magnitude is above 2^53 and whose ES6 form would not
+// denote exactly the same integer are written as their exact decimal
+// digits instead (see the package doc); everything else follows RFC 8785.
+func (c *canonicalizer) numberSlow(tok []byte, off int, intDigits, fracDigits []byte, exp int) error {
+	// The exact value is 0.D × 10^point, with D the significant digits.
+	d := append(c.digits[:0], intDigits...)
+	d = append(d, fracDigits...)
+	lead := 0
+	for lead < len(d) && d[lead] == '0' {
+		lead++
+	}
+	d = d[lead:]
+	for len(d) > 0 && d[len(d)-1] == '0' {
+		d = d[:len(d)-1]
+	}
+	c.digits = d[:0]
+	if len(d) == 0 {
+		c.out = append(c.out, '0') // any zero, including -0 and 0e7
+		return nil
+	}
+	point := len(intDigits) - lead + exp
+	neg := tok[0] == '-'
+
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return c.fail(off, ErrNumber, "number %s is beyond the float64 range", clip(tok))
+	}
+	var buf [32]byte
+	sd, n := shortest(buf[:0], f)
+
+	if point >= len(d) && (point > len(maxSafe) || point == len(maxSafe) && bigger(d, point)) {
+		// A big integer: keep it exact unless ES6 already is.
+		if !(n == point && string(sd) == string(d)) {
+			if neg {
+				c.out = append(c.out, '-')
+			}
+			c.out = append(c.out, d...)
+			for i := len(d); i < point; i++ {
+				c.out = append(c.out, '0')
+			}
+			return nil
+		}
+	}
+	if f == 0 { // underflow: RFC 8785 writes the float64 zero
+		c.out = append(c.out, '0')
+		return nil
+	}
+	if f < 0 {
+		c.out = append(c.out, '-')
+	}
+	c.out = appendES6(c.out, sd, n)
+	return nil
+}
+
+// bigger reports whether the integer with significant digits d followed by
+// zeros up to point digits exceeds 2^53 (point == len(maxSafe)).
+func bigger(d []byte, point int) bool {
+	for i := 0; i < point; i++ {
+		x := byte('0')
+		if i < len(d) {
+			x = d[i]
+		}
+		if x != maxSafe[i] {
+			return x > maxSafe[i]
+		}
+	}
+	return false
+}
+
+// clip shortens a token for an error message.
+func clip(tok []byte) string {
+	const maxShown = 40
+	if len(tok) > maxShown {
+		return string(tok[:maxShown]) + "..."
+	}
+	return string(tok)
+}
+
+// shortest returns the shortest decimal digits that round-trip |f| (f != 0
+// gives no leading or trailing zeros) and the decimal point position n, so
+// that |f| ≈ 0.digits × 10^n. The digits are appended to buf.
+func shortest(buf []byte, f float64) (digits []byte, n int) {
+	if f == 0 {
+		return append(buf, '0'), 1
+	}
+	b := strconv.AppendFloat(buf, math.Abs(f), 'e', -1, 64) // d.ddde±XX
+	e := len(b) - 1
+	for b[e] != 'e' {
+		e--
+	}
+	x := 0
+	for _, ch := range b[e+2:] {
+		x = x*10 + int(ch-'0')
+	}
+	if b[e+1] == '-' {
+		x = -x
+	}
+	digits = b[:e]
+	if len(digits) > 1 { // drop the '.'
+		copy(digits[1:], digits[2:])
+		digits = digits[:len(digits)-1]
+	}
+	return digits, x + 1
+}
+
+// appendES6 writes a positive number with significant digits d and point
+// position n (value 0.d × 10^n) the way ECMAScript's Number.prototype.toString
+// does (ECMA-262, Number::toString), which RFC 8785 adopts.
+func appendES6(out, d []byte, n int) []byte {
+	k := len(d)
+	switch {
+	case k <= n && n <= 21:
+		out = append(out, d...)
+		for i := k; i < n; i++ {
+			out = append(out, '0')
+		}
+	case 0 < n && n <= 21:
+		out = append(out, d[:n]...)
+		out = append(out, '.')
+		out = append(out, d[n:]...)
+	case -6 < n && n <= 0:
+		out = append(out, '0', '.')
+		for i := n; i < 0; i++ {
+			out = append(out, '0')
+		}
+		out = append(out, d...)
+	default:
+		out = append(out, d[0])
+		if k > 1 {
+			out = append(out, '.')
+			out = append(out, d[1:]...)
+		}
+		out = append(out, 'e')
+		if n-1 >= 0 {
+			out = append(out, '+')
+		} else {
+			out = append(out, '-')
+		}
+		e := n - 1
+		if e < 0 {
+			e = -e
+		}
+		out = strconv.AppendInt(out, int64(e), 10)
+	}
+	return out
+}
