@@ -1,0 +1,592 @@
+package agentoncetest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Defaults of DownstreamOptions.
+const (
+	// DefaultKeyHeader is the request header that carries the idempotency
+	// key, as Stripe and the IETF draft name it.
+	DefaultKeyHeader = "Idempotency-Key"
+	// DefaultReplayedHeader marks a response replayed from the store, as
+	// Stripe marks it.
+	DefaultReplayedHeader = "Idempotent-Replayed"
+	// DefaultKeyTTL is how long a stored response is kept (Stripe keeps
+	// keys at least 24 hours).
+	DefaultKeyTTL = 24 * time.Hour
+	// DefaultMaxBodyBytes caps a request body the downstream fingerprints.
+	DefaultMaxBodyBytes = 1 << 20
+	// MaxKeyLength is the longest key accepted (Stripe's limit).
+	MaxKeyLength = 255
+)
+
+// ProblemType is the "type" member of every problem-details body the
+// Downstream writes.
+const ProblemType = "https://github.com/agentonce/agentonce/agentoncetest#idempotency"
+
+// DownstreamOptions configures a Downstream. A nil *DownstreamOptions means
+// defaults; each field's zero value is its default.
+type DownstreamOptions struct {
+	// KeyHeader is the request header carrying the key. Empty means
+	// DefaultKeyHeader ("Idempotency-Key").
+	KeyHeader string
+
+	// ReplayedHeader is set to "true" on a replayed response. Empty means
+	// DefaultReplayedHeader ("Idempotent-Replayed").
+	ReplayedHeader string
+
+	// Require reports whether r must carry a key; a request that must and
+	// does not gets 400. Nil means: POST and PATCH require a key.
+	Require func(r *http.Request) bool
+
+	// ClientID names the client a request comes from. Keys are scoped per
+	// client: the same key from two clients is two keys, and one client
+	// can never fetch another's stored response. Nil means one scope for
+	// every request.
+	ClientID func(r *http.Request) string
+
+	// TTL is how long a stored response is kept, counted from when the
+	// first request with the key arrived. A request after that runs anew.
+	// Zero means DefaultKeyTTL (24 hours).
+	TTL time.Duration
+
+	// MaxBodyBytes caps the request body; a larger one gets 413 and does
+	// not run. Zero means DefaultMaxBodyBytes (1 MiB).
+	MaxBodyBytes int64
+
+	// StoreServerErrors stores and replays 5xx responses like any other.
+	// False (the default) does not store them: the key is released and a
+	// retry runs the handler again. That is right for a handler whose 5xx
+	// means "nothing was committed" (a rolled-back transaction); Stripe,
+	// whose 500s may follow a partial effect, stores them instead.
+	StoreServerErrors bool
+
+	// IsEffect reports whether a call into the wrapped handler that ended
+	// with status counts as a side effect. Nil means status < 400: a
+	// refusal or a failure changed nothing.
+	IsEffect func(status int) bool
+
+	// StateFile, when set, keeps the stored responses and the effect
+	// counts in a file so that they survive the process: NewDownstream
+	// loads it, and every stored response rewrites it atomically (a temp
+	// file in the same directory, fsync, rename, fsync of the directory)
+	// before the response is sent. Empty means memory only.
+	StateFile string
+
+	// Now is the clock, a test seam. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Downstream is an http.Handler that implements the server side of the
+// Idempotency-Key contract in front of another handler, and counts the
+// side effects that handler really performed. It is safe for concurrent
+// use.
+//
+// For each request that carries a key (or must carry one):
+//
+//   - no record for (client, key): the wrapped handler runs; its response
+//     (status, header, body) is stored and sent;
+//   - a stored response with the same fingerprint (method, path and query,
+//     body): the stored response is sent again, marked with the replayed
+//     header; the handler does not run;
+//   - a different fingerprint: 422, the handler does not run;
+//   - the first request with the key is still running: 409;
+//   - no key where Require says one is needed: 400; a malformed key: 400.
+//
+// Safe methods (GET, HEAD, OPTIONS, TRACE) pass straight through: they
+// have no effect to protect, as Stripe ignores keys on GET.
+type Downstream struct {
+	next     http.Handler
+	header   string
+	replayed string
+	require  func(*http.Request) bool
+	clientID func(*http.Request) string
+	ttl      time.Duration
+	maxBody  int64
+	store5xx bool
+	isEffect func(int) bool
+	state    string
+	now      func() time.Time
+
+	// mu guards entries, effects, calls and inserts.
+	mu      sync.Mutex
+	entries map[scopedKey]*entry
+	// effects and calls count per scoped key; they outlive entries (TTL).
+	effects map[scopedKey]int
+	calls   map[scopedKey]int
+	inserts int
+
+	// persistMu serializes state-file writes so that a later snapshot
+	// never lands before an earlier one.
+	persistMu sync.Mutex
+}
+
+type scopedKey struct {
+	Client string
+	Key    string
+}
+
+type entry struct {
+	fingerprint [sha256.Size]byte
+	created     time.Time
+	done        bool
+	status      int
+	header      http.Header
+	body        []byte
+}
+
+// NewDownstream wraps next. It returns an error only when
+// opts.StateFile exists and cannot be read or is not a state file.
+func NewDownstream(next http.Handler, opts *DownstreamOptions) (*Downstream, error) {
+	if opts == nil {
+		opts = &DownstreamOptions{}
+	}
+	d := &Downstream{
+		next:     next,
+		header:   opts.KeyHeader,
+		replayed: opts.ReplayedHeader,
+		require:  opts.Require,
+		clientID: opts.ClientID,
+		ttl:      opts.TTL,
+		maxBody:  opts.MaxBodyBytes,
+		store5xx: opts.StoreServerErrors,
+		isEffect: opts.IsEffect,
+		state:    opts.StateFile,
+		now:      opts.Now,
+		entries:  make(map[scopedKey]*entry),
+		effects:  make(map[scopedKey]int),
+		calls:    make(map[scopedKey]int),
+	}
+	if d.header == "" {
+		d.header = DefaultKeyHeader
+	}
+	if d.replayed == "" {
+		d.replayed = DefaultReplayedHeader
+	}
+	if d.require == nil {
+		d.require = func(r *http.Request) bool { return r.Method == http.MethodPost || r.Method == http.MethodPatch }
+	}
+	if d.ttl <= 0 {
+		d.ttl = DefaultKeyTTL
+	}
+	if d.maxBody <= 0 {
+		d.maxBody = DefaultMaxBodyBytes
+	}
+	if d.isEffect == nil {
+		d.isEffect = func(status int) bool { return status < 400 }
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.state != "" {
+		if err := d.load(); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Server is a Downstream on a real loopback HTTP server.
+type Server struct {
+	*httptest.Server
+	Downstream *Downstream
+}
+
+// NewServer starts a loopback server running a Downstream in front of h
+// and closes it when tb's test ends. It fails tb if the Downstream cannot
+// be made (an unreadable opts.StateFile).
+func NewServer(tb testing.TB, h http.Handler, opts *DownstreamOptions) *Server {
+	tb.Helper()
+	d, err := NewDownstream(h, opts)
+	if err != nil {
+		tb.Fatalf("agentoncetest.NewServer: %v", err)
+	}
+	s := &Server{Server: httptest.NewServer(d), Downstream: d}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Effects returns how many side effects the wrapped handler performed for
+// key, summed over clients. Requests without a key count under "".
+func (d *Downstream) Effects(key string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for k, c := range d.effects {
+		if k.Key == key {
+			n += c
+		}
+	}
+	return n
+}
+
+// Calls returns how many times the wrapped handler ran for key, summed
+// over clients, whatever it answered (a 5xx included).
+func (d *Downstream) Calls(key string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for k, c := range d.calls {
+		if k.Key == key {
+			n += c
+		}
+	}
+	return n
+}
+
+// TotalEffects returns how many side effects the wrapped handler
+// performed, over all keys and keyless requests.
+func (d *Downstream) TotalEffects() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, c := range d.effects {
+		n += c
+	}
+	return n
+}
+
+// Duplicates returns the number of side effects beyond the first for each
+// (client, key): the number the Idempotency-Key contract exists to keep at
+// zero. Keyless requests are not counted: they carry no identity.
+func (d *Downstream) Duplicates() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for k, c := range d.effects {
+		if k.Key != "" && c > 1 {
+			n += c - 1
+		}
+	}
+	return n
+}
+
+// Keys returns how many distinct (client, key) pairs had at least one
+// side effect.
+func (d *Downstream) Keys() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for k, c := range d.effects {
+		if k.Key != "" && c > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// ServeHTTP implements http.Handler.
+func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		d.next.ServeHTTP(w, r)
+		return
+	}
+	values := r.Header.Values(d.header)
+	if len(values) == 0 {
+		if d.require(r) {
+			writeProblem(w, http.StatusBadRequest, d.header+" is missing",
+				"This operation requires an "+d.header+" header; send one key per intended operation and reuse it on every retry.")
+			return
+		}
+		d.runUnkeyed(w, r)
+		return
+	}
+	if len(values) > 1 {
+		writeProblem(w, http.StatusBadRequest, d.header+" is invalid",
+			"A request must carry exactly one "+d.header+" header field; this one carries "+strconv.Itoa(len(values))+".")
+		return
+	}
+	key, err := ParseKey(values[0])
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, d.header+" is invalid", err.Error())
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, d.maxBody+1))
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, "Request body unreadable", err.Error())
+		return
+	}
+	if int64(len(body)) > d.maxBody {
+		writeProblem(w, http.StatusRequestEntityTooLarge, "Request body too large",
+			"The body is larger than "+strconv.FormatInt(d.maxBody, 10)+" bytes.")
+		return
+	}
+	fp := fingerprint(r, body)
+	sk := scopedKey{Key: key}
+	if d.clientID != nil {
+		sk.Client = d.clientID(r)
+	}
+
+	d.mu.Lock()
+	now := d.now()
+	e := d.entries[sk]
+	if e != nil && e.done && !now.Before(e.created.Add(d.ttl)) {
+		delete(d.entries, sk)
+		e = nil
+	}
+	if e != nil {
+		d.mu.Unlock()
+		switch {
+		case e.fingerprint != fp:
+			writeProblem(w, http.StatusUnprocessableEntity, d.header+" is already used",
+				"This "+d.header+" was used with a different request (method, path or body). A key must not be reused across different payloads; this request was not executed.")
+		case !e.done:
+			writeProblem(w, http.StatusConflict, "A request is outstanding for this "+d.header,
+				"A request with the same "+d.header+" is being processed; retry later with the same key and the same payload.")
+		default:
+			// e is immutable once done: safe to read unlocked.
+			h := w.Header()
+			maps.Copy(h, e.header)
+			h.Set(d.replayed, "true")
+			w.WriteHeader(e.status)
+			_, _ = w.Write(e.body)
+		}
+		return
+	}
+	e = &entry{fingerprint: fp, created: now}
+	d.entries[sk] = e
+	d.mu.Unlock()
+
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	rec := d.run(r, sk, e)
+	if err := d.commit(sk, e, rec); err != nil {
+		// The effect happened but could not be made durable: say so
+		// rather than pretend; the key is released.
+		writeProblem(w, http.StatusInternalServerError, "State file not written", err.Error())
+		return
+	}
+	rec.writeTo(w)
+}
+
+// run calls the wrapped handler with a buffering writer. If the handler
+// panics, the key is released (nothing was stored) and the panic goes on
+// to net/http, which closes the connection.
+func (d *Downstream) run(r *http.Request, sk scopedKey, e *entry) *recorder {
+	rec := newRecorder()
+	completed := false
+	defer func() {
+		if !completed {
+			d.mu.Lock()
+			d.calls[sk]++
+			if d.entries[sk] == e {
+				delete(d.entries, sk)
+			}
+			d.mu.Unlock()
+		}
+	}()
+	d.next.ServeHTTP(rec, r)
+	completed = true
+	return rec
+}
+
+// commit records the handler's outcome: counts, and the stored response
+// unless it is a 5xx that is not to be stored. With a state file the
+// snapshot is durable before commit returns.
+func (d *Downstream) commit(sk scopedKey, e *entry, rec *recorder) error {
+	status := rec.statusCode()
+	store := status < 500 || d.store5xx
+	d.mu.Lock()
+	d.calls[sk]++
+	if store && d.isEffect(status) {
+		d.effects[sk]++
+	}
+	if store {
+		e.status = status
+		e.header = rec.sentHeader().Clone()
+		e.body = rec.body.Bytes()
+		e.done = true
+		d.inserts++
+		if d.inserts%1024 == 0 {
+			d.sweepLocked(d.now())
+		}
+	} else if d.entries[sk] == e {
+		delete(d.entries, sk)
+	}
+	d.mu.Unlock()
+	if d.state == "" {
+		return nil
+	}
+	if err := d.persist(); err != nil {
+		if store {
+			d.mu.Lock()
+			if d.entries[sk] == e {
+				delete(d.entries, sk)
+			}
+			d.mu.Unlock()
+		}
+		return err
+	}
+	return nil
+}
+
+func (d *Downstream) runUnkeyed(w http.ResponseWriter, r *http.Request) {
+	rec := d.run(r, scopedKey{}, nil)
+	status := rec.statusCode()
+	d.mu.Lock()
+	d.calls[scopedKey{}]++
+	if (status < 500 || d.store5xx) && d.isEffect(status) {
+		d.effects[scopedKey{}]++
+	}
+	d.mu.Unlock()
+	if d.state != "" {
+		if err := d.persist(); err != nil {
+			writeProblem(w, http.StatusInternalServerError, "State file not written", err.Error())
+			return
+		}
+	}
+	rec.writeTo(w)
+}
+
+// sweepLocked drops stored responses past their TTL. d.mu must be held.
+func (d *Downstream) sweepLocked(now time.Time) {
+	for k, e := range d.entries {
+		if e.done && !now.Before(e.created.Add(d.ttl)) {
+			delete(d.entries, k)
+		}
+	}
+}
+
+// fingerprint hashes what makes two requests "the same request": method,
+// path and query, and body. Headers are left out: a retry may carry a new
+// request id or date.
+func fingerprint(r *http.Request, body []byte) [sha256.Size]byte {
+	h := sha256.New()
+	io.WriteString(h, r.Method)
+	h.Write([]byte{0})
+	io.WriteString(h, r.URL.EscapedPath())
+	h.Write([]byte{0})
+	io.WriteString(h, r.URL.RawQuery)
+	h.Write([]byte{0})
+	h.Write(body)
+	var fp [sha256.Size]byte
+	h.Sum(fp[:0])
+	return fp
+}
+
+// ParseKey parses an Idempotency-Key header value. It accepts the IETF
+// draft's form, a Structured Field string ("8e03978e-..." in double
+// quotes, with \" and \\ escapes), and the bare token Stripe and most
+// clients send. A key must be 1 to MaxKeyLength printable ASCII
+// characters.
+func ParseKey(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if strings.HasPrefix(v, `"`) {
+		var b strings.Builder
+		i := 1
+		for ; i < len(v); i++ {
+			c := v[i]
+			if c == '\\' {
+				if i+1 >= len(v) || (v[i+1] != '"' && v[i+1] != '\\') {
+					return "", fmt.Errorf("key %q: bad escape at byte %d (a Structured Field string allows only \\\" and \\\\)", v, i)
+				}
+				i++
+				b.WriteByte(v[i])
+				continue
+			}
+			if c == '"' {
+				break
+			}
+			b.WriteByte(c)
+		}
+		if i >= len(v) {
+			return "", fmt.Errorf("key %q: unterminated string", v)
+		}
+		if i != len(v)-1 {
+			return "", fmt.Errorf("key %q: unexpected text after the closing quote at byte %d", v, i+1)
+		}
+		v = b.String()
+	}
+	if v == "" {
+		return "", fmt.Errorf("key is empty")
+	}
+	if len(v) > MaxKeyLength {
+		return "", fmt.Errorf("key is %d bytes long; the limit is %d", len(v), MaxKeyLength)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return "", fmt.Errorf("key %q: byte %d is not printable ASCII", v, i)
+		}
+	}
+	return v, nil
+}
+
+// problem is an RFC 9457 problem-details body.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+}
+
+func writeProblem(w http.ResponseWriter, status int, title, detail string) {
+	b, _ := json.Marshal(problem{Type: ProblemType, Title: title, Status: status, Detail: detail})
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Language", "en")
+	h.Set("Link", "<"+ProblemType+`>; rel="describedby"; type="text/html"`)
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// recorder buffers a handler's response so that it can be stored before
+// anything reaches the client.
+type recorder struct {
+	header http.Header
+	// sent is the header as it was at WriteHeader: later changes are
+	// ignored, as net/http ignores them.
+	sent   http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func newRecorder() *recorder { return &recorder{header: make(http.Header)} }
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+		r.sent = r.header.Clone()
+	}
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.WriteHeader(http.StatusOK)
+	}
+	return r.body.Write(p)
+}
+
+func (r *recorder) sentHeader() http.Header {
+	if r.sent == nil {
+		return r.header
+	}
+	return r.sent
+}
+
+func (r *recorder) statusCode() int {
+	if r.status == 0 {
+		return http.StatusOK
+	}
+	return r.status
+}
+
+func (r *recorder) writeTo(w http.ResponseWriter) {
+	maps.Copy(w.Header(), r.sentHeader())
+	w.WriteHeader(r.statusCode())
+	_, _ = w.Write(r.body.Bytes())
+}

@@ -1,0 +1,167 @@
+package agentoncetest
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// stateVersion is the state-file format this package writes and reads.
+const stateVersion = 1
+
+// stateFile is the JSON form of a Downstream's durable state. Only
+// settled entries are kept: a request still running when the process dies
+// is lost with it, like an uncommitted transaction.
+type stateFile struct {
+	Version int          `json:"version"`
+	Entries []stateEntry `json:"entries"`
+	Counts  []stateCount `json:"counts"`
+}
+
+type stateEntry struct {
+	Client      string      `json:"client,omitempty"`
+	Key         string      `json:"key"`
+	Fingerprint string      `json:"fingerprint"`
+	Created     time.Time   `json:"created"`
+	Status      int         `json:"status"`
+	Header      http.Header `json:"header,omitempty"`
+	Body        []byte      `json:"body,omitempty"`
+}
+
+type stateCount struct {
+	Client  string `json:"client,omitempty"`
+	Key     string `json:"key"`
+	Effects int    `json:"effects"`
+	Calls   int    `json:"calls"`
+}
+
+// load reads d.state if it exists. A missing file is an empty state.
+func (d *Downstream) load() error {
+	b, err := os.ReadFile(d.state)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("downstream state file %s: %w", d.state, err)
+	}
+	var sf stateFile
+	if err := json.Unmarshal(b, &sf); err != nil {
+		return fmt.Errorf("downstream state file %s: %w: %v", d.state, ErrBadState, err)
+	}
+	if sf.Version != stateVersion {
+		return fmt.Errorf("downstream state file %s: %w: version %d, want %d", d.state, ErrBadState, sf.Version, stateVersion)
+	}
+	for i, se := range sf.Entries {
+		fp, err := hex.DecodeString(se.Fingerprint)
+		if err != nil || len(fp) != len(entry{}.fingerprint) {
+			return fmt.Errorf("downstream state file %s: %w: entry %d (key %q) has a bad fingerprint", d.state, ErrBadState, i, se.Key)
+		}
+		e := &entry{created: se.Created, done: true, status: se.Status, header: se.Header, body: se.Body}
+		copy(e.fingerprint[:], fp)
+		if e.header == nil {
+			e.header = http.Header{}
+		}
+		d.entries[scopedKey{Client: se.Client, Key: se.Key}] = e
+	}
+	for _, c := range sf.Counts {
+		k := scopedKey{Client: c.Client, Key: c.Key}
+		d.effects[k] += c.Effects
+		d.calls[k] += c.Calls
+	}
+	return nil
+}
+
+// persist writes a snapshot of the settled state atomically: a temp file
+// in the same directory, fsync, rename over the old file, fsync of the
+// directory. A crash leaves either the old file or the new one.
+func (d *Downstream) persist() error {
+	d.persistMu.Lock()
+	defer d.persistMu.Unlock()
+
+	d.mu.Lock()
+	sf := stateFile{Version: stateVersion}
+	for k, e := range d.entries {
+		if !e.done {
+			continue
+		}
+		sf.Entries = append(sf.Entries, stateEntry{
+			Client: k.Client, Key: k.Key, Fingerprint: hex.EncodeToString(e.fingerprint[:]),
+			Created: e.created, Status: e.status, Header: e.header, Body: e.body,
+		})
+	}
+	for k, n := range d.calls {
+		sf.Counts = append(sf.Counts, stateCount{Client: k.Client, Key: k.Key, Effects: d.effects[k], Calls: n})
+	}
+	d.mu.Unlock()
+	// Sorted so that the file is stable and diffable.
+	slices.SortFunc(sf.Entries, func(a, b stateEntry) int { return cmpKey(a.Client, a.Key, b.Client, b.Key) })
+	slices.SortFunc(sf.Counts, func(a, b stateCount) int { return cmpKey(a.Client, a.Key, b.Client, b.Key) })
+
+	b, err := json.MarshalIndent(sf, "", "  ")
+	if err != nil {
+		return fmt.Errorf("downstream state file %s: %w", d.state, err)
+	}
+	return writeFileAtomic(d.state, b)
+}
+
+func cmpKey(c1, k1, c2, k2 string) int {
+	if c1 != c2 {
+		if c1 < c2 {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case k1 < k2:
+		return -1
+	case k1 > k2:
+		return 1
+	}
+	return 0
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("downstream state file %s: %w", path, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		return fmt.Errorf("downstream state file %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("downstream state file %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("downstream state file %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("downstream state file %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("downstream state file %s: %w", path, err)
+	}
+	ok = true
+	if dh, err := os.Open(dir); err == nil {
+		// Make the rename itself durable; not every platform can fsync a
+		// directory, so a failure here is not reported.
+		_ = dh.Sync()
+		dh.Close()
+	}
+	return nil
+}
