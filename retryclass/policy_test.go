@@ -115,7 +115,7 @@ func TestBackoffSequence(t *testing.T) {
 func TestJitterBounds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &retryclass.Policy{MaxElapsed: time.Hour, MaxAttempts: 6} // default jitter 0.5
-		base := []float64{500, 750, 1125, 1687.5, 2531.25}                 // ms: 500ms × 1.5^n
+		base := []float64{500, 750, 1125, 1687.5, 2531.25}             // ms: 500ms × 1.5^n
 		lo := make([]time.Duration, len(base))
 		hi := make([]time.Duration, len(base))
 		for i := range lo {
