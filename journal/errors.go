@@ -12,6 +12,10 @@ var (
 	// ErrNewerVersion is returned when a journal or record was written by a
 	// newer schema version than this package reads.
 	ErrNewerVersion = errors.New("journal written by a newer version")
+	// ErrNamespaceMismatch is returned when Options.Namespace is set and
+	// differs from the namespace stored in the journal: every key derived
+	// from it would silently change.
+	ErrNamespaceMismatch = errors.New("namespace differs from the journal's")
 )
 
 // Errors returned by Store methods.
@@ -32,6 +36,10 @@ var (
 	ErrReadOnly = errors.New("journal opened read-only")
 	// ErrClosed is returned by calls after Close.
 	ErrClosed = errors.New("journal closed")
+	// ErrInvalid is returned when a request is malformed: a zero key, a
+	// completion or resolution to a state that is not an outcome, an
+	// unknown guard scope. The wrapping error says which.
+	ErrInvalid = errors.New("invalid request")
 )
 
 // StateError is returned by ParseState for an unknown state name.

@@ -73,6 +73,10 @@ type Store interface {
 // zero: longer than any retry, replay or operator horizon.
 const DefaultTTL = 7 * 24 * time.Hour
 
+// DefaultLeaseTTL is the owner's lease when BeginRequest.LeaseTTL or
+// AttemptRequest.LeaseTTL is zero.
+const DefaultLeaseTTL = time.Minute
+
 // BeginRequest asks the store to begin (or answer) one intent.
 type BeginRequest struct {
 	Key         uuid.UUID
@@ -88,7 +92,8 @@ type BeginRequest struct {
 	// AttemptID is the id of attempt 1, recorded when the record is new.
 	AttemptID string
 	// LeaseTTL is how long the owner's lease lasts; it must exceed the time
-	// the owner needs to run the tool and complete.
+	// the owner needs to run the tool and complete. Zero means
+	// DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// RecordTTL is how long the record is kept; zero means DefaultTTL.
 	RecordTTL time.Duration
@@ -169,7 +174,7 @@ type AttemptRequest struct {
 	// PrevClass and PrevError close the attempt that came before.
 	PrevClass string
 	PrevError string
-	// LeaseTTL extends the lease from now.
+	// LeaseTTL extends the lease from now; zero means DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// Durable asks that the attempt be on disk before StartAttempt returns.
 	Durable bool

@@ -1,0 +1,773 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"os"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// BoltStore is the default Store: one bbolt file per journal. It is safe
+// for concurrent use by many goroutines; one process at a time may open the
+// file for writing (bbolt's file lock).
+//
+// Writes go through a group-commit loop (see commit.go), so concurrent
+// writers share fsyncs. Decisions about one key are serialized by a striped
+// per-key mutex held from the read that decides to the commit that records
+// the decision. Non-durable writes (BeginRequest.Durable false) live in a
+// per-stripe overlay until a durable write of the same key or Close
+// persists them.
+type BoltStore struct {
+	path     string
+	db       *bolt.DB
+	ns       uuid.UUID
+	now      func() time.Time
+	readOnly bool
+
+	stripes [256]stripe
+
+	writes   chan *writeOp
+	maxBatch int
+	delay    time.Duration
+	loopDone chan struct{}
+
+	// closeMu is held shared by every call for its duration and
+	// exclusively by Close, so Close waits for calls in progress.
+	closeMu sync.RWMutex
+	closed  bool // guarded by closeMu
+}
+
+// stripe serializes the decisions about the keys that hash to it.
+type stripe struct {
+	mu sync.Mutex
+	// overlay holds records newer than the file's: written without
+	// Durable and not yet committed. Guarded by mu.
+	overlay map[uuid.UUID]*Record
+}
+
+var _ Store = (*BoltStore)(nil)
+
+// OpenBolt opens the journal at path, creating it (mode 0600) unless
+// opts.ReadOnly. It returns an error wrapping ErrInUse when another process
+// holds the file past opts.LockTimeout, ErrCorrupt when the file is not a
+// journal or is damaged, ErrNewerVersion when a newer schema wrote it, and
+// ErrNamespaceMismatch when opts.Namespace differs from the stored one;
+// every error names the file.
+func OpenBolt(path string, opts *Options) (s *BoltStore, err error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxBatchSize <= 0 {
+		o.MaxBatchSize = defaultMaxBatch
+	}
+	s = &BoltStore{
+		path:     path,
+		now:      o.Now,
+		readOnly: o.ReadOnly,
+		maxBatch: o.MaxBatchSize,
+		delay:    o.MaxBatchDelay,
+	}
+	if o.ReadOnly {
+		// bbolt opens a missing file read-only as an error only after
+		// creating nothing; say plainly what is missing.
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
+	}
+	defer func() {
+		// bbolt can panic (or fault on the mapped file) on damaged pages.
+		if p := recover(); p != nil {
+			if s != nil && s.db != nil {
+				_ = s.db.Close()
+			}
+			s, err = nil, fmt.Errorf("journal %s: %w: %v", path, ErrCorrupt, p)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:      o.LockTimeout,
+		ReadOnly:     o.ReadOnly,
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	s.db = db
+	if err := s.checkFile(o.Namespace); err != nil {
+		_ = db.Close()
+		s.db = nil
+		return nil, err
+	}
+	if !o.ReadOnly {
+		s.writes = make(chan *writeOp, 1024)
+		s.loopDone = make(chan struct{})
+		go s.loop()
+	}
+	return s, nil
+}
+
+// openError turns an error of bolt.Open into one of ours, naming the file.
+func openError(path string, err error) error {
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return fmt.Errorf("journal %s: %w (lock not released within the lock timeout)", path, ErrInUse)
+	case errors.As(err, &pe):
+		return fmt.Errorf("open journal: %w", err)
+	default:
+		// ErrInvalid, ErrChecksum, ErrVersionMismatch, "file size too
+		// small" and friends: the file is not a bbolt file we can read.
+		return fmt.Errorf("journal %s: %w: %v", path, ErrCorrupt, err)
+	}
+}
+
+// checkFile verifies that the file is a whole journal of a version we read,
+// and creates the buckets of a new one.
+func (s *BoltStore) checkFile(ns uuid.UUID) error {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return fmt.Errorf("open journal: %w", err)
+	}
+	check := func(tx *bolt.Tx) error {
+		// A truncated file maps pages that are not there; reading them
+		// would fault. The meta page says how big the file must be.
+		if fi.Size() < tx.Size() {
+			return fmt.Errorf("journal %s: %w: truncated: %d bytes, the journal needs %d", s.path, ErrCorrupt, fi.Size(), tx.Size())
+		}
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			empty := true
+			_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+			if !empty || tx.Writable() == false {
+				return fmt.Errorf("journal %s: %w: a bbolt file without the journal's meta bucket", s.path, ErrCorrupt)
+			}
+			return s.create(tx, ns)
+		}
+		v, n := binary.Uvarint(meta.Get(metaVersion))
+		if n <= 0 {
+			return fmt.Errorf("journal %s: %w: no schema version", s.path, ErrCorrupt)
+		}
+		if v > SchemaVersion {
+			return fmt.Errorf("journal %s: %w: schema version %d, this package reads up to %d", s.path, ErrNewerVersion, v, SchemaVersion)
+		}
+		stored := meta.Get(metaNamespace)
+		if len(stored) != 16 {
+			return fmt.Errorf("journal %s: %w: namespace of %d bytes", s.path, ErrCorrupt, len(stored))
+		}
+		s.ns = uuid.UUID(stored)
+		if ns != uuid.Nil && ns != s.ns {
+			return fmt.Errorf("journal %s: %w: given %s", s.path, ErrNamespaceMismatch, ns)
+		}
+		if tx.Bucket(bucketRecords) == nil || tx.Bucket(bucketIndex) == nil {
+			return fmt.Errorf("journal %s: %w: missing records or index bucket", s.path, ErrCorrupt)
+		}
+		return nil
+	}
+	if s.readOnly {
+		return s.db.View(check)
+	}
+	return s.db.Update(check)
+}
+
+func (s *BoltStore) create(tx *bolt.Tx, ns uuid.UUID) error {
+	if ns == uuid.Nil {
+		ns = uuid.New()
+	}
+	meta, err := tx.CreateBucket(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if err := meta.Put(metaVersion, binary.AppendUvarint(nil, SchemaVersion)); err != nil {
+		return err
+	}
+	if err := meta.Put(metaNamespace, ns[:]); err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(bucketRecords); err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(bucketIndex); err != nil {
+		return err
+	}
+	s.ns = ns
+	return nil
+}
+
+// Path returns the journal file's path.
+func (s *BoltStore) Path() string { return s.path }
+
+// Namespace returns the journal's namespace.
+func (s *BoltStore) Namespace() uuid.UUID { return s.ns }
+
+func (s *BoltStore) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (s *BoltStore) exit() { s.closeMu.RUnlock() }
+
+func (s *BoltStore) stripe(key uuid.UUID) *stripe { return &s.stripes[key[0]] }
+
+// view runs fn in a read transaction, turning a panic of bbolt on a damaged
+// page into ErrCorrupt.
+func (s *BoltStore) view(fn func(tx *bolt.Tx) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("journal %s: %w: %v", s.path, ErrCorrupt, p)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return s.db.View(fn)
+}
+
+// read returns the committed record for key, or nil.
+func (s *BoltStore) read(key uuid.UUID) (*Record, error) {
+	var r *Record
+	err := s.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketRecords).Get(key[:])
+		if v == nil {
+			return nil
+		}
+		d, err := decodeRecord(v)
+		if err != nil {
+			return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+		}
+		r = &d
+		return nil
+	})
+	return r, err
+}
+
+// current returns the newest record for key: the overlay's, else the
+// file's. The key's stripe is locked.
+func (s *BoltStore) current(st *stripe, key uuid.UUID) (*Record, error) {
+	if r, ok := st.overlay[key]; ok {
+		c := *r
+		return &c, nil
+	}
+	return s.read(key)
+}
+
+// persist records r: durably through the commit loop, or in the overlay.
+// The key's stripe is locked.
+func (s *BoltStore) persist(st *stripe, r *Record, durable bool) error {
+	r.Version = SchemaVersion
+	if !durable {
+		if st.overlay == nil {
+			st.overlay = map[uuid.UUID]*Record{}
+		}
+		c := *r
+		st.overlay[r.Key] = &c
+		return nil
+	}
+	enc := encodeRecord(nil, r)
+	if err := s.commit(func(tx *bolt.Tx) error { return putRecord(tx, r, enc) }); err != nil {
+		return err
+	}
+	delete(st.overlay, r.Key)
+	return nil
+}
+
+// Begin decides what happens to an intent; see Store. A settled record is
+// answered from one read transaction, without taking the key's lock.
+func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, error) {
+	if err := validateBegin(&req); err != nil {
+		return BeginResult{}, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return BeginResult{}, err
+	}
+	defer s.exit()
+
+	// The replay path. A live settled record in the file is the truth: the
+	// overlay only ever holds pending records, and only Retake (decided again
+	// below under the key's lock) replaces a live settled record.
+	cur, err := s.read(req.Key)
+	if err != nil {
+		return BeginResult{}, err
+	}
+	now := s.now()
+	if cur != nil && cur.State.Settled() && !expired(cur, now) {
+		if d := decideBegin(cur, &req, now); d.write == nil {
+			return d.result, nil
+		}
+		// Retake asked to take the record over: decide again under the lock.
+	}
+
+	st := s.stripe(req.Key)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if cur, err = s.current(st, req.Key); err != nil {
+		return BeginResult{}, err
+	}
+	now = s.now()
+	d := decideBegin(cur, &req, now)
+	if d.needGuard {
+		g, err := s.guard(&req, now)
+		if err != nil {
+			return BeginResult{}, err
+		}
+		if g != nil {
+			return BeginResult{Outcome: Guarded, Record: *g}, nil
+		}
+	}
+	if d.write == nil {
+		return d.result, nil
+	}
+	if s.readOnly {
+		return BeginResult{}, fmt.Errorf("journal %s: %w: begin %s", s.path, ErrReadOnly, req.Key)
+	}
+	if err := s.persist(st, d.write, req.Durable); err != nil {
+		return BeginResult{}, err
+	}
+	return d.result, nil
+}
+
+// guard returns a live suppressed record that blocks req, or nil.
+func (s *BoltStore) guard(req *BeginRequest, now time.Time) (*Record, error) {
+	prefix := guardPrefix(req)
+	var found *Record
+	err := s.view(func(tx *bolt.Tx) error {
+		recs := tx.Bucket(bucketRecords)
+		c := tx.Bucket(bucketIndex).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			key := keyOf(k)
+			v := recs.Get(key[:])
+			if v == nil {
+				continue
+			}
+			r, err := decodeRecord(v)
+			if err != nil {
+				return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+			}
+			if guardMatches(&r, req, now) {
+				found = &r
+				return nil
+			}
+		}
+		return nil
+	})
+	return found, err
+}
+
+// StartAttempt records a new attempt; see Store.
+func (s *BoltStore) StartAttempt(ctx context.Context, req AttemptRequest) error {
+	_, err := s.update(ctx, req.Key, "start attempt", req.Durable, func(cur *Record, now time.Time) (Record, error) {
+		return applyAttempt(cur, &req, now)
+	})
+	return err
+}
+
+// Complete records an outcome durably; see Store.
+func (s *BoltStore) Complete(ctx context.Context, c Completion) (Record, error) {
+	if err := validateCompletion(&c); err != nil {
+		return Record{}, err
+	}
+	return s.update(ctx, c.Key, "complete", true, func(cur *Record, now time.Time) (Record, error) {
+		return applyCompletion(cur, &c, now)
+	})
+}
+
+// Resolve settles a pending or unknown record durably; see Store.
+func (s *BoltStore) Resolve(ctx context.Context, key uuid.UUID, res Resolution) (Record, error) {
+	return s.update(ctx, key, "resolve", true, func(cur *Record, now time.Time) (Record, error) {
+		return applyResolution(cur, res, now)
+	})
+}
+
+// update applies fn to the newest record for key under the key's lock and
+// persists the result.
+func (s *BoltStore) update(ctx context.Context, key uuid.UUID, op string, durable bool, fn func(*Record, time.Time) (Record, error)) (Record, error) {
+	if err := s.enter(ctx); err != nil {
+		return Record{}, err
+	}
+	defer s.exit()
+	if s.readOnly {
+		return Record{}, fmt.Errorf("journal %s: %w: %s %s", s.path, ErrReadOnly, op, key)
+	}
+	st := s.stripe(key)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	cur, err := s.current(st, key)
+	if err != nil {
+		return Record{}, err
+	}
+	if cur == nil {
+		return Record{}, fmt.Errorf("%w: %s %s", ErrNotFound, op, key)
+	}
+	r, err := fn(cur, s.now())
+	if err != nil {
+		return Record{}, err
+	}
+	if err := s.persist(st, &r, durable); err != nil {
+		return Record{}, err
+	}
+	return r, nil
+}
+
+// Get returns the newest record for key.
+func (s *BoltStore) Get(ctx context.Context, key uuid.UUID) (Record, error) {
+	if err := s.enter(ctx); err != nil {
+		return Record{}, err
+	}
+	defer s.exit()
+	st := s.stripe(key)
+	st.mu.Lock()
+	r, ok := st.overlay[key]
+	var c Record
+	if ok {
+		c = *r
+	}
+	st.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	rec, err := s.read(key)
+	if err != nil {
+		return Record{}, err
+	}
+	if rec == nil {
+		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return *rec, nil
+}
+
+// overlaySnapshot copies every overlay record.
+func (s *BoltStore) overlaySnapshot() map[uuid.UUID]*Record {
+	out := map[uuid.UUID]*Record{}
+	for i := range s.stripes {
+		st := &s.stripes[i]
+		st.mu.Lock()
+		for k, r := range st.overlay {
+			c := *r
+			out[k] = &c
+		}
+		st.mu.Unlock()
+	}
+	return out
+}
+
+// listPage is how many records List reads per read transaction: it does
+// not hold a transaction while the caller's loop body runs.
+const listPage = 256
+
+// List yields the records matching f, newest first, using the narrowest
+// index the filter allows (session, tool, state, else creation time).
+func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		if err := s.enter(ctx); err != nil {
+			yield(Record{}, err)
+			return
+		}
+		over := s.overlaySnapshot()
+		s.exit()
+		var extra []*Record
+		for _, r := range over {
+			if matchFilter(r, &f) {
+				extra = append(extra, r)
+			}
+		}
+		slices.SortFunc(extra, newerFirst)
+
+		prefix := []byte{ixCreated}
+		switch {
+		case f.Session != "":
+			prefix = appendLP([]byte{ixSession}, f.Session)
+		case f.Tool != "":
+			prefix = appendLP([]byte{ixTool}, f.Tool)
+		case f.State != 0:
+			prefix = []byte{ixState, byte(f.State)}
+		}
+		lo := prefix
+		if !f.Since.IsZero() {
+			lo = appendTime(slices.Clip(prefix), f.Since)
+		}
+		// hi is the first entry past the range.
+		var hi []byte
+		if !f.Until.IsZero() {
+			hi = appendTime(slices.Clip(prefix), f.Until)
+		} else {
+			hi = append(slices.Clip(prefix), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+		}
+
+		n := 0
+		emit := func(r *Record) bool {
+			if f.Limit > 0 && n >= f.Limit {
+				return false
+			}
+			n++
+			return yield(*r, nil)
+		}
+		page := make([]*Record, 0, listPage)
+		for done := false; !done; {
+			page = page[:0]
+			if err := s.enter(ctx); err != nil {
+				yield(Record{}, err)
+				return
+			}
+			err := s.view(func(tx *bolt.Tx) error {
+				recs := tx.Bucket(bucketRecords)
+				c := tx.Bucket(bucketIndex).Cursor()
+				k, _ := c.Seek(hi)
+				if k == nil {
+					k, _ = c.Last()
+				}
+				for k != nil && bytes.Compare(k, hi) >= 0 {
+					k, _ = c.Prev()
+				}
+				for ; k != nil; k, _ = c.Prev() {
+					if !bytes.HasPrefix(k, prefix) || bytes.Compare(k, lo) < 0 {
+						done = true
+						return nil
+					}
+					if len(page) == listPage {
+						hi = bytes.Clone(k)
+						hi = append(hi, 0) // the next page starts at k itself
+						return nil
+					}
+					key := keyOf(k)
+					if _, ok := over[key]; ok {
+						continue
+					}
+					v := recs.Get(key[:])
+					if v == nil {
+						continue
+					}
+					r, err := decodeRecord(v)
+					if err != nil {
+						return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+					}
+					if matchFilter(&r, &f) {
+						page = append(page, &r)
+					}
+				}
+				done = true
+				return nil
+			})
+			s.exit()
+			if err != nil {
+				yield(Record{}, err)
+				return
+			}
+			for _, r := range page {
+				for len(extra) > 0 && newerFirst(extra[0], r) < 0 {
+					if !emit(extra[0]) {
+						return
+					}
+					extra = extra[1:]
+				}
+				if !emit(r) {
+					return
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				yield(Record{}, err)
+				return
+			}
+		}
+		for _, r := range extra {
+			if !emit(r) {
+				return
+			}
+		}
+	}
+}
+
+// gcChunk bounds how many records one GC transaction removes, so that GC
+// never holds the writer lock for long.
+const gcChunk = 1000
+
+// GC removes expired records, found through the expiry index; see Store.
+// Records still only in the overlay are left for Close to persist.
+func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (int, error) {
+	if err := s.enter(ctx); err != nil {
+		return 0, err
+	}
+	defer s.exit()
+	if s.readOnly && !opts.DryRun {
+		return 0, fmt.Errorf("journal %s: %w: gc", s.path, ErrReadOnly)
+	}
+	now := s.now()
+	hi := appendTime([]byte{ixExpiry}, now)
+	hi = append(hi, 0xff) // gcAt == now is expired
+	prefix := []byte{ixExpiry}
+	total := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var keys []uuid.UUID
+		err := s.view(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketIndex).Cursor()
+			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && bytes.Compare(k, hi) < 0; k, _ = c.Next() {
+				keys = append(keys, keyOf(k))
+				if !opts.DryRun && len(keys) == gcChunk {
+					break
+				}
+			}
+			return nil
+		})
+		if err != nil || opts.DryRun {
+			return len(keys), err
+		}
+		if len(keys) == 0 {
+			return total, nil
+		}
+		removed := 0
+		err = s.commit(func(tx *bolt.Tx) error {
+			removed = 0
+			recs := tx.Bucket(bucketRecords)
+			for _, key := range keys {
+				v := recs.Get(key[:])
+				if v == nil {
+					continue
+				}
+				r, err := decodeRecord(v)
+				if err != nil {
+					return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+				}
+				if !expired(&r, now) {
+					continue
+				}
+				if err := deleteRecord(tx, key); err != nil {
+					return err
+				}
+				removed++
+			}
+			return nil
+		})
+		total += removed
+		if err != nil {
+			return total, err
+		}
+		if removed == 0 {
+			// Every candidate changed under us; they are no longer expired.
+			return total, nil
+		}
+	}
+}
+
+// Stats counts the journal's records. SizeBytes is the file's size.
+func (s *BoltStore) Stats(ctx context.Context) (Stats, error) {
+	if err := s.enter(ctx); err != nil {
+		return Stats{}, err
+	}
+	defer s.exit()
+	over := s.overlaySnapshot()
+	st := newStats()
+	now := s.now()
+	err := s.view(func(tx *bolt.Tx) error {
+		st.SizeBytes = tx.Size()
+		return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+			if _, ok := over[uuid.UUID(k)]; ok {
+				return nil
+			}
+			r, err := decodeRecord(v)
+			if err != nil {
+				return fmt.Errorf("journal %s: key %x: %w", s.path, k, err)
+			}
+			addStats(&st, &r, now)
+			return ctx.Err()
+		})
+	})
+	if err != nil {
+		return Stats{}, err
+	}
+	for _, r := range over {
+		addStats(&st, r, now)
+	}
+	if fi, err := os.Stat(s.path); err == nil {
+		st.SizeBytes = fi.Size()
+	}
+	return st, nil
+}
+
+// Import writes r as it is, durably; see Store.
+func (s *BoltStore) Import(ctx context.Context, r Record) error {
+	if err := validateImport(&r); err != nil {
+		return err
+	}
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.exit()
+	st := s.stripe(r.Key)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	cur, err := s.current(st, r.Key)
+	if err != nil {
+		return err
+	}
+	if cur != nil {
+		r.Version = SchemaVersion
+		if equalRecords(cur, &r) {
+			return nil
+		}
+		return fmt.Errorf("journal %s: %w: %s", s.path, ErrExists, r.Key)
+	}
+	if s.readOnly {
+		return fmt.Errorf("journal %s: %w: import %s", s.path, ErrReadOnly, r.Key)
+	}
+	return s.persist(st, &r, true)
+}
+
+// Close persists the overlay's records, stops the commit loop and closes
+// the file. It waits for calls in progress.
+func (s *BoltStore) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	var err error
+	if !s.readOnly {
+		close(s.writes)
+		<-s.loopDone
+		over := s.overlaySnapshot()
+		if len(over) > 0 {
+			err = s.db.Update(func(tx *bolt.Tx) error {
+				for _, r := range over {
+					if err := putRecord(tx, r, encodeRecord(nil, r)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				err = fmt.Errorf("journal %s: persisting %d non-durable records: %w", s.path, len(over), err)
+			}
+		}
+	}
+	if cerr := s.db.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("journal %s: %w", s.path, cerr)
+	}
+	return err
+}

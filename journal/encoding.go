@@ -1,0 +1,358 @@
+package journal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/google/uuid"
+)
+
+// The record encoding: one format byte (the schema version), then fields,
+// each written as uvarint tag, uvarint length, payload. A reader skips the
+// tags it does not know, so a newer writer can add fields without breaking
+// older readers; a newer format byte is refused (ErrNewerVersion) because it
+// may change what known tags mean. Integers are uvarints, times are zig-zag
+// varints of Unix nanoseconds (absent when zero), strings and byte slices
+// are raw. An absent byte slice decodes as nil, a present empty one as
+// empty, so nil-ness round-trips.
+const (
+	tagKey = iota + 1
+	tagTenant
+	tagSession
+	tagTurn
+	tagTool
+	tagDiscriminator
+	tagFingerprint
+	tagEffect
+	tagInput
+	tagState
+	tagOutput
+	tagErrorClass
+	tagErrorMessage
+	tagAttempt
+	tagLeaseOwner
+	tagLeaseToken
+	tagLeaseExpires
+	tagResolution
+	tagCreated
+	tagUpdated
+	tagExpires
+)
+
+// Sub-tags of tagAttempt and tagResolution.
+const (
+	tagAttemptID = iota + 1
+	tagAttemptStart
+	tagAttemptEnd
+	tagAttemptClass
+	tagAttemptError
+)
+
+const (
+	tagResState = iota + 1
+	tagResOutput
+	tagResReason
+	tagResBy
+	tagResAt
+)
+
+type encoder struct{ b []byte }
+
+func (e *encoder) head(tag, n int) {
+	e.b = binary.AppendUvarint(e.b, uint64(tag))
+	e.b = binary.AppendUvarint(e.b, uint64(n))
+}
+
+func (e *encoder) str(tag int, s string) {
+	if s == "" {
+		return
+	}
+	e.head(tag, len(s))
+	e.b = append(e.b, s...)
+}
+
+func (e *encoder) bytes(tag int, p []byte) {
+	if p == nil {
+		return
+	}
+	e.head(tag, len(p))
+	e.b = append(e.b, p...)
+}
+
+func (e *encoder) uint(tag int, v uint64) {
+	if v == 0 {
+		return
+	}
+	var tmp [binary.MaxVarintLen64]byte
+	n := binary.PutUvarint(tmp[:], v)
+	e.head(tag, n)
+	e.b = append(e.b, tmp[:n]...)
+}
+
+func (e *encoder) time(tag int, t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	var tmp [binary.MaxVarintLen64]byte
+	n := binary.PutVarint(tmp[:], t.UnixNano())
+	e.head(tag, n)
+	e.b = append(e.b, tmp[:n]...)
+}
+
+// sub encodes a nested message under tag.
+func (e *encoder) sub(tag int, fill func(*encoder)) {
+	var inner encoder
+	inner.b = make([]byte, 0, 64)
+	fill(&inner)
+	e.head(tag, len(inner.b))
+	e.b = append(e.b, inner.b...)
+}
+
+// encodeRecord appends r's encoding to dst.
+func encodeRecord(dst []byte, r *Record) []byte {
+	e := encoder{b: dst}
+	e.b = append(e.b, SchemaVersion)
+	e.head(tagKey, 16)
+	e.b = append(e.b, r.Key[:]...)
+	e.str(tagTenant, r.Intent.Tenant)
+	e.str(tagSession, r.Intent.Session)
+	e.str(tagTurn, r.Intent.Turn)
+	e.str(tagTool, r.Intent.Tool)
+	e.str(tagDiscriminator, r.Intent.Discriminator)
+	if !r.Fingerprint.IsZero() {
+		e.head(tagFingerprint, len(r.Fingerprint))
+		e.b = append(e.b, r.Fingerprint[:]...)
+	}
+	e.uint(tagEffect, uint64(r.Effect))
+	e.bytes(tagInput, r.Input)
+	e.uint(tagState, uint64(r.State))
+	e.bytes(tagOutput, r.Output)
+	e.str(tagErrorClass, r.ErrorClass)
+	e.str(tagErrorMessage, r.ErrorMessage)
+	for i := range r.Attempts {
+		a := &r.Attempts[i]
+		e.sub(tagAttempt, func(s *encoder) {
+			s.str(tagAttemptID, a.ID)
+			s.time(tagAttemptStart, a.Start)
+			s.time(tagAttemptEnd, a.End)
+			s.str(tagAttemptClass, a.Class)
+			s.str(tagAttemptError, a.Error)
+		})
+	}
+	e.str(tagLeaseOwner, r.Lease.Owner)
+	e.uint(tagLeaseToken, r.Lease.Token)
+	e.time(tagLeaseExpires, r.Lease.Expires)
+	if res := r.Resolution; res != nil {
+		e.sub(tagResolution, func(s *encoder) {
+			s.uint(tagResState, uint64(res.State))
+			s.bytes(tagResOutput, res.Output)
+			s.str(tagResReason, res.Reason)
+			s.str(tagResBy, res.By)
+			s.time(tagResAt, res.At)
+		})
+	}
+	e.time(tagCreated, r.Created)
+	e.time(tagUpdated, r.Updated)
+	e.time(tagExpires, r.Expires)
+	return e.b
+}
+
+// decoder walks the fields of one message. Strings and byte slices alias
+// buf, which the caller owns and never mutates afterwards: a record decodes
+// with one copy of its bytes instead of one allocation per field.
+type decoder struct {
+	buf []byte
+	off int
+	err error
+}
+
+// next returns the next field, or ok=false at the end or on error.
+func (d *decoder) next() (tag int, payload []byte, ok bool) {
+	if d.err != nil || d.off >= len(d.buf) {
+		return 0, nil, false
+	}
+	start := d.off
+	t, n := binary.Uvarint(d.buf[d.off:])
+	if n <= 0 {
+		d.err = fmt.Errorf("bad field tag at byte %d", start)
+		return 0, nil, false
+	}
+	d.off += n
+	l, n := binary.Uvarint(d.buf[d.off:])
+	if n <= 0 || l > uint64(len(d.buf)-d.off-n) {
+		d.err = fmt.Errorf("bad length of field %d at byte %d", t, start)
+		return 0, nil, false
+	}
+	d.off += n
+	p := d.buf[d.off : d.off+int(l) : d.off+int(l)]
+	d.off += int(l)
+	return int(t), p, true
+}
+
+func str(p []byte) string {
+	if len(p) == 0 {
+		return ""
+	}
+	return unsafe.String(&p[0], len(p))
+}
+
+func (d *decoder) uint(p []byte) uint64 {
+	v, n := binary.Uvarint(p)
+	if n != len(p) && d.err == nil {
+		d.err = fmt.Errorf("bad integer before byte %d", d.off)
+	}
+	return v
+}
+
+func (d *decoder) time(p []byte) time.Time {
+	v, n := binary.Varint(p)
+	if n != len(p) && d.err == nil {
+		d.err = fmt.Errorf("bad time before byte %d", d.off)
+	}
+	return time.Unix(0, v).UTC()
+}
+
+// decodeRecord decodes a record from val. It copies val once (the caller
+// may pass bbolt memory that is only valid inside a transaction); the
+// result shares that copy.
+func decodeRecord(val []byte) (Record, error) {
+	var r Record
+	if len(val) == 0 {
+		return r, fmt.Errorf("%w: empty record", ErrCorrupt)
+	}
+	if val[0] > SchemaVersion {
+		return r, fmt.Errorf("%w: record format %d, this package reads up to %d", ErrNewerVersion, val[0], SchemaVersion)
+	}
+	if val[0] == 0 {
+		return r, fmt.Errorf("%w: record format 0", ErrCorrupt)
+	}
+	buf := make([]byte, len(val))
+	copy(buf, val)
+	r.Version = int(buf[0])
+	d := decoder{buf: buf, off: 1}
+	for tag, p, ok := d.next(); ok; tag, p, ok = d.next() {
+		switch tag {
+		case tagKey:
+			if len(p) != 16 {
+				d.err = fmt.Errorf("key of %d bytes", len(p))
+				break
+			}
+			r.Key = uuid.UUID(p)
+		case tagTenant:
+			r.Intent.Tenant = str(p)
+		case tagSession:
+			r.Intent.Session = str(p)
+		case tagTurn:
+			r.Intent.Turn = str(p)
+		case tagTool:
+			r.Intent.Tool = str(p)
+		case tagDiscriminator:
+			r.Intent.Discriminator = str(p)
+		case tagFingerprint:
+			if len(p) != len(r.Fingerprint) {
+				d.err = fmt.Errorf("fingerprint of %d bytes", len(p))
+				break
+			}
+			copy(r.Fingerprint[:], p)
+		case tagEffect:
+			r.Effect = Effect(d.uint(p))
+		case tagInput:
+			r.Input = p
+		case tagState:
+			r.State = State(d.uint(p))
+		case tagOutput:
+			r.Output = p
+		case tagErrorClass:
+			r.ErrorClass = str(p)
+		case tagErrorMessage:
+			r.ErrorMessage = str(p)
+		case tagAttempt:
+			if r.Attempts == nil {
+				// Size the slice once: count the attempt fields ahead.
+				r.Attempts = make([]Attempt, 0, countTag(buf, d.off-len(p), tagAttempt)+1)
+			}
+			r.Attempts = append(r.Attempts, decodeAttempt(&d, p))
+		case tagLeaseOwner:
+			r.Lease.Owner = str(p)
+		case tagLeaseToken:
+			r.Lease.Token = d.uint(p)
+		case tagLeaseExpires:
+			r.Lease.Expires = d.time(p)
+		case tagResolution:
+			r.Resolution = decodeResolution(&d, p)
+		case tagCreated:
+			r.Created = d.time(p)
+		case tagUpdated:
+			r.Updated = d.time(p)
+		case tagExpires:
+			r.Expires = d.time(p)
+		}
+	}
+	if d.err != nil {
+		return Record{}, fmt.Errorf("%w: %v", ErrCorrupt, d.err)
+	}
+	if r.Key == uuid.Nil || r.State == 0 {
+		return Record{}, fmt.Errorf("%w: record without key or state", ErrCorrupt)
+	}
+	return r, nil
+}
+
+// countTag counts the fields tagged tag from off to the end of buf.
+func countTag(buf []byte, off, tag int) int {
+	d := decoder{buf: buf, off: off}
+	n := 0
+	for t, _, ok := d.next(); ok; t, _, ok = d.next() {
+		if t == tag {
+			n++
+		}
+	}
+	return n
+}
+
+func decodeAttempt(parent *decoder, p []byte) Attempt {
+	var a Attempt
+	d := decoder{buf: p}
+	for tag, q, ok := d.next(); ok; tag, q, ok = d.next() {
+		switch tag {
+		case tagAttemptID:
+			a.ID = str(q)
+		case tagAttemptStart:
+			a.Start = d.time(q)
+		case tagAttemptEnd:
+			a.End = d.time(q)
+		case tagAttemptClass:
+			a.Class = str(q)
+		case tagAttemptError:
+			a.Error = str(q)
+		}
+	}
+	if d.err != nil && parent.err == nil {
+		parent.err = fmt.Errorf("attempt: %v", d.err)
+	}
+	return a
+}
+
+func decodeResolution(parent *decoder, p []byte) *Resolution {
+	res := new(Resolution)
+	d := decoder{buf: p}
+	for tag, q, ok := d.next(); ok; tag, q, ok = d.next() {
+		switch tag {
+		case tagResState:
+			res.State = State(d.uint(q))
+		case tagResOutput:
+			res.Output = q
+		case tagResReason:
+			res.Reason = str(q)
+		case tagResBy:
+			res.By = str(q)
+		case tagResAt:
+			res.At = d.time(q)
+		}
+	}
+	if d.err != nil && parent.err == nil {
+		parent.err = fmt.Errorf("resolution: %v", d.err)
+	}
+	return res
+}

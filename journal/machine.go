@@ -1,0 +1,327 @@
+package journal
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// This file is the state machine, shared by every store in this package:
+// pure functions from (current record, request, now) to a decision. The
+// stores supply atomicity (a lock, a transaction) and persistence.
+
+// expired reports whether r is past its TTL and may be removed: a pending
+// record only once its lease has expired too, so a live owner never loses
+// its record under it.
+func expired(r *Record, now time.Time) bool {
+	return !now.Before(gcAt(r))
+}
+
+// gcAt is the instant from which r counts as expired.
+func gcAt(r *Record) time.Time {
+	if r.State == StatePending && r.Lease.Expires.After(r.Expires) {
+		return r.Lease.Expires
+	}
+	return r.Expires
+}
+
+// fingerprintsDiffer reports a payload mismatch. A zero fingerprint on
+// either side means "not computed" and matches anything.
+func fingerprintsDiffer(r *Record, req *BeginRequest) bool {
+	return !r.Fingerprint.IsZero() && !req.Fingerprint.IsZero() && r.Fingerprint != req.Fingerprint
+}
+
+// beginDecision is what decideBegin chose. write is non-nil when the store
+// must persist a record.
+type beginDecision struct {
+	result BeginResult
+	write  *Record
+	// needGuard says the key is absent and the caller must check the
+	// suppression guard before writing.
+	needGuard bool
+}
+
+// decideBegin decides Begin for the current record cur (nil when absent).
+// When it returns needGuard, the caller checks the guard and, if nothing is
+// suppressed, persists result.Record as a Started record.
+func decideBegin(cur *Record, req *BeginRequest, now time.Time) beginDecision {
+	var prevToken uint64
+	if cur != nil && expired(cur, now) {
+		// An expired record is absent for Begin. Its token is carried on so
+		// that a late owner of the old record is fenced.
+		prevToken = cur.Lease.Token
+		cur = nil
+	}
+	if cur == nil {
+		r := newRecord(req, now, prevToken+1)
+		return beginDecision{
+			result:    BeginResult{Outcome: Started, Record: r, Token: r.Lease.Token},
+			write:     &r,
+			needGuard: req.Guard != GuardOff,
+		}
+	}
+	switch {
+	case fingerprintsDiffer(cur, req):
+		return beginDecision{result: BeginResult{Outcome: Mismatch, Record: *cur}}
+	case cur.State.Settled():
+		if !retake(cur, req) {
+			return beginDecision{result: BeginResult{Outcome: Completed, Record: *cur}}
+		}
+	case now.Before(cur.Lease.Expires):
+		return beginDecision{result: BeginResult{Outcome: InFlight, Record: *cur}}
+	}
+	// Taken over: a pending record whose lease expired, or a settled one
+	// that req.Retake asked for. The attempts are kept; the outcome goes.
+	r := *cur
+	r.Attempts = append([]Attempt(nil), cur.Attempts...)
+	r.State = StatePending
+	r.Output, r.ErrorClass, r.ErrorMessage, r.Resolution = nil, "", "", nil
+	r.Lease = Lease{Owner: req.Owner, Token: cur.Lease.Token + 1, Expires: now.Add(leaseTTL(req.LeaseTTL))}
+	r.Updated = now
+	if exp := now.Add(recordTTL(req.RecordTTL)); exp.After(r.Expires) {
+		r.Expires = exp
+	}
+	return beginDecision{result: BeginResult{Outcome: TakenOver, Record: r, Token: r.Lease.Token}, write: &r}
+}
+
+// retake asks req.Retake about a settled record, on a copy so that the
+// callback cannot change the store's record.
+func retake(cur *Record, req *BeginRequest) bool {
+	if req.Retake == nil {
+		return false
+	}
+	c := *cur
+	c.Attempts = append([]Attempt(nil), cur.Attempts...)
+	return req.Retake(&c)
+}
+
+func leaseTTL(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultLeaseTTL
+	}
+	return d
+}
+
+func recordTTL(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultTTL
+	}
+	return d
+}
+
+func newRecord(req *BeginRequest, now time.Time, token uint64) Record {
+	r := Record{
+		Version:     SchemaVersion,
+		Key:         req.Key,
+		Intent:      req.Intent,
+		Fingerprint: req.Fingerprint,
+		Effect:      req.Effect,
+		Input:       req.Input,
+		State:       StatePending,
+		Lease:       Lease{Owner: req.Owner, Token: token, Expires: now.Add(leaseTTL(req.LeaseTTL))},
+		Created:     now,
+		Updated:     now,
+		Expires:     now.Add(recordTTL(req.RecordTTL)),
+	}
+	r.Attempts = []Attempt{{ID: req.AttemptID, Start: now}}
+	return r
+}
+
+// guardMatches reports whether a suppressed record s blocks req under
+// req.Guard.
+func guardMatches(s *Record, req *BeginRequest, now time.Time) bool {
+	if s.State != StateSuppressed || s.Key == req.Key || expired(s, now) {
+		return false
+	}
+	in, g := &req.Intent, &s.Intent
+	if in.Tenant != g.Tenant || in.Session != g.Session || in.Tool != g.Tool {
+		return false
+	}
+	switch req.Guard {
+	case GuardTurn:
+		return in.Turn == g.Turn
+	case GuardSession:
+		return true
+	}
+	return false
+}
+
+// validateBegin checks a request before anything is read or written.
+func validateBegin(req *BeginRequest) error {
+	if req.Key == uuid.Nil {
+		return fmt.Errorf("%w: begin: zero key", ErrInvalid)
+	}
+	if req.Guard > GuardOff {
+		return fmt.Errorf("%w: begin %s: unknown guard scope %d", ErrInvalid, req.Key, req.Guard)
+	}
+	return nil
+}
+
+// fence checks that cur is pending and owned by token.
+func fence(cur *Record, key uuid.UUID, token uint64) error {
+	if cur.State != StatePending || cur.Lease.Token != token {
+		return fmt.Errorf("%w: key %s: token %d, record is %s with token %d", ErrFenced, key, token, cur.State, cur.Lease.Token)
+	}
+	return nil
+}
+
+// closeAttempt ends r's open attempt, if any.
+func closeAttempt(r *Record, now time.Time, class, msg string) {
+	if n := len(r.Attempts); n > 0 && r.Attempts[n-1].End.IsZero() {
+		a := &r.Attempts[n-1]
+		a.End, a.Class, a.Error = now, class, msg
+	}
+}
+
+// applyAttempt returns cur with the attempt of req started.
+func applyAttempt(cur *Record, req *AttemptRequest, now time.Time) (Record, error) {
+	if err := fence(cur, req.Key, req.Token); err != nil {
+		return Record{}, err
+	}
+	r := *cur
+	r.Attempts = make([]Attempt, len(cur.Attempts), len(cur.Attempts)+1)
+	copy(r.Attempts, cur.Attempts)
+	closeAttempt(&r, now, req.PrevClass, req.PrevError)
+	r.Attempts = append(r.Attempts, Attempt{ID: req.ID, Start: now})
+	r.Lease.Expires = now.Add(leaseTTL(req.LeaseTTL))
+	r.Updated = now
+	return r, nil
+}
+
+// validateCompletion checks a completion before anything is read.
+func validateCompletion(c *Completion) error {
+	if c.Key == uuid.Nil {
+		return fmt.Errorf("%w: complete: zero key", ErrInvalid)
+	}
+	if !c.State.Settled() {
+		return fmt.Errorf("%w: complete %s: state %s is not an outcome", ErrInvalid, c.Key, c.State)
+	}
+	return nil
+}
+
+// applyCompletion returns cur settled by c.
+func applyCompletion(cur *Record, c *Completion, now time.Time) (Record, error) {
+	if err := fence(cur, c.Key, c.Token); err != nil {
+		return Record{}, err
+	}
+	r := *cur
+	r.Attempts = append([]Attempt(nil), cur.Attempts...)
+	closeAttempt(&r, now, c.ErrorClass, c.ErrorMessage)
+	r.State = c.State
+	r.Output = c.Output
+	r.ErrorClass, r.ErrorMessage = c.ErrorClass, c.ErrorMessage
+	r.Lease.Expires = now
+	r.Updated = now
+	return r, nil
+}
+
+// applyResolution returns cur settled by an operator.
+func applyResolution(cur *Record, res Resolution, now time.Time) (Record, error) {
+	if res.State != StateSucceeded && res.State != StateFailed {
+		return Record{}, fmt.Errorf("%w: resolve %s: state %s (want succeeded or failed)", ErrInvalid, cur.Key, res.State)
+	}
+	if cur.State != StatePending && cur.State != StateUnknown {
+		return Record{}, fmt.Errorf("%w: key %s is %s", ErrNotResolvable, cur.Key, cur.State)
+	}
+	r := *cur
+	r.Attempts = append([]Attempt(nil), cur.Attempts...)
+	closeAttempt(&r, now, "resolved", res.Reason)
+	res.At = now
+	r.Resolution = &res
+	r.State = res.State
+	r.Output = nil
+	r.ErrorClass, r.ErrorMessage = "", ""
+	if res.State == StateSucceeded {
+		r.Output = res.Output
+	} else {
+		r.ErrorClass, r.ErrorMessage = "resolved", res.Reason
+	}
+	// The old owner, if alive, must not overwrite the verdict.
+	r.Lease.Token++
+	r.Lease.Expires = now
+	r.Updated = now
+	// Keep the record as long again from the verdict as it was kept from
+	// its creation: an operator's answer must outlive the retries it ends.
+	if exp := now.Add(cur.Expires.Sub(cur.Created)); exp.After(r.Expires) {
+		r.Expires = exp
+	}
+	return r, nil
+}
+
+// validateImport checks a record given to Import.
+func validateImport(r *Record) error {
+	if r.Key == uuid.Nil {
+		return fmt.Errorf("%w: import: zero key", ErrInvalid)
+	}
+	if r.Version > SchemaVersion {
+		return fmt.Errorf("%w: import %s: record version %d, this package writes %d", ErrNewerVersion, r.Key, r.Version, SchemaVersion)
+	}
+	if r.State < StatePending || r.State > StateUnknown {
+		return fmt.Errorf("%w: import %s: state %s", ErrInvalid, r.Key, r.State)
+	}
+	return nil
+}
+
+// matchFilter reports whether r passes f, by every field.
+func matchFilter(r *Record, f *Filter) bool {
+	in := &r.Intent
+	switch {
+	case f.Tenant != "" && in.Tenant != f.Tenant,
+		f.Session != "" && in.Session != f.Session,
+		f.Turn != "" && in.Turn != f.Turn,
+		f.Tool != "" && in.Tool != f.Tool,
+		f.State != 0 && r.State != f.State,
+		!f.Since.IsZero() && r.Created.Before(f.Since),
+		!f.Until.IsZero() && !r.Created.Before(f.Until):
+		return false
+	}
+	return true
+}
+
+// newerFirst orders records by Created descending, then key, so that List
+// is deterministic.
+func newerFirst(a, b *Record) int {
+	if c := b.Created.Compare(a.Created); c != 0 {
+		return c
+	}
+	return compareKeys(b.Key, a.Key)
+}
+
+func compareKeys(a, b uuid.UUID) int {
+	for i := range a {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// addStats counts r into s.
+func addStats(s *Stats, r *Record, now time.Time) {
+	s.Records++
+	s.ByState[r.State]++
+	s.ByTool[r.Intent.Tool]++
+	s.Attempts += len(r.Attempts)
+	if expired(r, now) {
+		s.Expired++
+	}
+	if s.Oldest.IsZero() || r.Created.Before(s.Oldest) {
+		s.Oldest = r.Created
+	}
+	if r.Created.After(s.Newest) {
+		s.Newest = r.Created
+	}
+}
+
+func newStats() Stats {
+	return Stats{ByState: map[State]int{}, ByTool: map[string]int{}}
+}
+
+// equalRecords reports whether two records are the same for Import.
+func equalRecords(a, b *Record) bool {
+	return string(encodeRecord(nil, a)) == string(encodeRecord(nil, b))
+}
