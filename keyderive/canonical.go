@@ -35,9 +35,8 @@ func AppendCanonical(dst, input []byte, opts *Options) ([]byte, error) {
 		out = make([]byte, 0, len(input))
 	}
 	c := canonPool.Get().(*canonicalizer)
-	c.in, c.out, c.pos, c.depth, c.maxDepth = input, out, 0, 0, maxDepth
-	err := c.document()
-	out = c.out
+	c.in, c.pos, c.depth, c.maxDepth = input, 0, 0, maxDepth
+	out, err := c.document(out)
 	c.release()
 	if err != nil {
 		return dst, err
@@ -52,10 +51,13 @@ var canonPool = sync.Pool{New: func() any { return new(canonicalizer) }}
 // canonicalizer is a single-pass JSON validator that writes canonical output
 // as it reads. Object members are written in input order, then, only when
 // they were not already in order, sorted in place within the output.
+//
+// The output buffer is passed along and returned by each method rather than
+// kept in a field: storing a slice into a heap object costs a GC write
+// barrier on every append.
 type canonicalizer struct {
 	in       []byte
 	pos      int // next unread byte of in
-	out      []byte
 	depth    int
 	maxDepth int
 	// members is a stack of the members of the objects being read: an
@@ -80,7 +82,7 @@ type member struct {
 const maxRetained = 64 << 10
 
 func (c *canonicalizer) release() {
-	c.in, c.out = nil, nil
+	c.in = nil
 	if cap(c.scratch) > maxRetained {
 		c.scratch = nil
 	}
@@ -109,19 +111,20 @@ func (c *canonicalizer) describe(off int) string {
 	return fmt.Sprintf("byte 0x%02x", b)
 }
 
-func (c *canonicalizer) document() error {
+func (c *canonicalizer) document(out []byte) ([]byte, error) {
 	c.skipSpace()
 	if c.pos >= len(c.in) {
-		return c.fail(c.pos, ErrSyntax, "unexpected end of input, looking for a JSON value")
+		return out, c.fail(c.pos, ErrSyntax, "unexpected end of input, looking for a JSON value")
 	}
-	if err := c.value(); err != nil {
-		return err
+	out, err := c.value(out)
+	if err != nil {
+		return out, err
 	}
 	c.skipSpace()
 	if c.pos < len(c.in) {
-		return c.fail(c.pos, ErrSyntax, "unexpected %s after the top-level value", c.describe(c.pos))
+		return out, c.fail(c.pos, ErrSyntax, "unexpected %s after the top-level value", c.describe(c.pos))
 	}
-	return nil
+	return out, nil
 }
 
 func isSpace(b byte) bool { return b == ' ' || b == '\n' || b == '\r' || b == '\t' }
@@ -133,31 +136,31 @@ func (c *canonicalizer) skipSpace() {
 }
 
 // value reads one JSON value starting at c.pos (not whitespace).
-func (c *canonicalizer) value() error {
+func (c *canonicalizer) value(out []byte) ([]byte, error) {
 	if c.pos >= len(c.in) {
-		return c.fail(c.pos, ErrSyntax, "unexpected end of input, looking for a JSON value")
+		return out, c.fail(c.pos, ErrSyntax, "unexpected end of input, looking for a JSON value")
 	}
 	switch b := c.in[c.pos]; {
 	case b == '{':
-		return c.object()
+		return c.object(out)
 	case b == '[':
-		return c.array()
+		return c.array(out)
 	case b == '"':
-		return c.str()
+		return c.str(out)
 	case b == 't':
-		return c.literal("true")
+		return c.literal(out, "true")
 	case b == 'f':
-		return c.literal("false")
+		return c.literal(out, "false")
 	case b == 'n':
-		return c.literal("null")
+		return c.literal(out, "null")
 	case b == '-' || (b >= '0' && b <= '9'):
-		return c.number()
+		return c.number(out)
 	default:
-		return c.fail(c.pos, ErrSyntax, "unexpected %s, looking for a JSON value", c.describe(c.pos))
+		return out, c.fail(c.pos, ErrSyntax, "unexpected %s, looking for a JSON value", c.describe(c.pos))
 	}
 }
 
-func (c *canonicalizer) literal(lit string) error {
+func (c *canonicalizer) literal(out []byte, lit string) ([]byte, error) {
 	end := c.pos + len(lit)
 	if end > len(c.in) || string(c.in[c.pos:end]) != lit {
 		// Point at the first byte that differs.
@@ -165,11 +168,10 @@ func (c *canonicalizer) literal(lit string) error {
 		for i < len(c.in) && i-c.pos < len(lit) && c.in[i] == lit[i-c.pos] {
 			i++
 		}
-		return c.fail(i, ErrSyntax, "unexpected %s in literal %s", c.describe(i), lit)
+		return out, c.fail(i, ErrSyntax, "unexpected %s in literal %s", c.describe(i), lit)
 	}
-	c.out = append(c.out, lit...)
 	c.pos = end
-	return nil
+	return append(out, lit...), nil
 }
 
 func (c *canonicalizer) enter() error {
@@ -180,130 +182,138 @@ func (c *canonicalizer) enter() error {
 	return nil
 }
 
-func (c *canonicalizer) array() error {
+func (c *canonicalizer) array(out []byte) ([]byte, error) {
 	if err := c.enter(); err != nil {
-		return err
+		return out, err
 	}
 	c.pos++ // '['
-	c.out = append(c.out, '[')
+	out = append(out, '[')
 	c.skipSpace()
 	if c.pos < len(c.in) && c.in[c.pos] == ']' {
 		c.pos++
-		c.out = append(c.out, ']')
 		c.depth--
-		return nil
+		return append(out, ']'), nil
 	}
 	for {
-		if err := c.value(); err != nil {
-			return err
+		var err error
+		if out, err = c.value(out); err != nil {
+			return out, err
 		}
 		c.skipSpace()
 		if c.pos >= len(c.in) {
-			return c.fail(c.pos, ErrSyntax, "unexpected end of input in array, looking for ',' or ']'")
+			return out, c.fail(c.pos, ErrSyntax, "unexpected end of input in array, looking for ',' or ']'")
 		}
 		switch c.in[c.pos] {
 		case ',':
 			c.pos++
-			c.out = append(c.out, ',')
+			out = append(out, ',')
 			c.skipSpace()
 		case ']':
 			c.pos++
-			c.out = append(c.out, ']')
 			c.depth--
-			return nil
+			return append(out, ']'), nil
 		default:
-			return c.fail(c.pos, ErrSyntax, "unexpected %s in array, looking for ',' or ']'", c.describe(c.pos))
+			return out, c.fail(c.pos, ErrSyntax, "unexpected %s in array, looking for ',' or ']'", c.describe(c.pos))
 		}
 	}
 }
 
-func (c *canonicalizer) object() error {
+func (c *canonicalizer) object(out []byte) ([]byte, error) {
 	if err := c.enter(); err != nil {
-		return err
+		return out, err
 	}
 	c.pos++ // '{'
-	c.out = append(c.out, '{')
-	body := len(c.out)
+	out = append(out, '{')
+	body := len(out)
 	base := len(c.members)
 	c.skipSpace()
 	if c.pos < len(c.in) && c.in[c.pos] == '}' {
 		c.pos++
-		c.out = append(c.out, '}')
 		c.depth--
-		return nil
+		return append(out, '}'), nil
 	}
 	for {
 		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
-			return c.fail(c.pos, ErrSyntax, "unexpected %s in object, looking for a member name string", c.describe(c.pos))
+			return out, c.fail(c.pos, ErrSyntax, "unexpected %s in object, looking for a member name string", c.describe(c.pos))
 		}
-		m := member{start: len(c.out), inOff: c.pos}
-		if err := c.str(); err != nil {
-			return err
+		m := member{start: len(out), inOff: c.pos}
+		var err error
+		if out, err = c.str(out); err != nil {
+			return out, err
 		}
-		m.keyEnd = len(c.out)
+		m.keyEnd = len(out)
 		c.skipSpace()
 		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
-			return c.fail(c.pos, ErrSyntax, "unexpected %s after object member name, looking for ':'", c.describe(c.pos))
+			return out, c.fail(c.pos, ErrSyntax, "unexpected %s after object member name, looking for ':'", c.describe(c.pos))
 		}
 		c.pos++
-		c.out = append(c.out, ':')
+		out = append(out, ':')
 		c.skipSpace()
-		if err := c.value(); err != nil {
-			return err
+		if out, err = c.value(out); err != nil {
+			return out, err
 		}
-		m.end = len(c.out)
+		m.end = len(out)
 		c.members = append(c.members, m)
 		c.skipSpace()
 		if c.pos >= len(c.in) {
-			return c.fail(c.pos, ErrSyntax, "unexpected end of input in object, looking for ',' or '}'")
+			return out, c.fail(c.pos, ErrSyntax, "unexpected end of input in object, looking for ',' or '}'")
 		}
 		if b := c.in[c.pos]; b == ',' {
 			c.pos++
-			c.out = append(c.out, ',')
+			out = append(out, ',')
 			c.skipSpace()
 			continue
 		} else if b != '}' {
-			return c.fail(c.pos, ErrSyntax, "unexpected %s in object, looking for ',' or '}'", c.describe(c.pos))
+			return out, c.fail(c.pos, ErrSyntax, "unexpected %s in object, looking for ',' or '}'", c.describe(c.pos))
 		}
 		c.pos++
 		break
 	}
-	err := c.sortMembers(body, c.members[base:])
+	err := c.sortMembers(out, body, c.members[base:])
 	c.members = c.members[:base]
 	if err != nil {
-		return err
+		return out, err
 	}
-	c.out = append(c.out, '}')
 	c.depth--
-	return nil
+	return append(out, '}'), nil
 }
 
 // sortMembers puts the members of the object whose body starts at
-// out[body] in RFC 8785 order, and rejects duplicate names. Input that is
-// already sorted (as canonical input, and much machine-written JSON, is)
-// costs one comparison per member and no copying.
-func (c *canonicalizer) sortMembers(body int, ms []member) error {
-	out := c.out
+// out[body] in RFC 8785 order, in place, and rejects duplicate names. Input
+// that is already sorted (as canonical input, and much machine-written JSON,
+// is) costs one comparison per member and no copying.
+func (c *canonicalizer) sortMembers(out []byte, body int, ms []member) error {
 	key := func(m member) []byte { return out[m.start+1 : m.keyEnd-1] }
 	sorted := true
-	for i := 1; i < len(ms); i++ {
+	for i := 1; i < len(ms) && sorted; i++ {
 		switch compareKeys(key(ms[i-1]), key(ms[i])) {
 		case 0:
-			return c.duplicate(ms[i-1], ms[i])
+			return c.duplicate(out, ms[i-1], ms[i])
 		case 1:
 			sorted = false
-		}
-		if !sorted {
-			break
 		}
 	}
 	if sorted {
 		return nil
 	}
-	slices.SortFunc(ms, func(a, b member) int { return compareKeys(key(a), key(b)) })
+	if len(ms) <= 16 {
+		// Insertion sort: objects in tool inputs are small, and this
+		// avoids the generic sort's indirect calls.
+		for i := 1; i < len(ms); i++ {
+			m := ms[i]
+			k := key(m)
+			j := i
+			for ; j > 0 && compareKeys(key(ms[j-1]), k) > 0; j-- {
+				ms[j] = ms[j-1]
+			}
+			ms[j] = m
+		}
+	} else {
+		slices.SortFunc(ms, func(a, b member) int { return compareKeys(key(a), key(b)) })
+	}
 	for i := 1; i < len(ms); i++ {
 		if compareKeys(key(ms[i-1]), key(ms[i])) == 0 {
-			return c.duplicate(ms[i-1], ms[i])
+			return c.duplicate(out, ms[i-1], ms[i])
 		}
 	}
 	c.scratch = append(c.scratch[:0], out[body:]...)
@@ -318,9 +328,9 @@ func (c *canonicalizer) sortMembers(body int, ms []member) error {
 	return nil
 }
 
-func (c *canonicalizer) duplicate(a, b member) error {
+func (c *canonicalizer) duplicate(out []byte, a, b member) error {
 	later := max(a.inOff, b.inOff)
-	name := c.out[b.start:b.keyEnd]
+	name := out[b.start:b.keyEnd]
 	const maxShown = 64
 	if len(name) > maxShown {
 		name = append(name[:maxShown:maxShown], `..."`...)
@@ -457,38 +467,38 @@ var strSafe = func() (t [256]bool) {
 
 // str reads a string starting at its opening quote and writes it with
 // RFC 8785's minimal escaping.
-func (c *canonicalizer) str() error {
+func (c *canonicalizer) str(out []byte) ([]byte, error) {
 	in := c.in
 	pos := c.pos + 1
-	c.out = append(c.out, '"')
+	out = append(out, '"')
 	for {
 		start := pos
 		for pos < len(in) && strSafe[in[pos]] {
 			pos++
 		}
-		c.out = append(c.out, in[start:pos]...)
+		out = append(out, in[start:pos]...)
 		if pos >= len(in) {
-			return c.fail(pos, ErrSyntax, "unexpected end of input in string")
+			return out, c.fail(pos, ErrSyntax, "unexpected end of input in string")
 		}
 		switch b := in[pos]; {
 		case b == '"':
-			c.out = append(c.out, '"')
 			c.pos = pos + 1
-			return nil
+			return append(out, '"'), nil
 		case b == '\\':
-			n, err := c.escape(pos)
-			if err != nil {
-				return err
+			var n int
+			var err error
+			if out, n, err = c.escape(out, pos); err != nil {
+				return out, err
 			}
 			pos += n
 		case b < 0x20:
-			return c.fail(pos, ErrSyntax, "unescaped control character %U in string", rune(b))
+			return out, c.fail(pos, ErrSyntax, "unescaped control character %U in string", rune(b))
 		default:
 			r, size := utf8.DecodeRune(in[pos:])
 			if r == utf8.RuneError && size == 1 {
-				return c.fail(pos, ErrInvalidUTF8, "invalid UTF-8 byte 0x%02x in string", b)
+				return out, c.fail(pos, ErrInvalidUTF8, "invalid UTF-8 byte 0x%02x in string", b)
 			}
-			c.out = append(c.out, in[pos:pos+size]...)
+			out = append(out, in[pos:pos+size]...)
 			pos += size
 		}
 	}
@@ -496,47 +506,41 @@ func (c *canonicalizer) str() error {
 
 // escape reads the escape sequence at in[pos] (a backslash), writes the
 // character it stands for canonically, and returns its length.
-func (c *canonicalizer) escape(pos int) (int, error) {
+func (c *canonicalizer) escape(out []byte, pos int) ([]byte, int, error) {
 	in := c.in
 	if pos+1 >= len(in) {
-		return 0, c.fail(pos+1, ErrSyntax, "unexpected end of input in string escape")
+		return out, 0, c.fail(pos+1, ErrSyntax, "unexpected end of input in string escape")
 	}
 	switch e := in[pos+1]; e {
-	case '"', '\\':
-		c.out = append(c.out, '\\', e)
+	case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		return append(out, '\\', e), 2, nil
 	case '/':
-		c.out = append(c.out, '/')
-	case 'b', 'f', 'n', 'r', 't':
-		c.out = append(c.out, '\\', e)
+		return append(out, '/'), 2, nil
 	case 'u':
 		r, err := c.hex4(pos)
 		if err != nil {
-			return 0, err
+			return out, 0, err
 		}
 		n := 6
 		if r >= 0xD800 && r <= 0xDFFF {
-			if r >= 0xDC00 {
-				return 0, c.fail(pos, ErrInvalidUTF8, "unpaired UTF-16 surrogate \\u%04x in string", r)
+			bad := r >= 0xDC00 || pos+12 > len(in) || in[pos+6] != '\\' || in[pos+7] != 'u'
+			if !bad {
+				lo, err := c.hex4(pos + 6)
+				if err != nil {
+					return out, 0, err
+				}
+				bad = lo < 0xDC00 || lo > 0xDFFF
+				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+				n = 12
 			}
-			if pos+12 > len(in) || in[pos+6] != '\\' || in[pos+7] != 'u' {
-				return 0, c.fail(pos, ErrInvalidUTF8, "unpaired UTF-16 surrogate \\u%04x in string", r)
+			if bad {
+				return out, 0, c.fail(pos, ErrInvalidUTF8, "unpaired UTF-16 surrogate %s in string", in[pos:pos+6])
 			}
-			lo, err := c.hex4(pos + 6)
-			if err != nil {
-				return 0, err
-			}
-			if lo < 0xDC00 || lo > 0xDFFF {
-				return 0, c.fail(pos, ErrInvalidUTF8, "unpaired UTF-16 surrogate \\u%04x in string", r)
-			}
-			r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
-			n = 12
 		}
-		c.out = appendRune(c.out, r)
-		return n, nil
+		return appendRune(out, r), n, nil
 	default:
-		return 0, c.fail(pos+1, ErrSyntax, "invalid escape %s in string", c.describe(pos+1))
+		return out, 0, c.fail(pos+1, ErrSyntax, "invalid escape %s in string", c.describe(pos+1))
 	}
-	return 2, nil
 }
 
 // hex4 decodes the four hex digits of the \u escape at in[pos].

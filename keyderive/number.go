@@ -6,7 +6,7 @@ import (
 )
 
 // number reads a JSON number at c.pos and writes its canonical form.
-func (c *canonicalizer) number() error {
+func (c *canonicalizer) number(out []byte) ([]byte, error) {
 	in := c.in
 	start := c.pos
 	pos := start
@@ -16,7 +16,7 @@ func (c *canonicalizer) number() error {
 	intStart := pos
 	switch {
 	case pos >= len(in) || !isDigit(in[pos]):
-		return c.fail(pos, ErrSyntax, "unexpected %s in number, looking for a digit", c.describe(pos))
+		return out, c.fail(pos, ErrSyntax, "unexpected %s in number, looking for a digit", c.describe(pos))
 	case in[pos] == '0':
 		pos++
 	default:
@@ -33,7 +33,7 @@ func (c *canonicalizer) number() error {
 			pos++
 		}
 		if pos == fracStart {
-			return c.fail(pos, ErrSyntax, "unexpected %s in number after '.', looking for a digit", c.describe(pos))
+			return out, c.fail(pos, ErrSyntax, "unexpected %s in number after '.', looking for a digit", c.describe(pos))
 		}
 		fracEnd = pos
 	}
@@ -55,7 +55,7 @@ func (c *canonicalizer) number() error {
 			pos++
 		}
 		if pos == expStart {
-			return c.fail(pos, ErrSyntax, "unexpected %s in number exponent, looking for a digit", c.describe(pos))
+			return out, c.fail(pos, ErrSyntax, "unexpected %s in number exponent, looking for a digit", c.describe(pos))
 		}
 		if neg {
 			exp = -exp
@@ -65,14 +65,14 @@ func (c *canonicalizer) number() error {
 		// ES6 writes it as its digits; only -0 changes.
 		c.pos = pos
 		if intEnd-intStart == 1 && in[intStart] == '0' {
-			c.out = append(c.out, '0')
+			out = append(out, '0')
 		} else {
-			c.out = append(c.out, in[start:pos]...)
+			out = append(out, in[start:pos]...)
 		}
-		return nil
+		return out, nil
 	}
 	c.pos = pos
-	return c.numberSlow(in[start:pos], start, in[intStart:intEnd], in[fracStart:fracEnd], exp)
+	return c.numberSlow(out, in[start:pos], start, in[intStart:intEnd], in[fracStart:fracEnd], exp)
 }
 
 func isDigit(b byte) bool { return b >= '0' && b <= '9' }
@@ -87,10 +87,11 @@ const maxSafe = "9007199254740992"
 // Integers whose magnitude is above 2^53 and whose ES6 form would not
 // denote exactly the same integer are written as their exact decimal
 // digits instead (see the package doc); everything else follows RFC 8785.
-func (c *canonicalizer) numberSlow(tok []byte, off int, intDigits, fracDigits []byte, exp int) error {
+func (c *canonicalizer) numberSlow(out, tok []byte, off int, intDigits, fracDigits []byte, exp int) ([]byte, error) {
 	// The exact value is 0.D × 10^point, with D the significant digits.
 	d := append(c.digits[:0], intDigits...)
 	d = append(d, fracDigits...)
+	c.digits = d[:0] // keep the grown buffer, from its start
 	lead := 0
 	for lead < len(d) && d[lead] == '0' {
 		lead++
@@ -99,17 +100,29 @@ func (c *canonicalizer) numberSlow(tok []byte, off int, intDigits, fracDigits []
 	for len(d) > 0 && d[len(d)-1] == '0' {
 		d = d[:len(d)-1]
 	}
-	c.digits = d[:0]
 	if len(d) == 0 {
-		c.out = append(c.out, '0') // any zero, including -0 and 0e7
-		return nil
+		out = append(out, '0') // any zero, including -0 and 0e7
+		return out, nil
 	}
 	point := len(intDigits) - lead + exp
 	neg := tok[0] == '-'
 
+	if len(d) <= 15 && point > -290 && point < 290 {
+		// At most 15 significant digits (DBL_DIG) in the normal range:
+		// every such decimal round-trips through float64, so no other
+		// decimal of 15 digits or fewer rounds to the same float64, and
+		// these digits are the float64's shortest form. (For integers this
+		// also means |v| < 10^15 or ES6 denotes v exactly: no big-integer
+		// case.) So ES6 needs no float conversion.
+		if neg {
+			out = append(out, '-')
+		}
+		return appendES6(out, d, point), nil
+	}
+
 	f, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil || math.IsInf(f, 0) {
-		return c.fail(off, ErrNumber, "number %s is beyond the float64 range", clip(tok))
+		return out, c.fail(off, ErrNumber, "number %s is beyond the float64 range", clip(tok))
 	}
 	var buf [32]byte
 	sd, n := shortest(buf[:0], f)
@@ -118,24 +131,24 @@ func (c *canonicalizer) numberSlow(tok []byte, off int, intDigits, fracDigits []
 		// A big integer: keep it exact unless ES6 already is.
 		if !(n == point && string(sd) == string(d)) {
 			if neg {
-				c.out = append(c.out, '-')
+				out = append(out, '-')
 			}
-			c.out = append(c.out, d...)
+			out = append(out, d...)
 			for i := len(d); i < point; i++ {
-				c.out = append(c.out, '0')
+				out = append(out, '0')
 			}
-			return nil
+			return out, nil
 		}
 	}
 	if f == 0 { // underflow: RFC 8785 writes the float64 zero
-		c.out = append(c.out, '0')
-		return nil
+		out = append(out, '0')
+		return out, nil
 	}
 	if f < 0 {
-		c.out = append(c.out, '-')
+		out = append(out, '-')
 	}
-	c.out = appendES6(c.out, sd, n)
-	return nil
+	out = appendES6(out, sd, n)
+	return out, nil
 }
 
 // bigger reports whether the integer with significant digits d followed by
