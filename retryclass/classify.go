@@ -3,7 +3,6 @@ package retryclass
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"net"
 	"net/http"
 	"syscall"
@@ -42,15 +41,15 @@ func Classify(err error) Verdict {
 	if err == nil {
 		return Verdict{Class: Success}
 	}
-	v, _ := classifyDefinite(err)
-	if v.Class != Success {
-		return v
-	}
+	var f facts
+	f.walk(err)
+	v, definite := f.definite()
 	switch {
-	case errors.Is(err, context.Canceled):
+	case definite:
+	case f.canceled:
 		v.Class = Canceled
 	default:
-		v.Class = classifyTransport(err)
+		v.Class = f.transport()
 	}
 	return v
 }
@@ -70,41 +69,110 @@ func ClassifyContext(callerCtx context.Context, err error) Verdict {
 	if err == nil {
 		return Verdict{Class: Success}
 	}
-	v, definite := classifyDefinite(err)
-	if definite {
-		return v
-	}
-	if callerCtx != nil && callerCtx.Err() != nil {
+	var f facts
+	f.walk(err)
+	v, definite := f.definite()
+	switch {
+	case definite:
+	case callerCtx != nil && callerCtx.Err() != nil:
 		v.Class = Canceled
-		return v
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	case f.canceled || f.deadline:
 		v.Class = MaybeExecuted
-		return v
+	default:
+		v.Class = f.transport()
 	}
-	v.Class = classifyTransport(err)
 	return v
 }
 
-// classifyDefinite applies the rules that do not depend on context: markers
-// and statuses. It always fills RetryAfter and Status; definite reports
+// facts is what one walk of an error tree finds. Each field holds the
+// first match in the order errors.As visits the tree (pre-order, depth
+// first), so the outermost marker wins. One walk with type switches
+// instead of a dozen errors.As calls: classification runs on every failed
+// try, and errors.As allocates for each target.
+type facts struct {
+	marker     *classMarker
+	retryAfter retryAfterer
+	status     statusCoder
+	statusErr  *StatusError
+
+	canceled, deadline bool // context.Canceled, context.DeadlineExceeded
+	notExecuted        bool // a DNS error, a dial error or ECONNREFUSED
+	certificate        bool // a failed certificate verification
+}
+
+func (f *facts) walk(err error) {
+	for err != nil {
+		f.visit(err)
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				f.walk(e)
+			}
+			return
+		default:
+			return
+		}
+	}
+}
+
+func (f *facts) visit(err error) {
+	switch e := err.(type) {
+	case *classMarker:
+		if f.marker == nil {
+			f.marker = e
+		}
+	case *StatusError:
+		if f.statusErr == nil {
+			f.statusErr = e
+		}
+	case *net.DNSError:
+		f.notExecuted = true // no address, no connection, no request
+	case *net.OpError:
+		if e.Op == "dial" {
+			f.notExecuted = true // the connection never opened
+		}
+	case syscall.Errno:
+		if e == syscall.ECONNREFUSED {
+			f.notExecuted = true
+		}
+	case *tls.CertificateVerificationError:
+		f.certificate = true
+	}
+	if ra, ok := err.(retryAfterer); ok && f.retryAfter == nil {
+		f.retryAfter = ra
+	}
+	if sc, ok := err.(statusCoder); ok && f.status == nil {
+		f.status = sc
+	}
+	f.canceled = f.canceled || is(err, context.Canceled)
+	f.deadline = f.deadline || is(err, context.DeadlineExceeded)
+}
+
+// is is one step of errors.Is: err itself, not its chain.
+func is(err, target error) bool {
+	if err == target {
+		return true
+	}
+	x, ok := err.(interface{ Is(error) bool })
+	return ok && x.Is(target)
+}
+
+// definite applies the rules that do not depend on context: markers and
+// statuses. It always fills RetryAfter and Status; definite reports
 // whether v.Class was decided.
-func classifyDefinite(err error) (v Verdict, definite bool) {
-	var se *StatusError
-	hasSE := errors.As(err, &se)
-	var ra retryAfterer
-	if errors.As(err, &ra) {
-		v.RetryAfter = max(ra.RetryAfter(), 0)
-	} else if hasSE {
-		v.RetryAfter = max(se.RetryAfter, 0)
+func (f *facts) definite() (v Verdict, definite bool) {
+	if f.retryAfter != nil {
+		v.RetryAfter = max(f.retryAfter.RetryAfter(), 0)
+	} else if f.statusErr != nil {
+		v.RetryAfter = max(f.statusErr.RetryAfter, 0)
 	}
-	var sc statusCoder
-	if errors.As(err, &sc) {
-		v.Status = sc.StatusCode()
+	if f.status != nil {
+		v.Status = f.status.StatusCode()
 	}
-	var m *classMarker
-	if errors.As(err, &m) {
-		v.Class = m.class
+	if f.marker != nil {
+		v.Class = f.marker.class
 		return v, true
 	}
 	if v.Status != 0 {
@@ -117,25 +185,17 @@ func classifyDefinite(err error) (v Verdict, definite bool) {
 	return v, false
 }
 
-// classifyTransport classifies network and I/O errors; unknown errors are
+// transport classifies network and I/O errors; unknown errors are
 // MaybeExecuted.
-func classifyTransport(err error) Class {
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return NotExecuted // no address, no connection, no request
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) && opErr.Op == "dial" {
-		return NotExecuted // the connection never opened
-	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
+func (f *facts) transport() Class {
+	switch {
+	case f.notExecuted:
 		return NotExecuted
-	}
-	var certErr *tls.CertificateVerificationError
-	if errors.As(err, &certErr) {
+	case f.certificate:
 		return Terminal // the request was never sent; retrying will not fix a certificate
 	}
-	// Everything below may have happened after the request was written.
+	// Everything else may have happened after the request was written:
+	// read and write errors, resets, EOFs, timeouts, unknown errors.
 	return MaybeExecuted
 }
 

@@ -121,6 +121,9 @@ func TestClassify(t *testing.T) {
 		{"WithRetryAfter over StatusError", retryclass.WithRetryAfter(se(429, time.Second), 4*time.Second), v(retryclass.NotExecuted, 4*time.Second, 429)},
 		{"WithRetryAfter makes 503 NotExecuted", retryclass.WithRetryAfter(se(503, 0), time.Second), v(retryclass.NotExecuted, time.Second, 503)},
 		{"joined", errors.Join(errBoom, retryclass.Permanent(errBoom)), v(retryclass.Terminal, 0, 0)},
+		{"joined: first marker in errors.As order", errors.Join(retryclass.MarkNotExecuted(errBoom), retryclass.Permanent(errBoom)), v(retryclass.NotExecuted, 0, 0)},
+		{"joined: refused in second branch", errors.Join(errBoom, clientErr(dialErr(refused))), v(retryclass.NotExecuted, 0, 0)},
+		{"joined: status in second branch", errors.Join(errBoom, se(409, 0)), v(retryclass.InFlight, 0, 409)},
 		{"ErrNilResponse", retryclass.ErrNilResponse, v(retryclass.MaybeExecuted, 0, 0)},
 	}
 	for _, tt := range tests {
