@@ -339,21 +339,24 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e = nil
 	}
 	if e != nil {
+		// Decide under the lock; a done entry's response is never written
+		// again, so it may be sent after unlocking.
+		mismatch, running := e.fingerprint != fp, !e.done
+		status, header, body := e.status, e.header, e.body
 		d.mu.Unlock()
 		switch {
-		case e.fingerprint != fp:
+		case mismatch:
 			writeProblem(w, http.StatusUnprocessableEntity, d.header+" is already used",
 				"This "+d.header+" was used with a different request (method, path or body). A key must not be reused across different payloads; this request was not executed.")
-		case !e.done:
+		case running:
 			writeProblem(w, http.StatusConflict, "A request is outstanding for this "+d.header,
 				"A request with the same "+d.header+" is being processed; retry later with the same key and the same payload.")
 		default:
-			// e is immutable once done: safe to read unlocked.
 			h := w.Header()
-			maps.Copy(h, e.header)
+			maps.Copy(h, header.Clone())
 			h.Set(d.replayed, "true")
-			w.WriteHeader(e.status)
-			_, _ = w.Write(e.body)
+			w.WriteHeader(status)
+			_, _ = w.Write(body)
 		}
 		return
 	}
