@@ -24,10 +24,15 @@ type BudgetOptions struct {
 const budgetSlots = 10
 
 // Budget limits retries across the calls that share it, after Finagle's
-// RetryBudget: within the last Window, retries may number at most
-// Ratio × calls + MinPerSecond × Window seconds. A call is counted by
-// Policy.NewSchedule and a retry by a Schedule.Next that returns ok; when
-// the budget is spent Next stops with StopBudget.
+// RetryBudget: within the last Window (counted in tenths, so between 9/10
+// of it and all of it), retries may number at most Ratio × calls +
+// MinPerSecond × Window seconds. A call is counted by Policy.NewSchedule
+// and a retry by a Schedule.Next that returns ok; when the budget is spent
+// Next stops with StopBudget and counts nothing.
+//
+// A caller that makes its Schedule lazily, only once a call has failed,
+// counts only failing calls: the budget is then stricter than Ratio says,
+// and the floor is what keeps sparse failures retried.
 //
 // Why a ratio and not a circuit breaker: a breaker also refuses first tries,
 // which the harness must then turn into failures the model sees; a retry

@@ -2,7 +2,11 @@ package retryclass_test
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -58,5 +62,46 @@ func TestClassPredicates(t *testing.T) {
 		if got := tt.c.Suppressing(); got != tt.suppressing {
 			t.Errorf("%v.Suppressing() = %v; want %v", tt.c, got, tt.suppressing)
 		}
+	}
+}
+
+func TestMarkersNilSafeAndTransparent(t *testing.T) {
+	markers := map[string]func(error) error{
+		"Permanent":         retryclass.Permanent,
+		"MarkNotExecuted":   retryclass.MarkNotExecuted,
+		"MarkMaybeExecuted": retryclass.MarkMaybeExecuted,
+		"Suppress":          retryclass.Suppress,
+		"WithRetryAfter":    func(err error) error { return retryclass.WithRetryAfter(err, time.Second) },
+	}
+	base := fmt.Errorf("charge 8812: %w", io.ErrShortWrite)
+	for name, mark := range markers {
+		if got := mark(nil); got != nil {
+			t.Errorf("%s(nil) = %v; want nil", name, got)
+		}
+		err := mark(base)
+		if err.Error() != base.Error() {
+			t.Errorf("%s(err).Error() = %q; want %q", name, err.Error(), base.Error())
+		}
+		if !errors.Is(err, io.ErrShortWrite) {
+			t.Errorf("errors.Is(%s(err), io.ErrShortWrite) = false; want true", name)
+		}
+	}
+}
+
+func TestSuppressionText(t *testing.T) {
+	for _, c := range []retryclass.Class{retryclass.InFlight, retryclass.Mismatch} {
+		s := retryclass.SuppressionText(retryclass.Verdict{Class: c})
+		for _, must := range []string{"Not repeated", "not an input error", "Do not retry", "do not change its input"} {
+			if !strings.Contains(s, must) {
+				t.Errorf("SuppressionText(%v) = %q; want it to contain %q", c, s, must)
+			}
+		}
+		if len(s) > 160 {
+			t.Errorf("SuppressionText(%v) is %d bytes; want it short (<= 160)", c, len(s))
+		}
+	}
+	if a, b := retryclass.SuppressionText(retryclass.Verdict{Class: retryclass.InFlight}),
+		retryclass.SuppressionText(retryclass.Verdict{Class: retryclass.Mismatch}); a == b {
+		t.Errorf("in-flight and mismatch texts are the same: %q", a)
 	}
 }

@@ -174,7 +174,7 @@ func ExampleSuppressionText() {
 	fmt.Println(retryclass.SuppressionText(retryclass.Verdict{Class: retryclass.Mismatch}))
 	// Output:
 	// Not repeated: this exact action is already in progress. This is not an input error. Do not retry this call and do not change its input.
-	// Not repeated: this action was already requested in this turn with a different input. This is not an input error. Do not retry this call and do not change its input.
+	// Not repeated: this action was already requested with a different input. This is not an input error. Do not retry this call and do not change its input.
 }
 
 func ExampleNewBudget() {

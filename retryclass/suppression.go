@@ -5,7 +5,7 @@ package retryclass
 const (
 	inFlightText = "Not repeated: this exact action is already in progress. " +
 		"This is not an input error. Do not retry this call and do not change its input."
-	mismatchText = "Not repeated: this action was already requested in this turn with a different input. " +
+	mismatchText = "Not repeated: this action was already requested with a different input. " +
 		"This is not an input error. Do not retry this call and do not change its input."
 )
 
