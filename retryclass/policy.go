@@ -2,6 +2,7 @@ package retryclass
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -35,12 +36,12 @@ type Policy struct {
 	MaxElapsed time.Duration
 
 	// InitialInterval is the first backoff wait, before jitter. Zero means
-	// 500ms.
+	// 500ms; negative means no wait at all (every backoff step is 0).
 	InitialInterval time.Duration
 
 	// MaxInterval caps the backoff wait before jitter (so a jittered wait
 	// may exceed it by the Jitter fraction, as in cenkalti/backoff). Zero
-	// means 5s.
+	// means 5s; a value below InitialInterval is taken as InitialInterval.
 	MaxInterval time.Duration
 
 	// Multiplier grows the wait after each retry. Zero means 1.5; values
@@ -164,8 +165,8 @@ const (
 	StopElapsed
 	// StopInFlight: the in-flight budget is spent.
 	StopInFlight
-	// StopDeadline: the context is done, or the wait would end past its
-	// deadline.
+	// StopDeadline: the context is done, or the wait would end at or past
+	// its deadline.
 	StopDeadline
 	// StopBudget: the shared retry Budget is exhausted.
 	StopBudget
@@ -178,7 +179,7 @@ func (r StopReason) String() string {
 	if int(r) < len(stopNames) {
 		return stopNames[r]
 	}
-	return "stop-reason(?)"
+	return "stop-reason(" + strconv.Itoa(int(r)) + ")"
 }
 
 // Next is called after a failed try classified as v. It returns how long
