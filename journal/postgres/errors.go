@@ -1,0 +1,63 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Errors returned while opening a journal. Open also returns
+// journal.ErrNewerVersion when the schema was migrated by a newer version of
+// this package, and journal.ErrNamespaceMismatch when
+// Options.Journal.Namespace differs from the one the fleet stored.
+var (
+	// ErrNoJournal is returned by a read-only Open when the schema holds no
+	// journal (a read-only store never creates one).
+	ErrNoJournal = errors.New("no journal in schema")
+)
+
+// Errors returned by Store methods.
+var (
+	// ErrOutcomeUncertain is returned by a write (Complete, CompleteInTx,
+	// Begin, StartAttempt, Resolve, Import, GC) when the connection failed
+	// after the statement or COMMIT was sent: the write may or may not have
+	// committed. It wraps the cause. The caller must not guess: the harness
+	// reports the intent as unknown, and a later Get, once no other attempt
+	// is running, shows what happened.
+	ErrOutcomeUncertain = errors.New("outcome uncertain: connection lost after the write was sent")
+)
+
+// uncertain reports whether err, returned by a statement or COMMIT that
+// writes, leaves it open whether the write committed.
+//
+// Certain, nothing committed: an error raised before anything was sent
+// (pgconn.SafeToRetry), an error pgx raised on the client side (a bad
+// argument), and an ERROR reported by the server, which aborts the
+// transaction. Uncertain: a FATAL or PANIC, a connection-class SQLSTATE
+// (08…), and any failure of the connection itself (I/O, a cancelled
+// context) after the request was sent. With the extended protocol an
+// implicit transaction commits at Sync, after the statement's result was
+// sent, so the server may have committed just before the connection went.
+func uncertain(err error) bool {
+	if err == nil || pgconn.SafeToRetry(err) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		sev := pe.SeverityUnlocalized
+		if sev == "" {
+			sev = pe.Severity
+		}
+		return sev == "FATAL" || sev == "PANIC" || strings.HasPrefix(pe.Code, "08")
+	}
+	// pgconn's connection failures carry SafeToRetry (false once sent).
+	var conn interface{ SafeToRetry() bool }
+	var nerr net.Error
+	return errors.As(err, &conn) || errors.As(err, &nerr) || pgconn.Timeout(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

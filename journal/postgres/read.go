@@ -1,0 +1,178 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// Get returns the record for key, or an error wrapping journal.ErrNotFound.
+func (s *Store) Get(ctx context.Context, key uuid.UUID) (journal.Record, error) {
+	if err := s.check(ctx); err != nil {
+		return journal.Record{}, err
+	}
+	return s.get(ctx, key)
+}
+
+func (s *Store) get(ctx context.Context, key uuid.UUID) (journal.Record, error) {
+	r, err := scanRow(s.pool.QueryRow(ctx, s.sql.get, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return journal.Record{}, keyError("get", key, journal.ErrNotFound)
+	}
+	if err != nil {
+		return journal.Record{}, s.fail("get", key, false, err)
+	}
+	return r.record()
+}
+
+// List yields the records matching f, newest first (ties by key, descending), from one
+// query whose rows are streamed while the loop runs. The filters use the
+// indexes described in the package documentation.
+func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Record, error] {
+	return func(yield func(journal.Record, error) bool) {
+		if err := s.check(ctx); err != nil {
+			yield(journal.Record{}, err)
+			return
+		}
+		var where []string
+		var args []any
+		add := func(cond string, v any) {
+			args = append(args, v)
+			where = append(where, fmt.Sprintf(cond, len(args)))
+		}
+		if f.Tenant != "" {
+			add("tenant = $%d", f.Tenant)
+		}
+		if f.Session != "" {
+			add("session = $%d", f.Session)
+		}
+		if f.Turn != "" {
+			add("turn = $%d", f.Turn)
+		}
+		if f.Tool != "" {
+			add("tool = $%d", f.Tool)
+		}
+		if f.State != 0 {
+			add("state = $%d", int16(f.State))
+		}
+		if !f.Since.IsZero() {
+			add("created_ns >= $%d", f.Since.UnixNano())
+		}
+		if !f.Until.IsZero() {
+			add("created_ns < $%d", f.Until.UnixNano())
+		}
+		q := `SELECT ` + columns + ` FROM ` + s.sql.table
+		if len(where) > 0 {
+			q += ` WHERE ` + strings.Join(where, " AND ")
+		}
+		q += ` ORDER BY created_ns DESC, key DESC`
+		if f.Limit > 0 {
+			q += fmt.Sprintf(` LIMIT %d`, f.Limit)
+		}
+		rows, err := s.pool.Query(ctx, q, args...)
+		if err != nil {
+			yield(journal.Record{}, s.fail("list", uuid.Nil, false, err))
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRow(rows)
+			if err != nil {
+				yield(journal.Record{}, s.fail("list", uuid.Nil, false, err))
+				return
+			}
+			rec, err := r.record()
+			if !yield(rec, err) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(journal.Record{}, s.fail("list", uuid.Nil, false, err))
+		}
+	}
+}
+
+// GC deletes, in one statement, the records past their TTL (pending ones
+// only once their lease has expired too), using the index on expires_ns.
+func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (int, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	now := s.now().UnixNano()
+	if opts.DryRun {
+		var n int
+		if err := s.pool.QueryRow(ctx, s.sql.gcCount, now).Scan(&n); err != nil {
+			return 0, s.fail("gc", uuid.Nil, false, err)
+		}
+		return n, nil
+	}
+	if s.readOnly {
+		return 0, fmt.Errorf("%w: gc", journal.ErrReadOnly)
+	}
+	tag, err := s.pool.Exec(ctx, s.sql.gcDelete, now)
+	if err != nil {
+		return 0, s.fail("gc", uuid.Nil, true, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Stats counts the records in one read-only snapshot.
+func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
+	if err := s.check(ctx); err != nil {
+		return journal.Stats{}, err
+	}
+	st := journal.Stats{ByState: map[journal.State]int{}, ByTool: map[string]int{}}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return st, s.fail("stats", uuid.Nil, false, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var oldest, newest *int64
+	err = tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(jsonb_array_length(attempts)), 0),
+		count(*) FILTER (WHERE `+strings.ReplaceAll(s.sql.gcPredicate, "$1", "$1::bigint")+`),
+		min(created_ns), max(created_ns), pg_total_relation_size($2::regclass)
+		FROM `+s.sql.table, s.now().UnixNano(), s.sql.table).
+		Scan(&st.Records, &st.Attempts, &st.Expired, &oldest, &newest, &st.SizeBytes)
+	if err != nil {
+		return st, s.fail("stats", uuid.Nil, false, err)
+	}
+	st.Oldest, st.Newest = fromNanosPtr(oldest), fromNanosPtr(newest)
+	rows, err := tx.Query(ctx, `SELECT state, count(*) FROM `+s.sql.table+` GROUP BY state`)
+	if err != nil {
+		return st, s.fail("stats", uuid.Nil, false, err)
+	}
+	for rows.Next() {
+		var state int16
+		var n int
+		if err := rows.Scan(&state, &n); err != nil {
+			return st, s.fail("stats", uuid.Nil, false, err)
+		}
+		st.ByState[journal.State(state)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return st, s.fail("stats", uuid.Nil, false, err)
+	}
+	rows, err = tx.Query(ctx, `SELECT tool, count(*) FROM `+s.sql.table+` GROUP BY tool`)
+	if err != nil {
+		return st, s.fail("stats", uuid.Nil, false, err)
+	}
+	for rows.Next() {
+		var tool string
+		var n int
+		if err := rows.Scan(&tool, &n); err != nil {
+			return st, s.fail("stats", uuid.Nil, false, err)
+		}
+		st.ByTool[tool] = n
+	}
+	if err := rows.Err(); err != nil {
+		return st, s.fail("stats", uuid.Nil, false, err)
+	}
+	return st, nil
+}

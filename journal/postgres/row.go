@@ -1,0 +1,269 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/keyderive"
+)
+
+// columns is the records table's column list, in the order of row's fields;
+// every query that reads a record selects exactly these.
+const columns = `key, version, tenant, session, turn, tool, discriminator,
+	fingerprint, effect, input, state, output, error_class, error_message,
+	attempts, lease_owner, lease_token, lease_expires_ns,
+	res_state, res_output, res_reason, res_by, res_at_ns,
+	created_ns, updated_ns, expires_ns`
+
+// columnTypes casts the parameters of an INSERT … SELECT, whose types
+// PostgreSQL cannot infer from the target columns.
+var columnTypes = []string{"uuid", "integer", "text", "text", "text", "text", "text",
+	"bytea", "smallint", "bytea", "smallint", "bytea", "text", "text",
+	"jsonb", "text", "bigint", "bigint",
+	"smallint", "bytea", "text", "text", "bigint",
+	"bigint", "bigint", "bigint"}
+
+// row is a record as stored: one field per column, times in nanoseconds
+// since the Unix epoch (nil for the zero time). It is also the canonical
+// form Import compares records in.
+type row struct {
+	Key           uuid.UUID
+	Version       int32
+	Tenant        string
+	Session       string
+	Turn          string
+	Tool          string
+	Discriminator string
+	Fingerprint   []byte
+	Effect        int16
+	Input         []byte
+	State         int16
+	Output        []byte
+	ErrorClass    string
+	ErrorMessage  string
+	Attempts      []byte // jsonb array of storedAttempt
+	LeaseOwner    string
+	LeaseToken    int64
+	LeaseExpires  *int64
+	ResState      *int16
+	ResOutput     []byte
+	ResReason     *string
+	ResBy         *string
+	ResAt         *int64
+	Created       int64
+	Updated       int64
+	Expires       int64
+}
+
+// storedAttempt is an Attempt inside the attempts jsonb array.
+type storedAttempt struct {
+	ID    string `json:"id"`
+	Start *int64 `json:"start,omitempty"`
+	End   *int64 `json:"end,omitempty"`
+	Class string `json:"class,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+func (r *row) args() []any {
+	return []any{r.Key, r.Version, r.Tenant, r.Session, r.Turn, r.Tool, r.Discriminator,
+		r.Fingerprint, r.Effect, r.Input, r.State, r.Output, r.ErrorClass, r.ErrorMessage,
+		string(r.Attempts), r.LeaseOwner, r.LeaseToken, r.LeaseExpires,
+		r.ResState, r.ResOutput, r.ResReason, r.ResBy, r.ResAt,
+		r.Created, r.Updated, r.Expires}
+}
+
+func scanRow(s pgx.Row) (row, error) {
+	var r row
+	var attempts []byte
+	err := s.Scan(&r.Key, &r.Version, &r.Tenant, &r.Session, &r.Turn, &r.Tool, &r.Discriminator,
+		&r.Fingerprint, &r.Effect, &r.Input, &r.State, &r.Output, &r.ErrorClass, &r.ErrorMessage,
+		&attempts, &r.LeaseOwner, &r.LeaseToken, &r.LeaseExpires,
+		&r.ResState, &r.ResOutput, &r.ResReason, &r.ResBy, &r.ResAt,
+		&r.Created, &r.Updated, &r.Expires)
+	r.Attempts = attempts
+	return r, err
+}
+
+// record decodes a stored row.
+func (r *row) record() (journal.Record, error) {
+	if r.Version > journal.SchemaVersion {
+		return journal.Record{}, fmt.Errorf("record %s has schema version %d, this package reads up to %d: %w",
+			r.Key, r.Version, journal.SchemaVersion, journal.ErrNewerVersion)
+	}
+	rec := journal.Record{
+		Version: int(r.Version),
+		Key:     r.Key,
+		Intent: keyderive.Intent{Tenant: r.Tenant, Session: r.Session, Turn: r.Turn,
+			Tool: r.Tool, Discriminator: r.Discriminator},
+		Effect:       journal.Effect(r.Effect),
+		Input:        r.Input,
+		State:        journal.State(r.State),
+		Output:       r.Output,
+		ErrorClass:   r.ErrorClass,
+		ErrorMessage: r.ErrorMessage,
+		Lease:        journal.Lease{Owner: r.LeaseOwner, Token: uint64(r.LeaseToken), Expires: fromNanosPtr(r.LeaseExpires)},
+		Created:      fromNanos(r.Created),
+		Updated:      fromNanos(r.Updated),
+		Expires:      fromNanos(r.Expires),
+	}
+	if len(r.Fingerprint) != len(rec.Fingerprint) {
+		return journal.Record{}, fmt.Errorf("record %s: fingerprint is %d bytes, want %d: %w",
+			r.Key, len(r.Fingerprint), len(rec.Fingerprint), journal.ErrCorrupt)
+	}
+	copy(rec.Fingerprint[:], r.Fingerprint)
+	var atts []storedAttempt
+	if err := json.Unmarshal(r.Attempts, &atts); err != nil {
+		return journal.Record{}, fmt.Errorf("record %s: attempts: %v: %w", r.Key, err, journal.ErrCorrupt)
+	}
+	for _, a := range atts {
+		rec.Attempts = append(rec.Attempts, journal.Attempt{ID: a.ID, Start: fromNanosPtr(a.Start),
+			End: fromNanosPtr(a.End), Class: a.Class, Error: a.Error})
+	}
+	if r.ResState != nil {
+		res := &journal.Resolution{State: journal.State(*r.ResState), Output: r.ResOutput, At: fromNanosPtr(r.ResAt)}
+		if r.ResReason != nil {
+			res.Reason = *r.ResReason
+		}
+		if r.ResBy != nil {
+			res.By = *r.ResBy
+		}
+		rec.Resolution = res
+	}
+	return rec, nil
+}
+
+// rowOf encodes a record for storage. It refuses identity fields PostgreSQL
+// text cannot hold (NUL bytes, invalid UTF-8) and times outside the range of
+// int64 nanoseconds, naming the field; free text (error messages) is made
+// valid instead, since refusing it would lose an outcome.
+func rowOf(rec journal.Record) (row, error) {
+	r := row{
+		Key:          rec.Key,
+		Version:      int32(rec.Version),
+		Fingerprint:  append([]byte(nil), rec.Fingerprint[:]...),
+		Effect:       int16(rec.Effect),
+		Input:        rec.Input,
+		State:        int16(rec.State),
+		Output:       rec.Output,
+		ErrorClass:   cleanText(rec.ErrorClass),
+		ErrorMessage: cleanText(rec.ErrorMessage),
+		LeaseToken:   int64(rec.Lease.Token),
+	}
+	if rec.Lease.Token > math.MaxInt64 {
+		return row{}, fmt.Errorf("record %s: fencing token %d does not fit a bigint", rec.Key, rec.Lease.Token)
+	}
+	texts := []struct {
+		name string
+		dst  *string
+		val  string
+	}{
+		{"tenant", &r.Tenant, rec.Intent.Tenant},
+		{"session", &r.Session, rec.Intent.Session},
+		{"turn", &r.Turn, rec.Intent.Turn},
+		{"tool", &r.Tool, rec.Intent.Tool},
+		{"discriminator", &r.Discriminator, rec.Intent.Discriminator},
+		{"lease owner", &r.LeaseOwner, rec.Lease.Owner},
+	}
+	for _, t := range texts {
+		if err := checkText(t.name, t.val); err != nil {
+			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
+		}
+		*t.dst = t.val
+	}
+	var err error
+	times := []struct {
+		name string
+		t    time.Time
+		dst  *int64
+	}{{"created", rec.Created, &r.Created}, {"updated", rec.Updated, &r.Updated}, {"expires", rec.Expires, &r.Expires}}
+	for _, t := range times {
+		if *t.dst, err = toNanos(t.name, t.t); err != nil {
+			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
+		}
+	}
+	if r.LeaseExpires, err = toNanosPtr("lease expiry", rec.Lease.Expires); err != nil {
+		return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
+	}
+	atts := make([]storedAttempt, 0, len(rec.Attempts))
+	for i, a := range rec.Attempts {
+		sa := storedAttempt{ID: cleanText(a.ID), Class: cleanText(a.Class), Error: cleanText(a.Error)}
+		if sa.Start, err = toNanosPtr(fmt.Sprintf("attempt %d start", i+1), a.Start); err != nil {
+			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
+		}
+		if sa.End, err = toNanosPtr(fmt.Sprintf("attempt %d end", i+1), a.End); err != nil {
+			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
+		}
+		atts = append(atts, sa)
+	}
+	if r.Attempts, err = json.Marshal(atts); err != nil {
+		return row{}, err
+	}
+	if res := rec.Resolution; res != nil {
+		st := int16(res.State)
+		reason, by := cleanText(res.Reason), cleanText(res.By)
+		r.ResState, r.ResOutput, r.ResReason, r.ResBy = &st, res.Output, &reason, &by
+		if r.ResAt, err = toNanosPtr("resolution time", res.At); err != nil {
+			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
+		}
+	}
+	return r, nil
+}
+
+// checkText refuses a string PostgreSQL text cannot hold.
+func checkText(field, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%s %q is not valid UTF-8", field, s)
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return fmt.Errorf("%s %q contains a NUL byte, which PostgreSQL text cannot hold", field, s)
+	}
+	return nil
+}
+
+// cleanText makes free text storable: invalid UTF-8 and NUL bytes become
+// U+FFFD. See the package's Caveats.
+func cleanText(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// minNanos and maxNanos bound the times an int64 of nanoseconds holds
+// (years 1678 to 2262).
+var (
+	minNanos = time.Unix(0, math.MinInt64)
+	maxNanos = time.Unix(0, math.MaxInt64)
+)
+
+func toNanos(field string, t time.Time) (int64, error) {
+	if t.Before(minNanos) || t.After(maxNanos) {
+		return 0, fmt.Errorf("%s %s is outside the years 1678 to 2262 the journal stores", field, t.Format(time.RFC3339))
+	}
+	return t.UnixNano(), nil
+}
+
+func toNanosPtr(field string, t time.Time) (*int64, error) {
+	if t.IsZero() {
+		return nil, nil
+	}
+	n, err := toNanos(field, t)
+	return &n, err
+}
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+func fromNanosPtr(n *int64) time.Time {
+	if n == nil {
+		return time.Time{}
+	}
+	return fromNanos(*n)
+}

@@ -1,0 +1,162 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// SchemaVersion is the table layout this package creates and reads: the
+// version kept in the meta table. Open migrates an older schema up to it and
+// refuses a newer one with journal.ErrNewerVersion.
+const SchemaVersion = 1
+
+// migrations[v-1] brings the schema from version v-1 to v. %[1]s is the
+// quoted schema name. Each runs inside Open's transaction, under the
+// advisory lock, so several processes starting at once apply it once.
+var migrations = []string{
+	// 1: the records table and its indexes.
+	`CREATE TABLE %[1]s.records (
+		key              uuid PRIMARY KEY,
+		version          integer  NOT NULL,
+		tenant           text     NOT NULL,
+		session          text     NOT NULL,
+		turn             text     NOT NULL,
+		tool             text     NOT NULL,
+		discriminator    text     NOT NULL,
+		fingerprint      bytea    NOT NULL,
+		effect           smallint NOT NULL,
+		input            bytea,
+		state            smallint NOT NULL CHECK (state BETWEEN 1 AND 5),
+		output           bytea,
+		error_class      text     NOT NULL,
+		error_message    text     NOT NULL,
+		attempts         jsonb    NOT NULL,
+		lease_owner      text     NOT NULL,
+		lease_token      bigint   NOT NULL,
+		lease_expires_ns bigint,
+		res_state        smallint,
+		res_output       bytea,
+		res_reason       text,
+		res_by           text,
+		res_at_ns        bigint,
+		created_ns       bigint   NOT NULL,
+		updated_ns       bigint   NOT NULL,
+		expires_ns       bigint   NOT NULL
+	);
+	CREATE INDEX records_scope_idx   ON %[1]s.records (tenant, session, turn, created_ns DESC);
+	CREATE INDEX records_tool_idx    ON %[1]s.records (tool, created_ns DESC);
+	CREATE INDEX records_state_idx   ON %[1]s.records (state, created_ns DESC);
+	CREATE INDEX records_created_idx ON %[1]s.records (created_ns DESC);
+	CREATE INDEX records_expires_idx ON %[1]s.records (expires_ns);
+	CREATE INDEX records_guard_idx   ON %[1]s.records (tenant, session, tool, turn, created_ns DESC)
+		WHERE state = 4;`,
+}
+
+// lockKey is the first half of the advisory lock Open takes around
+// migrations; the second half is hashtext(schema), so journals in different
+// schemas do not wait for each other.
+const lockKey = 0x61676f // "ago"
+
+const metaDDL = `CREATE TABLE IF NOT EXISTS %[1]s.meta (
+	singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+	namespace  uuid    NOT NULL,
+	version    integer NOT NULL,
+	created_ns bigint  NOT NULL
+)`
+
+// migrate creates or upgrades the journal in schema and returns its
+// namespace. It runs in one transaction under a transaction-scoped advisory
+// lock: concurrent Opens queue, the first creates, the others read.
+func migrate(ctx context.Context, pool interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, schema string, want uuid.UUID, createdNs int64) (ns uuid.UUID, err error) {
+	q := pgx.Identifier{schema}.Sanitize()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if _, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockKey, schema); err != nil {
+		return uuid.Nil, err
+	}
+	version, ns, found, err := readMeta(ctx, tx, schema)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if found && version == SchemaVersion {
+		// The common case: nothing to create, so no DDL privileges needed.
+		return ns, checkNamespace(ns, want, tx.Commit(ctx))
+	}
+	if version > SchemaVersion {
+		return uuid.Nil, fmt.Errorf("schema version %d, this package supports up to %d: %w",
+			version, SchemaVersion, journal.ErrNewerVersion)
+	}
+	if !found {
+		if _, err = tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+q); err != nil {
+			return uuid.Nil, err
+		}
+		if _, err = tx.Exec(ctx, fmt.Sprintf(metaDDL, q)); err != nil {
+			return uuid.Nil, err
+		}
+		ns = want
+		if ns == uuid.Nil {
+			ns = uuid.New()
+		}
+		if _, err = tx.Exec(ctx, `INSERT INTO `+q+`.meta (namespace, version, created_ns) VALUES ($1, 0, $2)`,
+			ns, createdNs); err != nil {
+			return uuid.Nil, err
+		}
+	}
+	for v := version + 1; v <= SchemaVersion; v++ {
+		for _, stmt := range strings.SplitAfter(fmt.Sprintf(migrations[v-1], q), ";") {
+			if strings.TrimSpace(stmt) == "" {
+				continue
+			}
+			if _, err = tx.Exec(ctx, stmt); err != nil {
+				return uuid.Nil, fmt.Errorf("migration to version %d: %w", v, err)
+			}
+		}
+		if _, err = tx.Exec(ctx, `UPDATE `+q+`.meta SET version = $1`, v); err != nil {
+			return uuid.Nil, err
+		}
+	}
+	return ns, checkNamespace(ns, want, tx.Commit(ctx))
+}
+
+// readMeta reads the meta row; found is false when the schema holds no
+// journal yet.
+func readMeta(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, schema string) (version int, ns uuid.UUID, found bool, err error) {
+	var exists bool
+	qs := pgx.Identifier{schema}.Sanitize()
+	if err = q.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, qs+".meta").Scan(&exists); err != nil || !exists {
+		return 0, uuid.Nil, false, err
+	}
+	err = q.QueryRow(ctx, `SELECT version, namespace FROM `+qs+`.meta`).Scan(&version, &ns)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, uuid.Nil, false, nil
+	}
+	return version, ns, err == nil, err
+}
+
+func checkNamespace(stored, want uuid.UUID, err error) error {
+	if err != nil {
+		return err
+	}
+	if want != uuid.Nil && want != stored {
+		return fmt.Errorf("%w: Options.Journal.Namespace is %s", journal.ErrNamespaceMismatch, want)
+	}
+	return nil
+}

@@ -1,0 +1,285 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// StartAttempt closes the open attempt, appends a new one and extends the
+// lease, in one fenced UPDATE.
+func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) error {
+	if err := s.checkWrite(ctx, "start attempt", req.Key); err != nil {
+		return err
+	}
+	if req.Key == uuid.Nil {
+		return fmt.Errorf("%w: start attempt: zero key", journal.ErrInvalid)
+	}
+	now := s.now()
+	nowNs := now.UnixNano()
+	closing, err := closeAttempt(nowNs, req.PrevClass, req.PrevError)
+	if err != nil {
+		return err
+	}
+	next, err := json.Marshal([]storedAttempt{{ID: cleanText(req.ID), Start: &nowNs}})
+	if err != nil {
+		return err
+	}
+	durable := 0
+	if req.Durable {
+		durable = 1
+	}
+	tag, err := s.pool.Exec(ctx, s.sql.startAtt[durable], req.Key, int64(req.Token), closing, string(next),
+		now.Add(leaseTTL(req.LeaseTTL)).UnixNano(), nowNs)
+	if err != nil {
+		return s.fail("start attempt", req.Key, true, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.whyNot(ctx, "start attempt", req.Key)
+	}
+	return nil
+}
+
+// closeAttempt is the jsonb object merged into the open attempt to close it.
+func closeAttempt(endNs int64, class, msg string) (string, error) {
+	b, err := json.Marshal(storedAttempt{End: &endNs, Class: cleanText(class), Error: cleanText(msg)})
+	if err != nil {
+		return "", err
+	}
+	// The attempt keeps its own id: drop the empty one the struct encodes.
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return "", err
+	}
+	delete(m, "id")
+	b, err = json.Marshal(m)
+	return string(b), err
+}
+
+// whyNot explains a fenced write that matched no row: the record is gone
+// (journal.ErrNotFound) or it is not pending under that token
+// (journal.ErrFenced).
+func (s *Store) whyNot(ctx context.Context, op string, key uuid.UUID) error {
+	var state int16
+	var token int64
+	err := s.pool.QueryRow(ctx, s.sql.fence, key).Scan(&state, &token)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return keyError(op, key, journal.ErrNotFound)
+	case err != nil:
+		return s.fail(op, key, false, err)
+	}
+	return keyError(op, key, journal.ErrFenced)
+}
+
+func checkCompletion(c journal.Completion) error {
+	if c.Key == uuid.Nil {
+		return fmt.Errorf("%w: complete: zero key", journal.ErrInvalid)
+	}
+	if !c.State.Settled() {
+		return fmt.Errorf("%w: complete %s: state %s is not an outcome (want succeeded, failed, suppressed or unknown)",
+			journal.ErrInvalid, c.Key, c.State)
+	}
+	return nil
+}
+
+// Complete records the outcome in one fenced UPDATE, committed
+// synchronously. If the connection fails after the UPDATE was sent the
+// error wraps ErrOutcomeUncertain: the outcome may or may not be recorded.
+func (s *Store) Complete(ctx context.Context, c journal.Completion) (journal.Record, error) {
+	if err := checkCompletion(c); err != nil {
+		return journal.Record{}, err
+	}
+	if err := s.checkWrite(ctx, "complete", c.Key); err != nil {
+		return journal.Record{}, err
+	}
+	nowNs := s.now().UnixNano()
+	args, err := completeArgs(c, nowNs)
+	if err != nil {
+		return journal.Record{}, err
+	}
+	r, err := scanRow(s.pool.QueryRow(ctx, s.sql.complete, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return journal.Record{}, s.whyNot(ctx, "complete", c.Key)
+	}
+	if err != nil {
+		return journal.Record{}, s.fail("complete", c.Key, true, err)
+	}
+	return r.record()
+}
+
+func completeArgs(c journal.Completion, nowNs int64) ([]any, error) {
+	closing, err := closeAttempt(nowNs, c.ErrorClass, c.ErrorMessage)
+	if err != nil {
+		return nil, err
+	}
+	return []any{c.Key, int64(c.Token), int16(c.State), c.Output, cleanText(c.ErrorClass),
+		cleanText(c.ErrorMessage), closing, nowNs}, nil
+}
+
+// CompleteInTx runs effect inside the transaction that records the intent
+// as succeeded with effect's output: both commit or neither does.
+//
+// It first locks the record and checks the fence (journal.ErrNotFound,
+// journal.ErrFenced), so a stale owner never runs the effect. If effect
+// returns an error the transaction is rolled back, nothing is recorded and
+// the error is returned as is: the effect provably did not happen. If the
+// connection fails while committing, the error wraps ErrOutcomeUncertain;
+// since effect and outcome commit together, a later Get tells which
+// happened: a succeeded record means both, a pending one neither.
+//
+// effect must use tx for its writes (the pool's other connections are
+// outside the transaction) and must not commit or roll it back. While it
+// runs, the record's row lock makes concurrent Begins of the same key wait.
+func (s *Store) CompleteInTx(ctx context.Context, key uuid.UUID, token uint64,
+	effect func(ctx context.Context, tx pgx.Tx) (output []byte, err error)) (journal.Record, error) {
+	if key == uuid.Nil {
+		return journal.Record{}, fmt.Errorf("%w: complete in tx: zero key", journal.ErrInvalid)
+	}
+	if err := s.checkWrite(ctx, "complete in tx", key); err != nil {
+		return journal.Record{}, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return journal.Record{}, s.fail("complete in tx", key, false, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	r, err := scanRow(tx.QueryRow(ctx, s.sql.lockForTx, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return journal.Record{}, keyError("complete in tx", key, journal.ErrNotFound)
+	}
+	if err != nil {
+		return journal.Record{}, s.fail("complete in tx", key, false, err)
+	}
+	if r.State != int16(journal.StatePending) || uint64(r.LeaseToken) != token {
+		return journal.Record{}, keyError("complete in tx", key, journal.ErrFenced)
+	}
+	out, err := effect(ctx, tx)
+	if err != nil {
+		return journal.Record{}, err
+	}
+	args, err := completeArgs(journal.Completion{Key: key, Token: token, State: journal.StateSucceeded, Output: out},
+		s.now().UnixNano())
+	if err != nil {
+		return journal.Record{}, err
+	}
+	r, err = scanRow(tx.QueryRow(ctx, s.sql.complete, args...))
+	if err != nil {
+		// Not committed: the transaction is rolled back with the effect.
+		return journal.Record{}, s.fail("complete in tx", key, false, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return journal.Record{}, s.fail("complete in tx", key, true, err)
+	}
+	return r.record()
+}
+
+// Resolve settles a pending or unknown record as an operator's verdict and
+// advances the fencing token, in one UPDATE.
+func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resolution) (journal.Record, error) {
+	if err := s.checkWrite(ctx, "resolve", key); err != nil {
+		return journal.Record{}, err
+	}
+	if res.State != journal.StateSucceeded && res.State != journal.StateFailed {
+		return journal.Record{}, fmt.Errorf("%w: resolve %s: state %s (want succeeded or failed)", journal.ErrInvalid, key, res.State)
+	}
+	nowNs := s.now().UnixNano()
+	reason := cleanText(res.Reason)
+	closing, err := closeAttempt(nowNs, "resolved", reason)
+	if err != nil {
+		return journal.Record{}, err
+	}
+	r, err := scanRow(s.pool.QueryRow(ctx, s.sql.resolve, key, int16(res.State), res.Output,
+		reason, cleanText(res.By), nowNs, closing))
+	if errors.Is(err, pgx.ErrNoRows) {
+		rec, err := s.get(ctx, key)
+		if err != nil {
+			return journal.Record{}, err
+		}
+		return journal.Record{}, fmt.Errorf("%w: resolve %s: it is %s", journal.ErrNotResolvable, key, rec.State)
+	}
+	if err != nil {
+		return journal.Record{}, s.fail("resolve", key, true, err)
+	}
+	return r.record()
+}
+
+// Import writes rec as it is. A record already stored under its key is left
+// alone if identical (compared in stored form) and refused with
+// journal.ErrExists otherwise.
+//
+// The record is stored with this package's schema version, as every
+// store in package journal does.
+func (s *Store) Import(ctx context.Context, rec journal.Record) error {
+	if rec.Key == uuid.Nil {
+		return fmt.Errorf("%w: import: zero key", journal.ErrInvalid)
+	}
+	if rec.Version > journal.SchemaVersion {
+		return fmt.Errorf("%w: import %s: record version %d, this package writes %d",
+			journal.ErrNewerVersion, rec.Key, rec.Version, journal.SchemaVersion)
+	}
+	if rec.State < journal.StatePending || rec.State > journal.StateUnknown {
+		return fmt.Errorf("%w: import %s: state %s", journal.ErrInvalid, rec.Key, rec.State)
+	}
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	rec.Version = journal.SchemaVersion
+	r, err := rowOf(rec)
+	if err != nil {
+		return fmt.Errorf("%w: import: %w", journal.ErrInvalid, err)
+	}
+	if !s.readOnly {
+		tag, err := s.pool.Exec(ctx, s.sql.importRow, r.args()...)
+		if err != nil {
+			return s.fail("import", rec.Key, true, err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+	}
+	have, err := scanRow(s.pool.QueryRow(ctx, s.sql.get, rec.Key))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows) && s.readOnly:
+		return fmt.Errorf("%w: import %s", journal.ErrReadOnly, rec.Key)
+	case err != nil:
+		return s.fail("import", rec.Key, false, err)
+	case !sameRow(have, r):
+		return keyError("import", rec.Key, journal.ErrExists)
+	}
+	return nil
+}
+
+// sameRow compares two rows as stored; attempts compare as JSON values,
+// since jsonb does not keep the text it was given.
+func sameRow(a, b row) bool {
+	var aa, ba []storedAttempt
+	if json.Unmarshal(a.Attempts, &aa) != nil || json.Unmarshal(b.Attempts, &ba) != nil {
+		return false
+	}
+	a.Attempts, b.Attempts = nil, nil
+	norm := func(p []byte) []byte {
+		if len(p) == 0 {
+			return nil
+		}
+		return p
+	}
+	a.Input, b.Input = norm(a.Input), norm(b.Input)
+	a.Output, b.Output = norm(a.Output), norm(b.Output)
+	a.ResOutput, b.ResOutput = norm(a.ResOutput), norm(b.ResOutput)
+	if len(aa) == 0 {
+		aa = nil
+	}
+	if len(ba) == 0 {
+		ba = nil
+	}
+	return reflect.DeepEqual(a, b) && reflect.DeepEqual(aa, ba)
+}
+
