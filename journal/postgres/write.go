@@ -282,4 +282,3 @@ func sameRow(a, b row) bool {
 	}
 	return reflect.DeepEqual(a, b) && reflect.DeepEqual(aa, ba)
 }
-
