@@ -105,3 +105,23 @@ func TestSuppressionText(t *testing.T) {
 		t.Errorf("in-flight and mismatch texts are the same: %q", a)
 	}
 }
+
+// FuzzParseClass checks that ParseClass accepts exactly the names String
+// writes.
+func FuzzParseClass(f *testing.F) {
+	for c := range retryclass.Canceled + 2 {
+		f.Add(c.String())
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := retryclass.ParseClass(s)
+		if err != nil {
+			if !errors.Is(err, retryclass.ErrUnknownClass) || !strings.Contains(err.Error(), fmt.Sprintf("%q", s)) {
+				t.Fatalf("ParseClass(%q) error = %v; want ErrUnknownClass naming the input", s, err)
+			}
+			return
+		}
+		if c.String() != s {
+			t.Fatalf("ParseClass(%q) = %v; String() = %q", s, c, c.String())
+		}
+	})
+}
