@@ -86,6 +86,13 @@ type DownstreamOptions struct {
 	// before the response is sent. Empty means memory only.
 	StateFile string
 
+	// Passthrough turns the protection off: keys are neither required nor
+	// enforced, nothing is stored or replayed, and every request runs the
+	// handler. Effects are still counted per key, so Duplicates shows what
+	// an unprotected API does with the retries it gets: the downstream of
+	// an Unkeyed tool. False (the default) enforces the contract.
+	Passthrough bool
+
 	// Now is the clock, a test seam. Nil means time.Now.
 	Now func() time.Time
 }
@@ -107,7 +114,9 @@ type DownstreamOptions struct {
 //   - no key where Require says one is needed: 400; a malformed key: 400.
 //
 // Safe methods (GET, HEAD, OPTIONS, TRACE) pass straight through: they
-// have no effect to protect, as Stripe ignores keys on GET.
+// have no effect to protect, as Stripe ignores keys on GET. With
+// DownstreamOptions.Passthrough every request does, and only the counting
+// remains.
 type Downstream struct {
 	next     http.Handler
 	header   string
@@ -117,6 +126,7 @@ type Downstream struct {
 	ttl      time.Duration
 	maxBody  int64
 	store5xx bool
+	passthru bool
 	isEffect func(int) bool
 	state    string
 	now      func() time.Time
@@ -163,6 +173,7 @@ func NewDownstream(next http.Handler, opts *DownstreamOptions) (*Downstream, err
 		ttl:      opts.TTL,
 		maxBody:  opts.MaxBodyBytes,
 		store5xx: opts.StoreServerErrors,
+		passthru: opts.Passthrough,
 		isEffect: opts.IsEffect,
 		state:    opts.StateFile,
 		now:      opts.Now,
@@ -296,13 +307,24 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	values := r.Header.Values(d.header)
+	if d.passthru {
+		var sk scopedKey
+		if len(values) == 1 {
+			sk.Key, _ = ParseKey(values[0]) // a malformed key counts as none
+		}
+		if sk.Key != "" && d.clientID != nil {
+			sk.Client = d.clientID(r)
+		}
+		d.runCounted(w, r, sk)
+		return
+	}
 	if len(values) == 0 {
 		if d.require(r) {
 			writeProblem(w, http.StatusBadRequest, d.header+" is missing",
 				"This operation requires an "+d.header+" header; send one key per intended operation and reuse it on every retry.")
 			return
 		}
-		d.runUnkeyed(w, r)
+		d.runCounted(w, r, scopedKey{})
 		return
 	}
 	if len(values) > 1 {
@@ -385,7 +407,7 @@ func (d *Downstream) run(r *http.Request, sk scopedKey, e *entry) *recorder {
 		if !completed {
 			d.mu.Lock()
 			d.calls[sk]++
-			if d.entries[sk] == e {
+			if e != nil && d.entries[sk] == e {
 				delete(d.entries, sk)
 			}
 			d.mu.Unlock()
@@ -436,13 +458,15 @@ func (d *Downstream) commit(sk scopedKey, e *entry, rec *recorder) error {
 	return nil
 }
 
-func (d *Downstream) runUnkeyed(w http.ResponseWriter, r *http.Request) {
-	rec := d.run(r, scopedKey{}, nil)
+// runCounted runs the handler without the idempotency contract (a
+// keyless request, or Passthrough) and counts its effect under sk.
+func (d *Downstream) runCounted(w http.ResponseWriter, r *http.Request, sk scopedKey) {
+	rec := d.run(r, sk, nil)
 	status := rec.statusCode()
 	d.mu.Lock()
-	d.calls[scopedKey{}]++
+	d.calls[sk]++
 	if (status < 500 || d.store5xx) && d.isEffect(status) {
-		d.effects[scopedKey{}]++
+		d.effects[sk]++
 	}
 	d.mu.Unlock()
 	if d.state != "" {

@@ -279,6 +279,22 @@ func TestDownstreamClientScope(t *testing.T) {
 	}
 }
 
+func TestDownstreamPassthrough(t *testing.T) {
+	h := &charges{}
+	srv := agentoncetest.NewServer(t, h, &agentoncetest.DownstreamOptions{Passthrough: true})
+	c := srv.Client()
+	a := do(t, c, "POST", srv.URL+"/emails", "k", `{"to":"a"}`)
+	b := do(t, c, "POST", srv.URL+"/emails", "k", `{"to":"a"}`)
+	x := do(t, c, "POST", srv.URL+"/emails", "", `{"to":"b"}`)
+	if a.replayed || b.replayed || a.body == b.body || x.status != 201 {
+		t.Errorf("passthrough: %v, %v, %v; want three fresh 201s", a, b, x)
+	}
+	d := srv.Downstream
+	if e, dup, tot := d.Effects("k"), d.Duplicates(), d.TotalEffects(); e != 2 || dup != 1 || tot != 3 {
+		t.Errorf("Effects(k), Duplicates(), TotalEffects() = %d, %d, %d; want 2, 1, 3", e, dup, tot)
+	}
+}
+
 func TestDownstreamPanicReleasesKey(t *testing.T) {
 	var calls atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
