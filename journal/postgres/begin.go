@@ -140,7 +140,7 @@ func decideRead(rec *journal.Record, req *journal.BeginRequest, now time.Time) (
 	case fingerprintsDiffer(rec, req):
 		return journal.BeginResult{Outcome: journal.Mismatch, Record: *rec}, true
 	case rec.State.Settled():
-		if req.Retake != nil && req.Retake(rec) {
+		if retake(rec, req) {
 			return journal.BeginResult{}, false
 		}
 		return journal.BeginResult{Outcome: journal.Completed, Record: *rec}, true
@@ -148,6 +148,21 @@ func decideRead(rec *journal.Record, req *journal.BeginRequest, now time.Time) (
 		return journal.BeginResult{Outcome: journal.InFlight, Record: *rec}, true
 	}
 	return journal.BeginResult{}, false
+}
+
+// retake asks req.Retake about a settled record, on a copy: the callback
+// cannot change the record Begin answers with.
+func retake(rec *journal.Record, req *journal.BeginRequest) bool {
+	if req.Retake == nil {
+		return false
+	}
+	c := *rec
+	c.Attempts = append([]journal.Attempt(nil), rec.Attempts...)
+	if rec.Resolution != nil {
+		res := *rec.Resolution
+		c.Resolution = &res
+	}
+	return req.Retake(&c)
 }
 
 func started(r row) (journal.BeginResult, error) {

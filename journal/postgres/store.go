@@ -282,8 +282,11 @@ func buildStatements(q string) statements {
 	s.replace = `UPDATE ` + t + ` SET (` + strings.Join(sets[1:], ", ") + `) = (` + strings.Join(params[1:], ", ") +
 		`) WHERE key = $1 RETURNING ` + columns
 	// Take-over and retake: the caller owns the record under the next
-	// token; a retaken settled record goes back to pending, attempts kept.
-	s.takeOver = `UPDATE ` + t + ` SET state = 1, lease_owner = $2, lease_token = lease_token + 1,
+	// token; a retaken settled record goes back to pending with its
+	// attempts kept and its outcome dropped.
+	s.takeOver = `UPDATE ` + t + ` SET state = 1, output = NULL, error_class = '', error_message = '',
+		res_state = NULL, res_output = NULL, res_reason = NULL, res_by = NULL, res_at_ns = NULL,
+		lease_owner = $2, lease_token = lease_token + 1,
 		lease_expires_ns = $3, updated_ns = $4, expires_ns = GREATEST(expires_ns, $5)
 		WHERE key = $1 RETURNING ` + columns
 	for durable := range 2 {
