@@ -1,0 +1,53 @@
+// Agentctl inspects, replays and maintains agentonce journals: what the
+// agent did, and what a restart would do.
+//
+// Usage:
+//
+//	agentctl COMMAND [flags] [args]
+//
+// The commands are ls, show, stats, derive and replay (inspection: they
+// open the journal read-only and never modify it), resolve, gc, compact
+// and import (writes), and export. "agentctl help COMMAND" describes each;
+// "agentctl help exit-codes" prints the exit-code table and "agentctl help
+// json" the JSON schema.
+//
+// Every command takes the journal as --journal LOCATION or the
+// AGENTONCE_JOURNAL environment variable. A missing file is an error for
+// every command (only "import --create" creates a journal), so a typo'd
+// path never turns into an empty journal.
+//
+// # Output
+//
+// On a terminal, reads print aligned tables in local time. Otherwise they
+// print tab-separated lines with RFC 3339 UTC times, one record per line,
+// in a fixed column order (backslash, tab, newline and carriage return in
+// values are escaped as \\, \t, \n and \r). --json prints the documented
+// schema: one record per line for ls and export, one object otherwise.
+// Errors are one line on standard error, saying what is wrong and what to
+// do next, and a documented exit code (errors.go).
+//
+// # Layout
+//
+// main.go is a few lines; root.go dispatches and renders help; each command
+// is one file with an options struct, a main function that parses flags into
+// it, and a plain run function. Flags use the standard flag package, one
+// FlagSet per command; parseFlags lets flags follow positional arguments.
+// journal.go is the only place that opens a journal.
+//
+// # Caveats
+//
+//   - A bbolt journal is locked by the process that has it open for writing,
+//     so inspecting a journal while an agent runs fails with "journal in use"
+//     (exit 4) after --lock-timeout. Stop the agent, or export from it when
+//     it is idle.
+//   - PostgreSQL journals (postgres:// URLs) are refused until the
+//     PostgreSQL store is wired in.
+//   - replay predicts the harness's decisions from the journal alone: a
+//     tool's Reconcile hook (for unkeyed tools) is not visible to it, so such
+//     intents are reported as blocked, which is what happens without a hook.
+//   - compact replaces the file by rename; an agent that opened the old file
+//     in the moment between the copy and the rename would write into the
+//     replaced file. Stop every agent first.
+//   - import holds the whole export in memory while it checks it, so that a
+//     bad line or a conflict leaves the journal untouched.
+package main

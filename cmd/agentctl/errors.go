@@ -1,0 +1,125 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// Exit codes. Every failure is one line on stderr and one of these codes;
+// exitCodes is the table printed by "agentctl help exit-codes" and copied
+// into README.md (a test keeps the two in agreement).
+const (
+	exitOK          = 0
+	exitError       = 1  // anything not listed below (I/O, internal)
+	exitUsage       = 2  // bad command, flag or argument
+	exitNoJournal   = 3  // the journal file does not exist
+	exitInUse       = 4  // the journal is locked by another process
+	exitCorrupt     = 5  // not a journal, damaged, or written by a newer version
+	exitNotFound    = 6  // no record for the key
+	exitConflict    = 7  // resolve of a settled or in-flight record; import of a different record
+	exitReplayRun   = 10 // replay: some intent would execute again, nothing is blocked
+	exitReplayBlock = 11 // replay: some intent is blocked (unknown outcome, needs reconcile or resolve)
+)
+
+var exitCodes = []struct {
+	Code    int
+	Meaning string
+}{
+	{exitOK, "success (replay: every intent would be answered from the journal or is in flight elsewhere)"},
+	{exitError, "unexpected error (I/O, permissions, internal)"},
+	{exitUsage, "usage: unknown command, bad flag or argument, unsupported journal location"},
+	{exitNoJournal, "journal not found: the file does not exist"},
+	{exitInUse, "journal in use: another process holds its lock"},
+	{exitCorrupt, "journal corrupt, not a journal, or written by a newer version"},
+	{exitNotFound, "no record for the key (replay: no intent recorded for the session)"},
+	{exitConflict, "conflict: resolve of a record that is settled or in flight; import of a record that differs from the stored one, or of another journal's namespace"},
+	{exitReplayRun, "replay: at least one intent would execute again (retry with the same key, or anew after expiry); none is blocked"},
+	{exitReplayBlock, "replay: at least one intent is blocked (outcome unknown: reconcile, or agentctl resolve)"},
+}
+
+// cliError is an error with an exit code and a hint saying what to do
+// next. Commands return it (or a journal sentinel, which exitCodeOf maps).
+type cliError struct {
+	code int
+	err  error
+	hint string
+	// quiet errors print nothing: the command's output already said it
+	// (replay's verdict).
+	quiet bool
+}
+
+func (e *cliError) Error() string {
+	if e.hint == "" {
+		return e.err.Error()
+	}
+	return e.err.Error() + "; " + e.hint
+}
+
+func (e *cliError) Unwrap() error { return e.err }
+
+// usageErrorf is a bad flag or argument.
+func usageErrorf(format string, args ...any) error {
+	return &cliError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// exitCodeOf maps an error to its exit code.
+func exitCodeOf(err error) int {
+	var ce *cliError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, journal.ErrInUse):
+		return exitInUse
+	case errors.Is(err, journal.ErrCorrupt), errors.Is(err, journal.ErrNewerVersion):
+		return exitCorrupt
+	case errors.Is(err, journal.ErrNotFound):
+		return exitNotFound
+	case errors.Is(err, journal.ErrNotResolvable), errors.Is(err, journal.ErrExists):
+		return exitConflict
+	}
+	return exitError
+}
+
+// hintFor says what to do next for the journal's sentinel errors, when the
+// command did not say already.
+func hintFor(err error) string {
+	var ce *cliError
+	if errors.As(err, &ce) && ce.hint != "" {
+		return ""
+	}
+	switch {
+	case errors.Is(err, journal.ErrInUse):
+		return "stop the process using it (an agent holds it open), or retry with a longer --lock-timeout"
+	case errors.Is(err, journal.ErrCorrupt):
+		return "check --journal points at an agentonce journal; restore it from a backup (agentctl export) if it is damaged"
+	case errors.Is(err, journal.ErrNewerVersion):
+		return "use the agentctl of the agentonce version that wrote it"
+	case errors.Is(err, journal.ErrNotFound):
+		return "check the key (agentctl ls lists them)"
+	case errors.Is(err, journal.ErrNotResolvable):
+		return "only pending or unknown records can be resolved (agentctl show KEY)"
+	}
+	return ""
+}
+
+// errorLine is the one line printed on stderr for err.
+func errorLine(cmd string, err error) string {
+	msg := err.Error()
+	if h := hintFor(err); h != "" {
+		msg += "; " + h
+	}
+	prefix := "agentctl: "
+	if cmd != "" {
+		prefix = "agentctl " + cmd + ": "
+	}
+	// One line, whatever the wrapped errors held.
+	return prefix + strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(msg)
+}
+
+func isNotFound(err error) bool { return errors.Is(err, journal.ErrNotFound) }

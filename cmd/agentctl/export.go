@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+var exportCommand = &command{
+	name:    "export",
+	args:    "[--output FILE] [flags]",
+	summary: "write every record as JSON Lines (backup, audit, moving stores)",
+	long: `Writes the journal as JSON Lines: a header line with the journal's namespace,
+then one record per line, newest first, in the schema of 'agentctl help
+json'. agentctl import reads it back into any store; export, import into a
+new journal and export again gives identical lines.
+
+The export holds the namespace secret and the tools' inputs and outputs:
+keep it like the journal itself. --output writes the file with mode 0600,
+through a temporary file, so a failed export leaves no partial file.`,
+	main: exportMain,
+}
+
+type exportOptions struct {
+	journal journalFlags
+	output  string
+}
+
+func exportMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+	var o exportOptions
+	o.journal.register(fs)
+	fs.StringVar(&o.output, "output", "", "write to `FILE` instead of standard output")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("unexpected argument %q; export writes to standard output or --output FILE", pos[0])
+	}
+	return runExport(ctx, e, &o)
+}
+
+func runExport(ctx context.Context, e *env, o *exportOptions) error {
+	s, err := o.journal.open(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if o.output == "" {
+		_, err := exportTo(ctx, s, e.stdout)
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(o.output), ".agentctl-export-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, a no-op
+	n, err := exportTo(ctx, s, tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("export to %s: %w", o.output, err)
+	}
+	if err := os.Rename(tmp.Name(), o.output); err != nil {
+		return err
+	}
+	if e.stderrTTY {
+		fmt.Fprintf(e.stderr, "exported %d records to %s\n", n, o.output)
+	}
+	return nil
+}
+
+// exportTo writes the header and every record of s to w.
+func exportTo(ctx context.Context, s journal.Store, w io.Writer) (int, error) {
+	jw := newJSONWriter(w)
+	if err := jw.write(exportHeader{Export: exportFormat, Namespace: s.Namespace().String()}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for r, err := range s.List(ctx, journal.Filter{}) {
+		if err != nil {
+			return n, err
+		}
+		if err := jw.write(toJSON(&r)); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, jw.flush()
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// exportOf runs agentctl export on path and returns its output.
+func exportOf(t *testing.T, path string) string {
+	t.Helper()
+	r := agentctl(t, false, "export", "--journal", path)
+	if r.code != 0 {
+		t.Fatalf("export %s = %d, %s", path, r.code, r.stderr)
+	}
+	return r.stdout
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "export.jsonl")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestExportImportRoundTrip: export, import into a new journal, export
+// again: identical lines, and the new journal answers the same keys.
+func TestExportImportRoundTrip(t *testing.T) {
+	fx := buildFixture(t)
+	first := exportOf(t, fx.path)
+	if n := strings.Count(first, "\n"); n != fixtureSize+1 {
+		t.Fatalf("export has %d lines; want a header and %d records", n, fixtureSize)
+	}
+	if !strings.HasPrefix(first, `{"agentonce_export":1,"namespace":"`+testNS.String()+`"}`+"\n") {
+		t.Errorf("export header = %q", strings.SplitN(first, "\n", 2)[0])
+	}
+
+	dst := filepath.Join(t.TempDir(), "copy.db")
+	r := agentctl(t, false, "import", writeFile(t, first), "--journal", dst, "--create")
+	if r.code != 0 || !strings.Contains(r.stdout, "imported 12 records") {
+		t.Fatalf("import = %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	second := exportOf(t, dst)
+	if first != second {
+		t.Errorf("export after import differs:\n--- first ---\n%s--- second ---\n%s", first, second)
+	}
+	fi, err := os.Stat(dst)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("imported journal mode = %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+
+	// The copy keeps the namespace, so the harness derives the same keys
+	// and is answered from it.
+	s, err := journal.OpenBolt(dst, &journal.Options{ReadOnly: true, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Namespace() != testNS {
+		t.Errorf("imported namespace = %s; want %s", s.Namespace(), testNS)
+	}
+	rec, err := s.Get(context.Background(), fx.keys[fxResolved])
+	if err != nil || rec.Resolution == nil || rec.Resolution.By != "bob@ops" {
+		t.Errorf("imported resolved record = %+v, %v", rec, err)
+	}
+	s.Close()
+
+	// Importing again is a no-op: every record is already there, identical.
+	r = agentctl(t, false, "import", "--journal", dst, writeFile(t, first))
+	if r.code != 0 || !strings.Contains(r.stdout, "imported 0 records") || !strings.Contains(r.stdout, "12 already present") {
+		t.Errorf("second import = %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	if got := exportOf(t, dst); got != first {
+		t.Errorf("export after the second import differs")
+	}
+}
+
+// TestImportFromStdin reads the export from standard input.
+func TestImportFromStdin(t *testing.T) {
+	fx := buildFixture(t)
+	first := exportOf(t, fx.path)
+	dst := filepath.Join(t.TempDir(), "copy.db")
+	e, out, errb := testEnv(false)
+	e.stdin = strings.NewReader(first)
+	if code := run(context.Background(), e, []string{"import", "--journal", dst, "--create", "-"}); code != 0 {
+		t.Fatalf("import - = %d, %s", code, errb)
+	}
+	if !strings.Contains(out.String(), "imported 12 records") || exportOf(t, dst) != first {
+		t.Errorf("import from stdin: %q", out)
+	}
+}
+
+func TestImportRejectsAndWritesNothing(t *testing.T) {
+	fx := buildFixture(t)
+	exp := exportOf(t, fx.path)
+	lines := strings.Split(strings.TrimSuffix(exp, "\n"), "\n")
+	header, recs := lines[0], lines[1:]
+
+	// A journal holding one record that differs from the export's.
+	changed := filepath.Join(t.TempDir(), "changed.db")
+	r := agentctl(t, false, "import", "--journal", changed, "--create", writeFile(t, header+"\n"+recs[3]+"\n"))
+	if r.code != 0 {
+		t.Fatalf("setup import = %d, %s", r.code, r.stderr)
+	}
+
+	tests := []struct {
+		name    string
+		input   string
+		journal string
+		code    int
+		want    string
+	}{
+		{"bad json", header + "\n" + recs[0] + "\n{\"key\":\n", "", exitUsage, "line 3"},
+		{"unknown field", header + "\n" + strings.Replace(recs[0], `"version":1`, `"version":1,"colour":"red"`, 1) + "\n", "", exitUsage, `line 2: json: unknown field "colour"`},
+		{"bad state", header + "\n" + strings.Replace(recs[0], `"state":"`, `"state":"x`, 1) + "\n", "", exitUsage, "line 2: unknown state"},
+		{"bad effect", header + "\n" + strings.Replace(recs[0], `"effect":"`, `"effect":"x`, 1) + "\n", "", exitUsage, "line 2: unknown effect"},
+		{"duplicate", header + "\n" + recs[0] + "\n" + recs[0] + "\n", "", exitUsage, "line 3: key"},
+		{"other namespace", strings.Replace(header, testNS.String(), uuid.NewString(), 1) + "\n" + recs[0] + "\n", changed, exitConflict, "another namespace"},
+		{"different record", header + "\n" + recs[0] + "\n" + strings.Replace(recs[3], `"turn":"`, `"turn":"9`, 1) + "\n", changed, exitConflict, "line 3"},
+		{"no header on create", strings.Join(recs, "\n") + "\n", "", exitUsage, "no export header"},
+	}
+	for _, tt := range tests {
+		dst := tt.journal
+		if dst == "" {
+			dst = filepath.Join(t.TempDir(), "new.db")
+		}
+		var before [32]byte
+		if _, err := os.Stat(dst); err == nil {
+			before = fileHash(t, dst)
+		}
+		r := agentctl(t, false, "import", "--journal", dst, "--create", writeFile(t, tt.input))
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("import %s = %d, %q; want %d and one line containing %q", tt.name, r.code, r.stderr, tt.code, tt.want)
+		}
+		if tt.journal == "" {
+			if _, err := os.Stat(dst); err == nil {
+				t.Errorf("import %s created %s", tt.name, dst)
+			}
+		} else if fileHash(t, dst) != before {
+			t.Errorf("import %s modified the journal", tt.name)
+		}
+	}
+
+	// Without --create a missing journal is an error, as everywhere.
+	missing := filepath.Join(t.TempDir(), "missing.db")
+	r = agentctl(t, false, "import", "--journal", missing, writeFile(t, exp))
+	if r.code != exitNoJournal {
+		t.Errorf("import without --create = %d, %q; want %d", r.code, r.stderr, exitNoJournal)
+	}
+}
+
+func TestExportOutputFile(t *testing.T) {
+	fx := buildFixture(t)
+	out := filepath.Join(t.TempDir(), "backup.jsonl")
+	r := agentctl(t, false, "export", "--journal", fx.path, "--output", out)
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("export --output = %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || string(b) != exportOf(t, fx.path) {
+		t.Errorf("export --output wrote %d bytes (%v); want the same as stdout", len(b), err)
+	}
+	if fi, _ := os.Stat(out); fi.Mode().Perm() != 0o600 {
+		t.Errorf("export file mode = %v; want 0600", fi.Mode().Perm())
+	}
+	entries, _ := os.ReadDir(filepath.Dir(out))
+	if len(entries) != 1 {
+		t.Errorf("export left %d files in the directory; want 1", len(entries))
+	}
+}

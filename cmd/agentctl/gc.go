@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+var gcCommand = &command{
+	name:    "gc",
+	args:    "[--dry-run] [flags]",
+	summary: "remove records past their TTL",
+	long: `Removes the records whose TTL has passed (pending records only once their
+lease has expired too). A call for an intent whose record was removed runs
+anew, as a new intent. --dry-run opens the journal read-only and only counts.
+
+bbolt does not shrink its file when records are removed; run agentctl
+compact afterwards to give the space back.`,
+	main: gcMain,
+}
+
+type gcOptions struct {
+	journal journalFlags
+	dryRun  bool
+	json    bool
+}
+
+func gcMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+	var o gcOptions
+	o.journal.register(fs)
+	fs.BoolVar(&o.dryRun, "dry-run", false, "count what would be removed; change nothing")
+	fs.BoolVar(&o.json, "json", false, `print {"dry_run": BOOL, "removed": N}`)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("unexpected argument %q; gc takes only flags", pos[0])
+	}
+	return runGC(ctx, e, &o)
+}
+
+func runGC(ctx context.Context, e *env, o *gcOptions) error {
+	s, err := o.journal.open(ctx, e, o.dryRun)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	n, err := s.GC(ctx, journal.GCOptions{DryRun: o.dryRun})
+	if err != nil {
+		return err
+	}
+	if err := s.Close(); err != nil {
+		return err
+	}
+	switch {
+	case o.json:
+		return writeOneJSON(e, struct {
+			DryRun  bool `json:"dry_run"`
+			Removed int  `json:"removed"`
+		}{o.dryRun, n})
+	case !e.stdoutTTY:
+		fmt.Fprintf(e.stdout, "%s\t%d\n", map[bool]string{true: "would_remove", false: "removed"}[o.dryRun], n)
+	case o.dryRun:
+		fmt.Fprintf(e.stdout, "would remove %d expired records (run without --dry-run to remove them)\n", n)
+	default:
+		fmt.Fprintf(e.stdout, "removed %d expired records; agentctl compact shrinks the file\n", n)
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// openJournal opens the journal at location: a file path opens the bbolt
+// store; a postgres:// or postgresql:// URL is refused until the
+// PostgreSQL store is wired in. A missing file is an error for every
+// command, so a typo'd path never creates an empty journal; only
+// "import --create" creates one (see createJournal).
+func openJournal(ctx context.Context, location string, readOnly bool) (journal.Store, error) {
+	return openJournalOpts(ctx, location, &journal.Options{ReadOnly: readOnly})
+}
+
+func openJournalOpts(ctx context.Context, location string, opts *journal.Options) (journal.Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if isPostgresURL(location) {
+		return nil, &cliError{code: exitUsage,
+			err:  errors.New("PostgreSQL journals are not supported by this agentctl yet"),
+			hint: "pass the path of a bbolt journal file"}
+	}
+	fi, err := os.Stat(location)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, &cliError{code: exitNoJournal,
+			err:  fmt.Errorf("journal %s not found", location),
+			hint: "check --journal or $AGENTONCE_JOURNAL (agentctl never creates a journal, except import --create)"}
+	case err != nil:
+		return nil, err
+	case fi.IsDir():
+		return nil, &cliError{code: exitUsage,
+			err:  fmt.Errorf("journal %s is a directory", location),
+			hint: "pass the journal file inside it"}
+	case fi.Size() == 0:
+		// bbolt would initialize an empty file as a new database; an
+		// empty file is not a journal, and inspecting it must not make it
+		// one.
+		return nil, &cliError{code: exitCorrupt,
+			err:  fmt.Errorf("journal %s: %w: the file is empty", location, journal.ErrCorrupt),
+			hint: "check --journal points at an agentonce journal"}
+	}
+	return openBolt(location, opts)
+}
+
+// openBolt returns a nil interface, not a nil *BoltStore, on error.
+func openBolt(path string, opts *journal.Options) (journal.Store, error) {
+	s, err := journal.OpenBolt(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// createJournal opens the bbolt journal at path, creating it if it does
+// not exist, with the given namespace (zero: the stored one, or random).
+func createJournal(ctx context.Context, location string, ns uuid.UUID, lockTimeout time.Duration, now func() time.Time) (journal.Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if isPostgresURL(location) {
+		return openJournalOpts(ctx, location, nil)
+	}
+	return openBolt(location, &journal.Options{Namespace: ns, LockTimeout: lockTimeout, Now: now})
+}
+
+func isPostgresURL(location string) bool {
+	l := strings.ToLower(location)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
+// open opens the journal named by the command's flags.
+func (j *journalFlags) open(ctx context.Context, e *env, readOnly bool) (journal.Store, error) {
+	if err := j.resolve(e); err != nil {
+		return nil, err
+	}
+	// The store runs on the command's clock, so that expiry in stats, gc
+	// and replay agrees with what the command prints.
+	return openJournalOpts(ctx, j.location, &journal.Options{ReadOnly: readOnly, LockTimeout: j.lockTimeout, Now: e.now})
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+func TestReplayGolden(t *testing.T) {
+	fx := buildFixture(t)
+	r := agentctl(t, true, "replay", "--journal", fx.path, "--session", "s1")
+	if r.code != exitReplayBlock || r.stderr != "" {
+		t.Fatalf("replay s1 = %d, stderr %q; want %d (blocked) and nothing on stderr", r.code, r.stderr, exitReplayBlock)
+	}
+	golden(t, "replay-s1", r.stdout)
+}
+
+func TestReplayJSON(t *testing.T) {
+	fx := buildFixture(t)
+	r := agentctl(t, false, "replay", "--session", "s1", "--journal", fx.path, "--json")
+	if r.code != exitReplayBlock {
+		t.Fatalf("replay = %d, %s", r.code, r.stderr)
+	}
+	var out replayJSON
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ name, action string }{
+		{fxSearch, actAnswer}, {fxCharge, actBlock}, {fxRefund, actRetry}, {fxEmail, actBlock},
+		{fxLookup, actRetry}, {fxBook, actAnswer}, {fxTransfer, actAnswer}, {fxShip, actWait},
+	}
+	if len(out.Intents) != len(want) {
+		t.Fatalf("replay listed %d intents; want %d", len(out.Intents), len(want))
+	}
+	for i, w := range want {
+		got := out.Intents[i]
+		if got.Key != fx.keys[w.name].String() || got.Action != w.action {
+			t.Errorf("intent %d = %s %s (%s); want %s %s", i, got.Tool, got.Action, got.Reason, w.name, w.action)
+		}
+	}
+	sum := map[string]int{actAnswer: 3, actRetry: 2, actWait: 1, actBlock: 2, actAnew: 0}
+	for k, v := range sum {
+		if out.Summary[k] != v {
+			t.Errorf("summary[%s] = %d; want %d", k, out.Summary[k], v)
+		}
+	}
+	if !out.At.Equal(testNow) {
+		t.Errorf("at = %v; want %v", out.At, testNow)
+	}
+}
+
+func TestReplayExitCodes(t *testing.T) {
+	fx := buildFixture(t)
+	tests := []struct {
+		args []string
+		code int
+	}{
+		// s2: old is expired (anew), resolved and fponly answered.
+		{[]string{"--session", "s2"}, exitReplayRun},
+		{[]string{"--session", "s3"}, exitOK},
+		{[]string{"--session", "s3", "--tenant", "acme"}, exitNotFound},
+		{[]string{"--session", "nope"}, exitNotFound},
+		{[]string{}, exitUsage},
+		{[]string{"--session", "s1", "--at", "tomorrow"}, exitUsage},
+		// A day later ship's lease has expired too (keyed: retry), and
+		// every record is still within its 7-day TTL.
+		{[]string{"--session", "s1", "--at", testNow.Add(25 * time.Hour).Format(time.RFC3339)}, exitReplayBlock},
+		// Eight days later everything runs anew.
+		{[]string{"--session", "s1", "--at", testNow.Add(8 * 24 * time.Hour).Format(time.RFC3339)}, exitReplayRun},
+	}
+	for _, tt := range tests {
+		r := agentctl(t, false, append([]string{"replay", "--journal", fx.path}, tt.args...)...)
+		if r.code != tt.code {
+			t.Errorf("replay %v = %d (stderr %q); want %d", tt.args, r.code, r.stderr, tt.code)
+		}
+	}
+}
+
+// TestPreviewRecord checks each rule of the preview on its own.
+func TestPreviewRecord(t *testing.T) {
+	now := testNow
+	live, dead := now.Add(time.Minute), now.Add(-time.Minute)
+	ttl := now.Add(time.Hour)
+	tests := []struct {
+		name   string
+		state  journal.State
+		effect journal.Effect
+		lease  time.Time
+		exp    time.Time
+		class  string
+		want   string
+	}{
+		{"pending live unkeyed", journal.StatePending, journal.EffectUnkeyed, live, ttl, "", actWait},
+		{"pending live, record past TTL", journal.StatePending, journal.EffectUnkeyed, live, dead, "", actWait},
+		{"pending dead unkeyed", journal.StatePending, journal.EffectUnkeyed, dead, ttl, "", actBlock},
+		{"pending dead keyed", journal.StatePending, journal.EffectKeyed, dead, ttl, "", actRetry},
+		{"pending dead idempotent", journal.StatePending, journal.EffectIdempotent, dead, ttl, "", actRetry},
+		{"pending dead read-only", journal.StatePending, journal.EffectReadOnly, dead, ttl, "", actRetry},
+		{"unknown unkeyed", journal.StateUnknown, journal.EffectUnkeyed, dead, ttl, "", actBlock},
+		{"unknown keyed", journal.StateUnknown, journal.EffectKeyed, dead, ttl, "", actRetry},
+		{"succeeded", journal.StateSucceeded, journal.EffectUnkeyed, dead, ttl, "", actAnswer},
+		{"succeeded expired", journal.StateSucceeded, journal.EffectUnkeyed, dead, dead, "", actAnew},
+		{"suppressed", journal.StateSuppressed, journal.EffectKeyed, dead, ttl, "mismatch", actAnswer},
+		{"failed terminal", journal.StateFailed, journal.EffectKeyed, dead, ttl, "terminal", actAnswer},
+		{"failed not-executed", journal.StateFailed, journal.EffectUnkeyed, dead, ttl, "not-executed", actRetry},
+		{"expiry is exclusive", journal.StateSucceeded, journal.EffectUnkeyed, dead, now, "", actAnew},
+	}
+	for _, tt := range tests {
+		r := journal.Record{Key: uuid.New(), State: tt.state, Effect: tt.effect, Lease: journal.Lease{Owner: "o", Expires: tt.lease}, Expires: tt.exp, ErrorClass: tt.class}
+		got, reason := previewRecord(&r, now)
+		if got != tt.want || reason == "" {
+			t.Errorf("previewRecord(%s) = %s (%q); want %s", tt.name, got, reason, tt.want)
+		}
+	}
+}
+
+func TestReplayBlockedNamesResolve(t *testing.T) {
+	fx := buildFixture(t)
+	r := agentctl(t, false, "replay", "--journal", fx.path, "--session", "s1")
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(l, "block\t") && !strings.Contains(l, "agentctl resolve "+strings.Split(l, "\t")[1]) {
+			t.Errorf("blocked line does not say how to resolve it: %q", l)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+var resolveCommand = &command{
+	name:    "resolve",
+	args:    "KEY --succeeded [--output JSON] | KEY --failed --reason TEXT",
+	summary: "settle an intent whose outcome is unknown",
+	long: `An operator's verdict on an intent whose outcome is unknown (or pending after
+its owner died): after checking the downstream, record that the effect
+happened (--succeeded, with the tool's result as --output if the agent
+should see one) or that it did not (--failed, with --reason). The record
+keeps who (--by, default $USER@hostname), when and why; a re-issued call
+is then answered from the journal.
+
+A pending intent whose lease is still live is in flight in another process:
+resolving it would fence that process out mid-call, so it is refused
+unless --force. Settled intents (succeeded, failed, suppressed) cannot be
+resolved.`,
+	main: resolveMain,
+}
+
+type resolveOptions struct {
+	journal   journalFlags
+	key       uuid.UUID
+	succeeded bool
+	failed    bool
+	output    string
+	reason    string
+	by        string
+	force     bool
+}
+
+func resolveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+	var o resolveOptions
+	o.journal.register(fs)
+	fs.BoolVar(&o.succeeded, "succeeded", false, "the effect happened: settle as succeeded")
+	fs.BoolVar(&o.failed, "failed", false, "the effect did not happen: settle as failed (needs --reason)")
+	fs.StringVar(&o.output, "output", "", "the tool's result as `JSON`, for --succeeded")
+	fs.StringVar(&o.reason, "reason", "", "why, in a few words (`TEXT`); required with --failed")
+	fs.StringVar(&o.by, "by", "", "`WHO` resolves it (default $USER@hostname)")
+	fs.BoolVar(&o.force, "force", false, "resolve a pending intent even though its lease is live")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("want exactly one KEY, got %d arguments", len(pos))
+	}
+	if o.key, err = parseKey(pos[0]); err != nil {
+		return err
+	}
+	switch {
+	case o.succeeded == o.failed:
+		return usageErrorf("pass exactly one of --succeeded or --failed")
+	case o.failed && o.reason == "":
+		return usageErrorf("--failed needs --reason TEXT saying why the effect did not happen")
+	case o.failed && o.output != "":
+		return usageErrorf("--output goes with --succeeded, not --failed")
+	case o.output != "" && !json.Valid([]byte(o.output)):
+		return usageErrorf("--output is not valid JSON")
+	}
+	if o.by == "" {
+		o.by = e.user()
+	}
+	return runResolve(ctx, e, &o)
+}
+
+func runResolve(ctx context.Context, e *env, o *resolveOptions) error {
+	s, err := o.journal.open(ctx, e, false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+
+	r, err := s.Get(ctx, o.key)
+	if err != nil {
+		if isNotFound(err) {
+			return notFound(o.key, err)
+		}
+		return err
+	}
+	if r.State == journal.StatePending && e.now().Before(r.Lease.Expires) && !o.force {
+		return &cliError{code: exitConflict,
+			err: fmt.Errorf("intent %s is in flight: %s holds its lease until %s", o.key, orDash(r.Lease.Owner),
+				r.Lease.Expires.UTC().Format(time.RFC3339)),
+			hint: "wait for it to finish or its lease to expire, or pass --force to fence the owner out"}
+	}
+	res := journal.Resolution{State: journal.StateFailed, Reason: o.reason, By: o.by}
+	if o.succeeded {
+		res.State = journal.StateSucceeded
+		if o.output != "" {
+			res.Output = []byte(o.output)
+		}
+	}
+	done, err := s.Resolve(ctx, o.key, res)
+	if err != nil {
+		if errors.Is(err, journal.ErrNotResolvable) {
+			return &cliError{code: exitConflict,
+				err:  fmt.Errorf("intent %s is already settled as %s: %w", o.key, r.State, err),
+				hint: "only pending or unknown intents can be resolved (agentctl show KEY)"}
+		}
+		return err
+	}
+	fmt.Fprintf(e.stdout, "resolved %s as %s by %s\n", o.key, done.State, o.by)
+	return nil
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// env is everything a command touches outside its arguments. main fills it
+// from the process; tests fill it with buffers, a fixed clock and a fixed
+// time zone.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	now    func() time.Time
+	// loc is the zone for human output (time.Local in the process).
+	loc *time.Location
+	// stdoutTTY and stderrTTY choose human output and the progress bar.
+	stdoutTTY bool
+	stderrTTY bool
+	// user is the default operator for resolve --by ($USER@hostname).
+	user func() string
+}
+
+func osEnv() *env {
+	return &env{
+		stdin:     os.Stdin,
+		stdout:    os.Stdout,
+		stderr:    os.Stderr,
+		getenv:    os.Getenv,
+		now:       time.Now,
+		loc:       time.Local,
+		stdoutTTY: isTerminal(os.Stdout),
+		stderrTTY: isTerminal(os.Stderr),
+		user:      defaultUser,
+	}
+}
+
+// isTerminal reports whether f is a character device (a terminal), without
+// a dependency on x/term.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func defaultUser() string {
+	u := os.Getenv("USER")
+	if u == "" {
+		u = "unknown"
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return u
+	}
+	return u + "@" + h
+}
+
+// command is one agentctl verb. main parses its flags into its options
+// struct and calls its run function; see the files named after each verb.
+type command struct {
+	name    string
+	args    string // synopsis after the name, e.g. "KEY [flags]"
+	summary string // one line for "agentctl help"
+	long    string // the rest of "agentctl help NAME"
+	// main parses args and runs the command.
+	main func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
+}
+
+// commands is filled by each command's file, in the order help lists them.
+func commands() []*command {
+	return []*command{
+		lsCommand, showCommand, statsCommand, deriveCommand, replayCommand,
+		resolveCommand, gcCommand, compactCommand, exportCommand, importCommand,
+	}
+}
+
+func lookup(name string) *command {
+	for _, c := range commands() {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// run executes one agentctl invocation and returns its exit code.
+func run(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, topUsage())
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		return runHelp(e, rest)
+	}
+	c := lookup(name)
+	if c == nil {
+		fmt.Fprintln(e.stderr, errorLine("", fmt.Errorf("unknown command %q; run 'agentctl help' for the list", name)))
+		return exitUsage
+	}
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := c.main(ctx, e, fs, rest)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(e.stdout, commandUsage(c, fs))
+		return exitOK
+	}
+	if err != nil {
+		var ce *cliError
+		if !errors.As(err, &ce) || !ce.quiet {
+			fmt.Fprintln(e.stderr, errorLine(c.name, err))
+		}
+		return exitCodeOf(err)
+	}
+	return exitOK
+}
+
+// parseFlags parses fs over args, allowing flags after positional
+// arguments (the standard flag package stops at the first one): it parses,
+// moves the first positional argument aside, and parses the rest again.
+// "--" ends flag parsing; everything after it is positional.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		before := args
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageErrorf("%v; run 'agentctl help %s'", err, fs.Name())
+		}
+		args = fs.Args()
+		// The flag package consumes a "--" that stops it; if it did, the
+		// rest is positional.
+		if n := len(before) - len(args); n > 0 && before[n-1] == "--" {
+			return append(pos, args...), nil
+		}
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// journalFlags are on every command.
+type journalFlags struct {
+	location    string
+	lockTimeout time.Duration
+}
+
+func (j *journalFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&j.location, "journal", "", "the journal: a bbolt file `PATH` (default $AGENTONCE_JOURNAL)")
+	fs.DurationVar(&j.lockTimeout, "lock-timeout", time.Second, "how long to wait for another process's lock on the journal (`DURATION`)")
+}
+
+// resolve fills the location from $AGENTONCE_JOURNAL when the flag is unset.
+func (j *journalFlags) resolve(e *env) error {
+	if j.location == "" {
+		j.location = e.getenv("AGENTONCE_JOURNAL")
+	}
+	if j.location == "" {
+		return usageErrorf("no journal given: pass --journal PATH or set AGENTONCE_JOURNAL")
+	}
+	return nil
+}
+
+func topUsage() string {
+	var b strings.Builder
+	b.WriteString(`agentctl inspects, replays and maintains agentonce journals.
+
+Usage:
+  agentctl COMMAND [flags] [args]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+	}
+	b.WriteString(`
+Every command takes the journal as --journal LOCATION or $AGENTONCE_JOURNAL.
+Flags may come before or after arguments; "--" ends the flags.
+On a terminal, reads print a table in local time; otherwise tab-separated
+lines with RFC 3339 UTC times; --json prints the documented JSON schema.
+
+More help:
+  agentctl help COMMAND      flags and details of one command
+  agentctl help exit-codes   what each exit code means
+  agentctl help json         the JSON schema of --json, export and import
+`)
+	return b.String()
+}
+
+func commandUsage(c *command, fs *flag.FlagSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\nUsage:\n  agentctl %s %s\n", c.summary, c.name, c.args)
+	if c.long != "" {
+		b.WriteString("\n" + strings.TrimRight(c.long, "\n") + "\n")
+	}
+	type row struct{ name, text string }
+	var rows []row
+	width := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		typ, usage := flag.UnquoteUsage(f)
+		name := "--" + f.Name
+		if typ != "" {
+			name += " " + typ
+		}
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			usage += " (default " + f.DefValue + ")"
+		}
+		rows = append(rows, row{name, usage})
+		width = max(width, len(name))
+	})
+	sort.Slice(rows, func(i, j int) bool { return rows[i].name < rows[j].name })
+	if len(rows) > 0 {
+		b.WriteString("\nFlags:\n")
+		for _, r := range rows {
+			fmt.Fprintf(&b, "  %-*s  %s\n", width, r.name, r.text)
+		}
+	}
+	return b.String()
+}
+
+func runHelp(e *env, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(e.stdout, topUsage())
+		return exitOK
+	}
+	switch args[0] {
+	case "exit-codes":
+		fmt.Fprint(e.stdout, exitCodeTable())
+		return exitOK
+	case "json":
+		fmt.Fprint(e.stdout, jsonSchemaHelp)
+		return exitOK
+	}
+	c := lookup(args[0])
+	if c == nil {
+		fmt.Fprintln(e.stderr, errorLine("help", fmt.Errorf("no help for %q; run 'agentctl help' for the list", args[0])))
+		return exitUsage
+	}
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	// Registering the flags is the first thing every command's main does;
+	// "-h" makes it stop there.
+	_ = c.main(context.Background(), e, fs, []string{"-h"})
+	fmt.Fprint(e.stdout, commandUsage(c, fs))
+	return exitOK
+}
+
+// exitCodeTable is the Markdown table shown by "agentctl help exit-codes"
+// and copied into README.md.
+func exitCodeTable() string {
+	var b strings.Builder
+	b.WriteString("| code | meaning |\n| --- | --- |\n")
+	for _, c := range exitCodes {
+		fmt.Fprintf(&b, "| %d | %s |\n", c.Code, c.Meaning)
+	}
+	return b.String()
+}

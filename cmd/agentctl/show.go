@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"flag"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+var showCommand = &command{
+	name:    "show",
+	args:    "KEY [flags]",
+	summary: "show one intent: fields, input, output, attempts, lease",
+	long: `Shows everything the journal holds for one intent: its intent fields,
+effect kind, state, fingerprint, canonical input (when stored), output or
+error, every attempt with its id, times and retry class, the lease, and an
+operator's resolution.`,
+	main: showMain,
+}
+
+type showOptions struct {
+	journal journalFlags
+	key     uuid.UUID
+	json    bool
+}
+
+func showMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+	var o showOptions
+	o.journal.register(fs)
+	fs.BoolVar(&o.json, "json", false, "print the record as JSON (see 'agentctl help json')")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("want exactly one KEY, got %d arguments; agentctl ls lists keys", len(pos))
+	}
+	if o.key, err = parseKey(pos[0]); err != nil {
+		return err
+	}
+	return runShow(ctx, e, &o)
+}
+
+func parseKey(s string) (uuid.UUID, error) {
+	k, err := uuid.Parse(s)
+	if err != nil {
+		return k, usageErrorf("key %q is not a UUID (%v); agentctl ls lists keys", s, err)
+	}
+	return k, nil
+}
+
+// notFound names the key that has no record.
+func notFound(key uuid.UUID, err error) error {
+	return &cliError{code: exitNotFound, err: fmt.Errorf("no record for key %s in this journal: %w", key, err),
+		hint: "check the key and --journal (agentctl ls lists keys); an expired record may have been removed by gc"}
+}
+
+func runShow(ctx context.Context, e *env, o *showOptions) error {
+	s, err := o.journal.open(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	r, err := s.Get(ctx, o.key)
+	if err != nil {
+		if isNotFound(err) {
+			return notFound(o.key, err)
+		}
+		return err
+	}
+	if o.json {
+		jw := newJSONWriter(e.stdout)
+		if err := jw.write(toJSON(&r)); err != nil {
+			return err
+		}
+		return jw.flush()
+	}
+	return writeRecord(e, &r)
+}
+
+// writeRecord prints one record as "field value" rows and an attempts table
+// (aligned on a terminal, tab-separated otherwise).
+func writeRecord(e *env, r *journal.Record) error {
+	tm := machineTime
+	if e.stdoutTTY {
+		tm = e.humanTime
+	}
+	rw := newRowWriter(e.stdout, e.stdoutTTY)
+	rw.dash = e.stdoutTTY
+	rw.row("key", r.Key.String())
+	rw.row("tenant", r.Intent.Tenant)
+	rw.row("session", r.Intent.Session)
+	rw.row("turn", r.Intent.Turn)
+	rw.row("tool", r.Intent.Tool)
+	rw.row("discriminator", r.Intent.Discriminator)
+	rw.row("effect", r.Effect.String())
+	rw.row("state", r.State.String())
+	fp := ""
+	if !r.Fingerprint.IsZero() {
+		fp = r.Fingerprint.String()
+	}
+	rw.row("fingerprint", fp)
+	rw.row("created", tm(r.Created))
+	rw.row("updated", tm(r.Updated))
+	rw.row("expires", tm(r.Expires)+expiredNote(e, r))
+	rw.row("input", bytesText(r.Input, "(not stored: fingerprint only)"))
+	rw.row("output", bytesText(r.Output, ""))
+	rw.row("error_class", r.ErrorClass)
+	rw.row("error_message", r.ErrorMessage)
+	rw.row("lease_owner", r.Lease.Owner)
+	rw.row("lease_token", strconv.FormatUint(r.Lease.Token, 10))
+	rw.row("lease_expires", tm(r.Lease.Expires)+leaseNote(e, r))
+	if res := r.Resolution; res != nil {
+		rw.row("resolved_as", res.State.String())
+		rw.row("resolved_by", res.By)
+		rw.row("resolved_at", tm(res.At))
+		rw.row("resolved_reason", res.Reason)
+		rw.row("resolved_output", bytesText(res.Output, ""))
+	}
+	rw.row("version", strconv.Itoa(r.Version))
+	if err := rw.flush(); err != nil {
+		return err
+	}
+	if e.stdoutTTY {
+		fmt.Fprintln(e.stdout)
+	}
+	rw = newRowWriter(e.stdout, e.stdoutTTY)
+	rw.dash = e.stdoutTTY
+	if e.stdoutTTY {
+		rw.row("ATTEMPT", "ID", "START", "END", "CLASS", "ERROR")
+	}
+	for i, a := range r.Attempts {
+		n := strconv.Itoa(i + 1)
+		if e.stdoutTTY {
+			rw.row(n, a.ID, tm(a.Start), tm(a.End), a.Class, a.Error)
+		} else {
+			rw.row("attempt", n, a.ID, tm(a.Start), tm(a.End), a.Class, a.Error)
+		}
+	}
+	return rw.flush()
+}
+
+func expiredNote(e *env, r *journal.Record) string {
+	if !r.Expires.IsZero() && !e.now().Before(r.Expires) {
+		return " (expired: gc removes it; a new call runs anew)"
+	}
+	return ""
+}
+
+func leaseNote(e *env, r *journal.Record) string {
+	if r.State != journal.StatePending || r.Lease.Expires.IsZero() {
+		return ""
+	}
+	if e.now().Before(r.Lease.Expires) {
+		return " (live)"
+	}
+	return " (expired: the owner stopped)"
+}
+
+// bytesText shows stored bytes as text when they are UTF-8, else base64.
+func bytesText(b []byte, none string) string {
+	switch {
+	case b == nil:
+		return none
+	case utf8.Valid(b):
+		return string(b)
+	default:
+		return "base64:" + base64.StdEncoding.EncodeToString(b)
+	}
+}

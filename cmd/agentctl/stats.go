@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+var statsCommand = &command{
+	name:    "stats",
+	args:    "[flags]",
+	summary: "count intents by state and tool; attempts, size, age, expired",
+	long: `Counts the journal's records by state and by tool, the attempts per intent,
+the file size, the oldest and newest record, and the records past their TTL
+that gc has not removed yet.`,
+	main: statsMain,
+}
+
+type statsOptions struct {
+	journal journalFlags
+	json    bool
+}
+
+func statsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+	var o statsOptions
+	o.journal.register(fs)
+	fs.BoolVar(&o.json, "json", false, "print the counts as one JSON object (see 'agentctl help json')")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("unexpected argument %q; stats takes only flags", pos[0])
+	}
+	return runStats(ctx, e, &o)
+}
+
+type statsJSON struct {
+	Journal           string         `json:"journal"`
+	SizeBytes         int64          `json:"size_bytes"`
+	Records           int            `json:"records"`
+	Expired           int            `json:"expired"`
+	Attempts          int            `json:"attempts"`
+	AttemptsPerIntent float64        `json:"attempts_per_intent"`
+	Oldest            *time.Time     `json:"oldest"`
+	Newest            *time.Time     `json:"newest"`
+	ByState           map[string]int `json:"by_state"`
+	ByTool            map[string]int `json:"by_tool"`
+}
+
+// allStates lists every state, so that counts of zero show too.
+var allStates = []journal.State{journal.StatePending, journal.StateSucceeded,
+	journal.StateFailed, journal.StateSuppressed, journal.StateUnknown}
+
+func runStats(ctx context.Context, e *env, o *statsOptions) error {
+	s, err := o.journal.open(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	st, err := s.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	perIntent := 0.0
+	if st.Records > 0 {
+		perIntent = float64(st.Attempts) / float64(st.Records)
+	}
+	tools := make([]string, 0, len(st.ByTool))
+	for t := range st.ByTool {
+		tools = append(tools, t)
+	}
+	// Most used first; ties by name, so the output is stable.
+	sort.Slice(tools, func(i, j int) bool {
+		a, b := st.ByTool[tools[i]], st.ByTool[tools[j]]
+		if a != b {
+			return a > b
+		}
+		return tools[i] < tools[j]
+	})
+
+	if o.json {
+		j := statsJSON{
+			Journal: o.journal.location, SizeBytes: st.SizeBytes, Records: st.Records,
+			Expired: st.Expired, Attempts: st.Attempts, AttemptsPerIntent: perIntent,
+			Oldest: optTime(st.Oldest), Newest: optTime(st.Newest),
+			ByState: map[string]int{}, ByTool: map[string]int{},
+		}
+		for _, sv := range allStates {
+			j.ByState[sv.String()] = st.ByState[sv]
+		}
+		for t, n := range st.ByTool {
+			j.ByTool[t] = n
+		}
+		jw := newJSONWriter(e.stdout)
+		if err := jw.write(&j); err != nil {
+			return err
+		}
+		return jw.flush()
+	}
+
+	if !e.stdoutTTY {
+		// Stable "name<TAB>value" lines; state.X and tool.X for the counts.
+		rw := newRowWriter(e.stdout, false)
+		rw.row("journal", o.journal.location)
+		rw.row("size_bytes", strconv.FormatInt(st.SizeBytes, 10))
+		rw.row("records", strconv.Itoa(st.Records))
+		rw.row("expired", strconv.Itoa(st.Expired))
+		rw.row("attempts", strconv.Itoa(st.Attempts))
+		rw.row("attempts_per_intent", strconv.FormatFloat(perIntent, 'f', 2, 64))
+		rw.row("oldest", machineTime(st.Oldest))
+		rw.row("newest", machineTime(st.Newest))
+		for _, sv := range allStates {
+			rw.row("state."+sv.String(), strconv.Itoa(st.ByState[sv]))
+		}
+		for _, t := range tools {
+			rw.row("tool."+t, strconv.Itoa(st.ByTool[t]))
+		}
+		return rw.flush()
+	}
+
+	rw := newRowWriter(e.stdout, true)
+	size := "unknown"
+	if st.SizeBytes > 0 {
+		size = humanBytes(st.SizeBytes)
+	}
+	rw.row("journal", o.journal.location)
+	rw.row("size", size)
+	rw.row("records", strconv.Itoa(st.Records))
+	expired := strconv.Itoa(st.Expired)
+	if st.Expired > 0 {
+		expired += " (past their TTL; agentctl gc removes them)"
+	}
+	rw.row("expired", expired)
+	rw.row("attempts", fmt.Sprintf("%d (%.2f per intent)", st.Attempts, perIntent))
+	rw.row("oldest", e.humanTime(st.Oldest))
+	rw.row("newest", e.humanTime(st.Newest))
+	if err := rw.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout)
+	rw = newRowWriter(e.stdout, true)
+	rw.row("STATE", "INTENTS")
+	for _, sv := range allStates {
+		rw.row(sv.String(), strconv.Itoa(st.ByState[sv]))
+	}
+	if err := rw.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout)
+	rw = newRowWriter(e.stdout, true)
+	rw.row("TOOL", "INTENTS")
+	for _, t := range tools {
+		rw.row(t, strconv.Itoa(st.ByTool[t]))
+	}
+	return rw.flush()
+}
+
+// humanBytes formats n with a binary unit.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStatsJSON(t *testing.T) {
+	fx := buildFixture(t)
+	r := agentctl(t, false, "stats", "--journal", fx.path, "--json")
+	if r.code != 0 {
+		t.Fatalf("stats = %d, %s", r.code, r.stderr)
+	}
+	var s statsJSON
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(fx.path)
+	want := map[string]int{"pending": 3, "succeeded": 5, "failed": 2, "suppressed": 1, "unknown": 1}
+	for k, v := range want {
+		if s.ByState[k] != v {
+			t.Errorf("by_state[%s] = %d; want %d", k, s.ByState[k], v)
+		}
+	}
+	// lookup has two attempts; every other intent one.
+	if s.Records != fixtureSize || s.Attempts != fixtureSize+1 || s.Expired != 1 || s.ByTool["charge"] != 3 ||
+		s.SizeBytes != fi.Size() || s.Oldest == nil || !s.Oldest.Equal(t0) || !s.Newest.Equal(t0.Add(11*time.Minute)) {
+		t.Errorf("stats = %+v; want %d records, %d attempts, 1 expired, 3 charge, size %d", s, fixtureSize, fixtureSize+1, fi.Size())
+	}
+}
+
+func TestStatsGolden(t *testing.T) {
+	fx := buildFixture(t)
+	r := agentctl(t, true, "stats", "--journal", fx.path)
+	if r.code != 0 {
+		t.Fatalf("stats = %d, %s", r.code, r.stderr)
+	}
+	// The path and the file's size vary from run to run.
+	fi, err := os.Stat(fx.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := strings.Replace(r.stdout, fx.path, "JOURNAL", 1)
+	out = strings.Replace(out, "size      "+humanBytes(fi.Size())+"\n", "size      SIZE\n", 1)
+	golden(t, "stats", out)
+
+	r = agentctl(t, false, "stats", "--journal", fx.path)
+	if !strings.Contains(r.stdout, "records\t12\n") || !strings.Contains(r.stdout, "state.pending\t3\n") || !strings.Contains(r.stdout, "tool.charge\t3\n") {
+		t.Errorf("stats (tab-separated) = %q", r.stdout)
+	}
+}
