@@ -12,9 +12,12 @@
 // json" the JSON schema.
 //
 // Every command takes the journal as --journal LOCATION or the
-// AGENTONCE_JOURNAL environment variable. A missing file is an error for
-// every command (only "import --create" creates a journal), so a typo'd
-// path never turns into an empty journal.
+// AGENTONCE_JOURNAL environment variable: a bbolt file path, or a
+// postgres:// (postgresql://) URL for the PostgreSQL store, whose "schema"
+// query parameter names the schema (default "agentonce"; agentctl removes
+// the parameter before connecting). A missing file, or a schema without a
+// journal, is an error for every command (only "import --create" creates a
+// journal), so a typo never turns into an empty journal.
 //
 // # Output
 //
@@ -40,8 +43,9 @@
 //     so inspecting a journal while an agent runs fails with "journal in use"
 //     (exit 4) after --lock-timeout. Stop the agent, or export from it when
 //     it is idle.
-//   - PostgreSQL journals (postgres:// URLs) are refused until the
-//     PostgreSQL store is wired in.
+//   - On PostgreSQL, a writing command first opens the journal read-only to
+//     check it exists (a writable open would create the schema): one more
+//     connection per command.
 //   - replay predicts the harness's decisions from the journal alone: a
 //     tool's Reconcile hook (for unkeyed tools) is not visible to it, so such
 //     intents are reported as blocked, which is what happens without a hook.

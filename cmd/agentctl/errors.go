@@ -30,8 +30,8 @@ var exitCodes = []struct {
 }{
 	{exitOK, "success (replay: every intent would be answered from the journal or is in flight elsewhere)"},
 	{exitError, "unexpected error (I/O, permissions, internal)"},
-	{exitUsage, "usage: unknown command, bad flag or argument, unsupported journal location"},
-	{exitNoJournal, "journal not found: the file does not exist"},
+	{exitUsage, "usage: unknown command, bad flag or argument"},
+	{exitNoJournal, "journal not found: the file does not exist, or the PostgreSQL schema holds no journal"},
 	{exitInUse, "journal in use: another process holds its lock"},
 	{exitCorrupt, "journal corrupt, not a journal, or written by a newer version"},
 	{exitNotFound, "no record for the key (replay: no intent recorded for the session)"},

@@ -91,8 +91,11 @@ func runImport(ctx context.Context, e *env, o *importOptions) error {
 		return err
 	}
 
-	_, statErr := os.Stat(o.journal.location)
-	create := o.create && errors.Is(statErr, fs.ErrNotExist) && !isPostgresURL(o.journal.location)
+	exists, err := journalExists(ctx, e, &o.journal)
+	if err != nil {
+		return err
+	}
+	create := o.create && !exists
 	if create && ns == uuid.Nil {
 		return usageErrorf("%s has no export header, so its namespace is unknown; import it into an existing journal", name)
 	}
@@ -128,6 +131,24 @@ func runImport(ctx context.Context, e *env, o *importOptions) error {
 	}
 	fmt.Fprintf(e.stdout, "imported %d records into %s (%d already present)\n", len(fresh), o.journal.location, len(recs)-len(fresh))
 	return nil
+}
+
+// journalExists reports whether the journal is there: the file exists, or
+// the PostgreSQL schema holds a journal.
+func journalExists(ctx context.Context, e *env, j *journalFlags) (bool, error) {
+	if !isPostgresURL(j.location) {
+		_, err := os.Stat(j.location)
+		return !errors.Is(err, fs.ErrNotExist), nil
+	}
+	s, err := j.open(ctx, e, true)
+	var ce *cliError
+	if errors.As(err, &ce) && ce.code == exitNoJournal {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, s.Close()
 }
 
 // checkImport opens the journal read-only and returns the records it does

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	neturl "net/url"
 	"os"
 	"strings"
 	"time"
@@ -12,13 +13,15 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/postgres"
 )
 
 // openJournal opens the journal at location: a file path opens the bbolt
-// store; a postgres:// or postgresql:// URL is refused until the
-// PostgreSQL store is wired in. A missing file is an error for every
-// command, so a typo'd path never creates an empty journal; only
-// "import --create" creates one (see createJournal).
+// store; a postgres:// or postgresql:// URL opens the PostgreSQL store (the
+// URL's "schema" query parameter names the schema, default "agentonce"). A
+// missing file, or a schema without a journal, is an error for every
+// command, so a typo never creates an empty journal; only "import
+// --create" creates one (see createJournal).
 func openJournal(ctx context.Context, location string, readOnly bool) (journal.Store, error) {
 	return openJournalOpts(ctx, location, &journal.Options{ReadOnly: readOnly})
 }
@@ -28,9 +31,7 @@ func openJournalOpts(ctx context.Context, location string, opts *journal.Options
 		return nil, err
 	}
 	if isPostgresURL(location) {
-		return nil, &cliError{code: exitUsage,
-			err:  errors.New("PostgreSQL journals are not supported by this agentctl yet"),
-			hint: "pass the path of a bbolt journal file"}
+		return openPostgres(ctx, location, opts, false)
 	}
 	fi, err := os.Stat(location)
 	switch {
@@ -71,7 +72,7 @@ func createJournal(ctx context.Context, location string, ns uuid.UUID, lockTimeo
 		return nil, err
 	}
 	if isPostgresURL(location) {
-		return openJournalOpts(ctx, location, nil)
+		return openPostgres(ctx, location, &journal.Options{Namespace: ns, Now: now}, true)
 	}
 	return openBolt(location, &journal.Options{Namespace: ns, LockTimeout: lockTimeout, Now: now})
 }
@@ -89,4 +90,65 @@ func (j *journalFlags) open(ctx context.Context, e *env, readOnly bool) (journal
 	// The store runs on the command's clock, so that expiry in stats, gc
 	// and replay agrees with what the command prints.
 	return openJournalOpts(ctx, j.location, &journal.Options{ReadOnly: readOnly, LockTimeout: j.lockTimeout, Now: e.now})
+}
+
+// openPostgres opens the PostgreSQL journal at url. Unless create is set,
+// the journal must exist: a writable open would create the schema, so it
+// is preceded by a read-only one that fails with ErrNoJournal.
+func openPostgres(ctx context.Context, location string, opts *journal.Options, create bool) (journal.Store, error) {
+	url, schema, err := splitSchema(location)
+	if err != nil {
+		return nil, err
+	}
+	open := func(o *journal.Options) (journal.Store, error) {
+		s, err := postgres.Open(ctx, url, &postgres.Options{Journal: o, Schema: schema})
+		if errors.Is(err, postgres.ErrNoJournal) {
+			return nil, &cliError{code: exitNoJournal,
+				err:  fmt.Errorf("no journal in PostgreSQL schema %q: %w", orDefault(schema, postgres.DefaultSchema), err),
+				hint: "check the URL and its schema parameter (agentctl never creates a journal, except import --create)"}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	if !create && !opts.ReadOnly {
+		ro := *opts
+		ro.ReadOnly = true
+		s, err := open(&ro)
+		if err != nil {
+			return nil, err
+		}
+		s.Close()
+	}
+	return open(opts)
+}
+
+// splitSchema removes the "schema" query parameter from a PostgreSQL URL.
+func splitSchema(raw string) (string, string, error) {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return "", "", usageErrorf("journal URL: %v", redact(err))
+	}
+	q := u.Query()
+	schema := q.Get("schema")
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	return u.String(), schema, nil
+}
+
+// redact keeps a password in a URL out of an error message.
+func redact(err error) error {
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		return errors.New("cannot parse the URL")
+	}
+	return err
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }

@@ -93,7 +93,6 @@ func TestBadJournals(t *testing.T) {
 		{"empty", file(nil), exitCorrupt, "empty"},
 		{"locked", fixed(locked), exitInUse, "in use"},
 		{"directory", fixed(dir), exitUsage, "is a directory"},
-		{"postgres", fixed("postgres://localhost/agentonce"), exitUsage, "PostgreSQL"},
 	}
 	cmds := [][]string{{"ls"}, {"show", fx.keys[fxBook].String()}, {"stats"}, {"replay", "--session", "s1"},
 		{"derive", `{}`}, {"export"}, {"gc", "--dry-run"}, {"gc"}, {"resolve", fx.keys[fxEmail].String(), "--failed", "--reason", "x"},

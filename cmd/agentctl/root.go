@@ -160,7 +160,7 @@ type journalFlags struct {
 }
 
 func (j *journalFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&j.location, "journal", "", "the journal: a bbolt file `PATH` (default $AGENTONCE_JOURNAL)")
+	fs.StringVar(&j.location, "journal", "", "the journal: a bbolt file `PATH` or a postgres:// URL (default $AGENTONCE_JOURNAL)")
 	fs.DurationVar(&j.lockTimeout, "lock-timeout", time.Second, "how long to wait for another process's lock on the journal (`DURATION`)")
 }
 
@@ -188,7 +188,8 @@ Commands:
 		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
 	}
 	b.WriteString(`
-Every command takes the journal as --journal LOCATION or $AGENTONCE_JOURNAL.
+Every command takes the journal as --journal LOCATION or $AGENTONCE_JOURNAL:
+a bbolt file path, or a postgres:// URL (?schema=NAME, default agentonce).
 Flags may come before or after arguments; "--" ends the flags.
 On a terminal, reads print a table in local time; otherwise tab-separated
 lines with RFC 3339 UTC times; --json prints the documented JSON schema.

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// pgJournal returns a postgres:// journal location in a schema of the
+// test's own (dropped at the end), or skips without AGENTONCE_PG_URL.
+func pgJournal(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("AGENTONCE_PG_URL")
+	if base == "" {
+		t.Skip("AGENTONCE_PG_URL is not set: the PostgreSQL journal tests need a server (.ci/run starts one)")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "agentctl_test_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("schema", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// schemaExists asks the server whether the test's schema was created.
+func schemaExists(t *testing.T, loc string) bool {
+	t.Helper()
+	u, _ := url.Parse(loc)
+	schema := u.Query().Get("schema")
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, os.Getenv("AGENTONCE_PG_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1`, schema).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
+
+// TestPostgresMove moves a journal bbolt → PostgreSQL → bbolt with export
+// and import: every export is identical, and the commands read the
+// PostgreSQL journal as they read the file.
+func TestPostgresMove(t *testing.T) {
+	pg := pgJournal(t)
+	fx := buildFixture(t)
+	first := exportOf(t, fx.path)
+
+	// A schema without a journal is "not found" for every command and is
+	// not created by inspecting it.
+	for _, c := range [][]string{{"ls"}, {"stats"}, {"gc"}, {"resolve", fx.keys[fxEmail].String(), "--succeeded"}, {"import", writeFile(t, first)}} {
+		r := agentctl(t, false, append(c, "--journal", pg)...)
+		if r.code != exitNoJournal {
+			t.Errorf("%v on an empty schema = %d, %q; want %d", c, r.code, r.stderr, exitNoJournal)
+		}
+	}
+	if schemaExists(t, pg) {
+		t.Fatalf("a command created the schema")
+	}
+
+	r := agentctl(t, false, "import", "--create", "--journal", pg, writeFile(t, first))
+	if r.code != 0 || !strings.Contains(r.stdout, "imported 12 records") {
+		t.Fatalf("import into PostgreSQL = %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	if got := exportOf(t, pg); got != first {
+		t.Errorf("export from PostgreSQL differs:\n--- bbolt ---\n%s--- postgres ---\n%s", first, got)
+	}
+	back := filepath.Join(t.TempDir(), "back.db")
+	if r := agentctl(t, false, "import", "--create", "--journal", back, writeFile(t, exportOf(t, pg))); r.code != 0 {
+		t.Fatalf("import back = %d, %s", r.code, r.stderr)
+	}
+	if got := exportOf(t, back); got != first {
+		t.Errorf("export after bbolt → PostgreSQL → bbolt differs")
+	}
+
+	// The same answers from both stores.
+	for _, c := range [][]string{
+		{"ls"}, {"ls", "--session", "s1", "--state", "pending"}, {"show", fx.keys[fxLookup].String()},
+		{"replay", "--session", "s1", "--json"}, {"derive", fx.keys[fxCharge].String()}, {"gc", "--dry-run"},
+	} {
+		a := agentctl(t, false, append(c, "--journal", fx.path)...)
+		b := agentctl(t, false, append(c, "--journal", pg)...)
+		if a != b {
+			t.Errorf("%v: bbolt and PostgreSQL differ:\n%+v\n%+v", c, a, b)
+		}
+	}
+	st := agentctl(t, false, "stats", "--journal", pg, "--json")
+	if st.code != 0 || !strings.Contains(st.stdout, `"records":12,"expired":1,"attempts":13`) {
+		t.Errorf("stats on PostgreSQL = %d, %s %s", st.code, st.stdout, st.stderr)
+	}
+	if r := agentctl(t, false, "resolve", fx.keys[fxEmail].String(), "--journal", pg, "--failed", "--reason", "bounced"); r.code != 0 {
+		t.Errorf("resolve on PostgreSQL = %d, %s", r.code, r.stderr)
+	}
+	if r := agentctl(t, false, "compact", "--journal", pg); r.code != exitUsage {
+		t.Errorf("compact on PostgreSQL = %d, %s; want %d", r.code, r.stderr, exitUsage)
+	}
+}
