@@ -41,8 +41,10 @@ type propRule struct {
 }
 
 type defaultMember struct {
-	key    []byte // canonical escaped name, without quotes
-	member []byte // canonical `"name":value`
+	key    []byte    // canonical escaped name, without quotes
+	value  []byte    // canonical default value
+	prop   *propRule // the property's rules
+	member []byte    // canonical `"name":value`, set by finish
 }
 
 // NewNormalizer builds the normalization of one tool from its input JSON
@@ -133,10 +135,7 @@ func parseSchema(canonical []byte, at string, top bool) (*objectRule, error) {
 		if json.Unmarshal(raw, &sub) == nil {
 			if def, ok := sub["default"]; ok && string(def) != "null" {
 				// def is canonical already: it came from the canonical schema.
-				rule.defaults = append(rule.defaults, defaultMember{
-					key:    quoteName(name),
-					member: append(append(append([]byte{'"'}, quoteName(name)...), '"', ':'), def...),
-				})
+				rule.defaults = append(rule.defaults, defaultMember{key: quoteName(name), value: def, prop: p})
 			}
 		}
 		rule.props[name] = p
@@ -186,20 +185,26 @@ func (o *objectRule) addVolatile(path string) error {
 	return p.child.addVolatile(rest)
 }
 
-// finish drops defaults of volatile properties and sorts the rest into
-// canonical order, recursively.
+// finish drops defaults of volatile properties, normalizes object defaults
+// by their own property's rules (so that normalizing twice changes nothing)
+// and sorts the defaults into canonical order, recursively.
 func (o *objectRule) finish(extra *int) {
-	o.defaults = slices.DeleteFunc(o.defaults, func(d defaultMember) bool {
-		return o.props[decodeName(d.key)].volatile
-	})
-	slices.SortFunc(o.defaults, func(a, b defaultMember) int { return compareKeys(a.key, b.key) })
-	for _, d := range o.defaults {
-		*extra += len(d.member) + 1
-	}
 	for _, p := range o.props {
 		if p.child != nil {
 			p.child.finish(extra)
 		}
+	}
+	o.defaults = slices.DeleteFunc(o.defaults, func(d defaultMember) bool { return d.prop.volatile })
+	slices.SortFunc(o.defaults, func(a, b defaultMember) int { return compareKeys(a.key, b.key) })
+	for i := range o.defaults {
+		d := &o.defaults[i]
+		d.member = append(append([]byte{'"'}, d.key...), '"', ':')
+		if d.prop.child != nil && d.value[0] == '{' {
+			d.member = d.prop.child.apply(d.member, d.value)
+		} else {
+			d.member = append(d.member, d.value...)
+		}
+		*extra += len(d.member) + 1
 	}
 }
 
