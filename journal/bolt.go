@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -32,11 +31,13 @@ import (
 type BoltStore struct {
 	path     string
 	db       *bolt.DB
+	lockWait time.Duration
 	ns       uuid.UUID
 	now      func() time.Time
 	readOnly bool
 
 	stripes [256]stripe
+	ix      *index
 
 	writes   chan *writeOp
 	maxBatch int
@@ -81,23 +82,33 @@ func OpenBolt(path string, opts *Options) (s *BoltStore, err error) {
 	}
 	s = &BoltStore{
 		path:     path,
+		lockWait: o.LockTimeout,
 		now:      o.Now,
 		readOnly: o.ReadOnly,
 		maxBatch: o.MaxBatchSize,
 		delay:    o.MaxBatchDelay,
+		ix:       newIndex(),
 	}
-	if o.ReadOnly {
-		// bbolt opens a missing file read-only as an error only after
-		// creating nothing; say plainly what is missing.
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("open journal: %w", err)
-		}
+	switch fi, err := os.Stat(path); {
+	case err == nil && fi.Size() == 0:
+		// bbolt would make an empty file a new database, and a new journal
+		// has a new namespace: every key would change. A journal truncated
+		// to nothing must not pass for a fresh one.
+		return nil, fmt.Errorf("journal %s: %w: empty file (remove it to create a new journal)", path, ErrCorrupt)
+	case err != nil && o.ReadOnly:
+		return nil, fmt.Errorf("open journal: %w", err)
 	}
+	if err := checkBoltSize(path); err != nil {
+		return nil, err
+	}
+	var file *os.File // bbolt's, so that a panic inside bolt.Open can still release the lock
 	defer func() {
 		// bbolt can panic (or fault on the mapped file) on damaged pages.
 		if p := recover(); p != nil {
 			if s != nil && s.db != nil {
 				_ = s.db.Close()
+			} else if file != nil {
+				_ = file.Close()
 			}
 			s, err = nil, fmt.Errorf("journal %s: %w: %v", path, ErrCorrupt, p)
 		}
@@ -108,6 +119,11 @@ func OpenBolt(path string, opts *Options) (s *BoltStore, err error) {
 		Timeout:      o.LockTimeout,
 		ReadOnly:     o.ReadOnly,
 		FreelistType: bolt.FreelistMapType,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			file = f
+			return f, err
+		},
 	})
 	if err != nil {
 		return nil, openError(path, err)
@@ -178,10 +194,18 @@ func (s *BoltStore) checkFile(ns uuid.UUID) error {
 		if ns != uuid.Nil && ns != s.ns {
 			return fmt.Errorf("journal %s: %w: given %s", s.path, ErrNamespaceMismatch, ns)
 		}
-		if tx.Bucket(bucketRecords) == nil || tx.Bucket(bucketIndex) == nil {
-			return fmt.Errorf("journal %s: %w: missing records or index bucket", s.path, ErrCorrupt)
+		recs := tx.Bucket(bucketRecords)
+		if recs == nil {
+			return fmt.Errorf("journal %s: %w: no records bucket", s.path, ErrCorrupt)
 		}
-		return nil
+		// Reading every record builds the index and proves that each one
+		// decodes (and that bbolt can walk every page of the bucket).
+		return recs.ForEach(func(k, v []byte) error {
+			if err := s.ix.load(v); err != nil {
+				return fmt.Errorf("journal %s: key %x: %w", s.path, k, err)
+			}
+			return nil
+		})
 	}
 	if s.readOnly {
 		return s.db.View(check)
@@ -206,12 +230,11 @@ func (s *BoltStore) create(tx *bolt.Tx, ns uuid.UUID) error {
 	if _, err := tx.CreateBucket(bucketRecords); err != nil {
 		return err
 	}
-	if _, err := tx.CreateBucket(bucketIndex); err != nil {
-		return err
-	}
 	s.ns = ns
 	return nil
 }
+
+func (s *BoltStore) lockTimeout() time.Duration { return s.lockWait }
 
 // Path returns the journal file's path.
 func (s *BoltStore) Path() string { return s.path }
@@ -288,7 +311,8 @@ func (s *BoltStore) persist(st *stripe, r *Record, durable bool) error {
 		return nil
 	}
 	enc := encodeRecord(nil, r)
-	if err := s.commit(func(tx *bolt.Tx) error { return putRecord(tx, r, enc) }); err != nil {
+	put := func(tx *bolt.Tx) error { return tx.Bucket(bucketRecords).Put(r.Key[:], enc) }
+	if err := s.commit(put, func() { s.ix.put(r) }); err != nil {
 		return err
 	}
 	delete(st.overlay, r.Key)
@@ -352,13 +376,14 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 
 // guard returns a live suppressed record that blocks req, or nil.
 func (s *BoltStore) guard(req *BeginRequest, now time.Time) (*Record, error) {
-	prefix := guardPrefix(req)
+	keys := s.ix.guardCandidates(req)
+	if len(keys) == 0 {
+		return nil, nil
+	}
 	var found *Record
 	err := s.view(func(tx *bolt.Tx) error {
 		recs := tx.Bucket(bucketRecords)
-		c := tx.Bucket(bucketIndex).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			key := keyOf(k)
+		for _, key := range keys {
 			v := recs.Get(key[:])
 			if v == nil {
 				continue
@@ -478,8 +503,9 @@ func (s *BoltStore) overlaySnapshot() map[uuid.UUID]*Record {
 // not hold a transaction while the caller's loop body runs.
 const listPage = 256
 
-// List yields the records matching f, newest first, using the narrowest
-// index the filter allows (session, tool, state, else creation time).
+// List yields the records matching f, newest first. The in-memory index
+// names the matching keys (reading the narrowest set the filter allows:
+// session, state, tool, else all), and the records are read in pages.
 func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
 		if err := s.enter(ctx); err != nil {
@@ -487,6 +513,7 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 			return
 		}
 		over := s.overlaySnapshot()
+		entries := s.ix.list(&f, over)
 		s.exit()
 		var extra []*Record
 		for _, r := range over {
@@ -495,27 +522,6 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 			}
 		}
 		slices.SortFunc(extra, newerFirst)
-
-		prefix := []byte{ixCreated}
-		switch {
-		case f.Session != "":
-			prefix = appendLP([]byte{ixSession}, f.Session)
-		case f.Tool != "":
-			prefix = appendLP([]byte{ixTool}, f.Tool)
-		case f.State != 0:
-			prefix = []byte{ixState, byte(f.State)}
-		}
-		lo := prefix
-		if !f.Since.IsZero() {
-			lo = appendTime(slices.Clip(prefix), f.Since)
-		}
-		// hi is the first entry past the range.
-		var hi []byte
-		if !f.Until.IsZero() {
-			hi = appendTime(slices.Clip(prefix), f.Until)
-		} else {
-			hi = append(slices.Clip(prefix), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
-		}
 
 		n := 0
 		emit := func(r *Record) bool {
@@ -526,7 +532,12 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 			return yield(*r, nil)
 		}
 		page := make([]*Record, 0, listPage)
-		for done := false; !done; {
+		for len(entries) > 0 {
+			if f.Limit > 0 && n >= f.Limit {
+				return
+			}
+			chunk := entries[:min(len(entries), listPage)]
+			entries = entries[len(chunk):]
 			page = page[:0]
 			if err := s.enter(ctx); err != nil {
 				yield(Record{}, err)
@@ -534,41 +545,20 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 			}
 			err := s.view(func(tx *bolt.Tx) error {
 				recs := tx.Bucket(bucketRecords)
-				c := tx.Bucket(bucketIndex).Cursor()
-				k, _ := c.Seek(hi)
-				if k == nil {
-					k, _ = c.Last()
-				}
-				for k != nil && bytes.Compare(k, hi) >= 0 {
-					k, _ = c.Prev()
-				}
-				for ; k != nil; k, _ = c.Prev() {
-					if !bytes.HasPrefix(k, prefix) || bytes.Compare(k, lo) < 0 {
-						done = true
-						return nil
-					}
-					if len(page) == listPage {
-						hi = bytes.Clone(k)
-						hi = append(hi, 0) // the next page starts at k itself
-						return nil
-					}
-					key := keyOf(k)
-					if _, ok := over[key]; ok {
-						continue
-					}
-					v := recs.Get(key[:])
+				for _, e := range chunk {
+					v := recs.Get(e.key[:])
 					if v == nil {
-						continue
+						continue // removed since the index was read
 					}
 					r, err := decodeRecord(v)
 					if err != nil {
-						return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+						return fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
 					}
+					// The record may have changed since the index was read.
 					if matchFilter(&r, &f) {
 						page = append(page, &r)
 					}
 				}
-				done = true
 				return nil
 			})
 			s.exit()
@@ -604,8 +594,9 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 // never holds the writer lock for long.
 const gcChunk = 1000
 
-// GC removes expired records, found through the expiry index; see Store.
-// Records still only in the overlay are left for Close to persist.
+// GC removes expired records, found through the in-memory index; see
+// Store. Each is checked again inside the removing transaction. Records
+// still only in the overlay are left for Close to persist.
 func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (int, error) {
 	if err := s.enter(ctx); err != nil {
 		return 0, err
@@ -615,36 +606,22 @@ func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (int, error) {
 		return 0, fmt.Errorf("journal %s: %w: gc", s.path, ErrReadOnly)
 	}
 	now := s.now()
-	hi := appendTime([]byte{ixExpiry}, now)
-	hi = append(hi, 0xff) // gcAt == now is expired
-	prefix := []byte{ixExpiry}
+	keys := s.ix.expired(now)
+	if opts.DryRun {
+		return len(keys), nil
+	}
 	total := 0
-	for {
+	for len(keys) > 0 {
 		if err := ctx.Err(); err != nil {
 			return total, err
 		}
-		var keys []uuid.UUID
-		err := s.view(func(tx *bolt.Tx) error {
-			c := tx.Bucket(bucketIndex).Cursor()
-			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && bytes.Compare(k, hi) < 0; k, _ = c.Next() {
-				keys = append(keys, keyOf(k))
-				if !opts.DryRun && len(keys) == gcChunk {
-					break
-				}
-			}
-			return nil
-		})
-		if err != nil || opts.DryRun {
-			return len(keys), err
-		}
-		if len(keys) == 0 {
-			return total, nil
-		}
-		removed := 0
-		err = s.commit(func(tx *bolt.Tx) error {
-			removed = 0
+		chunk := keys[:min(len(keys), gcChunk)]
+		keys = keys[len(chunk):]
+		var removed []uuid.UUID
+		err := s.commit(func(tx *bolt.Tx) error {
+			removed = removed[:0]
 			recs := tx.Bucket(bucketRecords)
-			for _, key := range keys {
+			for _, key := range chunk {
 				v := recs.Get(key[:])
 				if v == nil {
 					continue
@@ -656,56 +633,43 @@ func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (int, error) {
 				if !expired(&r, now) {
 					continue
 				}
-				if err := deleteRecord(tx, key); err != nil {
+				if err := recs.Delete(key[:]); err != nil {
 					return err
 				}
-				removed++
+				removed = append(removed, key)
 			}
 			return nil
+		}, func() {
+			for _, key := range removed {
+				s.ix.remove(key)
+			}
 		})
-		total += removed
+		total += len(removed)
 		if err != nil {
 			return total, err
 		}
-		if removed == 0 {
-			// Every candidate changed under us; they are no longer expired.
-			return total, nil
-		}
 	}
+	return total, nil
 }
 
-// Stats counts the journal's records. SizeBytes is the file's size.
+// Stats counts the journal's records from the in-memory index. SizeBytes
+// is the file's size.
 func (s *BoltStore) Stats(ctx context.Context) (Stats, error) {
 	if err := s.enter(ctx); err != nil {
 		return Stats{}, err
 	}
 	defer s.exit()
 	over := s.overlaySnapshot()
-	st := newStats()
 	now := s.now()
-	err := s.view(func(tx *bolt.Tx) error {
-		st.SizeBytes = tx.Size()
-		return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
-			if _, ok := over[uuid.UUID(k)]; ok {
-				return nil
-			}
-			r, err := decodeRecord(v)
-			if err != nil {
-				return fmt.Errorf("journal %s: key %x: %w", s.path, k, err)
-			}
-			addStats(&st, &r, now)
-			return ctx.Err()
-		})
-	})
-	if err != nil {
-		return Stats{}, err
-	}
+	st := s.ix.stats(now, over)
 	for _, r := range over {
 		addStats(&st, r, now)
 	}
-	if fi, err := os.Stat(s.path); err == nil {
-		st.SizeBytes = fi.Size()
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return Stats{}, fmt.Errorf("journal: %w", err)
 	}
+	st.SizeBytes = fi.Size()
 	return st, nil
 }
 
@@ -754,8 +718,9 @@ func (s *BoltStore) Close() error {
 		over := s.overlaySnapshot()
 		if len(over) > 0 {
 			err = s.db.Update(func(tx *bolt.Tx) error {
+				recs := tx.Bucket(bucketRecords)
 				for _, r := range over {
-					if err := putRecord(tx, r, encodeRecord(nil, r)); err != nil {
+					if err := recs.Put(r.Key[:], encodeRecord(nil, r)); err != nil {
 						return err
 					}
 				}

@@ -16,14 +16,17 @@ const defaultMaxBatch = 256
 // more than once: when a group's transaction fails, each op of the group is
 // run again alone, so that one bad write does not fail its neighbours.
 type writeOp struct {
-	fn   func(tx *bolt.Tx) error
-	done chan error
+	fn func(tx *bolt.Tx) error
+	// after, if not nil, runs in the loop once fn's transaction committed:
+	// the in-memory index follows the file in commit order.
+	after func()
+	done  chan error
 }
 
 // commit runs fn in a write transaction shared with the writes queued
-// beside it, and returns once that transaction is durable.
-func (s *BoltStore) commit(fn func(tx *bolt.Tx) error) error {
-	op := &writeOp{fn: fn, done: make(chan error, 1)}
+// beside it, then after, and returns once that transaction is durable.
+func (s *BoltStore) commit(fn func(tx *bolt.Tx) error, after func()) error {
+	op := &writeOp{fn: fn, after: after, done: make(chan error, 1)}
 	s.writes <- op
 	return <-op.done
 }
@@ -90,11 +93,18 @@ func (s *BoltStore) run(batch []*writeOp) {
 	})
 	if err != nil && len(batch) > 1 {
 		for _, op := range batch {
-			op.done <- s.writeTx(op.fn)
+			err := s.writeTx(op.fn)
+			if err == nil && op.after != nil {
+				op.after()
+			}
+			op.done <- err
 		}
 		return
 	}
 	for _, op := range batch {
+		if err == nil && op.after != nil {
+			op.after()
+		}
 		op.done <- err
 	}
 }

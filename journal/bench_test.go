@@ -1,0 +1,218 @@
+package journal_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/keyderive"
+)
+
+// A ~300 B record: the intent, a fingerprint, a short input and output.
+var (
+	benchInput  = []byte(`{"amount":"49.00","currency":"USD","customer":8812,"memo":"order 55102"}`)
+	benchOutput = []byte(`{"id":"ch_3Nq8ZL2eZvKYlo2C0x1a","status":"succeeded","amount":4900}`)
+)
+
+func benchRequest(key uuid.UUID, durable bool) journal.BeginRequest {
+	return journal.BeginRequest{
+		Key:         key,
+		Intent:      keyderive.Intent{Tenant: "acme", Session: "sess-7f3a9c", Turn: "12", Tool: "charge_customer"},
+		Fingerprint: keyderive.FingerprintOf(benchInput),
+		Effect:      journal.EffectUnkeyed,
+		Input:       benchInput,
+		Owner:       "host-1/pid-4242",
+		AttemptID:   "att-0001",
+		LeaseTTL:    time.Minute,
+		Durable:     durable,
+		Guard:       journal.GuardTurn,
+	}
+}
+
+func benchStore(b *testing.B) *journal.BoltStore {
+	b.Helper()
+	s, err := journal.OpenBolt(filepath.Join(b.TempDir(), "j.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+func rawDB(b *testing.B) *bolt.DB {
+	b.Helper()
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, &bolt.Options{Timeout: time.Second, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("r")); return err }); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+func rawValue() []byte {
+	v := make([]byte, 300)
+	rand.Read(v)
+	return v
+}
+
+func rawUpdate(b *testing.B, db *bolt.DB, key, val []byte) {
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("r")).Put(key, val) }); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func beginComplete(b *testing.B, s journal.Store, durable bool) {
+	ctx := context.Background()
+	key := uuid.New()
+	res, err := s.Begin(ctx, benchRequest(key, durable))
+	if err != nil || res.Outcome != journal.Started {
+		b.Fatalf("Begin = %v, %v", res.Outcome, err)
+	}
+	if _, err := s.Complete(ctx, journal.Completion{Key: key, Token: res.Token, State: journal.StateSucceeded, Output: benchOutput}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkBeginComplete: a new intent, begun and completed, sequentially.
+// The durable baseline is two raw bbolt Updates of a 300 B value (the
+// write-ahead and the outcome); the non-durable one is a single Update.
+func BenchmarkBeginComplete(b *testing.B) {
+	for _, durable := range []bool{true, false} {
+		name := map[bool]string{true: "durable", false: "nondurable"}[durable]
+		b.Run(name+"/agentonce", func(b *testing.B) {
+			s := benchStore(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				beginComplete(b, s, durable)
+			}
+		})
+		b.Run(name+"/baseline", func(b *testing.B) {
+			db := rawDB(b)
+			val := rawValue()
+			b.ReportAllocs()
+			for b.Loop() {
+				key := uuid.New()
+				rawUpdate(b, db, key[:], val)
+				if durable {
+					rawUpdate(b, db, key[:], val)
+				}
+			}
+		})
+	}
+}
+
+const replayRecords = 100_000
+
+// BenchmarkReplay: Begin of a completed intent among 100k records against
+// a raw bbolt View+Get of a 300 B value among 100k.
+func BenchmarkReplay(b *testing.B) {
+	b.Run("agentonce", func(b *testing.B) {
+		s := benchStore(b)
+		now := time.Now()
+		recs := make([]journal.Record, replayRecords)
+		for i := range recs {
+			req := benchRequest(uuid.New(), true)
+			recs[i] = journal.Record{
+				Key: req.Key, Intent: req.Intent, Fingerprint: req.Fingerprint, Input: req.Input,
+				State: journal.StateSucceeded, Output: benchOutput,
+				Attempts: []journal.Attempt{{ID: "att-0001", Start: now, End: now}},
+				Lease:    journal.Lease{Owner: req.Owner, Token: 1, Expires: now},
+				Created:  now, Updated: now, Expires: now.Add(journal.DefaultTTL),
+			}
+			recs[i].Intent.Session = fmt.Sprintf("sess-%d", i%5000)
+		}
+		if err := journal.BulkPut(s, recs); err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			r := &recs[i%len(recs)]
+			req := benchRequest(r.Key, true)
+			req.Intent = r.Intent
+			res, err := s.Begin(ctx, req)
+			if err != nil || res.Outcome != journal.Completed {
+				b.Fatalf("Begin = %v, %v", res.Outcome, err)
+			}
+			i += 7919
+		}
+	})
+	b.Run("baseline", func(b *testing.B) {
+		db := rawDB(b)
+		keys := make([][]byte, replayRecords)
+		err := db.Update(func(tx *bolt.Tx) error {
+			bk := tx.Bucket([]byte("r"))
+			for i := range keys {
+				k := uuid.New()
+				keys[i] = k[:]
+				if err := bk.Put(keys[i], rawValue()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		i := 0
+		var sink int
+		for b.Loop() {
+			k := keys[i%len(keys)]
+			err := db.View(func(tx *bolt.Tx) error {
+				sink += len(tx.Bucket([]byte("r")).Get(k))
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			i += 7919
+		}
+		_ = sink
+	})
+}
+
+// BenchmarkConcurrent64: 64 goroutines each beginning and completing
+// distinct durable intents, against the same work done sequentially.
+// Both report records/s.
+func BenchmarkConcurrent64(b *testing.B) {
+	b.Run("agentonce", func(b *testing.B) {
+		s := benchStore(b)
+		b.ReportAllocs()
+		var next atomic.Int64
+		n := int64(b.N)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				for next.Add(1) <= n {
+					beginComplete(b, s, true)
+				}
+			})
+		}
+		wg.Wait()
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
+	})
+	b.Run("baseline", func(b *testing.B) {
+		s := benchStore(b)
+		b.ReportAllocs()
+		start := time.Now()
+		for range b.N {
+			beginComplete(b, s, true)
+		}
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
+	})
+}

@@ -1,0 +1,107 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// compactTxRecords is how many records Compact copies per transaction.
+const compactTxRecords = 10000
+
+// Compact copies the journal at srcPath into a new file at dstPath, which
+// must not exist, leaving out the free pages that bbolt never gives back:
+// a journal's file keeps its largest size even after GC removed most of its
+// records. The copy has the same namespace and records. progress, if not
+// nil, is called after each transaction with the records copied so far and
+// the total.
+//
+// The source is opened read-only (so a process holding it for writing makes
+// Compact fail with ErrInUse), and checked like OpenBolt checks it. On any
+// error the partial copy is removed. To compact a journal in place, compact
+// it to a new path and rename that over the old one while nothing has it
+// open.
+func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, total int64)) (err error) {
+	src, err := OpenBolt(srcPath, &Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+
+	if _, err := os.Stat(dstPath); err == nil {
+		return fmt.Errorf("compact journal %s: %w", dstPath, fs.ErrExist)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("compact journal: %w", err)
+	}
+	dst, err := bolt.Open(dstPath, 0o600, &bolt.Options{Timeout: src.lockTimeout(), NoSync: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		return openError(dstPath, err)
+	}
+	defer func() {
+		if cerr := dst.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("compact journal %s: %w", dstPath, cerr)
+		}
+		if err != nil {
+			os.Remove(dstPath)
+		}
+	}()
+
+	total := int64(len(src.ix.byKey)) // no writer: the index is complete
+	var done int64
+	err = src.view(func(stx *bolt.Tx) error {
+		// The meta bucket first: a copy without it is not a journal.
+		err := dst.Update(func(dtx *bolt.Tx) error {
+			meta, err := dtx.CreateBucket(bucketMeta)
+			if err != nil {
+				return err
+			}
+			if err := stx.Bucket(bucketMeta).ForEach(func(k, v []byte) error { return meta.Put(k, v) }); err != nil {
+				return err
+			}
+			_, err = dtx.CreateBucket(bucketRecords)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		c := stx.Bucket(bucketRecords).Cursor()
+		k, v := c.First()
+		for k != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			err := dst.Update(func(dtx *bolt.Tx) error {
+				recs := dtx.Bucket(bucketRecords)
+				// Keys come in order: let pages fill up instead of
+				// splitting half-empty.
+				recs.FillPercent = 1.0
+				for n := 0; k != nil && n < compactTxRecords; n++ {
+					if err := recs.Put(k, v); err != nil {
+						return err
+					}
+					done++
+					k, v = c.Next()
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if progress != nil {
+				progress(done, total)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("compact journal %s to %s: %w", srcPath, dstPath, err)
+	}
+	if err := dst.Sync(); err != nil {
+		return fmt.Errorf("compact journal %s: %w", dstPath, err)
+	}
+	return nil
+}
