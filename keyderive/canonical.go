@@ -75,6 +75,40 @@ type member struct {
 	keyEnd int // offset just past the key's closing quote
 	end    int // offset just past the value
 	inOff  int // offset of the key's opening quote in the input, for errors
+	// prefix is the name's first 8 bytes, big-endian, zero-padded, when
+	// they are plain ASCII (no escapes): then prefixes order as names do.
+	// Otherwise it is noPrefix.
+	prefix uint64
+}
+
+const noPrefix = ^uint64(0)
+
+// namePrefix computes member.prefix for a canonical escaped name.
+func namePrefix(name []byte) uint64 {
+	var p uint64
+	for i := 0; i < 8; i++ {
+		p <<= 8
+		if i < len(name) {
+			b := name[i]
+			if b >= utf8.RuneSelf || b == '\\' {
+				return noPrefix
+			}
+			p |= uint64(b)
+		}
+	}
+	return p
+}
+
+// compareMembers orders two members by name (see compareKeys), deciding
+// by their prefixes when it can.
+func compareMembers(out []byte, a, b *member) int {
+	if a.prefix != b.prefix && a.prefix != noPrefix && b.prefix != noPrefix {
+		if a.prefix < b.prefix {
+			return -1
+		}
+		return 1
+	}
+	return compareKeys(out[a.start+1:a.keyEnd-1], out[b.start+1:b.keyEnd-1])
 }
 
 // maxRetained bounds the scratch memory a pooled canonicalizer keeps, so one
@@ -93,7 +127,7 @@ func (c *canonicalizer) release() {
 	canonPool.Put(c)
 }
 
-const memberSize = 4 * 8
+const memberSize = 5 * 8
 
 func (c *canonicalizer) fail(off int, sentinel error, format string, args ...any) error {
 	return &SyntaxError{Offset: int64(off), Msg: fmt.Sprintf(format, args...), Err: sentinel}
@@ -242,6 +276,7 @@ func (c *canonicalizer) object(out []byte) ([]byte, error) {
 			return out, err
 		}
 		m.keyEnd = len(out)
+		m.prefix = namePrefix(out[m.start+1 : m.keyEnd-1])
 		c.skipSpace()
 		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
 			return out, c.fail(c.pos, ErrSyntax, "unexpected %s after object member name, looking for ':'", c.describe(c.pos))
@@ -283,10 +318,9 @@ func (c *canonicalizer) object(out []byte) ([]byte, error) {
 // that is already sorted (as canonical input, and much machine-written JSON,
 // is) costs one comparison per member and no copying.
 func (c *canonicalizer) sortMembers(out []byte, body int, ms []member) error {
-	key := func(m member) []byte { return out[m.start+1 : m.keyEnd-1] }
 	sorted := true
 	for i := 1; i < len(ms) && sorted; i++ {
-		switch compareKeys(key(ms[i-1]), key(ms[i])) {
+		switch compareMembers(out, &ms[i-1], &ms[i]) {
 		case 0:
 			return c.duplicate(out, ms[i-1], ms[i])
 		case 1:
@@ -298,22 +332,31 @@ func (c *canonicalizer) sortMembers(out []byte, body int, ms []member) error {
 	}
 	if len(ms) <= 16 {
 		// Insertion sort: objects in tool inputs are small, and this
-		// avoids the generic sort's indirect calls.
+		// avoids the generic sort's indirect calls. Every pair of final
+		// neighbours is compared on the way (a member stops at its left
+		// neighbour, after passing its right one), so equal names are
+		// found here.
 		for i := 1; i < len(ms); i++ {
 			m := ms[i]
-			k := key(m)
 			j := i
-			for ; j > 0 && compareKeys(key(ms[j-1]), k) > 0; j-- {
+			for ; j > 0; j-- {
+				r := compareMembers(out, &ms[j-1], &m)
+				if r == 0 {
+					return c.duplicate(out, ms[j-1], m)
+				}
+				if r < 0 {
+					break
+				}
 				ms[j] = ms[j-1]
 			}
 			ms[j] = m
 		}
 	} else {
-		slices.SortFunc(ms, func(a, b member) int { return compareKeys(key(a), key(b)) })
-	}
-	for i := 1; i < len(ms); i++ {
-		if compareKeys(key(ms[i-1]), key(ms[i])) == 0 {
-			return c.duplicate(out, ms[i-1], ms[i])
+		slices.SortFunc(ms, func(a, b member) int { return compareMembers(out, &a, &b) })
+		for i := 1; i < len(ms); i++ {
+			if compareMembers(out, &ms[i-1], &ms[i]) == 0 {
+				return c.duplicate(out, ms[i-1], ms[i])
+			}
 		}
 	}
 	c.scratch = append(c.scratch[:0], out[body:]...)
@@ -358,6 +401,12 @@ func compareKeys(a, b []byte) int {
 		if ca == cb && ca != '\\' {
 			i++
 			continue
+		}
+		if ca < utf8.RuneSelf && cb < utf8.RuneSelf && ca != cb && ca != '\\' && cb != '\\' {
+			if ca < cb { // two plain ASCII characters
+				return -1
+			}
+			return 1
 		}
 		if ca == cb { // both escapes: compare what they stand for
 			ra, na := decodeCanonical(a[i:])

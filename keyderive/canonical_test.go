@@ -23,6 +23,11 @@ func TestCanonicalize(t *testing.T) {
 		{`{"\ufb33":1,"😀":2,"a":3}`, "{\"a\":3,\"\U0001F600\":2,\"\uFB33\":1}"},
 		{`{"b":1,"\n":2,"\"":3,"\\":4,"\u001f":5}`, `{"\n":2,"\u001f":5,"\"":3,"\\":4,"b":1}`},
 		{`{"ab":1,"a":2,"":3}`, `{"":3,"a":2,"ab":1}`},
+		// Names sharing their first 8 bytes, and names that are prefixes
+		// of others, around the 8-byte prefix fast path.
+		{`{"abcdefghj":1,"abcdefghi":2,"abcdefgh":3,"abcdefg":4,"abcdefgh\u00e9":5,"abcdefg\u00e9":6}`,
+			`{"abcdefg":4,"abcdefgh":3,"abcdefghi":2,"abcdefghj":1,"abcdefghé":5,"abcdefgé":6}`},
+		{`{"a\nb":1,"a":2,"a b":3,"a\u0000":4}`, `{"a":2,"a\u0000":4,"a\nb":1,"a b":3}`},
 		// Minimal escaping.
 		{`"\u0041\/\u00e9\u20ac\ud83d\ude00"`, `"A/é€😀"`},
 		{`"\u0000\u0008\u0009\u000a\u000c\u000d\u001F\u007f"`, `"\u0000\b\t\n\f\r\u001f` + "\x7f" + `"`},
