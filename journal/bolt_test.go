@@ -610,4 +610,3 @@ func fileSize(t *testing.T, path string) int64 {
 	}
 	return info.Size()
 }
-
