@@ -3,6 +3,7 @@ package keyderive
 import (
 	"crypto/sha1"
 	"encoding/binary"
+	"fmt"
 	"hash"
 	"sync"
 
@@ -163,7 +164,7 @@ func (d *Deriver) DeriveExplicit(in Intent, stepKey string, input []byte) (Deriv
 
 func (d *Deriver) canonical(input []byte) ([]byte, error) {
 	if d.Namespace == uuid.Nil {
-		return nil, ErrNilNamespace
+		return nil, fmt.Errorf("keyderive: Deriver.Namespace: %w", ErrNilNamespace)
 	}
 	canonical, err := Canonicalize(input, d.Options)
 	if err != nil {

@@ -50,8 +50,8 @@ type defaultMember struct {
 // NewNormalizer builds the normalization of one tool from its input JSON
 // Schema and its volatile property names.
 //
-// schemaJSON is the tool's input schema as the model sees it, or nil for
-// none (only volatile dropping then). Of JSON Schema it reads "type" (the
+// schemaJSON is the tool's input schema as the model sees it, or nil (or
+// empty) for none: only volatile dropping then. Of JSON Schema it reads "type" (the
 // top level must allow "object"), "properties", "required" and "default",
 // at the top level and in nested property schemas; other keywords,
 // including "$ref", "items" and the combinators, are ignored, so their
@@ -66,7 +66,7 @@ type defaultMember struct {
 // default) and say which property was wrong.
 func NewNormalizer(schemaJSON []byte, volatile []string) (*Normalizer, error) {
 	n := &Normalizer{root: &objectRule{}}
-	if schemaJSON != nil {
+	if len(schemaJSON) > 0 {
 		canonical, err := Canonicalize(schemaJSON, &Options{MaxBytes: len(schemaJSON) + 1, MaxDepth: 512})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrSchema, err)
@@ -80,9 +80,10 @@ func NewNormalizer(schemaJSON []byte, volatile []string) (*Normalizer, error) {
 		}
 	}
 	for _, path := range volatile {
-		if err := n.root.addVolatile(path); err != nil {
-			return nil, err
+		if slices.Contains(strings.Split(path, "."), "") {
+			return nil, fmt.Errorf("keyderive: %w: volatile path %q has an empty segment", ErrSchema, path)
 		}
+		n.root.addVolatile(path)
 	}
 	n.root.finish(&n.extra)
 	return n, nil
@@ -100,10 +101,10 @@ func parseSchema(canonical []byte, at string, top bool) (*objectRule, error) {
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(canonical, &doc); err != nil {
-		return nil, fmt.Errorf("%w: %s is not a JSON object", ErrSchema, where)
+		return nil, fmt.Errorf("keyderive: %w: %s is not a JSON object", ErrSchema, where)
 	}
 	if top && doc["type"] != nil && !allowsObject(doc["type"]) {
-		return nil, fmt.Errorf("%w: the schema's type is %s; a tool input must allow \"object\"", ErrSchema, doc["type"])
+		return nil, fmt.Errorf("keyderive: %w: the schema's type is %s; a tool input must allow \"object\"", ErrSchema, doc["type"])
 	}
 	rawProps, ok := doc["properties"]
 	if !ok {
@@ -111,12 +112,12 @@ func parseSchema(canonical []byte, at string, top bool) (*objectRule, error) {
 	}
 	var props map[string]json.RawMessage
 	if err := json.Unmarshal(rawProps, &props); err != nil {
-		return nil, fmt.Errorf("%w: \"properties\" of %s is not an object", ErrSchema, where)
+		return nil, fmt.Errorf("keyderive: %w: \"properties\" of %s is not an object", ErrSchema, where)
 	}
 	var required []string
 	if raw, ok := doc["required"]; ok {
 		if err := json.Unmarshal(raw, &required); err != nil {
-			return nil, fmt.Errorf("%w: \"required\" of %s is not an array of strings", ErrSchema, where)
+			return nil, fmt.Errorf("keyderive: %w: \"required\" of %s is not an array of strings", ErrSchema, where)
 		}
 	}
 	rule := &objectRule{props: make(map[string]*propRule, len(props))}
@@ -162,11 +163,8 @@ func quoteName(name string) []byte {
 	return out
 }
 
-func (o *objectRule) addVolatile(path string) error {
+func (o *objectRule) addVolatile(path string) {
 	name, rest, nested := strings.Cut(path, ".")
-	if name == "" || (nested && rest == "") {
-		return fmt.Errorf("%w: volatile path %q has an empty segment", ErrSchema, path)
-	}
 	if o.props == nil {
 		o.props = map[string]*propRule{}
 	}
@@ -177,12 +175,12 @@ func (o *objectRule) addVolatile(path string) error {
 	}
 	if !nested {
 		p.volatile = true
-		return nil
+		return
 	}
 	if p.child == nil {
 		p.child = &objectRule{}
 	}
-	return p.child.addVolatile(rest)
+	p.child.addVolatile(rest)
 }
 
 // finish drops defaults of volatile properties, normalizes object defaults
