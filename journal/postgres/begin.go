@@ -14,10 +14,12 @@ import (
 // Begin decides what happens to an intent, atomically across every process
 // that shares the database.
 //
-// The common paths take one statement each: a settled record, a mismatch
-// or a live lease is answered by one SELECT (no write transaction); a new
-// intent is one INSERT … ON CONFLICT DO NOTHING that checks the suppression
-// guard in the same statement. Everything else (an expired lease to take
+// The common paths take one statement, one round trip: it reads the record
+// and, only when there is none, inserts it with INSERT … ON CONFLICT DO
+// NOTHING, checking the suppression guard in the same statement. A settled
+// record, a mismatch or a live lease is thus answered by a read that writes
+// nothing (the transaction never gets a transaction id, so there is no
+// WAL and no flush). Everything else (an expired lease to take
 // over, an expired record to replace, a Retake, a lost race) runs in a
 // transaction holding the record's row lock (SELECT … FOR UPDATE), so no
 // decision is check-then-act.
@@ -34,35 +36,40 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		return journal.BeginResult{}, fmt.Errorf("%w: begin: %w", journal.ErrInvalid, err)
 	}
 
-	rec, err := s.get(ctx, req.Key)
+	if s.readOnly {
+		rec, err := s.get(ctx, req.Key)
+		if err == nil {
+			if res, ok := decideRead(&rec, &req, now); ok {
+				return res, nil
+			}
+		} else if !errors.Is(err, journal.ErrNotFound) {
+			return journal.BeginResult{}, err
+		}
+		return s.beginReadOnly(ctx, req, now)
+	}
+	durable := 0
+	if req.Durable {
+		durable = 1
+	}
+	var inserted bool
+	r, err := scanRowAfter(s.pool.QueryRow(ctx, s.sql.beginFast[req.Guard][durable],
+		append(fresh.args(), now.UnixNano())...), &inserted)
 	switch {
+	case err == nil && inserted:
+		return started(r)
 	case err == nil:
+		rec, err := r.record()
+		if err != nil {
+			return journal.BeginResult{}, err
+		}
 		if res, ok := decideRead(&rec, &req, now); ok {
 			return res, nil
 		}
-	case errors.Is(err, journal.ErrNotFound):
-		if s.readOnly {
-			break
-		}
-		durable := 0
-		if req.Durable {
-			durable = 1
-		}
-		args := append(fresh.args(), now.UnixNano())
-		r, err := scanRow(s.pool.QueryRow(ctx, s.sql.insertNew[req.Guard][durable], args...))
-		if err == nil {
-			return started(r)
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return journal.BeginResult{}, s.fail("begin", req.Key, true, err)
-		}
-		// A record appeared, or the guard holds: decide under the lock.
-	default:
-		return journal.BeginResult{}, err
+	case !errors.Is(err, pgx.ErrNoRows):
+		return journal.BeginResult{}, s.fail("begin", req.Key, true, err)
 	}
-	if s.readOnly {
-		return s.beginReadOnly(ctx, req, now)
-	}
+	// A write under the lock is needed (take-over, expired record, Retake),
+	// or the guard holds, or another Begin inserted the record first.
 	for range 8 {
 		res, retry, err := s.beginLocked(ctx, req, fresh, now)
 		if err != nil {

@@ -81,13 +81,19 @@ func (r *row) args() []any {
 }
 
 func scanRow(s pgx.Row) (row, error) {
+	return scanRowAfter(s)
+}
+
+// scanRowAfter scans a row whose record columns follow the leading
+// columns scanned into lead.
+func scanRowAfter(s pgx.Row, lead ...any) (row, error) {
 	var r row
 	var attempts []byte
-	err := s.Scan(&r.Key, &r.Version, &r.Tenant, &r.Session, &r.Turn, &r.Tool, &r.Discriminator,
+	err := s.Scan(append(lead, &r.Key, &r.Version, &r.Tenant, &r.Session, &r.Turn, &r.Tool, &r.Discriminator,
 		&r.Fingerprint, &r.Effect, &r.Input, &r.State, &r.Output, &r.ErrorClass, &r.ErrorMessage,
 		&attempts, &r.LeaseOwner, &r.LeaseToken, &r.LeaseExpires,
 		&r.ResState, &r.ResOutput, &r.ResReason, &r.ResBy, &r.ResAt,
-		&r.Created, &r.Updated, &r.Expires)
+		&r.Created, &r.Updated, &r.Expires)...)
 	r.Attempts = attempts
 	return r, err
 }

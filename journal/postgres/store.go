@@ -201,7 +201,7 @@ type statements struct {
 	table        string
 	get          string
 	lockForTx    string
-	insertNew    [3][2]string // [journal.GuardScope][durable]
+	beginFast    [3][2]string // [journal.GuardScope][durable]
 	insertLocked string
 	guard        [2]string // [journal.GuardTurn or GuardSession]
 	replace      string
@@ -263,9 +263,14 @@ func buildStatements(q string) statements {
 			} else {
 				where = fmt.Sprintf(` WHERE $%d::bigint IS NOT NULL`, now)
 			}
-			s.insertNew[scope][durable] = `INSERT INTO ` + t + ` (` + columns + `) SELECT ` +
-				strings.Join(params, ", ") + from + where +
-				` ON CONFLICT (key) DO NOTHING RETURNING ` + columns
+			// One round trip: the current record if there is one, else
+			// the inserted one. With a record present the INSERT selects
+			// no row, so nothing is written and the transaction never
+			// takes a transaction id: the replay path stays a read.
+			s.beginFast[scope][durable] = `WITH cur AS (SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1::uuid),
+				ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + strings.Join(params, ", ") + from +
+				where + ` AND NOT EXISTS (SELECT 1 FROM cur) ON CONFLICT (key) DO NOTHING RETURNING ` + columns + `)
+				SELECT true, * FROM ins UNION ALL SELECT false, * FROM cur`
 		}
 	}
 	for _, scope := range []journal.GuardScope{journal.GuardTurn, journal.GuardSession} {
