@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal"
 )
 
 var compactCommand = &command{
@@ -38,8 +38,9 @@ type compactOptions struct {
 	output  string
 }
 
-// progressMinBytes is the journal size from which compact draws a bar.
-const progressMinBytes = 16 << 20
+// progressMinBytes is the journal size from which compact draws a bar (a
+// variable for tests).
+var progressMinBytes int64 = 16 << 20
 
 func compactMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	var o compactOptions
@@ -90,7 +91,7 @@ func runCompact(ctx context.Context, e *env, o *compactOptions) error {
 		bar = &progressBar{w: e.stderr, now: e.now, label: "compacting"}
 		progress = bar.update
 	}
-	err = compactJournal(ctx, src, dst, progress)
+	err = journal.Compact(ctx, src, dst, progress)
 	bar.finish()
 	if err != nil {
 		os.Remove(dst)
