@@ -18,7 +18,8 @@ func Canonicalize(input []byte, opts *Options) ([]byte, error) {
 
 // AppendCanonical appends the canonical form of input to dst and returns the
 // extended buffer, like the strconv Append functions. On error it returns
-// dst unchanged in length: nothing is half-written. See Canonicalize.
+// dst unchanged in length: nothing is half-written. dst's spare capacity
+// must not overlap input. See Canonicalize.
 func AppendCanonical(dst, input []byte, opts *Options) ([]byte, error) {
 	maxBytes, maxDepth := opts.limits()
 	if len(input) > maxBytes {
@@ -111,23 +112,27 @@ func compareMembers(out []byte, a, b *member) int {
 	return compareKeys(out[a.start+1:a.keyEnd-1], out[b.start+1:b.keyEnd-1])
 }
 
-// maxRetained bounds the scratch memory a pooled canonicalizer keeps, so one
+// Bounds on the scratch memory a pooled canonicalizer keeps, so that one
 // huge input does not pin its buffers for the life of the process.
-const maxRetained = 64 << 10
+const (
+	maxRetainedBytes   = 64 << 10
+	maxRetainedMembers = 2048
+)
 
 func (c *canonicalizer) release() {
 	c.in = nil
-	if cap(c.scratch) > maxRetained {
+	if cap(c.scratch) > maxRetainedBytes {
 		c.scratch = nil
 	}
-	if cap(c.members)*int(memberSize) > maxRetained {
+	if cap(c.digits) > maxRetainedBytes {
+		c.digits = nil
+	}
+	if cap(c.members) > maxRetainedMembers {
 		c.members = nil
 	}
 	c.members = c.members[:0]
 	canonPool.Put(c)
 }
-
-const memberSize = 5 * 8
 
 func (c *canonicalizer) fail(off int, sentinel error, format string, args ...any) error {
 	return &SyntaxError{Offset: int64(off), Msg: fmt.Sprintf(format, args...), Err: sentinel}

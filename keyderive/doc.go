@@ -41,7 +41,8 @@
 // discriminator and the canonical input. ExplicitKey uses the tag
 // "agentonce/keyderive/step/v1", tenant and the caller's step key. These
 // encodings are stored in journals and sent downstream: they never change;
-// a new encoding would get a new tag.
+// a new encoding would get a new tag. A Deriver refuses the nil namespace
+// (ErrNilNamespace).
 //
 // # Normalization
 //
@@ -62,6 +63,10 @@
 //     float64 (1e-400) become 0, as in RFC 8785.
 //   - Canonical output is usually shorter than the input, but numbers can
 //     grow: 1e20 becomes 21 digits, and an exact big integer up to 309.
+//   - Sorting happens in place in the output, so an object whose members
+//     are out of order is copied once more; nested unsorted objects cost
+//     up to size × depth bytes of copying (64 MiB at the default limits,
+//     a few milliseconds). Raising MaxDepth far raises that bound.
 //   - Normalization reads only type, properties, required and default;
 //     "$ref", "items", "allOf"/"anyOf"/"oneOf" and "additionalProperties"
 //     are ignored, so defaults behind them are not filled. null is dropped
