@@ -1,3 +1,135 @@
 // Package postgres is a journal.Store on PostgreSQL, for fleets of agent
 // processes on many hosts that share one journal.
+//
+// It keeps the state machine of package journal and passes the same
+// conformance suite (internal/journaltest) as the bbolt and in-memory
+// stores. Open connects, creates or migrates the schema, and returns a
+// *Store that is safe for concurrent use; any number of processes may open
+// the same schema at once.
+//
+// # Claims, leases and fencing
+//
+// Begin is one statement in the common cases: it reads the record and,
+// only when there is none, inserts it with INSERT … ON CONFLICT (key) DO
+// NOTHING, checking the suppression guard in the same statement. When a
+// record exists, that statement writes nothing and takes no transaction id,
+// so a replay is a read. Anything that changes an existing record (taking
+// over an expired lease, replacing a record past its TTL, a Retake, or
+// losing an insert race) runs in a transaction that holds the record's row
+// lock (SELECT … FOR UPDATE): there is no check-then-act.
+//
+// Each record has a lease (owner, expiry) and a fencing token that rises
+// whenever ownership changes, including when an expired record is replaced.
+// StartAttempt and Complete are single UPDATEs whose WHERE clause demands
+// the pending state and the caller's token; a stale owner matches no row
+// and gets journal.ErrFenced.
+//
+// Every time decision (lease expiry, TTL, created and updated times) uses
+// the store's clock (journal.Options.Now), passed to the server as a
+// parameter; SQL's now() is never used. Processes on different hosts must
+// therefore keep their clocks in step; see Caveats.
+//
+// # Atomic effect and outcome
+//
+// A tool whose side effect lives in the same database can run it inside the
+// transaction that records its outcome, with CompleteInTx: the effect and
+// the outcome commit together or not at all, so there is no window in
+// which the effect happened and the journal does not know it.
+//
+// # Connection loss
+//
+// When the connection fails after a write was sent, the write may or may
+// not have committed (the server commits a statement it received even if
+// the client has gone). The store does not guess: the error wraps
+// ErrOutcomeUncertain, and the harness reports the intent as unknown. An
+// error raised before anything was sent, or an ERROR the server reported,
+// is a definite failure.
+//
+// # Durability
+//
+// A BeginRequest or AttemptRequest with Durable false is committed with
+// synchronous_commit off for that transaction alone: it is visible to every
+// session at once, and only a crash of the server can lose it. Complete,
+// Resolve and Import always commit synchronously.
+//
+// # Schema and migrations
+//
+// All tables live in one PostgreSQL schema (Options.Schema, default
+// "agentonce"). Open takes pg_advisory_xact_lock(0x61676f,
+// hashtext(schema)) and, in that transaction, creates the schema and the
+// meta table if needed and applies every migration above the stored
+// version. Concurrent Opens queue on the lock: the first creates, the rest
+// read. A schema newer than SchemaVersion is refused with
+// journal.ErrNewerVersion. The meta table holds the fleet's namespace: the
+// first Open stores Options.Journal.Namespace (or a random one); later
+// Opens read it, and a different non-zero namespace is
+// journal.ErrNamespaceMismatch. A read-only Open creates nothing and makes
+// its sessions read-only on the server.
+//
+// # Table layout
+//
+// meta, one row:
+//
+//	singleton   boolean PK   always true
+//	namespace   uuid         the fleet's UUIDv5 namespace
+//	version     integer      schema version (SchemaVersion)
+//	created_ns  bigint       when the journal was created
+//
+// records, one row per intent; times are int64 nanoseconds since the Unix
+// epoch (to_timestamp(created_ns / 1e9) shows one), NULL for none:
+//
+//	key                  uuid PK    the idempotency key
+//	version              integer    record schema version
+//	tenant, session,
+//	turn, tool,
+//	discriminator        text       the intent
+//	fingerprint          bytea      SHA-256 of the canonical input
+//	effect               smallint   journal.Effect
+//	input                bytea      canonical input, NULL when not kept
+//	state                smallint   journal.State (1 pending … 5 unknown)
+//	output               bytea      the result of a succeeded intent
+//	error_class,
+//	error_message        text       a failed, suppressed or unknown outcome
+//	attempts             jsonb      [{"id","start","end","class","error"}]
+//	lease_owner          text       the lease
+//	lease_token          bigint     the fencing token
+//	lease_expires_ns     bigint
+//	res_state, res_output,
+//	res_reason, res_by,
+//	res_at_ns                       an operator's resolution, NULL if none
+//	created_ns, updated_ns,
+//	expires_ns           bigint     expires_ns = created + TTL
+//
+// Indexes, besides the primary key:
+//
+//	records_scope_idx    (tenant, session, turn, created_ns DESC)  List by tenant/session/turn
+//	records_tool_idx     (tool, created_ns DESC)                   List by tool
+//	records_state_idx    (state, created_ns DESC)                  List by state
+//	records_created_idx  (created_ns DESC)                         List, newest first
+//	records_expires_idx  (expires_ns)                              GC
+//	records_guard_idx    (tenant, session, tool, turn, created_ns DESC)
+//	                     WHERE state = 4                           the suppression guard
+//
+// # Caveats
+//
+// Leases and TTLs are judged by the clock of the process that calls, so
+// the fleet's clocks must agree to well within a lease: a host whose clock
+// runs ahead takes over live leases early. Use NTP, and leases much longer
+// than the worst skew.
+//
+// Intent fields, owners and schema names must be valid UTF-8 without NUL
+// bytes (PostgreSQL text cannot hold them); a record that breaks this is
+// refused with journal.ErrInvalid naming the field. Free text (error
+// messages, attempt ids, resolution reasons) is stored with invalid UTF-8
+// and NUL bytes replaced by U+FFFD, because refusing it would lose an
+// outcome.
+//
+// Times outside the years 1678 to 2262 cannot be stored.
+//
+// CompleteInTx holds the record's row lock while the effect runs: a Begin
+// of the same key from another process waits for it, and a long effect
+// holds a connection and a transaction open.
+//
+// List streams rows from one query and holds a pooled connection until the
+// loop ends. GC deletes in one statement.
 package postgres

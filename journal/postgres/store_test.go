@@ -666,3 +666,36 @@ func TestHammerTakeOver(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayWritesNothing checks that Begin on a settled record leaves the
+// row untouched (same physical tuple, same creating transaction): the
+// one-statement Begin inserts only when there is no record.
+func TestReplayWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, nil)
+	req := request(1, `{}`)
+	res, err := s.Begin(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Complete(ctx, journal.Completion{Key: req.Key, Token: res.Token, State: journal.StateSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	version := func() string {
+		var v string
+		if err := s.Pool().QueryRow(ctx, `SELECT ctid::text || '/' || xmin::text FROM `+
+			pgx.Identifier{s.Schema()}.Sanitize()+`.records WHERE key = $1`, req.Key).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := version()
+	for range 20 {
+		if got, err := s.Begin(ctx, req); err != nil || got.Outcome != journal.Completed {
+			t.Fatalf("Begin(settled) = %v, %v; want Completed", got.Outcome, err)
+		}
+	}
+	if after := version(); after != before {
+		t.Fatalf("row version after replays = %s; want %s (untouched)", after, before)
+	}
+}
