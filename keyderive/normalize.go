@@ -1,6 +1,7 @@
 package keyderive
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -263,7 +264,7 @@ func (o *objectRule) apply(out, obj []byte) []byte {
 		}
 		var p *propRule
 		if o.props != nil {
-			if strings.IndexByte(string(key), '\\') < 0 {
+			if bytes.IndexByte(key, '\\') < 0 {
 				p = o.props[string(key)]
 			} else {
 				p = o.props[decodeName(key)]
