@@ -53,6 +53,8 @@ type SyntaxError struct {
 	Err error
 }
 
+// Error says what was wrong and at which byte offset, e.g.
+// `keyderive: duplicate object member name "a" at byte offset 7 (duplicate object key)`.
 func (e *SyntaxError) Error() string {
 	return "keyderive: " + e.Msg + " at byte offset " + strconv.FormatInt(e.Offset, 10) + " (" + e.Err.Error() + ")"
 }
