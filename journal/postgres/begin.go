@@ -73,7 +73,9 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	for range 8 {
 		res, retry, err := s.beginLocked(ctx, req, fresh, now)
 		if err != nil {
-			return journal.BeginResult{}, s.fail("begin", req.Key, true, err)
+			// Before COMMIT a lost connection rolls the transaction back.
+			var ce *commitError
+			return journal.BeginResult{}, s.fail("begin", req.Key, errors.As(err, &ce), err)
 		}
 		if !retry {
 			return res, nil
@@ -206,6 +208,13 @@ func (s *Store) beginReadOnly(ctx context.Context, req journal.BeginRequest, now
 	return journal.BeginResult{}, fmt.Errorf("%w: begin %s", journal.ErrReadOnly, req.Key)
 }
 
+// commitError marks a failed COMMIT: the only step of a multi-statement
+// transaction whose failure leaves the outcome in doubt.
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return "commit: " + e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
+
 // beginLocked decides under the record's row lock. retry is true when a
 // concurrent Begin inserted the record between our lock and our insert.
 func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest, fresh row, now time.Time) (res journal.BeginResult, retry bool, err error) {
@@ -245,7 +254,7 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest, fresh
 			return res, false, err
 		}
 		if err := tx.Commit(ctx); err != nil {
-			return res, false, err
+			return res, false, &commitError{err}
 		}
 		return journal.BeginResult{Outcome: journal.TakenOver, Record: rec, Token: rec.Lease.Token}, false, nil
 	}
@@ -279,7 +288,7 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest, fresh
 		return res, false, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return res, false, err
+		return res, false, &commitError{err}
 	}
 	res, err = started(r)
 	return res, false, err

@@ -80,3 +80,16 @@ func ExampleStore_CompleteInTx() {
 		fmt.Println(rec.State)
 	}
 }
+
+func ExampleIsURL() {
+	for _, loc := range []string{"postgres://agent@db.internal/agents", "/var/lib/agent/journal.db"} {
+		if postgres.IsURL(loc) {
+			fmt.Println("postgres:", loc)
+		} else {
+			fmt.Println("bbolt:", loc)
+		}
+	}
+	// Output:
+	// postgres: postgres://agent@db.internal/agents
+	// bbolt: /var/lib/agent/journal.db
+}

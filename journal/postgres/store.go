@@ -37,6 +37,14 @@ type Options struct {
 // DefaultSchema is the schema used when Options.Schema is empty.
 const DefaultSchema = "agentonce"
 
+// IsURL reports whether a journal location names a PostgreSQL database (a
+// postgres:// or postgresql:// URL) rather than a bbolt file path, so that
+// a program taking one --journal flag can pick the store.
+func IsURL(location string) bool {
+	l := strings.ToLower(location)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
 // Store is a journal.Store on PostgreSQL. It is safe for concurrent use by
 // many goroutines, and many processes on many hosts may open the same
 // schema at once.

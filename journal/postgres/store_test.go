@@ -699,3 +699,23 @@ func TestReplayWritesNothing(t *testing.T) {
 		t.Fatalf("row version after replays = %s; want %s (untouched)", after, before)
 	}
 }
+
+func TestIsURL(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{"postgres://u@127.0.0.1:5432/db", true},
+		{"postgresql://u@127.0.0.1/db?sslmode=disable", true},
+		{"POSTGRES://u@h/db", true},
+		{"journal.db", false},
+		{"/var/lib/agent/postgres://x", false},
+		{"./postgres", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := postgres.IsURL(tt.in); got != tt.want {
+			t.Errorf("IsURL(%q) = %v; want %v", tt.in, got, tt.want)
+		}
+	}
+}
