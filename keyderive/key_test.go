@@ -140,7 +140,11 @@ func TestDerive(t *testing.T) {
 // TestDeriveConcurrent hammers one Deriver (and the pools behind it) from
 // many goroutines; every result must equal the one computed alone.
 func TestDeriveConcurrent(t *testing.T) {
-	d := &Deriver{Namespace: testNS}
+	n, err := NewNormalizer([]byte(`{"properties":{"y":{"default":"d"},"w":{"default":{"v":1}}}}`), []string{"z.b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Deriver{Namespace: testNS, Normalizer: n}
 	inputs := make([][]byte, 16)
 	want := make([]Derived, len(inputs))
 	for i := range inputs {

@@ -117,6 +117,27 @@ func TestNormalizeDefaultsOrder(t *testing.T) {
 	}
 }
 
+// TestNormalizeObjectDefault: an object default is itself normalized by
+// its property's rules, so that normalizing twice changes nothing.
+func TestNormalizeObjectDefault(t *testing.T) {
+	schema := `{"properties":{"ship":{
+		"default":{"note":"x","method":null,"speed":1.50},
+		"properties":{"note":{},"method":{"default":"std"},"speed":{}}}}}`
+	n, err := NewNormalizer([]byte(schema), []string{"ship.note"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"ship":{"method":"std","speed":1.5}}`
+	once, err := n.Normalize([]byte(`{}`))
+	if err != nil || string(once) != want {
+		t.Fatalf("Normalize({}) = %s, %v; want %s", once, err, want)
+	}
+	twice, err := n.Normalize(once)
+	if err != nil || string(twice) != want {
+		t.Errorf("Normalize(%s) = %s, %v; want %s", once, twice, err, want)
+	}
+}
+
 func TestNewNormalizerErrors(t *testing.T) {
 	tests := []struct {
 		schema   string

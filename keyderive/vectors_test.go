@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gowebpki/jcs"
 )
 
 const vectorDir = "../testdata/jcs"
@@ -100,5 +103,59 @@ func TestES6Numbers(t *testing.T) {
 	}
 	if failures > 0 {
 		t.Errorf("%d of %d numbers failed", failures, lines)
+	}
+}
+
+// TestShortDecimals checks the fast path for numbers of at most 15
+// significant digits, which skips the float64 conversion, against
+// gowebpki/jcs's formatting of strconv.ParseFloat's result, over random
+// digits, exponents and spellings.
+func TestShortDecimals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	failures := 0
+	for range 100000 {
+		digits := make([]byte, 1+rng.IntN(15))
+		for i := range digits {
+			digits[i] = byte('0' + rng.IntN(10))
+		}
+		if digits[0] == '0' {
+			digits[0] = '1'
+		}
+		var tok string
+		switch rng.IntN(3) {
+		case 0: // d.ddde±x
+			tok = string(digits[:1]) + "." + string(digits[1:]) + "e" + strconv.Itoa(rng.IntN(640)-320)
+			if len(digits) == 1 {
+				tok = string(digits) + "e" + strconv.Itoa(rng.IntN(640)-320)
+			}
+		case 1: // 0.000ddd
+			tok = "0." + strings.Repeat("0", rng.IntN(25)) + string(digits)
+		default: // ddd.ddd
+			p := rng.IntN(len(digits) + 1)
+			tok = string(digits[:p]) + "." + string(digits[p:])
+			if p == 0 {
+				tok = "0" + tok
+			}
+			if p == len(digits) {
+				tok += "0"
+			}
+		}
+		if rng.IntN(2) == 0 {
+			tok = "-" + tok
+		}
+		f, err := strconv.ParseFloat(tok, 64)
+		if err != nil {
+			continue // out of range
+		}
+		want, err := jcs.NumberToJSON(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Canonicalize([]byte(tok), nil)
+		if err != nil || string(got) != want {
+			if failures++; failures <= 10 {
+				t.Errorf("Canonicalize(%s) = %s, %v; want %s", tok, got, err, want)
+			}
+		}
 	}
 }
