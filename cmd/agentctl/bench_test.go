@@ -253,3 +253,18 @@ func BenchmarkStats(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkOpenReadOnly is the floor under every command: opening the
+// journal read-only and closing it (the bbolt store reads every record at
+// open to build its in-memory indexes).
+func BenchmarkOpenReadOnly(b *testing.B) {
+	path, _ := benchJournal(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := journal.OpenBolt(path, &journal.Options{ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}

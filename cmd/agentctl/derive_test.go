@@ -112,3 +112,40 @@ func TestDeriveWithoutJournal(t *testing.T) {
 		t.Errorf("derive --namespace = %d %q %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+func TestDeriveNormalizationAndStep(t *testing.T) {
+	fx := buildFixture(t)
+	schema := writeFile(t, `{"type":"object","properties":{"amount":{"type":"string"},"currency":{"type":"string","default":"USD"},"customer":{"type":"integer"},"reason":{"type":"string"}}}`)
+	derive := func(args ...string) derivedJSON {
+		t.Helper()
+		r := agentctl(t, false, append([]string{"derive", "--journal", fx.path, "--tenant", "acme", "--session", "s1", "--turn", "1", "--tool", "charge", "--json"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("derive %v = %d, %s", args, r.code, r.stderr)
+		}
+		var d derivedJSON
+		if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	// The default currency is filled in and the volatile reason dropped:
+	// the recorded charge's key.
+	d := derive("--schema", schema, "--volatile", "reason", `{"amount":"49.00","customer":8812,"reason":"the user asked twice"}`)
+	if d.Key != fx.keys[fxCharge].String() || string(d.Canonical) != `{"amount":"49.00","currency":"USD","customer":8812}` {
+		t.Errorf("normalized derive = %s %s; want the charge's key %s", d.Key, d.Canonical, fx.keys[fxCharge])
+	}
+	// Without normalization the reason is part of the intent.
+	if d2 := derive(`{"amount":"49.00","currency":"USD","customer":8812,"reason":"x"}`); d2.Key == d.Key {
+		t.Errorf("a volatile field changed nothing without --volatile")
+	}
+	// A step key: the key depends on tenant and step only.
+	s1 := derive("--step", "order-1/charge", `{"a":1}`)
+	s2 := derive("--step", "order-1/charge", `{"a":2}`)
+	if s1.Key != s2.Key || s1.Fingerprint == s2.Fingerprint || s1.Step != "order-1/charge" {
+		t.Errorf("step keys: %s/%s fingerprints %s/%s; want one key, two fingerprints", s1.Key, s2.Key, s1.Fingerprint, s2.Fingerprint)
+	}
+	r := agentctl(t, false, "derive", "--journal", fx.path, "--schema", writeFile(t, `{"type":`), `{}`)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--schema") {
+		t.Errorf("derive with a bad schema = %d, %q", r.code, r.stderr)
+	}
+}

@@ -48,7 +48,7 @@ func resolveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) e
 	fs.BoolVar(&o.succeeded, "succeeded", false, "the effect happened: settle as succeeded")
 	fs.BoolVar(&o.failed, "failed", false, "the effect did not happen: settle as failed (needs --reason)")
 	fs.StringVar(&o.output, "output", "", "the tool's result as `JSON`, for --succeeded")
-	fs.StringVar(&o.reason, "reason", "", "why, in a few words (`TEXT`); required with --failed")
+	fs.StringVar(&o.reason, "reason", "", "`TEXT` saying why (required with --failed)")
 	fs.StringVar(&o.by, "by", "", "`WHO` resolves it (default $USER@hostname)")
 	fs.BoolVar(&o.force, "force", false, "resolve a pending intent even though its lease is live")
 	pos, err := parseFlags(fs, args)

@@ -161,7 +161,7 @@ type journalFlags struct {
 
 func (j *journalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&j.location, "journal", "", "the journal: a bbolt file `PATH` or a postgres:// URL (default $AGENTONCE_JOURNAL)")
-	fs.DurationVar(&j.lockTimeout, "lock-timeout", time.Second, "how long to wait for another process's lock on the journal (`DURATION`)")
+	fs.DurationVar(&j.lockTimeout, "lock-timeout", time.Second, "how long to wait for another process's lock on the journal")
 }
 
 // resolve fills the location from $AGENTONCE_JOURNAL when the flag is unset.
@@ -194,6 +194,15 @@ Flags may come before or after arguments; "--" ends the flags.
 On a terminal, reads print a table in local time; otherwise tab-separated
 lines with RFC 3339 UTC times; --json prints the documented JSON schema.
 
+Examples:
+  export AGENTONCE_JOURNAL=./agent-journal.db
+  agentctl ls --session s-42                 what the agent did in one session
+  agentctl show KEY                          one intent, its attempts and lease
+  agentctl replay --session s-42             what a restart would do
+  agentctl derive --tool charge --session s-42 --turn 3 '{"amount":"49.00"}'
+  agentctl resolve KEY --succeeded --output '{"id":"ch_1"}'
+  agentctl export --output backup.jsonl
+
 More help:
   agentctl help COMMAND      flags and details of one command
   agentctl help exit-codes   what each exit code means
@@ -213,6 +222,7 @@ func commandUsage(c *command, fs *flag.FlagSet) string {
 	width := 0
 	fs.VisitAll(func(f *flag.Flag) {
 		typ, usage := flag.UnquoteUsage(f)
+		typ = strings.ToUpper(typ) // "duration" → "DURATION", like the named ones
 		name := "--" + f.Name
 		if typ != "" {
 			name += " " + typ
