@@ -83,6 +83,11 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if err := checkText("schema", schema); err != nil {
 		return nil, fmt.Errorf("postgres journal: %w", err)
 	}
+	if len(schema) > 63 {
+		// PostgreSQL would silently truncate it, and two long names could
+		// meet in one schema.
+		return nil, fmt.Errorf("postgres journal: schema %q is %d bytes; PostgreSQL names hold at most 63", schema, len(schema))
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgconn's parse errors redact passwords.
@@ -173,19 +178,24 @@ func (s *Store) checkWrite(ctx context.Context, op string, key uuid.UUID) error 
 	return nil
 }
 
-// fail wraps err from op on key. A closed store gives journal.ErrClosed; a
-// write whose commit is in doubt gives ErrOutcomeUncertain wrapping err.
+// fail wraps err from op on key (uuid.Nil for calls about no one key). A
+// write whose commit is in doubt gives ErrOutcomeUncertain wrapping err; a
+// failure because the store was closed meanwhile gives journal.ErrClosed.
 func (s *Store) fail(op string, key uuid.UUID, write bool, err error) error {
-	if s.closed.Load() {
-		return journal.ErrClosed
+	what := op
+	if key != uuid.Nil {
+		what += " " + key.String()
 	}
 	if write && uncertain(err) {
-		return fmt.Errorf("postgres journal: %s %s: %w: %w", op, key, ErrOutcomeUncertain, err)
+		return fmt.Errorf("postgres journal: %s: %w: %w", what, ErrOutcomeUncertain, err)
+	}
+	if s.closed.Load() {
+		return journal.ErrClosed
 	}
 	if isSentinel(err) {
 		return err
 	}
-	return fmt.Errorf("postgres journal: %s %s: %w", op, key, err)
+	return fmt.Errorf("postgres journal: %s: %w", what, err)
 }
 
 func isSentinel(err error) bool {

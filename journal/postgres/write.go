@@ -47,19 +47,14 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 	return nil
 }
 
-// closeAttempt is the jsonb object merged into the open attempt to close it.
+// closeAttempt is the jsonb object merged into the open attempt to close
+// it; the attempt keeps its id and start.
 func closeAttempt(endNs int64, class, msg string) (string, error) {
-	b, err := json.Marshal(storedAttempt{End: &endNs, Class: cleanText(class), Error: cleanText(msg)})
-	if err != nil {
-		return "", err
-	}
-	// The attempt keeps its own id: drop the empty one the struct encodes.
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return "", err
-	}
-	delete(m, "id")
-	b, err = json.Marshal(m)
+	b, err := json.Marshal(struct {
+		End   int64  `json:"end"`
+		Class string `json:"class,omitempty"`
+		Error string `json:"error,omitempty"`
+	}{endNs, cleanText(class), cleanText(msg)})
 	return string(b), err
 }
 
