@@ -1,0 +1,215 @@
+package harness_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
+)
+
+// paymentInput is a ~200 B tool input, the replay benchmark's payload.
+const paymentInput = `{"customer_id":"cus_8812","amount":4900,"currency":"usd","description":"Order 1042: two tickets","metadata":{"order_id":"1042","channel":"agent"},"capture":true,"statement_descriptor":"ACME TICKETS"}`
+
+func benchHarness(b *testing.B) *harness.Harness {
+	b.Helper()
+	st, err := journal.OpenBolt(filepath.Join(b.TempDir(), "bench.journal"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := harness.New(st, &harness.Options{Retry: fastRetry})
+	b.Cleanup(func() { h.Close(); st.Close() })
+	noop := func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"ok":true}`), nil
+	}
+	if err := h.Register(
+		harness.Tool{Name: "keyed", Effect: harness.Keyed, Func: noop},
+		harness.Tool{Name: "unkeyed", Effect: harness.Unkeyed, Func: noop},
+	); err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
+
+// rawBolt is the baseline: the same bbolt, no journal logic.
+func rawBolt(b *testing.B) *bolt.DB {
+	b.Helper()
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("r")); return err }); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+var rawValue = make([]byte, 300)
+
+func rawPut(db *bolt.DB, i uint64) error {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], i)
+	return db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("r")).Put(k[:], rawValue) })
+}
+
+// BenchmarkReplay: a completed intent re-issued by the model, answered from
+// the journal, beside a raw bbolt View+Get of one record.
+func BenchmarkReplay(b *testing.B) {
+	b.Run("agentonce", func(b *testing.B) {
+		h := benchHarness(b)
+		c := harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: "keyed", Input: json.RawMessage(paymentInput)}
+		if res, err := h.Call(context.Background(), c); err != nil || res.Status != harness.Executed {
+			b.Fatal(res.Status, err)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			res, err := h.Call(context.Background(), c)
+			if err != nil || res.Status != harness.Replayed {
+				b.Fatal(res.Status, err)
+			}
+		}
+	})
+	b.Run("baseline", func(b *testing.B) {
+		db := rawBolt(b)
+		if err := rawPut(db, 1); err != nil {
+			b.Fatal(err)
+		}
+		var k [8]byte
+		binary.BigEndian.PutUint64(k[:], 1)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			err := db.View(func(tx *bolt.Tx) error {
+				if tx.Bucket([]byte("r")).Get(k[:]) == nil {
+					return fmt.Errorf("missing")
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkCallNew: a new intent with a no-op tool, sequential. A Keyed
+// tool needs one durable write (the outcome); an Unkeyed one two (the
+// write-ahead and the outcome). Baselines: one and two raw bbolt Updates.
+func BenchmarkCallNew(b *testing.B) {
+	for _, tc := range []struct {
+		tool    string
+		updates int
+	}{{"keyed", 1}, {"unkeyed", 2}} {
+		b.Run(tc.tool+"/agentonce", func(b *testing.B) {
+			h := benchHarness(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				i++
+				c := harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: tc.tool,
+					Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+				res, err := h.Call(context.Background(), c)
+				if err != nil || res.Status != harness.Executed {
+					b.Fatal(res.Status, err)
+				}
+			}
+		})
+		b.Run(tc.tool+"/baseline", func(b *testing.B) {
+			db := rawBolt(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var i uint64
+			for b.Loop() {
+				i++
+				for range tc.updates {
+					if err := rawPut(db, i); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkConcurrent64: 64 goroutines each making new Keyed calls; the
+// baseline is the same calls made one at a time. calls/s is reported.
+func BenchmarkConcurrent64(b *testing.B) {
+	run := func(b *testing.B, workers int) {
+		h := benchHarness(b)
+		var n atomic.Int64
+		b.ReportAllocs()
+		b.ResetTimer()
+		var wg sync.WaitGroup
+		per := b.N/workers + 1
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range per {
+					c := harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: "keyed",
+						Input: json.RawMessage(fmt.Sprintf(`{"w":%d,"n":%d}`, w, i))}
+					if res, err := h.Call(context.Background(), c); err != nil || res.Status != harness.Executed {
+						b.Error(res.Status, err)
+						return
+					}
+					n.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		b.ReportMetric(float64(n.Load())/b.Elapsed().Seconds(), "calls/s")
+	}
+	b.Run("agentonce", func(b *testing.B) { run(b, 64) })
+	b.Run("baseline", func(b *testing.B) { run(b, 1) })
+}
+
+// BenchmarkDuplicates1000: 1,000 parallel duplicates of one intent; the
+// tool must run exactly once per round.
+func BenchmarkDuplicates1000(b *testing.B) {
+	st, err := journal.OpenBolt(filepath.Join(b.TempDir(), "bench.journal"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	h := harness.New(st, nil)
+	defer h.Close()
+	var runs atomic.Int64
+	if err := h.Register(harness.Tool{Name: "pay", Effect: harness.Keyed,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			runs.Add(1)
+			return json.RawMessage(`"paid"`), nil
+		}}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	round := 0
+	for b.Loop() {
+		round++
+		c := harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: "pay", Input: json.RawMessage(fmt.Sprintf(`{"round":%d}`, round))}
+		var wg sync.WaitGroup
+		for range 1000 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := h.Call(context.Background(), c); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if got := runs.Load(); got != int64(round) {
+			b.Fatalf("after round %d the tool ran %d times; want %d", round, got, round)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package harness
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+)
+
+type ctxKey int
+
+const (
+	keyCtxKey ctxKey = iota
+)
+
+// attemptInfo is what a tool's context carries.
+type attemptInfo struct {
+	key     uuid.UUID
+	attempt string
+}
+
+// KeyFromContext returns the idempotency key of the call whose tool runs
+// with ctx.
+func KeyFromContext(ctx context.Context) (uuid.UUID, bool) {
+	ai, ok := ctx.Value(keyCtxKey).(*attemptInfo)
+	if !ok {
+		return uuid.UUID{}, false
+	}
+	return ai.key, true
+}
+
+// AttemptFromContext returns the id of the attempt running with ctx: a new
+// one for every try, distinct from the key, for tracing.
+func AttemptFromContext(ctx context.Context) (string, bool) {
+	ai, ok := ctx.Value(keyCtxKey).(*attemptInfo)
+	if !ok {
+		return "", false
+	}
+	return ai.attempt, true
+}
+
+// WithKey returns a context carrying key and attempt id as a tool sees
+// them. Tools receive such a context from the harness; WithKey is for
+// testing a tool or a Transport on its own.
+func WithKey(ctx context.Context, key uuid.UUID, attemptID string) context.Context {
+	return context.WithValue(ctx, keyCtxKey, &attemptInfo{key: key, attempt: attemptID})
+}

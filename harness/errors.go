@@ -1,0 +1,48 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned by Register.
+var (
+	// ErrToolName is returned when a tool has no name.
+	ErrToolName = errors.New("tool has no name")
+	// ErrDuplicateTool is returned when a tool name is registered twice.
+	ErrDuplicateTool = errors.New("tool already registered")
+)
+
+// Errors of a rejected call (Status Rejected: nothing recorded, tool not
+// run).
+var (
+	// ErrClosed is returned for calls after Close.
+	ErrClosed = errors.New("harness closed")
+	// ErrInvalidInput is returned when a call's input is not valid JSON, is
+	// too large or too deep, or does not fit the tool's schema. The wrapped
+	// keyderive error says what and where.
+	ErrInvalidInput = errors.New("invalid tool input")
+)
+
+// UnknownToolError is returned when a call names a tool that is not
+// registered.
+type UnknownToolError struct {
+	Tool string
+}
+
+func (e *UnknownToolError) Error() string {
+	return fmt.Sprintf("harness: unknown tool %q (not registered)", e.Tool)
+}
+
+// PanicError is a tool's panic, turned into an error that carries the
+// panic value and the goroutine's stack. It reaches the caller wrapped in
+// the Result's *OutcomeError.
+type PanicError struct {
+	Tool  string
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("tool %s panicked: %v", e.Tool, e.Value)
+}

@@ -1,0 +1,144 @@
+package harness
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/retryclass"
+)
+
+// EventKind names a point in the call path.
+type EventKind uint8
+
+const (
+	// EventBeforeWriteAhead: the key is derived; the journal is not yet
+	// asked.
+	EventBeforeWriteAhead EventKind = iota + 1
+	// EventAfterWriteAhead: the attempt is recorded (durably for Unkeyed
+	// tools); the tool is about to run.
+	EventAfterWriteAhead
+	// EventAfterEffect: the tool returned; its outcome is not yet recorded.
+	EventAfterEffect
+	// EventAfterOutcome: the outcome is recorded.
+	EventAfterOutcome
+	// EventRetry: a failed attempt will be retried after Delay.
+	EventRetry
+	// EventInFlight: the intent is in flight elsewhere; waiting Delay.
+	EventInFlight
+	// EventTakeover: the intent was found pending with an expired lease (a
+	// crash or a lost answer); its earlier outcome is unknown.
+	EventTakeover
+	// EventReconcile: the tool's Reconcile hook was asked.
+	EventReconcile
+	// EventResult: the call is answered (Status says how).
+	EventResult
+)
+
+var eventNames = [...]string{"", "before-write-ahead", "after-write-ahead", "after-effect", "after-outcome",
+	"retry", "in-flight", "takeover", "reconcile", "result"}
+
+// String returns the event kind's name.
+func (k EventKind) String() string {
+	if int(k) < len(eventNames) && k != 0 {
+		return eventNames[k]
+	}
+	return "event(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Event is one step of a call, as Observers and the log see it.
+type Event struct {
+	Kind    EventKind
+	Tool    string
+	Session string
+	Turn    string
+	Key     uuid.UUID
+	// Attempt is the attempt id, where one is running.
+	Attempt string
+	// Tries counts the attempts so far.
+	Tries int
+	// Class is the retry class of the failure behind a retry, in-flight
+	// wait or result.
+	Class retryclass.Class
+	// Delay is the wait before the next try (EventRetry, EventInFlight).
+	Delay time.Duration
+	// Status is set on EventResult.
+	Status Status
+	// Err is the failure behind the event, if any.
+	Err error
+}
+
+// Observer receives every event of every call, synchronously, on the
+// call's goroutine: it must be quick and safe for concurrent use. It is the
+// hook for metrics and for tests; an Observer may end the process (the
+// crash tests do) but must not call back into the Harness.
+type Observer interface {
+	Observe(ctx context.Context, e Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(ctx context.Context, e Event)
+
+// Observe calls f(ctx, e).
+func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
+
+func (h *Harness) emit(ctx context.Context, e Event) {
+	if h.opts.Observer != nil {
+		h.opts.Observer.Observe(ctx, e)
+	}
+	if h.opts.Logger != nil {
+		h.log(ctx, e)
+	}
+}
+
+// log writes the events worth a line: results, retries, waits, takeovers.
+func (h *Harness) log(ctx context.Context, e Event) {
+	var level slog.Level
+	var msg string
+	switch e.Kind {
+	case EventResult:
+		msg = "agentonce " + e.Status.String()
+		switch e.Status {
+		case Suppressed, Unknown:
+			level = slog.LevelWarn
+		case Failed, Rejected:
+			level = slog.LevelInfo
+		}
+	case EventRetry:
+		msg = "agentonce retried"
+	case EventInFlight:
+		msg = "agentonce in flight elsewhere"
+	case EventTakeover:
+		msg, level = "agentonce took over an expired lease", slog.LevelWarn
+	case EventReconcile:
+		msg = "agentonce reconcile"
+	default:
+		return
+	}
+	if !h.opts.Logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("tool", e.Tool),
+		slog.String("session", e.Session),
+		slog.String("turn", e.Turn),
+		slog.String("key", e.Key.String()),
+		slog.Int("tries", e.Tries),
+	}
+	if e.Attempt != "" {
+		attrs = append(attrs, slog.String("attempt", e.Attempt))
+	}
+	if e.Class != retryclass.Success {
+		attrs = append(attrs, slog.String("class", e.Class.String()))
+	}
+	if e.Delay > 0 {
+		attrs = append(attrs, slog.Duration("delay", e.Delay))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("error", e.Err.Error()))
+	}
+	h.opts.Logger.LogAttrs(ctx, level, msg, attrs...)
+}

@@ -1,0 +1,244 @@
+package harness
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/keyderive"
+	"github.com/agentonce/agentonce/retryclass"
+	"github.com/agentonce/agentonce/singleflight"
+)
+
+// Options configures a Harness. A nil *Options means defaults; each
+// field's zero value is its default.
+type Options struct {
+	// Owner names this process in journal leases. Zero means host name, pid
+	// and a random suffix, unique per Harness.
+	Owner string
+	// LeaseTTL is how long an attempt's lease lasts before another process
+	// may take the intent over. Zero means 1 minute; a tool's Timeout, when
+	// longer, raises it for that tool.
+	LeaseTTL time.Duration
+	// RecordTTL is how long a record is kept; zero means journal.DefaultTTL
+	// (7 days). A call after its record expired runs anew.
+	RecordTTL time.Duration
+	// Retry is the default retry policy; nil means retryclass's defaults.
+	Retry *retryclass.Policy
+	// Guard is where a recorded suppression blocks calls of the same tool
+	// with altered input; zero means the same (session, turn).
+	Guard journal.GuardScope
+	// FingerprintOnly keeps only the fingerprint of each input in the
+	// journal, not the canonical input itself (privacy).
+	FingerprintOnly bool
+	// Redact, when set, rewrites a tool's output before it is stored; the
+	// caller of the executing call still gets the original.
+	Redact func(tool string, output json.RawMessage) json.RawMessage
+	// Limits bounds inputs (size, depth); nil means keyderive's defaults
+	// (1 MiB, depth 64).
+	Limits *keyderive.Options
+	// Concurrency bounds how many distinct calls CallAll runs at once;
+	// zero means 8.
+	Concurrency int
+	// Logger receives structured events; nil means no logging.
+	Logger *slog.Logger
+	// Observer receives every event, for metrics and tests; nil means none.
+	Observer Observer
+	// CacheSize bounds the memo of raw input → key; zero means 4096
+	// entries, negative disables it.
+	CacheSize int
+}
+
+// Harness wraps an agent's tools so that one intent produces at most one
+// side effect. It is safe for concurrent use.
+type Harness struct {
+	store     journal.Store
+	ownStore  bool // Close closes the store
+	owner     string
+	opts      Options
+	namespace [16]byte
+	flights   singleflight.Group[[16]byte, Result]
+	memo      memo
+	attemptN  atomic.Uint64
+
+	mu     sync.RWMutex // guards tools and closed
+	tools  map[string]*tool
+	closed bool
+}
+
+// Open opens (or creates) the bbolt journal file at path and returns a
+// Harness on it. Close closes the journal too.
+func Open(path string, opts *Options) (*Harness, error) {
+	st, err := journal.OpenBolt(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	h := New(st, opts)
+	h.ownStore = true
+	return h, nil
+}
+
+// New returns a Harness on store. Closing the Harness does not close the
+// store.
+func New(store journal.Store, opts *Options) *Harness {
+	h := &Harness{store: store, tools: make(map[string]*tool)}
+	if opts != nil {
+		h.opts = *opts
+	}
+	if h.opts.LeaseTTL <= 0 {
+		h.opts.LeaseTTL = time.Minute
+	}
+	if h.opts.Concurrency <= 0 {
+		h.opts.Concurrency = 8
+	}
+	h.owner = h.opts.Owner
+	if h.owner == "" {
+		h.owner = defaultOwner()
+	}
+	h.namespace = store.Namespace()
+	size := h.opts.CacheSize
+	if size == 0 {
+		size = 4096
+	}
+	h.memo.max = size
+	return h
+}
+
+func defaultOwner() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Register adds tools. A name already registered, an empty name or a nil
+// Func is an error, and then none of the tools is added.
+func (h *Harness) Register(tools ...Tool) error {
+	prepared := make([]*tool, 0, len(tools))
+	seen := make(map[string]bool, len(tools))
+	h.mu.RLock()
+	for _, t := range tools {
+		if t.Name == "" {
+			h.mu.RUnlock()
+			return fmt.Errorf("harness: register: %w", ErrToolName)
+		}
+		if _, dup := h.tools[t.Name]; dup || seen[t.Name] {
+			h.mu.RUnlock()
+			return fmt.Errorf("harness: register tool %q: %w", t.Name, ErrDuplicateTool)
+		}
+		seen[t.Name] = true
+		pt, err := h.prepareTool(t)
+		if err != nil {
+			h.mu.RUnlock()
+			return err
+		}
+		prepared = append(prepared, pt)
+	}
+	h.mu.RUnlock()
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return ErrClosed
+	}
+	for _, pt := range prepared {
+		if _, dup := h.tools[pt.Name]; dup {
+			return fmt.Errorf("harness: register tool %q: %w", pt.Name, ErrDuplicateTool)
+		}
+	}
+	for _, pt := range prepared {
+		h.tools[pt.Name] = pt
+	}
+	return nil
+}
+
+func (h *Harness) prepareTool(t Tool) (*tool, error) {
+	if t.Func == nil {
+		return nil, fmt.Errorf("harness: register tool %q: Func is nil", t.Name)
+	}
+	if t.Effect > Keyed {
+		return nil, fmt.Errorf("harness: register tool %q: unknown effect kind %d", t.Name, t.Effect)
+	}
+	pt := &tool{Tool: t}
+	pt.deriver = keyderive.Deriver{Namespace: h.namespace, Options: h.opts.Limits}
+	if len(t.Schema) > 0 || len(t.Volatile) > 0 {
+		n, err := keyderive.NewNormalizer(t.Schema, t.Volatile)
+		if err != nil {
+			return nil, fmt.Errorf("harness: register tool %q: %w", t.Name, err)
+		}
+		pt.deriver.Normalizer = n
+	}
+	pt.policy = t.Retry
+	if pt.policy == nil {
+		pt.policy = h.opts.Retry
+	}
+	pt.journal = t.Effect != ReadOnly || t.Journal
+	pt.durable = t.Effect == Unkeyed
+	pt.leaseTTL = h.opts.LeaseTTL
+	if t.Timeout > 0 {
+		// Room for every attempt's timeout would be unbounded; one attempt's
+		// plus a margin is enough, since each attempt extends the lease.
+		if lt := t.Timeout + t.Timeout/2 + time.Second; lt > pt.leaseTTL {
+			pt.leaseTTL = lt
+		}
+	}
+	pt.retakeFn = pt.retake
+	return pt, nil
+}
+
+// Store returns the journal the Harness records into.
+func (h *Harness) Store() journal.Store { return h.store }
+
+// Owner returns the lease owner name of this Harness.
+func (h *Harness) Owner() string { return h.owner }
+
+// Close refuses new calls and, when the Harness opened its journal (Open),
+// closes it. Calls in progress should have returned first: a call that
+// completes after Close gets the journal's error.
+func (h *Harness) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.mu.Unlock()
+	if h.ownStore {
+		return h.store.Close()
+	}
+	return nil
+}
+
+func (h *Harness) lookup(name string) (*tool, error) {
+	h.mu.RLock()
+	t, ok := h.tools[name]
+	closed := h.closed
+	h.mu.RUnlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if !ok {
+		return nil, &UnknownToolError{Tool: name}
+	}
+	return t, nil
+}
+
+func decodeStrict(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return nil
+}

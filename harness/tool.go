@@ -1,0 +1,125 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/keyderive"
+	"github.com/agentonce/agentonce/retryclass"
+)
+
+// Effect is a tool's effect kind: what the harness may do after an attempt
+// whose outcome is unknown. The zero value is Unkeyed, the safest.
+type Effect = journal.Effect
+
+// The effect kinds, from DESIGN.md "Effect kinds".
+const (
+	// Unkeyed: the downstream has no protection. The write-ahead record is
+	// on disk before the tool runs; a maybe-executed failure is never
+	// retried; after a crash the tool's Reconcile hook is asked, and without
+	// one the outcome stays unknown until an operator resolves it.
+	Unkeyed = journal.EffectUnkeyed
+	// ReadOnly: no side effect. Runs freely and is not journaled unless
+	// Tool.Journal is set.
+	ReadOnly = journal.EffectReadOnly
+	// Idempotent: naturally idempotent (a PUT-like upsert); run again after
+	// an unknown outcome.
+	Idempotent = journal.EffectIdempotent
+	// Keyed: the downstream honours the idempotency key; run again with the
+	// same key after an unknown outcome.
+	Keyed = journal.EffectKeyed
+)
+
+// Func is a tool's implementation. Its context carries the idempotency key
+// and the attempt id (KeyFromContext, AttemptFromContext), and the
+// Transport sends them downstream.
+type Func func(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
+
+// ReconcileFunc answers, after an unknown outcome of an Unkeyed tool, "did
+// the effect for this key happen?". It returns happened=true with the
+// effect's result, happened=false if it provably did not happen (the
+// harness then runs the tool), or an error if it cannot tell (the outcome
+// stays unknown).
+type ReconcileFunc func(ctx context.Context, key uuid.UUID, input json.RawMessage) (output json.RawMessage, happened bool, err error)
+
+// Tool is one tool the agent may call. Name and Func are required; every
+// other field's zero value is a documented default.
+type Tool struct {
+	// Name is the tool's name as the model calls it.
+	Name string
+	// Effect is the tool's effect kind; zero means Unkeyed.
+	Effect Effect
+	// Func runs the tool.
+	Func Func
+	// Schema is the tool's input JSON Schema, the one the model sees. When
+	// set, inputs are normalized before keying: declared defaults filled,
+	// nulls of optional properties dropped.
+	Schema json.RawMessage
+	// Volatile names input properties left out of the key: free text such
+	// as "reason" that the model rewrites on every retry.
+	Volatile []string
+	// Reconcile is asked after an unknown outcome of an Unkeyed tool. Nil
+	// means the outcome stays unknown until resolved (agentctl resolve).
+	Reconcile ReconcileFunc
+	// Timeout bounds each attempt; zero means no timeout of the harness's
+	// own (the caller's context still applies).
+	Timeout time.Duration
+	// Retry is the retry policy; nil means the harness's Options.Retry.
+	Retry *retryclass.Policy
+	// Journal journals a ReadOnly tool too (it is not journaled by default).
+	Journal bool
+}
+
+// Typed adapts a function with typed input and output to a Tool. The input
+// is decoded from the model's JSON (unknown fields are an error the model
+// can correct) and the output encoded with encoding/json.
+func Typed[In, Out any](name string, effect Effect, fn func(ctx context.Context, in In) (Out, error)) Tool {
+	return Tool{
+		Name:   name,
+		Effect: effect,
+		Func: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+			var in In
+			if err := decodeStrict(raw, &in); err != nil {
+				return nil, retryclass.Permanent(fmt.Errorf("tool %s: decode input: %w", name, err))
+			}
+			out, err := fn(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			b, err := json.Marshal(out)
+			if err != nil {
+				// The effect happened; only its answer could not be encoded.
+				return nil, retryclass.MarkMaybeExecuted(fmt.Errorf("tool %s: encode output: %w", name, err))
+			}
+			return b, nil
+		},
+	}
+}
+
+// tool is a registered Tool with what the harness derives from it once.
+type tool struct {
+	Tool
+	deriver  keyderive.Deriver
+	policy   *retryclass.Policy
+	journal  bool // false only for unjournaled ReadOnly tools
+	durable  bool // the write-ahead must be on disk before the tool runs
+	leaseTTL time.Duration
+	retakeFn func(*journal.Record) bool // t.retake, bound once
+}
+
+func (t *tool) retake(r *journal.Record) bool {
+	switch r.State {
+	case journal.StateUnknown:
+		// The downstream (or the tool's nature) absorbs a repeat.
+		return t.Effect == Keyed || t.Effect == Idempotent
+	case journal.StateFailed:
+		// Nothing happened: a re-issued call may run.
+		return r.ErrorClass == retryclass.NotExecuted.String()
+	}
+	return false
+}
