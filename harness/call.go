@@ -428,7 +428,6 @@ func (h *Harness) invoke(ctx context.Context, t *tool, p *prepared, attemptID st
 	return t.Func(actx, p.call.Input)
 }
 
-
 // runUnjournaled runs a ReadOnly tool that is not journaled: retried on any
 // retryable failure, nothing recorded.
 func (h *Harness) runUnjournaled(ctx context.Context, p prepared) Result {
