@@ -719,3 +719,39 @@ func TestIsURL(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenMigratesOlderSchema starts from a journal whose meta table says
+// version 0 (no records table yet): Open applies the migrations, keeps the
+// stored namespace, and records the new version.
+func TestOpenMigratesOlderSchema(t *testing.T) {
+	ctx := context.Background()
+	schema := newSchema(t)
+	q := pgx.Identifier{schema}.Sanitize()
+	conn, err := pgx.Connect(ctx, pgURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	ns := uuid.New()
+	for _, stmt := range []string{
+		`CREATE SCHEMA ` + q,
+		`CREATE TABLE ` + q + `.meta (singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+			namespace uuid NOT NULL, version integer NOT NULL, created_ns bigint NOT NULL)`,
+		`INSERT INTO ` + q + `.meta (namespace, version, created_ns) VALUES ('` + ns.String() + `', 0, 0)`,
+	} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := openIn(t, schema, nil)
+	if s.Namespace() != ns {
+		t.Errorf("Namespace() after migrating = %s; want the stored %s", s.Namespace(), ns)
+	}
+	var version int
+	if err := conn.QueryRow(ctx, `SELECT version FROM `+q+`.meta`).Scan(&version); err != nil || version != postgres.SchemaVersion {
+		t.Fatalf("meta version after Open = %d, %v; want %d", version, err, postgres.SchemaVersion)
+	}
+	if _, err := s.Begin(ctx, request(1, `{}`)); err != nil {
+		t.Fatalf("Begin on the migrated schema = %v", err)
+	}
+}
