@@ -1,0 +1,375 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/agentonce/agentonce/agentoncetest"
+	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/retryclass"
+)
+
+//go:embed script.json
+var defaultScript []byte
+
+// tenant is the one customer account this demo acts for.
+const tenant = "acme"
+
+// crashPoints are the -crash-at values, named as the harness names the
+// events at which the process dies.
+var crashPoints = []harness.EventKind{
+	harness.EventBeforeWriteAhead,
+	harness.EventAfterWriteAhead,
+	harness.EventAfterEffect,
+	harness.EventAfterOutcome,
+}
+
+// options are the command's flags.
+type options struct {
+	journal   string
+	seed      uint64
+	faultRate float64
+	crashAt   string
+	crashTool string
+	crashKill bool
+	json      bool
+	reset     bool
+	script    string
+	verbose   bool
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("llm-agent", flag.ContinueOnError)
+	fs.StringVar(&o.journal, "journal", "agent-journal.db", "bbolt journal `file`; the fake APIs keep their state in FILE.downstream/")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the fault schedule")
+	fs.Float64Var(&o.faultRate, "fault-rate", 0.3, "probability in [0, 1] that a request to the APIs fails")
+	fs.StringVar(&o.crashAt, "crash-at", "", "exit with status 3 at the first call that reaches `POINT`: before-write-ahead, after-write-ahead, after-effect or after-outcome")
+	fs.StringVar(&o.crashTool, "crash-tool", "", "with -crash-at, crash only in a call of this `tool` (charge_card, send_email or set_shipping_address)")
+	fs.BoolVar(&o.crashKill, "crash-kill", false, "with -crash-at, die by SIGKILL instead of exiting with status 3")
+	fs.BoolVar(&o.json, "json", false, "print only a JSON summary on standard output")
+	fs.BoolVar(&o.reset, "reset", false, "delete the journal and the APIs' state first")
+	fs.StringVar(&o.script, "script", "", "model transcript `file` (JSON, see agentoncetest.Script); default: the built-in one")
+	fs.BoolVar(&o.verbose, "v", false, "log the harness's events to standard error")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q (all settings are flags; see -h)", fs.Arg(0))
+	}
+	if o.faultRate < 0 || o.faultRate > 1 {
+		return o, fmt.Errorf("-fault-rate %v is outside [0, 1]", o.faultRate)
+	}
+	if o.crashAt != "" && crashPoint(o.crashAt) == 0 {
+		return o, fmt.Errorf("-crash-at %q: want before-write-ahead, after-write-ahead, after-effect or after-outcome", o.crashAt)
+	}
+	switch o.crashTool {
+	case "", "charge_card", "send_email", "set_shipping_address":
+	default:
+		return o, fmt.Errorf("-crash-tool %q: want charge_card, send_email or set_shipping_address (lookup_customer is not journaled)", o.crashTool)
+	}
+	return o, nil
+}
+
+func crashPoint(name string) harness.EventKind {
+	for _, k := range crashPoints {
+		if k.String() == name {
+			return k
+		}
+	}
+	return 0
+}
+
+// summary is what a run did. Its JSON form is the -json output.
+type summary struct {
+	Journal   string  `json:"journal"`
+	Seed      uint64  `json:"seed"`
+	FaultRate float64 `json:"fault_rate"`
+	// Calls counts the tool calls the model made; the next seven count
+	// their results by status.
+	Calls      int `json:"calls"`
+	Executed   int `json:"executed"`
+	Replayed   int `json:"replayed"`
+	Collapsed  int `json:"collapsed"`
+	Suppressed int `json:"suppressed"`
+	Unknown    int `json:"unknown"`
+	Failed     int `json:"failed"`
+	Rejected   int `json:"rejected"`
+	// Retries counts attempts the harness retried; InFlightWaits counts
+	// waits for an intent in flight elsewhere (after a crash, its lease).
+	Retries       int `json:"retries"`
+	InFlightWaits int `json:"in_flight_waits"`
+	// Faults counts the faults injected, by kind.
+	Faults         map[string]int `json:"faults"`
+	FaultsInjected int            `json:"faults_injected"`
+	// SideEffects counts what the APIs really did, over every run on this
+	// journal: charges, mails, and address changes (one per intent).
+	SideEffects int `json:"side_effects"`
+	// DuplicateSideEffects counts a second charge or mail for one intent.
+	// It must be 0.
+	DuplicateSideEffects int `json:"duplicate_side_effects"`
+	// SucceededIntents counts the distinct side-effecting intents (keys)
+	// whose result in this run is a success; after a complete run it
+	// equals SideEffects.
+	SucceededIntents int `json:"succeeded_intents"`
+	// IdempotentReruns counts extra runs of the naturally idempotent
+	// upsert (harmless by nature, shown for honesty).
+	IdempotentReruns int   `json:"idempotent_reruns"`
+	ElapsedMS        int64 `json:"elapsed_ms"`
+}
+
+// demoPolicy is the retry policy, scaled down so that the demo finishes in
+// a few seconds: real APIs want waits a hundred times longer.
+var demoPolicy = &retryclass.Policy{
+	MaxAttempts:     8,
+	MaxElapsed:      10 * time.Second,
+	InitialInterval: 5 * time.Millisecond,
+	MaxInterval:     50 * time.Millisecond,
+	MaxRetryAfter:   20 * time.Millisecond,
+	InFlightBudget:  8 * time.Second,
+}
+
+// leaseTTL is how long a crashed process's claim on an intent blocks the
+// next run (the harness raises it to 1.5 × the tool timeout + 1s).
+const leaseTTL = time.Second
+
+// observer counts retries and in-flight waits, and crashes the process on
+// purpose when -crash-at says so.
+type observer struct {
+	retries, inFlight atomic.Int64
+	crashAt           harness.EventKind
+	crashTool         string
+	crashKill         bool
+	crashed           atomic.Bool
+}
+
+func (o *observer) Observe(ctx context.Context, e harness.Event) {
+	switch e.Kind {
+	case harness.EventRetry:
+		o.retries.Add(1)
+	case harness.EventInFlight:
+		o.inFlight.Add(1)
+	}
+	if o.crashAt == 0 || e.Kind != o.crashAt || (o.crashTool != "" && e.Tool != o.crashTool) {
+		return
+	}
+	if !o.crashed.CompareAndSwap(false, true) {
+		select {} // another call is crashing the process; never go on
+	}
+	how := "exit status 3"
+	if o.crashKill {
+		how = "SIGKILL"
+	}
+	fmt.Fprintf(os.Stderr, "llm-agent: crashing (%s) at %s in %s, key %s, as -crash-at asked\n", how, e.Kind, e.Tool, e.Key)
+	if o.crashKill {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	os.Exit(3)
+}
+
+// run runs the agent loop over the script and returns what happened.
+func run(ctx context.Context, o options, out io.Writer) (summary, error) {
+	start := time.Now()
+	sum := summary{Journal: o.journal, Seed: o.seed, FaultRate: o.faultRate}
+	stateDir := o.journal + ".downstream"
+	if o.reset {
+		for _, p := range []string{o.journal, stateDir} {
+			if err := os.RemoveAll(p); err != nil {
+				return sum, err
+			}
+		}
+	}
+	script, err := loadScript(o.script)
+	if err != nil {
+		return sum, err
+	}
+	model, err := agentoncetest.NewScriptedModel(script)
+	if err != nil {
+		return sum, err
+	}
+
+	a, err := startAPI(stateDir)
+	if err != nil {
+		return sum, err
+	}
+	defer a.close()
+
+	// Faults sit under the harness's Transport, so every retry crosses
+	// them. The mail API has no idempotency: a duplicated delivery or a
+	// reset after sending would send a second mail whatever the client
+	// does, so its faults are those a client can survive.
+	apiFaults := agentoncetest.NewFaultTransport(http.DefaultTransport, &agentoncetest.FaultOptions{
+		Seed: o.seed, Rate: o.faultRate, RetryAfter: time.Second,
+	})
+	mailFaults := agentoncetest.NewFaultTransport(http.DefaultTransport, &agentoncetest.FaultOptions{
+		Seed: o.seed ^ 0x6d61696c, Rate: o.faultRate, RetryAfter: time.Second,
+		Kinds: []agentoncetest.Fault{agentoncetest.LoseResponse, agentoncetest.Delay, agentoncetest.Unavailable, agentoncetest.ResetBeforeSend},
+		Match: func(r *http.Request) bool { return r.Method == http.MethodPost }, // Reconcile's query stays reliable
+	})
+	apiClient := &http.Client{Transport: &harness.Transport{Base: apiFaults}}
+	mailClient := &http.Client{Transport: &harness.Transport{Base: mailFaults}}
+
+	obs := &observer{crashAt: crashPoint(o.crashAt), crashTool: o.crashTool, crashKill: o.crashKill}
+	hopts := &harness.Options{LeaseTTL: leaseTTL, Retry: demoPolicy, Observer: obs}
+	if o.verbose {
+		hopts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	h, err := harness.Open(o.journal, hopts)
+	if err != nil {
+		return sum, err
+	}
+	defer h.Close()
+	if err := h.Register(tools(a.srv.URL, apiClient, mailClient)...); err != nil {
+		return sum, err
+	}
+
+	say := func(format string, args ...any) {
+		if !o.json {
+			fmt.Fprintf(out, format+"\n", args...)
+		}
+	}
+	say("agentonce demo: journal %s, fault seed %d, fault rate %.2f", o.journal, o.seed, o.faultRate)
+	say("(backoff scaled down for the demo: %v first wait, %v at most, Retry-After capped at %v; tool timeout %v; lease %v)",
+		demoPolicy.InitialInterval, demoPolicy.MaxInterval, demoPolicy.MaxRetryAfter, toolTimeout, leaseTTL)
+
+	succeeded := map[string]bool{}
+	var results []agentoncetest.ToolResult
+	for {
+		step, err := model.Next(ctx, results)
+		if errors.Is(err, agentoncetest.ErrScriptDone) {
+			break
+		}
+		if err != nil {
+			return sum, err
+		}
+		if step.User != "" {
+			say("\nuser  > %s", step.User)
+		}
+		results = nil
+		if step.Final() {
+			say("model > %s", step.Text)
+			continue
+		}
+		calls := make([]harness.Call, len(step.Calls))
+		for i, c := range step.Calls {
+			say("model > %s %s", c.Name, c.Input)
+			calls[i] = harness.Call{ID: c.ID, Tenant: tenant, Session: script.Session, Turn: step.Turn,
+				Tool: c.Name, Input: c.Input, StepKey: stepKey(c)}
+		}
+		for _, r := range h.CallAll(ctx, calls) {
+			sum.Calls++
+			switch r.Status {
+			case harness.Executed:
+				sum.Executed++
+			case harness.Replayed:
+				sum.Replayed++
+			case harness.Collapsed:
+				sum.Collapsed++
+			case harness.Suppressed:
+				sum.Suppressed++
+			case harness.Unknown:
+				sum.Unknown++
+			case harness.Failed:
+				sum.Failed++
+			default:
+				sum.Rejected++
+			}
+			if r.OK() && r.Tool != "lookup_customer" {
+				succeeded[r.Key.String()] = true
+			}
+			text := r.ForModel()
+			say("tool  < %-10s %s (attempts %d): %s", r.Status, r.Tool, r.Attempts, clip(text, 110))
+			results = append(results, agentoncetest.ToolResult{CallID: r.CallID, Status: r.Status.String(), Content: text})
+		}
+	}
+
+	sum.Retries = int(obs.retries.Load())
+	sum.InFlightWaits = int(obs.inFlight.Load())
+	sum.Faults = map[string]int{}
+	for _, f := range agentoncetest.AllFaults {
+		if n := apiFaults.Injected(f) + mailFaults.Injected(f); n > 0 {
+			sum.Faults[f.String()] = n
+		}
+	}
+	sum.FaultsInjected = apiFaults.TotalInjected() + mailFaults.TotalInjected()
+	sum.SideEffects = a.sideEffects()
+	sum.DuplicateSideEffects = a.duplicates()
+	sum.SucceededIntents = len(succeeded)
+	sum.IdempotentReruns = a.addresses.TotalEffects() - a.addresses.Keys()
+	sum.ElapsedMS = time.Since(start).Milliseconds()
+
+	if o.json {
+		enc := json.NewEncoder(out)
+		return sum, enc.Encode(sum)
+	}
+	printSummary(out, sum)
+	return sum, nil
+}
+
+// stepKey gives charges the order they pay for as their key: one order,
+// one charge, whatever amount or wording the model comes up with. A
+// changed input under the same order is a mismatch, suppressed.
+func stepKey(c agentoncetest.ToolCall) string {
+	if c.Name != "charge_card" {
+		return ""
+	}
+	var in struct {
+		Order string `json:"order"`
+	}
+	if json.Unmarshal(c.Input, &in) != nil || in.Order == "" {
+		return ""
+	}
+	return "charge/order/" + in.Order
+}
+
+func loadScript(path string) (agentoncetest.Script, error) {
+	if path == "" {
+		return agentoncetest.ParseScript(defaultScript)
+	}
+	return agentoncetest.LoadScript(path)
+}
+
+func printSummary(w io.Writer, s summary) {
+	var faults []string
+	for _, f := range agentoncetest.AllFaults {
+		if n := s.Faults[f.String()]; n > 0 {
+			faults = append(faults, fmt.Sprintf("%s %d", f, n))
+		}
+	}
+	slices.Sort(faults)
+	if len(faults) == 0 {
+		faults = []string{"none"}
+	}
+	fmt.Fprintf(w, "\n%d tool calls: %d executed, %d replayed, %d collapsed, %d suppressed, %d unknown, %d failed, %d rejected\n",
+		s.Calls, s.Executed, s.Replayed, s.Collapsed, s.Suppressed, s.Unknown, s.Failed, s.Rejected)
+	fmt.Fprintf(w, "faults injected: %d (%s); retries: %d; waits for an intent in flight: %d\n",
+		s.FaultsInjected, strings.Join(faults, ", "), s.Retries, s.InFlightWaits)
+	fmt.Fprintf(w, "side effects at the APIs (all runs on this journal): %d; intents that succeeded: %d; duplicate side effects: %d\n",
+		s.SideEffects, s.SucceededIntents, s.DuplicateSideEffects)
+	if s.DuplicateSideEffects != 0 {
+		fmt.Fprintln(w, "DUPLICATE SIDE EFFECTS: this is a bug in agentonce; please report it with the journal.")
+	}
+	fmt.Fprintf(w, "done in %v. Run it again: every call is answered from the journal.\n", time.Duration(s.ElapsedMS)*time.Millisecond)
+	fmt.Fprintf(w, "Inspect: go run ./cmd/agentctl ls --journal %s\n", s.Journal)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The tests run the example as a real process: the test binary re-executes
+// itself with LLM_AGENT_ARGS set, and TestMain then runs main with those
+// arguments. A crash is a real exit (status 3) or a real SIGKILL.
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv("LLM_AGENT_ARGS"); ok {
+		var a []string
+		if err := json.Unmarshal([]byte(args), &a); err != nil {
+			fmt.Fprintln(os.Stderr, "LLM_AGENT_ARGS:", err)
+			os.Exit(2)
+		}
+		os.Args = append([]string{"llm-agent"}, a...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// result is one finished run of the example.
+type result struct {
+	code   int  // exit status, -1 when killed by a signal
+	killed bool // killed by SIGKILL
+	sum    summary
+	stdout string
+	stderr string
+}
+
+func runAgent(t *testing.T, args ...string) result {
+	t.Helper()
+	b, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "LLM_AGENT_ARGS="+string(b))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.killed = ws.Signal() == syscall.SIGKILL
+		}
+	default:
+		t.Fatalf("llm-agent %v: %v", args, err)
+	}
+	if r.code == 0 && slicesContains(args, "-json") {
+		if err := json.Unmarshal(stdout.Bytes(), &r.sum); err != nil {
+			t.Fatalf("llm-agent %v: -json output %q: %v\nstderr: %s", args, stdout.String(), err, stderr.String())
+		}
+	}
+	return r
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// sideEffectIntents is the number of side-effecting intents in the
+// built-in script: charge A-1001, the receipt, the address, charge A-1002.
+const sideEffectIntents = 4
+
+// checkComplete checks a complete run's summary: every call answered, no
+// duplicate effect, and one effect per intent that succeeded.
+func checkComplete(t *testing.T, what string, r result) {
+	t.Helper()
+	s := r.sum
+	if r.code != 0 {
+		t.Fatalf("%s: exit status %d; want 0\nstderr: %s", what, r.code, r.stderr)
+	}
+	if s.DuplicateSideEffects != 0 {
+		t.Errorf("%s: duplicate_side_effects = %d; want 0", what, s.DuplicateSideEffects)
+	}
+	if s.SideEffects != s.SucceededIntents || s.SideEffects != sideEffectIntents {
+		t.Errorf("%s: side_effects = %d, succeeded_intents = %d; want both %d", what, s.SideEffects, s.SucceededIntents, sideEffectIntents)
+	}
+	if s.Calls != 10 || s.Rejected != 0 || s.Unknown != 0 || s.Failed != 0 {
+		t.Errorf("%s: calls %d, rejected %d, unknown %d, failed %d; want 10 calls, none rejected, unknown or failed", what, s.Calls, s.Rejected, s.Unknown, s.Failed)
+	}
+	if got := s.Executed + s.Replayed + s.Collapsed + s.Suppressed; got != s.Calls {
+		t.Errorf("%s: executed+replayed+collapsed+suppressed = %d; want calls = %d", what, got, s.Calls)
+	}
+}
+
+// TestSeeds runs the example with two fault seeds, then again on the same
+// journal: the second run must answer every journaled call from the
+// journal and add no side effect.
+func TestSeeds(t *testing.T) {
+	for _, seed := range []string{"1", "7"} {
+		t.Run("seed="+seed, func(t *testing.T) {
+			t.Parallel()
+			journal := filepath.Join(t.TempDir(), "agent.db")
+			first := runAgent(t, "-json", "-journal", journal, "-seed", seed, "-fault-rate", "0.4")
+			checkComplete(t, "first run", first)
+			if first.sum.FaultsInjected == 0 {
+				t.Errorf("first run: faults_injected = 0 at rate 0.4; the run proves nothing")
+			}
+			t.Logf("seed %s: %+v", seed, first.sum)
+
+			again := runAgent(t, "-json", "-journal", journal, "-seed", seed, "-fault-rate", "0.4")
+			checkComplete(t, "second run", again)
+			// Only the unjournaled lookup runs again; the suppressed calls
+			// are answered from the journal as suppressed.
+			if again.sum.Executed != 1 || again.sum.Collapsed != 0 {
+				t.Errorf("second run: executed %d, collapsed %d; want 1 (the read-only lookup), 0", again.sum.Executed, again.sum.Collapsed)
+			}
+			if again.sum.Suppressed != first.sum.Suppressed {
+				t.Errorf("second run: suppressed %d; want %d as in the first", again.sum.Suppressed, first.sum.Suppressed)
+			}
+		})
+	}
+}
+
+// TestCrashMatrix kills the example at each crash point in a call of each
+// effect kind (Keyed charge_card, Idempotent set_shipping_address, Unkeyed
+// send_email), by exit status 3 or by SIGKILL, and restarts it on the same
+// journal: the restart must finish with every call answered, no duplicate
+// effect (so no silent re-run of the Unkeyed mail), and one effect per
+// intent that succeeded.
+func TestCrashMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash matrix: 12 crash/restart pairs")
+	}
+	points := []string{"before-write-ahead", "after-write-ahead", "after-effect", "after-outcome"}
+	tools := []string{"charge_card", "set_shipping_address", "send_email"}
+	i := 0
+	for _, point := range points {
+		for _, tool := range tools {
+			kill := i%2 == 1
+			i++
+			name := point + "/" + tool
+			if kill {
+				name += "/SIGKILL"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				journal := filepath.Join(t.TempDir(), "agent.db")
+				args := []string{"-json", "-journal", journal, "-seed", "3", "-crash-at", point, "-crash-tool", tool}
+				if kill {
+					args = append(args, "-crash-kill")
+				}
+				crash := runAgent(t, args...)
+				switch {
+				case kill && !crash.killed:
+					t.Fatalf("crash run: exit status %d, killed=%v; want SIGKILL\nstderr: %s", crash.code, crash.killed, crash.stderr)
+				case !kill && crash.code != 3:
+					t.Fatalf("crash run: exit status %d; want 3\nstderr: %s", crash.code, crash.stderr)
+				}
+				if !strings.Contains(crash.stderr, "crashing") || !strings.Contains(crash.stderr, point+" in "+tool) {
+					t.Errorf("crash run stderr %q; want it to say it crashed at %s in %s", crash.stderr, point, tool)
+				}
+				restart := runAgent(t, "-json", "-journal", journal, "-seed", "3")
+				checkComplete(t, "restart", restart)
+				// The mail's write-ahead is durable: a crash after it
+				// leaves the intent pending under the dead process's lease,
+				// which the restart must wait out (then reconcile), not
+				// run over.
+				if tool == "send_email" && (point == "after-write-ahead" || point == "after-effect") && restart.sum.InFlightWaits == 0 {
+					t.Errorf("restart after %s in send_email: in_flight_waits = 0; want a wait for the crashed process's lease", point)
+				}
+			})
+		}
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		errHas string
+	}{
+		{nil, ""},
+		{[]string{"-crash-at", "after-effect", "-crash-tool", "send_email"}, ""},
+		{[]string{"-crash-at", "sometime"}, `-crash-at "sometime"`},
+		{[]string{"-crash-tool", "lookup_customer"}, "not journaled"},
+		{[]string{"-fault-rate", "2"}, "outside [0, 1]"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		_, err := parseFlags(tc.args)
+		if (tc.errHas == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.errHas)) {
+			t.Errorf("parseFlags(%q) error = %v; want one containing %q", tc.args, err, tc.errHas)
+		}
+	}
+}
+
+func TestBadFlagsExit2(t *testing.T) {
+	r := runAgent(t, "-crash-at", "never")
+	if r.code != 2 || !strings.Contains(r.stderr, "-crash-at") {
+		t.Errorf("bad -crash-at: exit %d, stderr %q; want 2 naming the flag", r.code, r.stderr)
+	}
+}
