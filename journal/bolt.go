@@ -164,6 +164,7 @@ func (s *BoltStore) checkFile(ns uuid.UUID) error {
 	if err != nil {
 		return fmt.Errorf("open journal: %w", err)
 	}
+	create := false
 	check := func(tx *bolt.Tx) error {
 		// A truncated file maps pages that are not there; reading them
 		// would fault. The meta page says how big the file must be.
@@ -174,10 +175,11 @@ func (s *BoltStore) checkFile(ns uuid.UUID) error {
 		if meta == nil {
 			empty := true
 			_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
-			if !empty || tx.Writable() == false {
+			if !empty || s.readOnly {
 				return fmt.Errorf("journal %s: %w: a bbolt file without the journal's meta bucket", s.path, ErrCorrupt)
 			}
-			return s.create(tx, ns)
+			create = true
+			return nil
 		}
 		v, n := binary.Uvarint(meta.Get(metaVersion))
 		if n <= 0 {
@@ -207,10 +209,12 @@ func (s *BoltStore) checkFile(ns uuid.UUID) error {
 			return nil
 		})
 	}
-	if s.readOnly {
-		return s.db.View(check)
+	// Checking is a read: a write transaction would rewrite the meta page
+	// (and fsync) on every open.
+	if err := s.db.View(check); err != nil || !create {
+		return err
 	}
-	return s.db.Update(check)
+	return s.db.Update(func(tx *bolt.Tx) error { return s.create(tx, ns) })
 }
 
 func (s *BoltStore) create(tx *bolt.Tx, ns uuid.UUID) error {

@@ -1,8 +1,6 @@
 package journal
 
 import (
-	"encoding/binary"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -269,57 +267,13 @@ func (ix *index) stats(now time.Time, skip map[uuid.UUID]*Record) Stats {
 	return s
 }
 
-// load indexes one encoded record without copying it: only the indexed
-// fields are read (and their strings interned).
+// load indexes one encoded record, decoding it whole: opening a journal
+// proves that every record decodes.
 func (ix *index) load(val []byte) error {
-	if len(val) == 0 {
-		return fmt.Errorf("%w: empty record", ErrCorrupt)
+	r, err := decodeRecord(val)
+	if err != nil {
+		return err
 	}
-	if val[0] > SchemaVersion {
-		return fmt.Errorf("%w: record format %d, this package reads up to %d", ErrNewerVersion, val[0], SchemaVersion)
-	}
-	var e ixEntry
-	var expires, leaseExpires int64
-	var haveKey bool
-	d := decoder{buf: val, off: 1}
-	for tag, p, ok := d.next(); ok; tag, p, ok = d.next() {
-		switch tag {
-		case tagKey:
-			if len(p) == 16 {
-				e.key, haveKey = uuid.UUID(p), true
-			}
-		case tagTenant:
-			e.tenant = str(p)
-		case tagSession:
-			e.session = str(p)
-		case tagTurn:
-			e.turn = str(p)
-		case tagTool:
-			e.tool = str(p)
-		case tagState:
-			e.state = State(d.uint(p))
-		case tagAttempt:
-			e.attempts++
-		case tagLeaseExpires:
-			leaseExpires, _ = binary.Varint(p)
-		case tagCreated:
-			e.created, _ = binary.Varint(p)
-		case tagExpires:
-			expires, _ = binary.Varint(p)
-		}
-	}
-	if d.err != nil {
-		return fmt.Errorf("%w: %v", ErrCorrupt, d.err)
-	}
-	if !haveKey || e.state == 0 {
-		return fmt.Errorf("%w: record without key or state", ErrCorrupt)
-	}
-	e.gcAt = expires
-	if e.state == StatePending && leaseExpires > expires {
-		e.gcAt = leaseExpires
-	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	ix.putLocked(&e)
+	ix.put(&r)
 	return nil
 }

@@ -1,0 +1,90 @@
+package journal_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/keyderive"
+)
+
+// One intent through the journal: begun, completed, then replayed.
+func ExampleNewMemory() {
+	ctx := context.Background()
+	s := journal.NewMemory(nil)
+	defer s.Close()
+
+	input := []byte(`{"amount":"49.00","customer":8812}`)
+	req := journal.BeginRequest{
+		Key:         uuid.NewSHA1(s.Namespace(), input), // the harness derives it with keyderive
+		Intent:      keyderive.Intent{Tenant: "acme", Session: "s1", Turn: "1", Tool: "charge"},
+		Fingerprint: keyderive.FingerprintOf(input),
+		Owner:       "agent-1",
+		AttemptID:   "att-1",
+		LeaseTTL:    time.Minute,
+		Durable:     true,
+	}
+	res, _ := s.Begin(ctx, req)
+	fmt.Println(res.Outcome == journal.Started, res.Record.State)
+
+	rec, _ := s.Complete(ctx, journal.Completion{Key: req.Key, Token: res.Token, State: journal.StateSucceeded, Output: []byte(`{"charge":"ch_1"}`)})
+	fmt.Println(rec.State, string(rec.Output))
+
+	// The model repeats the call: answered from the journal.
+	again, _ := s.Begin(ctx, req)
+	fmt.Println(again.Outcome == journal.Completed, string(again.Record.Output))
+	// Output:
+	// true pending
+	// succeeded {"charge":"ch_1"}
+	// true {"charge":"ch_1"}
+}
+
+// A journal file keeps its namespace and records across opens.
+func ExampleOpenBolt() {
+	dir, _ := os.MkdirTemp("", "journal")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "agent.journal")
+
+	s, err := journal.OpenBolt(path, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ns := s.Namespace()
+	s.Close()
+
+	s, err = journal.OpenBolt(path, &journal.Options{ReadOnly: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	fmt.Println(s.Namespace() == ns)
+	_, err = s.Begin(context.Background(), journal.BeginRequest{Key: uuid.New()})
+	fmt.Println(errors.Is(err, journal.ErrReadOnly))
+	// Output:
+	// true
+	// true
+}
+
+// Compact copies a journal into a new, dense file.
+func ExampleCompact() {
+	dir, _ := os.MkdirTemp("", "journal")
+	defer os.RemoveAll(dir)
+	src, dst := filepath.Join(dir, "agent.journal"), filepath.Join(dir, "agent.journal.compact")
+	s, _ := journal.OpenBolt(src, nil)
+	s.Close()
+
+	err := journal.Compact(context.Background(), src, dst, func(done, total int64) {
+		fmt.Printf("%d/%d records\n", done, total)
+	})
+	fmt.Println(err)
+	// Output:
+	// <nil>
+}
