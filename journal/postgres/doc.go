@@ -42,15 +42,19 @@
 // not have committed (the server commits a statement it received even if
 // the client has gone). The store does not guess: the error wraps
 // ErrOutcomeUncertain, and the harness reports the intent as unknown. An
-// error raised before anything was sent, or an ERROR the server reported,
-// is a definite failure.
+// error raised before anything was sent, a failure inside a transaction
+// before its COMMIT, or an ERROR the server reported, is a definite
+// failure. An uncertain Begin may have left a pending record under the
+// caller's lease: a retry sees it InFlight until the lease expires, then
+// takes it over.
 //
 // # Durability
 //
 // A BeginRequest or AttemptRequest with Durable false is committed with
 // synchronous_commit off for that transaction alone: it is visible to every
-// session at once, and only a crash of the server can lose it. Complete,
-// Resolve and Import always commit synchronously.
+// session at once, and only a crash of the server can lose it. Everything
+// else commits under the server's synchronous_commit setting (on unless a
+// DBA turned it off).
 //
 // # Schema and migrations
 //
