@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
+
+	"github.com/jackc/pgx/v5"
 	"time"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/keyderive"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -196,6 +199,30 @@ func (f *flight) execute(ctx context.Context, attemptID string) Result {
 	t := f.p.tool
 	for {
 		f.eventAttempt(ctx, EventAfterWriteAhead, attemptID)
+		if t.InTx != nil {
+			res, settled, err := f.attemptInTx(ctx, attemptID)
+			if settled {
+				return res
+			}
+			// The transaction rolled back with the effect: nothing happened,
+			// whatever the error says. A panic is a bug: not retried.
+			v := t.policy.Verdict(ctx, err)
+			var pe *PanicError
+			switch {
+			case errors.As(err, &pe) || v.Class == retryclass.Terminal:
+				return f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err)
+			case v.Class == retryclass.Mismatch:
+				return f.completeErr(ctx, journal.StateSuppressed, v.Class, err)
+			case v.Class != retryclass.InFlight:
+				v.Class = retryclass.NotExecuted
+			}
+			next, ok := f.retry(ctx, v, err)
+			if !ok {
+				return f.giveUp(ctx, v.Class, err)
+			}
+			attemptID = next
+			continue
+		}
 		out, err := f.h.invoke(ctx, t, f.p, attemptID)
 		f.eventAttempt(ctx, EventAfterEffect, attemptID)
 		if err == nil {
@@ -235,19 +262,75 @@ func (f *flight) execute(ctx context.Context, attemptID string) Result {
 			}
 			v.Class = retryclass.NotExecuted
 		}
-		delay, ok := f.schedule().Next(ctx, v)
+		next, ok := f.retry(ctx, v, err)
 		if !ok {
 			return f.giveUp(ctx, v.Class, err)
 		}
-		f.eventRetry(ctx, v.Class, delay, err)
-		if werr := retryclass.Wait(ctx, delay); werr != nil {
-			return f.giveUp(ctx, v.Class, err)
-		}
-		attemptID = f.h.newAttemptID()
-		if err := f.startAttempt(ctx, attemptID, v.Class.String(), err.Error()); err != nil {
-			return f.lost(ctx, err)
+		attemptID = next
+	}
+}
+
+// retry waits out the backoff for a retryable failure and records the next
+// attempt. ok is false when the budget is spent or the caller left; a lost
+// lease is answered by f.lost through giveUp's Complete, which is fenced.
+func (f *flight) retry(ctx context.Context, v retryclass.Verdict, err error) (attemptID string, ok bool) {
+	delay, ok := f.schedule().Next(ctx, v)
+	if !ok {
+		return "", false
+	}
+	f.eventRetry(ctx, v.Class, delay, err)
+	if retryclass.Wait(ctx, delay) != nil {
+		return "", false
+	}
+	attemptID = f.h.newAttemptID()
+	if serr := f.startAttempt(ctx, attemptID, v.Class.String(), err.Error()); serr != nil {
+		return "", false
+	}
+	return attemptID, true
+}
+
+// attemptInTx runs an InTx tool's effect in the transaction that records
+// its outcome. settled reports that res answers the call; otherwise err is
+// the effect's failure and the transaction rolled back.
+func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result, settled bool, err error) {
+	t, pg := f.p.tool, f.h.store.(*postgres.Store)
+	var effectErr error
+	rec, err := pg.CompleteInTx(context.WithoutCancel(ctx), f.p.d.Key, f.token,
+		func(txCtx context.Context, tx pgx.Tx) (out []byte, err error) {
+			actx := WithKey(ctx, f.p.d.Key, attemptID)
+			if t.Timeout > 0 {
+				var cancel context.CancelFunc
+				actx, cancel = context.WithTimeout(actx, t.Timeout)
+				defer cancel()
+			}
+			defer func() {
+				if r := recover(); r != nil {
+					out, err = nil, &PanicError{Tool: t.Name, Value: r, Stack: debug.Stack()}
+				}
+			}()
+			out, effectErr = t.InTx(actx, tx, f.p.call.Input)
+			return out, effectErr
+		})
+	f.eventAttempt(ctx, EventAfterEffect, attemptID)
+	switch {
+	case err == nil:
+		f.eventAttempt(ctx, EventAfterOutcome, "")
+		return f.answer(ctx, Result{Status: Executed, Output: rec.Output}), true, nil
+	case effectErr != nil && errors.Is(err, effectErr):
+		return Result{}, false, err
+	case errors.Is(err, postgres.ErrOutcomeUncertain):
+		// Effect and outcome committed together or not at all: the record
+		// tells which.
+		if rec, gerr := pg.Get(context.WithoutCancel(ctx), f.p.d.Key); gerr == nil {
+			if rec.State == journal.StateSucceeded {
+				return f.answer(ctx, Result{Status: Executed, Output: rec.Output}), true, nil
+			}
+			if rec.State == journal.StatePending && rec.Lease.Token == f.token {
+				return Result{}, false, retryclass.MarkNotExecuted(err)
+			}
 		}
 	}
+	return f.lost(ctx, err), true, nil
 }
 
 // giveUp records the outcome of a retryable failure whose budget is spent.

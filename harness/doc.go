@@ -5,7 +5,7 @@
 // Open a Harness on a journal, register tools, and send every tool call of
 // the model through Call (or CallAll for one model response):
 //
-//	h, err := harness.Open("agent.journal", nil)
+//	h, err := harness.Open(ctx, "agent.journal", nil) // or a postgres:// URL
 //	...
 //	h.Register(harness.Tool{Name: "charge_card", Effect: harness.Keyed, Func: charge})
 //	res, err := h.Call(ctx, harness.Call{Tenant: "acme", Session: "s1", Turn: "3",

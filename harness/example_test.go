@@ -29,7 +29,7 @@ func Example() {
 	defer api.Close()
 	client := &http.Client{Transport: &harness.Transport{}}
 
-	h, err := harness.Open(filepath.Join(dir, "agent.journal"), nil)
+	h, err := harness.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

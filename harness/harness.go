@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/keyderive"
 	"github.com/agentonce/agentonce/retryclass"
 	"github.com/agentonce/agentonce/singleflight"
@@ -72,18 +73,6 @@ type Harness struct {
 	mu     sync.RWMutex // guards tools and closed
 	tools  map[string]*tool
 	closed bool
-}
-
-// Open opens (or creates) the bbolt journal file at path and returns a
-// Harness on it. Close closes the journal too.
-func Open(path string, opts *Options) (*Harness, error) {
-	st, err := journal.OpenBolt(path, nil)
-	if err != nil {
-		return nil, err
-	}
-	h := New(st, opts)
-	h.ownStore = true
-	return h, nil
 }
 
 // New returns a Harness on store. Closing the Harness does not close the
@@ -161,7 +150,11 @@ func (h *Harness) Register(tools ...Tool) error {
 }
 
 func (h *Harness) prepareTool(t Tool) (*tool, error) {
-	if t.Func == nil {
+	if t.InTx != nil {
+		if _, ok := h.store.(*postgres.Store); !ok {
+			return nil, fmt.Errorf("harness: register tool %q: InTx needs a journal on PostgreSQL, not %T", t.Name, h.store)
+		}
+	} else if t.Func == nil {
 		return nil, fmt.Errorf("harness: register tool %q: Func is nil", t.Name)
 	}
 	if t.Effect > Keyed {

@@ -230,7 +230,7 @@ func TestReplayAfterSuccessAndReopen(t *testing.T) {
 		}}
 	c := call("charge_card", `{"amount":4900,"currency":"usd"}`)
 
-	h, err := harness.Open(path, &harness.Options{Retry: fastRetry})
+	h, err := harness.Open(context.Background(), path, &harness.Options{Retry: fastRetry})
 	require.NoError(t, err)
 	require.NoError(t, h.Register(tool))
 	first, err := h.Call(context.Background(), c)
@@ -243,7 +243,7 @@ func TestReplayAfterSuccessAndReopen(t *testing.T) {
 	require.Equal(t, first.ForModel(), again.ForModel())
 	require.NoError(t, h.Close())
 
-	h2, err := harness.Open(path, &harness.Options{Retry: fastRetry})
+	h2, err := harness.Open(context.Background(), path, &harness.Options{Retry: fastRetry})
 	require.NoError(t, err)
 	defer h2.Close()
 	require.NoError(t, h2.Register(tool))
