@@ -372,7 +372,7 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 	if s.readOnly {
 		return BeginResult{}, fmt.Errorf("journal %s: %w: begin %s", s.path, ErrReadOnly, req.Key)
 	}
-	if err := s.persist(st, d.write, req.Durable); err != nil {
+	if err := s.persist(st, d.write, req.Durable || d.durable); err != nil {
 		return BeginResult{}, err
 	}
 	return d.result, nil

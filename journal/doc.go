@@ -58,7 +58,9 @@
 // safe to run twice.
 //
 // Begin on a settled record (the replay path) is one bbolt read transaction
-// and writes nothing.
+// and writes nothing. A Retake, which turns a settled record back into a
+// pending one, is therefore always written durably: the replay path reads
+// only the file.
 //
 // # TTL and GC
 //

@@ -40,6 +40,10 @@ type beginDecision struct {
 	// needGuard says the key is absent and the caller must check the
 	// suppression guard before writing.
 	needGuard bool
+	// durable says write must be durable whatever the request says: a
+	// retaken record replaces a settled one, which a store may answer
+	// from its file without looking further.
+	durable bool
 }
 
 // decideBegin decides Begin for the current record cur (nil when absent).
@@ -61,6 +65,7 @@ func decideBegin(cur *Record, req *BeginRequest, now time.Time) beginDecision {
 			needGuard: req.Guard != GuardOff,
 		}
 	}
+	retaken := false
 	switch {
 	case fingerprintsDiffer(cur, req):
 		return beginDecision{result: BeginResult{Outcome: Mismatch, Record: *cur}}
@@ -68,6 +73,7 @@ func decideBegin(cur *Record, req *BeginRequest, now time.Time) beginDecision {
 		if !retake(cur, req) {
 			return beginDecision{result: BeginResult{Outcome: Completed, Record: *cur}}
 		}
+		retaken = true
 	case now.Before(cur.Lease.Expires):
 		return beginDecision{result: BeginResult{Outcome: InFlight, Record: *cur}}
 	}
@@ -82,7 +88,7 @@ func decideBegin(cur *Record, req *BeginRequest, now time.Time) beginDecision {
 	if exp := now.Add(recordTTL(req.RecordTTL)); exp.After(r.Expires) {
 		r.Expires = exp
 	}
-	return beginDecision{result: BeginResult{Outcome: TakenOver, Record: r, Token: r.Lease.Token}, write: &r}
+	return beginDecision{result: BeginResult{Outcome: TakenOver, Record: r, Token: r.Lease.Token}, write: &r, durable: retaken}
 }
 
 // retake asks req.Retake about a settled record, on a copy so that the

@@ -997,6 +997,7 @@ func testBeginRetake(e *env) {
 	e.same("Get after Mismatch with Retake", e.get(req.Key), unknown)
 
 	yes := no
+	yes.Durable = false // the retake must still be seen by every later call
 	yes.Retake = func(r *journal.Record) bool {
 		r.State = journal.StateFailed // a callback cannot change the record
 		return true
