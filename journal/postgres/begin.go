@@ -223,10 +223,13 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest, fresh
 		return res, false, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if !req.Durable {
-		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-			return res, false, err
+	// asyncCommit applies BeginRequest.Durable to this transaction.
+	asyncCommit := func() error {
+		if req.Durable {
+			return nil
 		}
+		_, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`)
+		return err
 	}
 	r, err := scanRow(tx.QueryRow(ctx, s.sql.lockForTx, req.Key))
 	found := err == nil
@@ -243,6 +246,7 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest, fresh
 		}
 	}
 	if found && !gone(&rec, now) {
+		settled := rec.State.Settled()
 		// Pending with an expired lease, or a settled record the caller
 		// retakes: the caller becomes the owner under the next token.
 		r, err := scanRow(tx.QueryRow(ctx, s.sql.takeOver, req.Key, req.Owner,
@@ -252,6 +256,13 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest, fresh
 		}
 		if rec, err = r.record(); err != nil {
 			return res, false, err
+		}
+		// A retake replaces a settled outcome: always durable, so that a
+		// server crash cannot bring back the outcome the caller overrode.
+		if !settled {
+			if err := asyncCommit(); err != nil {
+				return res, false, err
+			}
 		}
 		if err := tx.Commit(ctx); err != nil {
 			return res, false, &commitError{err}
@@ -285,6 +296,9 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest, fresh
 		}
 	}
 	if err != nil {
+		return res, false, err
+	}
+	if err := asyncCommit(); err != nil {
 		return res, false, err
 	}
 	if err := tx.Commit(ctx); err != nil {

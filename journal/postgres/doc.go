@@ -52,7 +52,9 @@
 //
 // A BeginRequest or AttemptRequest with Durable false is committed with
 // synchronous_commit off for that transaction alone: it is visible to every
-// session at once, and only a crash of the server can lose it. Everything
+// session at once, and only a crash of the server can lose it. A Retake is
+// always committed synchronously, since it overrides a settled outcome.
+// Everything
 // else commits under the server's synchronous_commit setting (on unless a
 // DBA turned it off).
 //
