@@ -228,7 +228,7 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 	if o.verbose {
 		hopts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	h, err := harness.Open(o.journal, hopts)
+	h, err := harness.Open(ctx, o.journal, hopts)
 	if err != nil {
 		return sum, err
 	}
