@@ -56,7 +56,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("llm-agent", flag.ContinueOnError)
 	fs.StringVar(&o.journal, "journal", "agent-journal.db", "bbolt journal `file`; the fake APIs keep their state in FILE.downstream/")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the fault schedule")
-	fs.Float64Var(&o.faultRate, "fault-rate", 0.3, "probability in [0, 1] that a request to the APIs fails")
+	fs.Float64Var(&o.faultRate, "fault-rate", 0.4, "probability in [0, 1] that a request to the APIs fails")
 	fs.StringVar(&o.crashAt, "crash-at", "", "exit with status 3 at the first call that reaches `POINT`: before-write-ahead, after-write-ahead, after-effect or after-outcome")
 	fs.StringVar(&o.crashTool, "crash-tool", "", "with -crash-at, crash only in a call of this `tool` (charge_card, send_email or set_shipping_address)")
 	fs.BoolVar(&o.crashKill, "crash-kill", false, "with -crash-at, die by SIGKILL instead of exiting with status 3")
