@@ -26,6 +26,10 @@ import (
 // the journal). Tool failures are not errors of Call: they are in the
 // Result, with Status Failed, Suppressed or Unknown.
 func (h *Harness) Call(ctx context.Context, c Call) (Result, error) {
+	if err := h.enter(); err != nil {
+		return Result{CallID: c.ID, Tool: c.Tool, Status: Rejected, Err: err}, err
+	}
+	defer h.exit()
 	p := h.prepare(c)
 	if p.err != nil {
 		return p.rejected(), p.err
@@ -82,10 +86,24 @@ func (h *Harness) do(ctx context.Context, p prepared) Result {
 			Err: fmt.Errorf("harness: tool %q key %s: call not answered: %w", p.call.Tool, p.d.Key, err)}
 	}
 	res.CallID = p.call.ID
-	if joined && res.Status == Executed {
-		res.Status = Collapsed
+	if joined {
+		if res.Status == Executed {
+			res.Status = Collapsed
+		}
+		h.emitJoined(ctx, &p, res)
 	}
 	return res
+}
+
+// emitJoined reports the result of a call that shared another's flight;
+// the flight reported its own.
+func (h *Harness) emitJoined(ctx context.Context, p *prepared, res Result) {
+	e := Event{Kind: EventResult, Tool: p.call.Tool, Session: p.call.Session, Turn: p.call.Turn,
+		Key: p.d.Key, Tries: res.Attempts, Status: res.Status, Err: res.Err}
+	if oe, ok := res.Err.(*OutcomeError); ok {
+		e.Class = oe.Class
+	}
+	h.emit(ctx, e)
 }
 
 // flight is the state of one execution of an intent.

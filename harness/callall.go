@@ -12,6 +12,13 @@ import (
 // call that could not be answered has Status Rejected and its Err says why.
 func (h *Harness) CallAll(ctx context.Context, calls []Call) []Result {
 	results := make([]Result, len(calls))
+	if err := h.enter(); err != nil {
+		for i, c := range calls {
+			results[i] = Result{CallID: c.ID, Tool: c.Tool, Status: Rejected, Err: err}
+		}
+		return results
+	}
+	defer h.exit()
 	type group struct {
 		p    prepared
 		idxs []int
@@ -52,8 +59,11 @@ func (h *Harness) CallAll(ctx context.Context, calls []Call) []Result {
 			for n, i := range g.idxs {
 				r := res
 				r.CallID = calls[i].ID
-				if n > 0 && r.Status == Executed {
-					r.Status = Collapsed
+				if n > 0 {
+					if r.Status == Executed {
+						r.Status = Collapsed
+					}
+					h.emitJoined(ctx, &g.p, r)
 				}
 				results[i] = r
 			}

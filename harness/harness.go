@@ -70,9 +70,10 @@ type Harness struct {
 	memo      memo
 	attemptN  atomic.Uint64
 
-	mu     sync.RWMutex // guards tools and closed
-	tools  map[string]*tool
-	closed bool
+	mu      sync.RWMutex // guards tools and closed
+	tools   map[string]*tool
+	closed  bool
+	running sync.WaitGroup // calls in progress; Add only under mu with !closed
 }
 
 // New returns a Harness on store. Closing the Harness does not close the
@@ -193,9 +194,9 @@ func (h *Harness) Store() journal.Store { return h.store }
 // Owner returns the lease owner name of this Harness.
 func (h *Harness) Owner() string { return h.owner }
 
-// Close refuses new calls and, when the Harness opened its journal (Open),
-// closes it. Calls in progress should have returned first: a call that
-// completes after Close gets the journal's error.
+// Close refuses new calls, waits for the calls in progress to finish (their
+// outcomes are recorded), and then, when the Harness opened its journal
+// (Open), closes it. A tool that never returns keeps Close waiting.
 func (h *Harness) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -204,20 +205,30 @@ func (h *Harness) Close() error {
 	}
 	h.closed = true
 	h.mu.Unlock()
+	h.running.Wait()
 	if h.ownStore {
 		return h.store.Close()
 	}
 	return nil
 }
 
+// enter counts a call in, or refuses it after Close; exit counts it out.
+func (h *Harness) enter() error {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.closed {
+		return ErrClosed
+	}
+	h.running.Add(1)
+	return nil
+}
+
+func (h *Harness) exit() { h.running.Done() }
+
 func (h *Harness) lookup(name string) (*tool, error) {
 	h.mu.RLock()
 	t, ok := h.tools[name]
-	closed := h.closed
 	h.mu.RUnlock()
-	if closed {
-		return nil, ErrClosed
-	}
 	if !ok {
 		return nil, &UnknownToolError{Tool: name}
 	}
