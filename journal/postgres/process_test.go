@@ -111,7 +111,7 @@ func runChild(job string) error {
 			fmt.Printf("child: %s %d\n", outcomeName(res.Outcome), res.Token)
 		}
 		fmt.Println("child: holding")
-		select {}
+		time.Sleep(time.Hour) // until the parent kills us
 	case "take":
 		// After the holder died: take over, then act by the effect kind.
 		for _, i := range []int{0, 1} {
@@ -161,7 +161,7 @@ func runChild(job string) error {
 			}
 			if os.Getenv(childArgEnv) == "hang" {
 				fmt.Println("child: in effect")
-				select {}
+				time.Sleep(time.Hour) // until the parent kills us
 			}
 			return []byte(`"done"`), nil
 		})
