@@ -138,4 +138,8 @@
 //
 // List streams rows from one query and holds a pooled connection until the
 // loop ends. GC deletes in one statement.
+//
+// The store relies on pgx's per-connection prepared statements. Behind a
+// pooler in transaction mode (PgBouncer), add default_query_exec_mode=exec
+// to the URL.
 package postgres
