@@ -108,14 +108,18 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 
 // wait blocks until f returns or ctx ends, whichever comes first.
 func (g *Group[K, V]) wait(ctx context.Context, f *flight[V], joined bool) (v V, err error, _ bool) {
-	select {
-	case <-f.done:
-	case <-ctx.Done():
+	if ctxDone := ctx.Done(); ctxDone == nil {
+		<-f.done // a plain receive is cheaper than a select with a nil case
+	} else {
 		select {
-		case <-f.done: // both ready: the result is worth more than the error
-		default:
-			g.leave(ctx, f)
-			return v, context.Cause(ctx), joined
+		case <-f.done:
+		case <-ctxDone:
+			select {
+			case <-f.done: // both ready: the result is worth more than the error
+			default:
+				g.leave(ctx, f)
+				return v, context.Cause(ctx), joined
+			}
 		}
 	}
 	if f.goexit && !joined {
@@ -158,13 +162,14 @@ func (g *Group[K, V]) run(ctx context.Context, key K, f *flight[V], fn func(cont
 			f.cancel(nil) // release the context; fn is done with it
 		}
 		g.mu.Lock()
-		if g.m[key] == f {
-			delete(g.m, key)
-		}
-		if f.done != nil {
-			close(f.done)
-		}
+		delete(g.m, key) // f is the only flight for key until this line
+		done := f.done   // nobody can find f to make or replace it any more
 		g.mu.Unlock()
+		// Wake the waiters outside the lock: with a thousand of them,
+		// readying each one would otherwise hold up every other key.
+		if done != nil {
+			close(done)
+		}
 	}()
 	func() {
 		defer func() {
