@@ -268,3 +268,44 @@ func BenchmarkOpenReadOnly(b *testing.B) {
 		s.Close()
 	}
 }
+
+// BenchmarkListSession separates the session query from the open: with
+// the store open, listing one session through the index (the filter ls
+// --session passes) against scanning every record for it.
+func BenchmarkListSession(b *testing.B) {
+	path, n := benchJournal(b)
+	s, err := journal.OpenBolt(path, &journal.Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	session := "s-" + strconv.Itoa(n/bigSessionSize/2)
+	count := func(f journal.Filter) int {
+		found := 0
+		for r, err := range s.List(context.Background(), f) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r.Intent.Session == session {
+				found++
+			}
+		}
+		return found
+	}
+	b.Run("agentonce", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if got := count(journal.Filter{Session: session}); got != bigSessionSize {
+				b.Fatalf("found %d; want %d", got, bigSessionSize)
+			}
+		}
+	})
+	b.Run("baseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if got := count(journal.Filter{}); got != bigSessionSize {
+				b.Fatalf("found %d; want %d", got, bigSessionSize)
+			}
+		}
+	})
+}

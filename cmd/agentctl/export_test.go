@@ -97,6 +97,13 @@ func TestImportFromStdin(t *testing.T) {
 	if !strings.Contains(out.String(), "imported 12 records") || exportOf(t, dst) != first {
 		t.Errorf("import from stdin: %q", out)
 	}
+
+	// A terminal on standard input: refuse rather than wait.
+	e, _, errb = testEnv(true)
+	e.stdinTTY = true
+	if code := run(context.Background(), e, []string{"import", "--journal", dst}); code != exitUsage || !strings.Contains(errb.String(), "standard input is a terminal") {
+		t.Errorf("import from a terminal = %d, %q", code, errb)
+	}
 }
 
 func TestImportRejectsAndWritesNothing(t *testing.T) {

@@ -74,6 +74,9 @@ func runImport(ctx context.Context, e *env, o *importOptions) error {
 	var in io.Reader
 	name := o.input
 	if o.input == "-" {
+		if e.stdinTTY {
+			return usageErrorf("import reads an export from FILE or standard input, and standard input is a terminal; run agentctl import FILE")
+		}
 		in, name = e.stdin, "standard input"
 	} else {
 		f, err := os.Open(o.input)

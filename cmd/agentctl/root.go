@@ -23,9 +23,11 @@ type env struct {
 	now    func() time.Time
 	// loc is the zone for human output (time.Local in the process).
 	loc *time.Location
-	// stdoutTTY and stderrTTY choose human output and the progress bar.
+	// stdoutTTY and stderrTTY choose human output and the progress bar;
+	// stdinTTY stops import from waiting on a terminal for an export.
 	stdoutTTY bool
 	stderrTTY bool
+	stdinTTY  bool
 	// user is the default operator for resolve --by ($USER@hostname).
 	user func() string
 }
@@ -40,6 +42,7 @@ func osEnv() *env {
 		loc:       time.Local,
 		stdoutTTY: isTerminal(os.Stdout),
 		stderrTTY: isTerminal(os.Stderr),
+		stdinTTY:  isTerminal(os.Stdin),
 		user:      defaultUser,
 	}
 }
