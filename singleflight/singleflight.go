@@ -24,11 +24,15 @@ type flight[V any] struct {
 	err    error
 	goexit bool // fn called runtime.Goexit
 
+	// cancel cancels fn's context; nil when fn got the starter's own
+	// context, which cannot be cancelled. Set before fn starts, then only
+	// read.
+	cancel context.CancelCauseFunc
+
 	// These are guarded by Group.mu.
-	done      chan struct{}           // made when someone must wait; closed when val and err are set
-	waiters   int                     // callers still waiting, the starter included
-	abandoned bool                    // every waiter left and ctx was cancelled
-	cancel    context.CancelCauseFunc // nil when fn got a context that cannot be cancelled
+	done      chan struct{} // made when someone must wait; closed, outside the lock, once f is out of the map
+	waiters   int           // callers still waiting, the starter included
+	abandoned bool          // every waiter left and fn's context was cancelled
 }
 
 // Do runs fn once per key at a time and returns its result.
