@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agentonce/agentonce/agentoncetest"
@@ -450,6 +452,36 @@ func FuzzParseKey(f *testing.F) {
 		q := `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(k) + `"`
 		if k2, err := agentoncetest.ParseKey(q); err != nil || k2 != k {
 			t.Fatalf("ParseKey(%q) = %q, %v; want %q (round trip of %q)", q, k2, err, k, in)
+		}
+	})
+}
+
+// TestDownstreamTTLSynctest checks expiry on the default clock, in a
+// synctest bubble where time.Now is fake: no Now seam, no sleeping.
+func TestDownstreamTTLSynctest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d, err := agentoncetest.NewDownstream(&charges{}, &agentoncetest.DownstreamOptions{TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		post := func() (int, bool) {
+			req := httptest.NewRequest("POST", "/charges", strings.NewReader(`{}`))
+			req.Header.Set("Idempotency-Key", "k")
+			w := httptest.NewRecorder()
+			d.ServeHTTP(w, req)
+			return w.Code, w.Header().Get("Idempotent-Replayed") == "true"
+		}
+		for _, step := range []struct {
+			wait     time.Duration
+			replayed bool
+		}{{0, false}, {time.Hour - time.Second, true}, {time.Second, false}, {time.Minute, true}} {
+			time.Sleep(step.wait)
+			if code, replayed := post(); code != 201 || replayed != step.replayed {
+				t.Errorf("after %v more: %d replayed=%v; want 201 replayed=%v", step.wait, code, replayed, step.replayed)
+			}
+		}
+		if e := d.Effects("k"); e != 2 {
+			t.Errorf("Effects(k) = %d; want 2 (one per TTL window)", e)
 		}
 	})
 }
