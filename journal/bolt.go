@@ -22,8 +22,8 @@ import (
 // for concurrent use by many goroutines; one process at a time may open the
 // file for writing (bbolt's file lock).
 //
-// Writes go through a group-commit loop (see commit.go), so concurrent
-// writers share fsyncs. Decisions about one key are serialized by a striped
+// Writes are group-committed (see commit.go), so concurrent writers share
+// fsyncs. Decisions about one key are serialized by a striped
 // per-key mutex held from the read that decides to the commit that records
 // the decision. Non-durable writes (BeginRequest.Durable false) live in a
 // per-stripe overlay until a durable write of the same key or Close
@@ -39,10 +39,12 @@ type BoltStore struct {
 	stripes [256]stripe
 	ix      *index
 
-	writes   chan *writeOp
 	maxBatch int
 	delay    time.Duration
-	loopDone chan struct{}
+
+	cmu     sync.Mutex
+	queue   []*writeOp // writes waiting for a group commit; guarded by cmu
+	leading bool       // a writer is committing a group; guarded by cmu
 
 	// closeMu is held shared by every call for its duration and
 	// exclusively by Close, so Close waits for calls in progress.
@@ -133,11 +135,6 @@ func OpenBolt(path string, opts *Options) (s *BoltStore, err error) {
 		_ = db.Close()
 		s.db = nil
 		return nil, err
-	}
-	if !o.ReadOnly {
-		s.writes = make(chan *writeOp, 1024)
-		s.loopDone = make(chan struct{})
-		go s.loop()
 	}
 	return s, nil
 }
@@ -717,26 +714,48 @@ func (s *BoltStore) Close() error {
 	s.closed = true
 	var err error
 	if !s.readOnly {
-		close(s.writes)
-		<-s.loopDone
-		over := s.overlaySnapshot()
-		if len(over) > 0 {
-			err = s.db.Update(func(tx *bolt.Tx) error {
-				recs := tx.Bucket(bucketRecords)
-				for _, r := range over {
-					if err := recs.Put(r.Key[:], encodeRecord(nil, r)); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				err = fmt.Errorf("journal %s: persisting %d non-durable records: %w", s.path, len(over), err)
-			}
+		// Every call has returned, so no group commit is running.
+		if err = s.flushOverlay(); err != nil {
+			err = fmt.Errorf("journal %s: persisting non-durable records: %w", s.path, err)
 		}
 	}
 	if cerr := s.db.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("journal %s: %w", s.path, cerr)
 	}
 	return err
+}
+
+// flushOverlay writes the overlay's records, in key order (bbolt inserts
+// in order without moving what it already holds) and in transactions of
+// compactTxRecords.
+func (s *BoltStore) flushOverlay() error {
+	over := s.overlaySnapshot()
+	recs := make([]*Record, 0, len(over))
+	for _, r := range over {
+		recs = append(recs, r)
+	}
+	slices.SortFunc(recs, func(a, b *Record) int { return compareKeys(a.Key, b.Key) })
+	for len(recs) > 0 {
+		chunk := recs[:min(len(recs), compactTxRecords)]
+		recs = recs[len(chunk):]
+		err := s.writeTx(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketRecords)
+			for _, r := range chunk {
+				if err := b.Put(r.Key[:], encodeRecord(nil, r)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range chunk {
+			st := s.stripe(r.Key)
+			st.mu.Lock()
+			delete(st.overlay, r.Key)
+			st.mu.Unlock()
+		}
+	}
+	return nil
 }

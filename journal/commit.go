@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -12,76 +13,74 @@ import (
 // zero: more writers than a machine usually runs at once.
 const defaultMaxBatch = 256
 
-// writeOp is one write waiting for the commit loop. fn must be safe to run
+// writeOp is one write waiting for a group commit. fn must be safe to run
 // more than once: when a group's transaction fails, each op of the group is
 // run again alone, so that one bad write does not fail its neighbours.
 type writeOp struct {
 	fn func(tx *bolt.Tx) error
-	// after, if not nil, runs in the loop once fn's transaction committed:
-	// the in-memory index follows the file in commit order.
+	// after, if not nil, runs once fn's transaction committed, before the
+	// next group commits: the in-memory index follows the file in commit
+	// order.
 	after func()
-	done  chan error
+	// done receives the op's result, or errLead when the op's writer is to
+	// commit the next group itself.
+	done chan error
 }
+
+// errLead hands the commit to a waiting writer.
+var errLead = errors.New("lead the next group commit")
 
 // commit runs fn in a write transaction shared with the writes queued
 // beside it, then after, and returns once that transaction is durable.
+//
+// Group commit without a goroutine of its own: a writer that finds no
+// commit running commits the queue itself (so a lone writer pays no
+// hand-off and waits for no timer); writers that arrive meanwhile queue up,
+// and when the group is done the first of them is told to commit the next
+// group, which then holds every write that arrived during the previous
+// fsync. The group size so follows the concurrency, up to
+// Options.MaxBatchSize; Options.MaxBatchDelay makes each committer wait that
+// long for more writers first.
 func (s *BoltStore) commit(fn func(tx *bolt.Tx) error, after func()) error {
 	op := &writeOp{fn: fn, after: after, done: make(chan error, 1)}
-	s.writes <- op
+	s.cmu.Lock()
+	s.queue = append(s.queue, op)
+	lead := !s.leading
+	s.leading = true
+	s.cmu.Unlock()
+	if !lead {
+		if err := <-op.done; err != errLead {
+			return err
+		}
+	}
+	if s.delay > 0 {
+		s.cmu.Lock()
+		short := len(s.queue) < s.maxBatch
+		s.cmu.Unlock()
+		if short {
+			time.Sleep(s.delay)
+		}
+	}
+	s.cmu.Lock()
+	n := min(len(s.queue), s.maxBatch)
+	batch := make([]*writeOp, n)
+	copy(batch, s.queue)
+	s.queue = append(s.queue[:0], s.queue[n:]...)
+	s.cmu.Unlock()
+
+	s.run(batch) // answers op too: it is batch[0]
+
+	s.cmu.Lock()
+	if len(s.queue) > 0 {
+		s.queue[0].done <- errLead
+	} else {
+		s.leading = false
+	}
+	s.cmu.Unlock()
 	return <-op.done
 }
 
-// loop is the group-commit loop. It takes the first queued write at once (an
-// idle store does not wait for a timer), gathers whatever else is queued (and,
-// with Options.MaxBatchDelay, whatever arrives within that delay), and
-// commits them in one transaction: one fsync pair for the group. Writers
-// that arrive while a transaction commits form the next group, so the
-// group size follows the concurrency.
-func (s *BoltStore) loop() {
-	defer close(s.loopDone)
-	debug.SetPanicOnFault(true)
-	batch := make([]*writeOp, 0, s.maxBatch)
-	for op := range s.writes {
-		batch = append(batch[:0], op)
-		batch = s.gather(batch)
-		s.run(batch)
-		clear(batch)
-	}
-}
-
-func (s *BoltStore) gather(batch []*writeOp) []*writeOp {
-drain:
-	for len(batch) < s.maxBatch {
-		select {
-		case op, ok := <-s.writes:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, op)
-		default:
-			break drain
-		}
-	}
-	if s.delay <= 0 || len(batch) >= s.maxBatch {
-		return batch
-	}
-	t := time.NewTimer(s.delay)
-	defer t.Stop()
-	for len(batch) < s.maxBatch {
-		select {
-		case op, ok := <-s.writes:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, op)
-		case <-t.C:
-			return batch
-		}
-	}
-	return batch
-}
-
-// run commits batch and answers each op.
+// run commits batch in one transaction and answers each op.
 func (s *BoltStore) run(batch []*writeOp) {
 	err := s.writeTx(func(tx *bolt.Tx) error {
 		for _, op := range batch {
@@ -117,5 +116,6 @@ func (s *BoltStore) writeTx(fn func(tx *bolt.Tx) error) (err error) {
 			err = fmt.Errorf("journal %s: %w: %v", s.path, ErrCorrupt, p)
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return s.db.Update(fn)
 }
