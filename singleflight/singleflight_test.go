@@ -84,13 +84,27 @@ func TestDoThousandCallersOneExecution(t *testing.T) {
 func TestDoWaiterLeavesFlightRunning(t *testing.T) {
 	// Whichever caller leaves, starter or joiner, the flight goes on for
 	// the other and its context stays live.
-	for _, leaver := range []string{"starter", "joiner"} {
-		t.Run(leaver, func(t *testing.T) {
+	tests := []struct {
+		name              string
+		starterBackground bool // the starter's ctx cannot end: fn runs on its goroutine
+		leaver            string
+	}{
+		{"starter leaves", false, "starter"},
+		{"joiner leaves", false, "joiner"},
+		{"joiner leaves a starter running fn itself", true, "joiner"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var g singleflight.Group[string, int]
 				cause := errors.New("user hung up")
 				starterCtx, cancelStarter := context.WithCancelCause(context.Background())
+				defer cancelStarter(nil)
+				if tc.starterBackground {
+					starterCtx = context.Background()
+				}
 				joinerCtx, cancelJoiner := context.WithCancelCause(context.Background())
+				defer cancelJoiner(nil)
 				var runs atomic.Int32
 				var fnCtxErr error
 				release := make(chan struct{})
@@ -110,17 +124,17 @@ func TestDoWaiterLeavesFlightRunning(t *testing.T) {
 
 				left, stayed := &starter, &joiner
 				cancel := cancelStarter
-				if leaver == "joiner" {
+				if tc.leaver == "joiner" {
 					left, stayed, cancel = &joiner, &starter, cancelJoiner
 				}
 				cancel(cause)
 				synctest.Wait()
 				// The leaver must be back before fn is released.
 				if left.err == nil {
-					t.Fatalf("%s still waiting after its context ended", leaver)
+					t.Fatalf("%s still waiting after its context ended", tc.leaver)
 				}
 				if !errors.Is(left.err, cause) || left.v != 0 {
-					t.Errorf("%s: Do = %d, %v; want 0, %v", leaver, left.v, left.err, cause)
+					t.Errorf("%s: Do = %d, %v; want 0, %v", tc.leaver, left.v, left.err, cause)
 				}
 				close(release)
 				wg.Wait()
@@ -136,10 +150,23 @@ func TestDoWaiterLeavesFlightRunning(t *testing.T) {
 				if n := runs.Load(); n != 1 {
 					t.Errorf("fn ran %d times; want 1", n)
 				}
-				cancelStarter(nil)
-				cancelJoiner(nil)
 			})
 		})
+	}
+}
+
+func TestDoFlightContextHasNoDeadline(t *testing.T) {
+	// The starter's deadline is its own: the flight outlives it if others
+	// still wait, so fn must not inherit it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	var g singleflight.Group[string, bool]
+	has, _, _ := g.Do(ctx, "k", func(ctx context.Context) (bool, error) {
+		_, ok := ctx.Deadline()
+		return ok, nil
+	})
+	if has {
+		t.Error("fn's context has the starter's deadline; want none")
 	}
 }
 
@@ -373,6 +400,35 @@ func TestDoGoexit(t *testing.T) {
 	}
 }
 
+func TestDoGoexitAfterStarterLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g singleflight.Group[string, int]
+		starterCtx, cancelStarter := context.WithCancel(context.Background())
+		release := make(chan struct{})
+		fn := func(context.Context) (int, error) {
+			<-release
+			runtime.Goexit()
+			return 1, nil
+		}
+		var starter, joiner result
+		var wg sync.WaitGroup
+		wg.Go(func() { starter.v, starter.err, starter.joined = g.Do(starterCtx, "k", fn) })
+		synctest.Wait()
+		wg.Go(func() { joiner.v, joiner.err, joiner.joined = g.Do(context.Background(), "k", fn) })
+		synctest.Wait()
+		cancelStarter()
+		synctest.Wait()
+		close(release)
+		wg.Wait()
+		if !errors.Is(starter.err, context.Canceled) {
+			t.Errorf("starter that left: err = %v; want context.Canceled", starter.err)
+		}
+		if !errors.Is(joiner.err, singleflight.ErrGoexit) {
+			t.Errorf("joiner: err = %v; want ErrGoexit", joiner.err)
+		}
+	})
+}
+
 func TestDoDistinctKeysRunInParallel(t *testing.T) {
 	const keys = 50
 	for _, tc := range contexts {
@@ -479,8 +535,11 @@ func TestDoHammer(t *testing.T) {
 			for range calls {
 				key := rand.IntN(keys)
 				ctx, cancel := context.WithCancel(context.Background())
-				if rand.IntN(4) == 0 {
+				switch rand.IntN(4) {
+				case 0:
 					go cancel()
+				case 1:
+					ctx = context.Background() // fn runs on this goroutine if it starts
 				}
 				v, err, _ := g.Do(ctx, key, func(ctx context.Context) (int64, error) {
 					if n := running[key].Add(1); n != 1 {
