@@ -77,7 +77,8 @@ type command struct {
 	main func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
 }
 
-// commands is filled by each command's file, in the order help lists them.
+// commands lists every command (each defined in its own file) in the order
+// help lists them.
 func commands() []*command {
 	return []*command{
 		lsCommand, showCommand, statsCommand, deriveCommand, replayCommand,

@@ -55,9 +55,10 @@ func parseKey(s string) (uuid.UUID, error) {
 	return k, nil
 }
 
-// notFound names the key that has no record.
-func notFound(key uuid.UUID, err error) error {
-	return &cliError{code: exitNotFound, err: fmt.Errorf("no record for key %s in this journal: %w", key, err),
+// notFound names the key that has no record. The store's error says the
+// same with less context, so it is not repeated.
+func notFound(key uuid.UUID, _ error) error {
+	return &cliError{code: exitNotFound, err: fmt.Errorf("no record for key %s in this journal", key),
 		hint: "check the key and --journal (agentctl ls lists keys); an expired record may have been removed by gc"}
 }
 
