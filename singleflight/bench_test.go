@@ -11,17 +11,6 @@ import (
 	xsync "golang.org/x/sync/singleflight"
 )
 
-// benchContexts: fn runs on the caller's goroutine for a context that cannot
-// be cancelled and on a goroutine of its own otherwise, so both are
-// measured. The baseline takes no context; it is the same code under both.
-var benchContexts = []struct {
-	name string
-	ctx  func() (context.Context, context.CancelFunc)
-}{
-	{"background", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
-	{"cancelable", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }},
-}
-
 // benchKeys are made before the timer starts so that both sides pay the
 // same (nothing) for keys. Calls are sequential, so each is a new flight.
 var benchKeys = func() []string {
@@ -35,7 +24,7 @@ var benchKeys = func() []string {
 // BenchmarkDistinct measures a call that collapses with nothing: the cost
 // paid by every call that has no duplicate.
 func BenchmarkDistinct(b *testing.B) {
-	for _, bc := range benchContexts {
+	for _, bc := range contexts {
 		b.Run(bc.name, func(b *testing.B) {
 			b.Run("agentonce", func(b *testing.B) {
 				ctx, cancel := bc.ctx()
@@ -113,7 +102,7 @@ func burst(b *testing.B, prepare func(fn func() int) func() int) {
 // BenchmarkBurst measures burstCallers goroutines calling with one key at
 // once; read ns/caller (ns/op counts b.N callers rounded up to whole bursts).
 func BenchmarkBurst(b *testing.B) {
-	for _, bc := range benchContexts {
+	for _, bc := range contexts {
 		b.Run(bc.name, func(b *testing.B) {
 			b.Run("agentonce", func(b *testing.B) {
 				ctx, cancel := bc.ctx()

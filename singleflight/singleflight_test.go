@@ -16,9 +16,10 @@ import (
 	"github.com/agentonce/agentonce/singleflight"
 )
 
-// contexts is the table every behaviour is checked against: fn runs on the
-// starter's goroutine for a context that cannot be cancelled and on a
-// goroutine of its own otherwise, and callers must not see the difference.
+// contexts is the table every behaviour and benchmark runs under: fn runs
+// on the starter's goroutine for a context that cannot be cancelled and on
+// a goroutine of its own otherwise, and callers must not see the difference
+// (the benchmarks show what it costs).
 var contexts = []struct {
 	name string
 	ctx  func() (context.Context, context.CancelFunc)
