@@ -129,6 +129,18 @@ type summary struct {
 	// upsert (harmless by nature, shown for honesty).
 	IdempotentReruns int   `json:"idempotent_reruns"`
 	ElapsedMS        int64 `json:"elapsed_ms"`
+	// Results lists every call's result in order.
+	Results []callResult `json:"results"`
+}
+
+// callResult is one call's result in the JSON summary.
+type callResult struct {
+	CallID   string `json:"call_id"`
+	Turn     string `json:"turn"`
+	Tool     string `json:"tool"`
+	Status   string `json:"status"`
+	Key      string `json:"key"`
+	Attempts int    `json:"attempts"`
 }
 
 // demoPolicy is the retry policy, scaled down so that the demo finishes in
@@ -272,6 +284,8 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 		}
 		for _, r := range h.CallAll(ctx, calls) {
 			sum.Calls++
+			sum.Results = append(sum.Results, callResult{CallID: r.CallID, Turn: step.Turn, Tool: r.Tool,
+				Status: r.Status.String(), Key: r.Key.String(), Attempts: r.Attempts})
 			switch r.Status {
 			case harness.Executed:
 				sum.Executed++

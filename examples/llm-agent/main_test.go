@@ -139,47 +139,106 @@ func TestSeeds(t *testing.T) {
 // intent that succeeded.
 func TestCrashMatrix(t *testing.T) {
 	if testing.Short() {
-		t.Skip("crash matrix: 12 crash/restart pairs")
+		t.Skip("crash matrix: 24 crash/restart pairs")
 	}
 	points := []string{"before-write-ahead", "after-write-ahead", "after-effect", "after-outcome"}
 	tools := []string{"charge_card", "set_shipping_address", "send_email"}
-	i := 0
 	for _, point := range points {
 		for _, tool := range tools {
-			kill := i%2 == 1
-			i++
-			name := point + "/" + tool
-			if kill {
-				name += "/SIGKILL"
-			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				journal := filepath.Join(t.TempDir(), "agent.db")
-				args := []string{"-json", "-journal", journal, "-seed", "3", "-crash-at", point, "-crash-tool", tool}
+			for _, kill := range []bool{false, true} {
+				name := point + "/" + tool + "/exit3"
 				if kill {
-					args = append(args, "-crash-kill")
+					name = point + "/" + tool + "/SIGKILL"
 				}
-				crash := runAgent(t, args...)
-				switch {
-				case kill && !crash.killed:
-					t.Fatalf("crash run: exit status %d, killed=%v; want SIGKILL\nstderr: %s", crash.code, crash.killed, crash.stderr)
-				case !kill && crash.code != 3:
-					t.Fatalf("crash run: exit status %d; want 3\nstderr: %s", crash.code, crash.stderr)
-				}
-				if !strings.Contains(crash.stderr, "crashing") || !strings.Contains(crash.stderr, point+" in "+tool) {
-					t.Errorf("crash run stderr %q; want it to say it crashed at %s in %s", crash.stderr, point, tool)
-				}
-				restart := runAgent(t, "-json", "-journal", journal, "-seed", "3")
-				checkComplete(t, "restart", restart)
-				// The mail's write-ahead is durable: a crash after it
-				// leaves the intent pending under the dead process's lease,
-				// which the restart must wait out (then reconcile), not
-				// run over.
-				if tool == "send_email" && (point == "after-write-ahead" || point == "after-effect") && restart.sum.InFlightWaits == 0 {
-					t.Errorf("restart after %s in send_email: in_flight_waits = 0; want a wait for the crashed process's lease", point)
-				}
-			})
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					crashAndRestart(t, point, tool, kill)
+				})
+			}
 		}
+	}
+}
+
+// firstCall is the id of the first call of each tool in the built-in
+// script: the call the crash hits.
+var firstCall = map[string]string{"charge_card": "call_2", "send_email": "call_4", "set_shipping_address": "call_8"}
+
+// stateFile is where each tool's API keeps its counts.
+var stateFile = map[string]string{"charge_card": "charges.json", "send_email": "emails.json", "set_shipping_address": "addresses.json"}
+
+// effectsOnDisk reads the effects an API recorded in its state file: what
+// really happened before the crash.
+func effectsOnDisk(t *testing.T, journal, tool string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(journal+".downstream", stateFile[tool]))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Counts []struct{ Effects int }
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("state file of %s: %v", tool, err)
+	}
+	n := 0
+	for _, c := range st.Counts {
+		n += c.Effects
+	}
+	return n
+}
+
+// crashAndRestart crashes a fault-free run at point in the first call of
+// tool (so that the point means exactly what it says: after-effect is
+// after a successful effect), checks on disk that the effect had or had
+// not happened, then restarts under faults.
+func crashAndRestart(t *testing.T, point, tool string, kill bool) {
+	journal := filepath.Join(t.TempDir(), "agent.db")
+	args := []string{"-json", "-journal", journal, "-fault-rate", "0", "-crash-at", point, "-crash-tool", tool}
+	if kill {
+		args = append(args, "-crash-kill")
+	}
+	crash := runAgent(t, args...)
+	switch {
+	case kill && !crash.killed:
+		t.Fatalf("crash run: exit status %d, killed=%v; want SIGKILL\nstderr: %s", crash.code, crash.killed, crash.stderr)
+	case !kill && crash.code != 3:
+		t.Fatalf("crash run: exit status %d; want 3\nstderr: %s", crash.code, crash.stderr)
+	}
+	if !strings.Contains(crash.stderr, "crashing") || !strings.Contains(crash.stderr, point+" in "+tool) {
+		t.Errorf("crash run stderr %q; want it to say it crashed at %s in %s", crash.stderr, point, tool)
+	}
+	wantBefore := 0
+	if point == "after-effect" || point == "after-outcome" {
+		wantBefore = 1
+	}
+	if n := effectsOnDisk(t, journal, tool); n != wantBefore {
+		t.Fatalf("after the crash at %s, the %s API recorded %d effects; want %d", point, tool, n, wantBefore)
+	}
+	restart := runAgent(t, "-json", "-journal", journal, "-seed", "3", "-fault-rate", "0.4")
+	checkComplete(t, "restart", restart)
+
+	// The crashed call, as the restart answers it.
+	var got callResult
+	for _, r := range restart.sum.Results {
+		if r.CallID == firstCall[tool] {
+			got = r
+		}
+	}
+	want := "executed" // before the outcome: run (again) or reconciled
+	if point == "after-outcome" {
+		want = "replayed" // the recorded outcome is answered, not re-run
+	}
+	if got.Status != want {
+		t.Errorf("restart: %s (%s) status %q; want %q", firstCall[tool], tool, got.Status, want)
+	}
+	// The mail's write-ahead is durable: a crash after it leaves the
+	// intent pending under the dead process's lease, which the restart
+	// must wait out (then reconcile), not run over.
+	if tool == "send_email" && (point == "after-write-ahead" || point == "after-effect") && restart.sum.InFlightWaits == 0 {
+		t.Errorf("restart after %s in send_email: in_flight_waits = 0; want a wait for the crashed process's lease", point)
 	}
 }
 
