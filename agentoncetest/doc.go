@@ -5,8 +5,8 @@
 //
 // The three parts compose by wrapping, outermost first:
 //
-//	agent loop (ScriptedModel) → harness → http.Client{Transport: key-setting
-//	transport → FaultTransport → http.Transport} → loopback Server → Downstream → your handler
+//	agent loop (ScriptedModel) → harness → http.Client{Transport: harness.Transport
+//	→ FaultTransport → http.Transport} → loopback Server → Downstream → your handler
 //
 // so every retry the harness makes crosses the faults, and the Downstream
 // sees what a real payment API would see. A test then asserts counts:
@@ -23,7 +23,9 @@
 // is 400; stored responses expire after a TTL (24 hours by default, counted
 // from the first request). Errors are RFC 9457 problem details
 // (application/problem+json). It is meant to be put in front of real
-// handlers, not only in tests.
+// handlers, not only in tests. With DownstreamOptions.Passthrough it
+// enforces nothing and only counts: the unprotected API of an Unkeyed tool,
+// where Duplicates shows what a blind re-run would have cost.
 //
 // A side effect is a call into the wrapped handler whose response was
 // stored with a status below 400 (DownstreamOptions.IsEffect changes the

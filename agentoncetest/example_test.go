@@ -137,3 +137,33 @@ func ExampleScriptedModel() {
 	// turn 1: send_email {"to": "a@example.com"}
 	// model: Sent.
 }
+
+// ParseKey reads both forms of the header: the IETF draft's Structured
+// Field string and the bare token most clients send.
+func ExampleParseKey() {
+	for _, v := range []string{`"8e03978e-40d5-43e8-bc93-6894a57f9324"`, "order-8812", `"open`} {
+		k, err := agentoncetest.ParseKey(v)
+		fmt.Printf("%q %v\n", k, err)
+	}
+	// Output:
+	// "8e03978e-40d5-43e8-bc93-6894a57f9324" <nil>
+	// "order-8812" <nil>
+	// "" key "\"open": unterminated string
+}
+
+// FaultFor shows the plan of a seeded schedule without sending anything:
+// the same seed gives the same plan on every run.
+func ExampleFaultFor() {
+	opts := &agentoncetest.FaultOptions{Seed: 42, Rate: 0.5,
+		Script: []agentoncetest.Fault{agentoncetest.LoseResponse}}
+	for n := 1; n <= 6; n++ {
+		fmt.Println(n, agentoncetest.FaultFor(opts, n))
+	}
+	// Output:
+	// 1 lose-response
+	// 2 duplicate
+	// 3 duplicate
+	// 4 reset-after-send
+	// 5 none
+	// 6 delay
+}
