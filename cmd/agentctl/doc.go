@@ -56,6 +56,6 @@
 //   - compact replaces the file by rename; an agent that opened the old file
 //     in the moment between the copy and the rename would write into the
 //     replaced file. Stop every agent first.
-//   - import holds the whole export in memory while it checks it, so that a
-//     bad line or a conflict leaves the journal untouched.
+//   - import reads its input twice (check, then write); standard input is
+//     first copied to a temporary file of mode 0600.
 package main

@@ -11,8 +11,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/agentonce/agentonce/journal"
 )
@@ -28,11 +30,13 @@ Nothing is written until the whole input has been read and checked: every
 line must parse, and every record must either be new or identical to the
 one the journal already holds (identical ones are skipped). A bad line or
 a conflicting record is reported with its line number and nothing is
-imported.
+imported. The input is read twice (standard input is first copied to a
+temporary file), so memory does not grow with the export's size.
 
 The export's namespace must be the journal's, or keys derived later would
-not match the imported records. --create creates the journal (a bbolt file)
-when it does not exist, with the export's namespace.`,
+not match the imported records. --create creates the journal (a bbolt file,
+or the PostgreSQL schema) when it does not exist, with the export's
+namespace.`,
 	main: importMain,
 }
 
@@ -45,7 +49,7 @@ type importOptions struct {
 func importMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	var o importOptions
 	o.journal.register(fs)
-	fs.BoolVar(&o.create, "create", false, "create the journal file if it does not exist")
+	fs.BoolVar(&o.create, "create", false, "create the journal if it does not exist")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -61,52 +65,74 @@ func importMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) er
 	return runImport(ctx, e, &o)
 }
 
-// importLine is one parsed record with where it came from.
-type importLine struct {
-	line int
-	rec  journal.Record
-}
+// importWorkers write records concurrently, so that the store's group
+// commit shares one sync among many of them.
+const importWorkers = 32
 
 func runImport(ctx context.Context, e *env, o *importOptions) error {
 	if err := o.journal.resolve(e); err != nil {
 		return err
 	}
-	var in io.Reader
-	name := o.input
-	if o.input == "-" {
-		if e.stdinTTY {
-			return usageErrorf("import reads an export from FILE or standard input, and standard input is a terminal; run agentctl import FILE")
-		}
-		in, name = e.stdin, "standard input"
-	} else {
-		f, err := os.Open(o.input)
-		if err != nil {
-			return usageErrorf("import: %v", err)
-		}
-		defer f.Close()
-		in = f
-	}
-
-	// Pass 1: read and check everything before writing anything. The
-	// records are kept in memory (a journal export is its records' size).
-	ns, recs, err := readExport(in, name)
+	in, name, cleanup, err := openImportInput(e, o.input)
 	if err != nil {
 		return err
 	}
+	defer cleanup()
 
 	exists, err := journalExists(ctx, e, &o.journal)
 	if err != nil {
 		return err
 	}
 	create := o.create && !exists
-	if create && ns == uuid.Nil {
+	if !exists && !create {
+		_, err := o.journal.open(ctx, e, true) // the one "not found" error
+		return err
+	}
+
+	// Pass 1: read and check everything before writing anything. Against
+	// an existing journal the check runs on a read-only open, so that a
+	// refused import leaves the file as it was, byte for byte.
+	var check journal.Store
+	if exists {
+		if check, err = o.journal.open(ctx, e, true); err != nil {
+			return err
+		}
+		defer check.Close()
+	}
+	present := map[uuid.UUID]bool{} // identical records already stored
+	total := 0
+	ns, err := scanExport(in, name, func(ns uuid.UUID, line int, rec *journal.Record) error {
+		total++
+		if check == nil {
+			return nil
+		}
+		old, err := check.Get(ctx, rec.Key)
+		switch {
+		case isNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		case !sameRecord(&old, rec):
+			return &cliError{code: exitConflict,
+				err:  fmt.Errorf("%s line %d: key %s: %w", name, line, rec.Key, journal.ErrExists),
+				hint: "nothing was imported; compare with agentctl show " + rec.Key.String()}
+		}
+		present[rec.Key] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case check != nil && ns != uuid.Nil && ns != check.Namespace():
+		return &cliError{code: exitConflict,
+			err:  fmt.Errorf("%s was exported from a journal with another namespace than %s", name, o.journal.location),
+			hint: "its keys would not match: import into a new journal with --create"}
+	case create && ns == uuid.Nil:
 		return usageErrorf("%s has no export header, so its namespace is unknown; import it into an existing journal", name)
 	}
-	fresh := recs
-	if !create {
-		// Check against a read-only open, so that a refused import leaves
-		// the file as it was, byte for byte.
-		if fresh, err = checkImport(ctx, e, o, name, ns, recs); err != nil {
+	if check != nil {
+		if err := check.Close(); err != nil {
 			return err
 		}
 	}
@@ -123,17 +149,86 @@ func runImport(ctx context.Context, e *env, o *importOptions) error {
 	defer s.Close()
 
 	// Pass 2: write. Another process may have written meanwhile; Import
-	// still refuses a different record.
-	for i, l := range fresh {
-		if err := s.Import(ctx, l.rec); err != nil {
-			return fmt.Errorf("%s line %d: key %s: %w (the %d records before it were imported)", name, l.line, l.rec.Key, err, i)
-		}
+	// still refuses a different record, and running the same import again
+	// finishes the job (identical records are skipped).
+	if _, err := in.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	work := make(chan importLine, importWorkers)
+	var mu sync.Mutex
+	written := 0
+	for range importWorkers {
+		g.Go(func() error {
+			for l := range work {
+				if err := s.Import(gctx, l.rec); err != nil {
+					return fmt.Errorf("%s line %d: key %s: %w (some records were imported; run the import again once resolved: identical records are skipped)", name, l.line, l.rec.Key, err)
+				}
+				mu.Lock()
+				written++
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		defer close(work)
+		_, err := scanExport(in, name, func(_ uuid.UUID, line int, rec *journal.Record) error {
+			if present[rec.Key] {
+				return nil
+			}
+			select {
+			case work <- importLine{line: line, rec: *rec}:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		})
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	if err := s.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "imported %d records into %s (%d already present)\n", len(fresh), o.journal.location, len(recs)-len(fresh))
+	fmt.Fprintf(e.stdout, "imported %d records into %s (%d already present)\n", written, o.journal.location, total-written)
 	return nil
+}
+
+// openImportInput opens the export to read twice: the file, or standard
+// input copied to a temporary file (mode 0600: an export holds secrets).
+func openImportInput(e *env, input string) (io.ReadSeeker, string, func(), error) {
+	if input != "-" {
+		f, err := os.Open(input)
+		if err != nil {
+			return nil, "", nil, usageErrorf("import: %v", err)
+		}
+		return f, input, func() { f.Close() }, nil
+	}
+	if e.stdinTTY {
+		return nil, "", nil, usageErrorf("import reads an export from FILE or standard input, and standard input is a terminal; run agentctl import FILE")
+	}
+	f, err := os.CreateTemp("", "agentctl-import-*.jsonl")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	cleanup := func() { f.Close(); os.Remove(f.Name()) }
+	if _, err := io.Copy(f, e.stdin); err != nil {
+		cleanup()
+		return nil, "", nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		cleanup()
+		return nil, "", nil, err
+	}
+	return f, "standard input", cleanup, nil
+}
+
+// importLine is one parsed record with where it came from.
+type importLine struct {
+	line int
+	rec  journal.Record
 }
 
 // journalExists reports whether the journal is there: the file exists, or
@@ -154,37 +249,6 @@ func journalExists(ctx context.Context, e *env, j *journalFlags) (bool, error) {
 	return true, s.Close()
 }
 
-// checkImport opens the journal read-only and returns the records it does
-// not hold yet, or an error if the namespace differs or a record with the
-// same key differs.
-func checkImport(ctx context.Context, e *env, o *importOptions, name string, ns uuid.UUID, recs []importLine) ([]importLine, error) {
-	s, err := o.journal.open(ctx, e, true)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	if ns != uuid.Nil && ns != s.Namespace() {
-		return nil, &cliError{code: exitConflict,
-			err:  fmt.Errorf("%s was exported from a journal with another namespace than %s", name, o.journal.location),
-			hint: "its keys would not match: import into a new journal with --create"}
-	}
-	var fresh []importLine
-	for _, l := range recs {
-		old, err := s.Get(ctx, l.rec.Key)
-		switch {
-		case isNotFound(err):
-			fresh = append(fresh, l)
-		case err != nil:
-			return nil, err
-		case !sameRecord(&old, &l.rec):
-			return nil, &cliError{code: exitConflict,
-				err:  fmt.Errorf("%s line %d: key %s: %w", name, l.line, l.rec.Key, journal.ErrExists),
-				hint: "nothing was imported; compare with agentctl show " + l.rec.Key.String()}
-		}
-	}
-	return fresh, s.Close()
-}
-
 // sameRecord compares two records through their export form, which holds
 // every field.
 func sameRecord(a, b *journal.Record) bool {
@@ -193,10 +257,12 @@ func sameRecord(a, b *journal.Record) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
-// readExport parses an export: an optional header line, then records.
-func readExport(r io.Reader, name string) (uuid.UUID, []importLine, error) {
+// scanExport parses an export: an optional header line, then records,
+// calling fn for each record with the header's namespace (zero when there
+// is none). A line that does not parse, or a key seen twice, stops it with
+// an error naming the line.
+func scanExport(r io.Reader, name string, fn func(ns uuid.UUID, line int, rec *journal.Record) error) (uuid.UUID, error) {
 	var ns uuid.UUID
-	var out []importLine
 	seen := map[uuid.UUID]int{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 256<<20)
@@ -215,14 +281,14 @@ func readExport(r io.Reader, name string) (uuid.UUID, []importLine, error) {
 			dec := json.NewDecoder(bytes.NewReader(b))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&h); err != nil {
-				return ns, nil, bad("export header: %v", err)
+				return ns, bad("export header: %v", err)
 			}
 			if h.Export != exportFormat {
-				return ns, nil, bad("export format %d; this agentctl reads format %d", h.Export, exportFormat)
+				return ns, bad("export format %d; this agentctl reads format %d", h.Export, exportFormat)
 			}
 			u, err := uuid.Parse(h.Namespace)
 			if err != nil || u == uuid.Nil {
-				return ns, nil, bad("export header: namespace %q is not a UUID", h.Namespace)
+				return ns, bad("export header: namespace %q is not a UUID", h.Namespace)
 			}
 			ns = u
 			continue
@@ -231,23 +297,36 @@ func readExport(r io.Reader, name string) (uuid.UUID, []importLine, error) {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&j); err != nil {
-			return ns, nil, bad("%v", err)
+			return ns, bad("%v", err)
 		}
 		if dec.More() {
-			return ns, nil, bad("more than one JSON value on the line")
+			return ns, bad("more than one JSON value on the line")
 		}
 		rec, err := fromJSON(&j)
 		if err != nil {
-			return ns, nil, bad("%v", err)
+			return ns, bad("%v", err)
 		}
 		if prev, dup := seen[rec.Key]; dup {
-			return ns, nil, bad("key %s again (first on line %d)", rec.Key, prev)
+			return ns, bad("key %s again (first on line %d)", rec.Key, prev)
 		}
 		seen[rec.Key] = line
-		out = append(out, importLine{line: line, rec: rec})
+		if err := fn(ns, line, &rec); err != nil {
+			return ns, err
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return ns, nil, fmt.Errorf("reading %s after line %d: %w", name, line, err)
+		return ns, fmt.Errorf("reading %s after line %d: %w", name, line, err)
 	}
-	return ns, out, nil
+	return ns, nil
+}
+
+// readExport parses a whole export into memory (for tests and small
+// inputs).
+func readExport(r io.Reader, name string) (uuid.UUID, []importLine, error) {
+	var out []importLine
+	ns, err := scanExport(r, name, func(_ uuid.UUID, line int, rec *journal.Record) error {
+		out = append(out, importLine{line: line, rec: *rec})
+		return nil
+	})
+	return ns, out, err
 }
