@@ -68,7 +68,9 @@ type Harness struct {
 	namespace [16]byte
 	flights   singleflight.Group[[16]byte, Result]
 	memo      memo
-	attemptN  atomic.Uint64
+	// localReads enables the replay fast path (see replay).
+	localReads bool
+	attemptN   atomic.Uint64
 
 	mu      sync.RWMutex // guards tools and closed
 	tools   map[string]*tool
@@ -94,6 +96,11 @@ func New(store journal.Store, opts *Options) *Harness {
 		h.owner = defaultOwner()
 	}
 	h.namespace = store.Namespace()
+	// A read of a local store costs about a microsecond, less than joining
+	// a flight; a read of PostgreSQL is a round trip that a new call would
+	// pay on top of Begin's.
+	_, remote := store.(*postgres.Store)
+	h.localReads = !remote
 	size := h.opts.CacheSize
 	if size == 0 {
 		size = 4096
@@ -245,4 +252,13 @@ func decodeStrict(raw json.RawMessage, v any) error {
 		return fmt.Errorf("trailing data after the JSON value")
 	}
 	return nil
+}
+
+// now is the store's clock when it shows one (so that record expiry is
+// judged as the store judges it), else time.Now.
+func (h *Harness) now() time.Time {
+	if c, ok := h.store.(interface{ Now() time.Time }); ok {
+		return c.Now()
+	}
+	return time.Now()
 }

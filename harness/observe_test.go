@@ -55,7 +55,7 @@ func TestObserverAndLog(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, 2, kinds[harness.EventBeforeWriteAhead], "one per flight: the executing one and the replay")
+	require.Equal(t, 1, kinds[harness.EventBeforeWriteAhead], "one per flight; the replay is a read")
 	require.Equal(t, 2, kinds[harness.EventAfterWriteAhead], "one per attempt")
 	require.Equal(t, 2, kinds[harness.EventAfterEffect])
 	require.Equal(t, 1, kinds[harness.EventAfterOutcome])
