@@ -41,8 +41,16 @@ type result struct {
 
 func runAgent(t *testing.T, args ...string) result {
 	t.Helper()
+	return runAgentIn(t, "", args...)
+}
+
+// runAgentIn runs the example with dir as its working directory ("" is
+// the test's).
+func runAgentIn(t *testing.T, dir string, args ...string) result {
+	t.Helper()
 	b, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LLM_AGENT_ARGS="+string(b))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -239,6 +247,49 @@ func crashAndRestart(t *testing.T, point, tool string, kill bool) {
 	// must wait out (then reconcile), not run over.
 	if tool == "send_email" && (point == "after-write-ahead" || point == "after-effect") && restart.sum.InFlightWaits == 0 {
 		t.Errorf("restart after %s in send_email: in_flight_waits = 0; want a wait for the crashed process's lease", point)
+	}
+}
+
+// TestDefaultRun is the README's main job: no flags, twice, in a fresh
+// directory. The second run answers from ./agent-journal.db.
+func TestDefaultRun(t *testing.T) {
+	dir := t.TempDir()
+	first := runAgentIn(t, dir)
+	second := runAgentIn(t, dir)
+	for i, r := range []result{first, second} {
+		if r.code != 0 || !strings.Contains(r.stdout, "duplicate side effects: 0") {
+			t.Errorf("run %d: exit %d, output:\n%s\nstderr: %s\nwant exit 0 and no duplicate side effects", i+1, r.code, r.stdout, r.stderr)
+		}
+	}
+	if !strings.Contains(second.stdout, "10 tool calls: 1 executed, 7 replayed, 0 collapsed, 2 suppressed") {
+		t.Errorf("second run summary:\n%s\nwant 1 executed (the read-only lookup), 7 replayed, 2 suppressed", second.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "agent-journal.db")); err != nil {
+		t.Errorf("default journal: %v", err)
+	}
+}
+
+// TestCustomScript drives the example with a transcript of its own: the
+// model charges, then re-issues the charge in a new user turn.
+func TestCustomScript(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script.json")
+	os.WriteFile(script, []byte(`{"session": "s2", "turns": [
+	  {"steps": [{"calls": [{"id": "a", "name": "charge_card", "input": {"customer": "8812", "order": "B-1", "amount_cents": 700, "currency": "EUR"}}]},
+	             {"text": "charged"}]},
+	  {"steps": [{"calls": [{"id": "b", "name": "charge_card", "input": {"customer": "8812", "order": "B-1", "amount_cents": 700, "currency": "EUR"}}]},
+	             {"expect": {"b": "replayed"}, "text": "already charged"}]}]}`), 0o600)
+	r := runAgent(t, "-json", "-journal", filepath.Join(dir, "j.db"), "-script", script, "-fault-rate", "0.5", "-seed", "9")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+	}
+	if s := r.sum; s.Calls != 2 || s.SideEffects != 1 || s.DuplicateSideEffects != 0 || s.Replayed != 1 {
+		t.Errorf("custom script: calls %d, side_effects %d, duplicates %d, replayed %d; want 2, 1, 0, 1", s.Calls, s.SideEffects, s.DuplicateSideEffects, s.Replayed)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"turns": [{"steps": [{"calls": [{"id": "x"}]}]}]}`), 0o600)
+	if r := runAgent(t, "-journal", filepath.Join(dir, "k.db"), "-script", bad); r.code != 1 || !strings.Contains(r.stderr, bad) {
+		t.Errorf("bad script: exit %d, stderr %q; want 1 and the file named", r.code, r.stderr)
 	}
 }
 
