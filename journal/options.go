@@ -25,7 +25,10 @@ type Options struct {
 
 	// MaxBatchSize and MaxBatchDelay tune group commit: concurrent writes
 	// that arrive within MaxBatchDelay share one fsync, up to MaxBatchSize
-	// writes. Zero means the store's tuned defaults. (bbolt only.)
+	// writes. Zero MaxBatchSize means 256. Zero MaxBatchDelay means no
+	// wait: a group holds the writes that queued while the previous group
+	// committed, so its size follows the concurrency and a lone write is
+	// committed at once. (bbolt only.)
 	MaxBatchSize  int
 	MaxBatchDelay time.Duration
 

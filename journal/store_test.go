@@ -3,6 +3,7 @@ package journal_test
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agentonce/agentonce/internal/journaltest"
 	"github.com/agentonce/agentonce/journal"
@@ -23,4 +24,25 @@ func TestMemoryConformance(t *testing.T) {
 	journaltest.Run(t, func(t *testing.T, opts *journal.Options) journal.Store {
 		return journal.NewMemory(opts)
 	})
+}
+
+// The hammer at a larger scale than the conformance suite runs it.
+func TestHammer(t *testing.T) {
+	opts := journaltest.HammerOptions{Goroutines: 64, Keys: 32, Rounds: 3}
+	if testing.Short() {
+		opts = journaltest.HammerOptions{Goroutines: 16, Keys: 16, Rounds: 2}
+	}
+	for name, open := range map[string]func(*testing.T, *journal.Options) journal.Store{
+		"bolt": openBolt,
+		"memory": func(t *testing.T, opts *journal.Options) journal.Store {
+			return journal.NewMemory(opts)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clk := &journaltest.Clock{}
+			s := open(t, &journal.Options{Now: clk.Now, MaxBatchDelay: time.Duration(0)})
+			defer s.Close()
+			journaltest.Hammer(t, s, clk, opts)
+		})
+	}
 }

@@ -57,6 +57,8 @@ func Hammer(t *testing.T, s journal.Store, clk *Clock, opts HammerOptions) {
 		h.round(fmt.Sprintf("moving-%d", round), true)
 	}
 	h.checkStates()
+	t.Logf("hammer: %d keys, %d takeovers, %d fenced writes, %d replays, %d in-flight answers",
+		len(h.keys), h.takeovers.Load(), h.fenced.Load(), h.replays.Load(), h.inflight.Load())
 }
 
 type hammer struct {
@@ -67,6 +69,10 @@ type hammer struct {
 
 	mu   sync.Mutex
 	keys map[uuid.UUID]*keyLog // guarded by mu
+
+	// What happened, for the log: a phase that saw no takeover tested
+	// less than it meant to.
+	takeovers, fenced, replays, inflight atomic.Int64
 }
 
 // keyLog is what the goroutines saw happen to one key.
@@ -125,6 +131,9 @@ func (h *hammer) round(name string, moving bool) {
 				}
 				switch res.Outcome {
 				case journal.Started, journal.TakenOver:
+					if res.Outcome == journal.TakenOver {
+						h.takeovers.Add(1)
+					}
 					h.own(ctx, log, key, owner, res, rng, moving)
 				case journal.Completed:
 					if res.Record.State != journal.StateSucceeded {
@@ -133,7 +142,9 @@ func (h *hammer) round(name string, moving bool) {
 					log.mu.Lock()
 					log.replays = append(log.replays, string(res.Record.Output))
 					log.mu.Unlock()
+					h.replays.Add(1)
 				case journal.InFlight:
+					h.inflight.Add(1)
 					if res.Record.State != journal.StatePending {
 						h.t.Errorf("%s: Begin(%s) InFlight in state %s; want pending", owner, key, res.Record.State)
 					}
@@ -150,14 +161,61 @@ func (h *hammer) round(name string, moving bool) {
 	}
 }
 
-// own runs an owner's work: maybe a second attempt, then Complete.
+// own runs an owner's work: maybe a second attempt, then Complete. In the
+// moving phase a third of the owners stall past their lease first; the
+// stalled owner then begins its own key again under another name, which must
+// take it over (or find that someone else did), and its late Complete must
+// be fenced.
 func (h *hammer) own(ctx context.Context, log *keyLog, key uuid.UUID, owner string, res journal.BeginResult, rng *rand.Rand, moving bool) {
+	h.register(log, res)
+	if moving && rng.IntN(3) == 0 {
+		h.clk.Advance(leaseTTL)
+		rescue := journal.BeginRequest{
+			Key: key, Intent: res.Record.Intent, Fingerprint: fp(1), Effect: journal.EffectKeyed,
+			Owner: owner + "-rescue", AttemptID: owner + "-rescue-1", LeaseTTL: leaseTTL,
+			Durable: rng.IntN(2) == 0, Guard: journal.GuardOff,
+		}
+		res2, err := h.s.Begin(ctx, rescue)
+		if err != nil {
+			h.t.Errorf("%s: Begin(%s) error: %v", rescue.Owner, key, err)
+			return
+		}
+		switch res2.Outcome {
+		case journal.TakenOver, journal.InFlight, journal.Completed:
+		default:
+			h.t.Errorf("%s: Begin(%s) of a key whose lease expired = %s; want TakenOver, InFlight or Completed", rescue.Owner, key, outcomeName(res2.Outcome))
+			return
+		}
+		// Someone (the rescuer or another goroutine) owns the key now: the
+		// stalled owner is fenced.
+		_, err = h.s.Complete(ctx, journal.Completion{Key: key, Token: res.Token, State: journal.StateSucceeded, Output: []byte("stale")})
+		if !errors.Is(err, journal.ErrFenced) {
+			h.t.Errorf("%s: Complete(%s) with token %d after %s: %v; want ErrFenced", owner, key, res.Token, outcomeName(res2.Outcome), err)
+		}
+		h.fenced.Add(1)
+		if res2.Outcome != journal.TakenOver {
+			return
+		}
+		h.takeovers.Add(1)
+		h.register(log, res2)
+		h.work(ctx, log, key, rescue.Owner, res2.Token, rng, moving)
+		return
+	}
+	h.work(ctx, log, key, owner, res.Token, rng, moving)
+}
+
+// register records a token issued to an owner.
+func (h *hammer) register(log *keyLog, res journal.BeginResult) {
 	log.mu.Lock()
 	log.tokens = append(log.tokens, res.Token)
 	if res.Outcome == journal.Started {
 		log.starts++
 	}
 	log.mu.Unlock()
+}
+
+// work is an owner's attempt and outcome.
+func (h *hammer) work(ctx context.Context, log *keyLog, key uuid.UUID, owner string, token uint64, rng *rand.Rand, moving bool) {
 	n := log.owners.Add(1)
 	for {
 		m := log.maxOwners.Load()
@@ -169,28 +227,30 @@ func (h *hammer) own(ctx context.Context, log *keyLog, key uuid.UUID, owner stri
 
 	if rng.IntN(2) == 0 {
 		err := h.s.StartAttempt(ctx, journal.AttemptRequest{
-			Key: key, Token: res.Token, ID: owner + "-2", PrevClass: "retryable", PrevError: "503",
+			Key: key, Token: token, ID: owner + "-2", PrevClass: "retryable", PrevError: "503",
 			LeaseTTL: leaseTTL, Durable: rng.IntN(2) == 0,
 		})
 		if errors.Is(err, journal.ErrFenced) && moving {
+			h.fenced.Add(1)
 			return
 		}
 		if err != nil {
-			h.t.Errorf("%s: StartAttempt(%s, token %d) error: %v", owner, key, res.Token, err)
+			h.t.Errorf("%s: StartAttempt(%s, token %d) error: %v", owner, key, token, err)
 			return
 		}
 	}
-	out := fmt.Sprintf("%s by %s token %d", key, owner, res.Token)
-	_, err := h.s.Complete(ctx, journal.Completion{Key: key, Token: res.Token, State: journal.StateSucceeded, Output: []byte(out)})
+	out := fmt.Sprintf("%s by %s token %d", key, owner, token)
+	_, err := h.s.Complete(ctx, journal.Completion{Key: key, Token: token, State: journal.StateSucceeded, Output: []byte(out)})
 	switch {
 	case err == nil:
 		log.mu.Lock()
-		log.winners = append(log.winners, res.Token)
+		log.winners = append(log.winners, token)
 		log.outputs = append(log.outputs, out)
 		log.mu.Unlock()
 	case errors.Is(err, journal.ErrFenced) && moving:
+		h.fenced.Add(1)
 	default:
-		h.t.Errorf("%s: Complete(%s, token %d) error: %v", owner, key, res.Token, err)
+		h.t.Errorf("%s: Complete(%s, token %d) error: %v", owner, key, token, err)
 	}
 }
 

@@ -15,12 +15,11 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// Opener returns a new, empty store using opts (whose Now is the suite's
-// clock). The suite closes the store itself.
-type Opener func(t *testing.T, opts *journal.Options) journal.Store
-
-// Run runs the conformance suite against the stores open returns, one
-// fresh store per subtest.
+// Run runs the conformance suite against the stores open returns. open
+// must return a new, empty store that uses opts (whose Now is the suite's
+// clock, and whose Namespace may be set); it is called once per subtest and
+// a few more times by the namespace test (with nil opts too). The suite
+// closes every store it opens.
 func Run(t *testing.T, open func(t *testing.T, opts *journal.Options) journal.Store) {
 	tests := []struct {
 		name string
