@@ -81,6 +81,8 @@
 //     file; like an uncommitted transaction, it did not happen. Its effect,
 //     if the handler made one outside the Downstream, is not counted.
 //   - Effects(key) sums over clients; Duplicates counts per (client, key).
+//   - The state file is rewritten whole after each stored response: right
+//     for tests and demos, not for a downstream with millions of keys.
 //   - For FaultFunc, LoseResponse and ResetAfterSend both run the function
 //     to the end before failing; a function has no connection to cut
 //     halfway.

@@ -385,3 +385,62 @@ func TestScenarioFaultStorm(t *testing.T) {
 		})
 	}
 }
+
+// An Unkeyed tool (a plain function, faults by FaultFunc) is never run
+// again blindly: a lost answer without Reconcile is unknown, and stays so
+// on re-issue; with Reconcile it is settled by asking; a refusal before
+// sending is retried.
+func TestScenarioUnkeyedTool(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fault     agentoncetest.Fault
+		reconcile bool
+		status    harness.Status
+	}{
+		{"lost answer, no reconcile", agentoncetest.LoseResponse, false, harness.Unknown},
+		{"lost answer, reconcile", agentoncetest.LoseResponse, true, harness.Executed},
+		{"delay past timeout, reconcile", agentoncetest.Delay, true, harness.Executed},
+		{"refused before sending", agentoncetest.ResetBeforeSend, false, harness.Executed},
+		{"503 with Retry-After", agentoncetest.Unavailable, false, harness.Executed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sent atomic.Int64
+			send := func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+				sent.Add(1)
+				return json.RawMessage(`{"sent":true}`), nil
+			}
+			ff := agentoncetest.NewFaultFunc(send, &agentoncetest.FaultOptions{
+				Script: []agentoncetest.Fault{tc.fault}, RetryAfter: time.Millisecond,
+			})
+			tool := harness.Tool{Name: "send_email", Func: ff.Call, Timeout: 100 * time.Millisecond}
+			if tc.reconcile {
+				tool.Reconcile = func(ctx context.Context, key uuid.UUID, in json.RawMessage) (json.RawMessage, bool, error) {
+					return json.RawMessage(`{"sent":true}`), sent.Load() > 0, nil
+				}
+			}
+			h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &harness.Options{Retry: fastRetry})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			if err := h.Register(tool); err != nil {
+				t.Fatal(err)
+			}
+			mail := harness.Call{Tenant: "acme", Session: "s", Turn: "1", Tool: "send_email", Input: json.RawMessage(`{"to":"a@example.com"}`)}
+			first := call(t, h, mail)
+			again := call(t, h, mail)
+			agentoncetest.AssertStatus(t, tc.status, first)
+			wantAgain := harness.Replayed
+			if tc.status == harness.Unknown {
+				wantAgain = harness.Unknown
+			}
+			agentoncetest.AssertStatus(t, wantAgain, again)
+			if n := sent.Load(); n != 1 {
+				t.Errorf("the mail was sent %d times; want 1", n)
+			}
+			if n := ff.Injected(tc.fault); n != 1 {
+				t.Errorf("Injected(%v) = %d; want 1", tc.fault, n)
+			}
+		})
+	}
+}
