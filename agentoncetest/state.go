@@ -63,6 +63,12 @@ func (d *Downstream) load() error {
 		if err != nil || len(fp) != len(entry{}.fingerprint) {
 			return fmt.Errorf("downstream state file %s: %w: entry %d (key %q) has a bad fingerprint", d.state, ErrBadState, i, se.Key)
 		}
+		if se.Status < 100 || se.Status > 599 {
+			return fmt.Errorf("downstream state file %s: %w: entry %d (key %q) has status %d", d.state, ErrBadState, i, se.Key, se.Status)
+		}
+		if se.Key == "" {
+			return fmt.Errorf("downstream state file %s: %w: entry %d has no key", d.state, ErrBadState, i)
+		}
 		e := &entry{created: se.Created, done: true, status: se.Status, header: se.Header, body: se.Body}
 		copy(e.fingerprint[:], fp)
 		if e.header == nil {
@@ -70,7 +76,10 @@ func (d *Downstream) load() error {
 		}
 		d.entries[scopedKey{Client: se.Client, Key: se.Key}] = e
 	}
-	for _, c := range sf.Counts {
+	for i, c := range sf.Counts {
+		if c.Effects < 0 || c.Calls < 0 {
+			return fmt.Errorf("downstream state file %s: %w: count %d (key %q) is negative", d.state, ErrBadState, i, c.Key)
+		}
 		k := scopedKey{Client: c.Client, Key: c.Key}
 		d.effects[k] += c.Effects
 		d.calls[k] += c.Calls
