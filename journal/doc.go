@@ -123,6 +123,15 @@
 //     is only safe for tools whose repeat is harmless.
 //   - List reads records in pages, each in its own read transaction: a loop
 //     that runs while others write sees each record as of its page.
+//   - A read-only open takes bbolt's shared lock, which the writer's
+//     exclusive lock excludes: inspecting a journal while its agent runs
+//     fails with ErrInUse after Options.LockTimeout. Two read-only opens
+//     share the file.
+//   - An owner whose lease expired but that nobody took over may still
+//     start attempts and complete: its token is still the record's. Only a
+//     takeover (or Resolve) fences it.
+//   - GC finds expired records by a pass over the in-memory index (about a
+//     millisecond per 100 000 records), not over the file.
 //   - An empty file is refused as corrupt rather than made a new journal:
 //     a journal truncated to nothing must not come back with a new
 //     namespace (and so new keys). Remove the file to start afresh.

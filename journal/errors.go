@@ -47,6 +47,7 @@ type StateError struct {
 	Name string
 }
 
+// Error names the unknown state and the valid ones.
 func (e *StateError) Error() string {
 	return "unknown state " + `"` + e.Name + `" (want pending, succeeded, failed, suppressed or unknown)`
 }
