@@ -264,7 +264,11 @@ func (f *flight) execute(ctx context.Context, attemptID string) Result {
 			continue
 		}
 		out, err := f.h.invoke(ctx, t, f.p, attemptID)
-		f.eventAttempt(ctx, EventAfterEffect, attemptID)
+		var v retryclass.Verdict
+		if err != nil {
+			v = t.policy.Verdict(ctx, err)
+		}
+		f.eventEffect(ctx, attemptID, v.Class, err)
 		if err == nil {
 			return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: out}, Executed, out, nil)
 		}
@@ -280,7 +284,6 @@ func (f *flight) execute(ctx context.Context, attemptID string) Result {
 			return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted, err)
 		}
 
-		v := t.policy.Verdict(ctx, err)
 		switch v.Class {
 		case retryclass.Success:
 			// A classifier that calls an error a success is overruled: an
@@ -351,7 +354,11 @@ func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result,
 			out, effectErr = t.InTx(actx, tx, f.p.call.Input)
 			return out, effectErr
 		})
-	f.eventAttempt(ctx, EventAfterEffect, attemptID)
+	effectClass := retryclass.Success
+	if effectErr != nil {
+		effectClass = retryclass.NotExecuted // rolled back with its transaction
+	}
+	f.eventEffect(ctx, attemptID, effectClass, effectErr)
 	switch {
 	case err == nil:
 		f.eventAttempt(ctx, EventAfterOutcome, "")
@@ -516,6 +523,14 @@ func (f *flight) event(ctx context.Context, k EventKind, err error) {
 func (f *flight) eventAttempt(ctx context.Context, k EventKind, attempt string) {
 	e := f.base
 	e.Kind, e.Attempt, e.Tries = k, attempt, f.tries
+	f.h.emit(ctx, e)
+}
+
+// eventEffect reports that an attempt returned: Err and Class say how it
+// failed, and are empty when the tool succeeded.
+func (f *flight) eventEffect(ctx context.Context, attempt string, c retryclass.Class, err error) {
+	e := f.base
+	e.Kind, e.Attempt, e.Tries, e.Class, e.Err = EventAfterEffect, attempt, f.tries, c, err
 	f.h.emit(ctx, e)
 }
 

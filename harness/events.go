@@ -22,6 +22,7 @@ const (
 	// tools); the tool is about to run.
 	EventAfterWriteAhead
 	// EventAfterEffect: the tool returned; its outcome is not yet recorded.
+	// Err (and Class) are set when the attempt failed.
 	EventAfterEffect
 	// EventAfterOutcome: the outcome is recorded.
 	EventAfterOutcome
