@@ -189,7 +189,7 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 
 	t.Run("goroutines", func(t *testing.T) {
 		before := down.all()
-		const n = 200
+		const n = 1000
 		results := make([]harness.Result, n)
 		var wg sync.WaitGroup
 		for i := range n {
