@@ -89,7 +89,8 @@
 //
 // The file holds a meta bucket (schema version, namespace) and a records
 // bucket (key → record), nothing else. The secondary indexes (by session,
-// tool, state, expiry, and the suppression guard) are kept in memory,
+// tool, state, the suppression guard, and a min-heap of expiry times that
+// GC walks only as far as now) are kept in memory,
 // rebuilt from the records when the file is opened and updated after each
 // commit in commit order. This departs from index buckets in the file on
 // purpose: each index entry dirtied its own B+tree page, and on this
@@ -130,8 +131,6 @@
 //   - An owner whose lease expired but that nobody took over may still
 //     start attempts and complete: its token is still the record's. Only a
 //     takeover (or Resolve) fences it.
-//   - GC finds expired records by a pass over the in-memory index (about a
-//     millisecond per 100 000 records), not over the file.
 //   - An empty file is refused as corrupt rather than made a new journal:
 //     a journal truncated to nothing must not come back with a new
 //     namespace (and so new keys). Remove the file to start afresh.

@@ -53,6 +53,16 @@ type index struct {
 	// guard holds the suppressed records by (tenant, session, tool).
 	guard  map[guardKey]map[uuid.UUID]*ixEntry // guarded by mu
 	intern map[string]string                   // guarded by mu
+	// expiry is a min-heap of (gcAt, key), so that GC finds the expired
+	// records without looking at the others. Items go stale when a record
+	// changes its gcAt or goes; stale items are dropped when they reach
+	// the top, and the heap is rebuilt when they outnumber the records.
+	expiry []expItem // guarded by mu
+}
+
+type expItem struct {
+	gcAt int64
+	key  uuid.UUID
 }
 
 func newIndex() *index {
@@ -116,9 +126,14 @@ func (ix *index) put(r *Record) {
 }
 
 func (ix *index) putLocked(e *ixEntry) {
+	old, had := ix.byKey[e.key]
+	if !had || old.gcAt != e.gcAt {
+		ix.push(expItem{e.gcAt, e.key})
+	}
 	ix.removeLocked(e.key)
 	e.tenant, e.session, e.turn, e.tool = ix.str(e.tenant), ix.str(e.session), ix.str(e.turn), ix.str(e.tool)
 	ix.byKey[e.key] = e
+	ix.prune()
 	addTo(ix.bySession, e.session, e)
 	addTo(ix.byTool, e.tool, e)
 	if int(e.state) < len(ix.byState) {
@@ -134,6 +149,78 @@ func (ix *index) remove(key uuid.UUID) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	ix.removeLocked(key)
+	ix.prune()
+}
+
+func (ix *index) stale(it expItem) bool {
+	e, ok := ix.byKey[it.key]
+	return !ok || e.gcAt != it.gcAt
+}
+
+func expLess(a, b expItem) bool {
+	if a.gcAt != b.gcAt {
+		return a.gcAt < b.gcAt
+	}
+	return compareKeys(a.key, b.key) < 0
+}
+
+func (ix *index) push(it expItem) {
+	h := append(ix.expiry, it)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !expLess(h[i], h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	ix.expiry = h
+}
+
+func (ix *index) pop() {
+	h := ix.expiry
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && expLess(h[l], h[m]) {
+			m = l
+		}
+		if r := l + 1; r < n && expLess(h[r], h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	ix.expiry = h
+}
+
+// prune drops stale items from the top of the expiry heap, and rebuilds
+// it when stale items make up most of it.
+func (ix *index) prune() {
+	for len(ix.expiry) > 0 && ix.stale(ix.expiry[0]) {
+		ix.pop()
+	}
+	if len(ix.expiry) > 2*len(ix.byKey)+1024 {
+		h := make([]expItem, 0, len(ix.byKey))
+		for key, e := range ix.byKey {
+			h = append(h, expItem{e.gcAt, key})
+		}
+		slices.SortFunc(h, func(a, b expItem) int { // a sorted slice is a heap
+			if expLess(a, b) {
+				return -1
+			}
+			if expLess(b, a) {
+				return 1
+			}
+			return 0
+		})
+		ix.expiry = h
+	}
 }
 
 func (ix *index) removeLocked(key uuid.UUID) {
@@ -223,15 +310,27 @@ func (ix *index) guardCandidates(req *BeginRequest) []uuid.UUID {
 }
 
 // expired returns the keys whose records are expired at now.
+//
+// It walks only the part of the expiry heap at or before now: a subtree
+// whose root is later holds nothing earlier.
 func (ix *index) expired(now time.Time) []uuid.UUID {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	n := now.UnixNano()
 	var out []uuid.UUID
-	for key, e := range ix.byKey {
-		if e.gcAt <= n { // the same test as expired()
-			out = append(out, key)
+	seen := map[uuid.UUID]bool{}
+	stack := []int{0}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if i >= len(ix.expiry) || ix.expiry[i].gcAt > n { // the test of expired()
+			continue
 		}
+		if it := ix.expiry[i]; !ix.stale(it) && !seen[it.key] {
+			seen[it.key] = true
+			out = append(out, it.key)
+		}
+		stack = append(stack, 2*i+1, 2*i+2)
 	}
 	return out
 }
