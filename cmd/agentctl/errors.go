@@ -80,8 +80,11 @@ func exitCodeOf(err error) int {
 		return exitCorrupt
 	case errors.Is(err, journal.ErrNotFound):
 		return exitNotFound
-	case errors.Is(err, journal.ErrNotResolvable), errors.Is(err, journal.ErrExists):
+	case errors.Is(err, journal.ErrNotResolvable), errors.Is(err, journal.ErrExists),
+		errors.Is(err, journal.ErrNamespaceMismatch), errors.Is(err, journal.ErrFenced):
 		return exitConflict
+	case errors.Is(err, journal.ErrInvalid):
+		return exitUsage
 	}
 	return exitError
 }

@@ -133,6 +133,8 @@ func TestImportRejectsAndWritesNothing(t *testing.T) {
 		{"duplicate", header + "\n" + recs[0] + "\n" + recs[0] + "\n", "", exitUsage, "line 3: key"},
 		{"other namespace", strings.Replace(header, testNS.String(), uuid.NewString(), 1) + "\n" + recs[0] + "\n", changed, exitConflict, "another namespace"},
 		{"different record", header + "\n" + recs[0] + "\n" + strings.Replace(recs[3], `"turn":"`, `"turn":"9`, 1) + "\n", changed, exitConflict, "line 3"},
+		{"nil key", header + "\n" + recs[0] + "\n" + strings.Replace(recs[1], keyOfLine(recs[1]), uuid.Nil.String(), 1) + "\n", "", exitUsage, "line 3: key is the nil UUID"},
+		{"newer version", header + "\n" + strings.Replace(recs[0], `"version":1`, `"version":99`, 1) + "\n", "", exitUsage, "line 2: record version 99"},
 		{"no header on create", strings.Join(recs, "\n") + "\n", "", exitUsage, "no export header"},
 	}
 	for _, tt := range tests {
@@ -183,4 +185,9 @@ func TestExportOutputFile(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("export left %d files in the directory; want 1", len(entries))
 	}
+}
+
+// keyOfLine returns the "key" of an exported record line.
+func keyOfLine(line string) string {
+	return strings.SplitN(strings.SplitN(line, `"key":"`, 2)[1], `"`, 2)[0]
 }

@@ -235,8 +235,14 @@ func fromJSON(j *recordJSON) (journal.Record, error) {
 	var r journal.Record
 	var err error
 	r.Version = j.Version
+	if r.Version > journal.SchemaVersion {
+		return r, fmt.Errorf("record version %d: %w (this agentctl reads up to %d)", r.Version, journal.ErrNewerVersion, journal.SchemaVersion)
+	}
 	if r.Key, err = uuid.Parse(j.Key); err != nil {
 		return r, fmt.Errorf("key %q: %v", j.Key, err)
+	}
+	if r.Key == uuid.Nil {
+		return r, errors.New("key is the nil UUID")
 	}
 	r.Intent = keyderive.Intent{Tenant: j.Tenant, Session: j.Session, Turn: j.Turn, Tool: j.Tool, Discriminator: j.Discriminator}
 	if j.Fingerprint != "" {
