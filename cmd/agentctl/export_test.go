@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,7 +47,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 	dst := filepath.Join(t.TempDir(), "copy.db")
 	r := agentctl(t, false, "import", writeFile(t, first), "--journal", dst, "--create")
-	if r.code != 0 || !strings.Contains(r.stdout, "imported 12 records") {
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("imported %d records", fixtureSize)) {
 		t.Fatalf("import = %d, %q, %q", r.code, r.stdout, r.stderr)
 	}
 	second := exportOf(t, dst)
@@ -76,7 +77,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 	// Importing again is a no-op: every record is already there, identical.
 	r = agentctl(t, false, "import", "--journal", dst, writeFile(t, first))
-	if r.code != 0 || !strings.Contains(r.stdout, "imported 0 records") || !strings.Contains(r.stdout, "12 already present") {
+	if r.code != 0 || !strings.Contains(r.stdout, "imported 0 records") || !strings.Contains(r.stdout, fmt.Sprintf("%d already present", fixtureSize)) {
 		t.Errorf("second import = %d, %q, %q", r.code, r.stdout, r.stderr)
 	}
 	if got := exportOf(t, dst); got != first {
@@ -94,7 +95,7 @@ func TestImportFromStdin(t *testing.T) {
 	if code := run(context.Background(), e, []string{"import", "--journal", dst, "--create", "-"}); code != 0 {
 		t.Fatalf("import - = %d, %s", code, errb)
 	}
-	if !strings.Contains(out.String(), "imported 12 records") || exportOf(t, dst) != first {
+	if !strings.Contains(out.String(), fmt.Sprintf("imported %d records", fixtureSize)) || exportOf(t, dst) != first {
 		t.Errorf("import from stdin: %q", out)
 	}
 

@@ -81,7 +81,8 @@ const (
 	fxBeta      = "beta"     // tenant beta, session s3, succeeded
 	fxResolved  = "resolved" // unkeyed, unknown then resolved by an operator (s2)
 	fxFPOnly    = "fponly"   // keyed, succeeded, fingerprint only (s2)
-	fixtureSize = 12
+	fxRetaken   = "retaken"  // unkeyed, failed not-executed, retaken, owner died → retry (s2)
+	fixtureSize = 13
 )
 
 type fxIntent struct {
@@ -151,6 +152,23 @@ var fixtureIntents = []fxIntent{
 		}},
 	{name: fxFPOnly, tenant: "acme", session: "s2", turn: "3", tool: "notify", effect: journal.EffectKeyed,
 		input: `{"msg":"done"}`, fpOnly: true, settle: complete(journal.StateSucceeded, "not json <&>", "", "")},
+	{name: fxRetaken, tenant: "acme", session: "s2", turn: "4", tool: "pay", effect: journal.EffectUnkeyed,
+		input: `{"invoice":"inv-3"}`, settle: func(t *testing.T, s journal.Store, key uuid.UUID, token uint64, clock *time.Time) {
+			complete(journal.StateFailed, "", "not-executed", "dial tcp: connection refused")(t, s, key, token, clock)
+			// A re-issued call retakes it (the failure did not execute),
+			// and its owner dies before starting the attempt.
+			*clock = clock.Add(time.Second)
+			r, err := s.Get(context.Background(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Begin(context.Background(), journal.BeginRequest{Key: key, Intent: r.Intent, Fingerprint: r.Fingerprint,
+				Effect: r.Effect, Input: r.Input, Owner: "agent-3", LeaseTTL: 30 * time.Second, Durable: true,
+				Retake: func(*journal.Record) bool { return true }})
+			if err != nil || res.Outcome != journal.TakenOver {
+				t.Fatalf("Begin with Retake = %v, %v; want TakenOver", res.Outcome, err)
+			}
+		}},
 }
 
 // buildFixture writes the fixture journal into a new file in t.TempDir().

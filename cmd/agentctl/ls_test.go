@@ -43,10 +43,10 @@ func TestLsFilters(t *testing.T) {
 	}{
 		{[]string{"--session", "s1", "--turn", "3"}, []string{fxBook, fxLookup}},
 		{[]string{"--tool", "charge"}, []string{fxResolved, fxOld, fxCharge}},
-		{[]string{"--state", "pending"}, []string{fxShip, fxRefund, fxCharge}},
+		{[]string{"--state", "pending"}, []string{fxRetaken, fxShip, fxRefund, fxCharge}},
 		{[]string{"--tenant", "beta"}, []string{fxBeta}},
 		{[]string{"--since", t0.Add(9 * time.Minute).Format(time.RFC3339), "--until", t0.Add(11 * time.Minute).Format(time.RFC3339)}, []string{fxResolved, fxBeta}},
-		{[]string{"--limit", "2"}, []string{fxFPOnly, fxResolved}},
+		{[]string{"--limit", "2"}, []string{fxRetaken, fxFPOnly}},
 		{[]string{"--state", "unknown"}, []string{fxEmail}},
 		{[]string{"--session", "nope"}, nil},
 	}

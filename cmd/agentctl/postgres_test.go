@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -87,7 +88,7 @@ func TestPostgresMove(t *testing.T) {
 	}
 
 	r := agentctl(t, false, "import", "--create", "--journal", pg, writeFile(t, first))
-	if r.code != 0 || !strings.Contains(r.stdout, "imported 12 records") {
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("imported %d records", fixtureSize)) {
 		t.Fatalf("import into PostgreSQL = %d, %q, %q", r.code, r.stdout, r.stderr)
 	}
 	if got := exportOf(t, pg); got != first {
@@ -113,7 +114,7 @@ func TestPostgresMove(t *testing.T) {
 		}
 	}
 	st := agentctl(t, false, "stats", "--journal", pg, "--json")
-	if st.code != 0 || !strings.Contains(st.stdout, `"records":12,"expired":1,"attempts":13`) {
+	if st.code != 0 || !strings.Contains(st.stdout, fmt.Sprintf(`"records":%d,"expired":1,"attempts":%d`, fixtureSize, fixtureSize+1)) {
 		t.Errorf("stats on PostgreSQL = %d, %s %s", st.code, st.stdout, st.stderr)
 	}
 	if r := agentctl(t, false, "resolve", fx.keys[fxEmail].String(), "--journal", pg, "--failed", "--reason", "bounced"); r.code != 0 {

@@ -21,15 +21,16 @@ now, from the record's state, lease, expiry and the tool's effect kind:
 
   answer  answered from the journal; the tool does not run
           (succeeded, suppressed, or failed other than not-executed)
-  retry   runs again with the same key: a keyed, idempotent or read-only
-          tool after a crash (pending, lease expired) or an unknown outcome,
-          or any tool whose last failure provably did not execute
-          (error class not-executed)
+  retry   runs again with the same key: after a crash (pending, lease
+          expired) a keyed, idempotent or read-only tool; after an unknown
+          outcome a keyed or idempotent tool; any tool whose failure (or
+          last attempt) provably did not execute (class not-executed)
   wait    in flight elsewhere: another process holds a live lease; the
           harness waits, then answers "in progress"
   block   blocked as unknown: an unkeyed tool whose attempt may have
-          happened; the harness calls the tool's Reconcile hook if it has
-          one, else answers unknown until an operator runs agentctl resolve
+          happened (or a read-only one recorded unknown); the harness calls
+          the tool's Reconcile hook if it has one, else answers unknown
+          until an operator runs agentctl resolve
   anew    runs anew: the record is past its TTL, so the call is a new intent
 
 Then a summary. The exit code says what a restart would do: 0 nothing
@@ -87,9 +88,10 @@ var replayActions = []string{actAnswer, actRetry, actWait, actBlock, actAnew}
 // not take effect, which the harness retakes and runs again.
 const notExecuted = "not-executed"
 
-// previewRecord says what a re-issued call of r would do at now, following
-// the harness's Begin path (DESIGN.md, "The call path" and "Effect kinds",
-// and BeginRequest.Retake). The reason starts with the verdict in words.
+// previewRecord says what a re-issued call of r would do at now. It
+// follows the harness's decisions (DESIGN.md, "The call path" and "Effect
+// kinds"; harness's replay, retake and takeover), from the effect kind the
+// record keeps. The reason starts with the verdict in words.
 func previewRecord(r *journal.Record, now time.Time) (action, reason string) {
 	if r.State == journal.StatePending && now.Before(r.Lease.Expires) {
 		return actWait, fmt.Sprintf("in flight elsewhere: %s holds the lease until %s",
@@ -100,41 +102,49 @@ func previewRecord(r *journal.Record, now time.Time) (action, reason string) {
 	if !r.Expires.IsZero() && !now.Before(r.Expires) {
 		return actAnew, "runs anew: the record expired at " + r.Expires.UTC().Format(time.RFC3339) + ", so the call is a new intent"
 	}
-	rerun := func(why string) (string, string) {
-		switch r.Effect {
-		case journal.EffectKeyed:
-			return actRetry, "retried with the same key: " + why + "; keyed, the downstream absorbs a repeat"
-		case journal.EffectIdempotent:
-			return actRetry, "run again with the same key: " + why + "; the tool is idempotent"
-		case journal.EffectReadOnly:
-			return actRetry, "run again: " + why + "; the tool is read-only"
-		}
-		return actBlock, "blocked as unknown: " + why + " and the tool is unkeyed; its Reconcile hook decides, else agentctl resolve " + r.Key.String()
+	blocked := func(why string) (string, string) {
+		return actBlock, "blocked as unknown: " + why + "; the tool's Reconcile hook decides, else agentctl resolve " + r.Key.String()
 	}
 	switch r.State {
 	case journal.StatePending:
-		return rerun("the owner stopped (lease expired)")
+		// The owner stopped (its lease expired): the harness takes over.
+		const why = "the owner stopped (lease expired)"
+		switch {
+		case lastAttemptClass(r) == notExecuted:
+			return actRetry, "run again with the same key: " + why + " and its last attempt provably did not execute"
+		case r.Effect == journal.EffectKeyed:
+			return actRetry, "retried with the same key: " + why + "; keyed, the downstream absorbs a repeat"
+		case r.Effect == journal.EffectIdempotent:
+			return actRetry, "run again with the same key: " + why + "; the tool is idempotent"
+		case r.Effect == journal.EffectReadOnly:
+			return actRetry, "run again: " + why + "; the tool is read-only"
+		}
+		return blocked(why + " and the tool is unkeyed")
 	case journal.StateUnknown:
-		return rerun("the outcome is unknown")
+		// Only a downstream (or a tool) that absorbs a repeat is retaken.
+		switch r.Effect {
+		case journal.EffectKeyed:
+			return actRetry, "retried with the same key: the outcome is unknown; keyed, the downstream absorbs a repeat"
+		case journal.EffectIdempotent:
+			return actRetry, "run again with the same key: the outcome is unknown; the tool is idempotent"
+		}
+		return blocked("the outcome is unknown and the tool is " + r.Effect.String())
 	case journal.StateSucceeded:
 		return actAnswer, "answered from the journal (succeeded)"
 	case journal.StateSuppressed:
 		return actAnswer, "answered from the journal (suppressed; the model cannot override it)"
 	case journal.StateFailed:
-		if lastFailureClass(r) == notExecuted {
-			return actRetry, "retried with the same key: the last failure provably did not execute (not-executed)"
+		if r.ErrorClass == notExecuted {
+			return actRetry, "run again with the same key: the failure provably did not execute (not-executed)"
 		}
 		return actAnswer, "answered from the journal (failed)"
 	}
 	return actBlock, "blocked: state " + r.State.String() + " is unknown to this agentctl; upgrade it"
 }
 
-// lastFailureClass is the class of a failed record's final failure: the
-// record's error class, else its last attempt's.
-func lastFailureClass(r *journal.Record) string {
-	if r.ErrorClass != "" {
-		return r.ErrorClass
-	}
+// lastAttemptClass is the class the last attempt was closed with ("" while
+// it runs, or when its owner died).
+func lastAttemptClass(r *journal.Record) string {
 	if n := len(r.Attempts); n > 0 {
 		return r.Attempts[n-1].Class
 	}

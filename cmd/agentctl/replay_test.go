@@ -108,6 +108,8 @@ func TestPreviewRecord(t *testing.T) {
 		{"suppressed", journal.StateSuppressed, journal.EffectKeyed, dead, ttl, "mismatch", actAnswer},
 		{"failed terminal", journal.StateFailed, journal.EffectKeyed, dead, ttl, "terminal", actAnswer},
 		{"failed not-executed", journal.StateFailed, journal.EffectUnkeyed, dead, ttl, "not-executed", actRetry},
+		{"unknown idempotent", journal.StateUnknown, journal.EffectIdempotent, dead, ttl, "", actRetry},
+		{"unknown read-only", journal.StateUnknown, journal.EffectReadOnly, dead, ttl, "", actBlock},
 		{"expiry is exclusive", journal.StateSucceeded, journal.EffectUnkeyed, dead, now, "", actAnew},
 	}
 	for _, tt := range tests {
@@ -116,6 +118,19 @@ func TestPreviewRecord(t *testing.T) {
 		if got != tt.want || reason == "" {
 			t.Errorf("previewRecord(%s) = %s (%q); want %s", tt.name, got, reason, tt.want)
 		}
+	}
+
+	// The class of the last attempt: a retaken not-executed failure whose
+	// new owner died before its attempt began runs again, even unkeyed;
+	// a failure's own class decides for a failed record.
+	attempts := []journal.Attempt{{ID: "1", Start: dead, End: dead, Class: "not-executed"}}
+	r := journal.Record{State: journal.StatePending, Effect: journal.EffectUnkeyed, Lease: journal.Lease{Expires: dead}, Expires: ttl, Attempts: attempts}
+	if got, _ := previewRecord(&r, now); got != actRetry {
+		t.Errorf("previewRecord(pending unkeyed, last attempt not-executed) = %s; want %s", got, actRetry)
+	}
+	r = journal.Record{State: journal.StateFailed, Effect: journal.EffectUnkeyed, Expires: ttl, ErrorClass: "terminal", Attempts: attempts}
+	if got, _ := previewRecord(&r, now); got != actAnswer {
+		t.Errorf("previewRecord(failed terminal, an earlier attempt not-executed) = %s; want %s", got, actAnswer)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -121,7 +122,7 @@ func TestGC(t *testing.T) {
 		t.Errorf("show of the collected record = %d; want %d", r.code, exitNotFound)
 	}
 	r = agentctl(t, false, "stats", "--journal", fx.path, "--json")
-	if !strings.Contains(r.stdout, `"records":11,"expired":0`) {
+	if !strings.Contains(r.stdout, fmt.Sprintf(`"records":%d,"expired":0`, fixtureSize-1)) {
 		t.Errorf("stats after gc = %s", r.stdout)
 	}
 }

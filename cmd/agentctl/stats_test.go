@@ -19,7 +19,7 @@ func TestStatsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	fi, _ := os.Stat(fx.path)
-	want := map[string]int{"pending": 3, "succeeded": 5, "failed": 2, "suppressed": 1, "unknown": 1}
+	want := map[string]int{"pending": 4, "succeeded": 5, "failed": 2, "suppressed": 1, "unknown": 1}
 	for k, v := range want {
 		if s.ByState[k] != v {
 			t.Errorf("by_state[%s] = %d; want %d", k, s.ByState[k], v)
@@ -27,7 +27,7 @@ func TestStatsJSON(t *testing.T) {
 	}
 	// lookup has two attempts; every other intent one.
 	if s.Records != fixtureSize || s.Attempts != fixtureSize+1 || s.Expired != 1 || s.ByTool["charge"] != 3 ||
-		s.SizeBytes != fi.Size() || s.Oldest == nil || !s.Oldest.Equal(t0) || !s.Newest.Equal(t0.Add(11*time.Minute)) {
+		s.SizeBytes != fi.Size() || s.Oldest == nil || !s.Oldest.Equal(t0) || !s.Newest.Equal(t0.Add((fixtureSize-1)*time.Minute)) {
 		t.Errorf("stats = %+v; want %d records, %d attempts, 1 expired, 3 charge, size %d", s, fixtureSize, fixtureSize+1, fi.Size())
 	}
 }
@@ -48,7 +48,7 @@ func TestStatsGolden(t *testing.T) {
 	golden(t, "stats", out)
 
 	r = agentctl(t, false, "stats", "--journal", fx.path)
-	if !strings.Contains(r.stdout, "records\t12\n") || !strings.Contains(r.stdout, "state.pending\t3\n") || !strings.Contains(r.stdout, "tool.charge\t3\n") {
+	if !strings.Contains(r.stdout, "records\t13\n") || !strings.Contains(r.stdout, "state.pending\t4\n") || !strings.Contains(r.stdout, "tool.charge\t3\n") {
 		t.Errorf("stats (tab-separated) = %q", r.stdout)
 	}
 }
