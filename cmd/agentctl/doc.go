@@ -52,7 +52,9 @@
 //     connection per command.
 //   - replay predicts the harness's decisions from the journal alone: a
 //     tool's Reconcile hook (for unkeyed tools) is not visible to it, so such
-//     intents are reported as blocked, which is what happens without a hook.
+//     intents are reported as blocked, which is what happens without a hook;
+//     and it uses the effect kind each record kept, while the harness uses
+//     the tool's current registration.
 //   - compact replaces the file by rename; an agent that opened the old file
 //     in the moment between the copy and the rename would write into the
 //     replaced file. Stop every agent first.
