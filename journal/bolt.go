@@ -136,7 +136,63 @@ func OpenBolt(path string, opts *Options) (s *BoltStore, err error) {
 		s.db = nil
 		return nil, err
 	}
+	if !o.ReadOnly {
+		if err := s.expireDeadLeases(); err != nil {
+			_ = db.Close()
+			s.db = nil
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// expireDeadLeases ends, as of now, every lease found in the file. The file
+// lock means that no other process has the journal open for writing, so
+// each of these leases belongs to a process that stopped without completing
+// (a crash); without this, a restarted agent would find its own intents "in
+// flight elsewhere" until their leases ran out.
+func (s *BoltStore) expireDeadLeases() error {
+	s.ix.mu.RLock()
+	keys := make([]uuid.UUID, 0, len(s.ix.byState[StatePending]))
+	for k := range s.ix.byState[StatePending] {
+		keys = append(keys, k)
+	}
+	s.ix.mu.RUnlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	now := s.now()
+	var changed []*Record
+	err := s.writeTx(func(tx *bolt.Tx) error {
+		changed = changed[:0]
+		b := tx.Bucket(bucketRecords)
+		for _, k := range keys {
+			v := b.Get(k[:])
+			if v == nil {
+				continue
+			}
+			r, err := decodeRecord(v)
+			if err != nil {
+				return fmt.Errorf("journal %s: key %s: %w", s.path, k, err)
+			}
+			if r.State != StatePending || !r.Lease.Expires.After(now) {
+				continue
+			}
+			r.Lease.Expires = now
+			if err := b.Put(k[:], encodeRecord(nil, &r)); err != nil {
+				return err
+			}
+			changed = append(changed, &r)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("journal %s: expiring the leases of a stopped process: %w", s.path, err)
+	}
+	for _, r := range changed {
+		s.ix.put(r)
+	}
+	return nil
 }
 
 // openError turns an error of bolt.Open into one of ours, naming the file.

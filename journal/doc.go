@@ -32,6 +32,11 @@
 // presents the current token of a pending record: a stale owner writes
 // nothing. A live lease blocks everyone, the same owner string included (the
 // harness collapses duplicates inside one process before they get here).
+// A bbolt journal is held by one process at a time (its file lock), so every
+// lease found in it when it is opened for writing belongs to a process that
+// stopped; OpenBolt ends those leases as of the open, and a restarted agent
+// takes over its interrupted intents at once. The in-memory and PostgreSQL
+// stores wait for leases to run out, since their owners may be alive.
 // Mismatch is decided before anything else and only for a live record; a
 // zero fingerprint on either side means "not computed" and matches.
 //
