@@ -594,7 +594,7 @@ func TestRejectedCalls(t *testing.T) {
 
 // Behaviour 10: a record past its TTL; a genuine late call runs anew.
 func TestExpiredRecordRunsAnew(t *testing.T) {
-	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC) // ahead of the wall clock: expiry must follow the store's clock
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	st := openBolt(t, filepath.Join(t.TempDir(), "j"), &journal.Options{Now: clock})

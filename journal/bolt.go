@@ -296,6 +296,10 @@ func (s *BoltStore) lockTimeout() time.Duration { return s.lockWait }
 // Path returns the journal file's path.
 func (s *BoltStore) Path() string { return s.path }
 
+// Now returns the store's clock (Options.Now), by which it judges leases
+// and expiry.
+func (s *BoltStore) Now() time.Time { return s.now() }
+
 // Namespace returns the journal's namespace.
 func (s *BoltStore) Namespace() uuid.UUID { return s.ns }
 

@@ -48,6 +48,10 @@ func NewMemory(opts *Options) *MemoryStore {
 }
 
 // Namespace returns the store's namespace.
+// Now returns the store's clock (Options.Now), by which it judges leases
+// and expiry.
+func (m *MemoryStore) Now() time.Time { return m.now() }
+
 func (m *MemoryStore) Namespace() uuid.UUID { return m.ns }
 
 // get returns the record for key; m.mu is held.
