@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentonce/agentonce/journal"
 )
 
 // pgJournal returns a postgres:// journal location in a schema of the
@@ -102,10 +104,11 @@ func TestPostgresMove(t *testing.T) {
 		t.Errorf("export after bbolt → PostgreSQL → bbolt differs")
 	}
 
-	// The same answers from both stores.
+	// The same answers from both stores (replay differs by one intent,
+	// below).
 	for _, c := range [][]string{
 		{"ls"}, {"ls", "--session", "s1", "--state", "pending"}, {"show", fx.keys[fxLookup].String()},
-		{"replay", "--session", "s1", "--json"}, {"derive", fx.keys[fxCharge].String()}, {"gc", "--dry-run"},
+		{"replay", "--session", "s2", "--json"}, {"derive", fx.keys[fxCharge].String()}, {"gc", "--dry-run"},
 	} {
 		a := agentctl(t, false, append(c, "--journal", fx.path)...)
 		b := agentctl(t, false, append(c, "--journal", pg)...)
@@ -113,6 +116,24 @@ func TestPostgresMove(t *testing.T) {
 			t.Errorf("%v: bbolt and PostgreSQL differ:\n%+v\n%+v", c, a, b)
 		}
 	}
+	// Many processes share a PostgreSQL journal: a live lease is a live
+	// owner's. Replay waits for it; resolve refuses it without --force.
+	ship := fx.keys[fxShip].String()
+	r = agentctl(t, false, "replay", "--journal", pg, "--session", "s1")
+	if r.code != exitReplayBlock || !strings.Contains(r.stdout, "wait\t"+ship) {
+		t.Errorf("replay on PostgreSQL = %d, %q; want ship waiting", r.code, r.stdout)
+	}
+	r = agentctl(t, false, "resolve", ship, "--journal", pg, "--succeeded")
+	if r.code != exitConflict || !strings.Contains(r.stderr, "in flight: agent-2 holds its lease") || !strings.Contains(r.stderr, "--force") {
+		t.Errorf("resolve of a live lease on PostgreSQL = %d, %q", r.code, r.stderr)
+	}
+	if rec := getRecord(t, pg, ship); rec.State != journal.StatePending {
+		t.Errorf("refused resolve changed the record to %s", rec.State)
+	}
+	if r := agentctl(t, false, "resolve", ship, "--journal", pg, "--succeeded", "--force"); r.code != 0 {
+		t.Errorf("resolve --force on PostgreSQL = %d, %s", r.code, r.stderr)
+	}
+
 	st := agentctl(t, false, "stats", "--journal", pg, "--json")
 	if st.code != 0 || !strings.Contains(st.stdout, fmt.Sprintf(`"records":%d,"expired":1,"attempts":%d`, fixtureSize, fixtureSize+1)) {
 		t.Errorf("stats on PostgreSQL = %d, %s %s", st.code, st.stdout, st.stderr)

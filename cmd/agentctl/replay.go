@@ -26,7 +26,10 @@ now, from the record's state, lease, expiry and the tool's effect kind:
           outcome a keyed or idempotent tool; any tool whose failure (or
           last attempt) provably did not execute (class not-executed)
   wait    in flight elsewhere: another process holds a live lease; the
-          harness waits, then answers "in progress"
+          harness waits, then answers "in progress". PostgreSQL journals
+          only: a bbolt journal has one writer, so when agentctl can open
+          it no agent has it open, a live lease belongs to a process that
+          stopped, and the restarted agent's open ends it
   block   blocked as unknown: an unkeyed tool whose attempt may have
           happened (or a read-only one recorded unknown); the harness calls
           the tool's Reconcile hook if it has one, else answers unknown
@@ -92,8 +95,13 @@ const notExecuted = "not-executed"
 // follows the harness's decisions (DESIGN.md, "The call path" and "Effect
 // kinds"; harness's replay, retake and takeover), from the effect kind the
 // record keeps. The reason starts with the verdict in words.
-func previewRecord(r *journal.Record, now time.Time) (action, reason string) {
-	if r.State == journal.StatePending && now.Before(r.Lease.Expires) {
+//
+// singleWriter says the journal has one writing process at a time (bbolt,
+// whose file lock agentctl could take): then no live owner exists, a live
+// lease belongs to a process that stopped, and the store ends such leases
+// when the restarted agent opens it for writing.
+func previewRecord(r *journal.Record, now time.Time, singleWriter bool) (action, reason string) {
+	if r.State == journal.StatePending && now.Before(r.Lease.Expires) && !singleWriter {
 		return actWait, fmt.Sprintf("in flight elsewhere: %s holds the lease until %s",
 			orDash(r.Lease.Owner), r.Lease.Expires.UTC().Format(time.RFC3339))
 	}
@@ -107,8 +115,11 @@ func previewRecord(r *journal.Record, now time.Time) (action, reason string) {
 	}
 	switch r.State {
 	case journal.StatePending:
-		// The owner stopped (its lease expired): the harness takes over.
-		const why = "the owner stopped (lease expired)"
+		// The owner stopped: the harness takes over.
+		why := "the owner stopped (lease expired)"
+		if now.Before(r.Lease.Expires) {
+			why = "the owner stopped (no process has the journal open; the restart ends its lease)"
+		}
 		switch {
 		case lastAttemptClass(r) == notExecuted:
 			return actRetry, "run again with the same key: " + why + " and its last attempt provably did not execute"
@@ -207,7 +218,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions) error {
 	}
 	for i := range recs {
 		r := &recs[i]
-		action, reason := previewRecord(r, now)
+		action, reason := previewRecord(r, now, !isPostgresURL(o.journal.location))
 		out.Summary[action]++
 		out.Intents = append(out.Intents, replayIntentJSON{
 			Key: r.Key.String(), Tenant: r.Intent.Tenant, Turn: r.Intent.Turn, Tool: r.Intent.Tool,

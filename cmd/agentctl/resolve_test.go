@@ -57,18 +57,13 @@ func TestResolve(t *testing.T) {
 		t.Errorf("resolved pending record = %+v", rec.Resolution)
 	}
 
-	// In flight elsewhere: refused without --force, nothing written.
+	// A live lease in a bbolt journal belongs to a process that stopped
+	// (agentctl holds the only writer's lock): resolved without --force.
+	// (The PostgreSQL test checks the refusal of a live owner's intent.)
 	ship := fx.keys[fxShip].String()
 	r = agentctl(t, false, "resolve", ship, "--journal", fx.path, "--succeeded")
-	if r.code != exitConflict || !strings.Contains(r.stderr, "in flight: agent-2 holds its lease") || !strings.Contains(r.stderr, "--force") {
-		t.Errorf("resolve of a live lease = %d, %q", r.code, r.stderr)
-	}
-	if rec := getRecord(t, fx.path, ship); rec.State != journal.StatePending {
-		t.Errorf("refused resolve changed the record to %s", rec.State)
-	}
-	r = agentctl(t, false, "resolve", ship, "--journal", fx.path, "--succeeded", "--force")
 	if r.code != 0 {
-		t.Errorf("resolve --force = %d, %s", r.code, r.stderr)
+		t.Errorf("resolve of a dead owner's live lease = %d, %s", r.code, r.stderr)
 	}
 	// The fenced-out owner cannot complete it afterwards.
 	s, err := journal.OpenBolt(fx.path, &journal.Options{Now: func() time.Time { return testNow }})
