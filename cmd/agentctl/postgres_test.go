@@ -123,6 +123,9 @@ func TestPostgresMove(t *testing.T) {
 	if r.code != exitReplayBlock || !strings.Contains(r.stdout, "wait\t"+ship) {
 		t.Errorf("replay on PostgreSQL = %d, %q; want ship waiting", r.code, r.stdout)
 	}
+	if r := agentctl(t, false, "show", ship, "--journal", pg); !strings.Contains(r.stdout, "lease_expires\t2026-03-02T09:07:00Z (live)\n") {
+		t.Errorf("show of a live lease on PostgreSQL = %q", r.stdout)
+	}
 	r = agentctl(t, false, "resolve", ship, "--journal", pg, "--succeeded")
 	if r.code != exitConflict || !strings.Contains(r.stderr, "in flight: agent-2 holds its lease") || !strings.Contains(r.stderr, "--force") {
 		t.Errorf("resolve of a live lease on PostgreSQL = %d, %q", r.code, r.stderr)

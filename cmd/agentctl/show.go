@@ -82,12 +82,13 @@ func runShow(ctx context.Context, e *env, o *showOptions) error {
 		}
 		return jw.flush()
 	}
-	return writeRecord(e, &r)
+	return writeRecord(e, &r, !isPostgresURL(o.journal.location))
 }
 
 // writeRecord prints one record as "field value" rows and an attempts table
-// (aligned on a terminal, tab-separated otherwise).
-func writeRecord(e *env, r *journal.Record) error {
+// (aligned on a terminal, tab-separated otherwise). singleWriter is as for
+// previewRecord.
+func writeRecord(e *env, r *journal.Record, singleWriter bool) error {
 	tm := machineTime
 	if e.stdoutTTY {
 		tm = e.humanTime
@@ -116,7 +117,7 @@ func writeRecord(e *env, r *journal.Record) error {
 	rw.row("error_message", r.ErrorMessage)
 	rw.row("lease_owner", r.Lease.Owner)
 	rw.row("lease_token", strconv.FormatUint(r.Lease.Token, 10))
-	rw.row("lease_expires", tm(r.Lease.Expires)+leaseNote(e, r))
+	rw.row("lease_expires", tm(r.Lease.Expires)+leaseNote(e, r, singleWriter))
 	if res := r.Resolution; res != nil {
 		rw.row("resolved_as", res.State.String())
 		rw.row("resolved_by", res.By)
@@ -154,14 +155,16 @@ func expiredNote(e *env, r *journal.Record) string {
 	return ""
 }
 
-func leaseNote(e *env, r *journal.Record) string {
-	if r.State != journal.StatePending || r.Lease.Expires.IsZero() {
+func leaseNote(e *env, r *journal.Record, singleWriter bool) string {
+	switch {
+	case r.State != journal.StatePending || r.Lease.Expires.IsZero():
 		return ""
+	case !e.now().Before(r.Lease.Expires):
+		return " (expired: the owner stopped)"
+	case singleWriter:
+		return " (the owner stopped: no process has the journal open; the next open for writing ends the lease)"
 	}
-	if e.now().Before(r.Lease.Expires) {
-		return " (live)"
-	}
-	return " (expired: the owner stopped)"
+	return " (live)"
 }
 
 // bytesText shows stored bytes as text when they are UTF-8, else base64.

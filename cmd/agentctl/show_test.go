@@ -15,6 +15,10 @@ func TestShowGolden(t *testing.T) {
 		}
 		golden(t, "show-"+name, r.stdout)
 	}
+	r := agentctl(t, false, "show", fx.keys[fxShip].String(), "--journal", fx.path)
+	if !strings.Contains(r.stdout, "lease_expires\t2026-03-02T09:07:00Z (the owner stopped: no process has the journal open;") {
+		t.Errorf("show of a dead owner's live lease = %q", r.stdout)
+	}
 }
 
 func TestShowTSVAndJSON(t *testing.T) {
