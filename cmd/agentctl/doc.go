@@ -58,6 +58,9 @@
 //   - compact replaces the file by rename; an agent that opened the old file
 //     in the moment between the copy and the rename would write into the
 //     replaced file. Stop every agent first.
+//   - A terminal is recognized as a character device (no dependency on a
+//     terminal package), so /dev/null counts as one: redirecting to it
+//     gets the human format, and "import < /dev/null" is refused.
 //   - import reads its input twice (check, then write); standard input is
 //     first copied to a temporary file of mode 0600.
 package main
