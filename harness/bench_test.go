@@ -9,7 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/harness"
@@ -55,9 +57,10 @@ func rawBolt(b *testing.B) *bolt.DB {
 
 var rawValue = make([]byte, 300)
 
-func rawPut(db *bolt.DB, i uint64) error {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], i)
+// rawPut writes one record under a random 16-byte key, as the journal
+// does (keys are UUIDs, so inserts land all over the tree).
+func rawPut(db *bolt.DB, _ uint64) error {
+	k := uuid.New()
 	return db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("r")).Put(k[:], rawValue) })
 }
 
@@ -81,11 +84,11 @@ func BenchmarkReplay(b *testing.B) {
 	})
 	b.Run("baseline", func(b *testing.B) {
 		db := rawBolt(b)
-		if err := rawPut(db, 1); err != nil {
-			b.Fatal(err)
-		}
 		var k [8]byte
 		binary.BigEndian.PutUint64(k[:], 1)
+		if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("r")).Put(k[:], rawValue) }); err != nil {
+			b.Fatal(err)
+		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
@@ -212,4 +215,89 @@ func BenchmarkDuplicates1000(b *testing.B) {
 			b.Fatalf("after round %d the tool ran %d times; want %d", round, got, round)
 		}
 	}
+}
+
+// BenchmarkPaired alternates one call of ours and one baseline operation
+// per iteration, so that both see the same disk and load; the ratio "x" is
+// ours over the baseline. The disk's fsync time swings several-fold within
+// seconds on a shared machine, which makes separate sub-benchmarks hard to
+// compare.
+func BenchmarkPaired(b *testing.B) {
+	for _, tc := range []struct {
+		tool    string
+		updates int
+	}{{"keyed", 1}, {"unkeyed", 2}} {
+		b.Run(tc.tool, func(b *testing.B) {
+			h := benchHarness(b)
+			db := rawBolt(b)
+			var ours, base time.Duration
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				c := harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: tc.tool,
+					Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+				t0 := time.Now()
+				if res, err := h.Call(context.Background(), c); err != nil || res.Status != harness.Executed {
+					b.Fatal(res.Status, err)
+				}
+				t1 := time.Now()
+				for range tc.updates {
+					if err := rawPut(db, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				t2 := time.Now()
+				ours += t1.Sub(t0)
+				base += t2.Sub(t1)
+			}
+			b.ReportMetric(float64(ours)/float64(base), "x")
+			b.ReportMetric(float64(ours.Microseconds())/float64(b.N), "µs-ours/op")
+			b.ReportMetric(float64(base.Microseconds())/float64(b.N), "µs-base/op")
+		})
+	}
+	// concurrent64: each iteration makes 64 new Keyed calls one after the
+	// other, then 64 more at once; "speedup" is how many times faster the
+	// concurrent burst went (the issue asks for at least 8).
+	b.Run("concurrent64", func(b *testing.B) {
+		h := benchHarness(b)
+		var seq, conc time.Duration
+		n := 0
+		next := func() harness.Call {
+			n++
+			return harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: "keyed",
+				Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			calls := make([]harness.Call, 128)
+			for i := range calls {
+				calls[i] = next()
+			}
+			t0 := time.Now()
+			for _, c := range calls[:64] {
+				if res, err := h.Call(context.Background(), c); err != nil || res.Status != harness.Executed {
+					b.Fatal(res.Status, err)
+				}
+			}
+			t1 := time.Now()
+			var wg sync.WaitGroup
+			for _, c := range calls[64:] {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if res, err := h.Call(context.Background(), c); err != nil || res.Status != harness.Executed {
+						b.Error(res.Status, err)
+					}
+				}()
+			}
+			wg.Wait()
+			t2 := time.Now()
+			seq += t1.Sub(t0)
+			conc += t2.Sub(t1)
+		}
+		b.ReportMetric(float64(seq)/float64(conc), "speedup")
+		b.ReportMetric(float64(64*b.N)/conc.Seconds(), "calls/s-concurrent")
+		b.ReportMetric(float64(64*b.N)/seq.Seconds(), "calls/s-sequential")
+	})
 }
