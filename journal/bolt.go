@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -38,6 +39,11 @@ type BoltStore struct {
 
 	stripes [256]stripe
 	ix      *index
+	// lazy: a read-only store opened without its in-memory index (the
+	// session index in the file is complete); ensureIndex builds it once.
+	lazy     bool
+	lazyOnce sync.Once
+	lazyErr  error
 
 	maxBatch int
 	delay    time.Duration
@@ -137,7 +143,11 @@ func OpenBolt(path string, opts *Options) (s *BoltStore, err error) {
 		return nil, err
 	}
 	if !o.ReadOnly {
-		if err := s.expireDeadLeases(); err != nil {
+		err := s.expireDeadLeases()
+		if err == nil {
+			err = s.prepareSessions()
+		}
+		if err != nil {
 			_ = db.Close()
 			s.db = nil
 			return nil, err
@@ -253,14 +263,14 @@ func (s *BoltStore) checkFile(ns uuid.UUID) error {
 		if recs == nil {
 			return fmt.Errorf("journal %s: %w: no records bucket", s.path, ErrCorrupt)
 		}
-		// Reading every record builds the index and proves that each one
-		// decodes (and that bbolt can walk every page of the bucket).
-		return recs.ForEach(func(k, v []byte) error {
-			if err := s.ix.load(v); err != nil {
-				return fmt.Errorf("journal %s: key %x: %w", s.path, k, err)
-			}
+		if s.readOnly && tx.Bucket(bucketSessions) != nil &&
+			bytes.Equal(meta.Get(metaSessionsClean), []byte{1}) {
+			// Inspection of a cleanly closed journal: read records only
+			// as queries need them.
+			s.lazy = true
 			return nil
-		})
+		}
+		return s.loadIndex(tx)
 	}
 	// Checking is a read: a write transaction would rewrite the meta page
 	// (and fsync) on every open.
@@ -437,6 +447,9 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 
 // guard returns a live suppressed record that blocks req, or nil.
 func (s *BoltStore) guard(req *BeginRequest, now time.Time) (*Record, error) {
+	if err := s.ensureIndex(); err != nil {
+		return nil, err
+	}
 	keys := s.ix.guardCandidates(req)
 	if len(keys) == 0 {
 		return nil, nil
@@ -574,8 +587,18 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 			return
 		}
 		over := s.overlaySnapshot()
-		entries := s.ix.list(&f, over)
+		var entries []*ixEntry
+		var err error
+		if s.lazy && f.Session != "" {
+			entries, err = s.sessionEntries(f.Session, f.Tenant)
+		} else if err = s.ensureIndex(); err == nil {
+			entries = s.ix.list(&f, over)
+		}
 		s.exit()
+		if err != nil {
+			yield(Record{}, err)
+			return
+		}
 		var extra []*Record
 		for _, r := range over {
 			if matchFilter(r, &f) {
@@ -666,6 +689,9 @@ func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (int, error) {
 	if s.readOnly && !opts.DryRun {
 		return 0, fmt.Errorf("journal %s: %w: gc", s.path, ErrReadOnly)
 	}
+	if err := s.ensureIndex(); err != nil {
+		return 0, err
+	}
 	now := s.now()
 	keys := s.ix.expired(now)
 	if opts.DryRun {
@@ -720,6 +746,9 @@ func (s *BoltStore) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	defer s.exit()
+	if err := s.ensureIndex(); err != nil {
+		return Stats{}, err
+	}
 	over := s.overlaySnapshot()
 	now := s.now()
 	st := s.ix.stats(now, over)
@@ -777,6 +806,8 @@ func (s *BoltStore) Close() error {
 		// Every call has returned, so no group commit is running.
 		if err = s.flushOverlay(); err != nil {
 			err = fmt.Errorf("journal %s: persisting non-durable records: %w", s.path, err)
+		} else if err = s.saveSessions(); err != nil {
+			err = fmt.Errorf("journal %s: saving the session index: %w", s.path, err)
 		}
 	}
 	if cerr := s.db.Close(); cerr != nil && err == nil {
@@ -811,6 +842,7 @@ func (s *BoltStore) flushOverlay() error {
 			return err
 		}
 		for _, r := range chunk {
+			s.ix.put(r)
 			st := s.stripe(r.Key)
 			st.mu.Lock()
 			delete(st.overlay, r.Key)

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -50,16 +51,24 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 		}
 	}()
 
-	total := int64(len(src.ix.byKey)) // no writer: the index is complete
-	var done int64
+	var total, done int64
 	err = src.view(func(stx *bolt.Tx) error {
+		total = int64(stx.Bucket(bucketRecords).Stats().KeyN)
 		// The meta bucket first: a copy without it is not a journal.
 		err := dst.Update(func(dtx *bolt.Tx) error {
 			meta, err := dtx.CreateBucket(bucketMeta)
 			if err != nil {
 				return err
 			}
-			if err := stx.Bucket(bucketMeta).ForEach(func(k, v []byte) error { return meta.Put(k, v) }); err != nil {
+			// The session index is not copied: the copy's first writer
+			// rebuilds it.
+			err = stx.Bucket(bucketMeta).ForEach(func(k, v []byte) error {
+				if bytes.Equal(k, metaSessionsClean) {
+					return nil
+				}
+				return meta.Put(k, v)
+			})
+			if err != nil {
 				return err
 			}
 			_, err = dtx.CreateBucket(bucketRecords)

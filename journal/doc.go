@@ -92,8 +92,9 @@
 //
 // # The bbolt file
 //
-// The file holds a meta bucket (schema version, namespace) and a records
-// bucket (key → record), nothing else. The secondary indexes (by session,
+// The file holds a meta bucket (schema version, namespace), a records
+// bucket (key → record) and a sessions bucket (see below). The secondary
+// indexes of a writer (by session,
 // tool, state, the suppression guard, and a min-heap of expiry times that
 // GC walks only as far as now) are kept in memory,
 // rebuilt from the records when the file is opened and updated after each
@@ -102,8 +103,20 @@
 // hardware each page costs about a tenth of a commit, so a write with five
 // index entries cost 1.5× a bare bbolt Update; in memory, a record write
 // dirties the same pages as a bare Update, and an index cannot disagree with
-// the file after a crash because it is rebuilt from it. Open reads and
-// decodes every record, which also proves the file readable.
+// the file after a crash because it is rebuilt from it. A writer's open
+// reads and decodes every record, which also proves the file readable.
+//
+// So that inspection (agentctl ls --session) costs what the session holds
+// rather than what the journal holds, the session index is also kept in the
+// file, in the sessions bucket, brought up to date by Close from a log of
+// the changes made while the journal was open (no extra page on any
+// commit). A meta flag says whether it is complete: cleared at a writer's
+// open, set by its Close. A read-only open of a complete journal reads no
+// record up front: List with a Session filter walks the sessions bucket and
+// reads only that session's records; any other query (List without a
+// session, Stats, GC) reads every record once, into the in-memory index.
+// After a crash the flag stays cleared, readers read everything, and the
+// next writer's open rebuilds the bucket.
 //
 // The file is created with mode 0600 and a random namespace (or
 // Options.Namespace). Only one process may open it for writing: another
@@ -121,9 +134,14 @@
 //
 // # Caveats
 //
-//   - Opening a bbolt journal reads every record: about 2 µs of CPU per
-//     record (0.2 s per 100 000), more when the file is not in the page
-//     cache; the in-memory index holds about 260 bytes per record.
+//   - Opening a bbolt journal for writing reads every record: about 2 µs of
+//     CPU per record (0.2 s per 100 000), more when the file is not in the
+//     page cache; the in-memory index holds about 260 bytes per record. A
+//     read-only open of a cleanly closed journal defers that until a query
+//     needs it, so damage to a record it did not read is reported by the
+//     query that reads it, not by OpenBolt.
+//   - Close writes the session index's changes (one transaction); a writer
+//     that made more than 131 072 changes rewrites the whole bucket instead.
 //   - Non-durable pending records are lost if the process dies before they
 //     are completed or the store is closed. That is the point of them; it
 //     is only safe for tools whose repeat is harmless.

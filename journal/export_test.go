@@ -42,3 +42,11 @@ func BoltStats(s *BoltStore) int64 {
 	})
 	return n
 }
+
+// IndexUnread reports that a read-only store has not (yet) read its records
+// into the in-memory index.
+func IndexUnread(s *BoltStore) bool {
+	s.ix.mu.RLock()
+	defer s.ix.mu.RUnlock()
+	return s.lazy && len(s.ix.byKey) == 0
+}

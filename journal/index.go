@@ -58,6 +58,24 @@ type index struct {
 	// changes its gcAt or goes; stale items are dropped when they reach
 	// the top, and the heap is rebuilt when they outnumber the records.
 	expiry []expItem // guarded by mu
+
+	// track turns on the session index's change log (see sessions.go);
+	// log and overflow hold it. All guarded by mu.
+	track    bool
+	log      []sessionOp
+	overflow bool
+}
+
+// logSession records a change of the session index while tracking.
+func (ix *index) logSession(add bool, e *ixEntry) {
+	if !ix.track || ix.overflow {
+		return
+	}
+	if len(ix.log) >= maxSessionLog {
+		ix.log, ix.overflow = nil, true
+		return
+	}
+	ix.log = append(ix.log, sessionOp{add: add, k: sessionKey(e.session, e.tenant, e.created, e.key)})
 }
 
 type expItem struct {
@@ -127,6 +145,12 @@ func (ix *index) put(r *Record) {
 
 func (ix *index) putLocked(e *ixEntry) {
 	old, had := ix.byKey[e.key]
+	if !had || old.created != e.created || old.session != e.session || old.tenant != e.tenant {
+		if had {
+			ix.logSession(false, old)
+		}
+		ix.logSession(true, e)
+	}
 	if !had || old.gcAt != e.gcAt {
 		ix.push(expItem{e.gcAt, e.key})
 	}
@@ -148,6 +172,9 @@ func (ix *index) putLocked(e *ixEntry) {
 func (ix *index) remove(key uuid.UUID) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if e, ok := ix.byKey[key]; ok {
+		ix.logSession(false, e)
+	}
 	ix.removeLocked(key)
 	ix.prune()
 }
@@ -282,6 +309,13 @@ func (ix *index) list(f *Filter, skip map[uuid.UUID]*Record) []*ixEntry {
 			out = append(out, e)
 		}
 	}
+	sortNewestFirst(out)
+	return out
+}
+
+// sortNewestFirst orders entries as List yields records: newest first, then
+// by key, descending.
+func sortNewestFirst(out []*ixEntry) {
 	slices.SortFunc(out, func(a, b *ixEntry) int {
 		if a.created != b.created {
 			if a.created > b.created {
@@ -291,7 +325,6 @@ func (ix *index) list(f *Filter, skip map[uuid.UUID]*Record) []*ixEntry {
 		}
 		return compareKeys(b.key, a.key)
 	})
-	return out
 }
 
 // guardCandidates returns the keys of suppressed records that may block

@@ -1,0 +1,183 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The persisted session index.
+//
+// A writing BoltStore keeps its indexes in memory, built at open: index
+// buckets would dirty more pages on every commit (each costs fsync time).
+// But an inspection (agentctl ls --session) of a large journal should not
+// read every record to find one session's. So the session index is also
+// kept in the file, in the sessions bucket, and brought up to date once, at
+// Close, from a log of the changes made while the journal was open. The
+// meta key sessions-clean says whether it is complete: it is cleared when a
+// writer opens the journal and set again by its Close. A read-only open of
+// a clean journal reads no record up front; it lists a session from the
+// bucket and builds the in-memory index only for a query that needs it. A
+// writer that finds the flag cleared (a crash) rebuilds the bucket.
+var (
+	bucketSessions    = []byte("sessions")
+	metaSessionsClean = []byte("sessions-clean")
+)
+
+// maxSessionLog bounds the change log kept in memory while a journal is
+// open; past it, Close rebuilds the bucket instead of replaying the log.
+const maxSessionLog = 1 << 17
+
+// sessionOp is one change to the session index: add or remove k.
+type sessionOp struct {
+	add bool
+	k   []byte
+}
+
+// sessionKey orders a session's records by creation time: the session and
+// tenant, length-prefixed, then the creation time (sign bit flipped, so that
+// it sorts as a signed number) and the record key.
+func sessionKey(session, tenant string, created int64, key uuid.UUID) []byte {
+	b := sessionPrefix(session, tenant, true)
+	b = binary.BigEndian.AppendUint64(b, uint64(created)^(1<<63))
+	return append(b, key[:]...)
+}
+
+// sessionPrefix is the key prefix of a session's entries, of one tenant's
+// or (withTenant false) of every tenant's.
+func sessionPrefix(session, tenant string, withTenant bool) []byte {
+	b := make([]byte, 0, 2*binary.MaxVarintLen64+len(session)+len(tenant)+24)
+	b = binary.AppendUvarint(b, uint64(len(session)))
+	b = append(b, session...)
+	if withTenant {
+		b = binary.AppendUvarint(b, uint64(len(tenant)))
+		b = append(b, tenant...)
+	}
+	return b
+}
+
+// prepareSessions readies the session index for a writer: rebuilt from the
+// in-memory index unless the last writer left it complete, then marked
+// incomplete until Close.
+func (s *BoltStore) prepareSessions() error {
+	err := s.writeTx(func(tx *bolt.Tx) error {
+		clean := bytes.Equal(tx.Bucket(bucketMeta).Get(metaSessionsClean), []byte{1})
+		if !clean || tx.Bucket(bucketSessions) == nil {
+			if err := s.rebuildSessions(tx); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(metaSessionsClean, []byte{0})
+	})
+	if err != nil {
+		return fmt.Errorf("journal %s: preparing the session index: %w", s.path, err)
+	}
+	s.ix.mu.Lock()
+	s.ix.track = true
+	s.ix.mu.Unlock()
+	return nil
+}
+
+// rebuildSessions writes the session index afresh from the in-memory one.
+func (s *BoltStore) rebuildSessions(tx *bolt.Tx) error {
+	if tx.Bucket(bucketSessions) != nil {
+		if err := tx.DeleteBucket(bucketSessions); err != nil {
+			return err
+		}
+	}
+	b, err := tx.CreateBucket(bucketSessions)
+	if err != nil {
+		return err
+	}
+	b.FillPercent = 0.9 // mostly appended in order
+	s.ix.mu.RLock()
+	defer s.ix.mu.RUnlock()
+	for _, e := range s.ix.byKey {
+		if err := b.Put(sessionKey(e.session, e.tenant, e.created, e.key), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// saveSessions brings the session index up to date and marks it complete.
+// Close calls it after the last write.
+func (s *BoltStore) saveSessions() error {
+	s.ix.mu.Lock()
+	log, overflow := s.ix.log, s.ix.overflow
+	s.ix.log, s.ix.overflow, s.ix.track = nil, false, false
+	s.ix.mu.Unlock()
+	return s.writeTx(func(tx *bolt.Tx) error {
+		if overflow || tx.Bucket(bucketSessions) == nil {
+			if err := s.rebuildSessions(tx); err != nil {
+				return err
+			}
+		} else {
+			b := tx.Bucket(bucketSessions)
+			for _, op := range log {
+				var err error
+				if op.add {
+					err = b.Put(op.k, nil)
+				} else {
+					err = b.Delete(op.k)
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(metaSessionsClean, []byte{1})
+	})
+}
+
+// sessionEntries lists, from the persisted index, the records of session
+// (and tenant, when given) newest first, as index entries that carry only
+// the key and the creation time: the caller reads and filters the records.
+func (s *BoltStore) sessionEntries(session, tenant string) ([]*ixEntry, error) {
+	prefix := sessionPrefix(session, tenant, tenant != "")
+	var out []*ixEntry
+	err := s.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketSessions).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if len(k) < 24 {
+				return fmt.Errorf("%w: session index key of %d bytes", ErrCorrupt, len(k))
+			}
+			tail := k[len(k)-24:]
+			e := &ixEntry{created: int64(binary.BigEndian.Uint64(tail[:8]) ^ (1 << 63))}
+			copy(e.key[:], tail[8:])
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: session index: %w", s.path, err)
+	}
+	sortNewestFirst(out)
+	return out, nil
+}
+
+// ensureIndex builds the in-memory index of a read-only store opened
+// without it, the first time a query needs it.
+func (s *BoltStore) ensureIndex() error {
+	if !s.lazy {
+		return nil
+	}
+	s.lazyOnce.Do(func() {
+		s.lazyErr = s.view(func(tx *bolt.Tx) error { return s.loadIndex(tx) })
+	})
+	return s.lazyErr
+}
+
+// loadIndex reads every record into the in-memory index, proving that each
+// one decodes (and that bbolt can walk every page of the bucket).
+func (s *BoltStore) loadIndex(tx *bolt.Tx) error {
+	return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+		if err := s.ix.load(v); err != nil {
+			return fmt.Errorf("journal %s: key %x: %w", s.path, k, err)
+		}
+		return nil
+	})
+}

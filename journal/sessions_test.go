@@ -1,0 +1,215 @@
+package journal_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/keyderive"
+)
+
+// listKeys returns the keys List yields for f, in order.
+func listKeys(t *testing.T, s journal.Store, f journal.Filter) []uuid.UUID {
+	t.Helper()
+	var out []uuid.UUID
+	for r, err := range s.List(context.Background(), f) {
+		if err != nil {
+			t.Fatalf("List(%+v): %v", f, err)
+		}
+		out = append(out, r.Key)
+	}
+	return out
+}
+
+// writeSessions records n intents spread over sessions and tenants, some
+// settled, some pending (durable and not), and returns the store open.
+func writeSessions(t *testing.T, path string, n int, clock func() time.Time) *journal.BoltStore {
+	t.Helper()
+	s, err := journal.OpenBolt(path, &journal.Options{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range n {
+		req := journal.BeginRequest{
+			Key: uuid.New(),
+			Intent: keyderive.Intent{Tenant: fmt.Sprintf("tenant-%d", i%2), Session: fmt.Sprintf("s%d", i%5),
+				Turn: fmt.Sprint(i % 3), Tool: "pay"},
+			Fingerprint: keyderive.FingerprintOf([]byte(fmt.Sprint(i))),
+			Owner:       "o", AttemptID: "a", LeaseTTL: time.Minute, Durable: i%2 == 0,
+		}
+		res, err := s.Begin(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%7 != 0 {
+			if _, err := s.Complete(ctx, journal.Completion{Key: req.Key, Token: res.Token,
+				State: journal.StateSucceeded, Output: []byte(`1`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return s
+}
+
+// A read-only open of a cleanly closed journal lists a session from the
+// persisted session index without reading the other records, and agrees
+// with the in-memory index of a writer, across GC and reopening.
+func TestPersistedSessionIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	tick := func() time.Time { now = now.Add(time.Millisecond); return now }
+	w := writeSessions(t, path, 140, tick)
+
+	filters := []journal.Filter{
+		{Session: "s1"},
+		{Session: "s2", Tenant: "tenant-1"},
+		{Session: "s3", Turn: "2"},
+		{Session: "s4", State: journal.StatePending},
+		{Session: "s0", Limit: 3},
+		{Session: "nope"},
+	}
+	want := map[int][]uuid.UUID{}
+	for i, f := range filters {
+		want[i] = listKeys(t, w, f)
+	}
+	if len(want[0]) != 28 || len(want[4]) != 3 || len(want[5]) != 0 {
+		t.Fatalf("writer listed %d, %d, %d records; want 28, 3, 0", len(want[0]), len(want[4]), len(want[5]))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(stage string) {
+		t.Helper()
+		ro, err := journal.OpenBolt(path, &journal.Options{ReadOnly: true, Now: tick})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Close()
+		if !journal.IndexUnread(ro) {
+			t.Fatalf("%s: a read-only open of a cleanly closed journal read its records", stage)
+		}
+		for i, f := range filters {
+			if got := listKeys(t, ro, f); !slices.Equal(got, want[i]) {
+				t.Errorf("%s: List(%+v) = %v; want %v", stage, f, got, want[i])
+			}
+		}
+		if !journal.IndexUnread(ro) {
+			t.Fatalf("%s: listing sessions read every record", stage)
+		}
+		// A query that needs every record builds the index, and agrees.
+		all := listKeys(t, ro, journal.Filter{})
+		if len(all) == 0 || journal.IndexUnread(ro) {
+			t.Fatalf("%s: full listing = %d records", stage, len(all))
+		}
+	}
+	check("after close")
+
+	// GC past the TTL of the settled records, then more writes: the index
+	// follows removals and additions.
+	now = now.Add(journal.DefaultTTL + time.Hour)
+	w, err := journal.OpenBolt(path, &journal.Options{Now: tick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.GC(context.Background(), journal.GCOptions{}); err != nil || n == 0 {
+		t.Fatalf("GC = %d, %v; want some removed", n, err)
+	}
+	ctx := context.Background()
+	extra := journal.BeginRequest{Key: uuid.New(), Intent: keyderive.Intent{Tenant: "tenant-1", Session: "s1", Tool: "pay"},
+		Owner: "o", AttemptID: "a", LeaseTTL: time.Minute}
+	if _, err := w.Begin(ctx, extra); err != nil { // non-durable: written at Close
+		t.Fatal(err)
+	}
+	for i, f := range filters {
+		want[i] = listKeys(t, w, f)
+	}
+	if !slices.Contains(want[0], extra.Key) {
+		t.Fatalf("writer does not list the new pending record")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("after gc and a new record")
+}
+
+// A writer that dies leaves the session index marked incomplete: readers
+// fall back to reading every record, and the next writer rebuilds it.
+func TestSessionIndexAfterUncleanClose(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	path := filepath.Join(t.TempDir(), "j")
+	crashWriter(t, path, 30) // writes 30 records, then SIGKILLed
+	ro, err := journal.OpenBolt(path, &journal.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if journal.IndexUnread(ro) {
+		t.Fatal("a reader trusted the session index of a journal whose writer died")
+	}
+	want := listKeys(t, ro, journal.Filter{Session: "sess-7f3a9c"})
+	ro.Close()
+	if len(want) == 0 {
+		t.Fatal("no records of the session after the crash")
+	}
+	w, err := journal.OpenBolt(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err = journal.OpenBolt(path, &journal.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if !journal.IndexUnread(ro) {
+		t.Fatal("the session index was not rebuilt by the next writer")
+	}
+	if got := listKeys(t, ro, journal.Filter{Session: "sess-7f3a9c"}); !slices.Equal(got, want) {
+		t.Fatalf("List after rebuild = %v; want %v", got, want)
+	}
+}
+
+// crashWriter runs TestBoltCrashChild on path and kills it with SIGKILL
+// once it reported n committed records.
+func crashWriter(t *testing.T, path string, n int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBoltCrashChild$")
+	cmd.Env = append(os.Environ(), crashEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	seen := 0
+	for sc.Scan() {
+		if !strings.HasPrefix(sc.Text(), "committed ") {
+			t.Fatalf("child said %q", sc.Text())
+		}
+		if seen++; seen == n {
+			cmd.Process.Signal(syscall.SIGKILL)
+		}
+	}
+	cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+		t.Fatalf("child was not killed after %d records", seen)
+	}
+}
