@@ -41,7 +41,8 @@ type Options struct {
 	// journal, not the canonical input itself (privacy).
 	FingerprintOnly bool
 	// Redact, when set, rewrites a tool's output before it is stored; the
-	// caller of the executing call still gets the original.
+	// caller of the executing call still gets the original, and replays
+	// answer with what was stored.
 	Redact func(tool string, output json.RawMessage) json.RawMessage
 	// Limits bounds inputs (size, depth); nil means keyderive's defaults
 	// (1 MiB, depth 64).

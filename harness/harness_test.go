@@ -660,3 +660,32 @@ func TestRegisterErrors(t *testing.T) {
 	require.Error(t, h.Register(harness.Tool{Name: "c"}), "nil Func")
 	require.Error(t, h.Register(harness.Tool{Name: "d", Func: fn, Schema: json.RawMessage(`{"type":`)}), "bad schema")
 }
+
+// Privacy: the journal can keep only the fingerprint of an input, and a
+// redacted output.
+func TestFingerprintOnlyAndRedact(t *testing.T) {
+	_, st := tempJournal(t)
+	h := newHarness(t, st, &harness.Options{
+		FingerprintOnly: true,
+		Redact: func(tool string, out json.RawMessage) json.RawMessage {
+			return json.RawMessage(`{"card":"****"}`)
+		},
+	})
+	require.NoError(t, h.Register(harness.Tool{Name: "tokenize", Effect: harness.Keyed,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"card":"4242424242424242"}`), nil
+		}}))
+	c := call("tokenize", `{"pan":"4242424242424242"}`)
+	first, err := h.Call(context.Background(), c)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"card":"4242424242424242"}`, string(first.Output), "the executing caller gets the real output")
+	rec, err := st.Get(context.Background(), first.Key)
+	require.NoError(t, err)
+	require.Nil(t, rec.Input, "no raw input in the journal")
+	require.False(t, rec.Fingerprint.IsZero(), "the fingerprint is kept")
+	require.JSONEq(t, `{"card":"****"}`, string(rec.Output))
+	again, err := h.Call(context.Background(), c)
+	require.NoError(t, err)
+	require.Equal(t, harness.Replayed, again.Status)
+	require.JSONEq(t, `{"card":"****"}`, string(again.Output), "a replay answers with what was stored")
+}
