@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -69,4 +70,52 @@ func Example() {
 	// executed {"charge":"ch_1","key_sent":true}
 	// replayed {"charge":"ch_1","key_sent":true}
 	// charges: 1
+}
+
+// One model response with parallel tool calls: the duplicate collapses into
+// the first, and results come back in the calls' order.
+func ExampleHarness_CallAll() {
+	h := harness.New(journal.NewMemory(nil), nil)
+	defer h.Close()
+	sent := 0
+	h.Register(harness.Tool{Name: "send_email", Effect: harness.Keyed,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			sent++
+			return json.RawMessage(`"sent"`), nil
+		}})
+	calls := []harness.Call{
+		{ID: "call_1", Session: "s1", Turn: "4", Tool: "send_email", Input: json.RawMessage(`{"to":"ana@example.com"}`)},
+		{ID: "call_2", Session: "s1", Turn: "4", Tool: "send_email", Input: json.RawMessage(`{"to": "ana@example.com"}`)},
+		{ID: "call_3", Session: "s1", Turn: "4", Tool: "send_email", Input: json.RawMessage(`{"to":"bo@example.com"}`)},
+	}
+	for _, r := range h.CallAll(context.Background(), calls) {
+		fmt.Println(r.CallID, r.Status, r.ForModel())
+	}
+	fmt.Println("emails sent:", sent)
+	// Output:
+	// call_1 executed "sent"
+	// call_2 collapsed "sent"
+	// call_3 executed "sent"
+	// emails sent: 2
+}
+
+// Typed adapts a function with Go types; input the model got wrong is a
+// failure the model can correct.
+func ExampleTyped() {
+	type refund struct {
+		Order  string `json:"order"`
+		Amount int    `json:"amount"`
+	}
+	h := harness.New(journal.NewMemory(nil), nil)
+	defer h.Close()
+	h.Register(harness.Typed("refund", harness.Keyed, func(ctx context.Context, r refund) (string, error) {
+		return fmt.Sprintf("refunded %d on %s", r.Amount, r.Order), nil
+	}))
+	for _, in := range []string{`{"order":"A-1","amount":500}`, `{"order":"A-1","amont":500}`} {
+		res, _ := h.Call(context.Background(), harness.Call{Session: "s1", Turn: "1", Tool: "refund", Input: json.RawMessage(in)})
+		fmt.Println(res.Status, res.ForModel())
+	}
+	// Output:
+	// executed "refunded 500 on A-1"
+	// failed The tool failed and nothing was done: tool refund: decode input: json: unknown field "amont"
 }
