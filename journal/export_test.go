@@ -50,3 +50,10 @@ func IndexUnread(s *BoltStore) bool {
 	defer s.ix.mu.RUnlock()
 	return s.lazy && len(s.ix.byKey) == 0
 }
+
+// SetMaxSessionLog lowers the session index's change-log bound for a test.
+func SetMaxSessionLog(n int) (restore func()) {
+	old := maxSessionLog
+	maxSessionLog = n
+	return func() { maxSessionLog = old }
+}

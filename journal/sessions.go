@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
@@ -29,7 +30,8 @@ var (
 
 // maxSessionLog bounds the change log kept in memory while a journal is
 // open; past it, Close rebuilds the bucket instead of replaying the log.
-const maxSessionLog = 1 << 17
+// A variable so that tests can reach the rebuild.
+var maxSessionLog = 1 << 17
 
 // sessionOp is one change to the session index: add or remove k.
 type sessionOp struct {
@@ -63,15 +65,18 @@ func sessionPrefix(session, tenant string, withTenant bool) []byte {
 // in-memory index unless the last writer left it complete, then marked
 // incomplete until Close.
 func (s *BoltStore) prepareSessions() error {
-	err := s.writeTx(func(tx *bolt.Tx) error {
-		clean := bytes.Equal(tx.Bucket(bucketMeta).Get(metaSessionsClean), []byte{1})
-		if !clean || tx.Bucket(bucketSessions) == nil {
-			if err := s.rebuildSessions(tx); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket(bucketMeta).Put(metaSessionsClean, []byte{0})
+	var clean bool
+	err := s.view(func(tx *bolt.Tx) error {
+		clean = tx.Bucket(bucketSessions) != nil &&
+			bytes.Equal(tx.Bucket(bucketMeta).Get(metaSessionsClean), []byte{1})
+		return nil
 	})
+	if err == nil && !clean {
+		err = s.rebuildSessions(false)
+	}
+	if err == nil {
+		err = s.writeTx(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(metaSessionsClean, []byte{0}) })
+	}
 	if err != nil {
 		return fmt.Errorf("journal %s: preparing the session index: %w", s.path, err)
 	}
@@ -81,24 +86,51 @@ func (s *BoltStore) prepareSessions() error {
 	return nil
 }
 
-// rebuildSessions writes the session index afresh from the in-memory one.
-func (s *BoltStore) rebuildSessions(tx *bolt.Tx) error {
-	if tx.Bucket(bucketSessions) != nil {
-		if err := tx.DeleteBucket(bucketSessions); err != nil {
-			return err
-		}
-	}
-	b, err := tx.CreateBucket(bucketSessions)
-	if err != nil {
-		return err
-	}
-	b.FillPercent = 0.9 // mostly appended in order
+// rebuildTxEntries bounds the entries one rebuild transaction writes.
+const rebuildTxEntries = 50000
+
+// rebuildSessions writes the session index afresh from the in-memory one,
+// in key order (bbolt splits nodes only at commit, so inserts in random
+// order into one transaction cost quadratic time) and in transactions of
+// rebuildTxEntries; the last one marks the index complete when asked.
+func (s *BoltStore) rebuildSessions(markClean bool) error {
 	s.ix.mu.RLock()
-	defer s.ix.mu.RUnlock()
+	keys := make([][]byte, 0, len(s.ix.byKey))
 	for _, e := range s.ix.byKey {
-		if err := b.Put(sessionKey(e.session, e.tenant, e.created, e.key), nil); err != nil {
+		keys = append(keys, sessionKey(e.session, e.tenant, e.created, e.key))
+	}
+	s.ix.mu.RUnlock()
+	slices.SortFunc(keys, bytes.Compare)
+	first := true
+	for first || len(keys) > 0 {
+		chunk := keys[:min(len(keys), rebuildTxEntries)]
+		keys = keys[len(chunk):]
+		last := len(keys) == 0
+		err := s.writeTx(func(tx *bolt.Tx) error {
+			if first && tx.Bucket(bucketSessions) != nil {
+				if err := tx.DeleteBucket(bucketSessions); err != nil {
+					return err
+				}
+			}
+			b, err := tx.CreateBucketIfNotExists(bucketSessions)
+			if err != nil {
+				return err
+			}
+			b.FillPercent = 1.0 // appended in order
+			for _, k := range chunk {
+				if err := b.Put(k, nil); err != nil {
+					return err
+				}
+			}
+			if last && markClean {
+				return tx.Bucket(bucketMeta).Put(metaSessionsClean, []byte{1})
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
+		first = false
 	}
 	return nil
 }
@@ -110,23 +142,30 @@ func (s *BoltStore) saveSessions() error {
 	log, overflow := s.ix.log, s.ix.overflow
 	s.ix.log, s.ix.overflow, s.ix.track = nil, false, false
 	s.ix.mu.Unlock()
+	if overflow {
+		return s.rebuildSessions(true)
+	}
+	// The log's net effect, applied in key order (see rebuildSessions).
+	net := make(map[string]bool, len(log))
+	for _, op := range log {
+		net[string(op.k)] = op.add
+	}
+	keys := make([]string, 0, len(net))
+	for k := range net {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	return s.writeTx(func(tx *bolt.Tx) error {
-		if overflow || tx.Bucket(bucketSessions) == nil {
-			if err := s.rebuildSessions(tx); err != nil {
-				return err
+		b := tx.Bucket(bucketSessions)
+		for _, k := range keys {
+			var err error
+			if net[k] {
+				err = b.Put([]byte(k), nil)
+			} else {
+				err = b.Delete([]byte(k))
 			}
-		} else {
-			b := tx.Bucket(bucketSessions)
-			for _, op := range log {
-				var err error
-				if op.add {
-					err = b.Put(op.k, nil)
-				} else {
-					err = b.Delete(op.k)
-				}
-				if err != nil {
-					return err
-				}
+			if err != nil {
+				return err
 			}
 		}
 		return tx.Bucket(bucketMeta).Put(metaSessionsClean, []byte{1})

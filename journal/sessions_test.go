@@ -213,3 +213,28 @@ func crashWriter(t *testing.T, path string, n int) {
 		t.Fatalf("child was not killed after %d records", seen)
 	}
 }
+
+// A writer that made more changes than its log holds rebuilds the session
+// index at Close, and readers still find every session's records.
+func TestSessionIndexRebuiltAfterLogOverflow(t *testing.T) {
+	defer journal.SetMaxSessionLog(10)()
+	path := filepath.Join(t.TempDir(), "j")
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	tick := func() time.Time { now = now.Add(time.Millisecond); return now }
+	w := writeSessions(t, path, 60, tick)
+	want := listKeys(t, w, journal.Filter{Session: "s2"})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := journal.OpenBolt(path, &journal.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if !journal.IndexUnread(ro) {
+		t.Fatal("the rebuilt session index is not marked complete")
+	}
+	if got := listKeys(t, ro, journal.Filter{Session: "s2"}); len(got) != 12 || !slices.Equal(got, want) {
+		t.Fatalf("List = %v; want the 12 records %v", got, want)
+	}
+}
