@@ -97,6 +97,7 @@ func lookup(name string) *command {
 
 // run executes one agentctl invocation and returns its exit code.
 func run(ctx context.Context, e *env, args []string) int {
+	args = journalFlagFirst(args)
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, topUsage())
 		return exitUsage
@@ -127,6 +128,27 @@ func run(ctx context.Context, e *env, args []string) int {
 		return exitCodeOf(err)
 	}
 	return exitOK
+}
+
+// journalFlagFirst moves a --journal flag written before the command
+// ("agentctl --journal J ls") to after it, where the command parses it.
+func journalFlagFirst(args []string) []string {
+	var global []string
+	for len(args) > 0 {
+		a := args[0]
+		switch {
+		case (a == "--journal" || a == "-journal") && len(args) > 1:
+			global, args = append(global, a, args[1]), args[2:]
+		case strings.HasPrefix(a, "--journal=") || strings.HasPrefix(a, "-journal="):
+			global, args = append(global, a), args[1:]
+		default:
+			if len(global) == 0 || len(args) == 0 {
+				return args
+			}
+			return append(append([]string{args[0]}, global...), args[1:]...)
+		}
+	}
+	return global // no command: the usage error names what is missing
 }
 
 // parseFlags parses fs over args, allowing flags after positional
