@@ -39,10 +39,10 @@
 //
 // # Caveats
 //
-//   - Opening a bbolt journal reads every record (the store builds its
-//     indexes in memory), so each command costs seconds and hundreds of MiB
-//     at a million records even when the query itself, such as ls
-//     --session, uses an index and reads only the session.
+//   - On a bbolt journal, ls --session, replay and show read only what they
+//     print (the journal keeps a session index in the file); queries across
+//     sessions (ls, stats, gc) read every record into memory, about 4 s and
+//     1 GiB per million records.
 //   - A bbolt journal is locked by the process that has it open for writing,
 //     so inspecting a journal while an agent runs fails with "journal in use"
 //     (exit 4) after --lock-timeout. Stop the agent, or export from it when
