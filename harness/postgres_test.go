@@ -2,8 +2,6 @@ package harness_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -14,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -22,24 +21,11 @@ import (
 // skips the test when AGENTONCE_PG_URL is not set.
 func pgStore(t *testing.T) *postgres.Store {
 	t.Helper()
-	url := os.Getenv("AGENTONCE_PG_URL")
-	if url == "" {
-		t.Skip("AGENTONCE_PG_URL is not set: the PostgreSQL harness tests need a server (.ci/run starts one)")
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "harness_test_" + hex.EncodeToString(b[:])
+	schema := pgtest.Schema(t, "harness_test_")
 	ctx := context.Background()
-	st, err := postgres.Open(ctx, url, &postgres.Options{Schema: schema})
+	st, err := postgres.Open(ctx, pgtest.URL(t), &postgres.Options{Schema: schema})
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		st.Close()
-		conn, err := pgx.Connect(ctx, url)
-		if err == nil {
-			_, _ = conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			conn.Close(ctx)
-		}
-	})
+	t.Cleanup(func() { st.Close() })
 	_, err = st.Pool().Exec(ctx, `CREATE TABLE `+pgx.Identifier{schema, "charges"}.Sanitize()+
 		` (key uuid NOT NULL, amount int NOT NULL)`)
 	require.NoError(t, err)

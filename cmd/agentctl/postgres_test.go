@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -21,26 +19,8 @@ import (
 // test's own (dropped at the end), or skips without AGENTONCE_PG_URL.
 func pgJournal(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("AGENTONCE_PG_URL")
-	if base == "" {
-		t.Skip("AGENTONCE_PG_URL is not set: the PostgreSQL journal tests need a server (.ci/run starts one)")
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "agentctl_test_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
+	base := pgtest.URL(t)
+	schema := pgtest.Schema(t, "agentctl_test_")
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)

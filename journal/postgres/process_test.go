@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/postgres"
 )
@@ -54,7 +55,7 @@ func runChild(job string) error {
 	skew, _ := time.ParseDuration(os.Getenv(childSkewEnv))
 	owner := os.Getenv(childOwnerEnv)
 	schema := os.Getenv(childSchemaEnv)
-	s, err := postgres.Open(ctx, os.Getenv(urlEnv), &postgres.Options{Schema: schema,
+	s, err := postgres.Open(ctx, os.Getenv(pgtest.URLEnv), &postgres.Options{Schema: schema,
 		Journal: &journal.Options{Now: func() time.Time { return time.Now().Add(skew) }}})
 	if err != nil {
 		return err
