@@ -109,7 +109,8 @@ type summary struct {
 	Failed     int `json:"failed"`
 	Rejected   int `json:"rejected"`
 	// Retries counts attempts the harness retried; InFlightWaits counts
-	// waits for an intent in flight elsewhere (after a crash, its lease).
+	// waits for an intent in flight elsewhere (none on a bbolt journal,
+	// whose open ends a crashed process's leases).
 	Retries       int `json:"retries"`
 	InFlightWaits int `json:"in_flight_waits"`
 	// Faults counts the faults injected, by kind.
@@ -154,8 +155,9 @@ var demoPolicy = &retryclass.Policy{
 	InFlightBudget:  8 * time.Second,
 }
 
-// leaseTTL is how long a crashed process's claim on an intent blocks the
-// next run (the harness raises it to 1.5 × the tool timeout + 1s).
+// leaseTTL is how long an attempt's claim on an intent lasts (the harness
+// raises it to 1.5 × the tool timeout + 1s). A crashed process's claims end
+// when the next run opens the bbolt journal.
 const leaseTTL = time.Second
 
 // observer counts retries and in-flight waits, and crashes the process on
