@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -49,12 +50,14 @@ type options struct {
 	reset     bool
 	script    string
 	verbose   bool
+	state     string
 }
 
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("llm-agent", flag.ContinueOnError)
-	fs.StringVar(&o.journal, "journal", "agent-journal.db", "bbolt journal `file`; the fake APIs keep their state in FILE.downstream/")
+	fs.StringVar(&o.journal, "journal", "agent-journal.db", "journal `location`: a bbolt file (the fake APIs keep their state in FILE.downstream/) or a postgres:// URL (state in -state)")
+	fs.StringVar(&o.state, "state", "", "`directory` where the fake APIs keep their state; default: the journal file's path + .downstream, or ./agent-journal.downstream for a PostgreSQL journal")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the fault schedule")
 	fs.Float64Var(&o.faultRate, "fault-rate", 0.4, "probability in [0, 1] that a request to the APIs fails")
 	fs.StringVar(&o.crashAt, "crash-at", "", "exit with status 3 at the first call that reaches `POINT`: before-write-ahead, after-write-ahead, after-effect or after-outcome")
@@ -199,9 +202,18 @@ func (o *observer) Observe(ctx context.Context, e harness.Event) {
 func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 	start := time.Now()
 	sum := summary{Journal: o.journal, Seed: o.seed, FaultRate: o.faultRate}
-	stateDir := o.journal + ".downstream"
+	stateDir, files := o.state, []string{o.journal}
+	if postgres.IsURL(o.journal) {
+		// -reset leaves a database alone: drop its schema by hand.
+		files = nil
+		if stateDir == "" {
+			stateDir = "agent-journal.downstream"
+		}
+	} else if stateDir == "" {
+		stateDir = o.journal + ".downstream"
+	}
 	if o.reset {
-		for _, p := range []string{o.journal, stateDir} {
+		for _, p := range append(files, stateDir) {
 			if err := os.RemoveAll(p); err != nil {
 				return sum, err
 			}

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/agentonce/agentonce/internal/pgtest"
 )
 
 // The tests run the example as a real process: the test binary re-executes
@@ -136,6 +139,40 @@ func TestSeeds(t *testing.T) {
 				t.Errorf("second run: suppressed %d; want %d as in the first", again.sum.Suppressed, first.sum.Suppressed)
 			}
 		})
+	}
+}
+
+// TestPostgresJournal runs the example on a PostgreSQL journal (a
+// postgres:// -journal with its schema in the URL), twice, and crashed
+// once in between: the same guarantees as on bbolt. It needs a server
+// (AGENTONCE_PG_URL).
+func TestPostgresJournal(t *testing.T) {
+	schema := pgtest.Schema(t, "llm_agent_test_")
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("schema", schema)
+	u.RawQuery = q.Encode()
+	loc, state := u.String(), filepath.Join(t.TempDir(), "downstream")
+
+	crashed := runAgent(t, "-journal", loc, "-state", state, "-crash-at", "after-effect", "-crash-tool", "charge_card")
+	if crashed.code != 3 {
+		t.Fatalf("crash run: exit %d; want 3\nstderr: %s", crashed.code, crashed.stderr)
+	}
+	first := runAgent(t, "-json", "-journal", loc, "-state", state, "-seed", "5", "-fault-rate", "0.4")
+	checkComplete(t, "run after the crash", first)
+	// The crashed charge is taken over once its lease (1.45 s) runs out,
+	// within the in-flight wait: never suppressed as "in progress".
+	if first.sum.Suppressed != 2 || first.sum.InFlightWaits == 0 {
+		t.Errorf("run after the crash: suppressed %d, in_flight_waits %d; want the script's 2 suppressions and a wait for the dead lease",
+			first.sum.Suppressed, first.sum.InFlightWaits)
+	}
+	again := runAgent(t, "-json", "-journal", loc, "-state", state, "-seed", "5", "-fault-rate", "0.4")
+	checkComplete(t, "second run", again)
+	if again.sum.Executed != 1 {
+		t.Errorf("second run: executed %d; want 1 (the read-only lookup)", again.sum.Executed)
 	}
 }
 

@@ -61,7 +61,8 @@ type Store struct {
 var _ journal.Store = (*Store)(nil)
 
 // Open connects to the database at url (a PostgreSQL URL or key=value
-// connection string), creates the journal's schema and tables or migrates
+// connection string; a "schema" parameter in it names the schema when
+// Options.Schema does not), creates the journal's schema and tables or migrates
 // them to SchemaVersion, and returns the store. Several processes may Open
 // the same schema at once: migrations run once, under an advisory lock.
 //
@@ -76,7 +77,21 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if jo == nil {
 		jo = &journal.Options{}
 	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgconn's parse errors redact passwords.
+		return nil, fmt.Errorf("postgres journal: parsing the connection URL: %w", err)
+	}
+	// A "schema" parameter in the URL (not a PostgreSQL setting) names the
+	// schema, so that one journal location string says everything.
 	schema := opts.Schema
+	if s, ok := cfg.ConnConfig.RuntimeParams["schema"]; ok {
+		delete(cfg.ConnConfig.RuntimeParams, "schema")
+		if schema != "" && schema != s {
+			return nil, fmt.Errorf("postgres journal: the URL names schema %q and Options.Schema %q", s, schema)
+		}
+		schema = s
+	}
 	if schema == "" {
 		schema = DefaultSchema
 	}
@@ -87,11 +102,6 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		// PostgreSQL would silently truncate it, and two long names could
 		// meet in one schema.
 		return nil, fmt.Errorf("postgres journal: schema %q is %d bytes; PostgreSQL names hold at most 63", schema, len(schema))
-	}
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		// pgconn's parse errors redact passwords.
-		return nil, fmt.Errorf("postgres journal: parsing the connection URL: %w", err)
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns

@@ -743,3 +743,24 @@ func TestOpenMigratesOlderSchema(t *testing.T) {
 		t.Fatalf("Begin on the migrated schema = %v", err)
 	}
 }
+
+// The schema can be named in the URL, so that one location string (a
+// --journal flag) says everything.
+func TestOpenSchemaFromURL(t *testing.T) {
+	schema := newSchema(t)
+	sep := "?"
+	if strings.Contains(pgURL(t), "?") {
+		sep = "&"
+	}
+	s, err := postgres.Open(context.Background(), pgURL(t)+sep+"schema="+schema, nil)
+	if err != nil {
+		t.Fatalf("Open(URL with schema) = %v", err)
+	}
+	defer s.Close()
+	if s.Schema() != schema {
+		t.Fatalf("Schema() = %q; want %q from the URL", s.Schema(), schema)
+	}
+	if _, err := postgres.Open(context.Background(), pgURL(t)+sep+"schema="+schema, &postgres.Options{Schema: "other"}); err == nil {
+		t.Fatal("Open with two different schemas succeeded")
+	}
+}
