@@ -689,3 +689,54 @@ func TestFingerprintOnlyAndRedact(t *testing.T) {
 	require.Equal(t, harness.Replayed, again.Status)
 	require.JSONEq(t, `{"card":"****"}`, string(again.Output), "a replay answers with what was stored")
 }
+
+// Outcomes that a re-issue may run again: a failure that provably did not
+// execute (its retry budget ran out on refusals), and an unknown outcome of
+// a Keyed tool, whose downstream absorbs the repeat under the same key.
+// An Unkeyed unknown is never run again (TestRetriesRecordEachAttemptFirst).
+func TestReissueRunsWhatMayRunAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		effect  harness.Effect
+		fail    error
+		status  harness.Status
+		attempt int // attempts of the first call
+	}{
+		{"not-executed failure", harness.Unkeyed, retryclass.MarkNotExecuted(errors.New("connection refused")), harness.Failed, 4},
+		{"keyed unknown", harness.Keyed, errors.New("read: connection reset by peer"), harness.Unknown, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, st := tempJournal(t)
+			h := newHarness(t, st, nil)
+			failing := true
+			var keys []uuid.UUID
+			require.NoError(t, h.Register(harness.Tool{Name: "op", Effect: tc.effect,
+				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+					k, _ := harness.KeyFromContext(ctx)
+					keys = append(keys, k)
+					if failing {
+						return nil, tc.fail
+					}
+					return json.RawMessage(`"done"`), nil
+				}}))
+			c := call("op", `{"x":1}`)
+			first, err := h.Call(context.Background(), c)
+			require.NoError(t, err)
+			require.Equal(t, tc.status, first.Status)
+			require.Len(t, keys, tc.attempt, "the retry budget (4 tries) was spent")
+
+			failing = false
+			again, err := h.Call(context.Background(), c)
+			require.NoError(t, err)
+			require.Equal(t, harness.Executed, again.Status, "the re-issue runs")
+			require.Len(t, keys, tc.attempt+1)
+			require.Equal(t, keys[0], keys[len(keys)-1], "under the same key")
+			require.Equal(t, tc.attempt+1, again.Attempts, "the journal keeps every attempt")
+
+			third, err := h.Call(context.Background(), c)
+			require.NoError(t, err)
+			require.Equal(t, harness.Replayed, third.Status, "and once it succeeded it is answered from the journal")
+			require.Len(t, keys, tc.attempt+1)
+		})
+	}
+}
