@@ -496,7 +496,16 @@ func (f *flight) fromRecord(rec journal.Record, replayed bool) Result {
 	}
 	c, err := retryclass.ParseClass(rec.ErrorClass)
 	if err != nil {
-		c = retryclass.MaybeExecuted
+		// Not a retry class: an operator's resolution ("resolved") or a
+		// record from elsewhere. The state says what it amounts to.
+		switch res.Status {
+		case Failed:
+			c = retryclass.Terminal
+		case Suppressed:
+			c = retryclass.Mismatch
+		default:
+			c = retryclass.MaybeExecuted
+		}
 	}
 	res.Err = &OutcomeError{Tool: f.p.tool.Name, Key: rec.Key, Class: c, Message: rec.ErrorMessage, Status: res.Status}
 	return res

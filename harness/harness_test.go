@@ -740,3 +740,47 @@ func TestReissueRunsWhatMayRunAgain(t *testing.T) {
 		})
 	}
 }
+
+// An operator settles an unknown intent (agentctl resolve); the harness then
+// answers the re-issued call with the operator's verdict.
+func TestResolvedIntentIsAnswered(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		res    journal.Resolution
+		status harness.Status
+		text   string
+	}{
+		{"succeeded", journal.Resolution{State: journal.StateSucceeded, Output: []byte(`{"sent":true}`), Reason: "provider log shows it", By: "ops"},
+			harness.Replayed, `{"sent":true}`},
+		{"failed", journal.Resolution{State: journal.StateFailed, Reason: "provider never received it", By: "ops"},
+			harness.Failed, "The tool failed and nothing was done: provider never received it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, st := tempJournal(t)
+			h := newHarness(t, st, nil)
+			runs := 0
+			require.NoError(t, h.Register(harness.Tool{Name: "email", Effect: harness.Unkeyed,
+				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+					runs++
+					return nil, errors.New("read: connection reset by peer")
+				}}))
+			c := call("email", `{"to":"x"}`)
+			first, err := h.Call(context.Background(), c)
+			require.NoError(t, err)
+			require.Equal(t, harness.Unknown, first.Status)
+
+			_, err = st.Resolve(context.Background(), first.Key, tc.res)
+			require.NoError(t, err)
+			again, err := h.Call(context.Background(), c)
+			require.NoError(t, err)
+			require.Equal(t, tc.status, again.Status)
+			require.Equal(t, tc.text, again.ForModel())
+			require.Equal(t, 1, runs, "the tool never ran again")
+			if tc.status == harness.Failed {
+				var oe *harness.OutcomeError
+				require.ErrorAs(t, again.Err, &oe)
+				require.Equal(t, retryclass.Terminal, oe.Class)
+			}
+		})
+	}
+}
