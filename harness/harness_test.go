@@ -784,3 +784,27 @@ func TestResolvedIntentIsAnswered(t *testing.T) {
 		})
 	}
 }
+
+// The tool answered but its outcome could not be recorded (the journal
+// failed under it): the call says unknown, not executed, since a restart
+// would not know; the output is kept for the caller.
+func TestOutcomeNotRecordedIsUnknown(t *testing.T) {
+	_, st := tempJournal(t)
+	h := newHarness(t, st, nil)
+	require.NoError(t, h.Register(harness.Tool{Name: "pay", Effect: harness.Keyed,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			go st.Close() // the journal goes away while the tool runs
+			for {
+				if _, err := st.Get(context.Background(), uuid.New()); errors.Is(err, journal.ErrClosed) {
+					return json.RawMessage(`"paid"`), nil
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}}))
+	res, err := h.Call(context.Background(), call("pay", `{"amount":1}`))
+	require.NoError(t, err)
+	require.Equal(t, harness.Unknown, res.Status)
+	require.Equal(t, `"paid"`, string(res.Output))
+	require.ErrorIs(t, res.Err, journal.ErrClosed)
+	require.Contains(t, res.ForModel(), "unknown")
+}
