@@ -57,6 +57,10 @@ type Options struct {
 	// CacheSize bounds the memo of raw input → key; zero means 4096
 	// entries, negative disables it.
 	CacheSize int
+	// Journal configures the journal that Open opens (for example the
+	// namespace a fleet shares, or a lock timeout); nil means defaults. New
+	// ignores it: the store is already open.
+	Journal *journal.Options
 }
 
 // Harness wraps an agent's tools so that one intent produces at most one

@@ -21,7 +21,11 @@ func OpenStore(ctx context.Context, location string, opts *journal.Options) (jou
 // Open opens the journal at location (see OpenStore) and returns a Harness
 // on it. Close closes the journal too.
 func Open(ctx context.Context, location string, opts *Options) (*Harness, error) {
-	st, err := OpenStore(ctx, location, nil)
+	var jo *journal.Options
+	if opts != nil {
+		jo = opts.Journal
+	}
+	st, err := OpenStore(ctx, location, jo)
 	if err != nil {
 		return nil, err
 	}

@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/internal/pgtest"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -104,4 +106,14 @@ func TestOpenByLocation(t *testing.T) {
 	defer st.Close()
 	_, ok := st.(*postgres.Store)
 	require.True(t, ok, "a postgres:// location opens the PostgreSQL store, got %T", st)
+}
+
+// Open passes Options.Journal to the journal it opens: a deployment can
+// supply its secret namespace from configuration.
+func TestOpenWithJournalOptions(t *testing.T) {
+	ns := uuid.MustParse("6f1c2e0a-3b7d-4c5e-9a8b-1d2e3f405162")
+	h, err := harness.Open(context.Background(), t.TempDir()+"/j", &harness.Options{Journal: &journal.Options{Namespace: ns}})
+	require.NoError(t, err)
+	defer h.Close()
+	require.Equal(t, ns, h.Store().Namespace())
 }
