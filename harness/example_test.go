@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -77,10 +78,10 @@ func Example() {
 func ExampleHarness_CallAll() {
 	h := harness.New(journal.NewMemory(nil), nil)
 	defer h.Close()
-	sent := 0
+	var sent atomic.Int32 // distinct calls run concurrently
 	h.Register(harness.Tool{Name: "send_email", Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-			sent++
+			sent.Add(1)
 			return json.RawMessage(`"sent"`), nil
 		}})
 	calls := []harness.Call{
@@ -91,7 +92,7 @@ func ExampleHarness_CallAll() {
 	for _, r := range h.CallAll(context.Background(), calls) {
 		fmt.Println(r.CallID, r.Status, r.ForModel())
 	}
-	fmt.Println("emails sent:", sent)
+	fmt.Println("emails sent:", sent.Load())
 	// Output:
 	// call_1 executed "sent"
 	// call_2 collapsed "sent"
