@@ -238,6 +238,7 @@ type FaultError struct {
 	Err     error
 }
 
+// Error names the fault, the request number and the error it stands for.
 func (e *FaultError) Error() string {
 	return "injected " + e.Fault.String() + " on request " + strconv.Itoa(e.Request) + ": " + e.Err.Error()
 }
@@ -252,6 +253,7 @@ type UnavailableError struct {
 	Wait time.Duration
 }
 
+// Error says 503 and how long the server asked to wait.
 func (e *UnavailableError) Error() string {
 	return "503 Service Unavailable (retry after " + e.Wait.String() + ")"
 }

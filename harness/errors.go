@@ -30,6 +30,7 @@ type UnknownToolError struct {
 	Tool string
 }
 
+// Error names the tool.
 func (e *UnknownToolError) Error() string {
 	return fmt.Sprintf("harness: unknown tool %q (not registered)", e.Tool)
 }
@@ -43,6 +44,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error names the tool and the panic value; the stack is in Stack.
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("tool %s panicked: %v", e.Tool, e.Value)
 }

@@ -113,6 +113,7 @@ type OutcomeError struct {
 	cause error
 }
 
+// Error says which tool, the outcome, its class and the recorded message.
 func (e *OutcomeError) Error() string {
 	s := "tool " + e.Tool + ": " + e.Status.String()
 	if e.Class != retryclass.Success {

@@ -52,6 +52,7 @@ func NewMemory(opts *Options) *MemoryStore {
 // and expiry.
 func (m *MemoryStore) Now() time.Time { return m.now() }
 
+// Namespace returns the store's UUIDv5 namespace.
 func (m *MemoryStore) Namespace() uuid.UUID { return m.ns }
 
 // get returns the record for key; m.mu is held.
