@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +117,23 @@ func TestOpenWithJournalOptions(t *testing.T) {
 	require.NoError(t, err)
 	defer h.Close()
 	require.Equal(t, ns, h.Store().Namespace())
+}
+
+// A journal file another harness holds, or one that is not a journal,
+// gives a clear error at Open, not a hang or a panic.
+func TestOpenBadJournal(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/j"
+	h, err := harness.Open(ctx, path, nil)
+	require.NoError(t, err)
+	defer h.Close()
+	_, err = harness.Open(ctx, path, &harness.Options{Journal: &journal.Options{LockTimeout: 50 * time.Millisecond}})
+	require.ErrorIs(t, err, journal.ErrInUse)
+	require.ErrorContains(t, err, path)
+
+	junk := t.TempDir() + "/junk"
+	require.NoError(t, os.WriteFile(junk, []byte(strings.Repeat("not a journal\n", 600)), 0o600))
+	_, err = harness.Open(ctx, junk, nil)
+	require.ErrorIs(t, err, journal.ErrCorrupt)
+	require.ErrorContains(t, err, junk)
 }
