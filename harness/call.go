@@ -9,10 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/keyderive"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -336,11 +333,13 @@ func (f *flight) retry(ctx context.Context, v retryclass.Verdict, err error) (at
 // its outcome. settled reports that res answers the call; otherwise err is
 // the effect's failure and the transaction rolled back.
 func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result, settled bool, err error) {
-	t, pg := f.p.tool, f.h.store.(*postgres.Store)
+	t, tc := f.p.tool, f.h.store.(TxCompleter)
 	var effectErr error
-	rec, err := pg.CompleteInTx(context.WithoutCancel(ctx), f.p.d.Key, f.token,
-		func(txCtx context.Context, tx pgx.Tx) (out []byte, err error) {
-			actx := WithKey(ctx, f.p.d.Key, attemptID)
+	rec, err := tc.CompleteWith(context.WithoutCancel(ctx), f.p.d.Key, f.token,
+		func(txCtx context.Context) (out []byte, err error) {
+			// The effect keeps the caller's context (its deadline and the
+			// key) and gains the store's transaction from txCtx.
+			actx := WithKey(withValuesOf(ctx, txCtx), f.p.d.Key, attemptID)
 			if t.Timeout > 0 {
 				var cancel context.CancelFunc
 				actx, cancel = context.WithTimeout(actx, t.Timeout)
@@ -351,7 +350,7 @@ func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result,
 					out, err = nil, &PanicError{Tool: t.Name, Value: r, Stack: debug.Stack()}
 				}
 			}()
-			out, effectErr = t.InTx(actx, tx, f.p.call.Input)
+			out, effectErr = t.InTx(actx, f.p.call.Input)
 			return out, effectErr
 		})
 	effectClass := retryclass.Success
@@ -365,10 +364,10 @@ func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result,
 		return f.answer(ctx, Result{Status: Executed, Output: rec.Output}), true, nil
 	case effectErr != nil && errors.Is(err, effectErr):
 		return Result{}, false, err
-	case errors.Is(err, postgres.ErrOutcomeUncertain):
+	case errors.Is(err, journal.ErrOutcomeUncertain):
 		// Effect and outcome committed together or not at all: the record
 		// tells which.
-		if rec, gerr := pg.Get(context.WithoutCancel(ctx), f.p.d.Key); gerr == nil {
+		if rec, gerr := f.h.store.Get(context.WithoutCancel(ctx), f.p.d.Key); gerr == nil {
 			if rec.State == journal.StateSucceeded {
 				return f.answer(ctx, Result{Status: Executed, Output: rec.Output}), true, nil
 			}

@@ -44,3 +44,18 @@ func AttemptFromContext(ctx context.Context) (string, bool) {
 func WithKey(ctx context.Context, key uuid.UUID, attemptID string) context.Context {
 	return context.WithValue(ctx, keyCtxKey, &attemptInfo{key: key, attempt: attemptID})
 }
+
+// withValuesOf returns a context that ends when ctx ends and whose values
+// are those of values, a context derived from ctx without its cancellation
+// (the store's transaction context): an InTx effect keeps its caller's
+// deadline and gains what the store put in.
+func withValuesOf(ctx, values context.Context) context.Context {
+	return valuesFrom{Context: ctx, values: values}
+}
+
+type valuesFrom struct {
+	context.Context
+	values context.Context
+}
+
+func (c valuesFrom) Value(key any) any { return c.values.Value(key) }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/keyderive"
 	"github.com/agentonce/agentonce/retryclass"
 	"github.com/agentonce/agentonce/singleflight"
@@ -101,11 +100,9 @@ func New(store journal.Store, opts *Options) *Harness {
 		h.owner = defaultOwner()
 	}
 	h.namespace = store.Namespace()
-	// A read of a local store costs about a microsecond, less than joining
-	// a flight; a read of PostgreSQL is a round trip that a new call would
-	// pay on top of Begin's.
-	_, remote := store.(*postgres.Store)
-	h.localReads = !remote
+	if lr, ok := store.(LocalReader); ok {
+		h.localReads = lr.LocalReads()
+	}
 	size := h.opts.CacheSize
 	if size == 0 {
 		size = 4096
@@ -164,8 +161,8 @@ func (h *Harness) Register(tools ...Tool) error {
 
 func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	if t.InTx != nil {
-		if _, ok := h.store.(*postgres.Store); !ok {
-			return nil, fmt.Errorf("harness: register tool %q: InTx needs a journal on PostgreSQL, not %T", t.Name, h.store)
+		if _, ok := h.store.(TxCompleter); !ok {
+			return nil, fmt.Errorf("harness: register tool %q: InTx needs a store that runs effects in its transactions (TxCompleter, such as PostgreSQL), not %T", t.Name, h.store)
 		}
 	} else if t.Func == nil {
 		return nil, fmt.Errorf("harness: register tool %q: Func is nil", t.Name)
@@ -262,7 +259,7 @@ func decodeStrict(raw json.RawMessage, v any) error {
 // now is the store's clock when it shows one (so that record expiry is
 // judged as the store judges it), else time.Now.
 func (h *Harness) now() time.Time {
-	if c, ok := h.store.(interface{ Now() time.Time }); ok {
+	if c, ok := h.store.(Clock); ok {
 		return c.Now()
 	}
 	return time.Now()

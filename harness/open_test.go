@@ -30,7 +30,7 @@ func TestOpenByLocation(t *testing.T) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	st, err := harness.OpenStore(cctx, os.Getenv("AGENTONCE_PG_URL"), nil)
+	st, err := journal.Open(cctx, os.Getenv("AGENTONCE_PG_URL"), nil)
 	require.NoError(t, err)
 	defer st.Close()
 	_, ok := st.(*postgres.Store)

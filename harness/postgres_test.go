@@ -39,7 +39,7 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 	table := pgx.Identifier{st.Schema(), "charges"}.Sanitize()
 	tries := 0
 	require.NoError(t, h.Register(harness.Tool{Name: "charge", Effect: harness.Keyed,
-		InTx: func(ctx context.Context, tx pgx.Tx, in json.RawMessage) (json.RawMessage, error) {
+		InTx: postgres.InTx(func(ctx context.Context, tx pgx.Tx, in json.RawMessage) (json.RawMessage, error) {
 			tries++
 			key, _ := harness.KeyFromContext(ctx)
 			var req struct{ Amount int }
@@ -54,7 +54,7 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 				return nil, errors.New("read: connection reset by peer")
 			}
 			return json.RawMessage(`{"charged":true}`), nil
-		}}))
+		})}))
 	ctx := context.Background()
 	c := call("charge", `{"amount":4900}`)
 	res, err := h.Call(ctx, c)
@@ -78,6 +78,6 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 func TestInTxNeedsPostgres(t *testing.T) {
 	_, st := tempJournal(t)
 	h := newHarness(t, st, nil)
-	err := h.Register(harness.Tool{Name: "x", InTx: func(context.Context, pgx.Tx, json.RawMessage) (json.RawMessage, error) { return nil, nil }})
+	err := h.Register(harness.Tool{Name: "x", InTx: postgres.InTx(func(context.Context, pgx.Tx, json.RawMessage) (json.RawMessage, error) { return nil, nil })})
 	require.ErrorContains(t, err, "PostgreSQL")
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/keyderive"
@@ -75,11 +74,12 @@ type Tool struct {
 	// Journal journals a ReadOnly tool too (it is not journaled by default).
 	Journal bool
 	// InTx is for a tool whose side effect lives in the journal's own
-	// PostgreSQL database: it runs the effect inside the transaction that
-	// records the outcome, so both commit or neither does and no outcome is
-	// ever unknown. It needs a Harness on the PostgreSQL store; Func is then
-	// not used and may be nil. The effect must write through tx only.
-	InTx func(ctx context.Context, tx pgx.Tx, input json.RawMessage) (json.RawMessage, error)
+	// database: it runs the effect inside the transaction that records the
+	// outcome, so both commit or neither does and no outcome is ever
+	// unknown. It needs a store that is a TxCompleter (PostgreSQL: write
+	// it with postgres.InTx, which hands the effect the transaction); Func
+	// is then not used and may be nil.
+	InTx Func
 }
 
 // Typed adapts a function with typed input and output to a Tool. The input

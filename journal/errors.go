@@ -40,6 +40,11 @@ var (
 	// completion or resolution to a state that is not an outcome, an
 	// unknown guard scope. The wrapping error says which.
 	ErrInvalid = errors.New("invalid request")
+	// ErrOutcomeUncertain is returned by a write to a remote store when the
+	// connection failed after the write was sent: it may or may not have
+	// committed. It wraps the cause. The caller must not guess; a later Get,
+	// once no other attempt is running, shows what happened.
+	ErrOutcomeUncertain = errors.New("outcome uncertain: connection lost after the write was sent")
 )
 
 // StateError is returned by ParseState for an unknown state name.

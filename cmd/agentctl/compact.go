@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/postgres"
 )
 
 var compactCommand = &command{
@@ -61,7 +62,7 @@ func runCompact(ctx context.Context, e *env, o *compactOptions) error {
 		return err
 	}
 	src := o.journal.location
-	if isPostgresURL(src) {
+	if postgres.IsURL(src) {
 		return usageErrorf("compact applies to bbolt journal files; PostgreSQL reclaims space with VACUUM")
 	}
 	before, err := os.Stat(src)

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	neturl "net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,7 +29,7 @@ func openJournalOpts(ctx context.Context, location string, opts *journal.Options
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if isPostgresURL(location) {
+	if postgres.IsURL(location) {
 		return openPostgres(ctx, location, opts, false)
 	}
 	fi, err := os.Stat(location)
@@ -71,15 +70,10 @@ func createJournal(ctx context.Context, location string, ns uuid.UUID, lockTimeo
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if isPostgresURL(location) {
+	if postgres.IsURL(location) {
 		return openPostgres(ctx, location, &journal.Options{Namespace: ns, Now: now}, true)
 	}
 	return openBolt(location, &journal.Options{Namespace: ns, LockTimeout: lockTimeout, Now: now})
-}
-
-func isPostgresURL(location string) bool {
-	l := strings.ToLower(location)
-	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
 }
 
 // open opens the journal named by the command's flags.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/postgres"
 )
 
 var replayCommand = &command{
@@ -218,7 +219,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions) error {
 	}
 	for i := range recs {
 		r := &recs[i]
-		action, reason := previewRecord(r, now, !isPostgresURL(o.journal.location))
+		action, reason := previewRecord(r, now, !postgres.IsURL(o.journal.location))
 		out.Summary[action]++
 		out.Intents = append(out.Intents, replayIntentJSON{
 			Key: r.Key.String(), Tenant: r.Intent.Tenant, Turn: r.Intent.Turn, Tool: r.Intent.Tool,

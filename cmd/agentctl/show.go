@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/postgres"
 )
 
 var showCommand = &command{
@@ -82,7 +83,7 @@ func runShow(ctx context.Context, e *env, o *showOptions) error {
 		}
 		return jw.flush()
 	}
-	return writeRecord(e, &r, !isPostgresURL(o.journal.location))
+	return writeRecord(e, &r, !postgres.IsURL(o.journal.location))
 }
 
 // writeRecord prints one record as "field value" rows and an attempts table

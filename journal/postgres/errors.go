@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentonce/agentonce/journal"
 )
 
 // Errors returned while opening a journal. Open also returns
@@ -27,8 +29,9 @@ var (
 	// after the statement or COMMIT was sent: the write may or may not have
 	// committed. It wraps the cause. The caller must not guess: the harness
 	// reports the intent as unknown, and a later Get, once no other attempt
-	// is running, shows what happened.
-	ErrOutcomeUncertain = errors.New("outcome uncertain: connection lost after the write was sent")
+	// is running, shows what happened. It is journal.ErrOutcomeUncertain,
+	// so a caller that knows no PostgreSQL can test for it.
+	ErrOutcomeUncertain = journal.ErrOutcomeUncertain
 )
 
 // uncertain reports whether err, returned by a statement or COMMIT that

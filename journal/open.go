@@ -1,0 +1,75 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// OpenFunc opens the journal at a location whose scheme it was registered
+// for (see Register). opts may be nil.
+type OpenFunc func(ctx context.Context, location string, opts *Options) (Store, error)
+
+var (
+	openersMu sync.RWMutex
+	openers   = map[string]OpenFunc{}
+)
+
+// Register makes a store available to Open for locations that start with
+// scheme followed by "://" (compared without regard to case). A store
+// package registers itself from an init function, in the database/sql
+// style, so that importing it for its side effect is enough:
+//
+//	import _ "github.com/agentonce/agentonce/journal/postgres"
+//
+// Register panics if scheme is empty, contains "://", is registered twice,
+// or open is nil: each is a programming error found at start-up.
+func Register(scheme string, open OpenFunc) {
+	s := strings.ToLower(scheme)
+	if s == "" || strings.Contains(s, "://") || open == nil {
+		panic(fmt.Sprintf("journal: Register(%q): invalid scheme or nil OpenFunc", scheme))
+	}
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	if _, dup := openers[s]; dup {
+		panic(fmt.Sprintf("journal: Register(%q) called twice", scheme))
+	}
+	openers[s] = open
+}
+
+// Open opens the journal at location. A location with a scheme
+// ("postgres://…") goes to the store registered for that scheme; anything
+// else is the path of a bbolt file, created if missing (OpenBolt). A scheme
+// nobody registered is an error that names the scheme and the schemes
+// known. opts may be nil.
+func Open(ctx context.Context, location string, opts *Options) (Store, error) {
+	scheme, _, ok := strings.Cut(location, "://")
+	if !ok || strings.ContainsAny(scheme, `/\`) {
+		return OpenBolt(location, opts)
+	}
+	openersMu.RLock()
+	open := openers[strings.ToLower(scheme)]
+	openersMu.RUnlock()
+	if open == nil {
+		return nil, fmt.Errorf("journal: open %s://…: no store registered for scheme %q (known: %s); "+
+			"for PostgreSQL, import _ \"github.com/agentonce/agentonce/journal/postgres\"",
+			scheme, scheme, knownSchemes())
+	}
+	return open(ctx, location, opts)
+}
+
+func knownSchemes() string {
+	openersMu.RLock()
+	defer openersMu.RUnlock()
+	if len(openers) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(openers))
+	for s := range openers {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
