@@ -115,7 +115,7 @@ func (h *Harness) emitJoined(ctx context.Context, p *prepared, res Result) {
 func (h *Harness) replay(ctx context.Context, p *prepared) (res Result, ok bool) {
 	rec, err := h.store.Get(ctx, p.d.Key)
 	if err != nil || !rec.State.Settled() || rec.Fingerprint != p.d.Fingerprint ||
-		p.tool.retake(&rec) || !h.now().Before(rec.Expires) {
+		p.tool.next(&rec, h.now()) != StepAnswer {
 		return Result{}, false
 	}
 	f := flight{h: h, p: p}
@@ -209,12 +209,10 @@ func (h *Harness) run(ctx context.Context, p prepared) Result {
 // again: see tool.retake).
 func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 	t := f.p.tool
-	notExecuted := false
-	if n := len(rec.Attempts); n > 0 {
-		notExecuted = rec.Attempts[n-1].Class == retryclass.NotExecuted.String()
-	}
+	step := afterMaybe(&rec, t.Effect)
+	notExecuted := lastAttemptClass(&rec) == retryclass.NotExecuted
 	f.event(ctx, EventTakeover, nil)
-	if t.Effect == Unkeyed && !notExecuted {
+	if step == StepReconcile {
 		happened, res := f.reconcile(ctx, errors.New("an earlier attempt ended without a recorded outcome (crash or lost answer)"))
 		if happened {
 			return res

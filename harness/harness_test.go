@@ -290,7 +290,9 @@ func TestSuppression(t *testing.T) {
 	require.Equal(t, harness.Suppressed, r422.Status)
 	require.Equal(t, int32(1), tries422.Load(), "422 stops at once")
 
-	// The model re-issues both: recorded suppressions, tools not run.
+	// The model re-issues both: the mismatch is a recorded suppression and
+	// the tool does not run; the in-flight suppression is not a final answer,
+	// so its re-issue asks the downstream again (still 409: suppressed).
 	n409, n422 := tries409.Load(), tries422.Load()
 	again, err := h.Call(ctx, call("mismatch", `{"order":1}`))
 	require.NoError(t, err)
@@ -300,6 +302,8 @@ func TestSuppression(t *testing.T) {
 	again409, err := h.Call(ctx, call("busy", `{"order":1}`))
 	require.NoError(t, err)
 	require.Equal(t, harness.Suppressed, again409.Status)
+	require.Greater(t, tries409.Load(), n409, "a re-issue of an in-flight suppression asks the downstream again")
+	n409 = tries409.Load()
 
 	// The model alters the input to dodge the key: refused, not run.
 	dodge, err := h.Call(ctx, call("mismatch", `{"order":1,"note":"try again"}`))

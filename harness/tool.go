@@ -119,14 +119,21 @@ type tool struct {
 	retakeFn func(*journal.Record) bool // t.retake, bound once
 }
 
-func (t *tool) retake(r *journal.Record) bool {
-	switch r.State {
-	case journal.StateUnknown:
-		// The downstream (or the tool's nature) absorbs a repeat.
-		return t.Effect == Keyed || t.Effect == Idempotent
-	case journal.StateFailed:
-		// Nothing happened: a re-issued call may run.
-		return r.ErrorClass == retryclass.NotExecuted.String()
+// next is ReissueStep for this tool at now: an Unkeyed intent to reconcile
+// whose tool has no Reconcile hook has nobody to ask, and is answered as
+// recorded (unknown) until an operator resolves it.
+func (t *tool) next(r *journal.Record, now time.Time) Step {
+	s := ReissueStep(r, t.Effect, now)
+	if s == StepReconcile && t.Reconcile == nil {
+		return StepAnswer
 	}
-	return false
+	return s
+}
+
+// retake is the journal's Retake for this tool: a settled record is taken
+// over when a re-issue would run or reconcile it. The store has already
+// judged expiry, so the record's own last update stands in for the clock.
+func (t *tool) retake(r *journal.Record) bool {
+	s := t.next(r, r.Updated)
+	return s == StepRetry || s == StepReconcile
 }

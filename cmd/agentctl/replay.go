@@ -8,8 +8,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/postgres"
+	"github.com/agentonce/agentonce/retryclass"
 )
 
 var replayCommand = &command{
@@ -88,79 +90,64 @@ const (
 
 var replayActions = []string{actAnswer, actRetry, actWait, actBlock, actAnew}
 
-// notExecuted is retryclass.NotExecuted's name: a failure that provably did
-// not take effect, which the harness retakes and runs again.
-const notExecuted = "not-executed"
-
-// previewRecord says what a re-issued call of r would do at now. It
-// follows the harness's decisions (DESIGN.md, "The call path" and "Effect
-// kinds"; harness's replay, retake and takeover), from the effect kind the
-// record keeps. The reason starts with the verdict in words.
+// previewRecord says what a re-issued call of r would do at now, in words.
+// The decision is harness.ReissueStep's, from the effect kind the record
+// keeps; this function only words it. The reason starts with the verdict.
 //
 // singleWriter says the journal has one writing process at a time (bbolt,
 // whose file lock agentctl could take): then no live owner exists, a live
 // lease belongs to a process that stopped, and the store ends such leases
 // when the restarted agent opens it for writing.
 func previewRecord(r *journal.Record, now time.Time, singleWriter bool) (action, reason string) {
-	if r.State == journal.StatePending && now.Before(r.Lease.Expires) && !singleWriter {
-		return actWait, fmt.Sprintf("in flight elsewhere: %s holds the lease until %s",
-			orDash(r.Lease.Owner), r.Lease.Expires.UTC().Format(time.RFC3339))
+	stopped := "the owner stopped (lease expired)"
+	if r.State == journal.StatePending && now.Before(r.Lease.Expires) && singleWriter {
+		c := *r
+		c.Lease.Expires = now
+		r = &c
+		stopped = "the owner stopped (no process has the journal open; the restart ends its lease)"
 	}
-	// Begin treats an expired record as absent (journal.Store.GC's rule:
-	// a pending record only once its lease has expired too, checked above).
-	if !r.Expires.IsZero() && !now.Before(r.Expires) {
-		return actAnew, "runs anew: the record expired at " + r.Expires.UTC().Format(time.RFC3339) + ", so the call is a new intent"
-	}
-	blocked := func(why string) (string, string) {
-		return actBlock, "blocked as unknown: " + why + "; the tool's Reconcile hook decides, else agentctl resolve " + r.Key.String()
-	}
+	why := "the outcome is unknown"
 	switch r.State {
 	case journal.StatePending:
-		// The owner stopped: the harness takes over.
-		why := "the owner stopped (lease expired)"
-		if now.Before(r.Lease.Expires) {
-			why = "the owner stopped (no process has the journal open; the restart ends its lease)"
-		}
+		why = stopped
+	case journal.StateSuppressed:
+		why = "the downstream was still processing it (in-flight suppression)"
+	}
+	switch harness.ReissueStep(r, r.Effect, now) {
+	case harness.StepWait:
+		return actWait, fmt.Sprintf("in flight elsewhere: %s holds the lease until %s",
+			orDash(r.Lease.Owner), r.Lease.Expires.UTC().Format(time.RFC3339))
+	case harness.StepAnew:
+		return actAnew, "runs anew: the record expired at " + r.Expires.UTC().Format(time.RFC3339) + ", so the call is a new intent"
+	case harness.StepReconcile:
+		return actBlock, "blocked as unknown: " + why + " and the tool is unkeyed; the tool's Reconcile hook decides, else agentctl resolve " + r.Key.String()
+	case harness.StepRetry:
 		switch {
-		case lastAttemptClass(r) == notExecuted:
+		case r.State == journal.StateFailed:
+			return actRetry, "run again with the same key: the failure provably did not execute (not-executed)"
+		case lastAttemptNotExecuted(r):
 			return actRetry, "run again with the same key: " + why + " and its last attempt provably did not execute"
 		case r.Effect == journal.EffectKeyed:
 			return actRetry, "retried with the same key: " + why + "; keyed, the downstream absorbs a repeat"
-		case r.Effect == journal.EffectIdempotent:
-			return actRetry, "run again with the same key: " + why + "; the tool is idempotent"
 		case r.Effect == journal.EffectReadOnly:
 			return actRetry, "run again: " + why + "; the tool is read-only"
 		}
-		return blocked(why + " and the tool is unkeyed")
-	case journal.StateUnknown:
-		// Only a downstream (or a tool) that absorbs a repeat is retaken.
-		switch r.Effect {
-		case journal.EffectKeyed:
-			return actRetry, "retried with the same key: the outcome is unknown; keyed, the downstream absorbs a repeat"
-		case journal.EffectIdempotent:
-			return actRetry, "run again with the same key: the outcome is unknown; the tool is idempotent"
-		}
-		return blocked("the outcome is unknown and the tool is " + r.Effect.String())
+		return actRetry, "run again with the same key: " + why + "; the tool is " + r.Effect.String()
+	}
+	switch r.State {
 	case journal.StateSucceeded:
 		return actAnswer, "answered from the journal (succeeded)"
 	case journal.StateSuppressed:
 		return actAnswer, "answered from the journal (suppressed; the model cannot override it)"
 	case journal.StateFailed:
-		if r.ErrorClass == notExecuted {
-			return actRetry, "run again with the same key: the failure provably did not execute (not-executed)"
-		}
 		return actAnswer, "answered from the journal (failed)"
 	}
 	return actBlock, "blocked: state " + r.State.String() + " is unknown to this agentctl; upgrade it"
 }
 
-// lastAttemptClass is the class the last attempt was closed with ("" while
-// it runs, or when its owner died).
-func lastAttemptClass(r *journal.Record) string {
-	if n := len(r.Attempts); n > 0 {
-		return r.Attempts[n-1].Class
-	}
-	return ""
+func lastAttemptNotExecuted(r *journal.Record) bool {
+	n := len(r.Attempts)
+	return n > 0 && r.Attempts[n-1].Class == retryclass.NotExecuted.String()
 }
 
 func orDash(s string) string {

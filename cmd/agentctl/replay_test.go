@@ -73,8 +73,9 @@ func TestReplayExitCodes(t *testing.T) {
 		// A day later ship's lease has expired too (keyed: retry), and
 		// every record is still within its 7-day TTL.
 		{[]string{"--session", "s1", "--at", testNow.Add(25 * time.Hour).Format(time.RFC3339)}, exitReplayBlock},
-		// Eight days later everything runs anew.
-		{[]string{"--session", "s1", "--at", testNow.Add(8 * 24 * time.Hour).Format(time.RFC3339)}, exitReplayRun},
+		// Eight days later the known outcomes run anew, but an unknown or
+		// pending intent never expires into a re-run: still blocked.
+		{[]string{"--session", "s1", "--at", testNow.Add(8 * 24 * time.Hour).Format(time.RFC3339)}, exitReplayBlock},
 	}
 	for _, tt := range tests {
 		r := agentctl(t, false, append([]string{"replay", "--journal", fx.path}, tt.args...)...)
@@ -112,7 +113,12 @@ func TestPreviewRecord(t *testing.T) {
 		{"failed terminal", journal.StateFailed, journal.EffectKeyed, dead, ttl, "terminal", actAnswer},
 		{"failed not-executed", journal.StateFailed, journal.EffectUnkeyed, dead, ttl, "not-executed", actRetry},
 		{"unknown idempotent", journal.StateUnknown, journal.EffectIdempotent, dead, ttl, "", actRetry},
-		{"unknown read-only", journal.StateUnknown, journal.EffectReadOnly, dead, ttl, "", actBlock},
+		{"unknown read-only", journal.StateUnknown, journal.EffectReadOnly, dead, ttl, "", actRetry},
+		{"unknown unkeyed past TTL", journal.StateUnknown, journal.EffectUnkeyed, dead, dead, "", actBlock},
+		{"unknown keyed past TTL", journal.StateUnknown, journal.EffectKeyed, dead, dead, "", actRetry},
+		{"pending dead unkeyed past TTL", journal.StatePending, journal.EffectUnkeyed, dead, dead, "", actBlock},
+		{"suppressed in-flight keyed", journal.StateSuppressed, journal.EffectKeyed, dead, ttl, "in-flight", actRetry},
+		{"suppressed in-flight unkeyed", journal.StateSuppressed, journal.EffectUnkeyed, dead, ttl, "in-flight", actBlock},
 		{"expiry is exclusive", journal.StateSucceeded, journal.EffectUnkeyed, dead, now, "", actAnew},
 	}
 	for _, tt := range tests {
@@ -127,9 +133,6 @@ func TestPreviewRecord(t *testing.T) {
 			want = map[journal.Effect]string{journal.EffectUnkeyed: actBlock}[tt.effect]
 			if want == "" {
 				want = actRetry
-			}
-			if !tt.exp.After(now) { // the lease ended at open: the record is past its TTL
-				want = actAnew
 			}
 		}
 		if got, reason := previewRecord(&r, now, true); got != want {
