@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/require"
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/retryclass"
@@ -37,10 +36,10 @@ func TestHammer(t *testing.T) {
 		mu.Unlock()
 		return json.RawMessage(fmt.Sprintf(`{"key":%q}`, key)), nil
 	}
-	require.NoError(t, h.Register(
+	mustRegister(t, h,
 		harness.Tool{Name: "unkeyed", Effect: harness.Unkeyed, Func: fn},
 		harness.Tool{Name: "keyed", Effect: harness.Keyed, Func: fn},
-	))
+	)
 
 	const workers, perWorker, intents = 64, 50, 40
 	type seen struct {
@@ -75,9 +74,15 @@ func TestHammer(t *testing.T) {
 		}
 		outputs[r.key] = r.out
 	}
-	require.Len(t, outputs, intents)
-	for key := range outputs {
-		require.Equal(t, 1, effects[key], "effects of intent %s", key)
+	if len(outputs) != intents {
+		t.Errorf("intents answered = %d; want %d", len(outputs), intents)
 	}
-	require.Len(t, effects, intents, "no effect for a key nobody asked for")
+	for key := range outputs {
+		if n := effects[key]; n != 1 {
+			t.Errorf("effects for key %s = %d; want 1", key, n)
+		}
+	}
+	if len(effects) != intents {
+		t.Errorf("keys with an effect = %d; want %d (no effect for a key nobody asked for)", len(effects), intents)
+	}
 }

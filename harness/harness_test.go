@@ -1,19 +1,22 @@
 package harness_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/require"
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -64,7 +67,9 @@ func (e *effects) all() int {
 func openBolt(t *testing.T, path string, opts *journal.Options) *journal.BoltStore {
 	t.Helper()
 	st, err := journal.OpenBolt(path, opts)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("OpenBolt(%s): %v", path, err)
+	}
 	return st
 }
 
@@ -96,6 +101,45 @@ func echoOutput(key uuid.UUID, n int) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"charge":"ch_%s","n":%d}`, key.String()[:8], n))
 }
 
+// mustRegister registers tools; a test cannot go on without them.
+func mustRegister(t *testing.T, h *harness.Harness, tools ...harness.Tool) {
+	t.Helper()
+	if err := h.Register(tools...); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+}
+
+// mustCall makes a call that must not come back with an error; the result
+// is for the caller to check.
+func mustCall(t *testing.T, h *harness.Harness, c harness.Call) harness.Result {
+	t.Helper()
+	res, err := h.Call(context.Background(), c)
+	if err != nil {
+		t.Fatalf("Call(%s %s): %v", c.Tool, c.Input, err)
+	}
+	return res
+}
+
+// mustGet reads the journal's record of key.
+func mustGet(t *testing.T, st journal.Store, key uuid.UUID) journal.Record {
+	t.Helper()
+	rec, err := st.Get(context.Background(), key)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", key, err)
+	}
+	return rec
+}
+
+// sameJSON reports whether a and b are both valid JSON for the same value,
+// whatever their spacing and key order.
+func sameJSON(a, b []byte) bool {
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
 // Behaviour 1: the downstream commits but the answer is lost; the retry
 // carries the same key, the downstream absorbs it, and the caller gets the
 // first result.
@@ -108,7 +152,7 @@ func TestAnswerLostRetriesWithSameKey(t *testing.T) {
 	var keysSeen []uuid.UUID
 	var attemptsSeen []string
 	calls := 0
-	require.NoError(t, h.Register(harness.Tool{Name: "charge_card", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "charge_card", Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			key, _ := harness.KeyFromContext(ctx)
 			att, _ := harness.AttemptFromContext(ctx)
@@ -126,23 +170,41 @@ func TestAnswerLostRetriesWithSameKey(t *testing.T) {
 				return nil, retryclass.MarkMaybeExecuted(errors.New("connection reset by peer after the request was sent"))
 			}
 			return firstResult[key], nil
-		}}))
+		}})
 
-	res, err := h.Call(context.Background(), call("charge_card", `{"amount":4900,"currency":"usd"}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Executed, res.Status, "status")
-	require.Equal(t, 2, calls, "tool calls")
-	require.Equal(t, 2, res.Attempts, "attempts")
-	require.Equal(t, 1, down.all(), "side effects downstream")
-	require.Equal(t, keysSeen[0], keysSeen[1], "the retry must carry the same key")
-	require.NotEqual(t, attemptsSeen[0], attemptsSeen[1], "each attempt has its own id")
-	require.JSONEq(t, string(firstResult[res.Key]), string(res.Output))
+	res := mustCall(t, h, call("charge_card", `{"amount":4900,"currency":"usd"}`))
+	if res.Status != harness.Executed {
+		t.Fatalf("res.Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
+	}
+	if calls != 2 {
+		t.Fatalf("tool calls = %d; want 2", calls)
+	}
+	if res.Attempts != 2 {
+		t.Errorf("res.Attempts = %d; want 2", res.Attempts)
+	}
+	if n := down.all(); n != 1 {
+		t.Errorf("side effects downstream = %d; want 1", n)
+	}
+	if keysSeen[0] != keysSeen[1] {
+		t.Errorf("retry key = %s; want the first attempt's %s", keysSeen[1], keysSeen[0])
+	}
+	if attemptsSeen[0] == attemptsSeen[1] {
+		t.Errorf("both attempts have id %q; want an id per attempt", attemptsSeen[0])
+	}
+	if !sameJSON(res.Output, firstResult[res.Key]) {
+		t.Errorf("res.Output = %s; want the first result %s", res.Output, firstResult[res.Key])
+	}
 
-	rec, err := st.Get(context.Background(), res.Key)
-	require.NoError(t, err)
-	require.Equal(t, journal.StateSucceeded, rec.State)
-	require.Len(t, rec.Attempts, 2)
-	require.Equal(t, retryclass.MaybeExecuted.String(), rec.Attempts[0].Class)
+	rec := mustGet(t, st, res.Key)
+	if rec.State != journal.StateSucceeded {
+		t.Errorf("record state = %v; want %v", rec.State, journal.StateSucceeded)
+	}
+	if len(rec.Attempts) != 2 {
+		t.Fatalf("recorded attempts = %d; want 2", len(rec.Attempts))
+	}
+	if got, want := rec.Attempts[0].Class, retryclass.MaybeExecuted.String(); got != want {
+		t.Errorf("first attempt's class = %q; want %q", got, want)
+	}
 }
 
 // Behaviour 2: parallel duplicates, in one CallAll and across goroutines,
@@ -152,12 +214,12 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 	h := newHarness(t, st, nil)
 	var down effects
 	release := make(chan struct{})
-	require.NoError(t, h.Register(harness.Tool{Name: "send", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "send", Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			<-release
 			key := down.do(ctx)
 			return echoOutput(key, 1), nil
-		}}))
+		}})
 
 	t.Run("CallAll", func(t *testing.T) {
 		close(release)
@@ -171,20 +233,37 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 			calls[i].ID = fmt.Sprintf("call_%d", i)
 		}
 		res := h.CallAll(context.Background(), calls)
-		require.Len(t, res, 4)
-		for i, r := range res {
-			require.Equal(t, calls[i].ID, r.CallID, "results come back in order")
-			require.True(t, r.OK(), "result %d: %v", i, r.Err)
+		if len(res) != 4 {
+			t.Fatalf("CallAll of 4 calls returned %d results; want 4", len(res))
 		}
-		require.Equal(t, harness.Executed, res[0].Status)
-		require.Equal(t, harness.Collapsed, res[1].Status)
-		require.Equal(t, harness.Executed, res[2].Status)
-		require.Equal(t, harness.Collapsed, res[3].Status)
-		require.Equal(t, res[0].Key, res[1].Key)
-		require.Equal(t, res[0].Key, res[3].Key)
-		require.NotEqual(t, res[0].Key, res[2].Key)
-		require.Equal(t, 1, down.count(res[0].Key))
-		require.Equal(t, 2, down.all())
+		for i, r := range res {
+			if r.CallID != calls[i].ID {
+				t.Fatalf("result %d: CallID = %q; want %q (results come back in order)", i, r.CallID, calls[i].ID)
+			}
+			if !r.OK() {
+				t.Fatalf("result %d: OK() = false; want true (status %v, err %v)", i, r.Status, r.Err)
+			}
+		}
+		for i, want := range []harness.Status{harness.Executed, harness.Collapsed, harness.Executed, harness.Collapsed} {
+			if res[i].Status != want {
+				t.Errorf("result %d: Status = %v; want %v", i, res[i].Status, want)
+			}
+		}
+		if res[1].Key != res[0].Key {
+			t.Errorf("result 1: Key = %s; want result 0's %s (same intent, other spelling)", res[1].Key, res[0].Key)
+		}
+		if res[3].Key != res[0].Key {
+			t.Errorf("result 3: Key = %s; want result 0's %s", res[3].Key, res[0].Key)
+		}
+		if res[2].Key == res[0].Key {
+			t.Errorf("result 2: Key = %s, the same as result 0's; want another intent's key", res[2].Key)
+		}
+		if n := down.count(res[0].Key); n != 1 {
+			t.Errorf("effects for key %s = %d; want 1", res[0].Key, n)
+		}
+		if n := down.all(); n != 2 {
+			t.Errorf("effects in all = %d; want 2", n)
+		}
 	})
 
 	t.Run("goroutines", func(t *testing.T) {
@@ -204,16 +283,24 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		require.Equal(t, before+1, down.all(), "one execution for %d racing calls", n)
+		if got := down.all() - before; got != 1 {
+			t.Fatalf("executions for %d racing calls = %d; want 1", n, got)
+		}
 		executed := 0
-		for _, r := range results {
-			require.True(t, r.OK())
-			require.Equal(t, results[0].Output, r.Output)
+		for i, r := range results {
+			if !r.OK() {
+				t.Fatalf("call %d: OK() = false; want true (status %v, err %v)", i, r.Status, r.Err)
+			}
+			if !bytes.Equal(r.Output, results[0].Output) {
+				t.Fatalf("call %d: Output = %s; want call 0's %s", i, r.Output, results[0].Output)
+			}
 			if r.Status == harness.Executed {
 				executed++
 			}
 		}
-		require.Equal(t, 1, executed, "exactly one caller executed; the rest were collapsed or replayed")
+		if executed != 1 {
+			t.Errorf("calls executed = %d; want 1 (the rest collapsed or replayed)", executed)
+		}
 	})
 }
 
@@ -231,29 +318,50 @@ func TestReplayAfterSuccessAndReopen(t *testing.T) {
 	c := call("charge_card", `{"amount":4900,"currency":"usd"}`)
 
 	h, err := harness.Open(context.Background(), path, &harness.Options{Retry: fastRetry})
-	require.NoError(t, err)
-	require.NoError(t, h.Register(tool))
-	first, err := h.Call(context.Background(), c)
-	require.NoError(t, err)
-	require.Equal(t, harness.Executed, first.Status)
-	again, err := h.Call(context.Background(), c)
-	require.NoError(t, err)
-	require.Equal(t, harness.Replayed, again.Status)
-	require.True(t, again.FromJournal)
-	require.Equal(t, first.ForModel(), again.ForModel())
-	require.NoError(t, h.Close())
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	mustRegister(t, h, tool)
+	first := mustCall(t, h, c)
+	if first.Status != harness.Executed {
+		t.Fatalf("first call: Status = %v; want %v (err %v)", first.Status, harness.Executed, first.Err)
+	}
+	again := mustCall(t, h, c)
+	if again.Status != harness.Replayed {
+		t.Errorf("re-issue: Status = %v; want %v", again.Status, harness.Replayed)
+	}
+	if !again.FromJournal {
+		t.Errorf("re-issue: FromJournal = false; want true")
+	}
+	if got, want := again.ForModel(), first.ForModel(); got != want {
+		t.Errorf("re-issue: ForModel() = %q; want the first call's %q", got, want)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
 
 	h2, err := harness.Open(context.Background(), path, &harness.Options{Retry: fastRetry})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("reopen %s: %v", path, err)
+	}
 	defer h2.Close()
-	require.NoError(t, h2.Register(tool))
-	after, err := h2.Call(context.Background(), c)
-	require.NoError(t, err)
-	require.Equal(t, harness.Replayed, after.Status)
-	require.Equal(t, first.Key, after.Key)
-	require.JSONEq(t, string(first.Output), string(after.Output))
-	require.Equal(t, first.ForModel(), after.ForModel())
-	require.Equal(t, 1, down.all(), "side effects")
+	mustRegister(t, h2, tool)
+	after := mustCall(t, h2, c)
+	if after.Status != harness.Replayed {
+		t.Errorf("after reopen: Status = %v; want %v", after.Status, harness.Replayed)
+	}
+	if after.Key != first.Key {
+		t.Errorf("after reopen: Key = %s; want %s", after.Key, first.Key)
+	}
+	if !sameJSON(after.Output, first.Output) {
+		t.Errorf("after reopen: Output = %s; want %s", after.Output, first.Output)
+	}
+	if got, want := after.ForModel(), first.ForModel(); got != want {
+		t.Errorf("after reopen: ForModel() = %q; want %q", got, want)
+	}
+	if n := down.all(); n != 1 {
+		t.Errorf("side effects = %d; want 1", n)
+	}
 }
 
 // Behaviour 4: 409 is waited out within the in-flight budget, then
@@ -263,7 +371,7 @@ func TestSuppression(t *testing.T) {
 	_, st := tempJournal(t)
 	h := newHarness(t, st, nil)
 	var tries409, tries422 atomic.Int32
-	require.NoError(t, h.Register(
+	mustRegister(t, h,
 		harness.Tool{Name: "busy", Effect: harness.Keyed,
 			Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 				tries409.Add(1)
@@ -274,61 +382,85 @@ func TestSuppression(t *testing.T) {
 				tries422.Add(1)
 				return nil, &retryclass.StatusError{Status: 422}
 			}},
-	))
-	ctx := context.Background()
+	)
 
-	r409, err := h.Call(ctx, call("busy", `{"order":1}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Suppressed, r409.Status)
-	require.Greater(t, tries409.Load(), int32(1), "409 is waited out with retries under the same key")
+	r409 := mustCall(t, h, call("busy", `{"order":1}`))
+	if r409.Status != harness.Suppressed {
+		t.Errorf("409: Status = %v; want %v", r409.Status, harness.Suppressed)
+	}
+	if n := tries409.Load(); n <= 1 {
+		t.Errorf("409: tries = %d; want more than 1 (waited out with retries under the same key)", n)
+	}
 	var oe *harness.OutcomeError
-	require.ErrorAs(t, r409.Err, &oe)
-	require.Equal(t, retryclass.InFlight, oe.Class)
+	if !errors.As(r409.Err, &oe) {
+		t.Fatalf("409: Err = %v (%T); want an *OutcomeError", r409.Err, r409.Err)
+	}
+	if oe.Class != retryclass.InFlight {
+		t.Errorf("409: OutcomeError.Class = %v; want %v", oe.Class, retryclass.InFlight)
+	}
 
-	r422, err := h.Call(ctx, call("mismatch", `{"order":1}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Suppressed, r422.Status)
-	require.Equal(t, int32(1), tries422.Load(), "422 stops at once")
+	r422 := mustCall(t, h, call("mismatch", `{"order":1}`))
+	if r422.Status != harness.Suppressed {
+		t.Errorf("422: Status = %v; want %v", r422.Status, harness.Suppressed)
+	}
+	if n := tries422.Load(); n != 1 {
+		t.Errorf("422: tries = %d; want 1 (stops at once)", n)
+	}
 
 	// The model re-issues both: the mismatch is a recorded suppression and
 	// the tool does not run; the in-flight suppression is not a final answer,
 	// so its re-issue asks the downstream again (still 409: suppressed).
 	n409, n422 := tries409.Load(), tries422.Load()
-	again, err := h.Call(ctx, call("mismatch", `{"order":1}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Suppressed, again.Status)
-	require.True(t, again.FromJournal)
-	require.Equal(t, r422.ForModel(), again.ForModel())
-	again409, err := h.Call(ctx, call("busy", `{"order":1}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Suppressed, again409.Status)
-	require.Greater(t, tries409.Load(), n409, "a re-issue of an in-flight suppression asks the downstream again")
+	again := mustCall(t, h, call("mismatch", `{"order":1}`))
+	if again.Status != harness.Suppressed {
+		t.Errorf("422 re-issued: Status = %v; want %v", again.Status, harness.Suppressed)
+	}
+	if !again.FromJournal {
+		t.Errorf("422 re-issued: FromJournal = false; want true")
+	}
+	if got, want := again.ForModel(), r422.ForModel(); got != want {
+		t.Errorf("422 re-issued: ForModel() = %q; want the first answer %q", got, want)
+	}
+	again409 := mustCall(t, h, call("busy", `{"order":1}`))
+	if again409.Status != harness.Suppressed {
+		t.Errorf("409 re-issued: Status = %v; want %v", again409.Status, harness.Suppressed)
+	}
+	if n := tries409.Load(); n <= n409 {
+		t.Errorf("409 re-issued: tries = %d; want more than %d (an in-flight suppression is not final: the re-issue asks again)", n, n409)
+	}
 	n409 = tries409.Load()
 
 	// The model alters the input to dodge the key: refused, not run.
-	dodge, err := h.Call(ctx, call("mismatch", `{"order":1,"note":"try again"}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Suppressed, dodge.Status)
-	require.Equal(t, n409, tries409.Load())
-	require.Equal(t, n422, tries422.Load())
+	dodge := mustCall(t, h, call("mismatch", `{"order":1,"note":"try again"}`))
+	if dodge.Status != harness.Suppressed {
+		t.Errorf("altered input: Status = %v; want %v", dodge.Status, harness.Suppressed)
+	}
+	if n := tries409.Load(); n != n409 {
+		t.Errorf("409 tries after the re-issues = %d; want %d (not run again)", n, n409)
+	}
+	if n := tries422.Load(); n != n422 {
+		t.Errorf("422 tries after the re-issues = %d; want %d (not run again)", n, n422)
+	}
 
 	// A new user turn is a new intent: the guard does not reach it.
 	next := call("mismatch", `{"order":1,"note":"try again"}`)
 	next.Turn = "2"
-	_, err = h.Call(ctx, next)
-	require.NoError(t, err)
-	require.Equal(t, n422+1, tries422.Load())
+	mustCall(t, h, next)
+	if n := tries422.Load(); n != n422+1 {
+		t.Errorf("422 tries after a new turn = %d; want %d", n, n422+1)
+	}
 
 	// The caller (not the model) can switch the guard off.
 	h2 := newHarness(t, st, &harness.Options{Guard: journal.GuardOff})
-	require.NoError(t, h2.Register(harness.Tool{Name: "mismatch", Effect: harness.Keyed,
+	mustRegister(t, h2, harness.Tool{Name: "mismatch", Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			tries422.Add(1)
 			return json.RawMessage(`{}`), nil
-		}}))
-	free, err := h2.Call(ctx, call("mismatch", `{"order":1,"note":"operator retry"}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Executed, free.Status)
+		}})
+	free := mustCall(t, h2, call("mismatch", `{"order":1,"note":"operator retry"}`))
+	if free.Status != harness.Executed {
+		t.Errorf("guard off: Status = %v; want %v (err %v)", free.Status, harness.Executed, free.Err)
+	}
 }
 
 // Behaviour 5: retryable failures retry with backoff under the same key,
@@ -339,7 +471,7 @@ func TestRetriesRecordEachAttemptFirst(t *testing.T) {
 	h := newHarness(t, st, nil)
 	var attempts []string
 	var recorded []int
-	require.NoError(t, h.Register(harness.Tool{Name: "flaky", Effect: harness.Unkeyed,
+	mustRegister(t, h, harness.Tool{Name: "flaky", Effect: harness.Unkeyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			key, _ := harness.KeyFromContext(ctx)
 			id, _ := harness.AttemptFromContext(ctx)
@@ -354,28 +486,44 @@ func TestRetriesRecordEachAttemptFirst(t *testing.T) {
 				return nil, retryclass.MarkNotExecuted(errors.New("connection refused"))
 			}
 			return json.RawMessage(`"ok"`), nil
-		}}))
-	res, err := h.Call(context.Background(), call("flaky", `{}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Executed, res.Status)
-	require.Equal(t, 3, res.Attempts)
-	require.Equal(t, []int{1, 2, 3}, recorded, "attempt n is in the journal before it runs")
-	require.Len(t, map[string]bool{attempts[0]: true, attempts[1]: true, attempts[2]: true}, 3)
+		}})
+	res := mustCall(t, h, call("flaky", `{}`))
+	if res.Status != harness.Executed {
+		t.Fatalf("flaky: Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
+	}
+	if res.Attempts != 3 {
+		t.Errorf("flaky: Attempts = %d; want 3", res.Attempts)
+	}
+	if want := []int{1, 2, 3}; !slices.Equal(recorded, want) {
+		t.Errorf("attempts recorded as each attempt ran = %v; want %v (attempt n is in the journal before it runs)", recorded, want)
+	}
+	if len(attempts) != 3 {
+		t.Fatalf("flaky: tool ran %d times; want 3", len(attempts))
+	}
+	if distinct := map[string]bool{attempts[0]: true, attempts[1]: true, attempts[2]: true}; len(distinct) != 3 {
+		t.Errorf("attempt ids %q: %d distinct; want 3", attempts, len(distinct))
+	}
 
 	var runs int
-	require.NoError(t, h.Register(harness.Tool{Name: "email", Effect: harness.Unkeyed,
+	mustRegister(t, h, harness.Tool{Name: "email", Effect: harness.Unkeyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			runs++
 			return nil, errors.New("read: connection reset by peer")
-		}}))
-	res, err = h.Call(context.Background(), call("email", `{"to":"x"}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Unknown, res.Status)
-	require.Equal(t, 1, runs, "an Unkeyed maybe-executed failure is never retried")
-	again, err := h.Call(context.Background(), call("email", `{"to":"x"}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Unknown, again.Status)
-	require.Equal(t, 1, runs, "and never re-run by a re-issue")
+		}})
+	res = mustCall(t, h, call("email", `{"to":"x"}`))
+	if res.Status != harness.Unknown {
+		t.Errorf("email: Status = %v; want %v", res.Status, harness.Unknown)
+	}
+	if runs != 1 {
+		t.Errorf("email runs = %d; want 1 (an Unkeyed maybe-executed failure is never retried)", runs)
+	}
+	again := mustCall(t, h, call("email", `{"to":"x"}`))
+	if again.Status != harness.Unknown {
+		t.Errorf("email re-issued: Status = %v; want %v", again.Status, harness.Unknown)
+	}
+	if runs != 1 {
+		t.Errorf("email runs after a re-issue = %d; want 1 (never re-run by a re-issue)", runs)
+	}
 }
 
 func TestUnkeyedReconcile(t *testing.T) {
@@ -383,7 +531,7 @@ func TestUnkeyedReconcile(t *testing.T) {
 	h := newHarness(t, st, nil)
 	sent := map[uuid.UUID]bool{}
 	runs := 0
-	require.NoError(t, h.Register(harness.Tool{Name: "email", Effect: harness.Unkeyed,
+	mustRegister(t, h, harness.Tool{Name: "email", Effect: harness.Unkeyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			runs++
 			key, _ := harness.KeyFromContext(ctx)
@@ -398,12 +546,17 @@ func TestUnkeyedReconcile(t *testing.T) {
 				return json.RawMessage(`"sent (reconciled)"`), true, nil
 			}
 			return nil, false, nil
-		}}))
-	res, err := h.Call(context.Background(), call("email", `{"to":"x"}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Executed, res.Status)
-	require.Equal(t, `"sent (reconciled)"`, string(res.Output))
-	require.Equal(t, 1, runs)
+		}})
+	res := mustCall(t, h, call("email", `{"to":"x"}`))
+	if res.Status != harness.Executed {
+		t.Errorf("Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
+	}
+	if got, want := string(res.Output), `"sent (reconciled)"`; got != want {
+		t.Errorf("Output = %s; want %s", got, want)
+	}
+	if runs != 1 {
+		t.Errorf("tool runs = %d; want 1", runs)
+	}
 }
 
 // Behaviour 6: a crash leaves a pending record with an expired lease.
@@ -417,12 +570,12 @@ func TestTakeoverAfterCrash(t *testing.T) {
 			// The dead process: begins the intent and dies before completing.
 			h1 := harness.New(st, &harness.Options{Owner: "dead"})
 			var key uuid.UUID
-			require.NoError(t, h1.Register(harness.Tool{Name: "pay", Effect: effect,
+			mustRegister(t, h1, harness.Tool{Name: "pay", Effect: effect,
 				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 					key = down.do(ctx)
 					runtime.Goexit()
 					return nil, nil
-				}}))
+				}})
 			// Goexit ends the calling goroutine too, as a crash would.
 			returned := make(chan bool)
 			go func() {
@@ -430,35 +583,51 @@ func TestTakeoverAfterCrash(t *testing.T) {
 				h1.Call(context.Background(), call("pay", input))
 				returned <- true
 			}()
-			require.False(t, <-returned, "the caller's goroutine ended with the tool's")
-			rec, err := st.Get(context.Background(), key)
-			require.NoError(t, err)
-			require.Equal(t, journal.StatePending, rec.State)
-			require.NoError(t, st.Close())
+			if <-returned {
+				t.Fatalf("the caller's goroutine returned from Call; want it ended with the tool's")
+			}
+			if rec := mustGet(t, st, key); rec.State != journal.StatePending {
+				t.Fatalf("record state after the crash = %v; want %v", rec.State, journal.StatePending)
+			}
+			if err := st.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
 
 			// The restarted process: the reopened journal's leases are dead.
 			st2 := openBolt(t, path, nil)
 			defer st2.Close()
 			h2 := newHarness(t, st2, nil)
-			require.NoError(t, h2.Register(harness.Tool{Name: "pay", Effect: effect,
+			mustRegister(t, h2, harness.Tool{Name: "pay", Effect: effect,
 				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 					k := down.do(ctx)
-					require.Equal(t, key, k, "a re-run carries the same key")
+					if k != key {
+						t.Errorf("re-run key = %s; want the dead process's %s", k, key)
+					}
 					return json.RawMessage(`"paid"`), nil
-				}}))
-			res, err := h2.Call(context.Background(), call("pay", input))
-			require.NoError(t, err)
+				}})
+			res := mustCall(t, h2, call("pay", input))
 			if effect == harness.Unkeyed {
-				require.Equal(t, harness.Unknown, res.Status, "Unkeyed without Reconcile is never re-run silently")
-				require.Equal(t, 1, down.all())
-				again, err := h2.Call(context.Background(), call("pay", input))
-				require.NoError(t, err)
-				require.Equal(t, harness.Unknown, again.Status)
-				require.Equal(t, 1, down.all())
+				if res.Status != harness.Unknown {
+					t.Errorf("Status = %v; want %v (Unkeyed without Reconcile is never re-run silently)", res.Status, harness.Unknown)
+				}
+				if n := down.all(); n != 1 {
+					t.Errorf("effects = %d; want 1", n)
+				}
+				again := mustCall(t, h2, call("pay", input))
+				if again.Status != harness.Unknown {
+					t.Errorf("re-issue: Status = %v; want %v", again.Status, harness.Unknown)
+				}
+				if n := down.all(); n != 1 {
+					t.Errorf("effects after a re-issue = %d; want 1", n)
+				}
 				return
 			}
-			require.Equal(t, harness.Executed, res.Status)
-			require.Equal(t, 2, down.count(key), "re-run under the same key: a keyed downstream absorbs it")
+			if res.Status != harness.Executed {
+				t.Errorf("Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
+			}
+			if n := down.count(key); n != 2 {
+				t.Errorf("effects for key %s = %d; want 2 (re-run under the same key: a keyed downstream absorbs it)", key, n)
+			}
 		})
 	}
 }
@@ -468,28 +637,38 @@ func TestStepKeyMismatch(t *testing.T) {
 	_, st := tempJournal(t)
 	h := newHarness(t, st, nil)
 	var down effects
-	require.NoError(t, h.Register(harness.Tool{Name: "ship", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "ship", Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			down.do(ctx)
 			return json.RawMessage(`"shipped"`), nil
-		}}))
+		}})
 	c := call("ship", `{"sku":"A","qty":1}`)
 	c.StepKey = "order-77/ship"
-	first, err := h.Call(context.Background(), c)
-	require.NoError(t, err)
-	require.Equal(t, harness.Executed, first.Status)
+	first := mustCall(t, h, c)
+	if first.Status != harness.Executed {
+		t.Fatalf("first: Status = %v; want %v (err %v)", first.Status, harness.Executed, first.Err)
+	}
 	c.Input = json.RawMessage(`{"sku":"A","qty":2}`)
-	second, err := h.Call(context.Background(), c)
-	require.NoError(t, err)
-	require.Equal(t, harness.Suppressed, second.Status)
-	require.Equal(t, first.Key, second.Key)
-	require.Equal(t, 1, down.all())
+	second := mustCall(t, h, c)
+	if second.Status != harness.Suppressed {
+		t.Errorf("other input: Status = %v; want %v", second.Status, harness.Suppressed)
+	}
+	if second.Key != first.Key {
+		t.Errorf("other input: Key = %s; want the step's %s", second.Key, first.Key)
+	}
+	if n := down.all(); n != 1 {
+		t.Errorf("effects = %d; want 1", n)
+	}
 	var oe *harness.OutcomeError
-	require.ErrorAs(t, second.Err, &oe)
-	require.Equal(t, retryclass.Mismatch, oe.Class)
-	rec, err := st.Get(context.Background(), first.Key)
-	require.NoError(t, err)
-	require.Equal(t, journal.StateSucceeded, rec.State, "the first intent's record is untouched")
+	if !errors.As(second.Err, &oe) {
+		t.Fatalf("other input: Err = %v (%T); want an *OutcomeError", second.Err, second.Err)
+	}
+	if oe.Class != retryclass.Mismatch {
+		t.Errorf("OutcomeError.Class = %v; want %v", oe.Class, retryclass.Mismatch)
+	}
+	if rec := mustGet(t, st, first.Key); rec.State != journal.StateSucceeded {
+		t.Errorf("first intent's record state = %v; want %v (untouched)", rec.State, journal.StateSucceeded)
+	}
 }
 
 // Behaviour 8: a panicking tool.
@@ -507,22 +686,31 @@ func TestPanic(t *testing.T) {
 			_, st := tempJournal(t)
 			h := newHarness(t, st, nil)
 			runs := 0
-			require.NoError(t, h.Register(harness.Tool{Name: "boom", Effect: tc.effect,
+			mustRegister(t, h, harness.Tool{Name: "boom", Effect: tc.effect,
 				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 					runs++
 					panic("nil map write")
-				}}))
-			res, err := h.Call(context.Background(), call("boom", `{}`))
-			require.NoError(t, err)
-			require.Equal(t, tc.status, res.Status)
-			require.Equal(t, 1, runs, "a panic is not retried")
+				}})
+			res := mustCall(t, h, call("boom", `{}`))
+			if res.Status != tc.status {
+				t.Errorf("Status = %v; want %v", res.Status, tc.status)
+			}
+			if runs != 1 {
+				t.Errorf("tool runs = %d; want 1 (a panic is not retried)", runs)
+			}
 			var pe *harness.PanicError
-			require.ErrorAs(t, res.Err, &pe)
-			require.Equal(t, "nil map write", pe.Value)
-			require.Contains(t, string(pe.Stack), "harness_test")
-			rec, err := st.Get(context.Background(), res.Key)
-			require.NoError(t, err)
-			require.Equal(t, tc.state, rec.State)
+			if !errors.As(res.Err, &pe) {
+				t.Fatalf("Err = %v (%T); want a *PanicError", res.Err, res.Err)
+			}
+			if pe.Value != "nil map write" {
+				t.Errorf("PanicError.Value = %#v; want %q", pe.Value, "nil map write")
+			}
+			if !bytes.Contains(pe.Stack, []byte("harness_test")) {
+				t.Errorf("PanicError.Stack does not name harness_test:\n%s", pe.Stack)
+			}
+			if rec := mustGet(t, st, res.Key); rec.State != tc.state {
+				t.Errorf("record state = %v; want %v", rec.State, tc.state)
+			}
 		})
 	}
 }
@@ -532,11 +720,11 @@ func TestRejectedCalls(t *testing.T) {
 	_, st := tempJournal(t)
 	h := newHarness(t, st, &harness.Options{})
 	runs := 0
-	require.NoError(t, h.Register(harness.Tool{Name: "t", Effect: harness.Unkeyed,
+	mustRegister(t, h, harness.Tool{Name: "t", Effect: harness.Unkeyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			runs++
 			return json.RawMessage(`1`), nil
-		}}))
+		}})
 	big := make([]byte, 0, 2<<20)
 	big = append(big, `{"x":"`...)
 	for len(big) < (1<<20)+10 {
@@ -550,50 +738,83 @@ func TestRejectedCalls(t *testing.T) {
 	for range 100 {
 		deep += "]"
 	}
+	wantInvalid := func(t *testing.T, err error) {
+		t.Helper()
+		if !errors.Is(err, harness.ErrInvalidInput) {
+			t.Errorf("err = %v; want ErrInvalidInput", err)
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		c     harness.Call
 		check func(t *testing.T, err error)
 	}{
 		{"invalid JSON", call("t", `{"amount":}`), func(t *testing.T, err error) {
-			require.ErrorIs(t, err, harness.ErrInvalidInput)
-			require.Contains(t, err.Error(), "offset")
+			wantInvalid(t, err)
+			if !strings.Contains(err.Error(), "offset") {
+				t.Errorf("err = %q; want it to give the offset", err)
+			}
 		}},
-		{"oversize", call("t", string(big)), func(t *testing.T, err error) { require.ErrorIs(t, err, harness.ErrInvalidInput) }},
-		{"too deep", call("t", deep), func(t *testing.T, err error) { require.ErrorIs(t, err, harness.ErrInvalidInput) }},
+		{"oversize", call("t", string(big)), wantInvalid},
+		{"too deep", call("t", deep), wantInvalid},
 		{"unknown tool", call("nope", `{}`), func(t *testing.T, err error) {
 			var ute *harness.UnknownToolError
-			require.ErrorAs(t, err, &ute)
-			require.Equal(t, "nope", ute.Tool)
+			if !errors.As(err, &ute) {
+				t.Fatalf("err = %v (%T); want an *UnknownToolError", err, err)
+			}
+			if ute.Tool != "nope" {
+				t.Errorf("UnknownToolError.Tool = %q; want %q", ute.Tool, "nope")
+			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := h.Call(context.Background(), tc.c)
-			require.Error(t, err)
-			require.Equal(t, harness.Rejected, res.Status)
+			if err == nil {
+				t.Fatalf("Call err = nil; want an error (status %v)", res.Status)
+			}
+			if res.Status != harness.Rejected {
+				t.Errorf("Status = %v; want %v", res.Status, harness.Rejected)
+			}
 			tc.check(t, err)
 		})
 	}
 	stats, err := st.Stats(context.Background())
-	require.NoError(t, err)
-	require.Equal(t, 0, stats.Records, "nothing recorded")
-	require.Equal(t, 0, runs, "tool not run")
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	if stats.Records != 0 {
+		t.Errorf("records = %d; want 0 (nothing recorded)", stats.Records)
+	}
+	if runs != 0 {
+		t.Errorf("tool runs = %d; want 0", runs)
+	}
 
-	require.NoError(t, h.Close())
-	_, err = h.Call(context.Background(), call("t", `{}`))
-	require.ErrorIs(t, err, harness.ErrClosed)
+	if err := h.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := h.Call(context.Background(), call("t", `{}`)); !errors.Is(err, harness.ErrClosed) {
+		t.Errorf("Call after Close: err = %v; want ErrClosed", err)
+	}
 
 	// A journal that fails: closed under the harness.
 	h2 := newHarness(t, st, nil)
-	require.NoError(t, h2.Register(harness.Tool{Name: "t", Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+	mustRegister(t, h2, harness.Tool{Name: "t", Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 		runs++
 		return nil, nil
-	}}))
-	require.NoError(t, st.Close())
+	}})
+	if err := st.Close(); err != nil {
+		t.Fatalf("closing the journal: %v", err)
+	}
 	res, err := h2.Call(context.Background(), call("t", `{}`))
-	require.ErrorIs(t, err, journal.ErrClosed)
-	require.Equal(t, harness.Rejected, res.Status)
-	require.Equal(t, 0, runs)
+	if !errors.Is(err, journal.ErrClosed) {
+		t.Errorf("Call on a closed journal: err = %v; want journal.ErrClosed", err)
+	}
+	if res.Status != harness.Rejected {
+		t.Errorf("Call on a closed journal: Status = %v; want %v", res.Status, harness.Rejected)
+	}
+	if runs != 0 {
+		t.Errorf("tool runs on a closed journal = %d; want 0", runs)
+	}
 }
 
 // Behaviour 10: a record past its TTL; a genuine late call runs anew.
@@ -605,27 +826,30 @@ func TestExpiredRecordRunsAnew(t *testing.T) {
 	defer st.Close()
 	h := newHarness(t, st, &harness.Options{RecordTTL: time.Hour})
 	var down effects
-	require.NoError(t, h.Register(harness.Tool{Name: "pay", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "pay", Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			down.do(ctx)
 			return json.RawMessage(`"paid"`), nil
-		}}))
+		}})
 	c := call("pay", `{"amount":1}`)
-	r1, err := h.Call(context.Background(), c)
-	require.NoError(t, err)
-	require.Equal(t, harness.Executed, r1.Status)
+	if r1 := mustCall(t, h, c); r1.Status != harness.Executed {
+		t.Fatalf("first: Status = %v; want %v (err %v)", r1.Status, harness.Executed, r1.Err)
+	}
 	mu.Lock()
 	now = now.Add(59 * time.Minute)
 	mu.Unlock()
-	r2, _ := h.Call(context.Background(), c)
-	require.Equal(t, harness.Replayed, r2.Status)
+	if r2, _ := h.Call(context.Background(), c); r2.Status != harness.Replayed {
+		t.Fatalf("59 minutes later: Status = %v; want %v", r2.Status, harness.Replayed)
+	}
 	mu.Lock()
 	now = now.Add(2 * time.Minute)
 	mu.Unlock()
-	r3, err := h.Call(context.Background(), c)
-	require.NoError(t, err)
-	require.Equal(t, harness.Executed, r3.Status, "past its TTL the record is gone and the call runs anew")
-	require.Equal(t, 2, down.all())
+	if r3 := mustCall(t, h, c); r3.Status != harness.Executed {
+		t.Errorf("past its TTL: Status = %v; want %v (the record is gone and the call runs anew)", r3.Status, harness.Executed)
+	}
+	if n := down.all(); n != 2 {
+		t.Errorf("effects = %d; want 2", n)
+	}
 }
 
 func TestTypedTool(t *testing.T) {
@@ -638,31 +862,45 @@ func TestTypedTool(t *testing.T) {
 	type out struct {
 		ID string `json:"id"`
 	}
-	require.NoError(t, h.Register(harness.Typed("charge", harness.Keyed, func(ctx context.Context, i in) (out, error) {
+	mustRegister(t, h, harness.Typed("charge", harness.Keyed, func(ctx context.Context, i in) (out, error) {
 		return out{ID: fmt.Sprintf("%d-%s", i.Amount, i.Currency)}, nil
-	})))
-	res, err := h.Call(context.Background(), call("charge", `{"amount":5,"currency":"eur"}`))
-	require.NoError(t, err)
-	require.JSONEq(t, `{"id":"5-eur"}`, string(res.Output))
+	}))
+	res := mustCall(t, h, call("charge", `{"amount":5,"currency":"eur"}`))
+	if want := `{"id":"5-eur"}`; !sameJSON(res.Output, []byte(want)) {
+		t.Errorf("Output = %s; want %s", res.Output, want)
+	}
 
-	bad, err := h.Call(context.Background(), call("charge", `{"amount":5,"currncy":"eur"}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Failed, bad.Status, "a typo the model can correct is a terminal failure")
-	require.Contains(t, bad.ForModel(), "currncy")
+	bad := mustCall(t, h, call("charge", `{"amount":5,"currncy":"eur"}`))
+	if bad.Status != harness.Failed {
+		t.Errorf("typo in input: Status = %v; want %v (a typo the model can correct is a terminal failure)", bad.Status, harness.Failed)
+	}
+	if got := bad.ForModel(); !strings.Contains(got, "currncy") {
+		t.Errorf("typo in input: ForModel() = %q; want it to name currncy", got)
+	}
 }
 
 func TestRegisterErrors(t *testing.T) {
 	_, st := tempJournal(t)
 	h := newHarness(t, st, nil)
 	fn := func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) { return nil, nil }
-	require.ErrorIs(t, h.Register(harness.Tool{Func: fn}), harness.ErrToolName)
-	require.NoError(t, h.Register(harness.Tool{Name: "a", Func: fn}))
-	require.ErrorIs(t, h.Register(harness.Tool{Name: "b", Func: fn}, harness.Tool{Name: "a", Func: fn}), harness.ErrDuplicateTool)
+	if err := h.Register(harness.Tool{Func: fn}); !errors.Is(err, harness.ErrToolName) {
+		t.Errorf("Register(no name) = %v; want ErrToolName", err)
+	}
+	mustRegister(t, h, harness.Tool{Name: "a", Func: fn})
+	if err := h.Register(harness.Tool{Name: "b", Func: fn}, harness.Tool{Name: "a", Func: fn}); !errors.Is(err, harness.ErrDuplicateTool) {
+		t.Errorf("Register(b, a again) = %v; want ErrDuplicateTool", err)
+	}
 	_, err := h.Call(context.Background(), call("b", `{}`))
 	var ute *harness.UnknownToolError
-	require.ErrorAs(t, err, &ute, "a failed Register adds none of its tools")
-	require.Error(t, h.Register(harness.Tool{Name: "c"}), "nil Func")
-	require.Error(t, h.Register(harness.Tool{Name: "d", Func: fn, Schema: json.RawMessage(`{"type":`)}), "bad schema")
+	if !errors.As(err, &ute) {
+		t.Errorf("Call(b) = %v; want an *UnknownToolError (a failed Register adds none of its tools)", err)
+	}
+	if err := h.Register(harness.Tool{Name: "c"}); err == nil {
+		t.Errorf("Register(nil Func) = nil; want an error")
+	}
+	if err := h.Register(harness.Tool{Name: "d", Func: fn, Schema: json.RawMessage(`{"type":`)}); err == nil {
+		t.Errorf("Register(bad schema) = nil; want an error")
+	}
 }
 
 // Privacy: the journal can keep only the fingerprint of an input, and a
@@ -675,23 +913,33 @@ func TestFingerprintOnlyAndRedact(t *testing.T) {
 			return json.RawMessage(`{"card":"****"}`)
 		},
 	})
-	require.NoError(t, h.Register(harness.Tool{Name: "tokenize", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "tokenize", Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"card":"4242424242424242"}`), nil
-		}}))
+		}})
 	c := call("tokenize", `{"pan":"4242424242424242"}`)
-	first, err := h.Call(context.Background(), c)
-	require.NoError(t, err)
-	require.JSONEq(t, `{"card":"4242424242424242"}`, string(first.Output), "the executing caller gets the real output")
-	rec, err := st.Get(context.Background(), first.Key)
-	require.NoError(t, err)
-	require.Nil(t, rec.Input, "no raw input in the journal")
-	require.False(t, rec.Fingerprint.IsZero(), "the fingerprint is kept")
-	require.JSONEq(t, `{"card":"****"}`, string(rec.Output))
-	again, err := h.Call(context.Background(), c)
-	require.NoError(t, err)
-	require.Equal(t, harness.Replayed, again.Status)
-	require.JSONEq(t, `{"card":"****"}`, string(again.Output), "a replay answers with what was stored")
+	const plain, redacted = `{"card":"4242424242424242"}`, `{"card":"****"}`
+	first := mustCall(t, h, c)
+	if !sameJSON(first.Output, []byte(plain)) {
+		t.Errorf("executing caller's Output = %s; want the real output %s", first.Output, plain)
+	}
+	rec := mustGet(t, st, first.Key)
+	if rec.Input != nil {
+		t.Errorf("recorded input = %q; want none", rec.Input)
+	}
+	if rec.Fingerprint.IsZero() {
+		t.Errorf("recorded fingerprint is zero; want the input's fingerprint kept")
+	}
+	if !sameJSON(rec.Output, []byte(redacted)) {
+		t.Errorf("recorded output = %s; want %s", rec.Output, redacted)
+	}
+	again := mustCall(t, h, c)
+	if again.Status != harness.Replayed {
+		t.Errorf("re-issue: Status = %v; want %v", again.Status, harness.Replayed)
+	}
+	if !sameJSON(again.Output, []byte(redacted)) {
+		t.Errorf("re-issue: Output = %s; want what was stored, %s", again.Output, redacted)
+	}
 }
 
 // Outcomes that a re-issue may run again: a failure that provably did not
@@ -714,7 +962,7 @@ func TestReissueRunsWhatMayRunAgain(t *testing.T) {
 			h := newHarness(t, st, nil)
 			failing := true
 			var keys []uuid.UUID
-			require.NoError(t, h.Register(harness.Tool{Name: "op", Effect: tc.effect,
+			mustRegister(t, h, harness.Tool{Name: "op", Effect: tc.effect,
 				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 					k, _ := harness.KeyFromContext(ctx)
 					keys = append(keys, k)
@@ -722,25 +970,38 @@ func TestReissueRunsWhatMayRunAgain(t *testing.T) {
 						return nil, tc.fail
 					}
 					return json.RawMessage(`"done"`), nil
-				}}))
+				}})
 			c := call("op", `{"x":1}`)
-			first, err := h.Call(context.Background(), c)
-			require.NoError(t, err)
-			require.Equal(t, tc.status, first.Status)
-			require.Len(t, keys, tc.attempt, "the retry budget (4 tries) was spent")
+			first := mustCall(t, h, c)
+			if first.Status != tc.status {
+				t.Fatalf("first: Status = %v; want %v", first.Status, tc.status)
+			}
+			if len(keys) != tc.attempt {
+				t.Fatalf("first: tool ran %d times; want %d (the retry budget was spent)", len(keys), tc.attempt)
+			}
 
 			failing = false
-			again, err := h.Call(context.Background(), c)
-			require.NoError(t, err)
-			require.Equal(t, harness.Executed, again.Status, "the re-issue runs")
-			require.Len(t, keys, tc.attempt+1)
-			require.Equal(t, keys[0], keys[len(keys)-1], "under the same key")
-			require.Equal(t, tc.attempt+1, again.Attempts, "the journal keeps every attempt")
+			again := mustCall(t, h, c)
+			if again.Status != harness.Executed {
+				t.Fatalf("re-issue: Status = %v; want %v (the re-issue runs; err %v)", again.Status, harness.Executed, again.Err)
+			}
+			if len(keys) != tc.attempt+1 {
+				t.Fatalf("tool runs after the re-issue = %d; want %d", len(keys), tc.attempt+1)
+			}
+			if last := keys[len(keys)-1]; last != keys[0] {
+				t.Errorf("re-issue key = %s; want the first call's %s", last, keys[0])
+			}
+			if again.Attempts != tc.attempt+1 {
+				t.Errorf("re-issue: Attempts = %d; want %d (the journal keeps every attempt)", again.Attempts, tc.attempt+1)
+			}
 
-			third, err := h.Call(context.Background(), c)
-			require.NoError(t, err)
-			require.Equal(t, harness.Replayed, third.Status, "and once it succeeded it is answered from the journal")
-			require.Len(t, keys, tc.attempt+1)
+			third := mustCall(t, h, c)
+			if third.Status != harness.Replayed {
+				t.Errorf("after success: Status = %v; want %v (answered from the journal)", third.Status, harness.Replayed)
+			}
+			if len(keys) != tc.attempt+1 {
+				t.Errorf("tool runs after success and a re-issue = %d; want %d", len(keys), tc.attempt+1)
+			}
 		})
 	}
 }
@@ -763,27 +1024,38 @@ func TestResolvedIntentIsAnswered(t *testing.T) {
 			_, st := tempJournal(t)
 			h := newHarness(t, st, nil)
 			runs := 0
-			require.NoError(t, h.Register(harness.Tool{Name: "email", Effect: harness.Unkeyed,
+			mustRegister(t, h, harness.Tool{Name: "email", Effect: harness.Unkeyed,
 				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 					runs++
 					return nil, errors.New("read: connection reset by peer")
-				}}))
+				}})
 			c := call("email", `{"to":"x"}`)
-			first, err := h.Call(context.Background(), c)
-			require.NoError(t, err)
-			require.Equal(t, harness.Unknown, first.Status)
+			first := mustCall(t, h, c)
+			if first.Status != harness.Unknown {
+				t.Fatalf("first: Status = %v; want %v", first.Status, harness.Unknown)
+			}
 
-			_, err = st.Resolve(context.Background(), first.Key, tc.res)
-			require.NoError(t, err)
-			again, err := h.Call(context.Background(), c)
-			require.NoError(t, err)
-			require.Equal(t, tc.status, again.Status)
-			require.Equal(t, tc.text, again.ForModel())
-			require.Equal(t, 1, runs, "the tool never ran again")
+			if _, err := st.Resolve(context.Background(), first.Key, tc.res); err != nil {
+				t.Fatalf("Resolve(%s): %v", first.Key, err)
+			}
+			again := mustCall(t, h, c)
+			if again.Status != tc.status {
+				t.Errorf("after Resolve: Status = %v; want %v", again.Status, tc.status)
+			}
+			if got := again.ForModel(); got != tc.text {
+				t.Errorf("after Resolve: ForModel() = %q; want %q", got, tc.text)
+			}
+			if runs != 1 {
+				t.Errorf("tool runs = %d; want 1 (never ran again)", runs)
+			}
 			if tc.status == harness.Failed {
 				var oe *harness.OutcomeError
-				require.ErrorAs(t, again.Err, &oe)
-				require.Equal(t, retryclass.Terminal, oe.Class)
+				if !errors.As(again.Err, &oe) {
+					t.Fatalf("after Resolve: Err = %v (%T); want an *OutcomeError", again.Err, again.Err)
+				}
+				if oe.Class != retryclass.Terminal {
+					t.Errorf("OutcomeError.Class = %v; want %v", oe.Class, retryclass.Terminal)
+				}
 			}
 		})
 	}
@@ -795,7 +1067,7 @@ func TestResolvedIntentIsAnswered(t *testing.T) {
 func TestOutcomeNotRecordedIsUnknown(t *testing.T) {
 	_, st := tempJournal(t)
 	h := newHarness(t, st, nil)
-	require.NoError(t, h.Register(harness.Tool{Name: "pay", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "pay", Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			go st.Close() // the journal goes away while the tool runs
 			for {
@@ -804,11 +1076,18 @@ func TestOutcomeNotRecordedIsUnknown(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 			}
-		}}))
-	res, err := h.Call(context.Background(), call("pay", `{"amount":1}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Unknown, res.Status)
-	require.Equal(t, `"paid"`, string(res.Output))
-	require.ErrorIs(t, res.Err, journal.ErrClosed)
-	require.Contains(t, res.ForModel(), "unknown")
+		}})
+	res := mustCall(t, h, call("pay", `{"amount":1}`))
+	if res.Status != harness.Unknown {
+		t.Errorf("Status = %v; want %v", res.Status, harness.Unknown)
+	}
+	if got, want := string(res.Output), `"paid"`; got != want {
+		t.Errorf("Output = %s; want %s", got, want)
+	}
+	if !errors.Is(res.Err, journal.ErrClosed) {
+		t.Errorf("Err = %v; want journal.ErrClosed", res.Err)
+	}
+	if got := res.ForModel(); !strings.Contains(got, "unknown") {
+		t.Errorf("ForModel() = %q; want it to say unknown", got)
+	}
 }

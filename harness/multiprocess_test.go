@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/stretchr/testify/require"
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/internal/pgtest"
@@ -71,10 +70,14 @@ func TestFleet(t *testing.T) {
 	schema := pgtest.Schema(t, "harness_fleet_")
 	ctx := context.Background()
 	st, err := postgres.Open(ctx, pgtest.URL(t), &postgres.Options{Schema: schema})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("postgres.Open: %v", err)
+	}
 	defer st.Close()
 	_, err = st.Pool().Exec(ctx, `CREATE TABLE `+pgx.Identifier{schema, "effects"}.Sanitize()+` (key uuid NOT NULL)`)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("creating the effects table: %v", err)
+	}
 
 	const procs = 4
 	outs := make([]chan string, procs)
@@ -111,15 +114,27 @@ func TestFleet(t *testing.T) {
 			answers[output]++
 		}
 	}
-	require.Len(t, answers, fleetIntents, "one answer per intent, the same in every process")
-	for out, n := range answers {
-		require.Equal(t, procs, n, "every process answered %s", out)
+	if len(answers) != fleetIntents {
+		t.Errorf("distinct answers = %d; want %d (one per intent, the same in every process)", len(answers), fleetIntents)
 	}
-	require.Equal(t, fleetIntents, executed, "each intent executed in exactly one process")
+	for out, n := range answers {
+		if n != procs {
+			t.Errorf("processes that answered %s = %d; want %d", out, n, procs)
+		}
+	}
+	if executed != fleetIntents {
+		t.Errorf("executions over all processes = %d; want %d (each intent in exactly one process)", executed, fleetIntents)
+	}
 
 	var rows, distinct int
-	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*), count(DISTINCT key) FROM `+
-		pgx.Identifier{schema, "effects"}.Sanitize()).Scan(&rows, &distinct))
-	require.Equal(t, fleetIntents, rows, "effects in the database")
-	require.Equal(t, fleetIntents, distinct)
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*), count(DISTINCT key) FROM `+
+		pgx.Identifier{schema, "effects"}.Sanitize()).Scan(&rows, &distinct); err != nil {
+		t.Fatalf("counting effects: %v", err)
+	}
+	if rows != fleetIntents {
+		t.Errorf("effects in the database = %d; want %d", rows, fleetIntents)
+	}
+	if distinct != fleetIntents {
+		t.Errorf("distinct keys among the effects = %d; want %d", distinct, fleetIntents)
+	}
 }

@@ -8,12 +8,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/retryclass"
@@ -36,46 +35,75 @@ func TestObserverAndLog(t *testing.T) {
 	h := newHarness(t, st, &harness.Options{Observer: obs,
 		Logger: slog.New(slog.NewJSONHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	n := 0
-	require.NoError(t, h.Register(harness.Tool{Name: "flaky", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "flaky", Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			n++
 			if n == 1 {
 				return nil, &retryclass.StatusError{Status: 503, RetryAfter: time.Millisecond}
 			}
 			return json.RawMessage(`"ok"`), nil
-		}}))
+		}})
 	ctx := context.Background()
 	c := call("flaky", `{"a":1}`)
 	res := h.CallAll(ctx, []harness.Call{c, c})
-	require.Equal(t, harness.Executed, res[0].Status)
-	require.Equal(t, harness.Collapsed, res[1].Status)
-	again, err := h.Call(ctx, c)
-	require.NoError(t, err)
-	require.Equal(t, harness.Replayed, again.Status)
+	if len(res) != 2 {
+		t.Fatalf("CallAll of 2 calls returned %d results; want 2", len(res))
+	}
+	if res[0].Status != harness.Executed {
+		t.Errorf("result 0: Status = %v; want %v (err %v)", res[0].Status, harness.Executed, res[0].Err)
+	}
+	if res[1].Status != harness.Collapsed {
+		t.Errorf("result 1: Status = %v; want %v", res[1].Status, harness.Collapsed)
+	}
+	if again := mustCall(t, h, c); again.Status != harness.Replayed {
+		t.Errorf("re-issue: Status = %v; want %v", again.Status, harness.Replayed)
+	}
 
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, 1, kinds[harness.EventBeforeWriteAhead], "one per flight; the replay is a read")
-	require.Equal(t, 2, kinds[harness.EventAfterWriteAhead], "one per attempt")
-	require.Equal(t, 2, kinds[harness.EventAfterEffect])
-	require.Equal(t, 1, kinds[harness.EventAfterOutcome])
-	require.Equal(t, 1, kinds[harness.EventRetry])
-	require.Equal(t, []harness.Status{harness.Executed, harness.Collapsed, harness.Replayed}, statuses)
+	for _, tc := range []struct {
+		kind harness.EventKind
+		want int
+		why  string
+	}{
+		{harness.EventBeforeWriteAhead, 1, "one per flight; the replay is a read"},
+		{harness.EventAfterWriteAhead, 2, "one per attempt"},
+		{harness.EventAfterEffect, 2, "one per attempt"},
+		{harness.EventAfterOutcome, 1, "one per flight"},
+		{harness.EventRetry, 1, "one retry"},
+	} {
+		if got := kinds[tc.kind]; got != tc.want {
+			t.Errorf("%v events = %d; want %d (%s)", tc.kind, got, tc.want, tc.why)
+		}
+	}
+	if want := []harness.Status{harness.Executed, harness.Collapsed, harness.Replayed}; !slices.Equal(statuses, want) {
+		t.Errorf("result event statuses = %v; want %v", statuses, want)
+	}
 
 	var lines []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(logBuf.String()), "\n") {
 		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %s: %v", l, err)
+		}
 		lines = append(lines, m)
 	}
 	msgs := []string{}
 	for _, m := range lines {
 		msgs = append(msgs, m["msg"].(string))
 	}
-	require.Equal(t, []string{"agentonce retried", "agentonce executed", "agentonce collapsed", "agentonce replayed"}, msgs)
-	require.Equal(t, "not-executed", lines[0]["class"], "503 with Retry-After did not execute")
-	require.Equal(t, res[0].Key.String(), lines[0]["key"])
-	require.NotEmpty(t, lines[0]["delay"])
+	if want := []string{"agentonce retried", "agentonce executed", "agentonce collapsed", "agentonce replayed"}; !slices.Equal(msgs, want) {
+		t.Fatalf("log messages = %q; want %q", msgs, want)
+	}
+	if got := lines[0]["class"]; got != "not-executed" {
+		t.Errorf("retry log class = %v; want not-executed (503 with Retry-After did not execute)", got)
+	}
+	if got, want := lines[0]["key"], res[0].Key.String(); got != want {
+		t.Errorf("retry log key = %v; want %s", got, want)
+	}
+	if d, ok := lines[0]["delay"].(float64); !ok || d == 0 {
+		t.Errorf("retry log delay = %v; want a non-zero duration", lines[0]["delay"])
+	}
 }
 
 func TestTransportSendsKeyAndAttempt(t *testing.T) {
@@ -99,7 +127,7 @@ func TestTransportSendsKeyAndAttempt(t *testing.T) {
 
 	_, st := tempJournal(t)
 	h := newHarness(t, st, nil)
-	require.NoError(t, h.Register(harness.Tool{Name: "pay", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "pay", Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, bytes.NewReader(in))
 			resp, err := client.Do(req)
@@ -111,34 +139,49 @@ func TestTransportSendsKeyAndAttempt(t *testing.T) {
 				return nil, err
 			}
 			return json.RawMessage(`"paid"`), nil
-		}}))
-	res, err := h.Call(context.Background(), call("pay", `{"amount":1}`))
-	require.NoError(t, err)
-	require.Equal(t, harness.Executed, res.Status)
-	require.Len(t, got, 2)
-	require.Equal(t, res.Key.String(), got[0].key)
-	require.Equal(t, got[0].key, got[1].key, "one key for every attempt")
-	require.NotEmpty(t, got[0].id)
-	require.NotEqual(t, got[0].id, got[1].id, "a request id per attempt")
+		}})
+	res := mustCall(t, h, call("pay", `{"amount":1}`))
+	if res.Status != harness.Executed {
+		t.Errorf("Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("requests the server saw = %d; want 2", len(got))
+	}
+	if got[0].key != res.Key.String() {
+		t.Errorf("first request's Idempotency-Key = %q; want the call's key %s", got[0].key, res.Key)
+	}
+	if got[1].key != got[0].key {
+		t.Errorf("second request's Idempotency-Key = %q; want %q (one key for every attempt)", got[1].key, got[0].key)
+	}
+	if got[0].id == "" {
+		t.Errorf("first request's PayPal-Request-Id is empty; want an attempt id")
+	}
+	if got[0].id == got[1].id {
+		t.Errorf("both requests have PayPal-Request-Id %q; want one per attempt", got[0].id)
+	}
 
 	// Without a key in the context the request passes through untouched.
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 	resp, err := client.Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("GET without a key: %v", err)
+	}
 	resp.Body.Close()
-	require.Equal(t, "", got[2].key)
+	if got[2].key != "" {
+		t.Errorf("Idempotency-Key without a key in the context = %q; want none", got[2].key)
+	}
 }
 
 func TestCloseWaitsForCallsInProgress(t *testing.T) {
 	_, st := tempJournal(t)
 	h := harness.New(st, &harness.Options{Retry: fastRetry})
 	started, release := make(chan struct{}), make(chan struct{})
-	require.NoError(t, h.Register(harness.Tool{Name: "slow", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "slow", Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			close(started)
 			<-release
 			return json.RawMessage(`"done"`), nil
-		}}))
+		}})
 	done := make(chan harness.Result)
 	go func() {
 		res, _ := h.Call(context.Background(), call("slow", `{}`))
@@ -160,9 +203,13 @@ func TestCloseWaitsForCallsInProgress(t *testing.T) {
 	}
 	close(release)
 	res := <-done
-	require.NoError(t, <-closed)
-	require.Equal(t, harness.Executed, res.Status)
-	rec, err := st.Get(context.Background(), res.Key)
-	require.NoError(t, err)
-	require.Equal(t, "succeeded", rec.State.String(), "the outcome was recorded before Close returned")
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if res.Status != harness.Executed {
+		t.Errorf("Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
+	}
+	if got := mustGet(t, st, res.Key).State.String(); got != "succeeded" {
+		t.Errorf("record state = %s; want succeeded (the outcome was recorded before Close returned)", got)
+	}
 }

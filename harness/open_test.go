@@ -2,13 +2,13 @@ package harness_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/require"
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -19,11 +19,19 @@ func TestOpenByLocation(t *testing.T) {
 	ctx := context.Background()
 	path := t.TempDir() + "/agent.journal"
 	h, err := harness.Open(ctx, path, nil)
-	require.NoError(t, err)
-	require.NoError(t, h.Close())
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
 	info, err := os.Stat(path)
-	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	if err != nil {
+		t.Fatalf("Stat(%s): %v", path, err)
+	}
+	if got, want := info.Mode().Perm(), os.FileMode(0o600); got != want {
+		t.Errorf("journal file mode = %v; want %v", got, want)
+	}
 
 	if os.Getenv("AGENTONCE_PG_URL") == "" {
 		t.Skip("AGENTONCE_PG_URL is not set")
@@ -31,10 +39,13 @@ func TestOpenByLocation(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	st, err := journal.Open(cctx, os.Getenv("AGENTONCE_PG_URL"), nil)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("journal.Open(AGENTONCE_PG_URL): %v", err)
+	}
 	defer st.Close()
-	_, ok := st.(*postgres.Store)
-	require.True(t, ok, "a postgres:// location opens the PostgreSQL store, got %T", st)
+	if _, ok := st.(*postgres.Store); !ok {
+		t.Errorf("journal.Open(postgres://…) = %T; want *postgres.Store", st)
+	}
 }
 
 // Open passes Options.Journal to the journal it opens: a deployment can
@@ -42,9 +53,13 @@ func TestOpenByLocation(t *testing.T) {
 func TestOpenWithJournalOptions(t *testing.T) {
 	ns := uuid.MustParse("6f1c2e0a-3b7d-4c5e-9a8b-1d2e3f405162")
 	h, err := harness.Open(context.Background(), t.TempDir()+"/j", &harness.Options{Journal: &journal.Options{Namespace: ns}})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
 	defer h.Close()
-	require.Equal(t, ns, h.Store().Namespace())
+	if got := h.Store().Namespace(); got != ns {
+		t.Errorf("Store().Namespace() = %s; want %s", got, ns)
+	}
 }
 
 // A journal file another harness holds, or one that is not a journal,
@@ -53,15 +68,27 @@ func TestOpenBadJournal(t *testing.T) {
 	ctx := context.Background()
 	path := t.TempDir() + "/j"
 	h, err := harness.Open(ctx, path, nil)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
 	defer h.Close()
 	_, err = harness.Open(ctx, path, &harness.Options{Journal: &journal.Options{LockTimeout: 50 * time.Millisecond}})
-	require.ErrorIs(t, err, journal.ErrInUse)
-	require.ErrorContains(t, err, path)
+	if !errors.Is(err, journal.ErrInUse) {
+		t.Errorf("Open(held journal) = %v; want ErrInUse", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("Open(held journal) = %v; want an error naming %s", err, path)
+	}
 
 	junk := t.TempDir() + "/junk"
-	require.NoError(t, os.WriteFile(junk, []byte(strings.Repeat("not a journal\n", 600)), 0o600))
+	if err := os.WriteFile(junk, []byte(strings.Repeat("not a journal\n", 600)), 0o600); err != nil {
+		t.Fatalf("WriteFile(%s): %v", junk, err)
+	}
 	_, err = harness.Open(ctx, junk, nil)
-	require.ErrorIs(t, err, journal.ErrCorrupt)
-	require.ErrorContains(t, err, junk)
+	if !errors.Is(err, journal.ErrCorrupt) {
+		t.Errorf("Open(not a journal) = %v; want ErrCorrupt", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), junk) {
+		t.Errorf("Open(not a journal) = %v; want an error naming %s", err, junk)
+	}
 }

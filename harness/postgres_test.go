@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/stretchr/testify/require"
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/internal/pgtest"
@@ -22,11 +22,15 @@ func pgStore(t *testing.T) *postgres.Store {
 	schema := pgtest.Schema(t, "harness_test_")
 	ctx := context.Background()
 	st, err := postgres.Open(ctx, pgtest.URL(t), &postgres.Options{Schema: schema})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("postgres.Open: %v", err)
+	}
 	t.Cleanup(func() { st.Close() })
 	_, err = st.Pool().Exec(ctx, `CREATE TABLE `+pgx.Identifier{schema, "charges"}.Sanitize()+
 		` (key uuid NOT NULL, amount int NOT NULL)`)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("creating the charges table: %v", err)
+	}
 	return st
 }
 
@@ -38,7 +42,7 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 	h := newHarness(t, st, nil)
 	table := pgx.Identifier{st.Schema(), "charges"}.Sanitize()
 	tries := 0
-	require.NoError(t, h.Register(harness.Tool{Name: "charge", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "charge", Effect: harness.Keyed,
 		InTx: postgres.InTx(func(ctx context.Context, tx pgx.Tx, in json.RawMessage) (json.RawMessage, error) {
 			tries++
 			key, _ := harness.KeyFromContext(ctx)
@@ -54,30 +58,48 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 				return nil, errors.New("read: connection reset by peer")
 			}
 			return json.RawMessage(`{"charged":true}`), nil
-		})}))
+		})})
 	ctx := context.Background()
 	c := call("charge", `{"amount":4900}`)
-	res, err := h.Call(ctx, c)
-	require.NoError(t, err)
-	require.Equal(t, harness.Executed, res.Status, "%v", res.Err)
-	require.Equal(t, 2, tries)
+	res := mustCall(t, h, c)
+	if res.Status != harness.Executed {
+		t.Fatalf("Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
+	}
+	if tries != 2 {
+		t.Fatalf("tries = %d; want 2", tries)
+	}
 
 	var rows int
-	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE key = $1`, res.Key).Scan(&rows))
-	require.Equal(t, 1, rows, "effects in the database")
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE key = $1`, res.Key).Scan(&rows); err != nil {
+		t.Fatalf("counting charges: %v", err)
+	}
+	if rows != 1 {
+		t.Errorf("charges for key %s in the database = %d; want 1", res.Key, rows)
+	}
 
-	again, err := h.Call(ctx, c)
-	require.NoError(t, err)
-	require.Equal(t, harness.Replayed, again.Status)
-	require.JSONEq(t, `{"charged":true}`, string(again.Output))
-	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&rows))
-	require.Equal(t, 1, rows)
-	require.Equal(t, 2, tries)
+	again := mustCall(t, h, c)
+	if again.Status != harness.Replayed {
+		t.Errorf("re-issue: Status = %v; want %v", again.Status, harness.Replayed)
+	}
+	if want := `{"charged":true}`; !sameJSON(again.Output, []byte(want)) {
+		t.Errorf("re-issue: Output = %s; want %s", again.Output, want)
+	}
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&rows); err != nil {
+		t.Fatalf("counting charges: %v", err)
+	}
+	if rows != 1 {
+		t.Errorf("charges in the database after the replay = %d; want 1", rows)
+	}
+	if tries != 2 {
+		t.Errorf("tries after the replay = %d; want 2", tries)
+	}
 }
 
 func TestInTxNeedsPostgres(t *testing.T) {
 	_, st := tempJournal(t)
 	h := newHarness(t, st, nil)
 	err := h.Register(harness.Tool{Name: "x", InTx: postgres.InTx(func(context.Context, pgx.Tx, json.RawMessage) (json.RawMessage, error) { return nil, nil })})
-	require.ErrorContains(t, err, "PostgreSQL")
+	if err == nil || !strings.Contains(err.Error(), "TxCompleter") {
+		t.Errorf("Register(InTx tool) on a bbolt journal = %v; want an error naming TxCompleter", err)
+	}
 }
