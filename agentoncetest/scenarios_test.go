@@ -84,7 +84,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	}
 	t.Cleanup(func() { r.h.Close() })
 	err := r.h.Register(harness.Tool{
-		Name: "charge", Effect: harness.Keyed, Volatile: o.volatile, Timeout: o.timeout,
+		Name: "charge", Effect: journal.Keyed, Volatile: o.volatile, Timeout: o.timeout,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			r.runs.Add(1)
 			req, err := http.NewRequestWithContext(ctx, "POST", r.srv.URL+"/charges", bytesReader(in))
@@ -225,7 +225,7 @@ func TestScenarioKeyReuse(t *testing.T) {
 		if first.Key != second.Key {
 			t.Fatalf("keys %s and %s differ; the scenario needs one key", first.Key, second.Key)
 		}
-		checkSuppressionHolds(t, b, `{"cents":4900,"note":"third wording"}`, `{"cents":4800}`)
+		checkSuppressionHolds(t, b, `{"cents":4900,"note":"third wording"}`, `{"cents":4800}`, false)
 		agentoncetest.AssertEffects(t, a.srv.Downstream, 1, first)
 		agentoncetest.AssertNoDuplicates(t, a.srv.Downstream)
 	})
@@ -254,22 +254,32 @@ func fleet(t *testing.T, o rigOptions) (a, b *rig) {
 
 // checkSuppressionHolds checks, after r's intent was suppressed, that the
 // model's re-issue (reissue) and an altered input (altered) are both
-// suppressed without running the tool.
-func checkSuppressionHolds(t *testing.T, r *rig, reissue, altered string) {
+// suppressed. The altered input never runs the tool (the guard); the
+// re-issue runs it only when reasks is set: an in-flight suppression is
+// not final, so its re-issue asks the downstream again under the same key.
+func checkSuppressionHolds(t *testing.T, r *rig, reissue, altered string, reasks bool) {
 	t.Helper()
 	before := r.runs.Load()
 	again := call(t, r.h, charge("re-issue", reissue))
+	asked := r.runs.Load() - before
 	changed := call(t, r.h, charge("altered", altered))
 	agentoncetest.AssertStatuses(t, []harness.Result{again, changed}, harness.Suppressed, harness.Suppressed)
-	if n := r.runs.Load() - before; n != 0 {
-		t.Errorf("tool ran %d times after the suppression; want 0", n)
+	if !reasks && asked != 0 {
+		t.Errorf("re-issue ran the tool %d times after the suppression; want 0", asked)
+	}
+	if reasks && asked == 0 {
+		t.Errorf("re-issue of an in-flight suppression did not ask the downstream again")
+	}
+	if n := r.runs.Load() - before - asked; n != 0 {
+		t.Errorf("altered input ran the tool %d times after the suppression; want 0", n)
 	}
 }
 
 // 409: the same key is still processing at the downstream (another agent
 // of the fleet is running it). The harness waits within its in-flight
-// budget, then suppresses; the re-issue and an altered input do not run
-// the tool. The first agent's charge then completes: one effect.
+// budget, then suppresses; the re-issue asks again (still in flight:
+// suppressed) and an altered input does not run the tool. The first
+// agent's charge then completes: one effect.
 func TestScenarioInFlight409(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
@@ -292,7 +302,7 @@ func TestScenarioInFlight409(t *testing.T) {
 	if !errors.As(second.Err, &oe) || oe.Class != retryclass.InFlight {
 		t.Errorf("suppression error %v; want an *OutcomeError of class in-flight", second.Err)
 	}
-	checkSuppressionHolds(t, b, `{"cents":1}`, `{"cents":2}`)
+	checkSuppressionHolds(t, b, `{"cents":1}`, `{"cents":2}`, true)
 	close(release)
 	first := <-done
 	agentoncetest.AssertStatus(t, harness.Executed, first)

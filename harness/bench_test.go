@@ -33,8 +33,8 @@ func benchHarness(b *testing.B) *harness.Harness {
 		return json.RawMessage(`{"ok":true}`), nil
 	}
 	if err := h.Register(
-		harness.Tool{Name: "keyed", Effect: harness.Keyed, Func: noop},
-		harness.Tool{Name: "unkeyed", Effect: harness.Unkeyed, Func: noop},
+		harness.Tool{Name: "keyed", Effect: journal.Keyed, Func: noop},
+		harness.Tool{Name: "unkeyed", Effect: journal.Unkeyed, Func: noop},
 	); err != nil {
 		b.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func BenchmarkDuplicates1000(b *testing.B) {
 	h := harness.New(st, nil)
 	defer h.Close()
 	var runs atomic.Int64
-	if err := h.Register(harness.Tool{Name: "pay", Effect: harness.Keyed,
+	if err := h.Register(harness.Tool{Name: "pay", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			runs.Add(1)
 			return json.RawMessage(`"paid"`), nil

@@ -273,7 +273,7 @@ func (f *flight) execute(ctx context.Context, attemptID string) Result {
 			// A panic is a bug, not a transient failure: never retried. It
 			// may have struck after the effect, so only tools that may run
 			// again record a definite failure.
-			if t.Effect == ReadOnly || t.Effect == Idempotent {
+			if t.Effect == journal.ReadOnly || t.Effect == journal.Idempotent {
 				return f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err)
 			}
 			return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted, err)
@@ -292,7 +292,7 @@ func (f *flight) execute(ctx context.Context, attemptID string) Result {
 		case retryclass.Mismatch:
 			return f.completeErr(ctx, journal.StateSuppressed, retryclass.Mismatch, err)
 		}
-		if v.Class == retryclass.MaybeExecuted && t.Effect == Unkeyed {
+		if v.Class == retryclass.MaybeExecuted && t.Effect == journal.Unkeyed {
 			// Never retried blindly: it could double the effect.
 			happened, res := f.reconcile(ctx, err)
 			if happened {

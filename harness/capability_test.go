@@ -55,7 +55,7 @@ func TestWrappedStoreKeepsLocalReads(t *testing.T) {
 			st = forwardingStore{m}
 		}
 		h := harness.New(st, nil)
-		if err := h.Register(harness.Tool{Name: "echo", Effect: harness.Idempotent,
+		if err := h.Register(harness.Tool{Name: "echo", Effect: journal.Idempotent,
 			Func: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`1`), nil }}); err != nil {
 			t.Fatal(err)
 		}
@@ -88,12 +88,12 @@ func TestWrappedStoreKeepsInTx(t *testing.T) {
 		}
 		return json.Marshal(n)
 	})
-	err := harness.New(m, nil).Register(harness.Tool{Name: "tx", Effect: harness.Keyed, InTx: inTx})
+	err := harness.New(m, nil).Register(harness.Tool{Name: "tx", Effect: journal.Keyed, InTx: inTx})
 	if err == nil || !strings.Contains(err.Error(), "TxCompleter") {
 		t.Fatalf("Register(InTx) on a wrapper without CompleteWith = %v; want an error naming TxCompleter", err)
 	}
 	h := harness.New(forwardingStore{m}, nil)
-	if err := h.Register(harness.Tool{Name: "tx", Effect: harness.Keyed, InTx: inTx}); err != nil {
+	if err := h.Register(harness.Tool{Name: "tx", Effect: journal.Keyed, InTx: inTx}); err != nil {
 		t.Fatalf("Register(InTx) on a forwarding wrapper = %v", err)
 	}
 	res, err := h.Call(context.Background(), call("tx", `{}`))

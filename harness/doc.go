@@ -7,7 +7,7 @@
 //
 //	h, err := harness.Open(ctx, "agent.journal", nil) // or a postgres:// URL
 //	...
-//	h.Register(harness.Tool{Name: "charge_card", Effect: harness.Keyed, Func: charge})
+//	h.Register(harness.Tool{Name: "charge_card", Effect: journal.Keyed, Func: charge})
 //	res, err := h.Call(ctx, harness.Call{Tenant: "acme", Session: "s1", Turn: "3",
 //		Tool: "charge_card", Input: json.RawMessage(`{"amount":4900}`)})
 //	modelText := res.ForModel()

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -37,8 +38,8 @@ func TestHammer(t *testing.T) {
 		return json.RawMessage(fmt.Sprintf(`{"key":%q}`, key)), nil
 	}
 	mustRegister(t, h,
-		harness.Tool{Name: "unkeyed", Effect: harness.Unkeyed, Func: fn},
-		harness.Tool{Name: "keyed", Effect: harness.Keyed, Func: fn},
+		harness.Tool{Name: "unkeyed", Effect: journal.Unkeyed, Func: fn},
+		harness.Tool{Name: "keyed", Effect: journal.Keyed, Func: fn},
 	)
 
 	const workers, perWorker, intents = 64, 50, 40

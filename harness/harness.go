@@ -167,7 +167,7 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	} else if t.Func == nil {
 		return nil, fmt.Errorf("harness: register tool %q: Func is nil", t.Name)
 	}
-	if t.Effect > Keyed {
+	if t.Effect > journal.Keyed {
 		return nil, fmt.Errorf("harness: register tool %q: unknown effect kind %d", t.Name, t.Effect)
 	}
 	pt := &tool{Tool: t}
@@ -183,8 +183,8 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	if pt.policy == nil {
 		pt.policy = h.opts.Retry
 	}
-	pt.journal = t.Effect != ReadOnly || t.Journal
-	pt.durable = t.Effect == Unkeyed
+	pt.journal = t.Effect != journal.ReadOnly || t.Journal
+	pt.durable = t.Effect == journal.Unkeyed
 	pt.leaseTTL = h.opts.LeaseTTL
 	if t.Timeout > 0 {
 		// Room for every attempt's timeout would be unbounded; one attempt's

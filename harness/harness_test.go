@@ -152,7 +152,7 @@ func TestAnswerLostRetriesWithSameKey(t *testing.T) {
 	var keysSeen []uuid.UUID
 	var attemptsSeen []string
 	calls := 0
-	mustRegister(t, h, harness.Tool{Name: "charge_card", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "charge_card", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			key, _ := harness.KeyFromContext(ctx)
 			att, _ := harness.AttemptFromContext(ctx)
@@ -214,7 +214,7 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 	h := newHarness(t, st, nil)
 	var down effects
 	release := make(chan struct{})
-	mustRegister(t, h, harness.Tool{Name: "send", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "send", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			<-release
 			key := down.do(ctx)
@@ -310,7 +310,7 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 func TestReplayAfterSuccessAndReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "agent.journal")
 	var down effects
-	tool := harness.Tool{Name: "charge_card", Effect: harness.Keyed,
+	tool := harness.Tool{Name: "charge_card", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			key := down.do(ctx)
 			return echoOutput(key, down.all()), nil
@@ -372,12 +372,12 @@ func TestSuppression(t *testing.T) {
 	h := newHarness(t, st, nil)
 	var tries409, tries422 atomic.Int32
 	mustRegister(t, h,
-		harness.Tool{Name: "busy", Effect: harness.Keyed,
+		harness.Tool{Name: "busy", Effect: journal.Keyed,
 			Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 				tries409.Add(1)
 				return nil, &retryclass.StatusError{Status: 409}
 			}},
-		harness.Tool{Name: "mismatch", Effect: harness.Keyed,
+		harness.Tool{Name: "mismatch", Effect: journal.Keyed,
 			Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 				tries422.Add(1)
 				return nil, &retryclass.StatusError{Status: 422}
@@ -452,7 +452,7 @@ func TestSuppression(t *testing.T) {
 
 	// The caller (not the model) can switch the guard off.
 	h2 := newHarness(t, st, &harness.Options{Guard: journal.GuardOff})
-	mustRegister(t, h2, harness.Tool{Name: "mismatch", Effect: harness.Keyed,
+	mustRegister(t, h2, harness.Tool{Name: "mismatch", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			tries422.Add(1)
 			return json.RawMessage(`{}`), nil
@@ -471,7 +471,7 @@ func TestRetriesRecordEachAttemptFirst(t *testing.T) {
 	h := newHarness(t, st, nil)
 	var attempts []string
 	var recorded []int
-	mustRegister(t, h, harness.Tool{Name: "flaky", Effect: harness.Unkeyed,
+	mustRegister(t, h, harness.Tool{Name: "flaky", Effect: journal.Unkeyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			key, _ := harness.KeyFromContext(ctx)
 			id, _ := harness.AttemptFromContext(ctx)
@@ -505,7 +505,7 @@ func TestRetriesRecordEachAttemptFirst(t *testing.T) {
 	}
 
 	var runs int
-	mustRegister(t, h, harness.Tool{Name: "email", Effect: harness.Unkeyed,
+	mustRegister(t, h, harness.Tool{Name: "email", Effect: journal.Unkeyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			runs++
 			return nil, errors.New("read: connection reset by peer")
@@ -531,7 +531,7 @@ func TestUnkeyedReconcile(t *testing.T) {
 	h := newHarness(t, st, nil)
 	sent := map[uuid.UUID]bool{}
 	runs := 0
-	mustRegister(t, h, harness.Tool{Name: "email", Effect: harness.Unkeyed,
+	mustRegister(t, h, harness.Tool{Name: "email", Effect: journal.Unkeyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			runs++
 			key, _ := harness.KeyFromContext(ctx)
@@ -561,7 +561,7 @@ func TestUnkeyedReconcile(t *testing.T) {
 
 // Behaviour 6: a crash leaves a pending record with an expired lease.
 func TestTakeoverAfterCrash(t *testing.T) {
-	for _, effect := range []harness.Effect{harness.Keyed, harness.Idempotent, harness.Unkeyed} {
+	for _, effect := range []harness.Effect{journal.Keyed, journal.Idempotent, journal.Unkeyed} {
 		t.Run(effect.String(), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "agent.journal")
 			st := openBolt(t, path, nil)
@@ -606,7 +606,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 					return json.RawMessage(`"paid"`), nil
 				}})
 			res := mustCall(t, h2, call("pay", input))
-			if effect == harness.Unkeyed {
+			if effect == journal.Unkeyed {
 				if res.Status != harness.Unknown {
 					t.Errorf("Status = %v; want %v (Unkeyed without Reconcile is never re-run silently)", res.Status, harness.Unknown)
 				}
@@ -637,7 +637,7 @@ func TestStepKeyMismatch(t *testing.T) {
 	_, st := tempJournal(t)
 	h := newHarness(t, st, nil)
 	var down effects
-	mustRegister(t, h, harness.Tool{Name: "ship", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "ship", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			down.do(ctx)
 			return json.RawMessage(`"shipped"`), nil
@@ -678,9 +678,9 @@ func TestPanic(t *testing.T) {
 		status harness.Status
 		state  journal.State
 	}{
-		{harness.Keyed, harness.Unknown, journal.StateUnknown},
-		{harness.Unkeyed, harness.Unknown, journal.StateUnknown},
-		{harness.Idempotent, harness.Failed, journal.StateFailed},
+		{journal.Keyed, harness.Unknown, journal.StateUnknown},
+		{journal.Unkeyed, harness.Unknown, journal.StateUnknown},
+		{journal.Idempotent, harness.Failed, journal.StateFailed},
 	} {
 		t.Run(tc.effect.String(), func(t *testing.T) {
 			_, st := tempJournal(t)
@@ -720,7 +720,7 @@ func TestRejectedCalls(t *testing.T) {
 	_, st := tempJournal(t)
 	h := newHarness(t, st, &harness.Options{})
 	runs := 0
-	mustRegister(t, h, harness.Tool{Name: "t", Effect: harness.Unkeyed,
+	mustRegister(t, h, harness.Tool{Name: "t", Effect: journal.Unkeyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			runs++
 			return json.RawMessage(`1`), nil
@@ -826,7 +826,7 @@ func TestExpiredRecordRunsAnew(t *testing.T) {
 	defer st.Close()
 	h := newHarness(t, st, &harness.Options{RecordTTL: time.Hour})
 	var down effects
-	mustRegister(t, h, harness.Tool{Name: "pay", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "pay", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			down.do(ctx)
 			return json.RawMessage(`"paid"`), nil
@@ -862,7 +862,7 @@ func TestTypedTool(t *testing.T) {
 	type out struct {
 		ID string `json:"id"`
 	}
-	mustRegister(t, h, harness.Typed("charge", harness.Keyed, func(ctx context.Context, i in) (out, error) {
+	mustRegister(t, h, harness.Typed("charge", journal.Keyed, func(ctx context.Context, i in) (out, error) {
 		return out{ID: fmt.Sprintf("%d-%s", i.Amount, i.Currency)}, nil
 	}))
 	res := mustCall(t, h, call("charge", `{"amount":5,"currency":"eur"}`))
@@ -913,7 +913,7 @@ func TestFingerprintOnlyAndRedact(t *testing.T) {
 			return json.RawMessage(`{"card":"****"}`)
 		},
 	})
-	mustRegister(t, h, harness.Tool{Name: "tokenize", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "tokenize", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"card":"4242424242424242"}`), nil
 		}})
@@ -954,8 +954,8 @@ func TestReissueRunsWhatMayRunAgain(t *testing.T) {
 		status  harness.Status
 		attempt int // attempts of the first call
 	}{
-		{"not-executed failure", harness.Unkeyed, retryclass.MarkNotExecuted(errors.New("connection refused")), harness.Failed, 4},
-		{"keyed unknown", harness.Keyed, errors.New("read: connection reset by peer"), harness.Unknown, 4},
+		{"not-executed failure", journal.Unkeyed, retryclass.MarkNotExecuted(errors.New("connection refused")), harness.Failed, 4},
+		{"keyed unknown", journal.Keyed, errors.New("read: connection reset by peer"), harness.Unknown, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, st := tempJournal(t)
@@ -1024,7 +1024,7 @@ func TestResolvedIntentIsAnswered(t *testing.T) {
 			_, st := tempJournal(t)
 			h := newHarness(t, st, nil)
 			runs := 0
-			mustRegister(t, h, harness.Tool{Name: "email", Effect: harness.Unkeyed,
+			mustRegister(t, h, harness.Tool{Name: "email", Effect: journal.Unkeyed,
 				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 					runs++
 					return nil, errors.New("read: connection reset by peer")
@@ -1067,7 +1067,7 @@ func TestResolvedIntentIsAnswered(t *testing.T) {
 func TestOutcomeNotRecordedIsUnknown(t *testing.T) {
 	_, st := tempJournal(t)
 	h := newHarness(t, st, nil)
-	mustRegister(t, h, harness.Tool{Name: "pay", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "pay", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			go st.Close() // the journal goes away while the tool runs
 			for {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/internal/pgtest"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -40,7 +41,7 @@ func TestFleetChild(t *testing.T) {
 	h := harness.New(st, &harness.Options{Retry: &retryclass.Policy{
 		InitialInterval: time.Millisecond, MaxInterval: 20 * time.Millisecond, InFlightBudget: time.Minute}})
 	effects := pgx.Identifier{schema, "effects"}.Sanitize()
-	h.Register(harness.Tool{Name: "charge", Effect: harness.Keyed,
+	h.Register(harness.Tool{Name: "charge", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			key, _ := harness.KeyFromContext(ctx)
 			if _, err := st.Pool().Exec(ctx, `INSERT INTO `+effects+` (key) VALUES ($1)`, key); err != nil {

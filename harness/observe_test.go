@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -35,7 +36,7 @@ func TestObserverAndLog(t *testing.T) {
 	h := newHarness(t, st, &harness.Options{Observer: obs,
 		Logger: slog.New(slog.NewJSONHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	n := 0
-	mustRegister(t, h, harness.Tool{Name: "flaky", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "flaky", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			n++
 			if n == 1 {
@@ -127,7 +128,7 @@ func TestTransportSendsKeyAndAttempt(t *testing.T) {
 
 	_, st := tempJournal(t)
 	h := newHarness(t, st, nil)
-	mustRegister(t, h, harness.Tool{Name: "pay", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "pay", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, bytes.NewReader(in))
 			resp, err := client.Do(req)
@@ -176,7 +177,7 @@ func TestCloseWaitsForCallsInProgress(t *testing.T) {
 	_, st := tempJournal(t)
 	h := harness.New(st, &harness.Options{Retry: fastRetry})
 	started, release := make(chan struct{}), make(chan struct{})
-	mustRegister(t, h, harness.Tool{Name: "slow", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "slow", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			close(started)
 			<-release

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/internal/pgtest"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -42,7 +43,7 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 	h := newHarness(t, st, nil)
 	table := pgx.Identifier{st.Schema(), "charges"}.Sanitize()
 	tries := 0
-	mustRegister(t, h, harness.Tool{Name: "charge", Effect: harness.Keyed,
+	mustRegister(t, h, harness.Tool{Name: "charge", Effect: journal.Keyed,
 		InTx: postgres.InTx(func(ctx context.Context, tx pgx.Tx, in json.RawMessage) (json.RawMessage, error) {
 			tries++
 			key, _ := harness.KeyFromContext(ctx)

@@ -95,7 +95,7 @@ func afterMaybe(rec *journal.Record, effect journal.Effect) Step {
 	if lastAttemptClass(rec) == retryclass.NotExecuted {
 		return StepRetry
 	}
-	if effect == Unkeyed {
+	if effect == journal.Unkeyed {
 		return StepReconcile
 	}
 	return StepRetry

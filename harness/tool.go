@@ -13,27 +13,11 @@ import (
 	"github.com/agentonce/agentonce/retryclass"
 )
 
-// Effect is a tool's effect kind: what the harness may do after an attempt
-// whose outcome is unknown. The zero value is Unkeyed, the safest.
+// Effect is a tool's effect kind (journal.Unkeyed, journal.ReadOnly,
+// journal.Idempotent, journal.Keyed): what the harness may do after an
+// attempt whose outcome is unknown. The zero value is journal.Unkeyed, the
+// safest. The kinds are named once, in package journal, which records them.
 type Effect = journal.Effect
-
-// The effect kinds, from DESIGN.md "Effect kinds".
-const (
-	// Unkeyed: the downstream has no protection. The write-ahead record is
-	// on disk before the tool runs; a maybe-executed failure is never
-	// retried; after a crash the tool's Reconcile hook is asked, and without
-	// one the outcome stays unknown until an operator resolves it.
-	Unkeyed = journal.EffectUnkeyed
-	// ReadOnly: no side effect. Runs freely and is not journaled unless
-	// Tool.Journal is set.
-	ReadOnly = journal.EffectReadOnly
-	// Idempotent: naturally idempotent (a PUT-like upsert); run again after
-	// an unknown outcome.
-	Idempotent = journal.EffectIdempotent
-	// Keyed: the downstream honours the idempotency key; run again with the
-	// same key after an unknown outcome.
-	Keyed = journal.EffectKeyed
-)
 
 // Func is a tool's implementation. Its context carries the idempotency key
 // and the attempt id (KeyFromContext, AttemptFromContext), and the
@@ -113,7 +97,7 @@ type tool struct {
 	Tool
 	deriver  keyderive.Deriver
 	policy   *retryclass.Policy
-	journal  bool // false only for unjournaled ReadOnly tools
+	journal  bool // false only for unjournaled journal.ReadOnly tools
 	durable  bool // the write-ahead must be on disk before the tool runs
 	leaseTTL time.Duration
 	retakeFn func(*journal.Record) bool // t.retake, bound once

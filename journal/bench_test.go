@@ -31,7 +31,7 @@ func benchRequest(key uuid.UUID, durable bool) journal.BeginRequest {
 		Key:         key,
 		Intent:      keyderive.Intent{Tenant: "acme", Session: "sess-7f3a9c", Turn: "12", Tool: "charge_customer"},
 		Fingerprint: benchFP,
-		Effect:      journal.EffectUnkeyed,
+		Effect:      journal.Unkeyed,
 		Input:       benchInput,
 		Owner:       "host-1/pid-4242",
 		AttemptID:   "att-0001",

@@ -16,7 +16,7 @@ func fuzzSeeds() []journal.Record {
 		Key:         uuid.MustParse("0b9d2f3c-6a54-5e1b-9d07-3f4a8c1e2b77"),
 		Intent:      keyderive.Intent{Tenant: "acme", Session: "s1", Turn: "3", Tool: "charge", Discriminator: "seq-2"},
 		Fingerprint: keyderive.FingerprintOf([]byte(`{"a":1}`)),
-		Effect:      journal.EffectKeyed,
+		Effect:      journal.Keyed,
 		Input:       []byte(`{"a":1}`),
 		State:       journal.StateSucceeded,
 		Output:      []byte{},

@@ -111,16 +111,21 @@ type Lease struct {
 type Effect uint8
 
 const (
-	// EffectUnkeyed: the downstream has no protection. Never re-run
-	// silently after an unknown outcome. The zero value and the default.
-	EffectUnkeyed Effect = iota
-	// EffectReadOnly: no side effect; run again freely.
-	EffectReadOnly
-	// EffectIdempotent: naturally idempotent (PUT-like); run again.
-	EffectIdempotent
-	// EffectKeyed: the downstream honours the idempotency key; run again
-	// with the same key.
-	EffectKeyed
+	// Unkeyed: the downstream has no protection. The write-ahead record is
+	// on disk before the tool runs; a maybe-executed failure is never
+	// retried; afterwards the tool's Reconcile hook is asked, and without
+	// one the outcome stays unknown until an operator resolves it. The zero
+	// value and the default.
+	Unkeyed Effect = iota
+	// ReadOnly: no side effect. Runs freely and is not journaled unless the
+	// tool asks (harness.Tool.Journal).
+	ReadOnly
+	// Idempotent: naturally idempotent (a PUT-like upsert); run again after
+	// an unknown outcome.
+	Idempotent
+	// Keyed: the downstream honours the idempotency key; run again with the
+	// same key after an unknown outcome.
+	Keyed
 )
 
 var effectNames = [...]string{"unkeyed", "read-only", "idempotent", "keyed"}

@@ -122,27 +122,27 @@ func retryThen(class, msg string, then func(*testing.T, journal.Store, uuid.UUID
 }
 
 var fixtureIntents = []fxIntent{
-	{name: fxSearch, tenant: "acme", session: "s1", turn: "1", tool: "search", effect: journal.EffectReadOnly,
+	{name: fxSearch, tenant: "acme", session: "s1", turn: "1", tool: "search", effect: journal.ReadOnly,
 		input: `{"q":"flights to Lisbon"}`, settle: complete(journal.StateSucceeded, `{"hits":3}`, "", "")},
-	{name: fxCharge, tenant: "acme", session: "s1", turn: "1", tool: "charge", effect: journal.EffectUnkeyed,
+	{name: fxCharge, tenant: "acme", session: "s1", turn: "1", tool: "charge", effect: journal.Unkeyed,
 		input: `{"amount":"49.00","currency":"USD","customer":8812}`},
-	{name: fxRefund, tenant: "acme", session: "s1", turn: "2", tool: "refund", effect: journal.EffectKeyed,
+	{name: fxRefund, tenant: "acme", session: "s1", turn: "2", tool: "refund", effect: journal.Keyed,
 		input: `{"charge":"ch_1"}`},
-	{name: fxEmail, tenant: "acme", session: "s1", turn: "2", tool: "email", effect: journal.EffectUnkeyed,
+	{name: fxEmail, tenant: "acme", session: "s1", turn: "2", tool: "email", effect: journal.Unkeyed,
 		input: `{"to":"a@example.com"}`, settle: complete(journal.StateUnknown, "", "maybe-executed", "read: connection reset by peer")},
-	{name: fxLookup, tenant: "acme", session: "s1", turn: "3", tool: "lookup", effect: journal.EffectIdempotent,
+	{name: fxLookup, tenant: "acme", session: "s1", turn: "3", tool: "lookup", effect: journal.Idempotent,
 		input: `{"id":7}`, settle: retryThen("not-executed", "dial tcp: connection refused", complete(journal.StateFailed, "", "not-executed", "dial tcp: connection refused"))},
-	{name: fxBook, tenant: "acme", session: "s1", turn: "3", tool: "book", effect: journal.EffectKeyed,
+	{name: fxBook, tenant: "acme", session: "s1", turn: "3", tool: "book", effect: journal.Keyed,
 		input: `{"flight":"TP123"}`, settle: complete(journal.StateFailed, "", "terminal", "400 Bad Request: no seats")},
-	{name: fxTransfer, tenant: "acme", session: "s1", turn: "4", tool: "transfer", effect: journal.EffectUnkeyed,
+	{name: fxTransfer, tenant: "acme", session: "s1", turn: "4", tool: "transfer", effect: journal.Unkeyed,
 		input: `{"to":"acct-9"}`, settle: complete(journal.StateSuppressed, "", "mismatch", "422: key reused with another payload")},
-	{name: fxShip, tenant: "acme", session: "s1", turn: "4", tool: "ship", effect: journal.EffectKeyed,
+	{name: fxShip, tenant: "acme", session: "s1", turn: "4", tool: "ship", effect: journal.Keyed,
 		input: `{"order":"o-1"}`},
-	{name: fxOld, tenant: "acme", session: "s2", turn: "1", tool: "charge", effect: journal.EffectUnkeyed,
+	{name: fxOld, tenant: "acme", session: "s2", turn: "1", tool: "charge", effect: journal.Unkeyed,
 		input: `{"amount":"5.00"}`, recordTTL: 30 * time.Minute, settle: complete(journal.StateSucceeded, `{"id":"ch_old"}`, "", "")},
-	{name: fxBeta, tenant: "beta", session: "s3", turn: "1", tool: "search", effect: journal.EffectReadOnly,
+	{name: fxBeta, tenant: "beta", session: "s3", turn: "1", tool: "search", effect: journal.ReadOnly,
 		input: `{"q":"x"}`, settle: complete(journal.StateSucceeded, `{"hits":0}`, "", "")},
-	{name: fxResolved, tenant: "acme", session: "s2", turn: "2", tool: "charge", effect: journal.EffectUnkeyed,
+	{name: fxResolved, tenant: "acme", session: "s2", turn: "2", tool: "charge", effect: journal.Unkeyed,
 		input: `{"amount":"7.00"}`, settle: func(t *testing.T, s journal.Store, key uuid.UUID, token uint64, clock *time.Time) {
 			complete(journal.StateUnknown, "", "maybe-executed", "timeout")(t, s, key, token, clock)
 			*clock = clock.Add(time.Minute)
@@ -150,9 +150,9 @@ var fixtureIntents = []fxIntent{
 				t.Fatalf("Resolve: %v", err)
 			}
 		}},
-	{name: fxFPOnly, tenant: "acme", session: "s2", turn: "3", tool: "notify", effect: journal.EffectKeyed,
+	{name: fxFPOnly, tenant: "acme", session: "s2", turn: "3", tool: "notify", effect: journal.Keyed,
 		input: `{"msg":"done"}`, fpOnly: true, settle: complete(journal.StateSucceeded, "not json <&>", "", "")},
-	{name: fxRetaken, tenant: "acme", session: "s2", turn: "4", tool: "pay", effect: journal.EffectUnkeyed,
+	{name: fxRetaken, tenant: "acme", session: "s2", turn: "4", tool: "pay", effect: journal.Unkeyed,
 		input: `{"invoice":"inv-3"}`, settle: func(t *testing.T, s journal.Store, key uuid.UUID, token uint64, clock *time.Time) {
 			complete(journal.StateFailed, "", "not-executed", "dial tcp: connection refused")(t, s, key, token, clock)
 			// A re-issued call retakes it (the failure did not execute),

@@ -127,9 +127,9 @@ func previewRecord(r *journal.Record, now time.Time, singleWriter bool) (action,
 			return actRetry, "run again with the same key: the failure provably did not execute (not-executed)"
 		case lastAttemptNotExecuted(r):
 			return actRetry, "run again with the same key: " + why + " and its last attempt provably did not execute"
-		case r.Effect == journal.EffectKeyed:
+		case r.Effect == journal.Keyed:
 			return actRetry, "retried with the same key: " + why + "; keyed, the downstream absorbs a repeat"
-		case r.Effect == journal.EffectReadOnly:
+		case r.Effect == journal.ReadOnly:
 			return actRetry, "run again: " + why + "; the tool is read-only"
 		}
 		return actRetry, "run again with the same key: " + why + "; the tool is " + r.Effect.String()

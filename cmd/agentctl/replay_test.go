@@ -99,27 +99,27 @@ func TestPreviewRecord(t *testing.T) {
 		class  string
 		want   string
 	}{
-		{"pending live unkeyed", journal.StatePending, journal.EffectUnkeyed, live, ttl, "", actWait},
-		{"pending live, record past TTL", journal.StatePending, journal.EffectUnkeyed, live, dead, "", actWait},
-		{"pending dead unkeyed", journal.StatePending, journal.EffectUnkeyed, dead, ttl, "", actBlock},
-		{"pending dead keyed", journal.StatePending, journal.EffectKeyed, dead, ttl, "", actRetry},
-		{"pending dead idempotent", journal.StatePending, journal.EffectIdempotent, dead, ttl, "", actRetry},
-		{"pending dead read-only", journal.StatePending, journal.EffectReadOnly, dead, ttl, "", actRetry},
-		{"unknown unkeyed", journal.StateUnknown, journal.EffectUnkeyed, dead, ttl, "", actBlock},
-		{"unknown keyed", journal.StateUnknown, journal.EffectKeyed, dead, ttl, "", actRetry},
-		{"succeeded", journal.StateSucceeded, journal.EffectUnkeyed, dead, ttl, "", actAnswer},
-		{"succeeded expired", journal.StateSucceeded, journal.EffectUnkeyed, dead, dead, "", actAnew},
-		{"suppressed", journal.StateSuppressed, journal.EffectKeyed, dead, ttl, "mismatch", actAnswer},
-		{"failed terminal", journal.StateFailed, journal.EffectKeyed, dead, ttl, "terminal", actAnswer},
-		{"failed not-executed", journal.StateFailed, journal.EffectUnkeyed, dead, ttl, "not-executed", actRetry},
-		{"unknown idempotent", journal.StateUnknown, journal.EffectIdempotent, dead, ttl, "", actRetry},
-		{"unknown read-only", journal.StateUnknown, journal.EffectReadOnly, dead, ttl, "", actRetry},
-		{"unknown unkeyed past TTL", journal.StateUnknown, journal.EffectUnkeyed, dead, dead, "", actBlock},
-		{"unknown keyed past TTL", journal.StateUnknown, journal.EffectKeyed, dead, dead, "", actRetry},
-		{"pending dead unkeyed past TTL", journal.StatePending, journal.EffectUnkeyed, dead, dead, "", actBlock},
-		{"suppressed in-flight keyed", journal.StateSuppressed, journal.EffectKeyed, dead, ttl, "in-flight", actRetry},
-		{"suppressed in-flight unkeyed", journal.StateSuppressed, journal.EffectUnkeyed, dead, ttl, "in-flight", actBlock},
-		{"expiry is exclusive", journal.StateSucceeded, journal.EffectUnkeyed, dead, now, "", actAnew},
+		{"pending live unkeyed", journal.StatePending, journal.Unkeyed, live, ttl, "", actWait},
+		{"pending live, record past TTL", journal.StatePending, journal.Unkeyed, live, dead, "", actWait},
+		{"pending dead unkeyed", journal.StatePending, journal.Unkeyed, dead, ttl, "", actBlock},
+		{"pending dead keyed", journal.StatePending, journal.Keyed, dead, ttl, "", actRetry},
+		{"pending dead idempotent", journal.StatePending, journal.Idempotent, dead, ttl, "", actRetry},
+		{"pending dead read-only", journal.StatePending, journal.ReadOnly, dead, ttl, "", actRetry},
+		{"unknown unkeyed", journal.StateUnknown, journal.Unkeyed, dead, ttl, "", actBlock},
+		{"unknown keyed", journal.StateUnknown, journal.Keyed, dead, ttl, "", actRetry},
+		{"succeeded", journal.StateSucceeded, journal.Unkeyed, dead, ttl, "", actAnswer},
+		{"succeeded expired", journal.StateSucceeded, journal.Unkeyed, dead, dead, "", actAnew},
+		{"suppressed", journal.StateSuppressed, journal.Keyed, dead, ttl, "mismatch", actAnswer},
+		{"failed terminal", journal.StateFailed, journal.Keyed, dead, ttl, "terminal", actAnswer},
+		{"failed not-executed", journal.StateFailed, journal.Unkeyed, dead, ttl, "not-executed", actRetry},
+		{"unknown idempotent", journal.StateUnknown, journal.Idempotent, dead, ttl, "", actRetry},
+		{"unknown read-only", journal.StateUnknown, journal.ReadOnly, dead, ttl, "", actRetry},
+		{"unknown unkeyed past TTL", journal.StateUnknown, journal.Unkeyed, dead, dead, "", actBlock},
+		{"unknown keyed past TTL", journal.StateUnknown, journal.Keyed, dead, dead, "", actRetry},
+		{"pending dead unkeyed past TTL", journal.StatePending, journal.Unkeyed, dead, dead, "", actBlock},
+		{"suppressed in-flight keyed", journal.StateSuppressed, journal.Keyed, dead, ttl, "in-flight", actRetry},
+		{"suppressed in-flight unkeyed", journal.StateSuppressed, journal.Unkeyed, dead, ttl, "in-flight", actBlock},
+		{"expiry is exclusive", journal.StateSucceeded, journal.Unkeyed, dead, now, "", actAnew},
 	}
 	for _, tt := range tests {
 		r := journal.Record{Key: uuid.New(), State: tt.state, Effect: tt.effect, Lease: journal.Lease{Owner: "o", Expires: tt.lease}, Expires: tt.exp, ErrorClass: tt.class}
@@ -130,7 +130,7 @@ func TestPreviewRecord(t *testing.T) {
 		// With one writer (bbolt) a live lease is a dead owner's.
 		want := tt.want
 		if want == actWait {
-			want = map[journal.Effect]string{journal.EffectUnkeyed: actBlock}[tt.effect]
+			want = map[journal.Effect]string{journal.Unkeyed: actBlock}[tt.effect]
 			if want == "" {
 				want = actRetry
 			}
@@ -144,11 +144,11 @@ func TestPreviewRecord(t *testing.T) {
 	// new owner died before its attempt began runs again, even unkeyed;
 	// a failure's own class decides for a failed record.
 	attempts := []journal.Attempt{{ID: "1", Start: dead, End: dead, Class: "not-executed"}}
-	r := journal.Record{State: journal.StatePending, Effect: journal.EffectUnkeyed, Lease: journal.Lease{Expires: dead}, Expires: ttl, Attempts: attempts}
+	r := journal.Record{State: journal.StatePending, Effect: journal.Unkeyed, Lease: journal.Lease{Expires: dead}, Expires: ttl, Attempts: attempts}
 	if got, _ := previewRecord(&r, now, false); got != actRetry {
 		t.Errorf("previewRecord(pending unkeyed, last attempt not-executed) = %s; want %s", got, actRetry)
 	}
-	r = journal.Record{State: journal.StateFailed, Effect: journal.EffectUnkeyed, Expires: ttl, ErrorClass: "terminal", Attempts: attempts}
+	r = journal.Record{State: journal.StateFailed, Effect: journal.Unkeyed, Expires: ttl, ErrorClass: "terminal", Attempts: attempts}
 	if got, _ := previewRecord(&r, now, false); got != actAnswer {
 		t.Errorf("previewRecord(failed terminal, an earlier attempt not-executed) = %s; want %s", got, actAnswer)
 	}

@@ -117,7 +117,7 @@ func (h *hammer) round(name string, moving bool) {
 					Key:         key,
 					Intent:      intent("hammer", name, "1"),
 					Fingerprint: fp(1),
-					Effect:      journal.EffectKeyed,
+					Effect:      journal.Keyed,
 					Owner:       owner,
 					AttemptID:   owner + "-1",
 					LeaseTTL:    leaseTTL,
@@ -171,7 +171,7 @@ func (h *hammer) own(ctx context.Context, log *keyLog, key uuid.UUID, owner stri
 	if moving && rng.IntN(3) == 0 {
 		h.clk.Advance(leaseTTL)
 		rescue := journal.BeginRequest{
-			Key: key, Intent: res.Record.Intent, Fingerprint: fp(1), Effect: journal.EffectKeyed,
+			Key: key, Intent: res.Record.Intent, Fingerprint: fp(1), Effect: journal.Keyed,
 			Owner: owner + "-rescue", AttemptID: owner + "-rescue-1", LeaseTTL: leaseTTL,
 			Durable: rng.IntN(2) == 0, Guard: journal.GuardOff,
 		}

@@ -52,7 +52,7 @@ func sampleRecord() journal.Record {
 		Key:          uuid.MustParse("6ba7b810-9dad-11d1-80b4-00c04fd430c8"),
 		Intent:       keyderive.Intent{Tenant: "t", Session: "s", Turn: "7", Tool: "charge", Discriminator: "d"},
 		Fingerprint:  keyderive.FingerprintOf([]byte(`{"a":1}`)),
-		Effect:       journal.EffectIdempotent,
+		Effect:       journal.Idempotent,
 		Input:        []byte(`{"a":1}`),
 		State:        journal.StateSucceeded,
 		Output:       []byte(`"ok"`),

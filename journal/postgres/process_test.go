@@ -104,7 +104,7 @@ func runChild(job string) error {
 		for _, i := range []int{0, 1} {
 			req := request(i, `{}`)
 			req.Owner, req.LeaseTTL = owner, time.Hour
-			req.Effect = []journal.Effect{journal.EffectKeyed, journal.EffectUnkeyed}[i]
+			req.Effect = []journal.Effect{journal.Keyed, journal.Unkeyed}[i]
 			res, err := s.Begin(ctx, req)
 			if err != nil {
 				return err
@@ -127,7 +127,7 @@ func runChild(job string) error {
 				continue
 			}
 			switch res.Record.Effect {
-			case journal.EffectKeyed:
+			case journal.Keyed:
 				// Run again with the same key.
 				if err := s.StartAttempt(ctx, journal.AttemptRequest{Key: req.Key, Token: res.Token, ID: "attempt-2",
 					PrevClass: "unknown", PrevError: "owner died", Durable: true}); err != nil {

@@ -482,7 +482,7 @@ func TestImport(t *testing.T) {
 		Version: journal.SchemaVersion,
 		Key:     uuid.New(),
 		Intent:  keyderive.Intent{Tenant: "t", Session: "s", Turn: "3", Tool: "mail"},
-		Effect:  journal.EffectKeyed,
+		Effect:  journal.Keyed,
 		State:   journal.StateUnknown, ErrorClass: "maybe-executed", ErrorMessage: "timeout",
 		Attempts:   []journal.Attempt{{ID: "a1", Start: at, End: at.Add(time.Second), Class: "maybe-executed", Error: "timeout"}},
 		Lease:      journal.Lease{Owner: "w1", Token: 7, Expires: at.Add(time.Minute)},
