@@ -19,7 +19,7 @@
 //
 // # Classes
 //
-// This is the table of DESIGN.md ("Retry classes") as the code implements
+// This is the table of docs/design.md ("Retry classes") as the code implements
 // it. The first column is Class.String, the name journals store.
 //
 //	class           sources                                            harness behaviour
@@ -66,7 +66,7 @@
 // see as failures of its intents; a budget only removes the retries that
 // multiply load on a downstream that is already failing.
 //
-// # Departures from DESIGN.md
+// # Departures from docs/design.md
 //
 // 408 Request Timeout and 425 Too Early are NotExecuted, not terminal: the
 // server says it did not process the request, and a retry can succeed.
