@@ -68,9 +68,9 @@
 // AssertNoDuplicates, AssertEffects (effects per intent, by the results'
 // keys), AssertStatuses / AssertStatus and AssertSameAnswer (a replay says
 // what the first answer said) report through testing.TB and return whether
-// they held. The package's own scenarios_test.go runs DESIGN.md's "What
-// must be proven by tests" through them; the crash matrix, which needs a
-// process that really dies, is in examples/llm-agent.
+// they held. The package's own scenarios_test.go runs the scenarios of
+// docs/design.md, "What the tests prove", through them; the crash matrix,
+// which needs a process that really dies, is in examples/llm-agent.
 //
 // # Caveats
 //

@@ -1,6 +1,6 @@
 package agentoncetest_test
 
-// The scenarios of DESIGN.md "What must be proven by tests", run through
+// The scenarios of docs/design.md, "What the tests prove", run through
 // the kit: a real harness on a real bbolt journal, a loopback Downstream,
 // the FaultTransport under the harness's Transport. The crash matrix runs
 // in examples/llm-agent (TestCrashMatrix), where the process really dies.

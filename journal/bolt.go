@@ -1,3 +1,30 @@
+// The bbolt store. The file holds three buckets: meta (schema version,
+// namespace, the sessions-clean flag), records (key → encoded record, see
+// encoding.go) and sessions (the persisted session index, see sessions.go).
+// Every other index lives in memory (index.go).
+//
+// Opening for writing: the file's length is checked against its meta page
+// before bbolt maps it (boltfile.go), and a panic inside bbolt (it panics,
+// or faults on its memory map, on some damaged pages) is turned into
+// ErrCorrupt naming the file. bbolt's lock belongs to the open file, not to
+// the process, so a second OpenBolt of the same path in one process is
+// refused like another process's. Since the lock proves that no other
+// process holds the journal, every lease found at a writer's open belongs
+// to a process that stopped, and expireDeadLeases ends them as of the open.
+//
+// Non-durable writes: a pending record written with Durable false is kept
+// in its key's stripe overlay, which every call on the store consults, so
+// it is visible at once; it reaches the file with its outcome, with a
+// durable write of the same key, or at Close. Durable writes go through the
+// group commit (commit.go): one goroutine takes the first queued write,
+// adds every write queued behind it (up to Options.MaxBatchSize, waiting up
+// to Options.MaxBatchDelay when that is set) and commits them in one
+// transaction; a group whose transaction fails is retried one write at a
+// time, so each write must be safe to run twice. The replay path (Begin on
+// a settled record) is one read transaction and reads only the file, which
+// is why a Retake, which makes a settled record pending again, is always
+// written durably.
+
 package journal
 
 import (

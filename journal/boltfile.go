@@ -1,3 +1,9 @@
+// Reading bbolt's meta pages ourselves, before bbolt maps the file. bbolt
+// trusts the file's length and faults or panics when a truncated file's
+// pages are missing, sometimes inside bolt.Open where a recover would leave
+// the file locked; checking the length against the newest valid meta page
+// first keeps a truncated journal a plain ErrCorrupt.
+
 package journal
 
 import (

@@ -1,3 +1,21 @@
+// How the bbolt store encodes a record as one value. The layout (a format
+// byte, then tag-length-payload fields) is described at the tag constants
+// below; what it promises:
+//
+//   - Forward compatibility: a reader skips tags it does not know, so a
+//     later version may add fields that older readers ignore. A newer format
+//     byte, which may change what known tags mean, is refused with
+//     ErrNewerVersion, as is a journal whose meta bucket names a newer
+//     schema (checked in bolt.go).
+//   - Exact times: times are kept to the nanosecond, in UTC, absent when
+//     zero.
+//   - Few allocations: decoding copies the value once and points every
+//     string and byte slice into that copy, so a record costs at most three
+//     allocations.
+//
+// The decoder is fuzzed (fuzz_test.go): any bytes decode to a record or an
+// error, never a panic.
+
 package journal
 
 import (

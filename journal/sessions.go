@@ -1,3 +1,13 @@
+// The session index kept in the file, so that inspection of one session
+// (agentctl ls --session) costs what the session holds rather than what the
+// journal holds. It adds no page to any commit: changes are logged in
+// memory while the journal is open and written once, by Close. A read-only
+// open of a complete journal lists a session from this bucket and reads
+// only that session's records; any other query (List without a session,
+// Stats, GC) reads every record once, into the in-memory index. After a
+// crash the sessions-clean flag stays cleared, readers read everything, and
+// the next writer's open rebuilds the bucket.
+
 package journal
 
 import (

@@ -20,8 +20,8 @@
 // (ErrNumber), input over Options.MaxBytes (ErrTooLarge) and nesting over
 // Options.MaxDepth (ErrTooDeep).
 //
-// One departure from RFC 8785, for integers a float64 cannot hold (DESIGN.md,
-// "Canonical input"): a number whose exact decimal value is an integer of
+// One departure from RFC 8785, for integers a float64 cannot hold
+// (docs/design.md, "Canonical input"): a number whose exact decimal value is an integer of
 // magnitude above 2^53 is written as that integer's decimal digits — no
 // fraction, no exponent, no leading zeros — unless the RFC 8785 form denotes
 // exactly the same integer, in which case the RFC 8785 form is kept. So
@@ -35,9 +35,9 @@
 // # Keys
 //
 // Key is a UUIDv5 under a namespace that must be a per-deployment secret
-// (DESIGN.md, Security). Its name is a sequence of fields, each preceded by
-// its length as an 8-byte big-endian integer: the tag
-// "agentonce/keyderive/intent/v1", then tenant, session, turn, tool,
+// (docs/design.md, "Security and privacy"). Its name is a sequence of
+// fields, each preceded by its length as an 8-byte big-endian integer: the
+// tag "agentonce/keyderive/intent/v1", then tenant, session, turn, tool,
 // discriminator and the canonical input. ExplicitKey uses the tag
 // "agentonce/keyderive/step/v1", tenant and the caller's step key. These
 // encodings are stored in journals and sent downstream: they never change;

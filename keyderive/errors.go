@@ -37,7 +37,8 @@ var (
 	ErrSchema = errors.New("invalid tool input schema")
 	// ErrNilNamespace is returned by Deriver methods when Namespace is the
 	// nil UUID: keys under a well-known namespace are guessable by anyone
-	// (DESIGN.md, Security), so a forgotten namespace is refused.
+	// (docs/design.md, "Security and privacy"), so a forgotten namespace
+	// is refused.
 	ErrNilNamespace = errors.New("namespace is the nil UUID")
 )
 

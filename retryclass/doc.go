@@ -19,7 +19,7 @@
 //
 // # Classes
 //
-// This is the table of DESIGN.md ("Retry classes") as the code implements
+// This is the table of docs/design.md ("Retry classes") as the code implements
 // it. The first column is Class.String, the name journals store.
 //
 //	class           sources                                            harness behaviour
@@ -49,6 +49,14 @@
 // "nothing happened" is how a customer is charged twice. A tool that knows
 // better says so with a marker.
 //
+// 408 Request Timeout and 425 Too Early are NotExecuted, not terminal: the
+// server says it did not process the request, and a retry can succeed.
+//
+// ClassifyContext lets a definite answer (a marker or a status) win over
+// the caller's context being done: a 422 received just as the caller gave
+// up is still a mismatch, and a 503 with Retry-After still did not execute.
+// Only an answer that says nothing definite becomes Canceled.
+//
 // # Budgets
 //
 // A Schedule stops at the first of: a class that is not retryable;
@@ -65,16 +73,6 @@
 // breaker because a breaker refuses first tries too, which the model would
 // see as failures of its intents; a budget only removes the retries that
 // multiply load on a downstream that is already failing.
-//
-// # Departures from DESIGN.md
-//
-// 408 Request Timeout and 425 Too Early are NotExecuted, not terminal: the
-// server says it did not process the request, and a retry can succeed.
-//
-// ClassifyContext lets a definite answer (a marker or a status) win over
-// the caller's context being done: a 422 received just as the caller gave
-// up is still a mismatch, and a 503 with Retry-After still did not execute.
-// Only an answer that says nothing definite becomes Canceled.
 //
 // # Caveats
 //

@@ -32,11 +32,9 @@
 // for context.Background), nobody could leave early, so fn runs on the
 // starter's goroutine and receives ctx itself. Otherwise fn runs on a new
 // goroutine with a context derived from context.WithoutCancel(ctx), which
-// the starter, like every other caller, waits on. That is the price of
-// letting the starter leave: a goroutine and five more allocations per
-// flight, about 1 µs where the first path costs about 0.15 µs, as much as
-// x/sync (BenchmarkDistinct). Callers that join pay about what x/sync's
-// do either way (BenchmarkBurst).
+// the starter, like every other caller, waits on. The second path costs a
+// goroutine per flight, the price of letting the starter leave
+// (BENCHMARKS.md has the figures).
 //
 // # Caveats
 //

@@ -1,3 +1,11 @@
+// Why fn runs on a goroutine of its own only when the starter's context can
+// be cancelled: a starter that may leave cannot be the goroutine running
+// fn, but the extra goroutine and its allocations cost about seven times
+// x/sync's distinct-key path (BenchmarkDistinct, figures in BENCHMARKS.md),
+// and a context.Background caller can never leave, so it runs fn itself
+// and pays what x/sync pays. Callers that join a flight cost about the
+// same on either path (BenchmarkBurst).
+
 package singleflight
 
 import (

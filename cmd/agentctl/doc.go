@@ -29,20 +29,12 @@
 // Errors are one line on standard error, saying what is wrong and what to
 // do next, and a documented exit code (errors.go).
 //
-// # Layout
-//
-// main.go is a few lines; root.go dispatches and renders help; each command
-// is one file with an options struct, a main function that parses flags into
-// it, and a plain run function. Flags use the standard flag package, one
-// FlagSet per command; parseFlags lets flags follow positional arguments.
-// journal.go is the only place that opens a journal.
-//
 // # Caveats
 //
 //   - On a bbolt journal, ls --session, replay and show read only what they
 //     print (the journal keeps a session index in the file); queries across
 //     sessions (ls, stats, gc) read every record into memory, about 4 s and
-//     1 GiB per million records.
+//     1 GiB per million records (BENCHMARKS.md).
 //   - A bbolt journal is locked by the process that has it open for writing,
 //     so inspecting a journal while an agent runs fails with "journal in use"
 //     (exit 4) after --lock-timeout. Stop the agent, or export from it when

@@ -589,7 +589,7 @@ func testTTLExpiry(e *env) {
 	e.begin(late, journal.Completed)
 
 	// Past its TTL the record is absent for Begin: a genuine late call runs
-	// anew (documented in DESIGN.md).
+	// anew (docs/design.md, "Journal").
 	now := e.clk.Advance(tick)
 	late.AttemptID = "att-late"
 	got := e.begin(late, journal.Started)
