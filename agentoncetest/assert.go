@@ -1,8 +1,6 @@
 package agentoncetest
 
 import (
-	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
@@ -45,41 +43,63 @@ func AssertEffects(tb testing.TB, d *Downstream, want int, results ...harness.Re
 	return ok
 }
 
-// AssertStatuses checks each result's status against want, in order:
-// AssertStatuses(t, res, harness.Executed, harness.Collapsed). A nil
-// result error is required for Executed, Replayed and Collapsed.
-func AssertStatuses(tb testing.TB, results []harness.Result, want ...harness.Status) bool {
+// Outcome is what an assertion checks a result against: a harness.Status
+// (Succeeded, Suppressed, …), or a harness.Source (Executed, Replayed,
+// Collapsed, Reconciled), which stands for a success learned that way.
+type Outcome interface {
+	harness.Status | harness.Source
+}
+
+// AssertStatuses checks each result against want, in order:
+// AssertStatuses(t, res, harness.Executed, harness.Collapsed) asserts a
+// success that ran and one that joined it. A success needs a nil error.
+func AssertStatuses[O Outcome](tb testing.TB, results []harness.Result, want ...O) bool {
 	tb.Helper()
 	if len(results) != len(want) {
-		tb.Errorf("got %d results %s; want %d %s", len(results), statusList(results), len(want), wantList(want))
+		tb.Errorf("got %d results %s; want %d %v", len(results), statusList(results), len(want), want)
 		return false
 	}
 	ok := true
 	for i, r := range results {
-		if r.Status != want[i] {
-			tb.Errorf("result %d (%s call %q) status = %s (err %v); want %s", i, r.Tool, r.CallID, r.Status, r.Err, want[i])
+		if !matches(r, want[i]) {
+			tb.Errorf("result %d (%s call %q) = %s (err %v); want %v", i, r.Tool, r.CallID, describe(r), r.Err, want[i])
 			ok = false
 			continue
 		}
-		switch r.Status {
-		case harness.Executed, harness.Replayed, harness.Collapsed:
-			if r.Err != nil {
-				tb.Errorf("result %d (%s call %q) status %s with error %v; want a success", i, r.Tool, r.CallID, r.Status, r.Err)
-				ok = false
-			}
+		if r.Status == harness.Succeeded && r.Err != nil {
+			tb.Errorf("result %d (%s call %q) succeeded with error %v; want a success", i, r.Tool, r.CallID, r.Err)
+			ok = false
 		}
 	}
 	return ok
 }
 
-// AssertStatus checks that every result has status want.
-func AssertStatus(tb testing.TB, want harness.Status, results ...harness.Result) bool {
+// AssertStatus checks every result against want (see AssertStatuses).
+func AssertStatus[O Outcome](tb testing.TB, want O, results ...harness.Result) bool {
 	tb.Helper()
-	ws := make([]harness.Status, len(results))
+	ws := make([]O, len(results))
 	for i := range ws {
 		ws[i] = want
 	}
 	return AssertStatuses(tb, results, ws...)
+}
+
+func matches[O Outcome](r harness.Result, want O) bool {
+	switch w := any(want).(type) {
+	case harness.Status:
+		return r.Status == w
+	case harness.Source:
+		return r.Status == harness.Succeeded && r.Source == w
+	}
+	return false
+}
+
+// describe is a result's status and, where there is one, its source.
+func describe(r harness.Result) string {
+	if r.Source == harness.NoSource {
+		return r.Status.String()
+	}
+	return r.Status.String() + " (" + r.Source.String() + ")"
 }
 
 // AssertSameAnswer checks that a replayed (or collapsed) result says to
@@ -105,11 +125,7 @@ func AssertSameAnswer(tb testing.TB, first, again harness.Result) bool {
 func statusList(results []harness.Result) string {
 	s := make([]string, len(results))
 	for i, r := range results {
-		s[i] = r.Status.String()
+		s[i] = describe(r)
 	}
 	return "[" + strings.Join(s, " ") + "]"
-}
-
-func wantList(want []harness.Status) string {
-	return fmt.Sprint(slices.Clone(want))
 }

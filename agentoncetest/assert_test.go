@@ -30,8 +30,8 @@ func TestAssertions(t *testing.T) {
 	do(t, srv.Client(), "POST", srv.URL, twice.String(), "{}")
 	do(t, srv.Client(), "POST", srv.URL, twice.String(), "{}")
 	d := srv.Downstream
-	r1 := harness.Result{CallID: "a", Tool: "charge", Status: harness.Executed, Key: once}
-	r2 := harness.Result{CallID: "b", Tool: "charge", Status: harness.Replayed, Key: twice}
+	r1 := harness.Result{CallID: "a", Tool: "charge", Status: harness.Succeeded, Source: harness.Executed, Key: once}
+	r2 := harness.Result{CallID: "b", Tool: "charge", Status: harness.Succeeded, Source: harness.Replayed, Key: twice}
 
 	for _, tc := range []struct {
 		name   string
@@ -46,13 +46,15 @@ func TestAssertions(t *testing.T) {
 		}, ""},
 		{"statuses broken", func(tb testing.TB) bool {
 			return agentoncetest.AssertStatuses(tb, []harness.Result{r1, r2}, harness.Executed, harness.Executed)
-		}, "status = replayed"},
-		{"statuses count", func(tb testing.TB) bool { return agentoncetest.AssertStatuses(tb, []harness.Result{r1}) }, "got 1 results"},
+		}, "= succeeded (replayed)"},
+		{"statuses count", func(tb testing.TB) bool {
+			return agentoncetest.AssertStatuses[harness.Status](tb, []harness.Result{r1})
+		}, "got 1 results"},
 		{"status with error", func(tb testing.TB) bool {
 			bad := r1
 			bad.Err = fmt.Errorf("boom")
 			return agentoncetest.AssertStatus(tb, harness.Executed, bad)
-		}, "with error boom"},
+		}, "succeeded with error boom"},
 		{"same answer broken", func(tb testing.TB) bool {
 			a, b := r1, r1
 			b.Output = []byte(`{"x":1}`)

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/agentonce/agentonce/harness"
 )
 
 // Script is a transcript of model turns that a ScriptedModel replays.
@@ -78,10 +80,23 @@ type ToolCall struct {
 type ToolResult struct {
 	CallID string `json:"call_id"`
 	// Status is what happened: "executed", "replayed", "collapsed",
-	// "suppressed", "unknown", "failed", or anything the loop uses.
+	// "reconciled" (a success, by how it was learned), "suppressed",
+	// "unknown", "in-progress", "failed", "rejected", or anything the loop
+	// uses.
 	Status string `json:"status"`
 	// Content is the text the model reads.
 	Content string `json:"content,omitempty"`
+}
+
+// ResultOf is the ToolResult an agent loop hands back for r: a success is
+// named by its Source, anything else by its Status, and the content is
+// r.ForModel().
+func ResultOf(r harness.Result) ToolResult {
+	status := r.Status.String()
+	if r.OK() {
+		status = r.Source.String()
+	}
+	return ToolResult{CallID: r.CallID, Status: status, Content: r.ForModel()}
 }
 
 // ParseScript decodes a script from JSON and checks it. Errors wrap

@@ -122,15 +122,15 @@ func (r *byteReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func charge(id, input string) harness.Call {
-	return harness.Call{ID: id, Tenant: "acme", Session: "s1", Turn: "1", Tool: "charge", Input: json.RawMessage(input)}
+func charge(id, input string) harness.ToolCall {
+	return harness.ToolCall{ID: id, Tenant: "acme", Session: "s1", Turn: "1", Tool: "charge", Input: json.RawMessage(input)}
 }
 
-func call(t *testing.T, h *harness.Harness, c harness.Call) harness.Result {
+func call(t *testing.T, h *harness.Harness, c harness.ToolCall) harness.Result {
 	t.Helper()
-	res, err := h.Call(context.Background(), c)
-	if err != nil {
-		t.Fatalf("Call(%s %s): %v", c.Tool, c.Input, err)
+	res := h.Call(context.Background(), c)
+	if res.Status == harness.Rejected {
+		t.Fatalf("Call(%s %s): %v", c.Tool, c.Input, res.Err)
 	}
 	return res
 }
@@ -163,7 +163,7 @@ func TestScenarioLostAnswer(t *testing.T) {
 // of one model response: one execution.
 func TestScenarioRacingDuplicates(t *testing.T) {
 	r := newRig(t, rigOptions{})
-	calls := make([]harness.Call, 8)
+	calls := make([]harness.ToolCall, 8)
 	for i := range calls {
 		calls[i] = charge(fmt.Sprint("p", i), `{"cents":100}`)
 	}
@@ -180,10 +180,10 @@ func TestScenarioRacingDuplicates(t *testing.T) {
 	wg.Wait()
 	executed := 0
 	for _, o := range out {
-		switch o.Status {
-		case harness.Executed:
+		switch {
+		case o.OK() && o.Source == harness.Executed:
 			executed++
-		case harness.Collapsed, harness.Replayed:
+		case o.OK() && (o.Source == harness.Collapsed || o.Source == harness.Replayed):
 		default:
 			t.Errorf("racing call %s: status %s (%v); want executed, collapsed or replayed", o.CallID, o.Status, o.Err)
 		}
@@ -210,7 +210,8 @@ func TestScenarioKeyReuse(t *testing.T) {
 		b.StepKey = "order/A-1001"
 		first := call(t, r.h, a)
 		second := call(t, r.h, b)
-		agentoncetest.AssertStatuses(t, []harness.Result{first, second}, harness.Executed, harness.Suppressed)
+		agentoncetest.AssertStatus(t, harness.Executed, first)
+		agentoncetest.AssertStatus(t, harness.Suppressed, second)
 		if n := r.runs.Load(); n != 1 {
 			t.Errorf("tool ran %d times; want 1 (the mismatch must not run)", n)
 		}
@@ -221,7 +222,8 @@ func TestScenarioKeyReuse(t *testing.T) {
 		// own wording downstream, and the downstream refuses the second.
 		first := call(t, a.h, charge("a1", `{"cents":4900,"note":"first wording"}`))
 		second := call(t, b.h, charge("b1", `{"cents":4900,"note":"second wording"}`))
-		agentoncetest.AssertStatuses(t, []harness.Result{first, second}, harness.Executed, harness.Suppressed)
+		agentoncetest.AssertStatus(t, harness.Executed, first)
+		agentoncetest.AssertStatus(t, harness.Suppressed, second)
 		if first.Key != second.Key {
 			t.Fatalf("keys %s and %s differ; the scenario needs one key", first.Key, second.Key)
 		}
@@ -292,7 +294,7 @@ func TestScenarioInFlight409(t *testing.T) {
 	a, b := fleet(t, rigOptions{handler: slow, timeout: 10 * time.Second})
 	done := make(chan harness.Result)
 	go func() {
-		res, _ := a.h.Call(context.Background(), charge("a1", `{"cents":1}`))
+		res := a.h.Call(context.Background(), charge("a1", `{"cents":1}`))
 		done <- res
 	}()
 	<-started
@@ -374,7 +376,7 @@ func TestScenarioFaultStorm(t *testing.T) {
 			const intents = 12
 			var all []harness.Result
 			for round := range 2 {
-				calls := make([]harness.Call, 0, 2*intents)
+				calls := make([]harness.ToolCall, 0, 2*intents)
 				for i := range intents {
 					in := fmt.Sprintf(`{"cents":%d}`, 100+i)
 					calls = append(calls, charge(fmt.Sprint(round, "a", i), in), charge(fmt.Sprint(round, "b", i), in))
@@ -406,12 +408,13 @@ func TestScenarioUnkeyedTool(t *testing.T) {
 		fault     agentoncetest.Fault
 		reconcile bool
 		status    harness.Status
+		source    harness.Source // of a success
 	}{
-		{"lost answer, no reconcile", agentoncetest.LoseResponse, false, harness.Unknown},
-		{"lost answer, reconcile", agentoncetest.LoseResponse, true, harness.Executed},
-		{"delay past timeout, reconcile", agentoncetest.Delay, true, harness.Executed},
-		{"refused before sending", agentoncetest.ResetBeforeSend, false, harness.Executed},
-		{"503 with Retry-After", agentoncetest.Unavailable, false, harness.Executed},
+		{"lost answer, no reconcile", agentoncetest.LoseResponse, false, harness.Unknown, harness.NoSource},
+		{"lost answer, reconcile", agentoncetest.LoseResponse, true, harness.Succeeded, harness.Reconciled},
+		{"delay past timeout, reconcile", agentoncetest.Delay, true, harness.Succeeded, harness.Reconciled},
+		{"refused before sending", agentoncetest.ResetBeforeSend, false, harness.Succeeded, harness.Executed},
+		{"503 with Retry-After", agentoncetest.Unavailable, false, harness.Succeeded, harness.Executed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sent atomic.Int64
@@ -424,8 +427,12 @@ func TestScenarioUnkeyedTool(t *testing.T) {
 			})
 			tool := harness.Tool{Name: "send_email", Func: ff.Call, Timeout: 100 * time.Millisecond}
 			if tc.reconcile {
-				tool.Reconcile = func(ctx context.Context, key uuid.UUID, in json.RawMessage) (json.RawMessage, bool, error) {
-					return json.RawMessage(`{"sent":true}`), sent.Load() > 0, nil
+				tool.Settle = -1 // FaultFunc acts before it answers, never after
+				tool.Reconcile = func(ctx context.Context, key uuid.UUID, in json.RawMessage) harness.Reconciliation {
+					if sent.Load() > 0 {
+						return harness.Happened(json.RawMessage(`{"sent":true}`))
+					}
+					return harness.DidNotHappen()
 				}
 			}
 			h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &harness.Options{Retry: fastRetry})
@@ -436,15 +443,16 @@ func TestScenarioUnkeyedTool(t *testing.T) {
 			if err := h.Register(tool); err != nil {
 				t.Fatal(err)
 			}
-			mail := harness.Call{Tenant: "acme", Session: "s", Turn: "1", Tool: "send_email", Input: json.RawMessage(`{"to":"a@example.com"}`)}
+			mail := harness.ToolCall{Tenant: "acme", Session: "s", Turn: "1", Tool: "send_email", Input: json.RawMessage(`{"to":"a@example.com"}`)}
 			first := call(t, h, mail)
 			again := call(t, h, mail)
 			agentoncetest.AssertStatus(t, tc.status, first)
-			wantAgain := harness.Replayed
-			if tc.status == harness.Unknown {
-				wantAgain = harness.Unknown
+			if tc.status == harness.Succeeded {
+				agentoncetest.AssertStatus(t, tc.source, first)
+				agentoncetest.AssertStatus(t, harness.Replayed, again)
+			} else {
+				agentoncetest.AssertStatus(t, tc.status, again)
 			}
-			agentoncetest.AssertStatus(t, wantAgain, again)
 			if n := sent.Load(); n != 1 {
 				t.Errorf("the mail was sent %d times; want 1", n)
 			}

@@ -69,16 +69,16 @@ func rawPut(db *bolt.DB, _ uint64) error {
 func BenchmarkReplay(b *testing.B) {
 	b.Run("agentonce", func(b *testing.B) {
 		h := benchHarness(b)
-		c := harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: "keyed", Input: json.RawMessage(paymentInput)}
-		if res, err := h.Call(context.Background(), c); err != nil || res.Status != harness.Executed {
-			b.Fatal(res.Status, err)
+		c := harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "1", Tool: "keyed", Input: json.RawMessage(paymentInput)}
+		if res := h.Call(context.Background(), c); !res.OK() || res.Source != harness.Executed {
+			b.Fatal(res.Status, res.Err)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			res, err := h.Call(context.Background(), c)
-			if err != nil || res.Status != harness.Replayed {
-				b.Fatal(res.Status, err)
+			res := h.Call(context.Background(), c)
+			if !res.OK() || res.Source != harness.Replayed {
+				b.Fatal(res.Status, res.Err)
 			}
 		}
 	})
@@ -120,11 +120,11 @@ func BenchmarkCallNew(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				c := harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: tc.tool,
+				c := harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "1", Tool: tc.tool,
 					Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
-				res, err := h.Call(context.Background(), c)
-				if err != nil || res.Status != harness.Executed {
-					b.Fatal(res.Status, err)
+				res := h.Call(context.Background(), c)
+				if !res.OK() || res.Source != harness.Executed {
+					b.Fatal(res.Status, res.Err)
 				}
 			}
 		})
@@ -160,10 +160,10 @@ func BenchmarkConcurrent64(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for i := range per {
-					c := harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: "keyed",
+					c := harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "1", Tool: "keyed",
 						Input: json.RawMessage(fmt.Sprintf(`{"w":%d,"n":%d}`, w, i))}
-					if res, err := h.Call(context.Background(), c); err != nil || res.Status != harness.Executed {
-						b.Error(res.Status, err)
+					if res := h.Call(context.Background(), c); !res.OK() || res.Source != harness.Executed {
+						b.Error(res.Status, res.Err)
 						return
 					}
 					n.Add(1)
@@ -199,14 +199,14 @@ func BenchmarkDuplicates1000(b *testing.B) {
 	round := 0
 	for b.Loop() {
 		round++
-		c := harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: "pay", Input: json.RawMessage(fmt.Sprintf(`{"round":%d}`, round))}
+		c := harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "1", Tool: "pay", Input: json.RawMessage(fmt.Sprintf(`{"round":%d}`, round))}
 		var wg sync.WaitGroup
 		for range 1000 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := h.Call(context.Background(), c); err != nil {
-					b.Error(err)
+				if res := h.Call(context.Background(), c); res.Status == harness.Rejected {
+					b.Error(res.Err)
 				}
 			}()
 		}
@@ -235,11 +235,11 @@ func BenchmarkPaired(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				c := harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: tc.tool,
+				c := harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "1", Tool: tc.tool,
 					Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
 				t0 := time.Now()
-				if res, err := h.Call(context.Background(), c); err != nil || res.Status != harness.Executed {
-					b.Fatal(res.Status, err)
+				if res := h.Call(context.Background(), c); !res.OK() || res.Source != harness.Executed {
+					b.Fatal(res.Status, res.Err)
 				}
 				t1 := time.Now()
 				for range tc.updates {
@@ -263,21 +263,21 @@ func BenchmarkPaired(b *testing.B) {
 		h := benchHarness(b)
 		var seq, conc time.Duration
 		n := 0
-		next := func() harness.Call {
+		next := func() harness.ToolCall {
 			n++
-			return harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: "keyed",
+			return harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "1", Tool: "keyed",
 				Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			calls := make([]harness.Call, 128)
+			calls := make([]harness.ToolCall, 128)
 			for i := range calls {
 				calls[i] = next()
 			}
 			t0 := time.Now()
 			for _, c := range calls[:64] {
-				if res, err := h.Call(context.Background(), c); err != nil || res.Status != harness.Executed {
-					b.Fatal(res.Status, err)
+				if res := h.Call(context.Background(), c); !res.OK() || res.Source != harness.Executed {
+					b.Fatal(res.Status, res.Err)
 				}
 			}
 			t1 := time.Now()
@@ -286,8 +286,8 @@ func BenchmarkPaired(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if res, err := h.Call(context.Background(), c); err != nil || res.Status != harness.Executed {
-						b.Error(res.Status, err)
+					if res := h.Call(context.Background(), c); !res.OK() || res.Source != harness.Executed {
+						b.Error(res.Status, res.Err)
 					}
 				}()
 			}

@@ -5,12 +5,15 @@ import (
 	"sync"
 )
 
-// CallAll runs the tool calls of one model response. Calls with the same
-// intent collapse into one execution (the first in order is Executed, the
-// others Collapsed); distinct calls run concurrently, at most
+// CallAll runs the tool calls of one model response. Identical calls (the
+// same key and the same input) collapse into one execution: the first in
+// order has the flight's Source, the others Collapsed. The same key with
+// another input is not identical: it runs its own Begin and is suppressed
+// as a mismatch. Distinct calls run concurrently, at most
 // Options.Concurrency at a time. Results come back in the calls' order; a
-// call that could not be answered has Status Rejected and its Err says why.
-func (h *Harness) CallAll(ctx context.Context, calls []Call) []Result {
+// call refused before anything started has Status Rejected and its Err says
+// why.
+func (h *Harness) CallAll(ctx context.Context, calls []ToolCall) []Result {
 	results := make([]Result, len(calls))
 	if err := h.enter(); err != nil {
 		for i, c := range calls {
@@ -24,19 +27,20 @@ func (h *Harness) CallAll(ctx context.Context, calls []Call) []Result {
 		idxs []int
 	}
 	var groups []*group
-	byKey := make(map[[16]byte]*group, len(calls))
+	byKey := make(map[flightKey]*group, len(calls))
 	for i, c := range calls {
 		p := h.prepare(c)
 		if p.err != nil {
 			results[i] = p.rejected()
 			continue
 		}
-		if g, ok := byKey[p.d.Key]; ok {
+		fk := flightKey{p.d.Key, p.d.Fingerprint}
+		if g, ok := byKey[fk]; ok {
 			g.idxs = append(g.idxs, i)
 			continue
 		}
 		g := &group{p: p, idxs: []int{i}}
-		byKey[p.d.Key] = g
+		byKey[fk] = g
 		groups = append(groups, g)
 	}
 
@@ -60,8 +64,8 @@ func (h *Harness) CallAll(ctx context.Context, calls []Call) []Result {
 				r := res
 				r.CallID = calls[i].ID
 				if n > 0 {
-					if r.Status == Executed {
-						r.Status = Collapsed
+					if r.Source == Executed {
+						r.Source = Collapsed
 					}
 					h.emitJoined(ctx, &g.p, r)
 				}

@@ -60,8 +60,8 @@ func TestWrappedStoreKeepsLocalReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 3 {
-			if _, err := h.Call(context.Background(), call("echo", `{}`)); err != nil {
-				t.Fatal(err)
+			if res := h.Call(context.Background(), call("echo", `{}`)); res.Status == harness.Rejected {
+				t.Fatal(res.Err)
 			}
 		}
 		want := int64(3) // every call reaches Begin
@@ -96,9 +96,9 @@ func TestWrappedStoreKeepsInTx(t *testing.T) {
 	if err := h.Register(harness.Tool{Name: "tx", Effect: journal.Keyed, InTx: inTx}); err != nil {
 		t.Fatalf("Register(InTx) on a forwarding wrapper = %v", err)
 	}
-	res, err := h.Call(context.Background(), call("tx", `{}`))
-	if err != nil || string(res.Output) != "42" {
-		t.Fatalf("Call(tx) = %s, %v; want output 42", res.Output, err)
+	res := h.Call(context.Background(), call("tx", `{}`))
+	if res.Status == harness.Rejected || string(res.Output) != "42" {
+		t.Fatalf("Call(tx) = %s, %v; want output 42", res.Output, res.Err)
 	}
 	rec, err := st.Get(context.Background(), res.Key)
 	if err != nil || rec.State != journal.StateSucceeded || string(rec.Output) != "42" {

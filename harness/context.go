@@ -16,6 +16,9 @@ const (
 type attemptInfo struct {
 	key     uuid.UUID
 	attempt string
+	// unkeyed says the tool is Unkeyed: its downstream does not
+	// deduplicate, so Transport must not mark its requests replayable.
+	unkeyed bool
 }
 
 // KeyFromContext returns the idempotency key of the call whose tool runs

@@ -35,12 +35,15 @@ const (
 	EventTakeover
 	// EventReconcile: the tool's Reconcile hook was asked.
 	EventReconcile
-	// EventResult: the call is answered (Status says how).
+	// EventResult: the call is answered (Status and Source say how).
 	EventResult
+	// EventSettle: an Unkeyed attempt ended without an answer; the harness
+	// waits Delay, its settle window, before asking Reconcile.
+	EventSettle
 )
 
 var eventNames = [...]string{"", "before-write-ahead", "after-write-ahead", "after-effect", "after-outcome",
-	"retry", "in-flight", "takeover", "reconcile", "result"}
+	"retry", "in-flight", "takeover", "reconcile", "result", "settle"}
 
 // String returns the event kind's name.
 func (k EventKind) String() string {
@@ -66,8 +69,9 @@ type Event struct {
 	Class retryclass.Class
 	// Delay is the wait before the next try (EventRetry, EventInFlight).
 	Delay time.Duration
-	// Status is set on EventResult.
+	// Status and Source are set on EventResult.
 	Status Status
+	Source Source
 	// Err is the failure behind the event, if any.
 	Err error
 }
@@ -102,10 +106,13 @@ func (h *Harness) log(ctx context.Context, e Event) {
 	switch e.Kind {
 	case EventResult:
 		msg = "agentonce " + e.Status.String()
+		if e.Source != NoSource {
+			msg += " (" + e.Source.String() + ")"
+		}
 		switch e.Status {
 		case Suppressed, Unknown:
 			level = slog.LevelWarn
-		case Failed, Rejected:
+		case Failed, Rejected, InProgress:
 			level = slog.LevelInfo
 		}
 	case EventRetry:
@@ -116,6 +123,8 @@ func (h *Harness) log(ctx context.Context, e Event) {
 		msg, level = "agentonce took over an expired lease", slog.LevelWarn
 	case EventReconcile:
 		msg = "agentonce reconcile"
+	case EventSettle:
+		msg = "agentonce waiting out the settle window"
 	default:
 		return
 	}

@@ -57,19 +57,19 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	call := harness.Call{Tenant: "acme", Session: "chat-1", Turn: "1", Tool: "charge_card",
+	call := harness.ToolCall{Tenant: "acme", Session: "chat-1", Turn: "1", Tool: "charge_card",
 		Input: json.RawMessage(`{"customer":"8812","amount":4900,"currency":"usd"}`)}
 	for range 2 { // the model retries the same call
-		res, err := h.Call(context.Background(), call)
-		if err != nil {
-			log.Fatal(err)
+		res := h.Call(context.Background(), call)
+		if res.Status == harness.Rejected {
+			log.Fatal(res.Err)
 		}
-		fmt.Println(res.Status, res.ForModel())
+		fmt.Println(res.Status, res.Source, res.ForModel())
 	}
 	fmt.Println("charges:", charges)
 	// Output:
-	// executed {"charge":"ch_1","key_sent":true}
-	// replayed {"charge":"ch_1","key_sent":true}
+	// succeeded executed {"charge":"ch_1","key_sent":true}
+	// succeeded replayed {"charge":"ch_1","key_sent":true}
 	// charges: 1
 }
 
@@ -84,19 +84,19 @@ func ExampleHarness_CallAll() {
 			sent.Add(1)
 			return json.RawMessage(`"sent"`), nil
 		}})
-	calls := []harness.Call{
+	calls := []harness.ToolCall{
 		{ID: "call_1", Session: "s1", Turn: "4", Tool: "send_email", Input: json.RawMessage(`{"to":"ana@example.com"}`)},
 		{ID: "call_2", Session: "s1", Turn: "4", Tool: "send_email", Input: json.RawMessage(`{"to": "ana@example.com"}`)},
 		{ID: "call_3", Session: "s1", Turn: "4", Tool: "send_email", Input: json.RawMessage(`{"to":"bo@example.com"}`)},
 	}
 	for _, r := range h.CallAll(context.Background(), calls) {
-		fmt.Println(r.CallID, r.Status, r.ForModel())
+		fmt.Println(r.CallID, r.Status, r.Source, r.ForModel())
 	}
 	fmt.Println("emails sent:", sent.Load())
 	// Output:
-	// call_1 executed "sent"
-	// call_2 collapsed "sent"
-	// call_3 executed "sent"
+	// call_1 succeeded executed "sent"
+	// call_2 succeeded collapsed "sent"
+	// call_3 succeeded executed "sent"
 	// emails sent: 2
 }
 
@@ -113,10 +113,10 @@ func ExampleTyped() {
 		return fmt.Sprintf("refunded %d on %s", r.Amount, r.Order), nil
 	}))
 	for _, in := range []string{`{"order":"A-1","amount":500}`, `{"order":"A-1","amont":500}`} {
-		res, _ := h.Call(context.Background(), harness.Call{Session: "s1", Turn: "1", Tool: "refund", Input: json.RawMessage(in)})
-		fmt.Println(res.Status, res.ForModel())
+		res := h.Call(context.Background(), harness.ToolCall{Session: "s1", Turn: "1", Tool: "refund", Input: json.RawMessage(in)})
+		fmt.Println(res.Status, res.Source, res.ForModel())
 	}
 	// Output:
-	// executed "refunded 500 on A-1"
-	// failed The tool failed and nothing was done: tool refund: decode input: json: unknown field "amont"
+	// succeeded executed "refunded 500 on A-1"
+	// failed executed The tool failed and nothing was done: tool refund: decode input: json: unknown field "amont"
 }

@@ -24,9 +24,11 @@ type Options struct {
 	// Owner names this process in journal leases. Zero means host name, pid
 	// and a random suffix, unique per Harness.
 	Owner string
-	// LeaseTTL is how long an attempt's lease lasts before another process
-	// may take the intent over. Zero means 1 minute; a tool's Timeout, when
-	// longer, raises it for that tool.
+	// LeaseTTL is how long an owner's lease lasts without renewal. The
+	// owner renews it every LeaseTTL/3 while its flight runs, so a slow
+	// tool keeps its intent; only an owner that stopped renewing (a crash,
+	// a lost store) loses it, LeaseTTL after its last renewal. Zero means 1
+	// minute.
 	LeaseTTL time.Duration
 	// RecordTTL is how long a record is kept; zero means journal.DefaultTTL
 	// (7 days). A call after its record expired runs anew.
@@ -70,7 +72,7 @@ type Harness struct {
 	owner     string
 	opts      Options
 	namespace [16]byte
-	flights   singleflight.Group[[16]byte, Result]
+	flights   singleflight.Group[flightKey, Result]
 	memo      memo
 	// localReads enables the replay fast path (see replay).
 	localReads bool
@@ -186,14 +188,18 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	pt.journal = t.Effect != journal.ReadOnly || t.Journal
 	pt.durable = t.Effect == journal.Unkeyed
 	pt.leaseTTL = h.opts.LeaseTTL
-	if t.Timeout > 0 {
-		// Room for every attempt's timeout would be unbounded; one attempt's
-		// plus a margin is enough, since each attempt extends the lease.
-		if lt := t.Timeout + t.Timeout/2 + time.Second; lt > pt.leaseTTL {
-			pt.leaseTTL = lt
-		}
+	pt.timeout = t.Timeout
+	if pt.timeout <= 0 && t.Effect == journal.Unkeyed {
+		pt.timeout = DefaultUnkeyedTimeout
 	}
-	pt.retakeFn = pt.retake
+	if t.Effect == journal.Unkeyed {
+		pt.settle = t.Settle
+		if pt.settle == 0 {
+			pt.settle = pt.timeout
+		}
+		pt.settle = max(pt.settle, 0)
+	}
+	pt.retakeFn = func(r *journal.Record) bool { return pt.retake(r, h.now()) }
 	return pt, nil
 }
 

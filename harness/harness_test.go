@@ -93,8 +93,8 @@ func tempJournal(t *testing.T) (string, *journal.BoltStore) {
 	return path, st
 }
 
-func call(tool, input string) harness.Call {
-	return harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: tool, Input: json.RawMessage(input)}
+func call(tool, input string) harness.ToolCall {
+	return harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "1", Tool: tool, Input: json.RawMessage(input)}
 }
 
 func echoOutput(key uuid.UUID, n int) json.RawMessage {
@@ -111,11 +111,11 @@ func mustRegister(t *testing.T, h *harness.Harness, tools ...harness.Tool) {
 
 // mustCall makes a call that must not come back with an error; the result
 // is for the caller to check.
-func mustCall(t *testing.T, h *harness.Harness, c harness.Call) harness.Result {
+func mustCall(t *testing.T, h *harness.Harness, c harness.ToolCall) harness.Result {
 	t.Helper()
-	res, err := h.Call(context.Background(), c)
-	if err != nil {
-		t.Fatalf("Call(%s %s): %v", c.Tool, c.Input, err)
+	res := h.Call(context.Background(), c)
+	if res.Status == harness.Rejected {
+		t.Fatalf("Call(%s %s): %v", c.Tool, c.Input, res.Err)
 	}
 	return res
 }
@@ -173,7 +173,7 @@ func TestAnswerLostRetriesWithSameKey(t *testing.T) {
 		}})
 
 	res := mustCall(t, h, call("charge_card", `{"amount":4900,"currency":"usd"}`))
-	if res.Status != harness.Executed {
+	if !res.OK() || res.Source != harness.Executed {
 		t.Fatalf("res.Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
 	}
 	if calls != 2 {
@@ -223,7 +223,7 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 
 	t.Run("CallAll", func(t *testing.T) {
 		close(release)
-		calls := []harness.Call{
+		calls := []harness.ToolCall{
 			call("send", `{"to":"a@example.com","body":"hi"}`),
 			call("send", `{"body":"hi", "to":"a@example.com"}`), // same intent, other spelling
 			call("send", `{"to":"b@example.com","body":"hi"}`),
@@ -244,9 +244,9 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 				t.Fatalf("result %d: OK() = false; want true (status %v, err %v)", i, r.Status, r.Err)
 			}
 		}
-		for i, want := range []harness.Status{harness.Executed, harness.Collapsed, harness.Executed, harness.Collapsed} {
-			if res[i].Status != want {
-				t.Errorf("result %d: Status = %v; want %v", i, res[i].Status, want)
+		for i, want := range []harness.Source{harness.Executed, harness.Collapsed, harness.Executed, harness.Collapsed} {
+			if res[i].Source != want {
+				t.Errorf("result %d: Source = %v; want %v", i, res[i].Source, want)
 			}
 		}
 		if res[1].Key != res[0].Key {
@@ -275,9 +275,9 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r, err := h.Call(context.Background(), call("send", `{"to":"c@example.com","body":"race"}`))
-				if err != nil {
-					t.Error(err)
+				r := h.Call(context.Background(), call("send", `{"to":"c@example.com","body":"race"}`))
+				if r.Status == harness.Rejected {
+					t.Error(r.Err)
 				}
 				results[i] = r
 			}()
@@ -294,7 +294,7 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 			if !bytes.Equal(r.Output, results[0].Output) {
 				t.Fatalf("call %d: Output = %s; want call 0's %s", i, r.Output, results[0].Output)
 			}
-			if r.Status == harness.Executed {
+			if r.OK() && r.Source == harness.Executed {
 				executed++
 			}
 		}
@@ -323,14 +323,14 @@ func TestReplayAfterSuccessAndReopen(t *testing.T) {
 	}
 	mustRegister(t, h, tool)
 	first := mustCall(t, h, c)
-	if first.Status != harness.Executed {
+	if !first.OK() || first.Source != harness.Executed {
 		t.Fatalf("first call: Status = %v; want %v (err %v)", first.Status, harness.Executed, first.Err)
 	}
 	again := mustCall(t, h, c)
-	if again.Status != harness.Replayed {
+	if !again.OK() || again.Source != harness.Replayed {
 		t.Errorf("re-issue: Status = %v; want %v", again.Status, harness.Replayed)
 	}
-	if !again.FromJournal {
+	if again.Source != harness.Replayed {
 		t.Errorf("re-issue: FromJournal = false; want true")
 	}
 	if got, want := again.ForModel(), first.ForModel(); got != want {
@@ -347,7 +347,7 @@ func TestReplayAfterSuccessAndReopen(t *testing.T) {
 	defer h2.Close()
 	mustRegister(t, h2, tool)
 	after := mustCall(t, h2, c)
-	if after.Status != harness.Replayed {
+	if !after.OK() || after.Source != harness.Replayed {
 		t.Errorf("after reopen: Status = %v; want %v", after.Status, harness.Replayed)
 	}
 	if after.Key != first.Key {
@@ -415,7 +415,7 @@ func TestSuppression(t *testing.T) {
 	if again.Status != harness.Suppressed {
 		t.Errorf("422 re-issued: Status = %v; want %v", again.Status, harness.Suppressed)
 	}
-	if !again.FromJournal {
+	if again.Source != harness.Replayed {
 		t.Errorf("422 re-issued: FromJournal = false; want true")
 	}
 	if got, want := again.ForModel(), r422.ForModel(); got != want {
@@ -458,7 +458,7 @@ func TestSuppression(t *testing.T) {
 			return json.RawMessage(`{}`), nil
 		}})
 	free := mustCall(t, h2, call("mismatch", `{"order":1,"note":"operator retry"}`))
-	if free.Status != harness.Executed {
+	if !free.OK() || free.Source != harness.Executed {
 		t.Errorf("guard off: Status = %v; want %v (err %v)", free.Status, harness.Executed, free.Err)
 	}
 }
@@ -488,7 +488,7 @@ func TestRetriesRecordEachAttemptFirst(t *testing.T) {
 			return json.RawMessage(`"ok"`), nil
 		}})
 	res := mustCall(t, h, call("flaky", `{}`))
-	if res.Status != harness.Executed {
+	if !res.OK() || res.Source != harness.Executed {
 		t.Fatalf("flaky: Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
 	}
 	if res.Attempts != 3 {
@@ -541,15 +541,18 @@ func TestUnkeyedReconcile(t *testing.T) {
 			}
 			return json.RawMessage(`"sent"`), nil
 		},
-		Reconcile: func(ctx context.Context, key uuid.UUID, in json.RawMessage) (json.RawMessage, bool, error) {
+		// The downstream is this test's map: nothing acts after the tool
+		// returns, so no settle window is needed.
+		Settle: -1,
+		Reconcile: func(ctx context.Context, key uuid.UUID, in json.RawMessage) harness.Reconciliation {
 			if sent[key] {
-				return json.RawMessage(`"sent (reconciled)"`), true, nil
+				return harness.Happened(json.RawMessage(`"sent (reconciled)"`))
 			}
-			return nil, false, nil
+			return harness.DidNotHappen()
 		}})
 	res := mustCall(t, h, call("email", `{"to":"x"}`))
-	if res.Status != harness.Executed {
-		t.Errorf("Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
+	if !res.OK() || res.Source != harness.Reconciled {
+		t.Errorf("Status = %v (%v); want succeeded (reconciled) (err %v)", res.Status, res.Source, res.Err)
 	}
 	if got, want := string(res.Output), `"sent (reconciled)"`; got != want {
 		t.Errorf("Output = %s; want %s", got, want)
@@ -622,7 +625,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 				}
 				return
 			}
-			if res.Status != harness.Executed {
+			if !res.OK() || res.Source != harness.Executed {
 				t.Errorf("Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
 			}
 			if n := down.count(key); n != 2 {
@@ -645,7 +648,7 @@ func TestStepKeyMismatch(t *testing.T) {
 	c := call("ship", `{"sku":"A","qty":1}`)
 	c.StepKey = "order-77/ship"
 	first := mustCall(t, h, c)
-	if first.Status != harness.Executed {
+	if !first.OK() || first.Source != harness.Executed {
 		t.Fatalf("first: Status = %v; want %v (err %v)", first.Status, harness.Executed, first.Err)
 	}
 	c.Input = json.RawMessage(`{"sku":"A","qty":2}`)
@@ -680,13 +683,16 @@ func TestPanic(t *testing.T) {
 	}{
 		{journal.Keyed, harness.Unknown, journal.StateUnknown},
 		{journal.Unkeyed, harness.Unknown, journal.StateUnknown},
-		{journal.Idempotent, harness.Failed, journal.StateFailed},
+		// A panic may strike after the effect: only a tool without one
+		// records a definite failure ("nothing was done").
+		{journal.Idempotent, harness.Unknown, journal.StateUnknown},
+		{journal.ReadOnly, harness.Failed, journal.StateFailed},
 	} {
 		t.Run(tc.effect.String(), func(t *testing.T) {
 			_, st := tempJournal(t)
 			h := newHarness(t, st, nil)
 			runs := 0
-			mustRegister(t, h, harness.Tool{Name: "boom", Effect: tc.effect,
+			mustRegister(t, h, harness.Tool{Name: "boom", Effect: tc.effect, Journal: true,
 				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 					runs++
 					panic("nil map write")
@@ -746,7 +752,7 @@ func TestRejectedCalls(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		c     harness.Call
+		c     harness.ToolCall
 		check func(t *testing.T, err error)
 	}{
 		{"invalid JSON", call("t", `{"amount":}`), func(t *testing.T, err error) {
@@ -768,14 +774,14 @@ func TestRejectedCalls(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := h.Call(context.Background(), tc.c)
-			if err == nil {
-				t.Fatalf("Call err = nil; want an error (status %v)", res.Status)
+			res := h.Call(context.Background(), tc.c)
+			if res.Err == nil {
+				t.Fatalf("Call res.Err = nil; want an error (status %v)", res.Status)
 			}
 			if res.Status != harness.Rejected {
 				t.Errorf("Status = %v; want %v", res.Status, harness.Rejected)
 			}
-			tc.check(t, err)
+			tc.check(t, res.Err)
 		})
 	}
 	stats, err := st.Stats(context.Background())
@@ -792,8 +798,8 @@ func TestRejectedCalls(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, err := h.Call(context.Background(), call("t", `{}`)); !errors.Is(err, harness.ErrClosed) {
-		t.Errorf("Call after Close: err = %v; want ErrClosed", err)
+	if res := h.Call(context.Background(), call("t", `{}`)); res.Status != harness.Rejected || !errors.Is(res.Err, harness.ErrClosed) {
+		t.Errorf("Call after Close = %v, %v; want rejected with ErrClosed", res.Status, res.Err)
 	}
 
 	// A journal that fails: closed under the harness.
@@ -805,9 +811,9 @@ func TestRejectedCalls(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatalf("closing the journal: %v", err)
 	}
-	res, err := h2.Call(context.Background(), call("t", `{}`))
-	if !errors.Is(err, journal.ErrClosed) {
-		t.Errorf("Call on a closed journal: err = %v; want journal.ErrClosed", err)
+	res := h2.Call(context.Background(), call("t", `{}`))
+	if !errors.Is(res.Err, journal.ErrClosed) {
+		t.Errorf("Call on a closed journal: res.Err = %v; want journal.ErrClosed", res.Err)
 	}
 	if res.Status != harness.Rejected {
 		t.Errorf("Call on a closed journal: Status = %v; want %v", res.Status, harness.Rejected)
@@ -832,19 +838,19 @@ func TestExpiredRecordRunsAnew(t *testing.T) {
 			return json.RawMessage(`"paid"`), nil
 		}})
 	c := call("pay", `{"amount":1}`)
-	if r1 := mustCall(t, h, c); r1.Status != harness.Executed {
+	if r1 := mustCall(t, h, c); !r1.OK() || r1.Source != harness.Executed {
 		t.Fatalf("first: Status = %v; want %v (err %v)", r1.Status, harness.Executed, r1.Err)
 	}
 	mu.Lock()
 	now = now.Add(59 * time.Minute)
 	mu.Unlock()
-	if r2, _ := h.Call(context.Background(), c); r2.Status != harness.Replayed {
+	if r2 := h.Call(context.Background(), c); !r2.OK() || r2.Source != harness.Replayed {
 		t.Fatalf("59 minutes later: Status = %v; want %v", r2.Status, harness.Replayed)
 	}
 	mu.Lock()
 	now = now.Add(2 * time.Minute)
 	mu.Unlock()
-	if r3 := mustCall(t, h, c); r3.Status != harness.Executed {
+	if r3 := mustCall(t, h, c); !r3.OK() || r3.Source != harness.Executed {
 		t.Errorf("past its TTL: Status = %v; want %v (the record is gone and the call runs anew)", r3.Status, harness.Executed)
 	}
 	if n := down.all(); n != 2 {
@@ -890,10 +896,10 @@ func TestRegisterErrors(t *testing.T) {
 	if err := h.Register(harness.Tool{Name: "b", Func: fn}, harness.Tool{Name: "a", Func: fn}); !errors.Is(err, harness.ErrDuplicateTool) {
 		t.Errorf("Register(b, a again) = %v; want ErrDuplicateTool", err)
 	}
-	_, err := h.Call(context.Background(), call("b", `{}`))
+	res := h.Call(context.Background(), call("b", `{}`))
 	var ute *harness.UnknownToolError
-	if !errors.As(err, &ute) {
-		t.Errorf("Call(b) = %v; want an *UnknownToolError (a failed Register adds none of its tools)", err)
+	if res.Status != harness.Rejected || !errors.As(res.Err, &ute) {
+		t.Errorf("Call(b) = %v, %v; want rejected with an *UnknownToolError (a failed Register adds none of its tools)", res.Status, res.Err)
 	}
 	if err := h.Register(harness.Tool{Name: "c"}); err == nil {
 		t.Errorf("Register(nil Func) = nil; want an error")
@@ -934,7 +940,7 @@ func TestFingerprintOnlyAndRedact(t *testing.T) {
 		t.Errorf("recorded output = %s; want %s", rec.Output, redacted)
 	}
 	again := mustCall(t, h, c)
-	if again.Status != harness.Replayed {
+	if !again.OK() || again.Source != harness.Replayed {
 		t.Errorf("re-issue: Status = %v; want %v", again.Status, harness.Replayed)
 	}
 	if !sameJSON(again.Output, []byte(redacted)) {
@@ -982,7 +988,7 @@ func TestReissueRunsWhatMayRunAgain(t *testing.T) {
 
 			failing = false
 			again := mustCall(t, h, c)
-			if again.Status != harness.Executed {
+			if !again.OK() || again.Source != harness.Executed {
 				t.Fatalf("re-issue: Status = %v; want %v (the re-issue runs; err %v)", again.Status, harness.Executed, again.Err)
 			}
 			if len(keys) != tc.attempt+1 {
@@ -996,7 +1002,7 @@ func TestReissueRunsWhatMayRunAgain(t *testing.T) {
 			}
 
 			third := mustCall(t, h, c)
-			if third.Status != harness.Replayed {
+			if !third.OK() || third.Source != harness.Replayed {
 				t.Errorf("after success: Status = %v; want %v (answered from the journal)", third.Status, harness.Replayed)
 			}
 			if len(keys) != tc.attempt+1 {
@@ -1016,7 +1022,7 @@ func TestResolvedIntentIsAnswered(t *testing.T) {
 		text   string
 	}{
 		{"succeeded", journal.Resolution{State: journal.StateSucceeded, Output: []byte(`{"sent":true}`), Reason: "provider log shows it", By: "ops"},
-			harness.Replayed, `{"sent":true}`},
+			harness.Succeeded, `{"sent":true}`},
 		{"failed", journal.Resolution{State: journal.StateFailed, Reason: "provider never received it", By: "ops"},
 			harness.Failed, "The tool failed and nothing was done: provider never received it"},
 	} {
@@ -1039,8 +1045,8 @@ func TestResolvedIntentIsAnswered(t *testing.T) {
 				t.Fatalf("Resolve(%s): %v", first.Key, err)
 			}
 			again := mustCall(t, h, c)
-			if again.Status != tc.status {
-				t.Errorf("after Resolve: Status = %v; want %v", again.Status, tc.status)
+			if again.Status != tc.status || again.Source != harness.Replayed {
+				t.Errorf("after Resolve: Status = %v (%v); want %v (replayed)", again.Status, again.Source, tc.status)
 			}
 			if got := again.ForModel(); got != tc.text {
 				t.Errorf("after Resolve: ForModel() = %q; want %q", got, tc.text)

@@ -56,7 +56,7 @@ func (m *memo) put(t *tool, in keyderive.Intent, step string, input []byte, d ke
 }
 
 // derive canonicalizes and keys a call's input, through the memo.
-func (h *Harness) derive(t *tool, c Call) (keyderive.Derived, error) {
+func (h *Harness) derive(t *tool, c ToolCall) (keyderive.Derived, error) {
 	in := intentOf(c)
 	useMemo := h.memo.max > 0 && len(c.Input) <= memoMaxInput
 	if useMemo {

@@ -51,13 +51,13 @@ func TestFleetChild(t *testing.T) {
 			return json.RawMessage(fmt.Sprintf(`{"charged":%q}`, key)), nil
 		}})
 	for i := range fleetIntents {
-		res, err := h.Call(ctx, harness.Call{Tenant: "acme", Session: "fleet", Turn: "1", Tool: "charge",
+		res := h.Call(ctx, harness.ToolCall{Tenant: "acme", Session: "fleet", Turn: "1", Tool: "charge",
 			Input: json.RawMessage(fmt.Sprintf(`{"order":%d}`, i))})
-		if err != nil || !res.OK() {
-			fmt.Printf("child: call %d: %v %v %v\n", i, res.Status, err, res.Err)
+		if !res.OK() {
+			fmt.Printf("child: call %d: %v %v\n", i, res.Status, res.Err)
 			os.Exit(3)
 		}
-		fmt.Printf("child: %s %s\n", res.Status, res.Output)
+		fmt.Printf("child: %s %s\n", res.Source, res.Output)
 	}
 	h.Close()
 	st.Close()

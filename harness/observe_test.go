@@ -24,13 +24,13 @@ func TestObserverAndLog(t *testing.T) {
 	var logBuf bytes.Buffer
 	var mu sync.Mutex
 	kinds := map[harness.EventKind]int{}
-	var statuses []harness.Status
+	var statuses []harness.Source
 	obs := harness.ObserverFunc(func(ctx context.Context, e harness.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		kinds[e.Kind]++
 		if e.Kind == harness.EventResult {
-			statuses = append(statuses, e.Status)
+			statuses = append(statuses, e.Source)
 		}
 	})
 	h := newHarness(t, st, &harness.Options{Observer: obs,
@@ -46,17 +46,17 @@ func TestObserverAndLog(t *testing.T) {
 		}})
 	ctx := context.Background()
 	c := call("flaky", `{"a":1}`)
-	res := h.CallAll(ctx, []harness.Call{c, c})
+	res := h.CallAll(ctx, []harness.ToolCall{c, c})
 	if len(res) != 2 {
 		t.Fatalf("CallAll of 2 calls returned %d results; want 2", len(res))
 	}
-	if res[0].Status != harness.Executed {
+	if !res[0].OK() || res[0].Source != harness.Executed {
 		t.Errorf("result 0: Status = %v; want %v (err %v)", res[0].Status, harness.Executed, res[0].Err)
 	}
-	if res[1].Status != harness.Collapsed {
+	if !res[1].OK() || res[1].Source != harness.Collapsed {
 		t.Errorf("result 1: Status = %v; want %v", res[1].Status, harness.Collapsed)
 	}
-	if again := mustCall(t, h, c); again.Status != harness.Replayed {
+	if again := mustCall(t, h, c); !again.OK() || again.Source != harness.Replayed {
 		t.Errorf("re-issue: Status = %v; want %v", again.Status, harness.Replayed)
 	}
 
@@ -77,8 +77,8 @@ func TestObserverAndLog(t *testing.T) {
 			t.Errorf("%v events = %d; want %d (%s)", tc.kind, got, tc.want, tc.why)
 		}
 	}
-	if want := []harness.Status{harness.Executed, harness.Collapsed, harness.Replayed}; !slices.Equal(statuses, want) {
-		t.Errorf("result event statuses = %v; want %v", statuses, want)
+	if want := []harness.Source{harness.Executed, harness.Collapsed, harness.Replayed}; !slices.Equal(statuses, want) {
+		t.Errorf("result event sources = %v; want %v", statuses, want)
 	}
 
 	var lines []map[string]any
@@ -93,7 +93,7 @@ func TestObserverAndLog(t *testing.T) {
 	for _, m := range lines {
 		msgs = append(msgs, m["msg"].(string))
 	}
-	if want := []string{"agentonce retried", "agentonce executed", "agentonce collapsed", "agentonce replayed"}; !slices.Equal(msgs, want) {
+	if want := []string{"agentonce retried", "agentonce succeeded (executed)", "agentonce succeeded (collapsed)", "agentonce succeeded (replayed)"}; !slices.Equal(msgs, want) {
 		t.Fatalf("log messages = %q; want %q", msgs, want)
 	}
 	if got := lines[0]["class"]; got != "not-executed" {
@@ -142,7 +142,7 @@ func TestTransportSendsKeyAndAttempt(t *testing.T) {
 			return json.RawMessage(`"paid"`), nil
 		}})
 	res := mustCall(t, h, call("pay", `{"amount":1}`))
-	if res.Status != harness.Executed {
+	if !res.OK() || res.Source != harness.Executed {
 		t.Errorf("Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
 	}
 	if len(got) != 2 {
@@ -185,17 +185,19 @@ func TestCloseWaitsForCallsInProgress(t *testing.T) {
 		}})
 	done := make(chan harness.Result)
 	go func() {
-		res, _ := h.Call(context.Background(), call("slow", `{}`))
+		res := h.Call(context.Background(), call("slow", `{}`))
 		done <- res
 	}()
 	<-started
 	closed := make(chan error)
 	go func() { closed <- h.Close() }()
-	_, err := h.Call(context.Background(), call("slow", `{"other":1}`))
-	for !errors.Is(err, harness.ErrClosed) {
-		// Close may not have taken the lock yet.
+	// Close may not have taken the lock yet: a call may still get in, and
+	// then must wait for release like the first.
+	for {
+		if res := h.Call(context.Background(), call("slow", `{"other":1}`)); errors.Is(res.Err, harness.ErrClosed) {
+			break
+		}
 		time.Sleep(time.Millisecond)
-		_, err = h.Call(context.Background(), call("slow", `{"other":1}`))
 	}
 	select {
 	case <-closed:
@@ -207,7 +209,7 @@ func TestCloseWaitsForCallsInProgress(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if res.Status != harness.Executed {
+	if !res.OK() || res.Source != harness.Executed {
 		t.Errorf("Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
 	}
 	if got := mustGet(t, st, res.Key).State.String(); got != "succeeded" {

@@ -63,7 +63,7 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 	ctx := context.Background()
 	c := call("charge", `{"amount":4900}`)
 	res := mustCall(t, h, c)
-	if res.Status != harness.Executed {
+	if !res.OK() || res.Source != harness.Executed {
 		t.Fatalf("Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
 	}
 	if tries != 2 {
@@ -79,7 +79,7 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 	}
 
 	again := mustCall(t, h, c)
-	if again.Status != harness.Replayed {
+	if !again.OK() || again.Source != harness.Replayed {
 		t.Errorf("re-issue: Status = %v; want %v", again.Status, harness.Replayed)
 	}
 	if want := `{"charged":true}`; !sameJSON(again.Output, []byte(want)) {

@@ -9,8 +9,8 @@ import (
 	"github.com/agentonce/agentonce/retryclass"
 )
 
-// Call is one tool call of the agent.
-type Call struct {
+// ToolCall is one tool call of the agent.
+type ToolCall struct {
 	// ID is the model's tool-call id; it is echoed in the Result and plays
 	// no part in the key (models give every retry a new id).
 	ID string
@@ -33,34 +33,38 @@ type Call struct {
 	StepKey string
 }
 
-// Status says what happened to a call.
+// Status says what the intent's outcome is, as far as this call can tell:
+// what the caller and the model should act on. Source says how the call
+// learned it.
 type Status uint8
 
 const (
-	// Executed: the tool ran in this call and its outcome was recorded.
-	Executed Status = iota + 1
-	// Replayed: the outcome was answered from the journal; the tool did not
-	// run.
-	Replayed
-	// Collapsed: the call joined an identical call running at the same time
-	// in this process and shares its result; the tool ran once.
-	Collapsed
-	// Suppressed: a 409/422-class stop. The action was not repeated; the
-	// model must neither retry nor alter the input.
-	Suppressed
-	// Unknown: an attempt may or may not have taken effect and nobody knows.
-	// It was not repeated.
-	Unknown
-	// Failed: a definite failure. Nothing happened downstream; the model
-	// may correct its input (a new intent).
+	// Succeeded: the effect happened; Output is its result.
+	Succeeded Status = iota + 1
+	// Failed: a definite failure, and no attempt of the intent may have
+	// taken effect. The model may correct its input (a new intent).
 	Failed
-	// Rejected: the call itself was wrong (unknown tool, invalid or
-	// oversize input, closed harness) or the journal failed. Nothing was
-	// recorded and the tool did not run.
+	// Suppressed: a 409/422-class stop (the downstream refused, the key
+	// was used with another input, or the guard refused an altered input).
+	// The action was not repeated; the model must neither retry nor alter
+	// the input.
+	Suppressed
+	// Unknown: an attempt may or may not have taken effect and nobody can
+	// tell yet. It was not repeated; a re-issue asks the tool's Reconcile
+	// hook again where it has one, else an operator resolves it.
+	Unknown
+	// InProgress: the action is under way (this caller left after it
+	// started, or another owner is running it) and its outcome is not
+	// known yet. A re-issue is answered with its outcome.
+	InProgress
+	// Rejected: the call itself was refused (unknown tool, invalid or
+	// oversize input, closed harness, a journal failure before anything
+	// was written, or the caller left before the tool started). Provably
+	// nothing started; Err says why.
 	Rejected
 )
 
-var statusNames = [...]string{"", "executed", "replayed", "collapsed", "suppressed", "unknown", "failed", "rejected"}
+var statusNames = [...]string{"", "succeeded", "failed", "suppressed", "unknown", "in-progress", "rejected"}
 
 // String returns the status's lower-case name.
 func (s Status) String() string {
@@ -70,36 +74,67 @@ func (s Status) String() string {
 	return "status(" + strconv.Itoa(int(s)) + ")"
 }
 
+// Source says how a call learned its outcome. The zero value, NoSource,
+// means the tool did not run for this call and no recorded outcome was
+// read: a rejection, a refusal by the guard or a key mismatch, or a wait
+// on another owner.
+type Source uint8
+
+const (
+	// NoSource: nothing ran and nothing was replayed (see Source).
+	NoSource Source = iota
+	// Executed: this call's attempts ran the tool and reached the outcome.
+	Executed
+	// Replayed: the outcome was recorded by an earlier call and answered
+	// from the journal; the tool did not run.
+	Replayed
+	// Collapsed: the call joined an identical call (same key, same input)
+	// running at the same time in this process and shares its outcome; the
+	// tool ran once.
+	Collapsed
+	// Reconciled: an earlier attempt's effect was confirmed by the tool's
+	// Reconcile hook; the tool did not run again.
+	Reconciled
+)
+
+var sourceNames = [...]string{"none", "executed", "replayed", "collapsed", "reconciled"}
+
+// String returns the source's lower-case name.
+func (s Source) String() string {
+	if int(s) < len(sourceNames) {
+		return sourceNames[s]
+	}
+	return "source(" + strconv.Itoa(int(s)) + ")"
+}
+
 // Result is what a call ended with.
 type Result struct {
-	// CallID echoes Call.ID.
+	// CallID echoes ToolCall.ID.
 	CallID string
 	Tool   string
+	// Status is the outcome; Source how this call learned it.
 	Status Status
-	// Output is the tool's result when it succeeded (Executed, Replayed or
-	// Collapsed with a nil Err).
+	Source Source
+	// Output is the tool's result when Status is Succeeded.
 	Output json.RawMessage
-	// Err is the failure: an *OutcomeError for recorded failed, suppressed
-	// and unknown outcomes, or the reason a call was Rejected.
+	// Err is nil when Status is Succeeded; otherwise an *OutcomeError for a
+	// recorded or reached outcome (failed, suppressed, unknown, in
+	// progress), or the reason a call was Rejected.
 	Err error
 	// Key is the idempotency key (zero when the call was rejected before
 	// one was derived).
 	Key uuid.UUID
 	// Attempts counts the tries recorded for the intent.
 	Attempts int
-	// FromJournal reports that the outcome was answered from the journal
-	// (recorded by an earlier call) rather than reached in this call.
-	FromJournal bool
 }
 
-// OK reports whether the call's tool succeeded (now or earlier).
-func (r Result) OK() bool {
-	return r.Err == nil && (r.Status == Executed || r.Status == Replayed || r.Status == Collapsed)
-}
+// OK reports whether the intent's effect happened (now or earlier).
+func (r Result) OK() bool { return r.Status == Succeeded && r.Err == nil }
 
-// OutcomeError is a recorded outcome other than success: what the model and
-// the caller learn about a failed, suppressed or unknown intent. It is the
-// same whether the outcome happened now or is replayed from the journal.
+// OutcomeError is an outcome other than success: what the model and the
+// caller learn about a failed, suppressed, unknown or in-progress intent.
+// It is the same whether the outcome happened now or is replayed from the
+// journal.
 type OutcomeError struct {
 	Tool string
 	Key  uuid.UUID
@@ -107,7 +142,7 @@ type OutcomeError struct {
 	Class retryclass.Class
 	// Message is the tool's or downstream's error text, as recorded.
 	Message string
-	// Status is Failed, Suppressed or Unknown.
+	// Status is Failed, Suppressed, Unknown or InProgress.
 	Status Status
 	// cause is the live error, when the outcome happened in this call.
 	cause error
@@ -130,17 +165,15 @@ func (e *OutcomeError) Error() string {
 func (e *OutcomeError) Unwrap() error { return e.cause }
 
 // ForModel returns the text to hand the model as the tool's result. It
-// depends only on the recorded outcome, so a replay shows the model the same
-// text as the first answer.
+// depends only on the outcome, so a replay shows the model the same text as
+// the first answer. A success is the output itself, however it was learned
+// (Source tells the caller, not the model, whether it was reconciled).
 func (r Result) ForModel() string {
-	switch r.Status {
-	case Executed, Replayed, Collapsed:
-		if r.Err == nil {
-			if len(r.Output) == 0 {
-				return "null"
-			}
-			return string(r.Output)
+	if r.OK() {
+		if len(r.Output) == 0 {
+			return "null"
 		}
+		return string(r.Output)
 	}
 	var oe *OutcomeError
 	if e, ok := r.Err.(*OutcomeError); ok {
@@ -156,6 +189,9 @@ func (r Result) ForModel() string {
 	case Unknown:
 		return "The outcome of this action is unknown: it may or may not have taken effect, and it was not repeated. " +
 			"Do not retry it or change its input. Tell the user it needs checking (reference " + r.Key.String() + ")."
+	case InProgress:
+		return "This action is under way and its outcome is not known yet. Do not change its input or start it another way; " +
+			"calling this tool again with the same input returns its outcome (reference " + r.Key.String() + ")."
 	case Rejected:
 		return "The tool call was rejected and did not run: " + errText(r.Err)
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/keyderive"
 	"github.com/agentonce/agentonce/retryclass"
@@ -23,13 +21,6 @@ type Effect = journal.Effect
 // and the attempt id (KeyFromContext, AttemptFromContext), and the
 // Transport sends them downstream.
 type Func func(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
-
-// ReconcileFunc answers, after an unknown outcome of an Unkeyed tool, "did
-// the effect for this key happen?". It returns happened=true with the
-// effect's result, happened=false if it provably did not happen (the
-// harness then runs the tool), or an error if it cannot tell (the outcome
-// stays unknown).
-type ReconcileFunc func(ctx context.Context, key uuid.UUID, input json.RawMessage) (output json.RawMessage, happened bool, err error)
 
 // Tool is one tool the agent may call. Name and Func are required; every
 // other field's zero value is a documented default.
@@ -47,12 +38,25 @@ type Tool struct {
 	// Volatile names input properties left out of the key: free text such
 	// as "reason" that the model rewrites on every retry.
 	Volatile []string
-	// Reconcile is asked after an unknown outcome of an Unkeyed tool. Nil
-	// means the outcome stays unknown until resolved (agentctl resolve).
+	// Reconcile is asked after an attempt of an Unkeyed tool may have taken
+	// effect (a timeout, a lost answer, a crash), once its settle window has
+	// passed. Nil means the outcome stays unknown until resolved (agentctl
+	// resolve).
 	Reconcile ReconcileFunc
-	// Timeout bounds each attempt; zero means no timeout of the harness's
-	// own (the caller's context still applies).
+	// Timeout bounds each attempt. Zero means no timeout of the harness's
+	// own for Keyed, Idempotent and ReadOnly tools (the caller's context
+	// still applies) and DefaultUnkeyedTimeout for Unkeyed ones, whose
+	// settle window needs an end.
 	Timeout time.Duration
+	// Settle is how long after an attempt ended without an answer the
+	// downstream may still be acting on it (a request it is still
+	// processing after the client gave up). An Unkeyed tool's Reconcile is
+	// not asked, and an attempt that crashed is not taken over, before its
+	// start + Timeout + Settle has passed; meanwhile callers are answered
+	// "in progress" or "unknown", never with a re-run. Zero means the
+	// tool's Timeout; negative means no wait. Only Unkeyed tools wait:
+	// the other kinds absorb a repeat.
+	Settle time.Duration
 	// Retry is the retry policy; nil means the harness's Options.Retry.
 	Retry *retryclass.Policy
 	// Journal journals a ReadOnly tool too (it is not journaled by default).
@@ -100,7 +104,9 @@ type tool struct {
 	journal  bool // false only for unjournaled journal.ReadOnly tools
 	durable  bool // the write-ahead must be on disk before the tool runs
 	leaseTTL time.Duration
-	retakeFn func(*journal.Record) bool // t.retake, bound once
+	timeout  time.Duration              // each attempt's bound (Timeout or its default)
+	settle   time.Duration              // the wait before reconciling (Settle or its default)
+	retakeFn func(*journal.Record) bool // the journal's Retake, bound once
 }
 
 // next is ReissueStep for this tool at now: an Unkeyed intent to reconcile
@@ -114,10 +120,9 @@ func (t *tool) next(r *journal.Record, now time.Time) Step {
 	return s
 }
 
-// retake is the journal's Retake for this tool: a settled record is taken
-// over when a re-issue would run or reconcile it. The store has already
-// judged expiry, so the record's own last update stands in for the clock.
-func (t *tool) retake(r *journal.Record) bool {
-	s := t.next(r, r.Updated)
+// retake is the journal's Retake for this tool at now: a settled record is
+// taken over when a re-issue would run or reconcile it.
+func (t *tool) retake(r *journal.Record, now time.Time) bool {
+	s := t.next(r, now)
 	return s == StepRetry || s == StepReconcile
 }

@@ -1,13 +1,15 @@
 package harness
 
 import (
+	"fmt"
 	"net/http"
 )
 
 // Default header names used by Transport.
 const (
-	DefaultKeyHeader       = "Idempotency-Key"
-	DefaultRequestIDHeader = "X-Request-Id"
+	DefaultKeyHeader        = "Idempotency-Key"
+	DefaultRequestIDHeader  = "X-Request-Id"
+	DefaultUnkeyedKeyHeader = "X-Agentonce-Key"
 )
 
 // Transport is an http.RoundTripper that carries a call's idempotency key
@@ -15,6 +17,16 @@ const (
 // context from WithKey) get the key in KeyHeader and the attempt id in
 // RequestIDHeader. Headers the request already has are left alone, and
 // requests without a key in their context pass through unchanged.
+//
+// An Unkeyed tool's requests carry the key in UnkeyedKeyHeader instead, for
+// tracing and for its Reconcile hook to ask about, never in Idempotency-Key:
+// net/http resends a request on a reused connection that died after sending
+// only when it is replayable, and a request carrying Idempotency-Key (or
+// X-Idempotency-Key) counts as replayable. For a downstream that does not
+// deduplicate, that resend would be a second effect the harness never
+// decided. Keyed and Idempotent requests may be resent so: their
+// downstream, or their nature, absorbs it (the journal does not count such
+// a resend as an attempt).
 //
 // Like http.Transport it does not interpret responses and does not retry:
 // the harness does. Turn a response into a classified error with
@@ -28,6 +40,11 @@ type Transport struct {
 	// RequestIDHeader names the attempt id's header (for example
 	// "PayPal-Request-Id"); empty means "X-Request-Id", "-" sends none.
 	RequestIDHeader string
+	// UnkeyedKeyHeader names the key's header on an Unkeyed tool's
+	// requests; empty means "X-Agentonce-Key", "-" sends none. A name that
+	// net/http treats as replayable (Idempotency-Key, X-Idempotency-Key) is
+	// refused with an error.
+	UnkeyedKeyHeader string
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -44,13 +61,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if keyHeader == "" {
 		keyHeader = DefaultKeyHeader
 	}
+	if ai.unkeyed {
+		keyHeader = t.UnkeyedKeyHeader
+		switch http.CanonicalHeaderKey(keyHeader) {
+		case "":
+			keyHeader = DefaultUnkeyedKeyHeader
+		case "Idempotency-Key", "X-Idempotency-Key":
+			return nil, fmt.Errorf("harness.Transport: UnkeyedKeyHeader %q would let net/http resend an unkeyed tool's request", keyHeader)
+		}
+	}
 	idHeader := t.RequestIDHeader
 	if idHeader == "" {
 		idHeader = DefaultRequestIDHeader
 	}
 	// A RoundTripper must not modify the caller's request.
 	r2 := req.Clone(req.Context())
-	if r2.Header.Get(keyHeader) == "" {
+	if keyHeader != "-" && r2.Header.Get(keyHeader) == "" {
 		r2.Header.Set(keyHeader, ai.key.String())
 	}
 	if idHeader != "-" && ai.attempt != "" && r2.Header.Get(idHeader) == "" {

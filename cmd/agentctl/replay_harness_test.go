@@ -61,9 +61,9 @@ func TestReplayAgreesWithHarness(t *testing.T) {
 	for _, in := range fixtureIntents {
 		key := fx.keys[in.name].String()
 		before := runs[in.tool].Load()
-		res, err := h.Call(context.Background(), harness.Call{Tenant: in.tenant, Session: in.session, Turn: in.turn, Tool: in.tool, Input: json.RawMessage(in.input)})
-		if err != nil {
-			t.Fatalf("Call(%s): %v", in.name, err)
+		res := h.Call(context.Background(), harness.ToolCall{Tenant: in.tenant, Session: in.session, Turn: in.turn, Tool: in.tool, Input: json.RawMessage(in.input)})
+		if res.Status == harness.Rejected {
+			t.Fatalf("Call(%s): %v", in.name, res.Err)
 		}
 		if res.Key.String() != key {
 			t.Fatalf("Call(%s) key %s; want %s", in.name, res.Key, key)

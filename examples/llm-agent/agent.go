@@ -101,14 +101,17 @@ type summary struct {
 	Journal   string  `json:"journal"`
 	Seed      uint64  `json:"seed"`
 	FaultRate float64 `json:"fault_rate"`
-	// Calls counts the tool calls the model made; the next seven count
-	// their results by status.
+	// Calls counts the tool calls the model made; the next nine count
+	// their results: successes by how they were learned, the rest by
+	// status.
 	Calls      int `json:"calls"`
 	Executed   int `json:"executed"`
 	Replayed   int `json:"replayed"`
 	Collapsed  int `json:"collapsed"`
+	Reconciled int `json:"reconciled"`
 	Suppressed int `json:"suppressed"`
 	Unknown    int `json:"unknown"`
+	InProgress int `json:"in_progress"`
 	Failed     int `json:"failed"`
 	Rejected   int `json:"rejected"`
 	// Retries counts attempts the harness retried; InFlightWaits counts
@@ -143,6 +146,7 @@ type callResult struct {
 	Turn     string `json:"turn"`
 	Tool     string `json:"tool"`
 	Status   string `json:"status"`
+	Source   string `json:"source"`
 	Key      string `json:"key"`
 	Attempts int    `json:"attempts"`
 }
@@ -290,23 +294,30 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 			say("model > %s", step.Text)
 			continue
 		}
-		calls := make([]harness.Call, len(step.Calls))
+		calls := make([]harness.ToolCall, len(step.Calls))
 		for i, c := range step.Calls {
 			say("model > %s %s", c.Name, c.Input)
-			calls[i] = harness.Call{ID: c.ID, Tenant: tenant, Session: script.Session, Turn: step.Turn,
+			calls[i] = harness.ToolCall{ID: c.ID, Tenant: tenant, Session: script.Session, Turn: step.Turn,
 				Tool: c.Name, Input: c.Input, StepKey: stepKey(c)}
 		}
 		for _, r := range h.CallAll(ctx, calls) {
 			sum.Calls++
 			sum.Results = append(sum.Results, callResult{CallID: r.CallID, Turn: step.Turn, Tool: r.Tool,
-				Status: r.Status.String(), Key: r.Key.String(), Attempts: r.Attempts})
-			switch r.Status {
-			case harness.Executed:
+				Status: r.Status.String(), Source: r.Source.String(), Key: r.Key.String(), Attempts: r.Attempts})
+			switch {
+			case r.OK() && r.Source == harness.Executed:
 				sum.Executed++
-			case harness.Replayed:
+			case r.OK() && r.Source == harness.Replayed:
 				sum.Replayed++
-			case harness.Collapsed:
+			case r.OK() && r.Source == harness.Collapsed:
 				sum.Collapsed++
+			case r.OK() && r.Source == harness.Reconciled:
+				sum.Reconciled++
+			}
+			switch r.Status {
+			case harness.Succeeded:
+			case harness.InProgress:
+				sum.InProgress++
 			case harness.Suppressed:
 				sum.Suppressed++
 			case harness.Unknown:
@@ -319,9 +330,9 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 			if r.OK() && r.Tool != "lookup_customer" {
 				succeeded[r.Key.String()] = true
 			}
-			text := r.ForModel()
-			say("tool  < %-10s %s (attempts %d): %s", r.Status, r.Tool, r.Attempts, clip(text, 110))
-			results = append(results, agentoncetest.ToolResult{CallID: r.CallID, Status: r.Status.String(), Content: text})
+			tr := agentoncetest.ResultOf(r)
+			say("tool  < %-10s %s (attempts %d): %s", tr.Status, r.Tool, r.Attempts, clip(tr.Content, 110))
+			results = append(results, tr)
 		}
 	}
 
@@ -382,8 +393,8 @@ func printSummary(w io.Writer, s summary) {
 	if len(faults) == 0 {
 		faults = []string{"none"}
 	}
-	fmt.Fprintf(w, "\n%d tool calls: %d executed, %d replayed, %d collapsed, %d suppressed, %d unknown, %d failed, %d rejected\n",
-		s.Calls, s.Executed, s.Replayed, s.Collapsed, s.Suppressed, s.Unknown, s.Failed, s.Rejected)
+	fmt.Fprintf(w, "\n%d tool calls: %d executed, %d replayed, %d collapsed, %d reconciled, %d suppressed, %d unknown, %d in progress, %d failed, %d rejected\n",
+		s.Calls, s.Executed, s.Replayed, s.Collapsed, s.Reconciled, s.Suppressed, s.Unknown, s.InProgress, s.Failed, s.Rejected)
 	fmt.Fprintf(w, "faults injected: %d (%s); retries: %d; waits for an intent in flight: %d\n",
 		s.FaultsInjected, strings.Join(faults, ", "), s.Retries, s.InFlightWaits)
 	fmt.Fprintf(w, "side effects at the APIs (all runs on this journal): %d; intents that succeeded: %d; duplicate side effects: %d\n",

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentonce/agentonce/agentoncetest"
+	"github.com/agentonce/agentonce/harness"
 )
 
 // This file is the outside world the agent acts on: a small SaaS on a
@@ -20,7 +21,7 @@ import (
 // of this process does not reset them.
 //
 //	POST /charges                 payment API; honours Idempotency-Key (Stripe-like)
-//	POST /emails                  mail API; no protection: every request sends a mail
+//	POST /emails                  mail API; no protection: every request sends a mail (X-Agentonce-Key is its reference)
 //	GET  /emails/{ref}            mail API: was the mail with this reference sent?
 //	GET  /customers/{id}          CRM read
 //	PUT  /customers/{id}/address  CRM upsert; naturally idempotent, no key needed
@@ -54,6 +55,9 @@ func startAPI(dir string) (*api, error) {
 	a.emails, err = agentoncetest.NewDownstream(mail.routes(), &agentoncetest.DownstreamOptions{
 		StateFile:   filepath.Join(dir, "emails.json"),
 		Passthrough: true, // a mail API that sends whatever it is given
+		// An Unkeyed tool's key travels in its own header, one that does not
+		// let net/http resend the POST (see harness.Transport).
+		KeyHeader: harness.DefaultUnkeyedKeyHeader,
 	})
 	if err != nil {
 		return nil, err
@@ -115,7 +119,7 @@ type mailer struct {
 func (m *mailer) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /emails", func(w http.ResponseWriter, r *http.Request) {
-		ref := r.Header.Get("Idempotency-Key") // kept as a reference; not enforced
+		ref := r.Header.Get(harness.DefaultUnkeyedKeyHeader) // kept as a reference; not enforced
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusAccepted)
 		fmt.Fprintf(w, `{"id":"msg_%s","status":"sent"}`, shortHash(ref))

@@ -71,16 +71,16 @@ func tools(baseURL string, apiClient, mailClient *http.Client) []harness.Tool {
 	// The mail API keeps the key as the message's reference and can be
 	// asked about it: after a crash or a lost answer the harness asks
 	// instead of sending again.
-	email.Reconcile = func(ctx context.Context, key uuid.UUID, _ json.RawMessage) (json.RawMessage, bool, error) {
+	email.Reconcile = func(ctx context.Context, key uuid.UUID, _ json.RawMessage) harness.Reconciliation {
 		out, err := doJSON(ctx, mailClient, http.MethodGet, baseURL+"/emails/"+key.String(), nil)
 		var se *retryclass.StatusError
 		switch {
 		case err == nil:
-			return out, true, nil
+			return harness.Happened(out)
 		case errors.As(err, &se) && se.Status == http.StatusNotFound:
-			return nil, false, nil // provably not sent: the harness may send it
+			return harness.DidNotHappen() // provably not sent: the harness may send it
 		}
-		return nil, false, err // cannot tell: the outcome stays unknown
+		return harness.CannotTell(err) // the outcome stays unknown; a re-issue asks again
 	}
 
 	address := harness.Typed("set_shipping_address", journal.Idempotent,

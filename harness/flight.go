@@ -1,0 +1,385 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/retryclass"
+)
+
+// flight is the state of one execution of an intent.
+type flight struct {
+	h     *Harness
+	p     *prepared
+	token uint64
+	tries int
+	// mayHaveRun says an attempt of the intent may have taken effect (one
+	// ended maybe-executed or canceled, or the intent was taken over from
+	// an attempt that never reported): from then on a refusal of a retry
+	// is not "nothing was done".
+	mayHaveRun bool
+	sched      *retryclass.Schedule // made on first need: the replay path has none
+	base       Event
+	lease      *leaseKeeper // set while this flight owns the intent
+}
+
+func (f *flight) schedule() *retryclass.Schedule {
+	if f.sched == nil {
+		f.sched = f.p.tool.policy.NewSchedule()
+	}
+	return f.sched
+}
+
+// run drives a journaled call: Begin decides, and the flight executes,
+// takes over, waits or answers.
+func (h *Harness) run(ctx context.Context, p *prepared) Result {
+	t := p.tool
+	f := &flight{h: h, p: p}
+	f.base = Event{Tool: t.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
+	req := journal.BeginRequest{
+		Key:         p.d.Key,
+		Intent:      intentOf(p.call),
+		Fingerprint: p.d.Fingerprint,
+		Effect:      t.Effect,
+		Owner:       h.owner,
+		AttemptID:   h.newAttemptID(),
+		LeaseTTL:    t.leaseTTL,
+		RecordTTL:   h.opts.RecordTTL,
+		Durable:     t.durable,
+		Guard:       h.opts.Guard,
+		Retake:      t.retakeFn,
+	}
+	if !h.opts.FingerprintOnly {
+		req.Input = p.d.Canonical
+	}
+	f.event(ctx, EventBeforeWriteAhead, nil)
+	for {
+		br, err := h.store.Begin(ctx, req)
+		if err != nil {
+			return f.answer(ctx, Result{Status: Rejected,
+				Err: fmt.Errorf("harness: tool %q key %s: journal: %w", t.Name, p.d.Key, err)})
+		}
+		switch br.Outcome {
+		case journal.Completed:
+			return f.answer(ctx, f.fromRecord(br.Record))
+		case journal.Mismatch:
+			return f.answer(ctx, f.suppressed(retryclass.Mismatch, len(br.Record.Attempts),
+				"this key was already used with a different input (fingerprint mismatch)"))
+		case journal.Guarded:
+			return f.answer(ctx, f.suppressed(retryclass.Mismatch, 0,
+				fmt.Sprintf("an earlier call of %s in this turn was suppressed (key %s); a call with altered input is refused too",
+					t.Name, br.Record.Key)))
+		case journal.InFlight:
+			v := retryclass.Verdict{Class: retryclass.InFlight}
+			delay, ok := f.schedule().Next(ctx, v)
+			if !ok {
+				return f.answer(ctx, f.suppressed(retryclass.InFlight, len(br.Record.Attempts),
+					"the same action is still in progress elsewhere"))
+			}
+			f.eventDelay(ctx, EventInFlight, retryclass.InFlight, delay)
+			if err := retryclass.Wait(ctx, delay); err != nil {
+				return f.answer(ctx, f.inProgress(len(br.Record.Attempts),
+					"the same action is in progress elsewhere; this caller stopped waiting ("+err.Error()+")"))
+			}
+		case journal.Started:
+			return f.own(ctx, br, func(ctx context.Context) Result { return f.execute(ctx, req.AttemptID) })
+		case journal.TakenOver:
+			return f.own(ctx, br, func(ctx context.Context) Result { return f.takeover(ctx, br.Record) })
+		default:
+			return f.answer(ctx, Result{Status: Rejected,
+				Err: fmt.Errorf("harness: tool %q key %s: journal answered unknown begin outcome %d", t.Name, p.d.Key, br.Outcome)})
+		}
+	}
+}
+
+// own runs body while the flight owns the intent's lease, renewing it; if
+// the lease is lost the context body runs with ends.
+func (f *flight) own(ctx context.Context, br journal.BeginResult, body func(context.Context) Result) Result {
+	f.token, f.tries = br.Token, len(br.Record.Attempts)
+	ctx, stop := f.keepLease(ctx)
+	defer stop()
+	return body(ctx)
+}
+
+// takeover continues an intent whose earlier attempt ended without a
+// recorded answer (a crash, a lost answer) or whose recorded outcome a
+// re-issue runs or reconciles again (ReissueStep).
+func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
+	t := f.p.tool
+	step := afterMaybe(&rec, t.Effect)
+	notExecuted := lastAttemptClass(&rec) == retryclass.NotExecuted
+	f.mayHaveRun = mayHaveRun(&rec)
+	f.event(ctx, EventTakeover, nil)
+	if step == StepReconcile {
+		cause := errors.New("an earlier attempt ended without a recorded outcome (crash, lost answer or an unknown outcome)")
+		if res, settled := f.reconcile(ctx, cause); settled {
+			return res
+		}
+	}
+	id := f.h.newAttemptID()
+	prevClass, prevErr := "unknown", "no outcome recorded before the lease expired"
+	if notExecuted {
+		prevClass, prevErr = "", ""
+	}
+	if err := f.startAttempt(ctx, id, prevClass, prevErr); err != nil {
+		return f.lost(ctx, err, nil)
+	}
+	return f.execute(ctx, id)
+}
+
+// mayHaveRun reports whether any attempt of rec may have taken effect:
+// every attempt that was not closed as provably not executed may have.
+func mayHaveRun(rec *journal.Record) bool {
+	for _, a := range rec.Attempts {
+		if classOf(a.Class) != retryclass.NotExecuted {
+			return true
+		}
+	}
+	return false
+}
+
+// execute runs attempts until one settles the intent.
+func (f *flight) execute(ctx context.Context, attemptID string) Result {
+	t := f.p.tool
+	for {
+		f.eventAttempt(ctx, EventAfterWriteAhead, attemptID)
+		var v retryclass.Verdict
+		var err error
+		if t.InTx != nil {
+			var res Result
+			var settled bool
+			res, settled, err = f.attemptInTx(ctx, attemptID)
+			if settled {
+				return res
+			}
+			v = f.inTxVerdict(ctx, err)
+		} else {
+			var out json.RawMessage
+			out, err = f.h.invoke(ctx, t, f.p, attemptID)
+			if err != nil {
+				v = t.policy.Verdict(ctx, err)
+			}
+			f.eventEffect(ctx, attemptID, v.Class, err)
+			if err == nil {
+				return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: out}, Succeeded, Executed, out, nil)
+			}
+			var pe *PanicError
+			if errors.As(err, &pe) {
+				// A panic is a bug, not a transient failure: never retried.
+				// It may have struck after the effect, so only a tool
+				// without one records a definite failure.
+				if t.Effect == journal.ReadOnly {
+					return f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err)
+				}
+				return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted, err)
+			}
+		}
+
+		switch v.Class {
+		case retryclass.Success:
+			// A classifier that calls an error a success is overruled: an
+			// error with no output cannot be recorded as a result.
+			v.Class = retryclass.MaybeExecuted
+		case retryclass.Canceled:
+			// The caller gave up mid-attempt: the attempt may have run.
+			return f.completeErr(ctx, journal.StateUnknown, retryclass.Canceled, err)
+		case retryclass.Terminal:
+			if f.mayHaveRun {
+				return f.refused(ctx, err)
+			}
+			return f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err)
+		case retryclass.Mismatch:
+			return f.completeErr(ctx, journal.StateSuppressed, retryclass.Mismatch, err)
+		}
+		if v.Class == retryclass.MaybeExecuted {
+			f.mayHaveRun = true
+			if t.Effect == journal.Unkeyed {
+				// Never retried blindly: it could double the effect. Once
+				// the downstream can no longer be acting on the attempt,
+				// the Reconcile hook is asked.
+				if res, settled := f.settleThenReconcile(ctx, err); settled {
+					return res
+				}
+				v.Class = retryclass.NotExecuted
+			}
+		}
+		next, ok := f.retry(ctx, v, err)
+		if !ok {
+			return f.giveUp(ctx, v.Class, err)
+		}
+		attemptID = next
+	}
+}
+
+// inTxVerdict classifies the failure of an InTx effect, whose transaction
+// rolled back with it: nothing happened, whatever the error says.
+func (f *flight) inTxVerdict(ctx context.Context, err error) retryclass.Verdict {
+	v := f.p.tool.policy.Verdict(ctx, err)
+	var pe *PanicError
+	switch {
+	case errors.As(err, &pe):
+		v.Class = retryclass.Terminal // a bug: not retried
+	case v.Class == retryclass.Terminal, v.Class == retryclass.Mismatch, v.Class == retryclass.InFlight:
+	default:
+		v.Class = retryclass.NotExecuted
+	}
+	return v
+}
+
+// retry waits out the backoff for a retryable failure and records the next
+// attempt. ok is false when the budget is spent or the caller left; a lost
+// lease is answered by f.lost through giveUp's Complete, which is fenced.
+func (f *flight) retry(ctx context.Context, v retryclass.Verdict, err error) (attemptID string, ok bool) {
+	delay, ok := f.schedule().Next(ctx, v)
+	if !ok {
+		return "", false
+	}
+	f.eventRetry(ctx, v.Class, delay, err)
+	if retryclass.Wait(ctx, delay) != nil {
+		return "", false
+	}
+	attemptID = f.h.newAttemptID()
+	if serr := f.startAttempt(ctx, attemptID, v.Class.String(), err.Error()); serr != nil {
+		return "", false
+	}
+	return attemptID, true
+}
+
+// giveUp records the outcome of a retryable failure whose budget is spent
+// (or whose caller left between attempts).
+func (f *flight) giveUp(ctx context.Context, c retryclass.Class, err error) Result {
+	switch {
+	case c == retryclass.InFlight:
+		return f.completeErr(ctx, journal.StateSuppressed, c, err)
+	case c == retryclass.NotExecuted && !f.mayHaveRun:
+		return f.completeErr(ctx, journal.StateFailed, c, err)
+	case c == retryclass.NotExecuted:
+		// This attempt did not execute, but an earlier one may have.
+		return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
+			fmt.Errorf("%w; an earlier attempt may have taken effect", err))
+	default:
+		return f.completeErr(ctx, journal.StateUnknown, c, err)
+	}
+}
+
+// refused records a definite refusal of a retry after an attempt that may
+// have taken effect: never "nothing was done". An Unkeyed intent becomes
+// unknown; a Keyed or Idempotent one is suppressed, since the downstream
+// refused a repeat of something that may already have happened.
+func (f *flight) refused(ctx context.Context, err error) Result {
+	err = fmt.Errorf("the downstream refused a retry of an action that may already have happened: %w", err)
+	switch f.p.tool.Effect {
+	case journal.Unkeyed:
+		return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted, err)
+	case journal.ReadOnly:
+		return f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err)
+	}
+	return f.completeErr(ctx, journal.StateSuppressed, retryclass.Mismatch, err)
+}
+
+// attemptInTx runs an InTx tool's effect in the transaction that records
+// its outcome. settled reports that res answers the call; otherwise err is
+// the effect's failure and the transaction rolled back.
+func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result, settled bool, err error) {
+	t, tc := f.p.tool, f.h.store.(TxCompleter)
+	var effectErr error
+	rec, err := tc.CompleteWith(context.WithoutCancel(ctx), f.p.d.Key, f.token,
+		func(txCtx context.Context) (out []byte, err error) {
+			// The effect keeps the caller's context (its deadline and the
+			// key) and gains the store's transaction from txCtx.
+			actx := f.h.attemptContext(withValuesOf(ctx, txCtx), t, f.p, attemptID)
+			if t.timeout > 0 {
+				var cancel context.CancelFunc
+				actx, cancel = context.WithTimeout(actx, t.timeout)
+				defer cancel()
+			}
+			defer func() {
+				if r := recover(); r != nil {
+					out, err = nil, &PanicError{Tool: t.Name, Value: r, Stack: debug.Stack()}
+				}
+			}()
+			out, effectErr = t.InTx(actx, f.p.call.Input)
+			return out, effectErr
+		})
+	effectClass := retryclass.Success
+	if effectErr != nil {
+		effectClass = retryclass.NotExecuted // rolled back with its transaction
+	}
+	f.eventEffect(ctx, attemptID, effectClass, effectErr)
+	switch {
+	case err == nil:
+		f.eventAttempt(ctx, EventAfterOutcome, "")
+		return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: rec.Output}), true, nil
+	case effectErr != nil && errors.Is(err, effectErr):
+		return Result{}, false, err
+	case errors.Is(err, journal.ErrOutcomeUncertain):
+		// Effect and outcome committed together or not at all: the record
+		// tells which.
+		if rec, gerr := f.h.store.Get(context.WithoutCancel(ctx), f.p.d.Key); gerr == nil {
+			if rec.State == journal.StateSucceeded {
+				return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: rec.Output}), true, nil
+			}
+			if rec.State == journal.StatePending && rec.Lease.Token == f.token {
+				return Result{}, false, retryclass.MarkNotExecuted(err)
+			}
+		}
+	}
+	return f.lost(ctx, err, nil), true, nil
+}
+
+// invoke runs one attempt of the tool with the key and attempt id in its
+// context, under the tool's timeout, turning a panic into *PanicError.
+// runtime.Goexit is not recovered: it ends the flight's goroutine, the
+// record stays pending, and its lease expiry hands the intent to the next
+// call as after a crash.
+func (h *Harness) invoke(ctx context.Context, t *tool, p *prepared, attemptID string) (out json.RawMessage, err error) {
+	actx := h.attemptContext(ctx, t, p, attemptID)
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(actx, t.timeout)
+		defer cancel()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, &PanicError{Tool: t.Name, Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return t.Func(actx, p.call.Input)
+}
+
+// attemptContext is the context a tool's attempt runs with: the key, the
+// attempt id and whether the downstream may be asked to deduplicate by key
+// (Transport reads it).
+func (h *Harness) attemptContext(ctx context.Context, t *tool, p *prepared, attemptID string) context.Context {
+	return context.WithValue(ctx, keyCtxKey, &attemptInfo{key: p.d.Key, attempt: attemptID, unkeyed: t.Effect == journal.Unkeyed})
+}
+
+// runUnjournaled runs a ReadOnly tool that is not journaled: retried on any
+// retryable failure, nothing recorded.
+func (h *Harness) runUnjournaled(ctx context.Context, p *prepared) Result {
+	t := p.tool
+	f := &flight{h: h, p: p}
+	f.base = Event{Tool: t.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
+	for {
+		id := h.newAttemptID()
+		f.tries++
+		out, err := h.invoke(ctx, t, p, id)
+		if err == nil {
+			return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: out})
+		}
+		v := t.policy.Verdict(ctx, err)
+		delay, ok := f.schedule().Next(ctx, v)
+		if ok && v.Class.Retryable() {
+			f.eventRetry(ctx, v.Class, delay, err)
+			if retryclass.Wait(ctx, delay) == nil {
+				continue
+			}
+		}
+		return f.answer(ctx, Result{Status: Failed, Source: Executed,
+			Err: &OutcomeError{Tool: t.Name, Key: p.d.Key, Class: v.Class, Status: Failed, Message: err.Error(), cause: err}})
+	}
+}

@@ -1,0 +1,120 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/retryclass"
+)
+
+// ReconcileFunc answers, for an Unkeyed tool whose attempt may have taken
+// effect, "did the effect for this key happen?": Happened with the effect's
+// result, DidNotHappen if it provably did not (the harness then runs the
+// tool), or CannotTell (the outcome stays unknown and a later re-issue asks
+// again). The zero Reconciliation is CannotTell. It is asked only once the
+// tool's settle window has passed, so the downstream is no longer acting on
+// the attempt it asks about.
+type ReconcileFunc func(ctx context.Context, key uuid.UUID, input json.RawMessage) Reconciliation
+
+// Reconciliation is a Reconcile hook's answer; make one with Happened,
+// DidNotHappen or CannotTell.
+type Reconciliation struct {
+	verdict reconcileVerdict
+	output  json.RawMessage
+	why     error
+}
+
+type reconcileVerdict uint8
+
+const (
+	cannotTell reconcileVerdict = iota
+	happened
+	didNotHappen
+)
+
+// Happened says the effect happened; output is its result, as the tool
+// would have returned it.
+func Happened(output json.RawMessage) Reconciliation {
+	return Reconciliation{verdict: happened, output: output}
+}
+
+// DidNotHappen says the effect provably did not happen: the tool may run.
+func DidNotHappen() Reconciliation { return Reconciliation{verdict: didNotHappen} }
+
+// CannotTell says the hook cannot tell yet (the downstream is unreachable,
+// or its record is not there yet); why says what stopped it. The outcome
+// stays unknown.
+func CannotTell(why error) Reconciliation { return Reconciliation{why: why} }
+
+// settleThenReconcile waits until the downstream can no longer be acting on
+// the attempt that just ended without an answer, then reconciles. settled
+// reports that res answers the call; false means the effect provably did
+// not happen and the tool may run again.
+func (f *flight) settleThenReconcile(ctx context.Context, cause error) (res Result, settled bool) {
+	if f.p.tool.Reconcile == nil {
+		return f.reconcile(ctx, cause)
+	}
+	if d := f.p.tool.settle; d > 0 {
+		f.eventDelay(ctx, EventSettle, retryclass.MaybeExecuted, d)
+		if err := retryclass.Wait(ctx, d); err != nil {
+			return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
+				fmt.Errorf("%w; the downstream may still be acting on it, so it was not reconciled yet (a re-issue reconciles)", cause)), true
+		}
+	}
+	return f.reconcile(ctx, cause)
+}
+
+// reconcile asks an Unkeyed tool's Reconcile hook whether the effect
+// happened. settled reports that res answers the call (the effect happened,
+// or nobody can tell); false means it provably did not happen and the tool
+// may run.
+func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settled bool) {
+	t := f.p.tool
+	if t.Reconcile == nil {
+		return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
+			fmt.Errorf("%w; the tool has no Reconcile hook, so it was not run again", cause)), true
+	}
+	f.event(ctx, EventReconcile, cause)
+	r := f.askReconcile(ctx)
+	switch r.verdict {
+	case happened:
+		return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: r.output}, Succeeded, Reconciled, r.output, nil), true
+	case didNotHappen:
+		return Result{}, false
+	}
+	why := r.why
+	if why == nil {
+		why = fmt.Errorf("no reason given")
+	}
+	return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
+		fmt.Errorf("%w; reconcile cannot tell yet: %w", cause, why)), true
+}
+
+// askReconcile runs the hook under the tool's timeout; a panic in it is a
+// "cannot tell".
+func (f *flight) askReconcile(ctx context.Context) (r Reconciliation) {
+	t := f.p.tool
+	rctx := f.h.attemptContext(ctx, t, f.p, "")
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(rctx, t.timeout)
+		defer cancel()
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			r = CannotTell(&PanicError{Tool: t.Name, Value: v, Stack: debug.Stack()})
+		}
+	}()
+	return t.Reconcile(rctx, f.p.d.Key, f.p.call.Input)
+}
+
+// DefaultUnkeyedTimeout bounds each attempt of an Unkeyed tool whose Timeout
+// is zero, so that its settle window, and with it reconciliation and
+// takeover after a crash, has an end.
+const DefaultUnkeyedTimeout = 30 * time.Second
