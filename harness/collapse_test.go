@@ -62,6 +62,8 @@ func checkStepCollapse(t *testing.T, down *ledger, amounts [2]int, res [2]harnes
 	}
 }
 
+// Two calls of one model response with the step key order:A-1001 and
+// amounts 4900 and 5900.
 func TestCollapseByFingerprintCallAll(t *testing.T) {
 	var down ledger
 	h := probeHarness(t, probeBolt(t, nil), nil)
@@ -74,6 +76,8 @@ func TestCollapseByFingerprintCallAll(t *testing.T) {
 	}
 }
 
+// Two concurrent Calls with one step key and amounts 100 and 999900, the
+// second made while the first is in its tool.
 func TestCollapseByFingerprintConcurrent(t *testing.T) {
 	var down ledger
 	entered := make(chan struct{}, 2)

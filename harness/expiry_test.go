@@ -44,6 +44,7 @@ func checkStillUnknown(t *testing.T, h *harness.Harness, down *ledger, c harness
 	}
 }
 
+// RecordTTL 200 ms, and the re-issue 300 ms later.
 func TestUnknownNeverExpiresRecordTTL(t *testing.T) {
 	var down ledger
 	h := probeHarness(t, probeBolt(t, nil), &harness.Options{RecordTTL: 200 * time.Millisecond})
@@ -52,6 +53,7 @@ func TestUnknownNeverExpiresRecordTTL(t *testing.T) {
 		func() { time.Sleep(300 * time.Millisecond) })
 }
 
+// The default TTL (7 days), and the store's clock jumped 8 days.
 func TestUnknownNeverExpiresClockJump(t *testing.T) {
 	for name, open := range map[string]func(*testing.T, *journal.Options) journal.Store{
 		"memory": func(_ *testing.T, o *journal.Options) journal.Store { return journal.NewMemory(o) },

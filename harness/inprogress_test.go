@@ -49,6 +49,7 @@ func checkReissue(t *testing.T, h *harness.Harness, down *ledger, done chan stru
 	}
 }
 
+// A caller with a 50 ms deadline and a 300 ms tool.
 func TestInProgressNotDidNotRun(t *testing.T) {
 	var down ledger
 	done := make(chan struct{})
@@ -63,6 +64,7 @@ func TestInProgressNotDidNotRun(t *testing.T) {
 	checkReissue(t, h, &down, done, c)
 }
 
+// The same through CallAll, with the call twice in one model response.
 func TestInProgressNotDidNotRunCallAll(t *testing.T) {
 	var down ledger
 	done := make(chan struct{})

@@ -54,6 +54,8 @@ func raceSlowCall(t *testing.T, h1, h2 *harness.Harness, c harness.Call) (first,
 	return first, second
 }
 
+// An Unkeyed tool whose Reconcile truthfully says "not yet" while the
+// first run is still going: a takeover runs the effect a second time.
 func TestLeaseOutlivedUnkeyed(t *testing.T) {
 	for name, open := range leaseStores(t) {
 		t.Run(name, func(t *testing.T) {
@@ -88,6 +90,8 @@ func TestLeaseOutlivedUnkeyed(t *testing.T) {
 	}
 }
 
+// A Keyed tool: the downstream absorbs the repeat, but a takeover sends the
+// second request while the first is still being processed.
 func TestLeaseOutlivedKeyed(t *testing.T) {
 	for name, open := range leaseStores(t) {
 		t.Run(name, func(t *testing.T) {
