@@ -25,9 +25,15 @@ func (h *Harness) CallAll(ctx context.Context, calls []ToolCall) []Result {
 	type group struct {
 		p    prepared
 		idxs []int
+		// after is an earlier group with the same key and another input:
+		// this one begins once that one is answered, so the first in the
+		// model's order runs and the other is suppressed as a mismatch.
+		after *group
+		done  chan struct{}
 	}
 	var groups []*group
 	byKey := make(map[flightKey]*group, len(calls))
+	firstOfKey := make(map[[16]byte]*group, len(calls))
 	for i, c := range calls {
 		p := h.prepare(c)
 		if p.err != nil {
@@ -39,7 +45,10 @@ func (h *Harness) CallAll(ctx context.Context, calls []ToolCall) []Result {
 			g.idxs = append(g.idxs, i)
 			continue
 		}
-		g := &group{p: p, idxs: []int{i}}
+		g := &group{p: p, idxs: []int{i}, done: make(chan struct{}), after: firstOfKey[p.d.Key]}
+		if g.after == nil {
+			firstOfKey[p.d.Key] = g
+		}
 		byKey[fk] = g
 		groups = append(groups, g)
 	}
@@ -50,12 +59,24 @@ func (h *Harness) CallAll(ctx context.Context, calls []ToolCall) []Result {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(g.done)
+			reject := func(err error) {
+				for _, i := range g.idxs {
+					results[i] = Result{CallID: calls[i].ID, Tool: calls[i].Tool, Status: Rejected, Key: g.p.d.Key, Err: err}
+				}
+			}
+			if g.after != nil {
+				select {
+				case <-g.after.done:
+				case <-ctx.Done():
+					reject(ctx.Err())
+					return
+				}
+			}
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				for _, i := range g.idxs {
-					results[i] = Result{CallID: calls[i].ID, Tool: calls[i].Tool, Status: Rejected, Key: g.p.d.Key, Err: ctx.Err()}
-				}
+				reject(ctx.Err())
 				return
 			}
 			res := h.do(ctx, g.p)

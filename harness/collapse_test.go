@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
 )
 
 // Issue 14: calls with the same step key but different inputs have the same
@@ -23,7 +24,7 @@ type amountIn struct {
 // chargeTool charges the amount it is given; the output names the amount,
 // so that an answer carrying another call's output shows.
 func chargeTool(down *ledger, before func()) harness.Tool {
-	return harness.Tool{Name: "charge", Effect: harness.Keyed,
+	return harness.Tool{Name: "charge", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			if before != nil {
 				before()
@@ -37,7 +38,7 @@ func chargeTool(down *ledger, before func()) harness.Tool {
 		}}
 }
 
-func stepCall(step string, amount int) harness.Call {
+func stepCall(step string, amount int) harness.ToolCall {
 	c := probeCall("charge", fmt.Sprintf(`{"amount":%d}`, amount))
 	c.StepKey = step
 	return c
@@ -69,7 +70,7 @@ func TestCollapseByFingerprintCallAll(t *testing.T) {
 	h := probeHarness(t, probeBolt(t, nil), nil)
 	probeRegister(t, h, chargeTool(&down, nil))
 	amounts := [2]int{4900, 5900}
-	rs := h.CallAll(context.Background(), []harness.Call{stepCall("order:A-1001", amounts[0]), stepCall("order:A-1001", amounts[1])})
+	rs := h.CallAll(context.Background(), []harness.ToolCall{stepCall("order:A-1001", amounts[0]), stepCall("order:A-1001", amounts[1])})
 	checkStepCollapse(t, &down, amounts, [2]harness.Result{rs[0], rs[1]})
 	if !isSuppressed(rs[1]) {
 		t.Errorf("call of 5900: %s; want suppressed (same step key, other input)", describe(rs[1]))
@@ -99,13 +100,13 @@ func TestCollapseByFingerprintConcurrent(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		res[0], _ = h.Call(ctx, stepCall("order:A-1001", amounts[0]))
+		res[0] = h.Call(ctx, stepCall("order:A-1001", amounts[0]))
 	}()
 	<-entered
 	secondDone := make(chan struct{})
 	go func() {
 		defer close(secondDone)
-		res[1], _ = h.Call(ctx, stepCall("order:A-1001", amounts[1]))
+		res[1] = h.Call(ctx, stepCall("order:A-1001", amounts[1]))
 	}()
 	select {
 	case <-secondDone:

@@ -20,22 +20,22 @@ import (
 // maybeSent performs its effect and then loses the answer: the outcome is
 // unknown, and without a Reconcile hook it stays so.
 func maybeSent(down *ledger) harness.Tool {
-	return harness.Tool{Name: "send_mail", Effect: harness.Unkeyed,
+	return harness.Tool{Name: "send_mail", Effect: journal.Unkeyed,
 		Func: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
 			down.effect(ctxKey(ctx))
 			return nil, retryclass.MarkMaybeExecuted(errors.New("read: connection reset by peer"))
 		}}
 }
 
-func checkStillUnknown(t *testing.T, h *harness.Harness, down *ledger, c harness.Call, later func()) {
+func checkStillUnknown(t *testing.T, h *harness.Harness, down *ledger, c harness.ToolCall, later func()) {
 	t.Helper()
 	ctx := context.Background()
-	first, _ := h.Call(ctx, c)
+	first := h.Call(ctx, c)
 	if !isUnknown(first) {
 		t.Fatalf("first call: %s; want unknown", describe(first))
 	}
 	later()
-	again, _ := h.Call(ctx, c)
+	again := h.Call(ctx, c)
 	if n := down.total(); n != 1 {
 		t.Errorf("effects = %d; want 1 (an unknown outcome must not expire into a re-run)", n)
 	}

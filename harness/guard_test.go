@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -62,7 +63,7 @@ func (p *guardPayments) charged() []int {
 
 func (p *guardPayments) tool() harness.Tool {
 	client := &http.Client{Transport: &harness.Transport{Base: p.Client().Transport}}
-	return harness.Tool{Name: "charge", Effect: harness.Keyed,
+	return harness.Tool{Name: "charge", Effect: journal.Keyed,
 		Retry: &retryclass.Policy{MaxAttempts: 1},
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			req, _ := http.NewRequestWithContext(ctx, "POST", p.URL, bytes.NewReader(in))
@@ -88,7 +89,7 @@ func TestGuardRetakeOfNotExecuted(t *testing.T) {
 	probeRegister(t, h, pay.tool())
 	ctx := context.Background()
 	charge := func(amount int) harness.Result {
-		r, _ := h.Call(ctx, probeCall("charge", fmt.Sprintf(`{"amount":%d}`, amount)))
+		r := h.Call(ctx, probeCall("charge", fmt.Sprintf(`{"amount":%d}`, amount)))
 		return r
 	}
 
@@ -119,7 +120,7 @@ func TestGuardArmedByMismatch(t *testing.T) {
 	charge := func(step string, amount int) harness.Result {
 		c := probeCall("charge", fmt.Sprintf(`{"amount":%d}`, amount))
 		c.StepKey = step
-		r, _ := h.Call(ctx, c)
+		r := h.Call(ctx, c)
 		return r
 	}
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -33,7 +34,7 @@ func TestInFlightSuppressionAsksAgain(t *testing.T) {
 	client := &http.Client{Transport: &harness.Transport{Base: srv.Client().Transport}}
 
 	h := probeHarness(t, probeBolt(t, nil), nil)
-	probeRegister(t, h, harness.Tool{Name: "charge", Effect: harness.Keyed, Timeout: 100 * time.Millisecond,
+	probeRegister(t, h, harness.Tool{Name: "charge", Effect: journal.Keyed, Timeout: 100 * time.Millisecond,
 		Retry: &retryclass.Policy{MaxAttempts: 3, InitialInterval: 10 * time.Millisecond, MaxInterval: 20 * time.Millisecond,
 			InFlightBudget: 200 * time.Millisecond},
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
@@ -51,11 +52,11 @@ func TestInFlightSuppressionAsksAgain(t *testing.T) {
 	ctx := context.Background()
 	c := probeCall("charge", `{"amount":4900}`)
 
-	first, _ := h.Call(ctx, c)
-	// TODO(lead): assert Status == InProgress (or Suppressed, whichever the
-	// fixed code gives a 409 that outlasts the budget).
-	if isSuccess(first) || isFailed(first) {
-		t.Fatalf("first call (409 past the in-flight budget): %s; want in progress", describe(first))
+	first := h.Call(ctx, c)
+	// A 409 that outlasts the in-flight budget is a suppression whose text
+	// says "in progress"; it is not final (the re-issue below asks again).
+	if oe, ok := first.Err.(*harness.OutcomeError); !isSuppressed(first) || !ok || oe.Class != retryclass.InFlight {
+		t.Fatalf("first call (409 past the in-flight budget): %s; want suppressed (in-flight)", describe(first))
 	}
 	// Wait for the downstream to finish the charge and store its answer.
 	for deadline := time.Now().Add(5 * time.Second); down.TotalEffects() == 0; {
@@ -66,7 +67,7 @@ func TestInFlightSuppressionAsksAgain(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 
-	again, _ := h.Call(ctx, c)
+	again := h.Call(ctx, c)
 	if !isSuccess(again) || string(again.Output) != `{"charge":"ch_1"}` {
 		t.Errorf("re-issue after the downstream finished: %s; want its stored success {\"charge\":\"ch_1\"}", describe(again))
 	}

@@ -80,8 +80,8 @@ func probeRegister(t *testing.T, h *harness.Harness, tools ...harness.Tool) {
 	}
 }
 
-func probeCall(tool, input string) harness.Call {
-	return harness.Call{Tenant: "acme", Session: "probe", Turn: "1", Tool: tool, Input: json.RawMessage(input)}
+func probeCall(tool, input string) harness.ToolCall {
+	return harness.ToolCall{Tenant: "acme", Session: "probe", Turn: "1", Tool: tool, Input: json.RawMessage(input)}
 }
 
 // ledger is a downstream's record of side effects: how often each key's
@@ -150,17 +150,17 @@ func ctxKey(ctx context.Context) string {
 
 // ledgerReconcile answers "did key K happen?" truthfully from l.
 func ledgerReconcile(l *ledger, out string) harness.ReconcileFunc {
-	return func(_ context.Context, key uuid.UUID, _ json.RawMessage) (json.RawMessage, bool, error) {
+	return func(_ context.Context, key uuid.UUID, _ json.RawMessage) harness.Reconciliation {
 		if l.happened(key.String()) {
-			return json.RawMessage(out), true, nil
+			return harness.Happened(json.RawMessage(out))
 		}
-		return nil, false, nil
+		return harness.DidNotHappen()
 	}
 }
 
 // describe prints a Result for a failure message.
 func describe(r harness.Result) string {
-	return r.Status.String() + " attempts=" + strconv.Itoa(r.Attempts) + " err=" + errString(r.Err) + " model=" + r.ForModel()
+	return r.Status.String() + "/" + r.Source.String() + " attempts=" + strconv.Itoa(r.Attempts) + " err=" + errString(r.Err) + " model=" + r.ForModel()
 }
 
 func errString(err error) string {
@@ -173,9 +173,11 @@ func errString(err error) string {
 // isSuccess reports that the caller was told the tool succeeded.
 func isSuccess(r harness.Result) bool { return r.OK() }
 
-// executedHere reports that the tool ran in this call.
-// TODO(lead): r.Source == harness.Executed.
-func executedHere(r harness.Result) bool { return r.Status == harness.Executed && r.Err == nil }
+// executedHere reports that the tool ran in this call and succeeded.
+func executedHere(r harness.Result) bool { return r.OK() && r.Source == harness.Executed }
+
+// isInProgress reports that the caller was told the action is under way.
+func isInProgress(r harness.Result) bool { return r.Status == harness.InProgress }
 
 // isUnknown reports an unknown outcome.
 func isUnknown(r harness.Result) bool { return r.Status == harness.Unknown }
@@ -197,4 +199,15 @@ func saidNothingHappened(r harness.Result) bool {
 // saidDidNotRun reports that the model was told the call did not run.
 func saidDidNotRun(r harness.Result) bool {
 	return strings.Contains(r.ForModel(), "did not run")
+}
+
+// toldTheTruthLater reports that a second caller of an intent another owner
+// was running was answered with that owner's success (replayed or
+// collapsed) or told it is still in progress; never a run of its own.
+func toldTheTruthLater(r harness.Result) bool {
+	if r.OK() {
+		return r.Source == harness.Replayed || r.Source == harness.Collapsed
+	}
+	oe, ok := r.Err.(*harness.OutcomeError)
+	return isInProgress(r) || (isSuppressed(r) && ok && oe.Class == retryclass.InFlight)
 }

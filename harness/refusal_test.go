@@ -52,7 +52,7 @@ func (p *refusingPayments) count() int {
 
 func (p *refusingPayments) tool(goexitAfterCharge bool) harness.Tool {
 	client := &http.Client{Transport: &harness.Transport{Base: p.Client().Transport}}
-	return harness.Tool{Name: "charge", Effect: harness.Keyed,
+	return harness.Tool{Name: "charge", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			req, _ := http.NewRequestWithContext(ctx, "POST", p.URL, nil)
 			resp, err := client.Do(req)
@@ -77,7 +77,7 @@ func TestRefusalAfterMaybeExecuted(t *testing.T) {
 	pay := newRefusingPayments(t)
 	h := probeHarness(t, probeBolt(t, nil), nil)
 	probeRegister(t, h, pay.tool(false))
-	res, _ := h.Call(context.Background(), probeCall("charge", `{"amount":4900}`))
+	res := h.Call(context.Background(), probeCall("charge", `{"amount":4900}`))
 	if n := pay.count(); n != 1 {
 		t.Errorf("charges = %d; want 1", n)
 	}
@@ -115,13 +115,12 @@ func TestRefusalAfterCrash(t *testing.T) {
 			if n := pay.count(); n != 1 {
 				t.Fatalf("charges after the crash = %d; want 1", n)
 			}
-			// TODO(lead): if the takeover must wait out a settle window, give
-			// h2's tool a short one; the wait here covers only the lease.
+			// A Keyed intent has no settle window: the lease is all to wait.
 			time.Sleep(lease + 100*time.Millisecond)
 
 			h2 := probeHarness(t, st, &harness.Options{Owner: "restarted", LeaseTTL: lease})
 			probeRegister(t, h2, pay.tool(false))
-			res, _ := h2.Call(context.Background(), c)
+			res := h2.Call(context.Background(), c)
 			if n := pay.count(); n != 1 {
 				t.Errorf("charges = %d; want 1", n)
 			}

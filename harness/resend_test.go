@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -62,7 +63,7 @@ func TestTransportNoResendForUnkeyed(t *testing.T) {
 	resp.Body.Close()
 
 	h := probeHarness(t, probeBolt(t, nil), nil)
-	probeRegister(t, h, harness.Tool{Name: "send_mail", Effect: harness.Unkeyed,
+	probeRegister(t, h, harness.Tool{Name: "send_mail", Effect: journal.Unkeyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/send", bytes.NewReader(in))
 			resp, err := client.Do(req)
@@ -75,7 +76,7 @@ func TestTransportNoResendForUnkeyed(t *testing.T) {
 			}
 			return io.ReadAll(resp.Body)
 		}})
-	res, _ := h.Call(context.Background(), probeCall("send_mail", `{"to":"ann@example.com"}`))
+	res := h.Call(context.Background(), probeCall("send_mail", `{"to":"ann@example.com"}`))
 	if n := effects.Load(); n != 1 {
 		t.Errorf("mails the server sent for the tool's POST = %d; want 1", n)
 	}

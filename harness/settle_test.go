@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -49,9 +50,10 @@ func TestSettleBeforeReconcile(t *testing.T) {
 	srv := newMailServer(t)
 	h := probeHarness(t, probeBolt(t, nil), nil)
 	client := srv.Client()
-	probeRegister(t, h, harness.Tool{Name: "send_mail", Effect: harness.Unkeyed, Timeout: 200 * time.Millisecond,
-		// TODO(lead): if the default settle window is long, set the tool's
-		// settle window here to about 600 ms.
+	probeRegister(t, h, harness.Tool{Name: "send_mail", Effect: journal.Unkeyed, Timeout: 200 * time.Millisecond,
+		// The mail server may carry on for 500 ms after the request: the
+		// tool declares that window (the default, its Timeout, is shorter).
+		Settle: 600 * time.Millisecond,
 		Retry: &retryclass.Policy{MaxAttempts: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond},
 		Func: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
 			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/send?key="+url.QueryEscape(ctxKey(ctx)), nil)
@@ -65,21 +67,24 @@ func TestSettleBeforeReconcile(t *testing.T) {
 			}
 			return json.RawMessage(`{"sent":true}`), nil
 		},
-		Reconcile: func(ctx context.Context, key uuid.UUID, _ json.RawMessage) (json.RawMessage, bool, error) {
+		Reconcile: func(ctx context.Context, key uuid.UUID, _ json.RawMessage) harness.Reconciliation {
 			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/sent?key="+key.String(), nil)
 			resp, err := client.Do(req)
 			if err != nil {
-				return nil, false, err
+				return harness.CannotTell(err)
 			}
 			defer resp.Body.Close()
 			var v struct{ Sent bool }
 			if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-				return nil, false, err
+				return harness.CannotTell(err)
 			}
-			return json.RawMessage(`{"sent":true}`), v.Sent, nil
+			if v.Sent {
+				return harness.Happened(json.RawMessage(`{"sent":true}`))
+			}
+			return harness.DidNotHappen()
 		}})
 
-	res, _ := h.Call(context.Background(), probeCall("send_mail", `{"to":"ann@example.com"}`))
+	res := h.Call(context.Background(), probeCall("send_mail", `{"to":"ann@example.com"}`))
 	time.Sleep(time.Second) // let every request the server accepted finish
 	if n := srv.mail.total(); n != 1 {
 		t.Errorf("mails sent = %d; want 1", n)
