@@ -50,6 +50,10 @@ func (h *Harness) prepare(c ToolCall) prepared {
 	if p.err != nil {
 		return p
 	}
+	if c.StepKey == "" && (c.Session == "" || c.Turn == "") {
+		p.err = fmt.Errorf("harness: tool %q: %w (session %q, turn %q)", c.Tool, ErrNoTurn, c.Session, c.Turn)
+		return p
+	}
 	p.d, p.err = h.derive(p.tool, c)
 	if p.err != nil {
 		p.err = fmt.Errorf("harness: tool %q: %w: %w", c.Tool, ErrInvalidInput, p.err)

@@ -22,6 +22,11 @@ var (
 	// too large or too deep, or does not fit the tool's schema. The wrapped
 	// keyderive error says what and where.
 	ErrInvalidInput = errors.New("invalid tool input")
+	// ErrNoTurn is returned when a call has no Session or no Turn and no
+	// StepKey: its key would merge every identical call of the session (or
+	// of the tenant) into one intent, forever. An adapter that cannot tell
+	// the user's turn must say so rather than pass an empty one.
+	ErrNoTurn = errors.New("call has no session or turn (and no step key)")
 )
 
 // UnknownToolError is returned when a call names a tool that is not

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,6 +203,19 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	}
 	pt.retakeFn = func(r *journal.Record) bool { return pt.retake(r, h.now()) }
 	return pt, nil
+}
+
+// Tools returns the registered tools, sorted by name: what an adapter
+// turns into the tool list a model API wants.
+func (h *Harness) Tools() []Tool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	ts := make([]Tool, 0, len(h.tools))
+	for _, t := range h.tools {
+		ts = append(ts, t.Tool)
+	}
+	slices.SortFunc(ts, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	return ts
 }
 
 // Store returns the journal the Harness records into.

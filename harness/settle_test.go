@@ -54,7 +54,7 @@ func TestSettleBeforeReconcile(t *testing.T) {
 		// The mail server may carry on for 500 ms after the request: the
 		// tool declares that window (the default, its Timeout, is shorter).
 		Settle: 600 * time.Millisecond,
-		Retry: &retryclass.Policy{MaxAttempts: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond},
+		Retry:  &retryclass.Policy{MaxAttempts: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond},
 		Func: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
 			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/send?key="+url.QueryEscape(ctxKey(ctx)), nil)
 			resp, err := client.Do(req)

@@ -27,6 +27,9 @@ type Func func(ctx context.Context, input json.RawMessage) (json.RawMessage, err
 type Tool struct {
 	// Name is the tool's name as the model calls it.
 	Name string
+	// Description tells the model what the tool does; adapters put it in
+	// the tool list they give the model. It plays no part in the key.
+	Description string
 	// Effect is the tool's effect kind; zero means Unkeyed.
 	Effect Effect
 	// Func runs the tool.
