@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/retryclass"
 )
 
 func TestToolsListsRegisteredTools(t *testing.T) {
@@ -34,7 +37,10 @@ func TestCallNeedsSessionAndTurn(t *testing.T) {
 	h := newHarness(t, st, nil)
 	runs := 0
 	mustRegister(t, h, harness.Tool{Name: "charge", Effect: journal.Keyed,
-		Func: func(context.Context, json.RawMessage) (json.RawMessage, error) { runs++; return json.RawMessage(`1`), nil }})
+		Func: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			runs++
+			return json.RawMessage(`1`), nil
+		}})
 	for _, c := range []harness.ToolCall{
 		{Tenant: "acme", Session: "s1", Tool: "charge", Input: json.RawMessage(`{}`)},
 		{Tenant: "acme", Turn: "1", Tool: "charge", Input: json.RawMessage(`{}`)},
@@ -53,5 +59,42 @@ func TestCallNeedsSessionAndTurn(t *testing.T) {
 	res := h.Call(context.Background(), harness.ToolCall{Tenant: "acme", Tool: "charge", StepKey: "order:A-1", Input: json.RawMessage(`{}`)})
 	if !res.OK() {
 		t.Errorf("Call(step key, no turn) = %v, %v; want success", res.Status, res.Err)
+	}
+}
+
+func TestNoTurnToolAllowsEmptyTurn(t *testing.T) {
+	_, st := tempJournal(t)
+	h := newHarness(t, st, nil)
+	mustRegister(t, h, harness.Tool{Name: "ping", Effect: journal.Idempotent, NoTurn: true,
+		Func: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`1`), nil }})
+	if res := h.Call(context.Background(), harness.ToolCall{Tenant: "acme", Tool: "ping", Input: json.RawMessage(`{}`)}); !res.OK() {
+		t.Errorf("Call(NoTurn tool, no turn) = %v, %v; want success", res.Status, res.Err)
+	}
+}
+
+func TestReadJSON(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			w.Write([]byte(`{"id":1}`))
+		case "/boom":
+			w.WriteHeader(500)
+			w.Write([]byte(`{"error":"db down"}`))
+		case "/cut":
+			w.Write([]byte(`{"id":`))
+		}
+	}))
+	defer srv.Close()
+	out, err := harness.ReadJSON(srv.Client().Get(srv.URL + "/ok"))
+	if err != nil || string(out) != `{"id":1}` {
+		t.Errorf("ReadJSON(200) = %s, %v; want the body", out, err)
+	}
+	_, err = harness.ReadJSON(srv.Client().Get(srv.URL + "/boom"))
+	if v := retryclass.Classify(err); v.Class != retryclass.MaybeExecuted || v.Status != 500 {
+		t.Errorf("ReadJSON(500) error classifies as %v (status %d); want maybe-executed 500", v.Class, v.Status)
+	}
+	_, err = harness.ReadJSON(srv.Client().Get(srv.URL + "/cut"))
+	if v := retryclass.Classify(err); err == nil || v.Class != retryclass.MaybeExecuted {
+		t.Errorf("ReadJSON(200, cut body) = %v (%v); want a maybe-executed error", err, v.Class)
 	}
 }

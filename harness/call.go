@@ -50,7 +50,7 @@ func (h *Harness) prepare(c ToolCall) prepared {
 	if p.err != nil {
 		return p
 	}
-	if c.StepKey == "" && (c.Session == "" || c.Turn == "") {
+	if c.StepKey == "" && !p.tool.NoTurn && (c.Session == "" || c.Turn == "") {
 		p.err = fmt.Errorf("harness: tool %q: %w (session %q, turn %q)", c.Tool, ErrNoTurn, c.Session, c.Turn)
 		return p
 	}

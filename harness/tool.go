@@ -20,6 +20,14 @@ type Effect = journal.Effect
 // Func is a tool's implementation. Its context carries the idempotency key
 // and the attempt id (KeyFromContext, AttemptFromContext), and the
 // Transport sends them downstream.
+//
+// Its error is classified by retryclass (Tool.Retry can override): a plain
+// error, one the harness cannot place, is maybe-executed, which for an
+// Unkeyed tool means unknown until Reconcile or an operator settles it.
+// Say what you know: retryclass.Permanent(err) for a definite failure in
+// which nothing happened (the model may correct its input),
+// retryclass.MarkNotExecuted(err) for a failure that provably did not take
+// effect and may be retried, and ReadJSON for an HTTP answer.
 type Func func(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
 
 // Tool is one tool the agent may call. Name and Func are required; every
@@ -64,6 +72,10 @@ type Tool struct {
 	Retry *retryclass.Policy
 	// Journal journals a ReadOnly tool too (it is not journaled by default).
 	Journal bool
+	// NoTurn says the tool's intent is the same in every turn (and, with no
+	// session, in every session): a call of it may leave Session or Turn
+	// empty. Without it such a call is rejected with ErrNoTurn.
+	NoTurn bool
 	// InTx is for a tool whose side effect lives in the journal's own
 	// database: it runs the effect inside the transaction that records the
 	// outcome, so both commit or neither does and no outcome is ever

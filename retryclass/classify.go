@@ -176,7 +176,8 @@ func (f *facts) definite() (v Verdict, definite bool) {
 		return v, true
 	}
 	if v.Status != 0 {
-		v.Class = classifyStatus(v.Status, v.RetryAfter > 0)
+		keyed := f.statusErr != nil && f.statusErr.Keyed
+		v.Class = classifyStatus(v.Status, v.RetryAfter > 0, keyed)
 		if v.Class == Success {
 			v.Class = MaybeExecuted // a failure after a 2xx
 		}
@@ -207,6 +208,7 @@ func (f *facts) transport() Class {
 //	503 without Retry-After          MaybeExecuted
 //	409                              InFlight
 //	422                              Mismatch
+//	417 to a request with a key      Mismatch
 //	501, 505                         Terminal
 //	other 1xx, 3xx, 4xx              Terminal
 //	500, 502, 504, other 5xx         MaybeExecuted
@@ -217,7 +219,10 @@ func (f *facts) transport() Class {
 // only before executing can say so in Policy.Classify. "With Retry-After"
 // means a wait above zero, here and in Classify, so that a response and its
 // ResponseError classify alike (a StatusError cannot tell "Retry-After: 0"
-// from no header). A nil resp is
+// from no header). A 417 answers a request that carried Idempotency-Key (or
+// X-Idempotency-Key) as a mismatch: some idempotency middleware (the
+// express-idempotency package, for one) refuses a key re-used with another
+// body with 417 rather than 422. A nil resp is
 // MaybeExecuted. RetryAfter is read from Retry-After-Ms and Retry-After on
 // any status.
 func ClassifyResponse(resp *http.Response) Verdict {
@@ -226,14 +231,20 @@ func ClassifyResponse(resp *http.Response) Verdict {
 	}
 	d, _ := ParseRetryAfter(resp.Header, time.Now())
 	return Verdict{
-		Class:      classifyStatus(resp.StatusCode, d > 0),
+		Class:      classifyStatus(resp.StatusCode, d > 0, carriesKey(resp.Request)),
 		RetryAfter: d,
 		Status:     resp.StatusCode,
 	}
 }
 
-// classifyStatus is the status table of ClassifyResponse.
-func classifyStatus(status int, hasRetryAfter bool) Class {
+// carriesKey reports whether req asked the server to deduplicate by key.
+func carriesKey(req *http.Request) bool {
+	return req != nil && (req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != "")
+}
+
+// classifyStatus is the status table of ClassifyResponse; keyed says the
+// request carried an idempotency key.
+func classifyStatus(status int, hasRetryAfter, keyed bool) Class {
 	switch {
 	case status < 100 || status > 599:
 		return MaybeExecuted
@@ -252,6 +263,10 @@ func classifyStatus(status int, hasRetryAfter bool) Class {
 		return InFlight
 	case http.StatusUnprocessableEntity:
 		return Mismatch
+	case http.StatusExpectationFailed:
+		if keyed {
+			return Mismatch
+		}
 	case http.StatusNotImplemented, http.StatusHTTPVersionNotSupported:
 		return Terminal
 	}

@@ -29,6 +29,9 @@ type StatusError struct {
 	// Body is an excerpt (at most 512 bytes, valid UTF-8) of the response
 	// body, for the error message.
 	Body string
+	// Keyed says the request carried an idempotency key (Idempotency-Key or
+	// X-Idempotency-Key): a 417 to it is then a key mismatch.
+	Keyed bool
 }
 
 // Error reads "POST http://host/path: 503 Service Unavailable (retry after
@@ -83,6 +86,7 @@ func ResponseError(resp *http.Response) error {
 		e.RetryAfter = d
 	}
 	if req := resp.Request; req != nil {
+		e.Keyed = carriesKey(req)
 		e.Method = req.Method
 		if req.URL != nil {
 			u := *req.URL
