@@ -50,6 +50,7 @@ type deriveOptions struct {
 	schema    string
 	volatile  string
 	namespace string
+	showNS    bool
 	diff      bool
 	json      bool
 	inputs    []string
@@ -67,6 +68,7 @@ func deriveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) er
 	fs.StringVar(&o.schema, "schema", "", "the tool's input JSON Schema `FILE`, for normalization (drop nulls, fill defaults)")
 	fs.StringVar(&o.volatile, "volatile", "", "comma-separated `FIELDS` the tool marks volatile (dropped before keying)")
 	fs.StringVar(&o.namespace, "namespace", "", "derive under this namespace `UUID` instead of the journal's")
+	fs.BoolVar(&o.showNS, "show-namespace", false, "print the namespace, a secret that lets anyone predict this deployment's keys")
 	fs.BoolVar(&o.diff, "diff", false, "compare two inputs and show where their canonical forms differ")
 	fs.BoolVar(&o.json, "json", false, "print the derivation as JSON (see 'agentctl help json')")
 	pos, err := parseFlags(fs, args)
@@ -104,7 +106,7 @@ type side struct {
 }
 
 type derivedJSON struct {
-	Namespace     string          `json:"namespace"`
+	Namespace     string          `json:"namespace,omitempty"` // only with --show-namespace
 	Tenant        string          `json:"tenant"`
 	Session       string          `json:"session"`
 	Turn          string          `json:"turn"`
@@ -202,17 +204,23 @@ func runDerive(ctx context.Context, e *env, o *deriveOptions) error {
 		sides[i] = sd
 	}
 
+	// The namespace is the deployment's secret: anyone who has it can
+	// predict its keys. It is printed only when asked.
+	ns := ""
+	if o.showNS {
+		ns = d.Namespace.String()
+	}
 	if !o.diff {
 		sd := sides[0]
 		if o.json {
-			return writeOneJSON(e, toDerivedJSON(d.Namespace, o.step, sd))
+			return writeOneJSON(e, toDerivedJSON(ns, o.step, sd))
 		}
-		return writeSideRows(e, d.Namespace, o.step, sd)
+		return writeSideRows(e, ns, o.step, sd)
 	}
 
 	a, b := sides[0], sides[1]
 	out := deriveDiffJSON{
-		A: toDerivedJSON(d.Namespace, o.step, a), B: toDerivedJSON(d.Namespace, o.step, b),
+		A: toDerivedJSON(ns, o.step, a), B: toDerivedJSON(ns, o.step, b),
 		SameKey:         a.derived.Key == b.derived.Key,
 		FirstDifference: firstDifference(a.derived.Canonical, b.derived.Canonical),
 		Differences:     intentDiff(a.intent, b.intent),
@@ -270,9 +278,9 @@ func loadSide(ctx context.Context, e *env, store journal.Store, o *deriveOptions
 	return sd, nil
 }
 
-func toDerivedJSON(ns uuid.UUID, step string, sd *side) derivedJSON {
+func toDerivedJSON(ns string, step string, sd *side) derivedJSON {
 	return derivedJSON{
-		Namespace: ns.String(), Tenant: sd.intent.Tenant, Session: sd.intent.Session, Turn: sd.intent.Turn,
+		Namespace: ns, Tenant: sd.intent.Tenant, Session: sd.intent.Session, Turn: sd.intent.Turn,
 		Tool: sd.intent.Tool, Discriminator: sd.intent.Discriminator, Step: step,
 		Key: sd.derived.Key.String(), Fingerprint: sd.derived.Fingerprint.String(),
 		Canonical: json.RawMessage(sd.derived.Canonical), JournalState: sd.state,
@@ -298,10 +306,13 @@ func journalNote(sd *side) string {
 	return "record " + sd.state
 }
 
-func writeSideRows(e *env, ns uuid.UUID, step string, sd *side) error {
+func writeSideRows(e *env, ns string, step string, sd *side) error {
 	rw := newRowWriter(e.stdout, e.stdoutTTY)
 	rw.dash = e.stdoutTTY
-	rw.row("namespace", ns.String())
+	if ns == "" {
+		ns = "(secret; --show-namespace prints it)"
+	}
+	rw.row("namespace", ns)
 	rw.row("tenant", sd.intent.Tenant)
 	rw.row("session", sd.intent.Session)
 	rw.row("turn", sd.intent.Turn)

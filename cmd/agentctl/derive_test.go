@@ -18,9 +18,17 @@ func TestDeriveMatchesRecordedKey(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Key != fx.keys[fxCharge].String() || d.JournalState != "pending" || d.Namespace != testNS.String() ||
+	if d.Key != fx.keys[fxCharge].String() || d.JournalState != "pending" || d.Namespace != "" ||
 		string(d.Canonical) != `{"amount":"49.00","currency":"USD","customer":8812}` {
-		t.Errorf("derive = %+v; want key %s, journal state pending", d, fx.keys[fxCharge])
+		t.Errorf("derive = %+v; want key %s, journal state pending, no namespace", d, fx.keys[fxCharge])
+	}
+	if strings.Contains(r.stdout, testNS.String()) {
+		t.Errorf("derive printed the secret namespace without --show-namespace: %s", r.stdout)
+	}
+	r = agentctl(t, false, "derive", "--journal", fx.path, "--tenant", "acme", "--session", "s1", "--turn", "1",
+		"--tool", "charge", `{}`, "--json", "--show-namespace")
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil || d.Namespace != testNS.String() {
+		t.Errorf("derive --show-namespace: namespace %q (%v); want %s", d.Namespace, err, testNS)
 	}
 
 	// Another turn is another intent: a different key, no record.
