@@ -21,13 +21,14 @@ const (
 	// intent's first effect (of any effect, for Idempotent tools): another
 	// payload's result, or a second effect's.
 	RuleWrongOutput = "wrong-output"
-	// RuleFailed: a call was told "failed, nothing was done" although an
+	// RuleFailed: a call was answered Failed (or told "nothing was done"
+	// or "did not run" in any other answer but a rejection) although an
 	// effect of the intent happened in an attempt begun before the call,
 	// or in an attempt of the call's own flight.
 	RuleFailed = "failed-but-effect"
-	// RuleRejected: a call was told "rejected and did not run" although an
-	// attempt of its own flight (the same process, running while the call
-	// waited) made an effect.
+	// RuleRejected: a call was answered Rejected ("rejected and did not
+	// run") although an attempt of its own flight (the same process,
+	// running while the call waited) made an effect.
 	RuleRejected = "rejected-but-ran"
 	// RuleLost: after a call was answered with a success, a later call of
 	// the same payload was answered unknown, failed or suppressed.
@@ -251,16 +252,22 @@ func (v *intentView) check() []Violation {
 			} else if msg := v.wrongOutput(c); msg != "" {
 				wrong = append(wrong, msg)
 			}
-		case OutFailed:
-			if e := v.effectBefore(c); e != nil && strings.Contains(a.Text, "nothing was done") {
-				failed = append(failed, fmt.Sprintf("%s told %q; effect %d by attempt %s", c.id, clip(a.Text), e.ev.Effect, e.ev.Attempt))
-			}
 		case OutRejected:
+			// "Rejected and did not run" is about the call's own flight.
 			for _, e := range v.effects {
-				if ofFlight(e.attempt, c) && strings.Contains(a.Text, "did not run") {
+				if ofFlight(e.attempt, c) {
 					rejected = append(rejected, fmt.Sprintf("%s told %q; effect %d by attempt %s of its flight", c.id, clip(a.Text), e.ev.Effect, e.ev.Attempt))
 					break
 				}
+			}
+		default:
+			// Failed means nothing happened; so does any answer whose
+			// text says so.
+			if a.Outcome != OutFailed && !saysNothingDone(a.Text) {
+				break
+			}
+			if e := v.effectBefore(c); e != nil {
+				failed = append(failed, fmt.Sprintf("%s answered %s, told %q; effect %d by attempt %s", c.id, a.Status, clip(a.Text), e.ev.Effect, e.ev.Attempt))
 			}
 		}
 	}
@@ -357,6 +364,12 @@ func (v *intentView) knowable() int {
 		}
 	}
 	return n
+}
+
+// saysNothingDone reports whether a text for the model claims that nothing
+// happened.
+func saysNothingDone(text string) bool {
+	return strings.Contains(text, "nothing was done") || strings.Contains(text, "did not run")
 }
 
 func sameJSON(a, b json.RawMessage) bool {

@@ -142,15 +142,16 @@ func (d *Downstream) act(w http.ResponseWriter, r *http.Request, in *Intent, p i
 		// idempotency layer (a retry refused with 417 even though the key
 		// has a stored response).
 		if prev := d.keyed[in.ID]; prev != nil {
+			mismatch, running, stored := prev.p != p, !prev.done, prev.body
 			d.mu.Unlock()
 			switch {
-			case prev.p != p:
+			case mismatch:
 				d.respond(w, r, base, http.StatusUnprocessableEntity, false, "key reused with another payload")
-			case !prev.done:
+			case running:
 				d.respond(w, r, base, http.StatusConflict, false, "a request with this key is in progress")
 			default:
 				time.Sleep(time.Duration(a.DelayMS) * time.Millisecond)
-				d.deliver(w, r, base, a, prev.body, "replayed")
+				d.deliver(w, r, base, a, stored, "replayed")
 			}
 			return
 		}
