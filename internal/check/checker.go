@@ -233,11 +233,20 @@ func (v *intentView) check() []Violation {
 		return nil
 	}
 	if (kind == Keyed || kind == Unkeyed) && len(v.effects) > 1 {
-		var by []string
-		for _, e := range v.effects {
+		var by, twice []string
+		for i, e := range v.effects {
 			by = append(by, e.ev.Attempt)
+			if slices.ContainsFunc(v.effects[:i], func(f effectView) bool { return f.ev.Attempt == e.ev.Attempt }) {
+				twice = append(twice, e.ev.Attempt)
+			}
 		}
-		add(RuleDuplicate, "%d effects, by attempts %s", len(v.effects), strings.Join(by, ", "))
+		note := ""
+		if len(twice) > 0 {
+			// One attempt id, two requests: resent below the harness (net/http
+			// resends a request it deems replayable after a broken connection).
+			note = fmt.Sprintf(" (attempt %s reached the downstream more than once)", strings.Join(twice, ", "))
+		}
+		add(RuleDuplicate, "%d effects, by attempts %s%s", len(v.effects), strings.Join(by, ", "), note)
 	}
 	var noEffect, wrong, failed, rejected, lost []string
 	for _, c := range v.calls {

@@ -129,6 +129,7 @@ const (
 	ScCancel     = "cancel"        // the caller's context ends mid-flight
 	ScDuplicates = "duplicates"    // parallel identical calls
 	ScReadOnly   = "readonly"      // a ReadOnly tool under faults
+	ScSkew       = "clock-ahead"   // a worker whose journal clock runs ahead calls during another's lease
 )
 
 // Plan is a whole schedule, made by Generate from a seed and shared with
@@ -193,16 +194,24 @@ func Generate(seed int64, o GenOptions) *Plan {
 	if o.Intents <= 0 {
 		o.Intents = max(int(o.Duration/time.Second)*10, 20)
 	}
-	g := &gen{rng: rand.New(rand.NewPCG(uint64(seed), 0x6167656e74636b)), lease: int(o.Lease / time.Millisecond), workers: o.Workers}
-	p := &Plan{Seed: seed, Store: o.Store, Workers: o.Workers, LeaseMS: g.lease,
+	p := &Plan{Seed: seed, Store: o.Store, Workers: o.Workers, LeaseMS: int(o.Lease / time.Millisecond),
 		DurationMS: int(o.Duration / time.Millisecond), Tools: planTools}
 	p.Skews = make([]int, o.Workers)
 	if o.Store == "postgres" && o.Workers > 1 && !o.NoSkew {
 		// One worker's clock is far ahead, one a little behind: a live
 		// lease must not look expired to the one ahead.
-		p.Skews[1] = 90_000
+		p.Skews[1] = skewAhead
 		if o.Workers > 2 {
 			p.Skews[2] = -300
+		}
+	}
+	g := &gen{rng: rand.New(rand.NewPCG(uint64(seed), 0x6167656e74636b)), lease: p.LeaseMS, workers: o.Workers, ahead: -1}
+	for w, sk := range p.Skews {
+		switch {
+		case sk == 0:
+			g.trueClock = append(g.trueClock, w)
+		case sk == skewAhead:
+			g.ahead = w
 		}
 	}
 	// Issues fall in the first part of the run, so that every intent has
@@ -216,10 +225,42 @@ func Generate(seed int64, o GenOptions) *Plan {
 	return p
 }
 
+// skewAhead is the journal clock offset (ms) of the worker that runs
+// ahead.
+const skewAhead = 90_000
+
 type gen struct {
 	rng     *rand.Rand
 	lease   int
 	workers int
+	// trueClock lists the slots whose journal clock is not skewed; ahead
+	// is the slot whose clock is far ahead, -1 if none.
+	trueClock []int
+	ahead     int
+}
+
+// twoTrue returns two slots with true clocks, distinct when there are
+// two: a lease scenario must not depend on a skewed clock.
+func (g *gen) twoTrue() (int, int) {
+	a := g.trueClock[g.rng.IntN(len(g.trueClock))]
+	if len(g.trueClock) == 1 {
+		return a, g.otherNotAhead(a)
+	}
+	b := a
+	for b == a {
+		b = g.trueClock[g.rng.IntN(len(g.trueClock))]
+	}
+	return a, b
+}
+
+// otherNotAhead returns a slot other than w that does not run ahead, or w.
+func (g *gen) otherNotAhead(w int) int {
+	for range 16 {
+		if o := g.other(w); o != g.ahead {
+			return o
+		}
+	}
+	return w
 }
 
 func (g *gen) between(lo, hi int) int {
@@ -246,8 +287,8 @@ var scenarioWeights = []struct {
 	name string
 	w    int
 }{
-	{ScMixed, 34}, {ScLease, 12}, {ScHangup, 10}, {ScRefuse, 10},
-	{ScStepKey, 10}, {ScCancel, 10}, {ScDuplicates, 10}, {ScReadOnly, 4},
+	{ScMixed, 28}, {ScLease, 12}, {ScHangup, 10}, {ScRefuse, 10},
+	{ScStepKey, 10}, {ScCancel, 10}, {ScDuplicates, 10}, {ScSkew, 6}, {ScReadOnly, 4},
 }
 
 func (g *gen) scenario(i int) string {
@@ -277,17 +318,28 @@ func kindOf(tool string) Kind {
 
 func (g *gen) intent(i int) Intent {
 	in := Intent{ID: fmt.Sprintf("i%04d", i), Scenario: g.scenario(i), Payloads: 1}
+	if in.Scenario == ScSkew && g.ahead < 0 {
+		in.Scenario = ScDuplicates
+	}
 	w := g.worker()
 	one := func(after int) Issue { return Issue{Worker: w, AfterMS: after, Payloads: []int{0}} }
 	switch in.Scenario {
 	case ScLease:
 		// Slower than the lease, with no Timeout to raise it; a second
-		// caller comes after the lease ran out.
-		in.Tool = g.pick("unkeyed_rec", "unkeyed_slowrec", "keyed", "unkeyed", "idempotent")
-		in.Script = []Action{{Do: ActOK, DelayMS: g.between(g.lease*13/10, g.lease*5/2)}}
-		second := one(g.between(g.lease*11/10, g.lease*16/10))
-		second.Worker = g.other(w)
-		in.Issues = []Issue{one(0), second}
+		// caller comes after the lease ran out, while the first still runs.
+		in.Tool = g.pick("unkeyed_rec", "unkeyed_rec", "unkeyed_slowrec", "keyed", "unkeyed", "idempotent")
+		in.Script = []Action{{Do: ActOK, DelayMS: g.between(g.lease*18/10, g.lease*3)}}
+		a, b := g.twoTrue()
+		in.Issues = []Issue{{Worker: a, Payloads: []int{0}},
+			{Worker: b, AfterMS: g.between(g.lease*11/10, g.lease*15/10), Payloads: []int{0}}}
+	case ScSkew:
+		// A worker whose clock runs ahead calls while another's lease is
+		// live and its tool still runs.
+		in.Tool = g.pick("unkeyed_rec", "unkeyed_slowrec", "keyed", "unkeyed_rec")
+		in.Script = []Action{{Do: ActOK, DelayMS: g.between(g.lease/2, g.lease*9/10)}}
+		a, _ := g.twoTrue()
+		in.Issues = []Issue{{Worker: a, Payloads: []int{0}},
+			{Worker: g.ahead, AfterMS: g.between(50, g.lease/4), Payloads: []int{0}}}
 	case ScHangup:
 		// Every request outlives the client's timeout; the downstream
 		// still acts.
