@@ -35,6 +35,7 @@ type options struct {
 	pg       string
 	workers  int
 	intents  int
+	lease    time.Duration
 	skew     bool
 	history  string
 	json     bool
@@ -62,6 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.pg, "pg", os.Getenv("AGENTONCE_PG_URL"), "PostgreSQL server URL (default $AGENTONCE_PG_URL)")
 	fs.IntVar(&o.workers, "workers", 3, "agent processes at once on PostgreSQL")
 	fs.IntVar(&o.intents, "intents", 0, "intents per store (default 10 per second of -duration)")
+	fs.DurationVar(&o.lease, "lease", 500*time.Millisecond, "the workers' lease (harness Options.LeaseTTL); tool durations are drawn around it")
 	fs.BoolVar(&o.skew, "skew", true, "run one PostgreSQL worker with its journal clock 90s ahead")
 	fs.StringVar(&o.history, "history", "", "merged history file (JSON Lines); with -store both, the store's name is added")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
@@ -86,6 +88,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.duration <= 0 {
 		fmt.Fprintln(stderr, "agentcheck: -duration must be positive")
+		return o, flag.ErrHelp
+	}
+	if o.lease < 100*time.Millisecond {
+		fmt.Fprintln(stderr, "agentcheck: -lease must be at least 100ms")
 		return o, flag.ErrHelp
 	}
 	return o, nil
@@ -116,7 +122,7 @@ func runCheck(o options, stdout, stderr io.Writer) int {
 	var reports []*check.Report
 	for _, st := range stores {
 		ro := check.Options{Seed: o.seed, Store: st, PGURL: o.pg, Duration: o.duration,
-			Workers: o.workers, Intents: o.intents, NoSkew: !o.skew, Exe: exe, History: o.history}
+			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, Exe: exe, History: o.history}
 		if o.history != "" && len(stores) > 1 {
 			ext := filepath.Ext(o.history)
 			ro.History = strings.TrimSuffix(o.history, ext) + "-" + st + ext

@@ -8,7 +8,7 @@
 // Usage:
 //
 //	agentcheck [-seed N] [-duration 20s] [-store bolt|postgres|both] [-pg URL]
-//	           [-workers 3] [-intents 0] [-skew=true] [-history FILE] [-json] [-v]
+//	           [-workers 3] [-intents 0] [-lease 500ms] [-skew=true] [-history FILE] [-json] [-v]
 //
 // On bbolt one agent process runs at a time and is killed and restarted; on
 // PostgreSQL several run at once, are killed and restarted, have their

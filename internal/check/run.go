@@ -35,6 +35,8 @@ type Options struct {
 	Workers int
 	// Intents is the number of intents; zero means 10 per second.
 	Intents int
+	// Lease is the workers' Options.LeaseTTL; zero means 500ms.
+	Lease time.Duration
 	// NoSkew keeps every worker's journal clock true.
 	NoSkew bool
 	// Exe is the agentcheck binary, started as "Exe worker …".
@@ -115,7 +117,7 @@ func (r *runner) say(format string, args ...any) {
 
 func (r *runner) run(ctx context.Context) (*Report, error) {
 	r.plan = Generate(r.o.Seed, GenOptions{Store: r.o.Store, Workers: r.o.Workers, Duration: r.o.Duration,
-		Intents: r.o.Intents, NoSkew: r.o.NoSkew})
+		Intents: r.o.Intents, Lease: r.o.Lease, NoSkew: r.o.NoSkew})
 	var err error
 	if r.log, err = OpenLog(filepath.Join(r.dir, "runner.jsonl"), "runner"); err != nil {
 		return nil, err
