@@ -1,6 +1,7 @@
 package check
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -124,14 +125,17 @@ func Check(plan *Plan, history []Event) *Report {
 		in := &plan.Intents[i]
 		views[in.ID] = &intentView{in: in, attempts: map[string]*attemptView{}, delivered: map[string]int64{}}
 	}
+	var runner []Event // process events and faults
 	for _, e := range history {
 		switch e.Ev {
 		case EvProc:
 			if strings.HasPrefix(e.Note, "kill") {
 				r.Kills++
 			}
+			runner = append(runner, e)
 		case EvFault:
 			r.Terminations++
+			runner = append(runner, e)
 		}
 		v := views[e.Intent]
 		if v == nil {
@@ -155,7 +159,7 @@ func Check(plan *Plan, history []Event) *Report {
 		for _, found := range v.check() {
 			found.Seed, found.Store = plan.Seed, plan.Store
 			found.Intent, found.Scenario, found.Tool = v.in.ID, v.in.Scenario, v.in.Tool
-			found.History = v.events
+			found.History = v.withFaults(runner)
 			r.Violations = append(r.Violations, found)
 			if r.ByRule[found.Rule] == nil {
 				r.ByRule[found.Rule] = map[string]int{}
@@ -165,6 +169,31 @@ func Check(plan *Plan, history []Event) *Report {
 		r.Soft[SoftKnowable] += v.knowable()
 	}
 	return r
+}
+
+// withFaults returns the intent's events with the kills and faults that
+// struck its processes while it had events, in time order: a violation's
+// minimal history.
+func (v *intentView) withFaults(runner []Event) []Event {
+	if len(v.events) == 0 {
+		return nil
+	}
+	procs := map[string]bool{}
+	for _, e := range v.events {
+		procs[e.Proc] = true
+		if e.Attempt != "" {
+			procs[procOf(e.Attempt)] = true
+		}
+	}
+	first, last := v.events[0].T, v.events[len(v.events)-1].T
+	out := slices.Clone(v.events)
+	for _, e := range runner {
+		if procs[e.Subject] && e.T >= first && e.T <= last && (e.Ev == EvFault || strings.HasPrefix(e.Note, "kill")) {
+			out = append(out, e)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Event) int { return cmp.Compare(a.T, b.T) })
+	return out
 }
 
 // add files one event of the intent.

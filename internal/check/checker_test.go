@@ -200,3 +200,35 @@ func TestCheckCounts(t *testing.T) {
 		t.Errorf(`Answers["succeeded/executed"] = %d; want 1`, got)
 	}
 }
+
+func TestViolationHistoryShowsTheKill(t *testing.T) {
+	history := []Event{
+		callEv(10, "w0.1", "c1", 0),
+		attemptEv(11, "w0.1", "w0.1#1", false),
+		{T: 12, Ev: EvProc, Proc: "runner", Subject: "w0.1", Note: "kill w0.1 pid 9"},
+		{T: 13, Ev: EvProc, Proc: "runner", Subject: "w1.1", Note: "kill w1.1 pid 8"},
+		{T: 14, Ev: EvFault, Proc: "runner", Subject: "w0.2", Note: "pg_terminate_backend 7"},
+		callEv(20, "w0.2", "c2", 0),
+		attemptEv(21, "w0.2", "w0.2#1", false),
+		effectEv(22, "w0.2#1", 0, 1),
+		effectEv(30, "w0.1#1", 0, 2),
+		{T: 40, Ev: EvProc, Proc: "runner", Subject: "w0.2", Note: "kill w0.2 pid 10"},
+	}
+	plan := &Plan{Intents: []Intent{{ID: "i1", Kind: Unkeyed, Payloads: 1}}}
+	rep := Check(plan, history)
+	if len(rep.Violations) != 1 {
+		t.Fatalf("Violations = %+v; want one duplicate-effect", rep.Violations)
+	}
+	var notes []string
+	for _, e := range rep.Violations[0].History {
+		if e.Proc == "runner" {
+			notes = append(notes, e.Note)
+		}
+	}
+	// The kill of w1.1 is another process's; w0.2's kill came after the
+	// intent's last event.
+	want := []string{"kill w0.1 pid 9", "pg_terminate_backend 7"}
+	if !slices.Equal(notes, want) {
+		t.Errorf("runner lines in the violation's history = %q; want %q", notes, want)
+	}
+}

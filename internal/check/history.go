@@ -71,6 +71,9 @@ type Event struct {
 	Code int `json:"code,omitempty"`
 	// Effect numbers an intent's effects from 1 (EvEffect).
 	Effect int `json:"effect,omitempty"`
+	// Subject is the worker process a runner's event is about (EvProc,
+	// EvFault).
+	Subject string `json:"subject,omitempty"`
 	// Note says more: the action a request got, how a response was
 	// delivered, what a process event was.
 	Note string `json:"note,omitempty"`

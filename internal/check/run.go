@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -86,9 +87,15 @@ type runner struct {
 	rng *mrand.Rand
 
 	mu       sync.Mutex // guards procs, problems and halted
-	procs    map[int]*exec.Cmd
+	procs    map[int]*running
 	problems []string
 	halted   bool // no more restarts
+}
+
+// running is a worker process in its slot.
+type running struct {
+	cmd  *exec.Cmd
+	proc string
 }
 
 // randInt draws from [lo, hi].
@@ -153,7 +160,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	r.say("%s seed %d: %d intents, %d workers, downstream %s, work in %s",
 		r.o.Store, r.o.Seed, len(r.plan.Intents), r.plan.Workers, dsURL, r.dir)
 
-	r.procs = map[int]*exec.Cmd{}
+	r.procs = map[int]*running{}
 	stop := make(chan struct{})
 	var faults sync.WaitGroup
 	faults.Go(func() { r.kill(stop) })
@@ -296,11 +303,11 @@ func (r *runner) runProc(planFile string, slot int, proc string, final bool, tim
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	r.log.Add(Event{Ev: EvProc, Note: fmt.Sprintf("start %s pid %d", proc, cmd.Process.Pid)})
+	r.log.Add(Event{Ev: EvProc, Subject: proc, Note: fmt.Sprintf("start %s pid %d", proc, cmd.Process.Pid)})
 	r.say("start %s", proc)
 	if !final {
 		r.mu.Lock()
-		r.procs[slot] = cmd
+		r.procs[slot] = &running{cmd: cmd, proc: proc}
 		r.mu.Unlock()
 	}
 	if timeout > 0 {
@@ -310,12 +317,12 @@ func (r *runner) runProc(planFile string, slot int, proc string, final bool, tim
 	err = cmd.Wait()
 	if !final {
 		r.mu.Lock()
-		if r.procs[slot] == cmd {
+		if p := r.procs[slot]; p != nil && p.cmd == cmd {
 			delete(r.procs, slot)
 		}
 		r.mu.Unlock()
 	}
-	r.log.Add(Event{Ev: EvProc, Note: fmt.Sprintf("exit %s: %v", proc, errText(err))})
+	r.log.Add(Event{Ev: EvProc, Subject: proc, Note: fmt.Sprintf("exit %s: %v", proc, errText(err))})
 	return err
 }
 
@@ -341,14 +348,14 @@ func (r *runner) kill(stop <-chan struct{}) {
 		}
 		slot := int(r.randInt(0, r.plan.Workers-1))
 		r.mu.Lock()
-		cmd := r.procs[slot]
+		p := r.procs[slot]
 		r.mu.Unlock()
-		if cmd == nil {
+		if p == nil {
 			continue
 		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err == nil {
-			r.log.Add(Event{Ev: EvProc, Note: fmt.Sprintf("kill slot %d pid %d", slot, cmd.Process.Pid)})
-			r.say("kill slot %d", slot)
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err == nil {
+			r.log.Add(Event{Ev: EvProc, Subject: p.proc, Note: fmt.Sprintf("kill %s pid %d", p.proc, p.cmd.Process.Pid)})
+			r.say("kill %s", p.proc)
 		}
 	}
 }
@@ -356,8 +363,8 @@ func (r *runner) kill(stop <-chan struct{}) {
 func (r *runner) killAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, cmd := range r.procs {
-		_ = cmd.Process.Kill()
+	for _, p := range r.procs {
+		_ = p.cmd.Process.Kill()
 	}
 }
 
@@ -400,7 +407,8 @@ func (r *runner) terminate(ctx context.Context, stop <-chan struct{}) {
 		b := bs[r.randInt(0, len(bs)-1)]
 		var ok bool
 		if err := conn.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, b.pid).Scan(&ok); err == nil && ok {
-			r.log.Add(Event{Ev: EvFault, Note: fmt.Sprintf("pg_terminate_backend %d (%s)", b.pid, b.name)})
+			_, proc, _ := strings.Cut(b.name, "/")
+			r.log.Add(Event{Ev: EvFault, Subject: proc, Note: fmt.Sprintf("pg_terminate_backend %d (%s)", b.pid, b.name)})
 		}
 	}
 }
