@@ -113,6 +113,8 @@ type intentView struct {
 	// delivered holds the attempts whose success response reached a
 	// client that was still there, with the time.
 	delivered map[string]int64
+	// sent counts the requests the downstream got per attempt id.
+	sent map[string]int
 }
 
 // Check decides, intent by intent, whether history (ordered by time, as
@@ -123,7 +125,7 @@ func Check(plan *Plan, history []Event) *Report {
 	views := make(map[string]*intentView, len(plan.Intents))
 	for i := range plan.Intents {
 		in := &plan.Intents[i]
-		views[in.ID] = &intentView{in: in, attempts: map[string]*attemptView{}, delivered: map[string]int64{}}
+		views[in.ID] = &intentView{in: in, attempts: map[string]*attemptView{}, delivered: map[string]int64{}, sent: map[string]int{}}
 	}
 	var runner []Event // process events and faults
 	for _, e := range history {
@@ -217,6 +219,7 @@ func (v *intentView) add(e Event) {
 		}
 	case EvRequest:
 		v.attempt(e.Attempt, procOf(e.Attempt), e.T)
+		v.sent[e.Attempt]++
 	case EvEffect:
 		v.effects = append(v.effects, effectView{ev: e, attempt: v.attempt(e.Attempt, procOf(e.Attempt), e.T)})
 	case EvResponse:
@@ -263,9 +266,9 @@ func (v *intentView) check() []Violation {
 	}
 	if (kind == Keyed || kind == Unkeyed) && len(v.effects) > 1 {
 		var by, twice []string
-		for i, e := range v.effects {
+		for _, e := range v.effects {
 			by = append(by, e.ev.Attempt)
-			if slices.ContainsFunc(v.effects[:i], func(f effectView) bool { return f.ev.Attempt == e.ev.Attempt }) {
+			if v.sent[e.ev.Attempt] > 1 && !slices.Contains(twice, e.ev.Attempt) {
 				twice = append(twice, e.ev.Attempt)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -72,6 +73,10 @@ func TestCheckRules(t *testing.T) {
 			effectEv(21, "w1.1#1", 0, 2)), []string{RuleDuplicate}},
 		{"two effects of an Unkeyed tool", Unkeyed, with(executed,
 			effectEv(21, "w1.1#1", 0, 2)), []string{RuleDuplicate}},
+		{"one attempt sent twice", Unkeyed, with(executed,
+			Event{T: 20, Ev: EvRequest, Proc: "downstream", Intent: "i1", Attempt: "w0.1#1"},
+			Event{T: 21, Ev: EvRequest, Proc: "downstream", Intent: "i1", Attempt: "w0.1#1"},
+			effectEv(22, "w0.1#1", 0, 2)), []string{RuleDuplicate}},
 		{"two effects of an Idempotent tool", Idempotent, with(executed,
 			effectEv(21, "w1.1#1", 0, 2)), nil},
 		{"a ReadOnly tool is not checked", ReadOnly, with(executed,
@@ -150,6 +155,11 @@ func TestCheckRules(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Check rules = %v; want %v (violations: %+v)", got, tt.want, rep.Violations)
+			}
+			for _, v := range rep.Violations {
+				if twice := strings.Contains(v.Detail, "more than once"); twice != strings.Contains(tt.name, "twice") {
+					t.Errorf("%s detail %q: says an attempt was sent more than once = %v; want %v", v.Rule, v.Detail, twice, !twice)
+				}
 			}
 		})
 	}
