@@ -96,6 +96,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"-store", "sqlite"}, exitUsage, `-store "sqlite"`},
 		{[]string{"-duration", "0s"}, exitUsage, "-duration must be positive"},
 		{[]string{"-lease", "10ms"}, exitUsage, "-lease must be at least 100ms"},
+		{[]string{"-scenarios", "hangup,nosuch"}, exitUsage, `unknown scenario "nosuch"`},
 		{[]string{"-nosuchflag"}, exitUsage, "nosuchflag"},
 		{[]string{"extra"}, exitUsage, `unexpected argument "extra"`},
 		{[]string{"-store", "postgres", "-pg", ""}, exitCannotRun, "needs -pg URL"},

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -28,18 +29,20 @@ const (
 
 // options are the flags of a check.
 type options struct {
-	seed     int64
-	seedSet  bool
-	duration time.Duration
-	store    string
-	pg       string
-	workers  int
-	intents  int
-	lease    time.Duration
-	skew     bool
-	history  string
-	json     bool
-	verbose  bool
+	seed      int64
+	seedSet   bool
+	duration  time.Duration
+	store     string
+	pg        string
+	workers   int
+	intents   int
+	lease     time.Duration
+	skew      bool
+	kill      bool
+	scenarios []string
+	history   string
+	json      bool
+	verbose   bool
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -65,6 +68,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.intents, "intents", 0, "intents per store (default 10 per second of -duration)")
 	fs.DurationVar(&o.lease, "lease", 500*time.Millisecond, "the workers' lease (harness Options.LeaseTTL); tool durations are drawn around it")
 	fs.BoolVar(&o.skew, "skew", true, "run one PostgreSQL worker with its journal clock 90s ahead")
+	fs.BoolVar(&o.kill, "kill", true, "kill workers with SIGKILL (and terminate PostgreSQL backends) at random moments")
+	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(check.Scenarios(), ", ")+")")
 	fs.StringVar(&o.history, "history", "", "merged history file (JSON Lines); with -store both, the store's name is added")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
 	fs.BoolVar(&o.verbose, "v", false, "print progress, and the history of every violation")
@@ -80,6 +85,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			o.seedSet = true
 		}
 	})
+	if *scenarios != "" {
+		for _, name := range strings.Split(*scenarios, ",") {
+			name = strings.TrimSpace(name)
+			if !slices.Contains(check.Scenarios(), name) {
+				fmt.Fprintf(stderr, "agentcheck: -scenarios: unknown scenario %q (want %s)\n", name, strings.Join(check.Scenarios(), ", "))
+				return o, flag.ErrHelp
+			}
+			o.scenarios = append(o.scenarios, name)
+		}
+	}
 	switch o.store {
 	case "bolt", "postgres", "both":
 	default:
@@ -122,7 +137,7 @@ func runCheck(o options, stdout, stderr io.Writer) int {
 	var reports []*check.Report
 	for _, st := range stores {
 		ro := check.Options{Seed: o.seed, Store: st, PGURL: o.pg, Duration: o.duration,
-			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, Exe: exe, History: o.history}
+			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, NoKill: !o.kill, Scenarios: o.scenarios, Exe: exe, History: o.history}
 		if o.history != "" && len(stores) > 1 {
 			ext := filepath.Ext(o.history)
 			ro.History = strings.TrimSuffix(o.history, ext) + "-" + st + ext

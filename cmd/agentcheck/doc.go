@@ -8,14 +8,16 @@
 // Usage:
 //
 //	agentcheck [-seed N] [-duration 20s] [-store bolt|postgres|both] [-pg URL]
-//	           [-workers 3] [-intents 0] [-lease 500ms] [-skew=true] [-history FILE] [-json] [-v]
+//	           [-workers 3] [-intents 0] [-lease 500ms] [-skew=true] [-kill=true]
+//	           [-scenarios LIST] [-history FILE] [-json] [-v]
 //
 // On bbolt one agent process runs at a time and is killed and restarted; on
 // PostgreSQL several run at once, are killed and restarted, have their
 // database backends terminated, and one runs with its journal clock 90
-// seconds ahead (-skew=false turns that off). After -duration a final
-// process re-issues every intent once. The seed (random unless given) is
-// printed first; the same seed gives the same schedule.
+// seconds ahead. -skew=false turns the skew off, -kill=false the kills and
+// terminations, and -scenarios runs only the named scenarios. After
+// -duration a final process re-issues every intent once. The seed (random
+// unless given) is printed first; the same seed gives the same schedule.
 //
 // The output lists each violation with the seed, the rule and the
 // intent's history lines (the first two per rule; -v prints all), then a

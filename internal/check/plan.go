@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -180,6 +181,9 @@ type GenOptions struct {
 	Lease time.Duration
 	// NoSkew keeps every worker's journal clock true.
 	NoSkew bool
+	// Scenarios restricts the intents to these scenarios; empty means
+	// all. Unknown names are ignored.
+	Scenarios []string
 }
 
 // Generate makes the plan for seed. The same seed and options give the
@@ -206,6 +210,14 @@ func Generate(seed int64, o GenOptions) *Plan {
 		}
 	}
 	g := &gen{rng: rand.New(rand.NewPCG(uint64(seed), 0x6167656e74636b)), lease: p.LeaseMS, workers: o.Workers, ahead: -1}
+	for _, s := range scenarioWeights {
+		if len(o.Scenarios) == 0 || slices.Contains(o.Scenarios, s.name) {
+			g.weights = append(g.weights, s)
+		}
+	}
+	if len(g.weights) == 0 {
+		g.weights = scenarioWeights
+	}
 	for w, sk := range p.Skews {
 		switch {
 		case sk == 0:
@@ -237,6 +249,8 @@ type gen struct {
 	// is the slot whose clock is far ahead, -1 if none.
 	trueClock []int
 	ahead     int
+	// weights are the scenarios drawn from.
+	weights []scenarioWeight
 }
 
 // twoTrue returns two slots with true clocks, distinct when there are
@@ -283,10 +297,12 @@ func (g *gen) other(w int) int {
 }
 
 // scenario weights, in percent.
-var scenarioWeights = []struct {
+type scenarioWeight struct {
 	name string
 	w    int
-}{
+}
+
+var scenarioWeights = []scenarioWeight{
 	{ScMixed, 28}, {ScLease, 12}, {ScHangup, 10}, {ScRefuse, 10},
 	{ScStepKey, 10}, {ScCancel, 10}, {ScDuplicates, 10}, {ScSkew, 6}, {ScReadOnly, 4},
 }
@@ -294,17 +310,30 @@ var scenarioWeights = []struct {
 func (g *gen) scenario(i int) string {
 	// The first intents cover every scenario once, so that even a short
 	// run meets each.
-	if i < len(scenarioWeights) {
-		return scenarioWeights[i].name
+	if i < len(g.weights) {
+		return g.weights[i].name
 	}
-	n := g.rng.IntN(100)
-	for _, s := range scenarioWeights {
+	total := 0
+	for _, s := range g.weights {
+		total += s.w
+	}
+	n := g.rng.IntN(total)
+	for _, s := range g.weights {
 		if n < s.w {
 			return s.name
 		}
 		n -= s.w
 	}
-	return ScMixed
+	return g.weights[0].name
+}
+
+// Scenarios lists the scenario names, for -scenarios.
+func Scenarios() []string {
+	var names []string
+	for _, s := range scenarioWeights {
+		names = append(names, s.name)
+	}
+	return names
 }
 
 func kindOf(tool string) Kind {

@@ -40,6 +40,10 @@ type Options struct {
 	Lease time.Duration
 	// NoSkew keeps every worker's journal clock true.
 	NoSkew bool
+	// NoKill turns off the SIGKILLs and the backend terminations.
+	NoKill bool
+	// Scenarios restricts the plan to these scenarios; empty means all.
+	Scenarios []string
 	// Exe is the agentcheck binary, started as "Exe worker …".
 	Exe string
 	// History is where the merged history is written; empty means a file
@@ -124,7 +128,7 @@ func (r *runner) say(format string, args ...any) {
 
 func (r *runner) run(ctx context.Context) (*Report, error) {
 	r.plan = Generate(r.o.Seed, GenOptions{Store: r.o.Store, Workers: r.o.Workers, Duration: r.o.Duration,
-		Intents: r.o.Intents, Lease: r.o.Lease, NoSkew: r.o.NoSkew})
+		Intents: r.o.Intents, Lease: r.o.Lease, NoSkew: r.o.NoSkew, Scenarios: r.o.Scenarios})
 	var err error
 	if r.log, err = OpenLog(filepath.Join(r.dir, "runner.jsonl"), "runner"); err != nil {
 		return nil, err
@@ -163,9 +167,11 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	r.procs = map[int]*running{}
 	stop := make(chan struct{})
 	var faults sync.WaitGroup
-	faults.Go(func() { r.kill(stop) })
-	if r.schema != "" {
-		faults.Go(func() { r.terminate(ctx, stop) })
+	if !r.o.NoKill {
+		faults.Go(func() { r.kill(stop) })
+		if r.schema != "" {
+			faults.Go(func() { r.terminate(ctx, stop) })
+		}
 	}
 	var workers sync.WaitGroup
 	for slot := range r.plan.Workers {
