@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentonce/agentonce/internal/check"
+)
+
+// Exit codes.
+const (
+	exitOK        = 0
+	exitViolation = 1
+	exitUsage     = 2
+	exitCannotRun = 3
+)
+
+// options are the flags of a check.
+type options struct {
+	seed      int64
+	seedSet   bool
+	duration  time.Duration
+	store     string
+	pg        string
+	workers   int
+	intents   int
+	lease     time.Duration
+	skew      bool
+	kill      bool
+	scenarios []string
+	history   string
+	json      bool
+	verbose   bool
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "worker" {
+		return runWorker(args[1:], stderr)
+	}
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return exitUsage
+	}
+	return runCheck(o, stdout, stderr)
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("agentcheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Int64Var(&o.seed, "seed", 0, "schedule seed (default random, printed)")
+	fs.DurationVar(&o.duration, "duration", 20*time.Second, "how long issues and faults go on, per store")
+	fs.StringVar(&o.store, "store", "bolt", "journal: bolt, postgres or both")
+	fs.StringVar(&o.pg, "pg", os.Getenv("AGENTONCE_PG_URL"), "PostgreSQL server URL (default $AGENTONCE_PG_URL)")
+	fs.IntVar(&o.workers, "workers", 3, "agent processes at once on PostgreSQL")
+	fs.IntVar(&o.intents, "intents", 0, "intents per store (default 10 per second of -duration)")
+	fs.DurationVar(&o.lease, "lease", 500*time.Millisecond, "the workers' lease (harness Options.LeaseTTL); tool durations are drawn around it")
+	fs.BoolVar(&o.skew, "skew", true, "run one PostgreSQL worker with its journal clock 90s ahead")
+	fs.BoolVar(&o.kill, "kill", true, "kill workers with SIGKILL (and terminate PostgreSQL backends) at random moments")
+	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(check.Scenarios(), ", ")+")")
+	fs.StringVar(&o.history, "history", "", "merged history file (JSON Lines); with -store both, the store's name is added")
+	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
+	fs.BoolVar(&o.verbose, "v", false, "print progress, and the history of every violation")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agentcheck: unexpected argument %q\n", fs.Arg(0))
+		return o, flag.ErrHelp
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "seed" {
+			o.seedSet = true
+		}
+	})
+	if *scenarios != "" {
+		for _, name := range strings.Split(*scenarios, ",") {
+			name = strings.TrimSpace(name)
+			if !slices.Contains(check.Scenarios(), name) {
+				fmt.Fprintf(stderr, "agentcheck: -scenarios: unknown scenario %q (want %s)\n", name, strings.Join(check.Scenarios(), ", "))
+				return o, flag.ErrHelp
+			}
+			o.scenarios = append(o.scenarios, name)
+		}
+	}
+	switch o.store {
+	case "bolt", "postgres", "both":
+	default:
+		fmt.Fprintf(stderr, "agentcheck: -store %q: want bolt, postgres or both\n", o.store)
+		return o, flag.ErrHelp
+	}
+	if o.duration <= 0 {
+		fmt.Fprintln(stderr, "agentcheck: -duration must be positive")
+		return o, flag.ErrHelp
+	}
+	if o.lease < 100*time.Millisecond {
+		fmt.Fprintln(stderr, "agentcheck: -lease must be at least 100ms")
+		return o, flag.ErrHelp
+	}
+	return o, nil
+}
+
+func runCheck(o options, stdout, stderr io.Writer) int {
+	if !o.seedSet {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		o.seed = int64(binary.LittleEndian.Uint64(b[:]) >> 1)
+	}
+	fmt.Fprintf(stderr, "agentcheck: seed %d\n", o.seed)
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "agentcheck: finding my own binary to run workers: %v\n", err)
+		return exitCannotRun
+	}
+	stores := []string{o.store}
+	if o.store == "both" {
+		stores = []string{"bolt", "postgres"}
+	}
+	if o.store != "bolt" && o.pg == "" {
+		fmt.Fprintln(stderr, "agentcheck: -store postgres needs -pg URL or AGENTONCE_PG_URL")
+		return exitCannotRun
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var reports []*check.Report
+	for _, st := range stores {
+		ro := check.Options{Seed: o.seed, Store: st, PGURL: o.pg, Duration: o.duration,
+			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, NoKill: !o.kill, Scenarios: o.scenarios, Exe: exe, History: o.history}
+		if o.history != "" && len(stores) > 1 {
+			ext := filepath.Ext(o.history)
+			ro.History = strings.TrimSuffix(o.history, ext) + "-" + st + ext
+		}
+		if o.verbose {
+			ro.Progress = stderr
+		}
+		rep, err := check.Run(ctx, ro)
+		if err != nil {
+			fmt.Fprintf(stderr, "agentcheck: %s: %v\n", st, err)
+			return exitCannotRun
+		}
+		reports = append(reports, rep)
+	}
+	failed := false
+	for _, r := range reports {
+		failed = failed || r.Failed()
+	}
+	if o.json {
+		n, e, v := check.Totals(reports)
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(check.JSONSummary{Seed: o.seed, Intents: n, Effects: e, Violations: v, Reports: reports})
+	} else {
+		for _, r := range reports {
+			r.WriteText(stdout, o.verbose)
+		}
+		fmt.Fprintln(stdout, check.SummaryLine(reports))
+	}
+	if failed {
+		return exitViolation
+	}
+	return exitOK
+}

@@ -1,0 +1,35 @@
+// Command agentcheck is a seeded fault checker for agentonce, in the manner
+// of Jepsen: from a seed it generates a schedule of intents and faults,
+// runs it against real agent processes (itself, re-executed as
+// "agentcheck worker"), a real journal and a loopback downstream that
+// counts effects, and checks every answer the agents got against the
+// history of what happened.
+//
+// Usage:
+//
+//	agentcheck [-seed N] [-duration 20s] [-store bolt|postgres|both] [-pg URL]
+//	           [-workers 3] [-intents 0] [-lease 500ms] [-skew=true] [-kill=true]
+//	           [-scenarios LIST] [-history FILE] [-json] [-v]
+//
+// On bbolt one agent process runs at a time and is killed and restarted; on
+// PostgreSQL several run at once, are killed and restarted, have their
+// database backends terminated, and one runs with its journal clock 90
+// seconds ahead. -skew=false turns the skew off, -kill=false the kills and
+// terminations, and -scenarios runs only the named scenarios. After
+// -duration a final process re-issues every intent once. The seed (random
+// unless given) is printed first; the same seed gives the same schedule.
+//
+// The output lists each violation with the seed, the rule and the
+// intent's history lines (the first two per rule; -v prints all), then a
+// table of violations per rule and scenario, and ends with the line
+//
+//	agentcheck: N intents, E effects, V violations
+//
+// -json prints the same as one JSON object instead. The merged history is
+// written as JSON Lines to -history (default: a file named for the store
+// and seed in the temporary directory).
+//
+// Exit codes: 0 no violation; 1 at least one violation, or a run whose
+// workers failed; 2 usage; 3 the check could not run (no PostgreSQL server,
+// no temporary directory).
+package main
