@@ -171,7 +171,7 @@ func (a *agent) issue(ctx context.Context, in *Intent, is Issue) {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(is.CancelMS)*time.Millisecond)
 		defer cancel()
 	}
-	var calls []harness.Call
+	var calls []harness.ToolCall
 	var ps []int
 	for _, p := range is.Payloads {
 		for range is.Dup + 1 {
@@ -199,16 +199,16 @@ func (a *agent) issue(ctx context.Context, in *Intent, is Issue) {
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		wg.Go(func() {
-			res, _ := a.h.Call(ctx, c) // a rejection is in res too
+			res := a.h.Call(ctx, c)
 			a.log.Add(answerEvent(in.ID, ps[i], c.ID, res))
 		})
 	}
 	wg.Wait()
 }
 
-func (a *agent) call(in *Intent, p int) harness.Call {
+func (a *agent) call(in *Intent, p int) harness.ToolCall {
 	input, _ := json.Marshal(body{Intent: in.ID, P: p})
-	return harness.Call{
+	return harness.ToolCall{
 		ID:      fmt.Sprintf("%s/%d", a.proc, a.calls.Add(1)),
 		Tenant:  "agentcheck",
 		Session: fmt.Sprintf("seed-%d", a.plan.Seed),
@@ -228,26 +228,18 @@ func answerEvent(intent string, p int, callID string, res harness.Result) Event 
 	if res.Err != nil {
 		e.Err = res.Err.Error()
 	}
-	switch res.Status {
-	case harness.Executed, harness.Replayed, harness.Collapsed:
-		if res.Err != nil {
-			e.Outcome = OutFailed
-			break
-		}
-		e.Outcome, e.Output = OutSucceeded, res.Output
-		e.Source = map[harness.Status]string{harness.Executed: SrcExecuted, harness.Replayed: SrcReplayed, harness.Collapsed: SrcCollapsed}[res.Status]
-	case harness.Suppressed:
-		e.Outcome = OutSuppressed
-		var oe *harness.OutcomeError
-		if errors.As(res.Err, &oe) && oe.Class == retryclass.InFlight {
-			e.Outcome = OutInProgress
-		}
-	case harness.Unknown:
-		e.Outcome = OutUnknown
-	case harness.Failed:
-		e.Outcome = OutFailed
-	default:
-		e.Outcome = OutRejected
+	e.Outcome = map[harness.Status]string{harness.Succeeded: OutSucceeded, harness.Failed: OutFailed,
+		harness.Suppressed: OutSuppressed, harness.Unknown: OutUnknown, harness.InProgress: OutInProgress,
+		harness.Rejected: OutRejected}[res.Status]
+	if res.OK() {
+		e.Output = res.Output
+		e.Source = map[harness.Source]string{harness.Executed: SrcExecuted, harness.Replayed: SrcReplayed,
+			harness.Collapsed: SrcCollapsed, harness.Reconciled: SrcReconciled}[res.Source]
+	}
+	var oe *harness.OutcomeError
+	if res.Status == harness.Suppressed && errors.As(res.Err, &oe) && oe.Class == retryclass.InFlight {
+		// A 409 past the in-flight budget: the action is under way.
+		e.Outcome = OutInProgress
 	}
 	return e
 }
@@ -274,7 +266,7 @@ func (a *agent) tool(spec ToolSpec) harness.Tool {
 		return out, err
 	}
 	if spec.Kind == Unkeyed && spec.Reconcile != RecNone {
-		t.Reconcile = func(ctx context.Context, key uuid.UUID, input json.RawMessage) (json.RawMessage, bool, error) {
+		t.Reconcile = func(ctx context.Context, key uuid.UUID, input json.RawMessage) harness.Reconciliation {
 			var b body
 			_ = json.Unmarshal(input, &b)
 			out, happened, err := a.reconcile(ctx, spec.Reconcile, b)
@@ -282,11 +274,15 @@ func (a *agent) tool(spec ToolSpec) harness.Tool {
 			switch {
 			case err != nil:
 				e.Note, e.Err = "cannot tell", err.Error()
+				a.log.Add(e)
+				return harness.CannotTell(err)
 			case happened:
 				e.Note = "happened"
+				a.log.Add(e)
+				return harness.Happened(out)
 			}
 			a.log.Add(e)
-			return out, happened, err
+			return harness.DidNotHappen()
 		}
 	}
 	return t
@@ -295,13 +291,13 @@ func (a *agent) tool(spec ToolSpec) harness.Tool {
 func effectOf(k Kind) harness.Effect {
 	switch k {
 	case Keyed:
-		return harness.Keyed
+		return journal.Keyed
 	case Idempotent:
-		return harness.Idempotent
+		return journal.Idempotent
 	case ReadOnly:
-		return harness.ReadOnly
+		return journal.ReadOnly
 	}
-	return harness.Unkeyed
+	return journal.Unkeyed
 }
 
 func (a *agent) send(ctx context.Context, kind Kind, b body, input json.RawMessage) (json.RawMessage, error) {
