@@ -173,7 +173,7 @@ func (h *Harness) run(ctx context.Context, p prepared) Result {
 				Err: fmt.Errorf("harness: tool %q key %s: journal: %w", t.Name, p.d.Key, err)})
 		}
 		switch br.Outcome {
-		case journal.Completed:
+		case journal.Answered:
 			return f.answer(ctx, f.fromRecord(br.Record, true))
 		case journal.Mismatch:
 			return f.answer(ctx, f.suppressed(retryclass.Mismatch, len(br.Record.Attempts),
@@ -182,7 +182,7 @@ func (h *Harness) run(ctx context.Context, p prepared) Result {
 			return f.answer(ctx, f.suppressed(retryclass.Mismatch, 0,
 				fmt.Sprintf("an earlier call of %s in this turn was suppressed (key %s); a call with altered input is refused too",
 					t.Name, br.Record.Key)))
-		case journal.InFlight:
+		case journal.Held:
 			v := retryclass.Verdict{Class: retryclass.InFlight}
 			delay, ok := f.schedule().Next(ctx, v)
 			if !ok {

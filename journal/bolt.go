@@ -393,7 +393,7 @@ func (s *BoltStore) persist(st *stripe, r *Record, durable bool) error {
 // Begin decides what happens to an intent; see Store. A settled record is
 // answered from one read transaction, without taking the key's lock.
 func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, error) {
-	if err := validateBegin(&req); err != nil {
+	if err := ValidateBegin(&req); err != nil {
 		return BeginResult{}, err
 	}
 	if err := s.enter(ctx); err != nil {
@@ -409,9 +409,9 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 		return BeginResult{}, err
 	}
 	now := s.now()
-	if cur != nil && cur.State.Settled() && !expired(cur, now) {
-		if d := decideBegin(cur, &req, now); d.write == nil {
-			return d.result, nil
+	if cur != nil && cur.State.Settled() && !Expired(cur, now) {
+		if d := DecideBegin(cur, &req, now); d.Write == nil {
+			return d.Result, nil
 		}
 		// Retake asked to take the record over: decide again under the lock.
 	}
@@ -423,8 +423,8 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 		return BeginResult{}, err
 	}
 	now = s.now()
-	d := decideBegin(cur, &req, now)
-	if d.needGuard {
+	d := DecideBegin(cur, &req, now)
+	if d.Guard {
 		g, err := s.guard(&req, now)
 		if err != nil {
 			return BeginResult{}, err
@@ -433,16 +433,16 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 			return BeginResult{Outcome: Guarded, Record: *g}, nil
 		}
 	}
-	if d.write == nil {
-		return d.result, nil
+	if d.Write == nil {
+		return d.Result, nil
 	}
 	if s.readOnly {
 		return BeginResult{}, fmt.Errorf("journal %s: %w: begin %s", s.path, ErrReadOnly, req.Key)
 	}
-	if err := s.persist(st, d.write, req.Durable || d.durable); err != nil {
+	if err := s.persist(st, d.Write, req.Durable || d.Durable); err != nil {
 		return BeginResult{}, err
 	}
-	return d.result, nil
+	return d.Result, nil
 }
 
 // guard returns a live suppressed record that blocks req, or nil.
@@ -466,7 +466,7 @@ func (s *BoltStore) guard(req *BeginRequest, now time.Time) (*Record, error) {
 			if err != nil {
 				return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
 			}
-			if guardMatches(&r, req, now) {
+			if GuardBlocks(&r, req, now) {
 				found = &r
 				return nil
 			}
@@ -479,25 +479,25 @@ func (s *BoltStore) guard(req *BeginRequest, now time.Time) (*Record, error) {
 // StartAttempt records a new attempt; see Store.
 func (s *BoltStore) StartAttempt(ctx context.Context, req AttemptRequest) error {
 	_, err := s.update(ctx, req.Key, "start attempt", req.Durable, func(cur *Record, now time.Time) (Record, error) {
-		return applyAttempt(cur, &req, now)
+		return ApplyAttempt(cur, &req, now)
 	})
 	return err
 }
 
 // Complete records an outcome durably; see Store.
 func (s *BoltStore) Complete(ctx context.Context, c Completion) (Record, error) {
-	if err := validateCompletion(&c); err != nil {
+	if err := ValidateCompletion(&c); err != nil {
 		return Record{}, err
 	}
 	return s.update(ctx, c.Key, "complete", true, func(cur *Record, now time.Time) (Record, error) {
-		return applyCompletion(cur, &c, now)
+		return ApplyCompletion(cur, &c, now)
 	})
 }
 
 // Resolve settles a pending or unknown record durably; see Store.
 func (s *BoltStore) Resolve(ctx context.Context, key uuid.UUID, res Resolution) (Record, error) {
 	return s.update(ctx, key, "resolve", true, func(cur *Record, now time.Time) (Record, error) {
-		return applyResolution(cur, res, now)
+		return ApplyResolution(cur, res, now)
 	})
 }
 
@@ -717,7 +717,7 @@ func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (int, error) {
 				if err != nil {
 					return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
 				}
-				if !expired(&r, now) {
+				if !Expired(&r, now) {
 					continue
 				}
 				if err := recs.Delete(key[:]); err != nil {
@@ -765,7 +765,7 @@ func (s *BoltStore) Stats(ctx context.Context) (Stats, error) {
 
 // Import writes r as it is, durably; see Store.
 func (s *BoltStore) Import(ctx context.Context, r Record) error {
-	if err := validateImport(&r); err != nil {
+	if err := ValidateImport(&r); err != nil {
 		return err
 	}
 	if err := s.enter(ctx); err != nil {

@@ -461,7 +461,7 @@ func TestBoltReadOnly(t *testing.T) {
 	ro := mustOpen(t, path, &journal.Options{ReadOnly: true})
 	settled := benchRequest(recs[0].Key, true)
 	settled.Intent = recs[0].Intent
-	if res, err := ro.Begin(ctx, settled); err != nil || res.Outcome != journal.Completed {
+	if res, err := ro.Begin(ctx, settled); err != nil || res.Outcome != journal.Answered {
 		t.Errorf("read-only Begin of a settled record = %v, %v; want Completed", res.Outcome, err)
 	}
 	writes := map[string]error{}

@@ -3,8 +3,8 @@
 //
 // The harness drives each intent through a [Store]: [Store.Begin] decides in
 // one atomic step whether the intent is new (Started: the caller owns it),
-// already settled (Completed: answer from the record, run nothing), owned
-// elsewhere (InFlight), abandoned (TakenOver), a payload mismatch
+// already settled (Answered: answer from the record, run nothing), owned
+// elsewhere (Held), abandoned (TakenOver), a payload mismatch
 // (Mismatch), or blocked by a recorded suppression (Guarded). The owner
 // records each retry with [Store.StartAttempt] before it runs and the
 // outcome with [Store.Complete]; an operator settles what nobody could with

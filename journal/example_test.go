@@ -38,7 +38,7 @@ func ExampleNewMemory() {
 
 	// The model repeats the call: answered from the journal.
 	again, _ := s.Begin(ctx, req)
-	fmt.Println(again.Outcome == journal.Completed, string(again.Record.Output))
+	fmt.Println(again.Outcome == journal.Answered, string(again.Record.Output))
 	// Output:
 	// true pending
 	// succeeded {"charge":"ch_1"}

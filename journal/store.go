@@ -136,11 +136,11 @@ const (
 	// Started: there was no live record; a pending one was created with
 	// attempt 1, and the caller owns its lease.
 	Started BeginOutcome = iota + 1
-	// Completed: the record is settled (succeeded, failed, suppressed or
+	// Answered: the record is settled (succeeded, failed, suppressed or
 	// unknown); answer from it and do not run the tool.
-	Completed
-	// InFlight: the record is pending and another owner's lease is live.
-	InFlight
+	Answered
+	// Held: the record is pending and another owner's lease is live.
+	Held
 	// TakenOver: the record was pending with an expired lease. The outcome
 	// of the earlier attempts is unknown; the caller now owns the lease and
 	// must decide by the tool's effect kind whether to start an attempt,

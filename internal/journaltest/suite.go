@@ -27,8 +27,8 @@ func Run(t *testing.T, open func(t *testing.T, opts *journal.Options) journal.St
 	}{
 		{"Namespace", testNamespace},
 		{"BeginStarted", testBeginStarted},
-		{"BeginCompleted", testBeginCompleted},
-		{"BeginInFlight", testBeginInFlight},
+		{"BeginAnswered", testBeginAnswered},
+		{"BeginHeld", testBeginHeld},
 		{"BeginTakenOver", testBeginTakenOver},
 		{"BeginMismatch", testBeginMismatch},
 		{"BeginGuarded", testBeginGuarded},
@@ -157,7 +157,7 @@ func (e *env) same(what string, got, want journal.Record) {
 }
 
 func outcomeName(o journal.BeginOutcome) string {
-	names := []string{"outcome(0)", "Started", "Completed", "InFlight", "TakenOver", "Mismatch", "Guarded"}
+	names := []string{"outcome(0)", "Started", "Answered", "Held", "TakenOver", "Mismatch", "Guarded"}
 	if int(o) < len(names) {
 		return names[o]
 	}
@@ -284,7 +284,7 @@ func testBeginStarted(e *env) {
 	_ = res2
 }
 
-func testBeginCompleted(e *env) {
+func testBeginAnswered(e *env) {
 	for _, st := range []journal.State{journal.StateSucceeded, journal.StateFailed, journal.StateSuppressed, journal.StateUnknown} {
 		req := e.req()
 		req.Intent.Turn = st.String() // keep the suppression guard out of the way
@@ -311,27 +311,27 @@ func testBeginCompleted(e *env) {
 		for _, owner := range []string{"owner-a", "owner-b"} {
 			again := req
 			again.Owner, again.AttemptID, again.Durable = owner, "att-x", owner == "owner-a"
-			got := e.begin(again, journal.Completed)
+			got := e.begin(again, journal.Answered)
 			e.same(fmt.Sprintf("Begin(%s) replay record", st), got.Record, done)
 		}
 		e.same(fmt.Sprintf("Get after replay of %s", st), e.get(req.Key), done)
 	}
 }
 
-func testBeginInFlight(e *env) {
+func testBeginHeld(e *env) {
 	req := e.req()
 	res := e.begin(req, journal.Started)
 	e.clk.Advance(leaseTTL - tick)
 	for _, owner := range []string{"owner-b", "owner-a"} {
 		again := req
 		again.Owner = owner
-		got := e.begin(again, journal.InFlight)
-		e.same("InFlight record", got.Record, res.Record)
+		got := e.begin(again, journal.Held)
+		e.same("Held record", got.Record, res.Record)
 		if got.Token != 0 {
-			e.t.Fatalf("Begin InFlight: Token = %d; want 0 (the caller owns nothing)", got.Token)
+			e.t.Fatalf("Begin Held: Token = %d; want 0 (the caller owns nothing)", got.Token)
 		}
 	}
-	e.same("Get after InFlight", e.get(req.Key), res.Record)
+	e.same("Get after Held", e.get(req.Key), res.Record)
 }
 
 func testBeginTakenOver(e *env) {
@@ -365,7 +365,7 @@ func testBeginTakenOver(e *env) {
 	// The new owner's lease is live: a third caller waits.
 	c := req
 	c.Owner = "owner-c"
-	e.begin(c, journal.InFlight)
+	e.begin(c, journal.Held)
 	done := e.complete(req.Key, got.Token, journal.StateUnknown, "no answer recorded")
 	if done.Lease.Token != got.Token {
 		e.t.Fatalf("Complete by the new owner: token %d; want %d", done.Lease.Token, got.Token)
@@ -438,7 +438,7 @@ func testBeginGuarded(e *env) {
 	// The suppressed intent itself is answered from its record.
 	again := sup
 	again.Owner = "owner-b"
-	e.begin(again, journal.Completed)
+	e.begin(again, journal.Answered)
 
 	// An expired suppression no longer guards.
 	e.clk.Advance(journal.DefaultTTL)
@@ -488,7 +488,7 @@ func testStartAttempt(e *env) {
 	e.clk.Advance(2 * leaseTTL)
 	other := req
 	other.Owner = "owner-b"
-	e.begin(other, journal.InFlight)
+	e.begin(other, journal.Held)
 	done := e.complete(req.Key, res.Token, journal.StateSucceeded, "third time lucky")
 	if n := len(done.Attempts); n != 3 || done.Attempts[2].End.IsZero() || done.Attempts[2].Class != "" {
 		e.t.Fatalf("Complete: attempts = %+v; want 3, the last closed without class", done.Attempts)
@@ -535,8 +535,17 @@ func testResolve(e *env) {
 	e.same("Get after Resolve", e.get(req.Key), got)
 	other := req
 	other.Owner = "owner-b"
-	rep := e.begin(other, journal.Completed)
+	rep := e.begin(other, journal.Answered)
 	e.same("Begin after Resolve", rep.Record, got)
+	// A Retake callback works on a copy: what it changes, the resolution
+	// and output included, is not in the answer nor in the store.
+	other.Retake = func(r *journal.Record) bool {
+		r.Resolution.Reason, r.Resolution.Output[0], r.Output[0] = "changed", 'X', 'X'
+		return false
+	}
+	rep = e.begin(other, journal.Answered)
+	e.same("Begin after Resolve, with a Retake that writes to its record", rep.Record, got)
+	e.same("Get after a Retake that writes to its record", e.get(req.Key), got)
 
 	// pending with a live owner → failed: the owner is fenced.
 	req2 := e.req()
@@ -586,7 +595,7 @@ func testTTLExpiry(e *env) {
 	e.clk.Advance(time.Hour - tick)
 	late := req
 	late.Owner = "owner-b"
-	e.begin(late, journal.Completed)
+	e.begin(late, journal.Answered)
 
 	// Past its TTL the record is absent for Begin: a genuine late call runs
 	// anew (documented in DESIGN.md).
@@ -611,7 +620,7 @@ func testTTLExpiry(e *env) {
 	e.clk.Advance(time.Minute)
 	other := p
 	other.Owner = "owner-b"
-	e.begin(other, journal.InFlight)
+	e.begin(other, journal.Held)
 	e.complete(p.Key, pr.Token, journal.StateSucceeded, "ok")
 }
 
@@ -857,7 +866,7 @@ func testImport(e *env) {
 	// An imported record behaves like any other.
 	req := e.req()
 	req.Key, req.Intent, req.Fingerprint = rec.Key, rec.Intent, rec.Fingerprint
-	e.begin(req, journal.Completed)
+	e.begin(req, journal.Answered)
 	resolved := rec
 	resolved.Version = 0
 	if _, err := e.s.Resolve(e.ctx, rec.Key, journal.Resolution{State: journal.StateFailed, Reason: "never happened"}); err != nil {
@@ -922,7 +931,7 @@ func testNonDurable(e *env) {
 	e.same("Get of a non-durable begin", e.get(req.Key), res.Record)
 	other := req
 	other.Owner = "owner-b"
-	e.begin(other, journal.InFlight)
+	e.begin(other, journal.Held)
 	mis := req
 	mis.Fingerprint = fp(3)
 	e.begin(mis, journal.Mismatch)
@@ -948,7 +957,7 @@ func testNonDurable(e *env) {
 	e.wantErr("Complete by the owner taken over", err, journal.ErrFenced)
 	done := e.complete(req.Key, tk.Token, journal.StateSucceeded, "ok")
 	e.same("Get after Complete", e.get(req.Key), done)
-	e.begin(req, journal.Completed)
+	e.begin(req, journal.Answered)
 
 	// A durable begin of a key right after a non-durable one of another,
 	// and a non-durable restart of an expired record.
@@ -983,7 +992,7 @@ func testBeginRetake(e *env) {
 	no := req
 	no.Owner = "owner-b"
 	no.Retake = func(r *journal.Record) bool { asked = append(asked, r.State); return false }
-	got := e.begin(no, journal.Completed)
+	got := e.begin(no, journal.Answered)
 	e.same("Begin with Retake false", got.Record, unknown)
 	if len(asked) == 0 || asked[0] != journal.StateUnknown {
 		e.t.Fatalf("Retake asked about %v; want the unknown record", asked)
@@ -1017,7 +1026,7 @@ func testBeginRetake(e *env) {
 		e.t.Fatalf("Retake: Expires %v", want.Expires)
 	}
 	// Live again: others wait, the retaker completes.
-	e.begin(req, journal.InFlight)
+	e.begin(req, journal.Held)
 	if err := e.s.StartAttempt(e.ctx, journal.AttemptRequest{Key: req.Key, Token: got.Token, ID: "att-2", LeaseTTL: leaseTTL, Durable: true}); err != nil {
 		e.t.Fatalf("StartAttempt after Retake: %v", err)
 	}

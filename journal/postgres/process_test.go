@@ -77,10 +77,10 @@ func runChild(job string) error {
 				if err != nil {
 					return err
 				}
-				if res.Outcome == journal.Completed {
+				if res.Outcome == journal.Answered {
 					break
 				}
-				if res.Outcome == journal.InFlight {
+				if res.Outcome == journal.Held {
 					time.Sleep(2 * time.Millisecond)
 					continue
 				}
@@ -178,8 +178,8 @@ func runChild(job string) error {
 
 // outcomeName names a Begin outcome for the children's reports.
 func outcomeName(o journal.BeginOutcome) string {
-	names := map[journal.BeginOutcome]string{journal.Started: "Started", journal.Completed: "Completed",
-		journal.InFlight: "InFlight", journal.TakenOver: "TakenOver", journal.Mismatch: "Mismatch", journal.Guarded: "Guarded"}
+	names := map[journal.BeginOutcome]string{journal.Started: "Started", journal.Answered: "Completed",
+		journal.Held: "InFlight", journal.TakenOver: "TakenOver", journal.Mismatch: "Mismatch", journal.Guarded: "Guarded"}
 	if n, ok := names[o]; ok {
 		return n
 	}
@@ -370,7 +370,7 @@ func TestProcessKilledHoldingLease(t *testing.T) {
 	for i := range 2 {
 		req := request(i, `{}`)
 		req.Owner = "parent"
-		if res, err := s.Begin(ctx, req); err != nil || res.Outcome != journal.InFlight {
+		if res, err := s.Begin(ctx, req); err != nil || res.Outcome != journal.Held {
 			t.Fatalf("Begin(intent %d) while the dead owner's lease lives = %v, %v; want InFlight", i, res.Outcome, err)
 		}
 	}

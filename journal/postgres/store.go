@@ -229,11 +229,9 @@ type statements struct {
 	table        string
 	get          string
 	lockForTx    string
-	beginFast    [3][2]string // [journal.GuardScope][durable]
-	insertLocked string
-	guard        [2]string // [journal.GuardTurn or GuardSession]
+	beginFast    [2][2]string // [guard on][durable]
+	guard        string
 	replace      string
-	takeOver     string
 	startAtt     [2]string // [durable]
 	complete     string
 	fence        string
@@ -268,60 +266,40 @@ func buildStatements(q string) statements {
 	for i, typ := range columnTypes {
 		params[i] = fmt.Sprintf("$%d::%s", i+1, typ)
 	}
-	now := len(columnTypes) + 1 // parameter number of the store's clock
-	guardWhere := func(scope journal.GuardScope, tenant, session, turn, tool, nowParam, key string) string {
-		w := `g.state = 4 AND g.tenant = ` + tenant + ` AND g.session = ` + session + ` AND g.tool = ` + tool +
-			` AND g.key <> ` + key + ` AND g.expires_ns > ` + nowParam
-		if scope == journal.GuardTurn {
-			w += ` AND g.turn = ` + turn
-		} else {
-			w += ` AND ` + turn + `::text IS NOT NULL` // the parameter is typed even when unused
-		}
-		return w
-	}
-	for scope := journal.GuardTurn; scope <= journal.GuardOff; scope++ {
+	for guard := range 2 {
 		for durable := range 2 {
-			from, where := "", ""
+			from, where := "", ` WHERE true`
 			if durable == 0 {
 				from = ` FROM ` + asyncCommit
 			}
-			if scope != journal.GuardOff {
-				where = fmt.Sprintf(` WHERE NOT EXISTS (SELECT 1 FROM %s g WHERE %s)`, t,
-					guardWhere(scope, "$3", "$4", "$5", "$6", fmt.Sprintf("$%d::bigint", now), "$1"))
-			} else {
-				where = fmt.Sprintf(` WHERE $%d::bigint IS NOT NULL`, now)
+			if guard == 1 {
+				// Any suppressed record of the tool in the session sends
+				// Begin to the locked path, where journal.GuardBlocks
+				// decides: this is a filter, not the rule.
+				where = ` WHERE NOT EXISTS (SELECT 1 FROM ` + t + ` g WHERE g.state = 4 AND g.tenant = $3
+					AND g.session = $4 AND g.tool = $6 AND g.key <> $1)`
 			}
 			// One round trip: the current record if there is one, else
 			// the inserted one. With a record present the INSERT selects
 			// no row, so nothing is written and the transaction never
 			// takes a transaction id: the replay path stays a read.
-			s.beginFast[scope][durable] = `WITH cur AS (SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1::uuid),
+			s.beginFast[guard][durable] = `WITH cur AS (SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1::uuid),
 				ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + strings.Join(params, ", ") + from +
 				where + ` AND NOT EXISTS (SELECT 1 FROM cur) ON CONFLICT (key) DO NOTHING RETURNING ` + columns + `)
 				SELECT true, * FROM ins UNION ALL SELECT false, * FROM cur`
 		}
 	}
-	for _, scope := range []journal.GuardScope{journal.GuardTurn, journal.GuardSession} {
-		s.guard[scope] = `SELECT ` + columns + ` FROM ` + t + ` g WHERE ` +
-			guardWhere(scope, "$1", "$2", "$3", "$4", "$5", "$6") + ` ORDER BY g.created_ns DESC, g.key DESC LIMIT 1`
-	}
+	// The guard's candidates, newest first, through records_guard_idx.
+	s.guard = `SELECT ` + columns + ` FROM ` + t + ` g WHERE g.state = 4 AND g.tenant = $1 AND g.session = $2
+		AND g.tool = $3 AND g.key <> $4 ORDER BY g.created_ns DESC, g.key DESC`
 	s.importRow = `INSERT INTO ` + t + ` (` + columns + `) VALUES (` + strings.Join(params, ", ") +
 		`) ON CONFLICT (key) DO NOTHING`
-	s.insertLocked = s.importRow + ` RETURNING ` + columns
 	sets := strings.Split(columns, ",")
 	for i := range sets {
 		sets[i] = strings.TrimSpace(sets[i])
 	}
 	s.replace = `UPDATE ` + t + ` SET (` + strings.Join(sets[1:], ", ") + `) = (` + strings.Join(params[1:], ", ") +
-		`) WHERE key = $1 RETURNING ` + columns
-	// Take-over and retake: the caller owns the record under the next
-	// token; a retaken settled record goes back to pending with its
-	// attempts kept and its outcome dropped.
-	s.takeOver = `UPDATE ` + t + ` SET state = 1, output = NULL, error_class = '', error_message = '',
-		res_state = NULL, res_output = NULL, res_reason = NULL, res_by = NULL, res_at_ns = NULL,
-		lease_owner = $2, lease_token = lease_token + 1,
-		lease_expires_ns = $3, updated_ns = $4, expires_ns = GREATEST(expires_ns, $5)
-		WHERE key = $1 RETURNING ` + columns
+		`) WHERE key = $1`
 	for durable := range 2 {
 		from := ""
 		if durable == 0 {

@@ -143,7 +143,7 @@ func TestReadOnly(t *testing.T) {
 	if ro.Namespace() != rw.Namespace() {
 		t.Errorf("read-only Namespace() = %s; want %s", ro.Namespace(), rw.Namespace())
 	}
-	if got, err := ro.Begin(ctx, done); err != nil || got.Outcome != journal.Completed {
+	if got, err := ro.Begin(ctx, done); err != nil || got.Outcome != journal.Answered {
 		t.Errorf("read-only Begin(settled) = %v, %v; want Completed", got.Outcome, err)
 	}
 	if _, err := ro.Begin(ctx, request(2, `{}`)); !errors.Is(err, journal.ErrReadOnly) {
@@ -183,7 +183,7 @@ func TestBeginOutcomes(t *testing.T) {
 
 	other := req
 	other.Owner = "owner-b"
-	if got, err := s.Begin(ctx, other); err != nil || got.Outcome != journal.InFlight {
+	if got, err := s.Begin(ctx, other); err != nil || got.Outcome != journal.Held {
 		t.Fatalf("Begin(live lease) = %v, %v; want InFlight", got.Outcome, err)
 	}
 	changed := other
@@ -222,7 +222,7 @@ func TestBeginOutcomes(t *testing.T) {
 		t.Fatalf("second Complete = %v; want ErrFenced", err)
 	}
 	replay, err := s.Begin(ctx, req)
-	if err != nil || replay.Outcome != journal.Completed || string(replay.Record.Output) != `{"id":"ch_1"}` {
+	if err != nil || replay.Outcome != journal.Answered || string(replay.Record.Output) != `{"id":"ch_1"}` {
 		t.Fatalf("Begin(settled) = %v %q, %v; want Completed with the first output", replay.Outcome, replay.Record.Output, err)
 	}
 
@@ -588,7 +588,7 @@ func TestHammerBegin(t *testing.T) {
 					if _, err := s.Complete(ctx, journal.Completion{Key: req.Key, Token: res.Token, State: journal.StateSucceeded}); err != nil {
 						t.Errorf("Complete = %v", err)
 					}
-				case journal.InFlight, journal.Completed:
+				case journal.Held, journal.Answered:
 				default:
 					t.Errorf("Begin = %v; want Started, InFlight or Completed", res.Outcome)
 				}
@@ -637,7 +637,7 @@ func TestHammerTakeOver(t *testing.T) {
 					mu.Lock()
 					took[req.Key]++
 					mu.Unlock()
-				} else if res.Outcome != journal.InFlight {
+				} else if res.Outcome != journal.Held {
 					t.Errorf("Begin = %v; want TakenOver or InFlight", res.Outcome)
 				}
 			}
@@ -679,7 +679,7 @@ func TestReplayWritesNothing(t *testing.T) {
 	}
 	before := version()
 	for range 20 {
-		if got, err := s.Begin(ctx, req); err != nil || got.Outcome != journal.Completed {
+		if got, err := s.Begin(ctx, req); err != nil || got.Outcome != journal.Answered {
 			t.Fatalf("Begin(settled) = %v, %v; want Completed", got.Outcome, err)
 		}
 	}

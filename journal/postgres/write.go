@@ -37,7 +37,7 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 		durable = 1
 	}
 	tag, err := s.pool.Exec(ctx, s.sql.startAtt[durable], req.Key, int64(req.Token), closing, string(next),
-		now.Add(leaseTTL(req.LeaseTTL)).UnixNano(), nowNs)
+		now.Add(journal.LeaseTTL(req.LeaseTTL)).UnixNano(), nowNs)
 	if err != nil {
 		return s.fail("start attempt", req.Key, true, err)
 	}
@@ -74,22 +74,11 @@ func (s *Store) whyNot(ctx context.Context, op string, key uuid.UUID) error {
 	return keyError(op, key, journal.ErrFenced)
 }
 
-func checkCompletion(c journal.Completion) error {
-	if c.Key == uuid.Nil {
-		return fmt.Errorf("%w: complete: zero key", journal.ErrInvalid)
-	}
-	if !c.State.Settled() {
-		return fmt.Errorf("%w: complete %s: state %s is not an outcome (want succeeded, failed, suppressed or unknown)",
-			journal.ErrInvalid, c.Key, c.State)
-	}
-	return nil
-}
-
 // Complete records the outcome in one fenced UPDATE, committed
 // synchronously. If the connection fails after the UPDATE was sent the
 // error wraps ErrOutcomeUncertain: the outcome may or may not be recorded.
 func (s *Store) Complete(ctx context.Context, c journal.Completion) (journal.Record, error) {
-	if err := checkCompletion(c); err != nil {
+	if err := journal.ValidateCompletion(&c); err != nil {
 		return journal.Record{}, err
 	}
 	if err := s.checkWrite(ctx, "complete", c.Key); err != nil {
@@ -182,8 +171,8 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 	if err := s.checkWrite(ctx, "resolve", key); err != nil {
 		return journal.Record{}, err
 	}
-	if res.State != journal.StateSucceeded && res.State != journal.StateFailed {
-		return journal.Record{}, fmt.Errorf("%w: resolve %s: state %s (want succeeded or failed)", journal.ErrInvalid, key, res.State)
+	if err := journal.ValidateResolution(key, &res); err != nil {
+		return journal.Record{}, err
 	}
 	nowNs := s.now().UnixNano()
 	reason := cleanText(res.Reason)
@@ -213,15 +202,8 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 // The record is stored with this package's schema version, as every
 // store in package journal does.
 func (s *Store) Import(ctx context.Context, rec journal.Record) error {
-	if rec.Key == uuid.Nil {
-		return fmt.Errorf("%w: import: zero key", journal.ErrInvalid)
-	}
-	if rec.Version > journal.SchemaVersion {
-		return fmt.Errorf("%w: import %s: record version %d, this package writes %d",
-			journal.ErrNewerVersion, rec.Key, rec.Version, journal.SchemaVersion)
-	}
-	if rec.State < journal.StatePending || rec.State > journal.StateUnknown {
-		return fmt.Errorf("%w: import %s: state %s", journal.ErrInvalid, rec.Key, rec.State)
+	if err := journal.ValidateImport(&rec); err != nil {
+		return err
 	}
 	if err := s.check(ctx); err != nil {
 		return err
