@@ -226,20 +226,20 @@ func keyError(op string, key uuid.UUID, sentinel error) error {
 
 // statements are the store's SQL, built once per schema.
 type statements struct {
-	table        string
-	get          string
-	lockForTx    string
-	beginFast    [2][2]string // [guard on][durable]
-	guard        string
-	replace      string
-	startAtt     [2]string // [durable]
-	complete     string
-	fence        string
-	resolve      string
-	importRow    string
-	gcPredicate  string
-	gcDelete     string
-	gcCount      string
+	table       string
+	get         string
+	lockForTx   string
+	beginFast   [2][2]string // [guard on][durable]
+	guard       string
+	replace     string
+	startAtt    [2]string // [durable]
+	complete    string
+	fence       string
+	resolve     string
+	importRow   string
+	gcPredicate string
+	gcDelete    string
+	gcCount     string
 }
 
 // closeLast is the SQL expression that closes the last attempt with the
