@@ -410,10 +410,10 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 	}
 	now := s.now()
 	if cur != nil && cur.State.Settled() && !Expired(cur, now) {
-		if d := DecideBegin(cur, &req, now); d.Write == nil {
+		if d := DecideBegin(cur, &req, now); d.Write == nil && d.Suppress == nil {
 			return d.Result, nil
 		}
-		// Retake asked to take the record over: decide again under the lock.
+		// A Retake or a mismatch to record: decide again under the lock.
 	}
 
 	st := s.stripe(req.Key)
@@ -424,6 +424,27 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 	}
 	now = s.now()
 	d := DecideBegin(cur, &req, now)
+	var sst *stripe // the stripe of d.Suppress's key, locked too
+	if d.Suppress != nil {
+		if sst = s.stripe(d.Suppress.Key); sst != st {
+			if d.Suppress.Key[0] < req.Key[0] {
+				// Stripes are locked in index order, so that two
+				// mismatches cannot deadlock; decide again once both are held.
+				st.mu.Unlock()
+				sst.mu.Lock()
+				st.mu.Lock()
+				if cur, err = s.current(st, req.Key); err != nil {
+					sst.mu.Unlock()
+					return BeginResult{}, err
+				}
+				now = s.now()
+				d = DecideBegin(cur, &req, now)
+			} else {
+				sst.mu.Lock()
+			}
+			defer sst.mu.Unlock()
+		}
+	}
 	if d.Guard {
 		g, err := s.guard(&req, now)
 		if err != nil {
@@ -433,14 +454,31 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 			return BeginResult{Outcome: Guarded, Record: *g}, nil
 		}
 	}
-	if d.Write == nil {
+	if d.Write == nil && d.Suppress == nil {
 		return d.Result, nil
 	}
 	if s.readOnly {
+		if d.Write == nil {
+			return d.Result, nil // a Mismatch, whose suppression cannot be recorded
+		}
 		return BeginResult{}, fmt.Errorf("journal %s: %w: begin %s", s.path, ErrReadOnly, req.Key)
 	}
-	if err := s.persist(st, d.Write, req.Durable || d.Durable); err != nil {
-		return BeginResult{}, err
+	if d.Suppress != nil {
+		sc, err := s.current(sst, d.Suppress.Key)
+		if err != nil {
+			return BeginResult{}, err
+		}
+		// Durable like every suppression: the guard reads the file.
+		if w := PlaceSuppression(sc, d.Suppress, now); w != nil {
+			if err := s.persist(sst, w, true); err != nil {
+				return BeginResult{}, err
+			}
+		}
+	}
+	if d.Write != nil {
+		if err := s.persist(st, d.Write, req.Durable || d.Durable); err != nil {
+			return BeginResult{}, err
+		}
 	}
 	return d.Result, nil
 }

@@ -462,7 +462,7 @@ func TestBoltReadOnly(t *testing.T) {
 	settled := benchRequest(recs[0].Key, true)
 	settled.Intent = recs[0].Intent
 	if res, err := ro.Begin(ctx, settled); err != nil || res.Outcome != journal.Answered {
-		t.Errorf("read-only Begin of a settled record = %v, %v; want Completed", res.Outcome, err)
+		t.Errorf("read-only Begin of a settled record = %v, %v; want Answered", res.Outcome, err)
 	}
 	writes := map[string]error{}
 	_, writes["Begin(new)"] = ro.Begin(ctx, benchRequest(uuid.New(), true))

@@ -40,6 +40,18 @@
 // Mismatch is decided before anything else and only for a live record; a
 // zero fingerprint on either side means "not computed" and matches.
 //
+// # The suppression guard
+//
+// A suppressed record blocks calls of the same tool, in the same tenant
+// and session and within the request's GuardScope (the turn by default),
+// made under other keys: the model altering the input to dodge the key.
+// Every Begin that could let the tool run consults it (a new record, a
+// takeover of an expired lease, a Retake), and every suppression arms it: a
+// Complete as suppressed, and a Mismatch, which records the caller's intent
+// as suppressed under [MismatchKey] in the same atomic step. The rule is
+// [GuardBlocks]; the state machine, shared by every store, is [DecideBegin].
+// A read-only store answers Mismatch without recording the suppression.
+//
 // # Durability
 //
 // Writes that must survive a crash are committed and fsynced before the

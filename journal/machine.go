@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/keyderive"
 )
 
 // This file is the state machine: pure functions from (current record,
@@ -48,10 +50,65 @@ type BeginDecision struct {
 	// GuardBlocks the request and, if it finds one, answer
 	// BeginResult{Outcome: Guarded, Record: that record} and write nothing.
 	Guard bool
+	// Suppress, set with a Mismatch, is the suppression that arms the guard
+	// for the rest of the caller's scope: a suppressed record of the
+	// caller's intent and fingerprint under MismatchKey. The store writes
+	// PlaceSuppression's answer for it, durably, in the same atomic step as
+	// the decision, before answering.
+	Suppress *Record
 	// Durable says Write must be durable whatever the request says: a
 	// retaken record replaces a settled one, which a store may answer from
 	// its file without looking further.
 	Durable bool
+}
+
+// MismatchErrorClass is the ErrorClass of the suppression a Mismatch
+// records (the retry class of a payload mismatch).
+const MismatchErrorClass = "mismatch"
+
+// MismatchKey is the key under which a Begin that answered Mismatch for key
+// records its suppression of the caller's fingerprint fp: the UUIDv5 of fp
+// in the namespace key. A repeated mismatch of the same payload derives the
+// same key, and so finds the suppression it recorded.
+func MismatchKey(key uuid.UUID, fp keyderive.Fingerprint) uuid.UUID {
+	return uuid.NewSHA1(key, fp[:])
+}
+
+// mismatchRecord is the suppression of req, whose key holds another
+// fingerprint. Nothing ran: it has no attempt.
+func mismatchRecord(req *BeginRequest, now time.Time) Record {
+	return Record{
+		Version:      SchemaVersion,
+		Key:          MismatchKey(req.Key, req.Fingerprint),
+		Intent:       req.Intent,
+		Fingerprint:  req.Fingerprint,
+		Effect:       req.Effect,
+		Input:        req.Input,
+		State:        StateSuppressed,
+		ErrorClass:   MismatchErrorClass,
+		ErrorMessage: fmt.Sprintf("key %s was already used with a different input; this input was suppressed, not run", req.Key),
+		Lease:        Lease{Owner: req.Owner, Token: 1},
+		Created:      now,
+		Updated:      now,
+		Expires:      now.Add(recordTTL(req.RecordTTL)),
+	}
+}
+
+// PlaceSuppression returns the record a store writes for a decision's
+// Suppress, given the record cur it holds under Suppress's key (nil when
+// none): nil when a live record already holds that key, which makes a
+// repeated mismatch write nothing; else s, with a token above an expired
+// record's.
+func PlaceSuppression(cur, s *Record, now time.Time) *Record {
+	if cur == nil {
+		return s
+	}
+	if !Expired(cur, now) {
+		return nil
+	}
+	w := *s
+	w.Lease.Token = cur.Lease.Token + 1
+	return &w
 }
 
 // DecideBegin decides Begin for the current record cur of req.Key (nil
@@ -77,7 +134,8 @@ func DecideBegin(cur *Record, req *BeginRequest, now time.Time) BeginDecision {
 	retaken := false
 	switch {
 	case fingerprintsDiffer(cur, req):
-		return BeginDecision{Result: BeginResult{Outcome: Mismatch, Record: *cur}}
+		sup := mismatchRecord(req, now)
+		return BeginDecision{Result: BeginResult{Outcome: Mismatch, Record: *cur}, Suppress: &sup}
 	case cur.State.Settled():
 		if !retake(cur, req) {
 			return BeginDecision{Result: BeginResult{Outcome: Answered, Record: *cur}}
@@ -96,7 +154,12 @@ func DecideBegin(cur *Record, req *BeginRequest, now time.Time) BeginDecision {
 	if exp := now.Add(recordTTL(req.RecordTTL)); exp.After(r.Expires) {
 		r.Expires = exp
 	}
-	return BeginDecision{Result: BeginResult{Outcome: TakenOver, Record: r, Token: r.Lease.Token}, Write: &r, Durable: retaken}
+	return BeginDecision{
+		Result:  BeginResult{Outcome: TakenOver, Record: r, Token: r.Lease.Token},
+		Write:   &r,
+		Guard:   req.Guard != GuardOff,
+		Durable: retaken,
+	}
 }
 
 // retake asks req.Retake about a settled record, on a deep copy so that the
@@ -161,7 +224,9 @@ func newRecord(req *BeginRequest, now time.Time, token uint64) Record {
 // blocks req: the suppression guard's rule and scope, in one place. A live
 // suppressed record of the same tenant, session and tool blocks within
 // req.Guard's scope (the same turn for GuardTurn, the whole session for
-// GuardSession, nothing for GuardOff).
+// GuardSession, nothing for GuardOff). DecideBegin asks for it (Guard) on
+// every path that could let the tool run: a new record, a takeover, a
+// retake.
 func GuardBlocks(s *Record, req *BeginRequest, now time.Time) bool {
 	if s.State != StateSuppressed || s.Key == req.Key || Expired(s, now) {
 		return false

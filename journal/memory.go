@@ -121,10 +121,22 @@ func (m *MemoryStore) Begin(ctx context.Context, req BeginRequest) (BeginResult,
 			}
 		}
 	}
-	if d.Write != nil {
-		if m.readOnly {
+	if m.readOnly {
+		if d.Write != nil {
 			return BeginResult{}, fmt.Errorf("%w: begin %s", ErrReadOnly, req.Key)
 		}
+		return d.Result, nil // a Mismatch, whose suppression cannot be recorded
+	}
+	if d.Suppress != nil {
+		sc, err := m.get(d.Suppress.Key)
+		if err != nil {
+			return BeginResult{}, err
+		}
+		if w := PlaceSuppression(sc, d.Suppress, now); w != nil {
+			m.put(w)
+		}
+	}
+	if d.Write != nil {
 		m.put(d.Write)
 	}
 	return d.Result, nil

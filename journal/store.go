@@ -102,7 +102,8 @@ type BeginRequest struct {
 	// before the write is durable; the record is still visible to every
 	// later call on this Store, but may be lost in a crash.
 	Durable bool
-	// Guard is the suppression guard checked when no record exists for Key.
+	// Guard is the scope of the suppression guard, consulted by every Begin
+	// that could let the tool run (see GuardBlocks).
 	Guard GuardScope
 	// Retake, when set, is asked about a live settled record with a
 	// matching fingerprint. If it returns true the record is taken over as
@@ -146,12 +147,15 @@ const (
 	// must decide by the tool's effect kind whether to start an attempt,
 	// reconcile, or complete as unknown.
 	TakenOver
-	// Mismatch: a record exists for the key with a different fingerprint.
-	// Nothing was written.
+	// Mismatch: a record exists for the key with a different fingerprint;
+	// Record is that record, unchanged. The caller's intent is recorded as
+	// suppressed under MismatchKey (once: a repeated mismatch finds it), so
+	// that the guard blocks the same input under another key.
 	Mismatch
-	// Guarded: no record exists for the key, but a suppression is recorded
-	// for the same tool within the guard's scope. Nothing was written;
-	// Record is the suppressing record.
+	// Guarded: Begin would have let the tool run (a new record, a takeover
+	// or a retake), but a suppression is recorded under another key for the
+	// same tool within the guard's scope. Nothing was written; Record is the
+	// suppressing record.
 	Guarded
 )
 

@@ -33,6 +33,9 @@ func Run(t *testing.T, open func(t *testing.T, opts *journal.Options) journal.St
 		{"BeginMismatch", testBeginMismatch},
 		{"BeginGuarded", testBeginGuarded},
 		{"BeginRetake", testBeginRetake},
+		{"GuardRetake", testGuardRetake},
+		{"GuardMismatch", testGuardMismatch},
+		{"GuardTakeover", testGuardTakeover},
 		{"StartAttempt", testStartAttempt},
 		{"CompleteFencing", testCompleteFencing},
 		{"Resolve", testResolve},
@@ -934,15 +937,16 @@ func testNonDurable(e *env) {
 	e.begin(other, journal.Held)
 	mis := req
 	mis.Fingerprint = fp(3)
-	e.begin(mis, journal.Mismatch)
-	if got := e.list(journal.Filter{Session: "s1"}); len(got) != 1 || got[0].Key != req.Key {
-		e.t.Fatalf("List(session s1) after a non-durable begin = %d records; want it", len(got))
+	mis.Intent.Turn = "9"          // its suppression guards turn 9, out of the way
+	e.begin(mis, journal.Mismatch) // and is recorded under a key of its own
+	if got := e.list(journal.Filter{Session: "s1", State: journal.StatePending}); len(got) != 1 || got[0].Key != req.Key {
+		e.t.Fatalf("List(session s1, pending) after a non-durable begin = %d records; want it", len(got))
 	}
 	if got := e.list(journal.Filter{State: journal.StatePending}); len(got) != 1 {
 		e.t.Fatalf("List(pending) after a non-durable begin = %d records; want 1", len(got))
 	}
-	if st, err := e.s.Stats(e.ctx); err != nil || st.Records != 1 || st.ByState[journal.StatePending] != 1 {
-		e.t.Fatalf("Stats() after a non-durable begin = %+v, %v; want 1 pending", st, err)
+	if st, err := e.s.Stats(e.ctx); err != nil || st.Records != 2 || st.ByState[journal.StatePending] != 1 || st.ByState[journal.StateSuppressed] != 1 {
+		e.t.Fatalf("Stats() after a non-durable begin and a mismatch = %+v, %v; want 1 pending, 1 suppressed", st, err)
 	}
 	if err := e.s.StartAttempt(e.ctx, journal.AttemptRequest{Key: req.Key, Token: res.Token, ID: "att-2", LeaseTTL: leaseTTL}); err != nil {
 		e.t.Fatalf("StartAttempt: %v", err)
@@ -998,12 +1002,6 @@ func testBeginRetake(e *env) {
 		e.t.Fatalf("Retake asked about %v; want the unknown record", asked)
 	}
 
-	mis := no
-	mis.Fingerprint = fp(5)
-	mis.Retake = func(*journal.Record) bool { return true }
-	e.begin(mis, journal.Mismatch)
-	e.same("Get after Mismatch with Retake", e.get(req.Key), unknown)
-
 	yes := no
 	yes.Durable = false // the retake must still be seen by every later call
 	yes.Retake = func(r *journal.Record) bool {
@@ -1034,4 +1032,114 @@ func testBeginRetake(e *env) {
 	if len(done.Attempts) != 2 || done.State != journal.StateSucceeded {
 		e.t.Fatalf("Complete after Retake = %d attempts, %s; want 2, succeeded", len(done.Attempts), done.State)
 	}
+	// Retake is never asked about another payload.
+	mis := no
+	mis.Fingerprint = fp(5)
+	mis.Retake = func(*journal.Record) bool { return true }
+	e.begin(mis, journal.Mismatch)
+	e.same("Get after Mismatch with Retake", e.get(req.Key), done)
+}
+
+// charge is a durable request of tool charge in (acme, s1, turn 7) for an
+// amount, whose fingerprint is the amount.
+func (e *env) charge(amount byte) journal.BeginRequest {
+	r := e.req()
+	r.Intent.Turn = "7"
+	r.Fingerprint = fp(amount)
+	r.Input = []byte(fmt.Sprintf(`{"amount":%d}`, amount))
+	return r
+}
+
+// suppress records a suppression of r's intent under r's key.
+func (e *env) suppress(r journal.BeginRequest, class string) journal.Record {
+	e.t.Helper()
+	res := e.begin(r, journal.Started)
+	done, err := e.s.Complete(e.ctx, journal.Completion{Key: r.Key, Token: res.Token, State: journal.StateSuppressed,
+		ErrorClass: class, ErrorMessage: "suppressed by the test"})
+	if err != nil {
+		e.t.Fatalf("Complete(%s, suppressed) error: %v", r.Key, err)
+	}
+	return done
+}
+
+// testGuardRetake: a retake would run the tool again, so the guard is
+// consulted as for a new record.
+func testGuardRetake(e *env) {
+	c50 := e.charge(50)
+	res := e.begin(c50, journal.Started)
+	failed, err := e.s.Complete(e.ctx, journal.Completion{Key: c50.Key, Token: res.Token, State: journal.StateFailed,
+		ErrorClass: "not-executed", ErrorMessage: "connection refused"})
+	if err != nil {
+		e.t.Fatalf("Complete(charge 50, failed) error: %v", err)
+	}
+	sup := e.suppress(e.charge(49), "mismatch")
+	e.clk.Advance(tick)
+
+	again := c50
+	again.Owner, again.AttemptID = "owner-b", "att-b"
+	asked := 0
+	again.Retake = func(r *journal.Record) bool {
+		asked++
+		return r.State == journal.StateFailed && r.ErrorClass == "not-executed"
+	}
+	got := e.begin(again, journal.Guarded)
+	e.same("Guarded retake: the suppressing record", got.Record, sup)
+	e.same("Get after a guarded retake (nothing written)", e.get(c50.Key), failed)
+	if asked == 0 {
+		e.t.Fatalf("Retake was not asked; want the guard consulted because the retake would run the tool")
+	}
+	// Without the guard the retake goes ahead.
+	again.Guard = journal.GuardOff
+	e.begin(again, journal.TakenOver)
+}
+
+// testGuardMismatch: a mismatch is a suppression, and arms the guard for
+// the rest of the turn.
+func testGuardMismatch(e *env) {
+	k := e.charge(1)
+	res := e.begin(k, journal.Started)
+	done := e.complete(k.Key, res.Token, journal.StateSucceeded, "charged")
+	alt := k
+	alt.Fingerprint, alt.Owner, alt.Input = fp(2), "owner-b", []byte(`{"amount":2}`)
+	got := e.begin(alt, journal.Mismatch)
+	e.same("Mismatch record", got.Record, done)
+	e.same("Get after Mismatch", e.get(k.Key), done)
+
+	// The model dodges the key: same input under another key, same turn.
+	k2 := alt
+	k2.Key = uuid.New()
+	g := e.begin(k2, journal.Guarded)
+	if g.Record.State != journal.StateSuppressed || g.Record.Fingerprint != fp(2) || g.Record.Intent != alt.Intent ||
+		g.Record.ErrorClass != "mismatch" || g.Record.Key != journal.MismatchKey(k.Key, fp(2)) {
+		e.t.Fatalf("Guarded by %+v; want the suppressed mismatch of fingerprint %s under MismatchKey", g.Record, fp(2))
+	}
+	if _, err := e.s.Get(e.ctx, k2.Key); !errors.Is(err, journal.ErrNotFound) {
+		e.t.Fatalf("Get(%s) after Guarded error = %v; want ErrNotFound", k2.Key, err)
+	}
+	// A repeated mismatch finds the suppression it recorded: one record.
+	e.clk.Advance(tick)
+	e.begin(alt, journal.Mismatch)
+	sups := e.list(journal.Filter{Session: "s1", State: journal.StateSuppressed})
+	if len(sups) != 1 {
+		e.t.Fatalf("List(suppressed) after two mismatches = %d records; want 1", len(sups))
+	}
+	e.same("the mismatch's suppression", sups[0], g.Record)
+	// Another turn is not guarded.
+	other := k2
+	other.Intent.Turn = "8"
+	e.begin(other, journal.Started)
+}
+
+// testGuardTakeover: taking over an abandoned intent may run the tool, so
+// a suppression recorded meanwhile in the turn blocks it.
+func testGuardTakeover(e *env) {
+	k := e.charge(50)
+	first := e.begin(k, journal.Started)
+	e.clk.Advance(leaseTTL)
+	sup := e.suppress(e.charge(49), "conflict")
+	b := k
+	b.Owner = "owner-b"
+	got := e.begin(b, journal.Guarded)
+	e.same("Guarded takeover: the suppressing record", got.Record, sup)
+	e.same("Get after a guarded takeover (nothing written)", e.get(k.Key), first.Record)
 }

@@ -52,7 +52,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		if err != nil {
 			return journal.BeginResult{}, err
 		}
-		if d := journal.DecideBegin(&rec, &req, now); d.Write == nil && !d.Guard {
+		if d := journal.DecideBegin(&rec, &req, now); d.Write == nil && d.Suppress == nil && !d.Guard {
 			return d.Result, nil
 		}
 	case !errors.Is(err, pgx.ErrNoRows):
@@ -123,7 +123,7 @@ func (s *Store) beginReadOnly(ctx context.Context, req journal.BeginRequest) (jo
 	if d.Write != nil {
 		return journal.BeginResult{}, fmt.Errorf("%w: begin %s", journal.ErrReadOnly, req.Key)
 	}
-	return d.Result, nil
+	return d.Result, nil // with a Mismatch, whose suppression cannot be recorded
 }
 
 // guard returns the newest suppressed record that journal.GuardBlocks
@@ -196,6 +196,15 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest) (res 
 			return journal.BeginResult{Outcome: journal.Guarded, Record: *g}, false, nil
 		}
 	}
+	if d.Suppress != nil {
+		if err := s.placeSuppression(ctx, tx, d.Suppress, now); err != nil {
+			return res, false, err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return res, false, &commitError{err}
+		}
+		return d.Result, false, nil
+	}
 	if d.Write == nil {
 		return d.Result, false, nil
 	}
@@ -226,4 +235,37 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest) (res 
 		return res, false, &commitError{err}
 	}
 	return d.Result, false, nil
+}
+
+// placeSuppression writes the suppression a Mismatch arms the guard with,
+// in the mismatch's transaction, under the suppression key's row lock.
+func (s *Store) placeSuppression(ctx context.Context, tx pgx.Tx, sup *journal.Record, now time.Time) error {
+	r, err := scanRow(tx.QueryRow(ctx, s.sql.lockForTx, sup.Key))
+	found := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	var cur *journal.Record
+	if found {
+		rec, err := r.record()
+		if err != nil {
+			return err
+		}
+		cur = &rec
+	}
+	w := journal.PlaceSuppression(cur, sup, now)
+	if w == nil {
+		return nil
+	}
+	row, err := rowOf(*w)
+	if err != nil {
+		return fmt.Errorf("%w: begin: %w", journal.ErrInvalid, err)
+	}
+	if found {
+		_, err = tx.Exec(ctx, s.sql.replace, row.args()...)
+	} else {
+		// A concurrent mismatch may insert it first: then it is there.
+		_, err = tx.Exec(ctx, s.sql.importRow, row.args()...)
+	}
+	return err
 }

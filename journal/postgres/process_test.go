@@ -371,7 +371,7 @@ func TestProcessKilledHoldingLease(t *testing.T) {
 		req := request(i, `{}`)
 		req.Owner = "parent"
 		if res, err := s.Begin(ctx, req); err != nil || res.Outcome != journal.Held {
-			t.Fatalf("Begin(intent %d) while the dead owner's lease lives = %v, %v; want InFlight", i, res.Outcome, err)
+			t.Fatalf("Begin(intent %d) while the dead owner's lease lives = %v, %v; want Held", i, res.Outcome, err)
 		}
 	}
 
@@ -427,7 +427,7 @@ func TestProcessKilledInAtomicEffect(t *testing.T) {
 	}
 	again := startChild(t, schema, "atomic", "third", childSkewEnv+"=2h")
 	if got := again.wait(t); strings.Join(got, ",") != "Completed 0" {
-		t.Fatalf("third call reported %q; want Completed (a replay)", got)
+		t.Fatalf("third call reported %q; want Answered (a replay)", got)
 	}
 	if n := countEffects(t, s, effects, key); n != 1 {
 		t.Fatalf("effects after the replay = %d; want 1", n)

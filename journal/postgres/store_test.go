@@ -144,7 +144,7 @@ func TestReadOnly(t *testing.T) {
 		t.Errorf("read-only Namespace() = %s; want %s", ro.Namespace(), rw.Namespace())
 	}
 	if got, err := ro.Begin(ctx, done); err != nil || got.Outcome != journal.Answered {
-		t.Errorf("read-only Begin(settled) = %v, %v; want Completed", got.Outcome, err)
+		t.Errorf("read-only Begin(settled) = %v, %v; want Answered", got.Outcome, err)
 	}
 	if _, err := ro.Begin(ctx, request(2, `{}`)); !errors.Is(err, journal.ErrReadOnly) {
 		t.Errorf("read-only Begin(new) = %v; want ErrReadOnly", err)
@@ -184,10 +184,11 @@ func TestBeginOutcomes(t *testing.T) {
 	other := req
 	other.Owner = "owner-b"
 	if got, err := s.Begin(ctx, other); err != nil || got.Outcome != journal.Held {
-		t.Fatalf("Begin(live lease) = %v, %v; want InFlight", got.Outcome, err)
+		t.Fatalf("Begin(live lease) = %v, %v; want Held", got.Outcome, err)
 	}
 	changed := other
 	changed.Fingerprint = keyderive.FingerprintOf([]byte(`{"amount":6}`))
+	changed.Intent.Turn = "other" // so that its suppression does not guard the takeover below
 	if got, err := s.Begin(ctx, changed); err != nil || got.Outcome != journal.Mismatch {
 		t.Fatalf("Begin(other fingerprint) = %v, %v; want Mismatch", got.Outcome, err)
 	}
@@ -223,7 +224,7 @@ func TestBeginOutcomes(t *testing.T) {
 	}
 	replay, err := s.Begin(ctx, req)
 	if err != nil || replay.Outcome != journal.Answered || string(replay.Record.Output) != `{"id":"ch_1"}` {
-		t.Fatalf("Begin(settled) = %v %q, %v; want Completed with the first output", replay.Outcome, replay.Record.Output, err)
+		t.Fatalf("Begin(settled) = %v %q, %v; want Answered with the first output", replay.Outcome, replay.Record.Output, err)
 	}
 
 	// Retake puts a settled record back to pending under a new token.
@@ -680,7 +681,7 @@ func TestReplayWritesNothing(t *testing.T) {
 	before := version()
 	for range 20 {
 		if got, err := s.Begin(ctx, req); err != nil || got.Outcome != journal.Answered {
-			t.Fatalf("Begin(settled) = %v, %v; want Completed", got.Outcome, err)
+			t.Fatalf("Begin(settled) = %v, %v; want Answered", got.Outcome, err)
 		}
 	}
 	if after := version(); after != before {
