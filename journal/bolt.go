@@ -719,26 +719,34 @@ const gcChunk = 1000
 // GC removes expired records, found through the in-memory index; see
 // Store. Each is checked again inside the removing transaction. Records
 // still only in the overlay are left for Close to persist.
-func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (int, error) {
+func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	if err := s.enter(ctx); err != nil {
-		return 0, err
+		return GCResult{}, err
 	}
 	defer s.exit()
 	if s.readOnly && !opts.DryRun {
-		return 0, fmt.Errorf("journal %s: %w: gc", s.path, ErrReadOnly)
+		return GCResult{}, fmt.Errorf("journal %s: %w: gc", s.path, ErrReadOnly)
 	}
 	if err := s.ensureIndex(); err != nil {
-		return 0, err
+		return GCResult{}, err
 	}
 	now := s.now()
 	keys := s.ix.expired(now)
-	if opts.DryRun {
-		return len(keys), nil
+	over := s.overlaySnapshot()
+	var res GCResult
+	res.KeptUnknown = s.ix.overdue(now, over)
+	for _, r := range over {
+		if Overdue(r, now) {
+			res.KeptUnknown++
+		}
 	}
-	total := 0
+	if opts.DryRun {
+		res.Removed = len(keys)
+		return res, nil
+	}
 	for len(keys) > 0 {
 		if err := ctx.Err(); err != nil {
-			return total, err
+			return res, err
 		}
 		chunk := keys[:min(len(keys), gcChunk)]
 		keys = keys[len(chunk):]
@@ -769,12 +777,12 @@ func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (int, error) {
 				s.ix.remove(key)
 			}
 		})
-		total += len(removed)
+		res.Removed += len(removed)
 		if err != nil {
-			return total, err
+			return res, err
 		}
 	}
-	return total, nil
+	return res, nil
 }
 
 // Stats counts the journal's records from the in-memory index. SizeBytes

@@ -527,8 +527,8 @@ func TestBoltCompact(t *testing.T) {
 	fullUsed := usedBytes(t, s)
 	clk.t = clk.t.Add(2 * time.Hour)
 	removed, err := s.GC(context.Background(), journal.GCOptions{})
-	if err != nil || removed != n/2 {
-		t.Fatalf("GC() = %d, %v; want %d", removed, err, n/2)
+	if err != nil || removed.Removed != n/2 {
+		t.Fatalf("GC() = %+v, %v; want %d removed", removed, err, n/2)
 	}
 	afterGC := fileSize(t, src)
 	gcUsed := usedBytes(t, s)

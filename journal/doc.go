@@ -83,11 +83,16 @@
 //
 // A record is kept for BeginRequest.RecordTTL (default [DefaultTTL], 7 days)
 // from its creation; TakenOver and Retake extend it to a full TTL from then,
-// Resolve to its original length from the verdict. Past that it is expired:
+// Resolve to its original length from the verdict. Past that, a settled,
+// known outcome (succeeded, failed, suppressed) is expired ([Expired]):
 // Begin treats it as absent, so a genuine late call runs anew (with a token
 // above the old record's, so its old owner stays fenced), and [Store.GC]
-// removes it. A pending record whose lease is still live is never expired:
-// its owner is working. Import ignores TTLs: a record present is present.
+// removes it. An unknown record, and a pending one (its owner may be gone,
+// and then its outcome is unknown), never expire into a re-run: Begin keeps
+// answering them (unknown, or Held and then TakenOver), GC keeps them and
+// counts them (GCResult.KeptUnknown, Stats.OverdueUnknown). The way out is
+// an operator's [Store.Resolve]; the verdict then expires like any other.
+// Import ignores TTLs: a record present is present.
 //
 // # Record encoding
 //

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -34,7 +35,8 @@ var (
 // answer every Filter and Stats field without reading it.
 type ixEntry struct {
 	key                         uuid.UUID
-	created, gcAt               int64 // Unix nanoseconds
+	created, expires            int64 // Unix nanoseconds
+	gcAt                        int64 // when GC may remove it; never for unknown and pending
 	state                       State
 	attempts                    int32
 	tenant, session, turn, tool string // interned
@@ -76,6 +78,17 @@ func (ix *index) logSession(add bool, e *ixEntry) {
 		return
 	}
 	ix.log = append(ix.log, sessionOp{add: add, k: sessionKey(e.session, e.tenant, e.created, e.key)})
+}
+
+// never is the gcAt of a record GC keeps whatever its TTL (see Expired).
+const never = math.MaxInt64
+
+// gcAtNanos is when r expires (see Expired), or never.
+func gcAtNanos(r *Record) int64 {
+	if !expires(r.State) {
+		return never
+	}
+	return nanos(r.Expires)
 }
 
 type expItem struct {
@@ -133,7 +146,8 @@ func (ix *index) put(r *Record) {
 	ix.putLocked(&ixEntry{
 		key:      r.Key,
 		created:  nanos(r.Created),
-		gcAt:     nanos(gcAt(r)),
+		expires:  nanos(r.Expires),
+		gcAt:     gcAtNanos(r),
 		state:    r.State,
 		attempts: int32(len(r.Attempts)),
 		tenant:   r.Intent.Tenant,
@@ -151,7 +165,7 @@ func (ix *index) putLocked(e *ixEntry) {
 		}
 		ix.logSession(true, e)
 	}
-	if !had || old.gcAt != e.gcAt {
+	if (!had || old.gcAt != e.gcAt) && e.gcAt != never {
 		ix.push(expItem{e.gcAt, e.key})
 	}
 	ix.removeLocked(e.key)
@@ -235,7 +249,9 @@ func (ix *index) prune() {
 	if len(ix.expiry) > 2*len(ix.byKey)+1024 {
 		h := make([]expItem, 0, len(ix.byKey))
 		for key, e := range ix.byKey {
-			h = append(h, expItem{e.gcAt, key})
+			if e.gcAt != never {
+				h = append(h, expItem{e.gcAt, key})
+			}
 		}
 		slices.SortFunc(h, func(a, b expItem) int { // a sorted slice is a heap
 			if expLess(a, b) {
@@ -386,6 +402,9 @@ func (ix *index) stats(now time.Time, skip map[uuid.UUID]*Record) Stats {
 		if e.gcAt <= n {
 			s.Expired++
 		}
+		if e.gcAt == never && e.expires <= n {
+			s.OverdueUnknown++
+		}
 		if s.Records == 1 || e.created < oldest {
 			oldest = e.created
 		}
@@ -408,4 +427,20 @@ func (ix *index) load(val []byte) error {
 	}
 	ix.put(&r)
 	return nil
+}
+
+// overdue counts the indexed unknown and pending records past their TTL
+// (see Overdue), skipping the keys in skip.
+func (ix *index) overdue(now time.Time, skip map[uuid.UUID]*Record) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n, c := now.UnixNano(), 0
+	for _, st := range []State{StateUnknown, StatePending} {
+		for key, e := range ix.byState[st] {
+			if _, ok := skip[key]; !ok && e.expires <= n {
+				c++
+			}
+		}
+	}
+	return c
 }

@@ -17,18 +17,24 @@ import (
 // transaction), persistence and the clock; it decides nothing itself.
 
 // Expired reports whether r is past its TTL: Begin treats it as absent and
-// GC removes it. A pending record only counts once its lease has expired
-// too, so a live owner never loses its record under it.
+// GC removes it. Only a settled, known outcome expires (succeeded, failed,
+// suppressed). An unknown record, and a pending one (whose owner may be
+// gone, leaving an unknown outcome), never expire into a re-run: they wait
+// for an operator's Resolve, after which the verdict expires like any
+// other. See Overdue.
 func Expired(r *Record, now time.Time) bool {
-	return !now.Before(gcAt(r))
+	return expires(r.State) && !now.Before(r.Expires)
 }
 
-// gcAt is the instant from which r counts as expired.
-func gcAt(r *Record) time.Time {
-	if r.State == StatePending && r.Lease.Expires.After(r.Expires) {
-		return r.Lease.Expires
-	}
-	return r.Expires
+// Overdue reports whether r is past its TTL but kept because its outcome is
+// not known: an unknown or pending record that waits for an operator.
+func Overdue(r *Record, now time.Time) bool {
+	return !expires(r.State) && !now.Before(r.Expires)
+}
+
+// expires reports whether records in state st expire with their TTL.
+func expires(st State) bool {
+	return st == StateSucceeded || st == StateFailed || st == StateSuppressed
 }
 
 // fingerprintsDiffer reports a payload mismatch. A zero fingerprint on
@@ -417,6 +423,9 @@ func addStats(s *Stats, r *Record, now time.Time) {
 	s.Attempts += len(r.Attempts)
 	if Expired(r, now) {
 		s.Expired++
+	}
+	if Overdue(r, now) {
+		s.OverdueUnknown++
 	}
 	if s.Oldest.IsZero() || r.Created.Before(s.Oldest) {
 		s.Oldest = r.Created

@@ -245,29 +245,32 @@ func (m *MemoryStore) List(ctx context.Context, f Filter) iter.Seq2[Record, erro
 }
 
 // GC removes expired records; see Store.
-func (m *MemoryStore) GC(ctx context.Context, opts GCOptions) (int, error) {
+func (m *MemoryStore) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	if err := m.lockWrite(ctx); err != nil {
-		return 0, err
+		return GCResult{}, err
 	}
 	defer m.mu.Unlock()
 	if m.readOnly && !opts.DryRun {
-		return 0, fmt.Errorf("%w: gc", ErrReadOnly)
+		return GCResult{}, fmt.Errorf("%w: gc", ErrReadOnly)
 	}
 	now := m.now()
-	n := 0
+	var res GCResult
 	for key, b := range m.records {
 		r, err := decodeRecord(b)
 		if err != nil {
-			return n, fmt.Errorf("key %s: %w", key, err)
+			return res, fmt.Errorf("key %s: %w", key, err)
 		}
-		if Expired(&r, now) {
-			n++
+		switch {
+		case Expired(&r, now):
+			res.Removed++
 			if !opts.DryRun {
 				delete(m.records, key)
 			}
+		case Overdue(&r, now):
+			res.KeptUnknown++
 		}
 	}
-	return n, nil
+	return res, nil
 }
 
 // Stats counts the store's records. SizeBytes is the total size of the

@@ -51,10 +51,11 @@ type Store interface {
 	// from inside the loop.
 	List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 
-	// GC removes records whose Expires is past (pending records only once
-	// their lease has expired too) and returns how many it removed, or with
-	// DryRun how many it would remove.
-	GC(ctx context.Context, opts GCOptions) (int, error)
+	// GC removes the expired records (see Expired: settled, known outcomes
+	// past their TTL) and says how many it removed, or with DryRun how many
+	// it would remove, and how many unknown or pending records past their
+	// TTL it keeps (see Overdue).
+	GC(ctx context.Context, opts GCOptions) (GCResult, error)
 
 	// Stats counts the journal's records.
 	Stats(ctx context.Context) (Stats, error)
@@ -230,14 +231,27 @@ type GCOptions struct {
 	DryRun bool
 }
 
+// GCResult is what GC did.
+type GCResult struct {
+	// Removed counts the expired records removed (with DryRun, that would
+	// be removed).
+	Removed int
+	// KeptUnknown counts the unknown and pending records past their TTL,
+	// kept until an operator resolves them.
+	KeptUnknown int
+}
+
 // Stats counts a journal's records.
 type Stats struct {
 	Records  int
 	ByState  map[State]int
 	ByTool   map[string]int
 	Attempts int
-	// Expired counts records past their TTL that GC has not removed yet.
-	Expired        int
+	// Expired counts the records GC would remove now (see Expired).
+	Expired int
+	// OverdueUnknown counts the unknown and pending records past their TTL,
+	// which GC keeps until an operator resolves them (see Overdue).
+	OverdueUnknown int
 	Oldest, Newest time.Time
 	// SizeBytes is the size of the journal's file or table, where known.
 	SizeBytes int64

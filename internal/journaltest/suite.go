@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T, opts *journal.Options) journal.St
 		{"Resolve", testResolve},
 		{"TTLExpiry", testTTLExpiry},
 		{"GC", testGC},
+		{"UnknownNeverExpires", testUnknownNeverExpires},
 		{"List", testList},
 		{"Stats", testStats},
 		{"Import", testImport},
@@ -647,13 +648,16 @@ func testGC(e *env) {
 	// Now is exactly boundary's expiry: expired from that instant on.
 	e.clk.Advance(2*time.Hour - tick)
 
-	n, err := e.s.GC(e.ctx, journal.GCOptions{DryRun: true})
-	if err != nil {
-		e.t.Fatalf("GC(dry run) error: %v", err)
+	gc := func(what string, dry bool, want journal.GCResult) {
+		e.t.Helper()
+		got, err := e.s.GC(e.ctx, journal.GCOptions{DryRun: dry})
+		if err != nil || got != want {
+			e.t.Fatalf("%s: GC(dry run %v) = %+v, %v; want %+v", what, dry, got, err, want)
+		}
 	}
-	if n != 3 {
-		e.t.Fatalf("GC(dry run) = %d; want 3 (settled-old, pending-dead, boundary)", n)
-	}
+	// The pending records are past their TTL, their owners maybe gone:
+	// their outcome is unknown, so GC keeps them whatever their lease.
+	gc("settled-old and boundary expired", true, journal.GCResult{Removed: 2, KeptUnknown: 2})
 	for _, k := range []uuid.UUID{settledOld, settledNew, pendingDead, pendingLive, boundary} {
 		e.get(k) // a dry run removes nothing
 	}
@@ -661,36 +665,77 @@ func testGC(e *env) {
 	if err != nil {
 		e.t.Fatalf("Stats: %v", err)
 	}
-	if st.Expired != 3 || st.Records != 5 {
-		e.t.Fatalf("Stats() = %d records, %d expired; want 5, 3", st.Records, st.Expired)
+	if st.Expired != 2 || st.OverdueUnknown != 2 || st.Records != 5 {
+		e.t.Fatalf("Stats() = %d records, %d expired, %d overdue unknown; want 5, 2, 2", st.Records, st.Expired, st.OverdueUnknown)
 	}
-	n, err = e.s.GC(e.ctx, journal.GCOptions{})
-	if err != nil || n != 3 {
-		e.t.Fatalf("GC() = %d, %v; want 3, nil", n, err)
-	}
-	for _, k := range []uuid.UUID{settledOld, pendingDead, boundary} {
+	gc("settled-old and boundary expired", false, journal.GCResult{Removed: 2, KeptUnknown: 2})
+	for _, k := range []uuid.UUID{settledOld, boundary} {
 		_, err := e.s.Get(e.ctx, k)
 		e.wantErr("Get after GC", err, journal.ErrNotFound)
 	}
-	// The pending record with a live lease is kept though its TTL passed.
-	for _, k := range []uuid.UUID{settledNew, pendingLive} {
+	for _, k := range []uuid.UUID{settledNew, pendingDead, pendingLive} {
 		e.get(k)
 	}
-	if n, err := e.s.GC(e.ctx, journal.GCOptions{}); err != nil || n != 0 {
-		e.t.Fatalf("second GC() = %d, %v; want 0, nil", n, err)
-	}
-	// Once its lease ends the pending record goes too.
+	gc("second GC", false, journal.GCResult{Removed: 0, KeptUnknown: 2})
+	// Leases ended, TTLs long past: the pending records stay.
 	e.clk.Advance(3 * time.Hour)
-	if n, err := e.s.GC(e.ctx, journal.GCOptions{DryRun: true}); err != nil || n != 2 {
-		e.t.Fatalf("GC(dry run) three hours later = %d, %v; want 2, nil", n, err)
-	}
-	if n, err := e.s.GC(e.ctx, journal.GCOptions{}); err != nil || n != 2 {
-		e.t.Fatalf("GC() three hours later = %d, %v; want 2, nil", n, err)
-	}
+	gc("three hours later", true, journal.GCResult{Removed: 1, KeptUnknown: 2})
+	gc("three hours later", false, journal.GCResult{Removed: 1, KeptUnknown: 2})
 	st, err = e.s.Stats(e.ctx)
-	if err != nil || st.Records != 0 {
-		e.t.Fatalf("Stats() after GC = %+v, %v; want 0 records", st, err)
+	if err != nil || st.Records != 2 || st.ByState[journal.StatePending] != 2 || st.Expired != 0 || st.OverdueUnknown != 2 {
+		e.t.Fatalf("Stats() after GC = %+v, %v; want the 2 pending records, overdue", st, err)
 	}
+}
+
+// testUnknownNeverExpires: an unknown outcome (or a pending one, whose
+// owner may be gone) past its TTL is neither absent for Begin nor removed
+// by GC; an operator's Resolve is the way out.
+func testUnknownNeverExpires(e *env) {
+	req := e.req()
+	req.RecordTTL = time.Hour
+	res := e.begin(req, journal.Started)
+	unknown := e.complete(req.Key, res.Token, journal.StateUnknown, "timeout after send")
+	e.clk.Advance(time.Hour + time.Second) // Expires + 1s
+	late := req
+	late.Owner, late.AttemptID = "owner-b", "att-late"
+	got := e.begin(late, journal.Answered)
+	e.same("Begin of an unknown record past its TTL", got.Record, unknown)
+
+	p := e.req()
+	p.Intent.Turn = "2"
+	p.RecordTTL = time.Hour
+	pending := e.begin(p, journal.Started)
+	e.clk.Advance(8 * 24 * time.Hour) // the unknown's Expires + 8 days
+	got2, err := e.s.GC(e.ctx, journal.GCOptions{})
+	if want := (journal.GCResult{KeptUnknown: 2}); err != nil || got2 != want {
+		e.t.Fatalf("GC() 8 days past the TTLs = %+v, %v; want %+v", got2, err, want)
+	}
+	e.same("Get of the unknown record after GC", e.get(req.Key), unknown)
+	e.same("Get of the pending record after GC", e.get(p.Key), pending.Record)
+	if st, err := e.s.Stats(e.ctx); err != nil || st.Expired != 0 || st.OverdueUnknown != 2 {
+		e.t.Fatalf("Stats() = %+v, %v; want 0 expired, 2 overdue unknown", st, err)
+	}
+	e.begin(late, journal.Answered)
+	// The abandoned pending record is taken over, not begun anew.
+	pb := p
+	pb.Owner = "owner-b"
+	tk := e.begin(pb, journal.TakenOver)
+	if tk.Token <= pending.Token || len(tk.Record.Attempts) != 1 || !tk.Record.Created.Equal(pending.Record.Created) {
+		e.t.Fatalf("Begin of an abandoned record past its TTL = %+v; want it taken over with its attempt", tk.Record)
+	}
+
+	// Resolved, the verdict expires like any settled outcome.
+	resolved, err := e.s.Resolve(e.ctx, req.Key, journal.Resolution{State: journal.StateFailed, Reason: "never happened", By: "ops"})
+	if err != nil {
+		e.t.Fatalf("Resolve: %v", err)
+	}
+	e.clk.Advance(resolved.Expires.Sub(e.clk.Now()))
+	got2, err = e.s.GC(e.ctx, journal.GCOptions{})
+	if want := (journal.GCResult{Removed: 1, KeptUnknown: 1}); err != nil || got2 != want {
+		e.t.Fatalf("GC() at the resolved record's expiry = %+v, %v; want %+v", got2, err, want)
+	}
+	late.AttemptID = "att-new"
+	e.begin(late, journal.Started)
 }
 
 // listFixture creates records across tenants, sessions, turns, tools and
@@ -831,8 +876,9 @@ func testStats(e *env) {
 	}
 	e.clk.Advance(journal.DefaultTTL + 2*time.Hour)
 	st, err = e.s.Stats(e.ctx)
-	if err != nil || st.Expired != 8 {
-		e.t.Errorf("Stats() after the TTL: Expired = %d, %v; want 8", st.Expired, err)
+	if err != nil || st.Expired != 5 || st.OverdueUnknown != 3 {
+		e.t.Errorf("Stats() after the TTL: Expired = %d, OverdueUnknown = %d, %v; want 5 (the known outcomes), 3 (unknown, pending)",
+			st.Expired, st.OverdueUnknown, err)
 	}
 }
 

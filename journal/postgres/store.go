@@ -226,20 +226,21 @@ func keyError(op string, key uuid.UUID, sentinel error) error {
 
 // statements are the store's SQL, built once per schema.
 type statements struct {
-	table       string
-	get         string
-	lockForTx   string
-	beginFast   [2][2]string // [guard on][durable]
-	guard       string
-	replace     string
-	startAtt    [2]string // [durable]
-	complete    string
-	fence       string
-	resolve     string
-	importRow   string
-	gcPredicate string
-	gcDelete    string
-	gcCount     string
+	table            string
+	get              string
+	lockForTx        string
+	beginFast        [2][2]string // [guard on][durable]
+	guard            string
+	replace          string
+	startAtt         [2]string // [durable]
+	complete         string
+	fence            string
+	resolve          string
+	importRow        string
+	gcPredicate      string
+	overduePredicate string
+	gcDelete         string
+	gcCount          string
 }
 
 // closeLast is the SQL expression that closes the last attempt with the
@@ -326,8 +327,14 @@ func buildStatements(q string) statements {
 		expires_ns = GREATEST(expires_ns, $6 + (expires_ns - created_ns)),
 		res_state = $2, res_output = $3, res_reason = $4, res_by = $5, res_at_ns = $6
 		WHERE key = $1 AND state IN (1, 5) RETURNING ` + columns
-	s.gcPredicate = `expires_ns <= $1 AND (state <> 1 OR lease_expires_ns IS NULL OR lease_expires_ns <= $1)`
-	s.gcDelete = `DELETE FROM ` + t + ` WHERE ` + s.gcPredicate
-	s.gcCount = `SELECT count(*) FROM ` + t + ` WHERE ` + s.gcPredicate
+	// journal.Expired and journal.Overdue in SQL: only succeeded (2),
+	// failed (3) and suppressed (4) records expire; pending (1) and unknown
+	// (5) ones past their TTL are kept and counted.
+	s.gcPredicate = `expires_ns <= $1 AND state IN (2, 3, 4)`
+	s.overduePredicate = `expires_ns <= $1 AND state IN (1, 5)`
+	s.gcDelete = `WITH gone AS (DELETE FROM ` + t + ` WHERE ` + s.gcPredicate + ` RETURNING 1)
+		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ` + t + ` WHERE ` + s.overduePredicate + `)`
+	s.gcCount = `SELECT count(*) FILTER (WHERE state IN (2, 3, 4)), count(*) FILTER (WHERE state IN (1, 5))
+		FROM ` + t + ` WHERE expires_ns <= $1`
 	return s
 }

@@ -435,27 +435,31 @@ func TestListStatsGC(t *testing.T) {
 		t.Fatalf("Stats() = %+v; want 6 records (2 pending, 4 succeeded; 4 charge, 2 refund), 6 attempts", st)
 	}
 
-	// Two hours on: records 0 and 1 are past their TTL; 0 is pending but
-	// its lease expired long ago, so both go.
+	// Two hours on: records 0 and 1 are past their TTL. 1 is settled and
+	// goes; 0 is pending (its owner gone long ago: its outcome is unknown),
+	// so GC keeps it for an operator.
 	clk.Advance(2 * time.Hour)
-	if n, err := s.GC(ctx, journal.GCOptions{DryRun: true}); err != nil || n != 2 {
-		t.Fatalf("GC(dry run) = %d, %v; want 2", n, err)
+	if res, err := s.GC(ctx, journal.GCOptions{DryRun: true}); err != nil || res != (journal.GCResult{Removed: 1, KeptUnknown: 1}) {
+		t.Fatalf("GC(dry run) = %+v, %v; want 1 removed, 1 kept", res, err)
 	}
-	if st, _ := s.Stats(ctx); st.Expired != 2 {
-		t.Errorf("Stats().Expired = %d; want 2", st.Expired)
+	if st, _ := s.Stats(ctx); st.Expired != 1 || st.OverdueUnknown != 1 {
+		t.Errorf("Stats().Expired, OverdueUnknown = %d, %d; want 1, 1", st.Expired, st.OverdueUnknown)
 	}
-	if n, err := s.GC(ctx, journal.GCOptions{}); err != nil || n != 2 {
-		t.Fatalf("GC() = %d, %v; want 2", n, err)
+	if res, err := s.GC(ctx, journal.GCOptions{}); err != nil || res != (journal.GCResult{Removed: 1, KeptUnknown: 1}) {
+		t.Fatalf("GC() = %+v, %v; want 1 removed, 1 kept", res, err)
 	}
-	if got := list(journal.Filter{}); len(got) != 4 {
-		t.Fatalf("List after GC = %d records; want 4", len(got))
+	if got := list(journal.Filter{}); len(got) != 5 {
+		t.Fatalf("List after GC = %d records; want 5", len(got))
 	}
-	if _, err := s.Get(ctx, keys[0]); !errors.Is(err, journal.ErrNotFound) {
+	if _, err := s.Get(ctx, keys[1]); !errors.Is(err, journal.ErrNotFound) {
 		t.Errorf("Get(collected key) = %v; want ErrNotFound", err)
+	}
+	if _, err := s.Get(ctx, keys[0]); err != nil {
+		t.Errorf("Get(overdue pending key) = %v; want the record", err)
 	}
 }
 
-func TestGCKeepsPendingWithLiveLease(t *testing.T) {
+func TestGCKeepsPending(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	s := openStore(t, &journal.Options{Now: clk.Now})
@@ -465,13 +469,11 @@ func TestGCKeepsPendingWithLiveLease(t *testing.T) {
 	if _, err := s.Begin(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(2 * time.Minute)
-	if n, err := s.GC(ctx, journal.GCOptions{}); err != nil || n != 0 {
-		t.Fatalf("GC(pending, live lease) = %d, %v; want 0", n, err)
-	}
-	clk.Advance(time.Hour)
-	if n, err := s.GC(ctx, journal.GCOptions{}); err != nil || n != 1 {
-		t.Fatalf("GC(pending, lease expired) = %d, %v; want 1", n, err)
+	for _, d := range []time.Duration{2 * time.Minute, time.Hour} { // lease live, then expired
+		clk.Advance(d)
+		if res, err := s.GC(ctx, journal.GCOptions{}); err != nil || res != (journal.GCResult{KeptUnknown: 1}) {
+			t.Fatalf("GC(pending past its TTL) = %+v, %v; want 0 removed, 1 kept", res, err)
+		}
 	}
 }
 
