@@ -522,6 +522,21 @@ func (s *BoltStore) StartAttempt(ctx context.Context, req AttemptRequest) error 
 	return err
 }
 
+// Renew extends the caller's lease; see Store. The renewed record goes to
+// the overlay, never to the file: a renewal needs no fsync, because after a
+// crash the lease ends anyway (OpenBolt ends every lease it finds), so the
+// lease in the file never needs to be the renewed one. The next durable
+// write of the key, or Close, writes it.
+func (s *BoltStore) Renew(ctx context.Context, req RenewRequest) (time.Time, error) {
+	if err := ValidateRenew(&req); err != nil {
+		return time.Time{}, err
+	}
+	r, err := s.update(ctx, req.Key, "renew", false, func(cur *Record, now time.Time) (Record, error) {
+		return ApplyRenew(cur, &req, now)
+	})
+	return r.Lease.Expires, err
+}
+
 // Complete records an outcome durably; see Store.
 func (s *BoltStore) Complete(ctx context.Context, c Completion) (Record, error) {
 	if err := ValidateCompletion(&c); err != nil {

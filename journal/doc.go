@@ -37,6 +37,13 @@
 // stopped; OpenBolt ends those leases as of the open, and a restarted agent
 // takes over its interrupted intents at once. The in-memory and PostgreSQL
 // stores wait for leases to run out, since their owners may be alive.
+// The owner renews its lease with [Store.Renew] for as long as its
+// attempt runs, so that only an owner that stopped loses it. A lease that
+// ran out is not enough for a takeover: each attempt records when the
+// downstream can no longer be acting on it (Attempt.QuietAt: its start plus
+// BeginRequest.Settle or AttemptRequest.Settle), and until the latest of
+// those has passed Begin answers Held, so that nobody runs or reconciles an
+// intent whose previous attempt may still take effect.
 // Mismatch is decided before anything else and only for a live record; a
 // zero fingerprint on either side means "not computed" and matches.
 //

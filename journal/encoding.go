@@ -48,6 +48,7 @@ const (
 	tagAttemptEnd
 	tagAttemptClass
 	tagAttemptError
+	tagAttemptQuietAt
 )
 
 const (
@@ -139,6 +140,7 @@ func encodeRecord(dst []byte, r *Record) []byte {
 			s.time(tagAttemptEnd, a.End)
 			s.str(tagAttemptClass, a.Class)
 			s.str(tagAttemptError, a.Error)
+			s.time(tagAttemptQuietAt, a.QuietAt)
 		})
 	}
 	e.str(tagLeaseOwner, r.Lease.Owner)
@@ -326,6 +328,8 @@ func decodeAttempt(parent *decoder, p []byte) Attempt {
 			a.Class = str(q)
 		case tagAttemptError:
 			a.Error = str(q)
+		case tagAttemptQuietAt:
+			a.QuietAt = d.time(q)
 		}
 	}
 	if d.err != nil && parent.err == nil {

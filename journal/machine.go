@@ -147,7 +147,9 @@ func DecideBegin(cur *Record, req *BeginRequest, now time.Time) BeginDecision {
 			return BeginDecision{Result: BeginResult{Outcome: Answered, Record: *cur}}
 		}
 		retaken = true
-	case now.Before(cur.Lease.Expires):
+	case now.Before(cur.Lease.Expires), now.Before(quietAt(cur)):
+		// A live owner, or an earlier attempt the downstream may still be
+		// acting on: nobody runs or reconciles the intent meanwhile.
 		return BeginDecision{Result: BeginResult{Outcome: Held, Record: *cur}}
 	}
 	// Taken over: a pending record whose lease expired, or a settled one
@@ -222,8 +224,28 @@ func newRecord(req *BeginRequest, now time.Time, token uint64) Record {
 		Updated:     now,
 		Expires:     now.Add(recordTTL(req.RecordTTL)),
 	}
-	r.Attempts = []Attempt{{ID: req.AttemptID, Start: now}}
+	r.Attempts = []Attempt{{ID: req.AttemptID, Start: now, QuietAt: settleAt(now, req.Settle)}}
 	return r
+}
+
+// settleAt is the QuietAt of an attempt started at start with settle time d.
+func settleAt(start time.Time, d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	return start.Add(d)
+}
+
+// quietAt is the latest QuietAt of r's attempts: until then an earlier
+// attempt may still be acting downstream.
+func quietAt(r *Record) time.Time {
+	var q time.Time
+	for i := range r.Attempts {
+		if r.Attempts[i].QuietAt.After(q) {
+			q = r.Attempts[i].QuietAt
+		}
+	}
+	return q
 }
 
 // GuardBlocks reports whether the record s, found under another key,
@@ -287,9 +309,30 @@ func ApplyAttempt(cur *Record, req *AttemptRequest, now time.Time) (Record, erro
 	r.Attempts = make([]Attempt, len(cur.Attempts), len(cur.Attempts)+1)
 	copy(r.Attempts, cur.Attempts)
 	closeAttempt(&r, now, req.PrevClass, req.PrevError)
-	r.Attempts = append(r.Attempts, Attempt{ID: req.ID, Start: now})
+	r.Attempts = append(r.Attempts, Attempt{ID: req.ID, Start: now, QuietAt: settleAt(now, req.Settle)})
 	r.Lease.Expires = now.Add(LeaseTTL(req.LeaseTTL))
 	r.Updated = now
+	return r, nil
+}
+
+// ValidateRenew checks a renewal before anything is read.
+func ValidateRenew(req *RenewRequest) error {
+	if req.Key == uuid.Nil {
+		return fmt.Errorf("%w: renew: zero key", ErrInvalid)
+	}
+	return nil
+}
+
+// ApplyRenew returns cur with its lease extended from now by req, or
+// ErrFenced. An owner whose lease expired but that nobody took over may
+// renew it: its token is still the record's. Renewal is not a change of
+// state: Updated stays. It does not modify cur.
+func ApplyRenew(cur *Record, req *RenewRequest, now time.Time) (Record, error) {
+	if err := fence(cur, req.Key, req.Token); err != nil {
+		return Record{}, err
+	}
+	r := *cur
+	r.Lease.Expires = now.Add(LeaseTTL(req.LeaseTTL))
 	return r, nil
 }
 

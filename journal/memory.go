@@ -150,6 +150,17 @@ func (m *MemoryStore) StartAttempt(ctx context.Context, req AttemptRequest) erro
 	return err
 }
 
+// Renew extends the caller's lease; see Store.
+func (m *MemoryStore) Renew(ctx context.Context, req RenewRequest) (time.Time, error) {
+	if err := ValidateRenew(&req); err != nil {
+		return time.Time{}, err
+	}
+	r, err := m.update(ctx, req.Key, "renew", func(cur *Record, now time.Time) (Record, error) {
+		return ApplyRenew(cur, &req, now)
+	})
+	return r.Lease.Expires, err
+}
+
 // Complete records an outcome; see Store.
 func (m *MemoryStore) Complete(ctx context.Context, c Completion) (Record, error) {
 	if err := ValidateCompletion(&c); err != nil {

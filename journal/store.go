@@ -33,6 +33,15 @@ type Store interface {
 	// record's gets ErrFenced and nothing is written.
 	StartAttempt(ctx context.Context, req AttemptRequest) error
 
+	// Renew extends the lease of a pending record the caller owns, from the
+	// store's now by req.LeaseTTL, and returns the lease's new expiry. The
+	// owner calls it while its attempt runs, so that only an owner that
+	// stopped loses its lease. It is fenced like StartAttempt (ErrFenced
+	// when the token is no longer the record's or the record is not
+	// pending; nothing is written) and cheap: it need not be durable, since
+	// a crash ends the lease anyway.
+	Renew(ctx context.Context, req RenewRequest) (time.Time, error)
+
 	// Complete records an intent's outcome. It is fenced like StartAttempt
 	// and is always durable when it returns.
 	Complete(ctx context.Context, c Completion) (Record, error)
@@ -98,6 +107,11 @@ type BeginRequest struct {
 	LeaseTTL time.Duration
 	// RecordTTL is how long the record is kept; zero means DefaultTTL.
 	RecordTTL time.Duration
+	// Settle is how long after attempt 1 starts the downstream may still be
+	// acting on it: the attempt's timeout plus the tool's settle window. It
+	// is kept as the attempt's QuietAt; until then nobody takes the intent
+	// over, even once the lease expired. Zero means no wait.
+	Settle time.Duration
 	// Durable asks that a new record be on disk before Begin returns (the
 	// write-ahead of an Unkeyed tool). When false the store may return
 	// before the write is durable; the record is still visible to every
@@ -141,7 +155,9 @@ const (
 	// Answered: the record is settled (succeeded, failed, suppressed or
 	// unknown); answer from it and do not run the tool.
 	Answered
-	// Held: the record is pending and another owner's lease is live.
+	// Held: the record is pending and another owner's lease is live, or
+	// the lease expired but the last attempt may still be acting downstream
+	// (its QuietAt is ahead): nobody runs or reconciles the intent yet.
 	Held
 	// TakenOver: the record was pending with an expired lease. The outcome
 	// of the earlier attempts is unknown; the caller now owns the lease and
@@ -181,8 +197,18 @@ type AttemptRequest struct {
 	PrevError string
 	// LeaseTTL extends the lease from now; zero means DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// Settle is the new attempt's settle time, as BeginRequest.Settle.
+	Settle time.Duration
 	// Durable asks that the attempt be on disk before StartAttempt returns.
 	Durable bool
+}
+
+// RenewRequest extends the lease of an intent the caller owns.
+type RenewRequest struct {
+	Key   uuid.UUID
+	Token uint64
+	// LeaseTTL is the lease from now; zero means DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 // Completion records an intent's outcome.

@@ -37,6 +37,8 @@ func Run(t *testing.T, open func(t *testing.T, opts *journal.Options) journal.St
 		{"GuardMismatch", testGuardMismatch},
 		{"GuardTakeover", testGuardTakeover},
 		{"StartAttempt", testStartAttempt},
+		{"Renew", testRenew},
+		{"Settle", testSettle},
 		{"CompleteFencing", testCompleteFencing},
 		{"Resolve", testResolve},
 		{"TTLExpiry", testTTLExpiry},
@@ -192,7 +194,7 @@ func normalize(r journal.Record) journal.Record {
 	} else {
 		as := make([]journal.Attempt, len(r.Attempts))
 		for i, a := range r.Attempts {
-			a.Start, a.End = utc(a.Start), utc(a.End)
+			a.Start, a.End, a.QuietAt = utc(a.Start), utc(a.End), utc(a.QuietAt)
 			as[i] = a
 		}
 		r.Attempts = as
@@ -957,6 +959,7 @@ func testClosed(e *env) {
 	calls := map[string]error{}
 	_, calls["Begin"] = e.s.Begin(e.ctx, e.req())
 	calls["StartAttempt"] = e.s.StartAttempt(e.ctx, journal.AttemptRequest{Key: req.Key, Token: res.Token, ID: "x"})
+	_, calls["Renew"] = e.s.Renew(e.ctx, journal.RenewRequest{Key: req.Key, Token: res.Token})
 	_, calls["Complete"] = e.s.Complete(e.ctx, journal.Completion{Key: req.Key, Token: res.Token, State: journal.StateSucceeded})
 	_, calls["Resolve"] = e.s.Resolve(e.ctx, req.Key, journal.Resolution{State: journal.StateFailed})
 	_, calls["Get"] = e.s.Get(e.ctx, req.Key)
@@ -1188,4 +1191,101 @@ func testGuardTakeover(e *env) {
 	got := e.begin(b, journal.Guarded)
 	e.same("Guarded takeover: the suppressing record", got.Record, sup)
 	e.same("Get after a guarded takeover (nothing written)", e.get(k.Key), first.Record)
+}
+
+// testRenew: the owner renews its lease while its attempt runs; a renewal
+// is fenced like every owner's write.
+func testRenew(e *env) {
+	for _, durable := range []bool{true, false} {
+		req := e.req()
+		req.Durable = durable
+		req.Intent.Turn = fmt.Sprint("renew-", durable)
+		res := e.begin(req, journal.Started)
+		now := e.clk.Advance(leaseTTL - time.Second)
+		exp, err := e.s.Renew(e.ctx, journal.RenewRequest{Key: req.Key, Token: res.Token, LeaseTTL: leaseTTL})
+		if err != nil || !exp.Equal(now.Add(leaseTTL)) {
+			e.t.Fatalf("Renew(durable begin %v) = %v, %v; want %v", durable, exp, err, now.Add(leaseTTL))
+		}
+		want := res.Record
+		want.Lease.Expires = exp
+		e.same("Get after Renew", e.get(req.Key), want)
+
+		// Past the first lease, within the renewed one: still held.
+		e.clk.Advance(leaseTTL - time.Second)
+		other := req
+		other.Owner = "owner-b"
+		e.begin(other, journal.Held)
+		_, err = e.s.Renew(e.ctx, journal.RenewRequest{Key: req.Key, Token: res.Token + 1})
+		e.wantErr("Renew with a wrong token", err, journal.ErrFenced)
+		e.same("Get after a fenced Renew", e.get(req.Key), want)
+
+		// Once taken over, the old owner's renewal is fenced.
+		e.clk.Advance(time.Second)
+		tk := e.begin(other, journal.TakenOver)
+		_, err = e.s.Renew(e.ctx, journal.RenewRequest{Key: req.Key, Token: res.Token, LeaseTTL: time.Hour})
+		e.wantErr("Renew by the owner taken over", err, journal.ErrFenced)
+		e.same("Get after a fenced Renew", e.get(req.Key), tk.Record)
+		exp, err = e.s.Renew(e.ctx, journal.RenewRequest{Key: req.Key, Token: tk.Token}) // default lease
+		if err != nil || !exp.Equal(e.clk.Now().Add(journal.DefaultLeaseTTL)) {
+			e.t.Fatalf("Renew(new owner, default lease) = %v, %v; want %v", exp, err, e.clk.Now().Add(journal.DefaultLeaseTTL))
+		}
+		done := e.complete(req.Key, tk.Token, journal.StateSucceeded, "ok")
+		_, err = e.s.Renew(e.ctx, journal.RenewRequest{Key: req.Key, Token: tk.Token})
+		e.wantErr("Renew of a settled record", err, journal.ErrFenced)
+		e.same("Get after Renew of a settled record", e.get(req.Key), done)
+	}
+	_, err := e.s.Renew(e.ctx, journal.RenewRequest{Key: uuid.New(), Token: 1})
+	e.wantErr("Renew of an unknown key", err, journal.ErrNotFound)
+	_, err = e.s.Renew(e.ctx, journal.RenewRequest{Token: 1})
+	e.wantErr("Renew of the zero key", err, journal.ErrInvalid)
+}
+
+// testSettle: an attempt whose downstream may still be acting keeps its
+// intent Held after the lease expired, until its QuietAt.
+func testSettle(e *env) {
+	req := e.req()
+	req.Settle = 3 * leaseTTL
+	start := e.clk.Now()
+	res := e.begin(req, journal.Started)
+	if q := res.Record.Attempts[0].QuietAt; !q.Equal(start.Add(3 * leaseTTL)) {
+		e.t.Fatalf("Begin(Settle %v): attempt QuietAt = %v; want %v", req.Settle, q, start.Add(3*leaseTTL))
+	}
+	e.same("Get after Begin with Settle", e.get(req.Key), res.Record)
+	other := req
+	other.Owner = "owner-b"
+	e.clk.Advance(leaseTTL) // the lease is over, the attempt may not be
+	e.begin(other, journal.Held)
+	e.clk.Advance(2*leaseTTL - tick)
+	e.begin(other, journal.Held)
+	e.clk.Advance(tick)
+	tk := e.begin(other, journal.TakenOver)
+
+	// A new attempt carries its own settle time.
+	t1 := e.clk.Advance(time.Second)
+	err := e.s.StartAttempt(e.ctx, journal.AttemptRequest{Key: req.Key, Token: tk.Token, ID: "att-2",
+		PrevClass: "unknown", LeaseTTL: leaseTTL, Settle: 2 * leaseTTL, Durable: true})
+	if err != nil {
+		e.t.Fatalf("StartAttempt(Settle): %v", err)
+	}
+	got := e.get(req.Key)
+	if q := got.Attempts[1].QuietAt; !q.Equal(t1.Add(2 * leaseTTL)) {
+		e.t.Fatalf("StartAttempt(Settle %v): attempt QuietAt = %v; want %v", 2*leaseTTL, q, t1.Add(2*leaseTTL))
+	}
+	third := req
+	third.Owner = "owner-c"
+	e.clk.Advance(leaseTTL)
+	e.begin(third, journal.Held)
+	e.clk.Advance(leaseTTL)
+	e.begin(third, journal.TakenOver)
+
+	// Without Settle, an expired lease is taken over at once.
+	plain := e.req()
+	plain.Intent.Turn = "2"
+	e.begin(plain, journal.Started)
+	if q := e.get(plain.Key).Attempts[0].QuietAt; !q.IsZero() {
+		e.t.Fatalf("Begin without Settle: QuietAt = %v; want zero", q)
+	}
+	e.clk.Advance(leaseTTL)
+	plain.Owner = "owner-b"
+	e.begin(plain, journal.TakenOver)
 }

@@ -233,6 +233,7 @@ type statements struct {
 	guard            string
 	replace          string
 	startAtt         [2]string // [durable]
+	renew            string
 	complete         string
 	fence            string
 	resolve          string
@@ -310,6 +311,8 @@ func buildStatements(q string) statements {
 			lease_expires_ns = $5, updated_ns = $6` + from + `
 			WHERE key = $1 AND state = 1 AND lease_token = $2`
 	}
+	s.renew = `UPDATE ` + t + ` SET lease_expires_ns = $3 FROM ` + asyncCommit + `
+		WHERE key = $1 AND state = 1 AND lease_token = $2 RETURNING lease_expires_ns`
 	s.complete = `UPDATE ` + t + ` SET state = $3, output = $4, error_class = $5, error_message = $6,
 		attempts = ` + closeLast(7) + `, lease_expires_ns = $8, updated_ns = $8
 		WHERE key = $1 AND state = 1 AND lease_token = $2 RETURNING ` + columns

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -28,7 +29,12 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 	if err != nil {
 		return err
 	}
-	next, err := json.Marshal([]storedAttempt{{ID: cleanText(req.ID), Start: &nowNs}})
+	next := []storedAttempt{{ID: cleanText(req.ID), Start: &nowNs}}
+	if req.Settle > 0 {
+		q := nowNs + int64(req.Settle)
+		next[0].Quiet = &q
+	}
+	nextJSON, err := json.Marshal(next)
 	if err != nil {
 		return err
 	}
@@ -36,7 +42,7 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 	if req.Durable {
 		durable = 1
 	}
-	tag, err := s.pool.Exec(ctx, s.sql.startAtt[durable], req.Key, int64(req.Token), closing, string(next),
+	tag, err := s.pool.Exec(ctx, s.sql.startAtt[durable], req.Key, int64(req.Token), closing, string(nextJSON),
 		now.Add(journal.LeaseTTL(req.LeaseTTL)).UnixNano(), nowNs)
 	if err != nil {
 		return s.fail("start attempt", req.Key, true, err)
@@ -45,6 +51,28 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 		return s.whyNot(ctx, "start attempt", req.Key)
 	}
 	return nil
+}
+
+// Renew extends the caller's lease in one fenced UPDATE, committed without
+// waiting for the WAL flush: a renewal lost in a server crash only shortens
+// a lease.
+func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time, error) {
+	if err := journal.ValidateRenew(&req); err != nil {
+		return time.Time{}, err
+	}
+	if err := s.checkWrite(ctx, "renew", req.Key); err != nil {
+		return time.Time{}, err
+	}
+	var exp int64
+	err := s.pool.QueryRow(ctx, s.sql.renew, req.Key, int64(req.Token),
+		s.now().Add(journal.LeaseTTL(req.LeaseTTL)).UnixNano()).Scan(&exp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, s.whyNot(ctx, "renew", req.Key)
+	}
+	if err != nil {
+		return time.Time{}, s.fail("renew", req.Key, true, err)
+	}
+	return fromNanos(exp), nil
 }
 
 // closeAttempt is the jsonb object merged into the open attempt to close
