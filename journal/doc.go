@@ -59,6 +59,21 @@
 // [GuardBlocks]; the state machine, shared by every store, is [DecideBegin].
 // A read-only store answers Mismatch without recording the suppression.
 //
+// # Clocks
+//
+// Leases, settle windows and TTLs are instants stored in the records and
+// compared with the store's clock. On PostgreSQL that is the database
+// server's clock, whatever the clients' clocks say (see journal/postgres).
+// The bbolt and in-memory stores are used by one process, so that
+// process's clock decides: Options.Now, time.Now by default. Go's
+// monotonic clock does not help there: stored instants are wall-clock
+// times, which carry no monotonic reading. A wall clock stepped forward
+// ends the process's live leases and settle windows early (another caller
+// in the process may then take an intent over while its attempt runs; the
+// first owner is fenced) and expires settled records early (a late call
+// runs anew); unknown and pending records never expire, so no jump re-runs
+// them. A clock stepped back makes leases and TTLs last longer.
+//
 // # Durability
 //
 // Writes that must survive a crash are committed and fsynced before the

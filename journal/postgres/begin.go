@@ -35,15 +35,14 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	if s.readOnly {
 		return s.beginReadOnly(ctx, req)
 	}
-	now := s.now()
-	// The record a new intent gets, for the insert of the fast path.
-	fresh, err := rowOf(*journal.DecideBegin(nil, &req, now).Write)
+	args, err := beginFastArgs(&req)
 	if err != nil {
 		return journal.BeginResult{}, fmt.Errorf("%w: begin: %w", journal.ErrInvalid, err)
 	}
 	var inserted bool
+	var nowNs int64
 	r, err := scanRowAfter(s.pool.QueryRow(ctx, s.sql.beginFast[guardOn(req.Guard)][durableIdx(req.Durable)],
-		fresh.args()...), &inserted)
+		append(args, s.clockArg())...), &inserted, &nowNs)
 	switch {
 	case err == nil && inserted:
 		return started(r)
@@ -52,7 +51,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		if err != nil {
 			return journal.BeginResult{}, err
 		}
-		if d := journal.DecideBegin(&rec, &req, now); d.Write == nil && d.Suppress == nil && !d.Guard {
+		if d := journal.DecideBegin(&rec, &req, fromNanos(nowNs)); d.Write == nil && d.Suppress == nil && !d.Guard {
 			return d.Result, nil
 		}
 	case !errors.Is(err, pgx.ErrNoRows):
@@ -73,6 +72,29 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		}
 	}
 	return journal.BeginResult{}, fmt.Errorf("postgres journal: begin %s: the record kept changing under concurrent writers", req.Key)
+}
+
+// epoch is the instant beginFastArgs decides a new record at, so that its
+// times are offsets that the fast path's SQL adds to the server's clock.
+var epoch = time.Unix(0, 0).UTC()
+
+// beginFastArgs are the fast path's parameters $1 to $16: the record
+// journal.DecideBegin makes for a new intent, its times relative to epoch.
+func beginFastArgs(req *journal.BeginRequest) ([]any, error) {
+	rec := *journal.DecideBegin(nil, req, epoch).Write
+	r, err := rowOf(rec)
+	if err != nil {
+		return nil, err
+	}
+	a := rec.Attempts[0]
+	var settle *int64
+	if !a.QuietAt.IsZero() {
+		n := int64(a.QuietAt.Sub(a.Start))
+		settle = &n
+	}
+	return []any{r.Key, r.Version, r.Tenant, r.Session, r.Turn, r.Tool, r.Discriminator,
+		r.Fingerprint, r.Effect, r.Input, cleanText(a.ID), r.LeaseOwner, r.LeaseToken,
+		int64(rec.Lease.Expires.Sub(epoch)), settle, int64(rec.Expires.Sub(epoch))}, nil
 }
 
 func guardOn(g journal.GuardScope) int {
@@ -101,7 +123,10 @@ func started(r row) (journal.BeginResult, error) {
 // no write is given (a guarded intent is reported too), anything that would
 // write is refused.
 func (s *Store) beginReadOnly(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
-	now := s.now()
+	now, err := s.serverNow(ctx, s.pool)
+	if err != nil {
+		return journal.BeginResult{}, s.fail("begin", req.Key, false, err)
+	}
 	var cur *journal.Record
 	rec, err := s.get(ctx, req.Key)
 	switch {
@@ -172,12 +197,27 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest) (res 
 		return res, false, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	r, err := scanRow(tx.QueryRow(ctx, s.sql.lockForTx, req.Key))
+	// The row lock, then the server's clock, in one round trip: the clock
+	// is read once the lock is held, and decides everything below.
+	var b pgx.Batch
+	b.Queue(s.sql.lockForTx, req.Key)
+	b.Queue(s.sql.now, s.clockArg())
+	br := tx.SendBatch(ctx, &b)
+	r, err := scanRow(br.QueryRow())
 	found := err == nil
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		_ = br.Close()
 		return res, false, err
 	}
-	now := s.now()
+	var nowNs int64
+	err = br.QueryRow().Scan(&nowNs)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return res, false, err
+	}
+	now := fromNanos(nowNs)
 	var cur *journal.Record
 	if found {
 		rec, err := r.record()

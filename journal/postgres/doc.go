@@ -24,10 +24,16 @@
 // the pending state and the caller's token; a stale owner matches no row
 // and gets journal.ErrFenced.
 //
-// Every time decision (lease expiry, TTL, created and updated times) uses
-// the store's clock (journal.Options.Now), passed to the server as a
-// parameter; SQL's now() is never used. Processes on different hosts must
-// therefore keep their clocks in step; see Caveats.
+// # The server's clock decides
+//
+// Every time of a record (created, updated, attempt start, end and quiet
+// time, lease and record expiry) and every comparison with one (a live
+// lease, a passed TTL, GC, Stats) uses the database server's clock, read
+// with clock_timestamp() inside the statement or, for a transaction, once
+// it holds the record's row lock; the shared decision (journal.DecideBegin)
+// is given that instant. journal.Options.Now is ignored. So a client whose
+// clock is minutes off neither takes over a live lease nor sees a live
+// record as expired, and every process of a fleet judges alike.
 //
 // # Atomic effect and outcome
 //
@@ -45,7 +51,7 @@
 // error raised before anything was sent, a failure inside a transaction
 // before its COMMIT, or an ERROR the server reported, is a definite
 // failure. An uncertain Begin may have left a pending record under the
-// caller's lease: a retry sees it InFlight until the lease expires, then
+// caller's lease: a retry sees it Held until the lease expires, then
 // takes it over.
 //
 // # Durability
@@ -118,10 +124,11 @@
 //
 // # Caveats
 //
-// Leases and TTLs are judged by the clock of the process that calls, so
-// the fleet's clocks must agree to well within a lease: a host whose clock
-// runs ahead takes over live leases early. Use NTP, and leases much longer
-// than the worst skew.
+// The server's clock is a wall clock: if it is stepped forward (a manual
+// change, NTP correcting a large error), every live lease and settle window
+// ends early for every process at once, and settled records expire early;
+// stepped back, leases, settle windows and TTLs last longer, which delays
+// takeovers but lets nothing run twice. Clients' clocks do not matter.
 //
 // Intent fields, owners and schema names must be valid UTF-8 without NUL
 // bytes (PostgreSQL text cannot hold them); a record that breaks this is

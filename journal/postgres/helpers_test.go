@@ -24,8 +24,21 @@ func openStore(t testing.TB, jo *journal.Options) *postgres.Store {
 	return openIn(t, newSchema(t), jo)
 }
 
-// openIn opens a store in schema, closed when the test ends.
+// openIn opens a store in schema, closed when the test ends. The store
+// ignores jo.Now (the server's clock decides), so a test clock given there
+// is installed as the store's stand-in for the server's clock instead.
 func openIn(t testing.TB, schema string, jo *journal.Options) *postgres.Store {
+	t.Helper()
+	s := openClient(t, schema, jo)
+	if jo != nil && jo.Now != nil {
+		postgres.SetTestClock(s, jo.Now)
+	}
+	return s
+}
+
+// openClient opens a store in schema as a client process would, its
+// Options as given: the server's clock decides.
+func openClient(t testing.TB, schema string, jo *journal.Options) *postgres.Store {
 	t.Helper()
 	s, err := postgres.Open(context.Background(), pgURL(t), &postgres.Options{Journal: jo, Schema: schema})
 	if err != nil {

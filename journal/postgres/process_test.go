@@ -29,7 +29,7 @@ const (
 	childEnv       = "AGENTONCE_PG_CHILD"        // the child's job
 	childSchemaEnv = "AGENTONCE_PG_CHILD_SCHEMA" // the shared schema
 	childOwnerEnv  = "AGENTONCE_PG_CHILD_OWNER"  // the child's owner name
-	childSkewEnv   = "AGENTONCE_PG_CHILD_SKEW"   // added to the child's store clock
+	childSkewEnv   = "AGENTONCE_PG_CHILD_SKEW"   // added to the child's server clock (test seam)
 	childArgEnv    = "AGENTONCE_PG_CHILD_ARG"    // a job argument
 )
 
@@ -55,10 +55,14 @@ func runChild(job string) error {
 	skew, _ := time.ParseDuration(os.Getenv(childSkewEnv))
 	owner := os.Getenv(childOwnerEnv)
 	schema := os.Getenv(childSchemaEnv)
-	s, err := postgres.Open(ctx, os.Getenv(pgtest.URLEnv), &postgres.Options{Schema: schema,
-		Journal: &journal.Options{Now: func() time.Time { return time.Now().Add(skew) }}})
+	s, err := postgres.Open(ctx, os.Getenv(pgtest.URLEnv), &postgres.Options{Schema: schema})
 	if err != nil {
 		return err
+	}
+	if skew != 0 {
+		// Leases are judged by the server's clock; moving it (the test
+		// seam) is how a child sees a dead owner's lease expired.
+		postgres.SetTestClock(s, func() time.Time { return time.Now().Add(skew) })
 	}
 	defer s.Close()
 	q := pgx.Identifier{schema}.Sanitize()
@@ -178,8 +182,8 @@ func runChild(job string) error {
 
 // outcomeName names a Begin outcome for the children's reports.
 func outcomeName(o journal.BeginOutcome) string {
-	names := map[journal.BeginOutcome]string{journal.Started: "Started", journal.Answered: "Completed",
-		journal.Held: "InFlight", journal.TakenOver: "TakenOver", journal.Mismatch: "Mismatch", journal.Guarded: "Guarded"}
+	names := map[journal.BeginOutcome]string{journal.Started: "Started", journal.Answered: "Answered",
+		journal.Held: "Held", journal.TakenOver: "TakenOver", journal.Mismatch: "Mismatch", journal.Guarded: "Guarded"}
 	if n, ok := names[o]; ok {
 		return n
 	}
@@ -352,7 +356,7 @@ func TestProcessesRace(t *testing.T) {
 
 // TestProcessKilledHoldingLease SIGKILLs a process that holds two leases.
 // While the leases live, others see the intents in flight; once they have
-// expired (the second process's store clock runs two hours ahead), another
+// expired (the second process's server clock, a test seam, runs two hours ahead), another
 // process takes both over and follows the effect kind: the Keyed intent
 // runs again with the same key, the Unkeyed one is recorded unknown. The
 // dead owner's token is fenced.
@@ -426,7 +430,7 @@ func TestProcessKilledInAtomicEffect(t *testing.T) {
 		t.Fatalf("effects after the retry = %d; want 1", n)
 	}
 	again := startChild(t, schema, "atomic", "third", childSkewEnv+"=2h")
-	if got := again.wait(t); strings.Join(got, ",") != "Completed 0" {
+	if got := again.wait(t); strings.Join(got, ",") != "Answered 0" {
 		t.Fatalf("third call reported %q; want Answered (a replay)", got)
 	}
 	if n := countEffects(t, s, effects, key); n != 1 {

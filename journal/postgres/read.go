@@ -107,7 +107,7 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 	if err := s.check(ctx); err != nil {
 		return res, err
 	}
-	now := s.now().UnixNano()
+	now := s.clockArg()
 	if opts.DryRun {
 		if err := s.pool.QueryRow(ctx, s.sql.gcCount, now).Scan(&res.Removed, &res.KeptUnknown); err != nil {
 			return journal.GCResult{}, s.fail("gc", uuid.Nil, false, err)
@@ -135,11 +135,7 @@ func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var oldest, newest *int64
-	err = tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(jsonb_array_length(attempts)), 0),
-		count(*) FILTER (WHERE `+strings.ReplaceAll(s.sql.gcPredicate, "$1", "$1::bigint")+`),
-		count(*) FILTER (WHERE `+strings.ReplaceAll(s.sql.overduePredicate, "$1", "$1::bigint")+`),
-		min(created_ns), max(created_ns), pg_total_relation_size($2::regclass)
-		FROM `+s.sql.table, s.now().UnixNano(), s.sql.table).
+	err = tx.QueryRow(ctx, s.sql.stats, s.clockArg(), s.sql.table).
 		Scan(&st.Records, &st.Attempts, &st.Expired, &st.OverdueUnknown, &oldest, &newest, &st.SizeBytes)
 	if err != nil {
 		return st, s.fail("stats", uuid.Nil, false, err)

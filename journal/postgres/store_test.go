@@ -593,7 +593,7 @@ func TestHammerBegin(t *testing.T) {
 					}
 				case journal.Held, journal.Answered:
 				default:
-					t.Errorf("Begin = %v; want Started, InFlight or Completed", res.Outcome)
+					t.Errorf("Begin = %v; want Started, Held or Answered", res.Outcome)
 				}
 			}
 		})
@@ -641,7 +641,7 @@ func TestHammerTakeOver(t *testing.T) {
 					took[req.Key]++
 					mu.Unlock()
 				} else if res.Outcome != journal.Held {
-					t.Errorf("Begin = %v; want TakenOver or InFlight", res.Outcome)
+					t.Errorf("Begin = %v; want TakenOver or Held", res.Outcome)
 				}
 			}
 		})

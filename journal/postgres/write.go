@@ -23,27 +23,17 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 	if req.Key == uuid.Nil {
 		return fmt.Errorf("%w: start attempt: zero key", journal.ErrInvalid)
 	}
-	now := s.now()
-	nowNs := now.UnixNano()
-	closing, err := closeAttempt(nowNs, req.PrevClass, req.PrevError)
+	closing, err := closeAttempt(req.PrevClass, req.PrevError)
 	if err != nil {
 		return err
 	}
-	next := []storedAttempt{{ID: cleanText(req.ID), Start: &nowNs}}
+	var settle *int64
 	if req.Settle > 0 {
-		q := nowNs + int64(req.Settle)
-		next[0].Quiet = &q
+		n := int64(req.Settle)
+		settle = &n
 	}
-	nextJSON, err := json.Marshal(next)
-	if err != nil {
-		return err
-	}
-	durable := 0
-	if req.Durable {
-		durable = 1
-	}
-	tag, err := s.pool.Exec(ctx, s.sql.startAtt[durable], req.Key, int64(req.Token), closing, string(nextJSON),
-		now.Add(journal.LeaseTTL(req.LeaseTTL)).UnixNano(), nowNs)
+	tag, err := s.pool.Exec(ctx, s.sql.startAtt[durableIdx(req.Durable)], req.Key, int64(req.Token), closing,
+		cleanText(req.ID), int64(journal.LeaseTTL(req.LeaseTTL)), settle, s.clockArg())
 	if err != nil {
 		return s.fail("start attempt", req.Key, true, err)
 	}
@@ -65,7 +55,7 @@ func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time,
 	}
 	var exp int64
 	err := s.pool.QueryRow(ctx, s.sql.renew, req.Key, int64(req.Token),
-		s.now().Add(journal.LeaseTTL(req.LeaseTTL)).UnixNano()).Scan(&exp)
+		int64(journal.LeaseTTL(req.LeaseTTL)), s.clockArg()).Scan(&exp)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, s.whyNot(ctx, "renew", req.Key)
 	}
@@ -76,13 +66,13 @@ func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time,
 }
 
 // closeAttempt is the jsonb object merged into the open attempt to close
-// it; the attempt keeps its id and start.
-func closeAttempt(endNs int64, class, msg string) (string, error) {
+// it, with the end the SQL sets (closeLast); the attempt keeps its id and
+// start.
+func closeAttempt(class, msg string) (string, error) {
 	b, err := json.Marshal(struct {
-		End   int64  `json:"end"`
 		Class string `json:"class,omitempty"`
 		Error string `json:"error,omitempty"`
-	}{endNs, cleanText(class), cleanText(msg)})
+	}{cleanText(class), cleanText(msg)})
 	return string(b), err
 }
 
@@ -112,8 +102,7 @@ func (s *Store) Complete(ctx context.Context, c journal.Completion) (journal.Rec
 	if err := s.checkWrite(ctx, "complete", c.Key); err != nil {
 		return journal.Record{}, err
 	}
-	nowNs := s.now().UnixNano()
-	args, err := completeArgs(c, nowNs)
+	args, err := completeArgs(c, s.clockArg())
 	if err != nil {
 		return journal.Record{}, err
 	}
@@ -127,13 +116,13 @@ func (s *Store) Complete(ctx context.Context, c journal.Completion) (journal.Rec
 	return r.record()
 }
 
-func completeArgs(c journal.Completion, nowNs int64) ([]any, error) {
-	closing, err := closeAttempt(nowNs, c.ErrorClass, c.ErrorMessage)
+func completeArgs(c journal.Completion, clock *int64) ([]any, error) {
+	closing, err := closeAttempt(c.ErrorClass, c.ErrorMessage)
 	if err != nil {
 		return nil, err
 	}
 	return []any{c.Key, int64(c.Token), int16(c.State), c.Output, cleanText(c.ErrorClass),
-		cleanText(c.ErrorMessage), closing, nowNs}, nil
+		cleanText(c.ErrorMessage), closing, clock}, nil
 }
 
 // CompleteInTx runs effect inside the transaction that records the intent
@@ -178,7 +167,7 @@ func (s *Store) CompleteInTx(ctx context.Context, key uuid.UUID, token uint64,
 		return journal.Record{}, err
 	}
 	args, err := completeArgs(journal.Completion{Key: key, Token: token, State: journal.StateSucceeded, Output: out},
-		s.now().UnixNano())
+		s.clockArg())
 	if err != nil {
 		return journal.Record{}, err
 	}
@@ -202,14 +191,13 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 	if err := journal.ValidateResolution(key, &res); err != nil {
 		return journal.Record{}, err
 	}
-	nowNs := s.now().UnixNano()
 	reason := cleanText(res.Reason)
-	closing, err := closeAttempt(nowNs, "resolved", reason)
+	closing, err := closeAttempt("resolved", reason)
 	if err != nil {
 		return journal.Record{}, err
 	}
 	r, err := scanRow(s.pool.QueryRow(ctx, s.sql.resolve, key, int16(res.State), res.Output,
-		reason, cleanText(res.By), nowNs, closing))
+		reason, cleanText(res.By), s.clockArg(), closing))
 	if errors.Is(err, pgx.ErrNoRows) {
 		rec, err := s.get(ctx, key)
 		if err != nil {
