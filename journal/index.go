@@ -343,15 +343,16 @@ func sortNewestFirst(out []*ixEntry) {
 	})
 }
 
-// guardCandidates returns the keys of suppressed records that may block
-// req under its guard scope.
+// guardCandidates returns the keys of the suppressed records of req's
+// tenant, session and tool: those that may block req. GuardBlocks decides
+// which do.
 func (ix *index) guardCandidates(req *BeginRequest) []uuid.UUID {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	in := &req.Intent
 	var out []uuid.UUID
-	for key, e := range ix.guard[guardKey{in.Tenant, in.Session, in.Tool}] {
-		if key != req.Key && (req.Guard == GuardSession || e.turn == in.Turn) {
+	for key := range ix.guard[guardKey{in.Tenant, in.Session, in.Tool}] {
+		if key != req.Key {
 			out = append(out, key)
 		}
 	}

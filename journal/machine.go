@@ -68,10 +68,6 @@ type BeginDecision struct {
 	Durable bool
 }
 
-// MismatchErrorClass is the ErrorClass of the suppression a Mismatch
-// records (the retry class of a payload mismatch).
-const MismatchErrorClass = "mismatch"
-
 // MismatchKey is the key under which a Begin that answered Mismatch for key
 // records its suppression of the caller's fingerprint fp: the UUIDv5 of fp
 // in the namespace key. A repeated mismatch of the same payload derives the
@@ -91,7 +87,7 @@ func mismatchRecord(req *BeginRequest, now time.Time) Record {
 		Effect:       req.Effect,
 		Input:        req.Input,
 		State:        StateSuppressed,
-		ErrorClass:   MismatchErrorClass,
+		ErrorClass:   "mismatch", // retryclass.Mismatch, which journal does not import
 		ErrorMessage: fmt.Sprintf("key %s was already used with a different input; this input was suppressed, not run", req.Key),
 		Lease:        Lease{Owner: req.Owner, Token: 1},
 		Created:      now,

@@ -172,7 +172,9 @@ const (
 	// Guarded: Begin would have let the tool run (a new record, a takeover
 	// or a retake), but a suppression is recorded under another key for the
 	// same tool within the guard's scope. Nothing was written; Record is the
-	// suppressing record.
+	// suppressing record. A refused takeover or retake leaves the key's own
+	// record as it was (pending, unknown, …): Get it to tell the caller the
+	// truth about the earlier attempts.
 	Guarded
 )
 

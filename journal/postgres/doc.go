@@ -10,13 +10,15 @@
 // # Claims, leases and fencing
 //
 // Begin is one statement in the common cases: it reads the record and,
-// only when there is none, inserts it with INSERT … ON CONFLICT (key) DO
-// NOTHING, checking the suppression guard in the same statement. When a
-// record exists, that statement writes nothing and takes no transaction id,
-// so a replay is a read. Anything that changes an existing record (taking
-// over an expired lease, replacing a record past its TTL, a Retake, or
-// losing an insert race) runs in a transaction that holds the record's row
-// lock (SELECT … FOR UPDATE): there is no check-then-act.
+// only when there is none and no suppressed record of the tool exists in
+// the session, inserts it with INSERT … ON CONFLICT (key) DO NOTHING. When
+// a record exists, that statement writes nothing and takes no transaction
+// id, so a replay is a read. Anything else (taking over an expired lease,
+// replacing a record past its TTL, a Retake, a mismatch to record as a
+// suppression, a suppression that may guard the intent, losing an insert
+// race) runs in a transaction that holds the record's row lock (SELECT …
+// FOR UPDATE): there is no check-then-act. Every decision, on either path,
+// is journal.DecideBegin's.
 //
 // Each record has a lease (owner, expiry) and a fencing token that rises
 // whenever ownership changes, including when an expired record is replaced.
@@ -102,7 +104,7 @@
 //	output               bytea      the result of a succeeded intent
 //	error_class,
 //	error_message        text       a failed, suppressed or unknown outcome
-//	attempts             jsonb      [{"id","start","end","class","error"}]
+//	attempts             jsonb      [{"id","start","end","class","error","quiet"}]
 //	lease_owner          text       the lease
 //	lease_token          bigint     the fencing token
 //	lease_expires_ns     bigint
