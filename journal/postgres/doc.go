@@ -33,9 +33,10 @@
 // lease, a passed TTL, GC, Stats) uses the database server's clock, read
 // with clock_timestamp() inside the statement or, for a transaction, once
 // it holds the record's row lock; the shared decision (journal.DecideBegin)
-// is given that instant. journal.Options.Now is ignored. So a client whose
-// clock is minutes off neither takes over a live lease nor sees a live
-// record as expired, and every process of a fleet judges alike.
+// is given that instant. journal.Options.Now is ignored (tests move time
+// with Options.TestClock). So a client whose clock is minutes off neither
+// takes over a live lease nor sees a live record as expired, and every
+// process of a fleet judges alike.
 //
 // # Atomic effect and outcome
 //

@@ -26,23 +26,28 @@ func openStore(t testing.TB, jo *journal.Options) *postgres.Store {
 
 // openIn opens a store in schema, closed when the test ends. The store
 // ignores jo.Now (the server's clock decides), so a test clock given there
-// is installed as the store's stand-in for the server's clock instead.
+// becomes its Options.TestClock instead.
 func openIn(t testing.TB, schema string, jo *journal.Options) *postgres.Store {
 	t.Helper()
-	s := openClient(t, schema, jo)
-	if jo != nil && jo.Now != nil {
-		postgres.SetTestClock(s, jo.Now)
+	opts := &postgres.Options{Journal: jo, Schema: schema}
+	if jo != nil {
+		opts.TestClock = jo.Now
 	}
-	return s
+	return openWith(t, opts)
 }
 
 // openClient opens a store in schema as a client process would, its
-// Options as given: the server's clock decides.
+// journal options as given: the server's clock decides.
 func openClient(t testing.TB, schema string, jo *journal.Options) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(context.Background(), pgURL(t), &postgres.Options{Journal: jo, Schema: schema})
+	return openWith(t, &postgres.Options{Journal: jo, Schema: schema})
+}
+
+func openWith(t testing.TB, opts *postgres.Options) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), pgURL(t), opts)
 	if err != nil {
-		t.Fatalf("Open(schema %s) = %v", schema, err)
+		t.Fatalf("Open(schema %s) = %v", opts.Schema, err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s

@@ -55,14 +55,15 @@ func runChild(job string) error {
 	skew, _ := time.ParseDuration(os.Getenv(childSkewEnv))
 	owner := os.Getenv(childOwnerEnv)
 	schema := os.Getenv(childSchemaEnv)
-	s, err := postgres.Open(ctx, os.Getenv(pgtest.URLEnv), &postgres.Options{Schema: schema})
-	if err != nil {
-		return err
-	}
+	opts := &postgres.Options{Schema: schema}
 	if skew != 0 {
 		// Leases are judged by the server's clock; moving it (the test
 		// seam) is how a child sees a dead owner's lease expired.
-		postgres.SetTestClock(s, func() time.Time { return time.Now().Add(skew) })
+		opts.TestClock = func() time.Time { return time.Now().Add(skew) }
+	}
+	s, err := postgres.Open(ctx, os.Getenv(pgtest.URLEnv), opts)
+	if err != nil {
+		return err
 	}
 	defer s.Close()
 	q := pgx.Identifier{schema}.Sanitize()

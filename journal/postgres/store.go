@@ -29,6 +29,13 @@ type Options struct {
 	// independent (their own namespace, records and migrations).
 	Schema string
 
+	// TestClock, when set, stands in for the database server's clock in
+	// every statement, so that tests can move time (expire leases and TTLs
+	// without sleeping). Nil, the default and the only production setting,
+	// means the server's clock decides; a client clock here would bring back
+	// what this store avoids (see the package's clock section).
+	TestClock func() time.Time
+
 	// MaxConns caps the connection pool. Zero means the URL's
 	// pool_max_conns if it has one, else pgxpool's default (the greater of
 	// 4 and the number of CPUs).
@@ -54,9 +61,9 @@ type Store struct {
 	ns       uuid.UUID
 	schema   string
 	readOnly bool
-	// testNow, set only by the tests (export_test.go), stands in for the
-	// server's clock: every statement takes it as a parameter that is NULL
-	// otherwise. Options.Journal.Now is never used.
+	// testNow is Options.TestClock: every statement takes it as a
+	// parameter that is NULL when it is nil. Options.Journal.Now is never
+	// used.
 	testNow func() time.Time
 	closed  atomic.Bool
 	sql     statements
@@ -113,7 +120,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if jo.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
-	s := &Store{schema: schema, readOnly: jo.ReadOnly, sql: buildStatements(pgx.Identifier{schema}.Sanitize())}
+	s := &Store{schema: schema, readOnly: jo.ReadOnly, testNow: opts.TestClock, sql: buildStatements(pgx.Identifier{schema}.Sanitize())}
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres journal schema %q: %w", schema, err)
@@ -278,7 +285,7 @@ func closeLast(n int, now string) string {
 // serverNow is the SQL expression of the database server's clock in Unix
 // nanoseconds (PostgreSQL keeps microseconds), read when it is evaluated:
 // the clock every lease and expiry of this store is judged by. Parameter
-// $n is NULL except under the tests' fake clock (export_test.go).
+// $n is NULL except under Options.TestClock.
 func serverNow(n int) string {
 	return fmt.Sprintf(`COALESCE($%d::bigint, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000)`, n)
 }
