@@ -29,6 +29,12 @@ var (
 	ErrNoTurn = errors.New("call has no session or turn (and no step key)")
 )
 
+// ErrLeaseLost is the cause of a flight's cancellation when its owner lost
+// the intent's lease: a renewal was fenced (another owner or an operator
+// took the intent) or the journal stayed unreachable until the lease ran
+// out. The outcome cannot be recorded; the caller is told Unknown.
+var ErrLeaseLost = errors.New("lease lost")
+
 // UnknownToolError is returned when a call names a tool that is not
 // registered.
 type UnknownToolError struct {

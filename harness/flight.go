@@ -52,6 +52,7 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 		Durable:     t.durable,
 		Guard:       h.opts.Guard,
 		Retake:      t.retakeFn,
+		Settle:      t.quiet,
 	}
 	if !h.opts.FingerprintOnly {
 		req.Input = p.d.Canonical
@@ -64,7 +65,7 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 				Err: fmt.Errorf("harness: tool %q key %s: journal: %w", t.Name, p.d.Key, err)})
 		}
 		switch br.Outcome {
-		case journal.Completed:
+		case journal.Answered:
 			return f.answer(ctx, f.fromRecord(br.Record))
 		case journal.Mismatch:
 			return f.answer(ctx, f.suppressed(retryclass.Mismatch, len(br.Record.Attempts),
@@ -73,7 +74,7 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 			return f.answer(ctx, f.suppressed(retryclass.Mismatch, 0,
 				fmt.Sprintf("an earlier call of %s in this turn was suppressed (key %s); a call with altered input is refused too",
 					t.Name, br.Record.Key)))
-		case journal.InFlight:
+		case journal.Held:
 			v := retryclass.Verdict{Class: retryclass.InFlight}
 			delay, ok := f.schedule().Next(ctx, v)
 			if !ok {

@@ -200,6 +200,7 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 			pt.settle = pt.timeout
 		}
 		pt.settle = max(pt.settle, 0)
+		pt.quiet = pt.timeout + pt.settle
 	}
 	pt.retakeFn = func(r *journal.Record) bool { return pt.retake(r, h.now()) }
 	return pt, nil

@@ -573,7 +573,9 @@ func TestTakeoverAfterCrash(t *testing.T) {
 			// The dead process: begins the intent and dies before completing.
 			h1 := harness.New(st, &harness.Options{Owner: "dead"})
 			var key uuid.UUID
-			mustRegister(t, h1, harness.Tool{Name: "pay", Effect: effect,
+			// A short timeout keeps the Unkeyed settle window (timeout +
+			// settle, during which the restart must not take over) short.
+			mustRegister(t, h1, harness.Tool{Name: "pay", Effect: effect, Timeout: 10 * time.Millisecond,
 				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 					key = down.do(ctx)
 					runtime.Goexit()
@@ -600,7 +602,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 			st2 := openBolt(t, path, nil)
 			defer st2.Close()
 			h2 := newHarness(t, st2, nil)
-			mustRegister(t, h2, harness.Tool{Name: "pay", Effect: effect,
+			mustRegister(t, h2, harness.Tool{Name: "pay", Effect: effect, Timeout: 10 * time.Millisecond,
 				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 					k := down.do(ctx)
 					if k != key {

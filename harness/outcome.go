@@ -16,7 +16,7 @@ import (
 func (f *flight) startAttempt(ctx context.Context, id, prevClass, prevErr string) error {
 	err := f.h.store.StartAttempt(context.WithoutCancel(ctx), journal.AttemptRequest{
 		Key: f.p.d.Key, Token: f.token, ID: id, PrevClass: prevClass, PrevError: prevErr,
-		LeaseTTL: f.p.tool.leaseTTL, Durable: f.p.tool.durable,
+		LeaseTTL: f.p.tool.leaseTTL, Durable: f.p.tool.durable, Settle: f.p.tool.quiet,
 	})
 	if err == nil {
 		f.tries++
@@ -51,10 +51,11 @@ func (f *flight) complete(ctx context.Context, c journal.Completion, status Stat
 		c.Output = f.h.opts.Redact(f.p.tool.Name, out)
 	}
 	// The outcome is recorded even if the caller has gone: it happened.
+	// Renewal stops first, so that it cannot race the lease's end.
+	f.lease.release()
 	if _, err := f.h.store.Complete(context.WithoutCancel(ctx), c); err != nil {
 		return f.lost(ctx, err, out)
 	}
-	f.lease.release()
 	f.eventAttempt(ctx, EventAfterOutcome, "")
 	res := Result{Status: status, Source: src, Output: out}
 	if oe != nil {

@@ -78,10 +78,16 @@ func ReissueStep(rec *journal.Record, effect journal.Effect, now time.Time) Step
 		return StepAnswer
 	case journal.StateSuppressed:
 		if classOf(rec.ErrorClass) == retryclass.InFlight {
+			if stillActing(rec, now) {
+				return StepWait
+			}
 			return afterMaybe(rec, effect)
 		}
 		return StepAnswer
 	case journal.StateUnknown:
+		if stillActing(rec, now) {
+			return StepWait
+		}
 		return afterMaybe(rec, effect)
 	}
 	// A state this version does not know: answer what is recorded rather
@@ -101,9 +107,15 @@ func afterMaybe(rec *journal.Record, effect journal.Effect) Step {
 	return StepRetry
 }
 
-// stillActing reports whether rec's last attempt may still be acting
-// downstream at now (its settle window is open).
+// stillActing reports whether an attempt of rec may still be acting
+// downstream at now: the latest QuietAt of its attempts, as the journal
+// judges a takeover, is ahead.
 func stillActing(rec *journal.Record, now time.Time) bool {
+	for _, a := range rec.Attempts {
+		if now.Before(a.QuietAt) {
+			return true
+		}
+	}
 	return false
 }
 

@@ -121,6 +121,7 @@ type tool struct {
 	leaseTTL time.Duration
 	timeout  time.Duration              // each attempt's bound (Timeout or its default)
 	settle   time.Duration              // the wait before reconciling (Settle or its default)
+	quiet    time.Duration              // from an attempt's start until its downstream is quiet (Unkeyed: timeout + settle)
 	retakeFn func(*journal.Record) bool // the journal's Retake, bound once
 }
 

@@ -165,7 +165,7 @@ func replayOurs(b *testing.B, s journal.Store, r *journal.Record) {
 	req := benchRequest(r.Key, true)
 	req.Intent = r.Intent
 	res, err := s.Begin(context.Background(), req)
-	if err != nil || res.Outcome != journal.Completed {
+	if err != nil || res.Outcome != journal.Answered {
 		b.Fatalf("Begin = %v, %v", res.Outcome, err)
 	}
 }

@@ -420,7 +420,7 @@ func (s *BoltStore) persist(st *stripe, r *Record, durable bool) error {
 // Begin decides what happens to an intent; see Store. A settled record is
 // answered from one read transaction, without taking the key's lock.
 func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, error) {
-	if err := validateBegin(&req); err != nil {
+	if err := ValidateBegin(&req); err != nil {
 		return BeginResult{}, err
 	}
 	if err := s.enter(ctx); err != nil {
@@ -436,11 +436,11 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 		return BeginResult{}, err
 	}
 	now := s.now()
-	if cur != nil && cur.State.Settled() && !expired(cur, now) {
-		if d := decideBegin(cur, &req, now); d.write == nil {
-			return d.result, nil
+	if cur != nil && cur.State.Settled() && !Expired(cur, now) {
+		if d := DecideBegin(cur, &req, now); d.Write == nil && d.Suppress == nil {
+			return d.Result, nil
 		}
-		// Retake asked to take the record over: decide again under the lock.
+		// A Retake or a mismatch to record: decide again under the lock.
 	}
 
 	st := s.stripe(req.Key)
@@ -450,8 +450,29 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 		return BeginResult{}, err
 	}
 	now = s.now()
-	d := decideBegin(cur, &req, now)
-	if d.needGuard {
+	d := DecideBegin(cur, &req, now)
+	var sst *stripe // the stripe of d.Suppress's key, locked too
+	if d.Suppress != nil {
+		if sst = s.stripe(d.Suppress.Key); sst != st {
+			if d.Suppress.Key[0] < req.Key[0] {
+				// Stripes are locked in index order, so that two
+				// mismatches cannot deadlock; decide again once both are held.
+				st.mu.Unlock()
+				sst.mu.Lock()
+				st.mu.Lock()
+				if cur, err = s.current(st, req.Key); err != nil {
+					sst.mu.Unlock()
+					return BeginResult{}, err
+				}
+				now = s.now()
+				d = DecideBegin(cur, &req, now)
+			} else {
+				sst.mu.Lock()
+			}
+			defer sst.mu.Unlock()
+		}
+	}
+	if d.Guard {
 		g, err := s.guard(&req, now)
 		if err != nil {
 			return BeginResult{}, err
@@ -460,16 +481,33 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 			return BeginResult{Outcome: Guarded, Record: *g}, nil
 		}
 	}
-	if d.write == nil {
-		return d.result, nil
+	if d.Write == nil && d.Suppress == nil {
+		return d.Result, nil
 	}
 	if s.readOnly {
+		if d.Write == nil {
+			return d.Result, nil // a Mismatch, whose suppression cannot be recorded
+		}
 		return BeginResult{}, fmt.Errorf("journal %s: %w: begin %s", s.path, ErrReadOnly, req.Key)
 	}
-	if err := s.persist(st, d.write, req.Durable || d.durable); err != nil {
-		return BeginResult{}, err
+	if d.Suppress != nil {
+		sc, err := s.current(sst, d.Suppress.Key)
+		if err != nil {
+			return BeginResult{}, err
+		}
+		// Durable like every suppression: the guard reads the file.
+		if w := PlaceSuppression(sc, d.Suppress, now); w != nil {
+			if err := s.persist(sst, w, true); err != nil {
+				return BeginResult{}, err
+			}
+		}
 	}
-	return d.result, nil
+	if d.Write != nil {
+		if err := s.persist(st, d.Write, req.Durable || d.Durable); err != nil {
+			return BeginResult{}, err
+		}
+	}
+	return d.Result, nil
 }
 
 // guard returns a live suppressed record that blocks req, or nil.
@@ -493,7 +531,7 @@ func (s *BoltStore) guard(req *BeginRequest, now time.Time) (*Record, error) {
 			if err != nil {
 				return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
 			}
-			if guardMatches(&r, req, now) {
+			if GuardBlocks(&r, req, now) {
 				found = &r
 				return nil
 			}
@@ -506,25 +544,40 @@ func (s *BoltStore) guard(req *BeginRequest, now time.Time) (*Record, error) {
 // StartAttempt records a new attempt; see Store.
 func (s *BoltStore) StartAttempt(ctx context.Context, req AttemptRequest) error {
 	_, err := s.update(ctx, req.Key, "start attempt", req.Durable, func(cur *Record, now time.Time) (Record, error) {
-		return applyAttempt(cur, &req, now)
+		return ApplyAttempt(cur, &req, now)
 	})
 	return err
 }
 
+// Renew extends the caller's lease; see Store. The renewed record goes to
+// the overlay, never to the file: a renewal needs no fsync, because after a
+// crash the lease ends anyway (OpenBolt ends every lease it finds), so the
+// lease in the file never needs to be the renewed one. The next durable
+// write of the key, or Close, writes it.
+func (s *BoltStore) Renew(ctx context.Context, req RenewRequest) (time.Time, error) {
+	if err := ValidateRenew(&req); err != nil {
+		return time.Time{}, err
+	}
+	r, err := s.update(ctx, req.Key, "renew", false, func(cur *Record, now time.Time) (Record, error) {
+		return ApplyRenew(cur, &req, now)
+	})
+	return r.Lease.Expires, err
+}
+
 // Complete records an outcome durably; see Store.
 func (s *BoltStore) Complete(ctx context.Context, c Completion) (Record, error) {
-	if err := validateCompletion(&c); err != nil {
+	if err := ValidateCompletion(&c); err != nil {
 		return Record{}, err
 	}
 	return s.update(ctx, c.Key, "complete", true, func(cur *Record, now time.Time) (Record, error) {
-		return applyCompletion(cur, &c, now)
+		return ApplyCompletion(cur, &c, now)
 	})
 }
 
 // Resolve settles a pending or unknown record durably; see Store.
 func (s *BoltStore) Resolve(ctx context.Context, key uuid.UUID, res Resolution) (Record, error) {
 	return s.update(ctx, key, "resolve", true, func(cur *Record, now time.Time) (Record, error) {
-		return applyResolution(cur, res, now)
+		return ApplyResolution(cur, res, now)
 	})
 }
 
@@ -708,26 +761,34 @@ const gcChunk = 1000
 // GC removes expired records, found through the in-memory index; see
 // Store. Each is checked again inside the removing transaction. Records
 // still only in the overlay are left for Close to persist.
-func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (int, error) {
+func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	if err := s.enter(ctx); err != nil {
-		return 0, err
+		return GCResult{}, err
 	}
 	defer s.exit()
 	if s.readOnly && !opts.DryRun {
-		return 0, fmt.Errorf("journal %s: %w: gc", s.path, ErrReadOnly)
+		return GCResult{}, fmt.Errorf("journal %s: %w: gc", s.path, ErrReadOnly)
 	}
 	if err := s.ensureIndex(); err != nil {
-		return 0, err
+		return GCResult{}, err
 	}
 	now := s.now()
 	keys := s.ix.expired(now)
-	if opts.DryRun {
-		return len(keys), nil
+	over := s.overlaySnapshot()
+	var res GCResult
+	res.KeptUnknown = s.ix.overdue(now, over)
+	for _, r := range over {
+		if Overdue(r, now) {
+			res.KeptUnknown++
+		}
 	}
-	total := 0
+	if opts.DryRun {
+		res.Removed = len(keys)
+		return res, nil
+	}
 	for len(keys) > 0 {
 		if err := ctx.Err(); err != nil {
-			return total, err
+			return res, err
 		}
 		chunk := keys[:min(len(keys), gcChunk)]
 		keys = keys[len(chunk):]
@@ -744,7 +805,7 @@ func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (int, error) {
 				if err != nil {
 					return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
 				}
-				if !expired(&r, now) {
+				if !Expired(&r, now) {
 					continue
 				}
 				if err := recs.Delete(key[:]); err != nil {
@@ -758,12 +819,12 @@ func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (int, error) {
 				s.ix.remove(key)
 			}
 		})
-		total += len(removed)
+		res.Removed += len(removed)
 		if err != nil {
-			return total, err
+			return res, err
 		}
 	}
-	return total, nil
+	return res, nil
 }
 
 // Stats counts the journal's records from the in-memory index. SizeBytes
@@ -792,7 +853,7 @@ func (s *BoltStore) Stats(ctx context.Context) (Stats, error) {
 
 // Import writes r as it is, durably; see Store.
 func (s *BoltStore) Import(ctx context.Context, r Record) error {
-	if err := validateImport(&r); err != nil {
+	if err := ValidateImport(&r); err != nil {
 		return err
 	}
 	if err := s.enter(ctx); err != nil {

@@ -461,8 +461,8 @@ func TestBoltReadOnly(t *testing.T) {
 	ro := mustOpen(t, path, &journal.Options{ReadOnly: true})
 	settled := benchRequest(recs[0].Key, true)
 	settled.Intent = recs[0].Intent
-	if res, err := ro.Begin(ctx, settled); err != nil || res.Outcome != journal.Completed {
-		t.Errorf("read-only Begin of a settled record = %v, %v; want Completed", res.Outcome, err)
+	if res, err := ro.Begin(ctx, settled); err != nil || res.Outcome != journal.Answered {
+		t.Errorf("read-only Begin of a settled record = %v, %v; want Answered", res.Outcome, err)
 	}
 	writes := map[string]error{}
 	_, writes["Begin(new)"] = ro.Begin(ctx, benchRequest(uuid.New(), true))
@@ -527,8 +527,8 @@ func TestBoltCompact(t *testing.T) {
 	fullUsed := usedBytes(t, s)
 	clk.t = clk.t.Add(2 * time.Hour)
 	removed, err := s.GC(context.Background(), journal.GCOptions{})
-	if err != nil || removed != n/2 {
-		t.Fatalf("GC() = %d, %v; want %d", removed, err, n/2)
+	if err != nil || removed.Removed != n/2 {
+		t.Fatalf("GC() = %+v, %v; want %d removed", removed, err, n/2)
 	}
 	afterGC := fileSize(t, src)
 	gcUsed := usedBytes(t, s)

@@ -3,8 +3,8 @@
 //
 // The harness drives each intent through a [Store]: [Store.Begin] decides in
 // one atomic step whether the intent is new (Started: the caller owns it),
-// already settled (Completed: answer from the record, run nothing), owned
-// elsewhere (InFlight), abandoned (TakenOver), a payload mismatch
+// already settled (Answered: answer from the record, run nothing), owned
+// elsewhere (Held), abandoned (TakenOver), a payload mismatch
 // (Mismatch), or blocked by a recorded suppression (Guarded). The owner
 // records each retry with [Store.StartAttempt] before it runs and the
 // outcome with [Store.Complete]; an operator settles what nobody could with
@@ -33,13 +33,47 @@
 // presents the current token of a pending record: a stale owner writes
 // nothing. A live lease blocks everyone, the same owner string included (the
 // harness collapses duplicates inside one process before they get here).
-// A bbolt journal is held by one process at a time, so every lease found in
-// it when it is opened for writing belongs to a process that stopped;
-// OpenBolt ends those leases as of the open, and a restarted agent takes
-// over its interrupted intents at once. The in-memory and PostgreSQL stores
-// wait for leases to run out, since their owners may be alive. Mismatch is
-// decided before anything else and only for a live record; a zero
-// fingerprint on either side means "not computed" and matches.
+// A bbolt journal is held by one process at a time (its file lock), so every
+// lease found in it when it is opened for writing belongs to a process that
+// stopped; OpenBolt ends those leases as of the open, and a restarted agent
+// takes over its interrupted intents at once. The in-memory and PostgreSQL
+// stores wait for leases to run out, since their owners may be alive.
+// The owner renews its lease with [Store.Renew] for as long as its
+// attempt runs, so that only an owner that stopped loses it. A lease that
+// ran out is not enough for a takeover: each attempt records when the
+// downstream can no longer be acting on it (Attempt.QuietAt: its start plus
+// BeginRequest.Settle or AttemptRequest.Settle), and until the latest of
+// those has passed Begin answers Held, so that nobody runs or reconciles an
+// intent whose previous attempt may still take effect.
+// Mismatch is decided before anything else and only for a live record; a
+// zero fingerprint on either side means "not computed" and matches.
+//
+// # The suppression guard
+//
+// A suppressed record blocks calls of the same tool, in the same tenant
+// and session and within the request's GuardScope (the turn by default),
+// made under other keys: the model altering the input to dodge the key.
+// Every Begin that could let the tool run consults it (a new record, a
+// takeover of an expired lease, a Retake), and every suppression arms it: a
+// Complete as suppressed, and a Mismatch, which records the caller's intent
+// as suppressed under [MismatchKey] in the same atomic step. The rule is
+// [GuardBlocks]; the state machine, shared by every store, is [DecideBegin].
+// A read-only store answers Mismatch without recording the suppression.
+//
+// # Clocks
+//
+// Leases, settle windows and TTLs are instants stored in the records and
+// compared with the store's clock. On PostgreSQL that is the database
+// server's clock, whatever the clients' clocks say (see journal/postgres).
+// The bbolt and in-memory stores are used by one process, so that
+// process's clock decides: Options.Now, time.Now by default. Go's
+// monotonic clock does not help there: stored instants are wall-clock
+// times, which carry no monotonic reading. A wall clock stepped forward
+// ends the process's live leases and settle windows early (another caller
+// in the process may then take an intent over while its attempt runs; the
+// first owner is fenced) and expires settled records early (a late call
+// runs anew); unknown and pending records never expire, so no jump re-runs
+// them. A clock stepped back makes leases and TTLs last longer.
 //
 // # Durability
 //
@@ -61,11 +95,16 @@
 //
 // A record is kept for BeginRequest.RecordTTL (default [DefaultTTL], 7 days)
 // from its creation; TakenOver and Retake extend it to a full TTL from then,
-// Resolve to its original length from the verdict. Past that it is expired:
+// Resolve to its original length from the verdict. Past that, a settled,
+// known outcome (succeeded, failed, suppressed) is expired ([Expired]):
 // Begin treats it as absent, so a genuine late call runs anew (with a token
 // above the old record's, so its old owner stays fenced), and [Store.GC]
-// removes it. A pending record whose lease is still live is never expired:
-// its owner is working. Import ignores TTLs: a record present is present.
+// removes it. An unknown record, and a pending one (its owner may be gone,
+// and then its outcome is unknown), never expire into a re-run: Begin keeps
+// answering them (unknown, or Held and then TakenOver), GC keeps them and
+// counts them (GCResult.KeptUnknown, Stats.OverdueUnknown). The way out is
+// an operator's [Store.Resolve]; the verdict then expires like any other.
+// Import ignores TTLs: a record present is present.
 //
 // # The bbolt file
 //

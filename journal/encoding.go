@@ -66,6 +66,7 @@ const (
 	tagAttemptEnd
 	tagAttemptClass
 	tagAttemptError
+	tagAttemptQuietAt
 )
 
 const (
@@ -157,6 +158,7 @@ func encodeRecord(dst []byte, r *Record) []byte {
 			s.time(tagAttemptEnd, a.End)
 			s.str(tagAttemptClass, a.Class)
 			s.str(tagAttemptError, a.Error)
+			s.time(tagAttemptQuietAt, a.QuietAt)
 		})
 	}
 	e.str(tagLeaseOwner, r.Lease.Owner)
@@ -344,6 +346,8 @@ func decodeAttempt(parent *decoder, p []byte) Attempt {
 			a.Class = str(q)
 		case tagAttemptError:
 			a.Error = str(q)
+		case tagAttemptQuietAt:
+			a.QuietAt = d.time(q)
 		}
 	}
 	if d.err != nil && parent.err == nil {

@@ -23,7 +23,7 @@ func fuzzSeeds() []journal.Record {
 		ErrorClass:  "retryable",
 		Attempts: []journal.Attempt{
 			{ID: "a1", Start: t0, End: t0.Add(time.Second), Class: "retryable", Error: "503"},
-			{ID: "a2", Start: t0.Add(2 * time.Second)},
+			{ID: "a2", Start: t0.Add(2 * time.Second), QuietAt: t0.Add(time.Minute)},
 		},
 		Lease:      journal.Lease{Owner: "host/1", Token: 1 << 40, Expires: t0.Add(time.Minute)},
 		Resolution: &journal.Resolution{State: journal.StateSucceeded, Output: []byte("x"), Reason: "seen", By: "ops", At: t0},

@@ -7,6 +7,7 @@
 package journal
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -42,7 +43,8 @@ var (
 // answer every Filter and Stats field without reading it.
 type ixEntry struct {
 	key                         uuid.UUID
-	created, gcAt               int64 // Unix nanoseconds
+	created, expires            int64 // Unix nanoseconds
+	gcAt                        int64 // when GC may remove it; never for unknown and pending
 	state                       State
 	attempts                    int32
 	tenant, session, turn, tool string // interned
@@ -84,6 +86,17 @@ func (ix *index) logSession(add bool, e *ixEntry) {
 		return
 	}
 	ix.log = append(ix.log, sessionOp{add: add, k: sessionKey(e.session, e.tenant, e.created, e.key)})
+}
+
+// never is the gcAt of a record GC keeps whatever its TTL (see Expired).
+const never = math.MaxInt64
+
+// gcAtNanos is when r expires (see Expired), or never.
+func gcAtNanos(r *Record) int64 {
+	if !expires(r.State) {
+		return never
+	}
+	return nanos(r.Expires)
 }
 
 type expItem struct {
@@ -141,7 +154,8 @@ func (ix *index) put(r *Record) {
 	ix.putLocked(&ixEntry{
 		key:      r.Key,
 		created:  nanos(r.Created),
-		gcAt:     nanos(gcAt(r)),
+		expires:  nanos(r.Expires),
+		gcAt:     gcAtNanos(r),
 		state:    r.State,
 		attempts: int32(len(r.Attempts)),
 		tenant:   r.Intent.Tenant,
@@ -159,7 +173,7 @@ func (ix *index) putLocked(e *ixEntry) {
 		}
 		ix.logSession(true, e)
 	}
-	if !had || old.gcAt != e.gcAt {
+	if (!had || old.gcAt != e.gcAt) && e.gcAt != never {
 		ix.push(expItem{e.gcAt, e.key})
 	}
 	ix.removeLocked(e.key)
@@ -243,7 +257,9 @@ func (ix *index) prune() {
 	if len(ix.expiry) > 2*len(ix.byKey)+1024 {
 		h := make([]expItem, 0, len(ix.byKey))
 		for key, e := range ix.byKey {
-			h = append(h, expItem{e.gcAt, key})
+			if e.gcAt != never {
+				h = append(h, expItem{e.gcAt, key})
+			}
 		}
 		slices.SortFunc(h, func(a, b expItem) int { // a sorted slice is a heap
 			if expLess(a, b) {
@@ -335,15 +351,16 @@ func sortNewestFirst(out []*ixEntry) {
 	})
 }
 
-// guardCandidates returns the keys of suppressed records that may block
-// req under its guard scope.
+// guardCandidates returns the keys of the suppressed records of req's
+// tenant, session and tool: those that may block req. GuardBlocks decides
+// which do.
 func (ix *index) guardCandidates(req *BeginRequest) []uuid.UUID {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	in := &req.Intent
 	var out []uuid.UUID
-	for key, e := range ix.guard[guardKey{in.Tenant, in.Session, in.Tool}] {
-		if key != req.Key && (req.Guard == GuardSession || e.turn == in.Turn) {
+	for key := range ix.guard[guardKey{in.Tenant, in.Session, in.Tool}] {
+		if key != req.Key {
 			out = append(out, key)
 		}
 	}
@@ -394,6 +411,9 @@ func (ix *index) stats(now time.Time, skip map[uuid.UUID]*Record) Stats {
 		if e.gcAt <= n {
 			s.Expired++
 		}
+		if e.gcAt == never && e.expires <= n {
+			s.OverdueUnknown++
+		}
 		if s.Records == 1 || e.created < oldest {
 			oldest = e.created
 		}
@@ -416,4 +436,20 @@ func (ix *index) load(val []byte) error {
 	}
 	ix.put(&r)
 	return nil
+}
+
+// overdue counts the indexed unknown and pending records past their TTL
+// (see Overdue), skipping the keys in skip.
+func (ix *index) overdue(now time.Time, skip map[uuid.UUID]*Record) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n, c := now.UnixNano(), 0
+	for _, st := range []State{StateUnknown, StatePending} {
+		for key, e := range ix.byState[st] {
+			if _, ok := skip[key]; !ok && e.expires <= n {
+				c++
+			}
+		}
+	}
+	return c
 }

@@ -1,29 +1,40 @@
 package journal
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/keyderive"
 )
 
-// This file is the state machine, shared by every store in this package:
-// pure functions from (current record, request, now) to a decision. The
-// stores supply atomicity (a lock, a transaction) and persistence.
+// This file is the state machine: pure functions from (current record,
+// request, now) to a decision, shared by every store, in this package and
+// outside it (journal/postgres). A store supplies atomicity (a lock, a
+// transaction), persistence and the clock; it decides nothing itself.
 
-// expired reports whether r is past its TTL and may be removed: a pending
-// record only once its lease has expired too, so a live owner never loses
-// its record under it.
-func expired(r *Record, now time.Time) bool {
-	return !now.Before(gcAt(r))
+// Expired reports whether r is past its TTL: Begin treats it as absent and
+// GC removes it. Only a settled, known outcome expires (succeeded, failed,
+// suppressed). An unknown record, and a pending one (whose owner may be
+// gone, leaving an unknown outcome), never expire into a re-run: they wait
+// for an operator's Resolve, after which the verdict expires like any
+// other. See Overdue.
+func Expired(r *Record, now time.Time) bool {
+	return expires(r.State) && !now.Before(r.Expires)
 }
 
-// gcAt is the instant from which r counts as expired.
-func gcAt(r *Record) time.Time {
-	if r.State == StatePending && r.Lease.Expires.After(r.Expires) {
-		return r.Lease.Expires
-	}
-	return r.Expires
+// Overdue reports whether r is past its TTL but kept because its outcome is
+// not known: an unknown or pending record that waits for an operator.
+func Overdue(r *Record, now time.Time) bool {
+	return !expires(r.State) && !now.Before(r.Expires)
+}
+
+// expires reports whether records in state st expire with their TTL.
+func expires(st State) bool {
+	return st == StateSucceeded || st == StateFailed || st == StateSuppressed
 }
 
 // fingerprintsDiffer reports a payload mismatch. A zero fingerprint on
@@ -32,26 +43,83 @@ func fingerprintsDiffer(r *Record, req *BeginRequest) bool {
 	return !r.Fingerprint.IsZero() && !req.Fingerprint.IsZero() && r.Fingerprint != req.Fingerprint
 }
 
-// beginDecision is what decideBegin chose. write is non-nil when the store
-// must persist a record.
-type beginDecision struct {
-	result BeginResult
-	write  *Record
-	// needGuard says the key is absent and the caller must check the
-	// suppression guard before writing.
-	needGuard bool
-	// durable says write must be durable whatever the request says: a
-	// retaken record replaces a settled one, which a store may answer
-	// from its file without looking further.
-	durable bool
+// BeginDecision is what DecideBegin chose for one Begin. A store carries
+// it out in the atomic step in which it read the current record.
+type BeginDecision struct {
+	// Result is Begin's answer, unless Guard applies and the guard blocks.
+	Result BeginResult
+	// Write, when non-nil, is the record to store under the request's key
+	// before answering Result.
+	Write *Record
+	// Guard says that Result would let the tool run: before writing, the
+	// store must look for a suppressed record under another key that
+	// GuardBlocks the request and, if it finds one, answer
+	// BeginResult{Outcome: Guarded, Record: that record} and write nothing.
+	Guard bool
+	// Suppress, set with a Mismatch, is the suppression that arms the guard
+	// for the rest of the caller's scope: a suppressed record of the
+	// caller's intent and fingerprint under MismatchKey. The store writes
+	// PlaceSuppression's answer for it, durably, in the same atomic step as
+	// the decision, before answering.
+	Suppress *Record
+	// Durable says Write must be durable whatever the request says: a
+	// retaken record replaces a settled one, which a store may answer from
+	// its file without looking further.
+	Durable bool
 }
 
-// decideBegin decides Begin for the current record cur (nil when absent).
-// When it returns needGuard, the caller checks the guard and, if nothing is
-// suppressed, persists result.Record as a Started record.
-func decideBegin(cur *Record, req *BeginRequest, now time.Time) beginDecision {
+// MismatchKey is the key under which a Begin that answered Mismatch for key
+// records its suppression of the caller's fingerprint fp: the UUIDv5 of fp
+// in the namespace key. A repeated mismatch of the same payload derives the
+// same key, and so finds the suppression it recorded.
+func MismatchKey(key uuid.UUID, fp keyderive.Fingerprint) uuid.UUID {
+	return uuid.NewSHA1(key, fp[:])
+}
+
+// mismatchRecord is the suppression of req, whose key holds another
+// fingerprint. Nothing ran: it has no attempt.
+func mismatchRecord(req *BeginRequest, now time.Time) Record {
+	return Record{
+		Version:      SchemaVersion,
+		Key:          MismatchKey(req.Key, req.Fingerprint),
+		Intent:       req.Intent,
+		Fingerprint:  req.Fingerprint,
+		Effect:       req.Effect,
+		Input:        req.Input,
+		State:        StateSuppressed,
+		ErrorClass:   "mismatch", // retryclass.Mismatch, which journal does not import
+		ErrorMessage: fmt.Sprintf("key %s was already used with a different input; this input was suppressed, not run", req.Key),
+		Lease:        Lease{Owner: req.Owner, Token: 1},
+		Created:      now,
+		Updated:      now,
+		Expires:      now.Add(recordTTL(req.RecordTTL)),
+	}
+}
+
+// PlaceSuppression returns the record a store writes for a decision's
+// Suppress, given the record cur it holds under Suppress's key (nil when
+// none): nil when a live record already holds that key, which makes a
+// repeated mismatch write nothing; else s, with a token above an expired
+// record's.
+func PlaceSuppression(cur, s *Record, now time.Time) *Record {
+	if cur == nil {
+		return s
+	}
+	if !Expired(cur, now) {
+		return nil
+	}
+	w := *s
+	w.Lease.Token = cur.Lease.Token + 1
+	return &w
+}
+
+// DecideBegin decides Begin for the current record cur of req.Key (nil
+// when there is none) at now. It is for store implementations: the
+// decision is the same in every store, and only how it is made atomic and
+// durable differs. It does not modify cur, and calls req.Retake on a copy.
+func DecideBegin(cur *Record, req *BeginRequest, now time.Time) BeginDecision {
 	var prevToken uint64
-	if cur != nil && expired(cur, now) {
+	if cur != nil && Expired(cur, now) {
 		// An expired record is absent for Begin. Its token is carried on so
 		// that a late owner of the old record is fenced.
 		prevToken = cur.Lease.Token
@@ -59,50 +127,72 @@ func decideBegin(cur *Record, req *BeginRequest, now time.Time) beginDecision {
 	}
 	if cur == nil {
 		r := newRecord(req, now, prevToken+1)
-		return beginDecision{
-			result:    BeginResult{Outcome: Started, Record: r, Token: r.Lease.Token},
-			write:     &r,
-			needGuard: req.Guard != GuardOff,
+		return BeginDecision{
+			Result: BeginResult{Outcome: Started, Record: r, Token: r.Lease.Token},
+			Write:  &r,
+			Guard:  req.Guard != GuardOff,
 		}
 	}
 	retaken := false
 	switch {
 	case fingerprintsDiffer(cur, req):
-		return beginDecision{result: BeginResult{Outcome: Mismatch, Record: *cur}}
+		sup := mismatchRecord(req, now)
+		return BeginDecision{Result: BeginResult{Outcome: Mismatch, Record: *cur}, Suppress: &sup}
 	case cur.State.Settled():
 		if !retake(cur, req) {
-			return beginDecision{result: BeginResult{Outcome: Completed, Record: *cur}}
+			return BeginDecision{Result: BeginResult{Outcome: Answered, Record: *cur}}
 		}
 		retaken = true
-	case now.Before(cur.Lease.Expires):
-		return beginDecision{result: BeginResult{Outcome: InFlight, Record: *cur}}
+	case now.Before(cur.Lease.Expires), now.Before(quietAt(cur)):
+		// A live owner, or an earlier attempt the downstream may still be
+		// acting on: nobody runs or reconciles the intent meanwhile.
+		return BeginDecision{Result: BeginResult{Outcome: Held, Record: *cur}}
 	}
 	// Taken over: a pending record whose lease expired, or a settled one
 	// that req.Retake asked for. The attempts are kept; the outcome goes.
-	r := *cur
-	r.Attempts = append([]Attempt(nil), cur.Attempts...)
+	r := cloneRecord(cur)
 	r.State = StatePending
 	r.Output, r.ErrorClass, r.ErrorMessage, r.Resolution = nil, "", "", nil
-	r.Lease = Lease{Owner: req.Owner, Token: cur.Lease.Token + 1, Expires: now.Add(leaseTTL(req.LeaseTTL))}
+	r.Lease = Lease{Owner: req.Owner, Token: cur.Lease.Token + 1, Expires: now.Add(LeaseTTL(req.LeaseTTL))}
 	r.Updated = now
 	if exp := now.Add(recordTTL(req.RecordTTL)); exp.After(r.Expires) {
 		r.Expires = exp
 	}
-	return beginDecision{result: BeginResult{Outcome: TakenOver, Record: r, Token: r.Lease.Token}, write: &r, durable: retaken}
+	return BeginDecision{
+		Result:  BeginResult{Outcome: TakenOver, Record: r, Token: r.Lease.Token},
+		Write:   &r,
+		Guard:   req.Guard != GuardOff,
+		Durable: retaken,
+	}
 }
 
-// retake asks req.Retake about a settled record, on a copy so that the
-// callback cannot change the store's record.
+// retake asks req.Retake about a settled record, on a deep copy so that the
+// callback cannot change the store's record or the answer.
 func retake(cur *Record, req *BeginRequest) bool {
 	if req.Retake == nil {
 		return false
 	}
-	c := *cur
-	c.Attempts = append([]Attempt(nil), cur.Attempts...)
+	c := cloneRecord(cur)
 	return req.Retake(&c)
 }
 
-func leaseTTL(d time.Duration) time.Duration {
+// cloneRecord copies r and everything it points to.
+func cloneRecord(r *Record) Record {
+	c := *r
+	c.Input = bytes.Clone(r.Input)
+	c.Output = bytes.Clone(r.Output)
+	c.Attempts = slices.Clone(r.Attempts)
+	if r.Resolution != nil {
+		res := *r.Resolution
+		res.Output = bytes.Clone(r.Resolution.Output)
+		c.Resolution = &res
+	}
+	return c
+}
+
+// LeaseTTL is the lease a request's LeaseTTL field asks for: d, or
+// DefaultLeaseTTL when d is not positive.
+func LeaseTTL(d time.Duration) time.Duration {
 	if d <= 0 {
 		return DefaultLeaseTTL
 	}
@@ -125,19 +215,44 @@ func newRecord(req *BeginRequest, now time.Time, token uint64) Record {
 		Effect:      req.Effect,
 		Input:       req.Input,
 		State:       StatePending,
-		Lease:       Lease{Owner: req.Owner, Token: token, Expires: now.Add(leaseTTL(req.LeaseTTL))},
+		Lease:       Lease{Owner: req.Owner, Token: token, Expires: now.Add(LeaseTTL(req.LeaseTTL))},
 		Created:     now,
 		Updated:     now,
 		Expires:     now.Add(recordTTL(req.RecordTTL)),
 	}
-	r.Attempts = []Attempt{{ID: req.AttemptID, Start: now}}
+	r.Attempts = []Attempt{{ID: req.AttemptID, Start: now, QuietAt: settleAt(now, req.Settle)}}
 	return r
 }
 
-// guardMatches reports whether a suppressed record s blocks req under
-// req.Guard.
-func guardMatches(s *Record, req *BeginRequest, now time.Time) bool {
-	if s.State != StateSuppressed || s.Key == req.Key || expired(s, now) {
+// settleAt is the QuietAt of an attempt started at start with settle time d.
+func settleAt(start time.Time, d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	return start.Add(d)
+}
+
+// quietAt is the latest QuietAt of r's attempts: until then an earlier
+// attempt may still be acting downstream.
+func quietAt(r *Record) time.Time {
+	var q time.Time
+	for i := range r.Attempts {
+		if r.Attempts[i].QuietAt.After(q) {
+			q = r.Attempts[i].QuietAt
+		}
+	}
+	return q
+}
+
+// GuardBlocks reports whether the record s, found under another key,
+// blocks req: the suppression guard's rule and scope, in one place. A live
+// suppressed record of the same tenant, session and tool blocks within
+// req.Guard's scope (the same turn for GuardTurn, the whole session for
+// GuardSession, nothing for GuardOff). DecideBegin asks for it (Guard) on
+// every path that could let the tool run: a new record, a takeover, a
+// retake.
+func GuardBlocks(s *Record, req *BeginRequest, now time.Time) bool {
+	if s.State != StateSuppressed || s.Key == req.Key || Expired(s, now) {
 		return false
 	}
 	in, g := &req.Intent, &s.Intent
@@ -153,8 +268,8 @@ func guardMatches(s *Record, req *BeginRequest, now time.Time) bool {
 	return false
 }
 
-// validateBegin checks a request before anything is read or written.
-func validateBegin(req *BeginRequest) error {
+// ValidateBegin checks a request before anything is read or written.
+func ValidateBegin(req *BeginRequest) error {
 	if req.Key == uuid.Nil {
 		return fmt.Errorf("%w: begin: zero key", ErrInvalid)
 	}
@@ -180,8 +295,9 @@ func closeAttempt(r *Record, now time.Time, class, msg string) {
 	}
 }
 
-// applyAttempt returns cur with the attempt of req started.
-func applyAttempt(cur *Record, req *AttemptRequest, now time.Time) (Record, error) {
+// ApplyAttempt returns cur with the attempt of req started, or ErrFenced.
+// It does not modify cur.
+func ApplyAttempt(cur *Record, req *AttemptRequest, now time.Time) (Record, error) {
 	if err := fence(cur, req.Key, req.Token); err != nil {
 		return Record{}, err
 	}
@@ -189,14 +305,35 @@ func applyAttempt(cur *Record, req *AttemptRequest, now time.Time) (Record, erro
 	r.Attempts = make([]Attempt, len(cur.Attempts), len(cur.Attempts)+1)
 	copy(r.Attempts, cur.Attempts)
 	closeAttempt(&r, now, req.PrevClass, req.PrevError)
-	r.Attempts = append(r.Attempts, Attempt{ID: req.ID, Start: now})
-	r.Lease.Expires = now.Add(leaseTTL(req.LeaseTTL))
+	r.Attempts = append(r.Attempts, Attempt{ID: req.ID, Start: now, QuietAt: settleAt(now, req.Settle)})
+	r.Lease.Expires = now.Add(LeaseTTL(req.LeaseTTL))
 	r.Updated = now
 	return r, nil
 }
 
-// validateCompletion checks a completion before anything is read.
-func validateCompletion(c *Completion) error {
+// ValidateRenew checks a renewal before anything is read.
+func ValidateRenew(req *RenewRequest) error {
+	if req.Key == uuid.Nil {
+		return fmt.Errorf("%w: renew: zero key", ErrInvalid)
+	}
+	return nil
+}
+
+// ApplyRenew returns cur with its lease extended from now by req, or
+// ErrFenced. An owner whose lease expired but that nobody took over may
+// renew it: its token is still the record's. Renewal is not a change of
+// state: Updated stays. It does not modify cur.
+func ApplyRenew(cur *Record, req *RenewRequest, now time.Time) (Record, error) {
+	if err := fence(cur, req.Key, req.Token); err != nil {
+		return Record{}, err
+	}
+	r := *cur
+	r.Lease.Expires = now.Add(LeaseTTL(req.LeaseTTL))
+	return r, nil
+}
+
+// ValidateCompletion checks a completion before anything is read.
+func ValidateCompletion(c *Completion) error {
 	if c.Key == uuid.Nil {
 		return fmt.Errorf("%w: complete: zero key", ErrInvalid)
 	}
@@ -206,13 +343,14 @@ func validateCompletion(c *Completion) error {
 	return nil
 }
 
-// applyCompletion returns cur settled by c.
-func applyCompletion(cur *Record, c *Completion, now time.Time) (Record, error) {
+// ApplyCompletion returns cur settled by c, or ErrFenced. It does not
+// modify cur.
+func ApplyCompletion(cur *Record, c *Completion, now time.Time) (Record, error) {
 	if err := fence(cur, c.Key, c.Token); err != nil {
 		return Record{}, err
 	}
 	r := *cur
-	r.Attempts = append([]Attempt(nil), cur.Attempts...)
+	r.Attempts = slices.Clone(cur.Attempts)
 	closeAttempt(&r, now, c.ErrorClass, c.ErrorMessage)
 	r.State = c.State
 	r.Output = c.Output
@@ -222,16 +360,26 @@ func applyCompletion(cur *Record, c *Completion, now time.Time) (Record, error) 
 	return r, nil
 }
 
-// applyResolution returns cur settled by an operator.
-func applyResolution(cur *Record, res Resolution, now time.Time) (Record, error) {
+// ValidateResolution checks an operator's verdict on key before anything
+// is read.
+func ValidateResolution(key uuid.UUID, res *Resolution) error {
 	if res.State != StateSucceeded && res.State != StateFailed {
-		return Record{}, fmt.Errorf("%w: resolve %s: state %s (want succeeded or failed)", ErrInvalid, cur.Key, res.State)
+		return fmt.Errorf("%w: resolve %s: state %s (want succeeded or failed)", ErrInvalid, key, res.State)
+	}
+	return nil
+}
+
+// ApplyResolution returns cur settled by an operator, or ErrInvalid or
+// ErrNotResolvable. It does not modify cur.
+func ApplyResolution(cur *Record, res Resolution, now time.Time) (Record, error) {
+	if err := ValidateResolution(cur.Key, &res); err != nil {
+		return Record{}, err
 	}
 	if cur.State != StatePending && cur.State != StateUnknown {
 		return Record{}, fmt.Errorf("%w: key %s is %s", ErrNotResolvable, cur.Key, cur.State)
 	}
 	r := *cur
-	r.Attempts = append([]Attempt(nil), cur.Attempts...)
+	r.Attempts = slices.Clone(cur.Attempts)
 	closeAttempt(&r, now, "resolved", res.Reason)
 	res.At = now
 	r.Resolution = &res
@@ -255,8 +403,8 @@ func applyResolution(cur *Record, res Resolution, now time.Time) (Record, error)
 	return r, nil
 }
 
-// validateImport checks a record given to Import.
-func validateImport(r *Record) error {
+// ValidateImport checks a record given to Import.
+func ValidateImport(r *Record) error {
 	if r.Key == uuid.Nil {
 		return fmt.Errorf("%w: import: zero key", ErrInvalid)
 	}
@@ -312,8 +460,11 @@ func addStats(s *Stats, r *Record, now time.Time) {
 	s.ByState[r.State]++
 	s.ByTool[r.Intent.Tool]++
 	s.Attempts += len(r.Attempts)
-	if expired(r, now) {
+	if Expired(r, now) {
 		s.Expired++
+	}
+	if Overdue(r, now) {
+		s.OverdueUnknown++
 	}
 	if s.Oldest.IsZero() || r.Created.Before(s.Oldest) {
 		s.Oldest = r.Created

@@ -100,7 +100,7 @@ func (m *MemoryStore) lockRead(ctx context.Context) error {
 
 // Begin decides what happens to an intent; see Store.
 func (m *MemoryStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, error) {
-	if err := validateBegin(&req); err != nil {
+	if err := ValidateBegin(&req); err != nil {
 		return BeginResult{}, err
 	}
 	if err := m.lockWrite(ctx); err != nil {
@@ -112,46 +112,69 @@ func (m *MemoryStore) Begin(ctx context.Context, req BeginRequest) (BeginResult,
 		return BeginResult{}, err
 	}
 	now := m.now()
-	d := decideBegin(cur, &req, now)
-	if d.needGuard {
+	d := DecideBegin(cur, &req, now)
+	if d.Guard {
 		for _, b := range m.records {
 			s, err := decodeRecord(b)
-			if err == nil && guardMatches(&s, &req, now) {
+			if err == nil && GuardBlocks(&s, &req, now) {
 				return BeginResult{Outcome: Guarded, Record: s}, nil
 			}
 		}
 	}
-	if d.write != nil {
-		if m.readOnly {
+	if m.readOnly {
+		if d.Write != nil {
 			return BeginResult{}, fmt.Errorf("%w: begin %s", ErrReadOnly, req.Key)
 		}
-		m.put(d.write)
+		return d.Result, nil // a Mismatch, whose suppression cannot be recorded
 	}
-	return d.result, nil
+	if d.Suppress != nil {
+		sc, err := m.get(d.Suppress.Key)
+		if err != nil {
+			return BeginResult{}, err
+		}
+		if w := PlaceSuppression(sc, d.Suppress, now); w != nil {
+			m.put(w)
+		}
+	}
+	if d.Write != nil {
+		m.put(d.Write)
+	}
+	return d.Result, nil
 }
 
 // StartAttempt records a new attempt; see Store.
 func (m *MemoryStore) StartAttempt(ctx context.Context, req AttemptRequest) error {
 	_, err := m.update(ctx, req.Key, "start attempt", func(cur *Record, now time.Time) (Record, error) {
-		return applyAttempt(cur, &req, now)
+		return ApplyAttempt(cur, &req, now)
 	})
 	return err
 }
 
+// Renew extends the caller's lease; see Store.
+func (m *MemoryStore) Renew(ctx context.Context, req RenewRequest) (time.Time, error) {
+	if err := ValidateRenew(&req); err != nil {
+		return time.Time{}, err
+	}
+	r, err := m.update(ctx, req.Key, "renew", func(cur *Record, now time.Time) (Record, error) {
+		return ApplyRenew(cur, &req, now)
+	})
+	return r.Lease.Expires, err
+}
+
 // Complete records an outcome; see Store.
 func (m *MemoryStore) Complete(ctx context.Context, c Completion) (Record, error) {
-	if err := validateCompletion(&c); err != nil {
+	if err := ValidateCompletion(&c); err != nil {
 		return Record{}, err
 	}
 	return m.update(ctx, c.Key, "complete", func(cur *Record, now time.Time) (Record, error) {
-		return applyCompletion(cur, &c, now)
+		return ApplyCompletion(cur, &c, now)
 	})
 }
 
 // Resolve settles a pending or unknown record; see Store.
 func (m *MemoryStore) Resolve(ctx context.Context, key uuid.UUID, res Resolution) (Record, error) {
 	return m.update(ctx, key, "resolve", func(cur *Record, now time.Time) (Record, error) {
-		return applyResolution(cur, res, now)
+		return ApplyResolution(cur, res, now)
 	})
 }
 
@@ -233,29 +256,32 @@ func (m *MemoryStore) List(ctx context.Context, f Filter) iter.Seq2[Record, erro
 }
 
 // GC removes expired records; see Store.
-func (m *MemoryStore) GC(ctx context.Context, opts GCOptions) (int, error) {
+func (m *MemoryStore) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	if err := m.lockWrite(ctx); err != nil {
-		return 0, err
+		return GCResult{}, err
 	}
 	defer m.mu.Unlock()
 	if m.readOnly && !opts.DryRun {
-		return 0, fmt.Errorf("%w: gc", ErrReadOnly)
+		return GCResult{}, fmt.Errorf("%w: gc", ErrReadOnly)
 	}
 	now := m.now()
-	n := 0
+	var res GCResult
 	for key, b := range m.records {
 		r, err := decodeRecord(b)
 		if err != nil {
-			return n, fmt.Errorf("key %s: %w", key, err)
+			return res, fmt.Errorf("key %s: %w", key, err)
 		}
-		if expired(&r, now) {
-			n++
+		switch {
+		case Expired(&r, now):
+			res.Removed++
 			if !opts.DryRun {
 				delete(m.records, key)
 			}
+		case Overdue(&r, now):
+			res.KeptUnknown++
 		}
 	}
-	return n, nil
+	return res, nil
 }
 
 // Stats counts the store's records. SizeBytes is the total size of the
@@ -280,7 +306,7 @@ func (m *MemoryStore) Stats(ctx context.Context) (Stats, error) {
 
 // Import writes r as it is; see Store.
 func (m *MemoryStore) Import(ctx context.Context, r Record) error {
-	if err := validateImport(&r); err != nil {
+	if err := ValidateImport(&r); err != nil {
 		return err
 	}
 	if err := m.lockWrite(ctx); err != nil {

@@ -32,6 +32,8 @@ type Options struct {
 	MaxBatchSize  int
 	MaxBatchDelay time.Duration
 
-	// Now is the store's clock, a test seam. Nil means time.Now.
+	// Now is the store's clock, by which it judges leases, settle windows
+	// and TTLs: a test seam. Nil means time.Now. (bbolt and in-memory only:
+	// the PostgreSQL store ignores it, the server's clock decides.)
 	Now func() time.Time
 }

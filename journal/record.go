@@ -95,6 +95,9 @@ type Attempt struct {
 	// or while running.
 	Class string
 	Error string
+	// QuietAt is when the downstream can no longer be acting on the
+	// attempt: its start plus the request's Settle. Zero means at once.
+	QuietAt time.Time
 }
 
 // Lease says who owns a pending record and until when.

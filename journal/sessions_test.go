@@ -124,8 +124,8 @@ func TestPersistedSessionIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := w.GC(context.Background(), journal.GCOptions{}); err != nil || n == 0 {
-		t.Fatalf("GC = %d, %v; want some removed", n, err)
+	if res, err := w.GC(context.Background(), journal.GCOptions{}); err != nil || res.Removed == 0 {
+		t.Fatalf("GC = %+v, %v; want some removed", res, err)
 	}
 	ctx := context.Background()
 	extra := journal.BeginRequest{Key: uuid.New(), Intent: keyderive.Intent{Tenant: "tenant-1", Session: "s1", Tool: "pay"},

@@ -33,6 +33,15 @@ type Store interface {
 	// record's gets ErrFenced and nothing is written.
 	StartAttempt(ctx context.Context, req AttemptRequest) error
 
+	// Renew extends the lease of a pending record the caller owns, from the
+	// store's now by req.LeaseTTL, and returns the lease's new expiry. The
+	// owner calls it while its attempt runs, so that only an owner that
+	// stopped loses its lease. It is fenced like StartAttempt (ErrFenced
+	// when the token is no longer the record's or the record is not
+	// pending; nothing is written) and cheap: it need not be durable, since
+	// a crash ends the lease anyway.
+	Renew(ctx context.Context, req RenewRequest) (time.Time, error)
+
 	// Complete records an intent's outcome. It is fenced like StartAttempt
 	// and is always durable when it returns.
 	Complete(ctx context.Context, c Completion) (Record, error)
@@ -51,10 +60,11 @@ type Store interface {
 	// from inside the loop.
 	List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 
-	// GC removes records whose Expires is past (pending records only once
-	// their lease has expired too) and returns how many it removed, or with
-	// DryRun how many it would remove.
-	GC(ctx context.Context, opts GCOptions) (int, error)
+	// GC removes the expired records (see Expired: settled, known outcomes
+	// past their TTL) and says how many it removed, or with DryRun how many
+	// it would remove, and how many unknown or pending records past their
+	// TTL it keeps (see Overdue).
+	GC(ctx context.Context, opts GCOptions) (GCResult, error)
 
 	// Stats counts the journal's records.
 	Stats(ctx context.Context) (Stats, error)
@@ -97,12 +107,18 @@ type BeginRequest struct {
 	LeaseTTL time.Duration
 	// RecordTTL is how long the record is kept; zero means DefaultTTL.
 	RecordTTL time.Duration
+	// Settle is how long after attempt 1 starts the downstream may still be
+	// acting on it: the attempt's timeout plus the tool's settle window. It
+	// is kept as the attempt's QuietAt; until then nobody takes the intent
+	// over, even once the lease expired. Zero means no wait.
+	Settle time.Duration
 	// Durable asks that a new record be on disk before Begin returns (the
 	// write-ahead of an Unkeyed tool). When false the store may return
 	// before the write is durable; the record is still visible to every
 	// later call on this Store, but may be lost in a crash.
 	Durable bool
-	// Guard is the suppression guard checked when no record exists for Key.
+	// Guard is the scope of the suppression guard, consulted by every Begin
+	// that could let the tool run (see GuardBlocks).
 	Guard GuardScope
 	// Retake, when set, is asked about a live settled record with a
 	// matching fingerprint. If it returns true the record is taken over as
@@ -136,22 +152,29 @@ const (
 	// Started: there was no live record; a pending one was created with
 	// attempt 1, and the caller owns its lease.
 	Started BeginOutcome = iota + 1
-	// Completed: the record is settled (succeeded, failed, suppressed or
+	// Answered: the record is settled (succeeded, failed, suppressed or
 	// unknown); answer from it and do not run the tool.
-	Completed
-	// InFlight: the record is pending and another owner's lease is live.
-	InFlight
+	Answered
+	// Held: the record is pending and another owner's lease is live, or
+	// the lease expired but the last attempt may still be acting downstream
+	// (its QuietAt is ahead): nobody runs or reconciles the intent yet.
+	Held
 	// TakenOver: the record was pending with an expired lease. The outcome
 	// of the earlier attempts is unknown; the caller now owns the lease and
 	// must decide by the tool's effect kind whether to start an attempt,
 	// reconcile, or complete as unknown.
 	TakenOver
-	// Mismatch: a record exists for the key with a different fingerprint.
-	// Nothing was written.
+	// Mismatch: a record exists for the key with a different fingerprint;
+	// Record is that record, unchanged. The caller's intent is recorded as
+	// suppressed under MismatchKey (once: a repeated mismatch finds it), so
+	// that the guard blocks the same input under another key.
 	Mismatch
-	// Guarded: no record exists for the key, but a suppression is recorded
-	// for the same tool within the guard's scope. Nothing was written;
-	// Record is the suppressing record.
+	// Guarded: Begin would have let the tool run (a new record, a takeover
+	// or a retake), but a suppression is recorded under another key for the
+	// same tool within the guard's scope. Nothing was written; Record is the
+	// suppressing record. A refused takeover or retake leaves the key's own
+	// record as it was (pending, unknown, …): Get it to tell the caller the
+	// truth about the earlier attempts.
 	Guarded
 )
 
@@ -176,8 +199,18 @@ type AttemptRequest struct {
 	PrevError string
 	// LeaseTTL extends the lease from now; zero means DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// Settle is the new attempt's settle time, as BeginRequest.Settle.
+	Settle time.Duration
 	// Durable asks that the attempt be on disk before StartAttempt returns.
 	Durable bool
+}
+
+// RenewRequest extends the lease of an intent the caller owns.
+type RenewRequest struct {
+	Key   uuid.UUID
+	Token uint64
+	// LeaseTTL is the lease from now; zero means DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 // Completion records an intent's outcome.
@@ -226,14 +259,27 @@ type GCOptions struct {
 	DryRun bool
 }
 
+// GCResult is what GC did.
+type GCResult struct {
+	// Removed counts the expired records removed (with DryRun, that would
+	// be removed).
+	Removed int
+	// KeptUnknown counts the unknown and pending records past their TTL,
+	// kept until an operator resolves them.
+	KeptUnknown int
+}
+
 // Stats counts a journal's records.
 type Stats struct {
 	Records  int
 	ByState  map[State]int
 	ByTool   map[string]int
 	Attempts int
-	// Expired counts records past their TTL that GC has not removed yet.
-	Expired        int
+	// Expired counts the records GC would remove now (see Expired).
+	Expired int
+	// OverdueUnknown counts the unknown and pending records past their TTL,
+	// which GC keeps until an operator resolves them (see Overdue).
+	OverdueUnknown int
 	Oldest, Newest time.Time
 	// SizeBytes is the size of the journal's file or table, where known.
 	SizeBytes int64

@@ -48,7 +48,7 @@ func runGC(ctx context.Context, e *env, o *gcOptions) error {
 		return err
 	}
 	defer s.Close()
-	n, err := s.GC(ctx, journal.GCOptions{DryRun: o.dryRun})
+	res, err := s.GC(ctx, journal.GCOptions{DryRun: o.dryRun})
 	if err != nil {
 		return err
 	}
@@ -58,15 +58,21 @@ func runGC(ctx context.Context, e *env, o *gcOptions) error {
 	switch {
 	case o.json:
 		return writeOneJSON(e, struct {
-			DryRun  bool `json:"dry_run"`
-			Removed int  `json:"removed"`
-		}{o.dryRun, n})
+			DryRun      bool `json:"dry_run"`
+			Removed     int  `json:"removed"`
+			KeptUnknown int  `json:"kept_unknown"`
+		}{o.dryRun, res.Removed, res.KeptUnknown})
 	case !e.stdoutTTY:
-		fmt.Fprintf(e.stdout, "%s\t%d\n", map[bool]string{true: "would_remove", false: "removed"}[o.dryRun], n)
+		fmt.Fprintf(e.stdout, "%s\t%d\nkept_unknown\t%d\n", map[bool]string{true: "would_remove", false: "removed"}[o.dryRun], res.Removed, res.KeptUnknown)
+		return nil
 	case o.dryRun:
-		fmt.Fprintf(e.stdout, "would remove %d expired records (run without --dry-run to remove them)\n", n)
+		fmt.Fprintf(e.stdout, "would remove %d expired records (run without --dry-run to remove them)\n", res.Removed)
 	default:
-		fmt.Fprintf(e.stdout, "removed %d expired records; agentctl compact shrinks the file\n", n)
+		fmt.Fprintf(e.stdout, "removed %d expired records; agentctl compact shrinks the file\n", res.Removed)
+	}
+	if res.KeptUnknown > 0 {
+		fmt.Fprintf(e.stdout, "kept %d unknown or pending records past their TTL: they never expire into a re-run; "+
+			"agentctl ls --state unknown lists them, agentctl resolve settles them\n", res.KeptUnknown)
 	}
 	return nil
 }

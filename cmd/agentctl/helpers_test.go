@@ -30,6 +30,10 @@ var (
 	testNS   = uuid.MustParse("6ba7b812-9dad-11d1-80b4-00c04fd430c8")
 )
 
+// The PostgreSQL journals of the tests judge leases and TTLs at testNow,
+// like the bbolt ones (a PostgreSQL store otherwise asks its server).
+func init() { postgresTestClock = func() time.Time { return testNow } }
+
 // testEnv returns an env writing to buffers, at testNow in testZone.
 func testEnv(tty bool) (*env, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer

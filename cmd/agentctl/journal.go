@@ -89,13 +89,18 @@ func (j *journalFlags) open(ctx context.Context, e *env, readOnly bool) (journal
 // openPostgres opens the PostgreSQL journal at url. Unless create is set,
 // the journal must exist: a writable open would create the schema, so it
 // is preceded by a read-only one that fails with ErrNoJournal.
+// postgresTestClock stands in for the database server's clock in tests
+// (postgres.Options.TestClock); nil, as in the program, means the server's
+// clock decides.
+var postgresTestClock func() time.Time
+
 func openPostgres(ctx context.Context, location string, opts *journal.Options, create bool) (journal.Store, error) {
 	url, schema, err := splitSchema(location)
 	if err != nil {
 		return nil, err
 	}
 	open := func(o *journal.Options) (journal.Store, error) {
-		s, err := postgres.Open(ctx, url, &postgres.Options{Journal: o, Schema: schema})
+		s, err := postgres.Open(ctx, url, &postgres.Options{Journal: o, Schema: schema, TestClock: postgresTestClock})
 		if errors.Is(err, postgres.ErrNoJournal) {
 			return nil, &cliError{code: exitNoJournal,
 				err:  fmt.Errorf("no journal in PostgreSQL schema %q: %w", orDefault(schema, postgres.DefaultSchema), err),

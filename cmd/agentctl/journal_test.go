@@ -45,7 +45,7 @@ func TestInspectionLeavesFileUnchanged(t *testing.T) {
 	}
 	// gc --dry-run counted the expired record; it is still there.
 	r := agentctl(t, false, "gc", "--dry-run", "--journal", fx.path)
-	if r.stdout != "would_remove\t1\n" {
+	if r.stdout != "would_remove\t1\nkept_unknown\t0\n" {
 		t.Errorf("gc --dry-run = %q; want would_remove 1", r.stdout)
 	}
 }

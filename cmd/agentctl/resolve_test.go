@@ -105,7 +105,7 @@ func TestResolveBadUsage(t *testing.T) {
 func TestGC(t *testing.T) {
 	fx := buildFixture(t)
 	r := agentctl(t, false, "gc", "--journal", fx.path, "--json", "--dry-run")
-	if r.stdout != `{"dry_run":true,"removed":1}`+"\n" {
+	if r.stdout != `{"dry_run":true,"removed":1,"kept_unknown":0}`+"\n" {
 		t.Errorf("gc --dry-run --json = %q", r.stdout)
 	}
 	r = agentctl(t, true, "gc", "--journal", fx.path)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,7 +23,7 @@ import (
 type Downstream struct {
 	intents map[string]*Intent
 	log     *Log
-	running sync.WaitGroup // handlers in progress
+	running atomic.Int64 // handlers in progress (a WaitGroup may not be Added to while waited on from zero)
 
 	mu      sync.Mutex         // guards the maps below
 	arrived map[string]int     // requests per intent
@@ -61,14 +62,12 @@ func (d *Downstream) Effects() int {
 // Wait waits up to timeout for the requests in progress to finish acting,
 // and reports whether they did.
 func (d *Downstream) Wait(timeout time.Duration) bool {
-	done := make(chan struct{})
-	go func() { d.running.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-time.After(timeout):
-		return false
+	for deadline := time.Now().Add(timeout); d.running.Load() > 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
+	return true
 }
 
 // body is what a tool sends: its input.
@@ -82,7 +81,7 @@ type body struct {
 // effect of an intent (404 if none).
 func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d.running.Add(1)
-	defer d.running.Done()
+	defer d.running.Add(-1)
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/act":
 		var b body

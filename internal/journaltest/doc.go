@@ -3,8 +3,10 @@
 // PostgreSQL store.
 //
 // Run drives a store through every transition of the state machine with a
-// fake clock it owns (Options.Now), so that leases and TTLs expire without
-// sleeping. Hammer checks the store's invariants under many goroutines.
+// fake clock it owns (Options.Now), so that leases, settle windows and TTLs
+// pass without sleeping. A store that judges time by another clock (the
+// PostgreSQL server's) must let the open function put the suite's clock in
+// its place. Hammer checks the store's invariants under many goroutines.
 //
 // # Caveats
 //

@@ -37,7 +37,7 @@ type HammerOptions struct {
 //     the highest token issued for it; every other Complete was fenced;
 //   - tokens issued for a key are distinct;
 //   - no outcome is lost: every key ends succeeded with its winner's output,
-//     and every replay (Completed) saw that same output;
+//     and every replay (Answered) saw that same output;
 //   - no record is in two states: List by state yields each key once.
 func Hammer(t *testing.T, s journal.Store, clk *Clock, opts HammerOptions) {
 	if opts.Goroutines <= 0 {
@@ -81,7 +81,7 @@ type keyLog struct {
 	tokens    []uint64 // issued by Started and TakenOver
 	winners   []uint64 // tokens whose Complete succeeded
 	outputs   []string // Outputs of the successful Completes
-	replays   []string // Outputs seen by Completed
+	replays   []string // Outputs seen by Answered
 	starts    int      // Started outcomes
 	owners    atomic.Int32
 	maxOwners atomic.Int32
@@ -135,21 +135,21 @@ func (h *hammer) round(name string, moving bool) {
 						h.takeovers.Add(1)
 					}
 					h.own(ctx, log, key, owner, res, rng, moving)
-				case journal.Completed:
+				case journal.Answered:
 					if res.Record.State != journal.StateSucceeded {
-						h.t.Errorf("%s: Begin(%s) Completed in state %s; want succeeded", owner, key, res.Record.State)
+						h.t.Errorf("%s: Begin(%s) Answered in state %s; want succeeded", owner, key, res.Record.State)
 					}
 					log.mu.Lock()
 					log.replays = append(log.replays, string(res.Record.Output))
 					log.mu.Unlock()
 					h.replays.Add(1)
-				case journal.InFlight:
+				case journal.Held:
 					h.inflight.Add(1)
 					if res.Record.State != journal.StatePending {
-						h.t.Errorf("%s: Begin(%s) InFlight in state %s; want pending", owner, key, res.Record.State)
+						h.t.Errorf("%s: Begin(%s) Held in state %s; want pending", owner, key, res.Record.State)
 					}
 				default:
-					h.t.Errorf("%s: Begin(%s) = %s; want Started, TakenOver, Completed or InFlight", owner, key, outcomeName(res.Outcome))
+					h.t.Errorf("%s: Begin(%s) = %s; want Started, TakenOver, Answered or Held", owner, key, outcomeName(res.Outcome))
 				}
 			}
 		})
@@ -181,9 +181,9 @@ func (h *hammer) own(ctx context.Context, log *keyLog, key uuid.UUID, owner stri
 			return
 		}
 		switch res2.Outcome {
-		case journal.TakenOver, journal.InFlight, journal.Completed:
+		case journal.TakenOver, journal.Held, journal.Answered:
 		default:
-			h.t.Errorf("%s: Begin(%s) of a key whose lease expired = %s; want TakenOver, InFlight or Completed", rescue.Owner, key, outcomeName(res2.Outcome))
+			h.t.Errorf("%s: Begin(%s) of a key whose lease expired = %s; want TakenOver, Held or Answered", rescue.Owner, key, outcomeName(res2.Outcome))
 			return
 		}
 		// Someone (the rescuer or another goroutine) owns the key now: the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,17 +28,24 @@ func Run(t *testing.T, open func(t *testing.T, opts *journal.Options) journal.St
 	}{
 		{"Namespace", testNamespace},
 		{"BeginStarted", testBeginStarted},
-		{"BeginCompleted", testBeginCompleted},
-		{"BeginInFlight", testBeginInFlight},
+		{"BeginAnswered", testBeginAnswered},
+		{"BeginHeld", testBeginHeld},
 		{"BeginTakenOver", testBeginTakenOver},
 		{"BeginMismatch", testBeginMismatch},
 		{"BeginGuarded", testBeginGuarded},
 		{"BeginRetake", testBeginRetake},
+		{"GuardRetake", testGuardRetake},
+		{"GuardMismatch", testGuardMismatch},
+		{"GuardTakeover", testGuardTakeover},
+		{"MismatchRace", testMismatchRace},
 		{"StartAttempt", testStartAttempt},
+		{"Renew", testRenew},
+		{"Settle", testSettle},
 		{"CompleteFencing", testCompleteFencing},
 		{"Resolve", testResolve},
 		{"TTLExpiry", testTTLExpiry},
 		{"GC", testGC},
+		{"UnknownNeverExpires", testUnknownNeverExpires},
 		{"List", testList},
 		{"Stats", testStats},
 		{"Import", testImport},
@@ -157,7 +165,7 @@ func (e *env) same(what string, got, want journal.Record) {
 }
 
 func outcomeName(o journal.BeginOutcome) string {
-	names := []string{"outcome(0)", "Started", "Completed", "InFlight", "TakenOver", "Mismatch", "Guarded"}
+	names := []string{"outcome(0)", "Started", "Answered", "Held", "TakenOver", "Mismatch", "Guarded"}
 	if int(o) < len(names) {
 		return names[o]
 	}
@@ -188,7 +196,7 @@ func normalize(r journal.Record) journal.Record {
 	} else {
 		as := make([]journal.Attempt, len(r.Attempts))
 		for i, a := range r.Attempts {
-			a.Start, a.End = utc(a.Start), utc(a.End)
+			a.Start, a.End, a.QuietAt = utc(a.Start), utc(a.End), utc(a.QuietAt)
 			as[i] = a
 		}
 		r.Attempts = as
@@ -284,7 +292,7 @@ func testBeginStarted(e *env) {
 	_ = res2
 }
 
-func testBeginCompleted(e *env) {
+func testBeginAnswered(e *env) {
 	for _, st := range []journal.State{journal.StateSucceeded, journal.StateFailed, journal.StateSuppressed, journal.StateUnknown} {
 		req := e.req()
 		req.Intent.Turn = st.String() // keep the suppression guard out of the way
@@ -311,27 +319,27 @@ func testBeginCompleted(e *env) {
 		for _, owner := range []string{"owner-a", "owner-b"} {
 			again := req
 			again.Owner, again.AttemptID, again.Durable = owner, "att-x", owner == "owner-a"
-			got := e.begin(again, journal.Completed)
+			got := e.begin(again, journal.Answered)
 			e.same(fmt.Sprintf("Begin(%s) replay record", st), got.Record, done)
 		}
 		e.same(fmt.Sprintf("Get after replay of %s", st), e.get(req.Key), done)
 	}
 }
 
-func testBeginInFlight(e *env) {
+func testBeginHeld(e *env) {
 	req := e.req()
 	res := e.begin(req, journal.Started)
 	e.clk.Advance(leaseTTL - tick)
 	for _, owner := range []string{"owner-b", "owner-a"} {
 		again := req
 		again.Owner = owner
-		got := e.begin(again, journal.InFlight)
-		e.same("InFlight record", got.Record, res.Record)
+		got := e.begin(again, journal.Held)
+		e.same("Held record", got.Record, res.Record)
 		if got.Token != 0 {
-			e.t.Fatalf("Begin InFlight: Token = %d; want 0 (the caller owns nothing)", got.Token)
+			e.t.Fatalf("Begin Held: Token = %d; want 0 (the caller owns nothing)", got.Token)
 		}
 	}
-	e.same("Get after InFlight", e.get(req.Key), res.Record)
+	e.same("Get after Held", e.get(req.Key), res.Record)
 }
 
 func testBeginTakenOver(e *env) {
@@ -365,7 +373,7 @@ func testBeginTakenOver(e *env) {
 	// The new owner's lease is live: a third caller waits.
 	c := req
 	c.Owner = "owner-c"
-	e.begin(c, journal.InFlight)
+	e.begin(c, journal.Held)
 	done := e.complete(req.Key, got.Token, journal.StateUnknown, "no answer recorded")
 	if done.Lease.Token != got.Token {
 		e.t.Fatalf("Complete by the new owner: token %d; want %d", done.Lease.Token, got.Token)
@@ -438,7 +446,7 @@ func testBeginGuarded(e *env) {
 	// The suppressed intent itself is answered from its record.
 	again := sup
 	again.Owner = "owner-b"
-	e.begin(again, journal.Completed)
+	e.begin(again, journal.Answered)
 
 	// An expired suppression no longer guards.
 	e.clk.Advance(journal.DefaultTTL)
@@ -488,7 +496,7 @@ func testStartAttempt(e *env) {
 	e.clk.Advance(2 * leaseTTL)
 	other := req
 	other.Owner = "owner-b"
-	e.begin(other, journal.InFlight)
+	e.begin(other, journal.Held)
 	done := e.complete(req.Key, res.Token, journal.StateSucceeded, "third time lucky")
 	if n := len(done.Attempts); n != 3 || done.Attempts[2].End.IsZero() || done.Attempts[2].Class != "" {
 		e.t.Fatalf("Complete: attempts = %+v; want 3, the last closed without class", done.Attempts)
@@ -535,8 +543,17 @@ func testResolve(e *env) {
 	e.same("Get after Resolve", e.get(req.Key), got)
 	other := req
 	other.Owner = "owner-b"
-	rep := e.begin(other, journal.Completed)
+	rep := e.begin(other, journal.Answered)
 	e.same("Begin after Resolve", rep.Record, got)
+	// A Retake callback works on a copy: what it changes, the resolution
+	// and output included, is not in the answer nor in the store.
+	other.Retake = func(r *journal.Record) bool {
+		r.Resolution.Reason, r.Resolution.Output[0], r.Output[0] = "changed", 'X', 'X'
+		return false
+	}
+	rep = e.begin(other, journal.Answered)
+	e.same("Begin after Resolve, with a Retake that writes to its record", rep.Record, got)
+	e.same("Get after a Retake that writes to its record", e.get(req.Key), got)
 
 	// pending with a live owner → failed: the owner is fenced.
 	req2 := e.req()
@@ -586,7 +603,7 @@ func testTTLExpiry(e *env) {
 	e.clk.Advance(time.Hour - tick)
 	late := req
 	late.Owner = "owner-b"
-	e.begin(late, journal.Completed)
+	e.begin(late, journal.Answered)
 
 	// Past its TTL the record is absent for Begin: a genuine late call runs
 	// anew (docs/design.md, "Journal").
@@ -611,7 +628,7 @@ func testTTLExpiry(e *env) {
 	e.clk.Advance(time.Minute)
 	other := p
 	other.Owner = "owner-b"
-	e.begin(other, journal.InFlight)
+	e.begin(other, journal.Held)
 	e.complete(p.Key, pr.Token, journal.StateSucceeded, "ok")
 }
 
@@ -635,13 +652,16 @@ func testGC(e *env) {
 	// Now is exactly boundary's expiry: expired from that instant on.
 	e.clk.Advance(2*time.Hour - tick)
 
-	n, err := e.s.GC(e.ctx, journal.GCOptions{DryRun: true})
-	if err != nil {
-		e.t.Fatalf("GC(dry run) error: %v", err)
+	gc := func(what string, dry bool, want journal.GCResult) {
+		e.t.Helper()
+		got, err := e.s.GC(e.ctx, journal.GCOptions{DryRun: dry})
+		if err != nil || got != want {
+			e.t.Fatalf("%s: GC(dry run %v) = %+v, %v; want %+v", what, dry, got, err, want)
+		}
 	}
-	if n != 3 {
-		e.t.Fatalf("GC(dry run) = %d; want 3 (settled-old, pending-dead, boundary)", n)
-	}
+	// The pending records are past their TTL, their owners maybe gone:
+	// their outcome is unknown, so GC keeps them whatever their lease.
+	gc("settled-old and boundary expired", true, journal.GCResult{Removed: 2, KeptUnknown: 2})
 	for _, k := range []uuid.UUID{settledOld, settledNew, pendingDead, pendingLive, boundary} {
 		e.get(k) // a dry run removes nothing
 	}
@@ -649,36 +669,77 @@ func testGC(e *env) {
 	if err != nil {
 		e.t.Fatalf("Stats: %v", err)
 	}
-	if st.Expired != 3 || st.Records != 5 {
-		e.t.Fatalf("Stats() = %d records, %d expired; want 5, 3", st.Records, st.Expired)
+	if st.Expired != 2 || st.OverdueUnknown != 2 || st.Records != 5 {
+		e.t.Fatalf("Stats() = %d records, %d expired, %d overdue unknown; want 5, 2, 2", st.Records, st.Expired, st.OverdueUnknown)
 	}
-	n, err = e.s.GC(e.ctx, journal.GCOptions{})
-	if err != nil || n != 3 {
-		e.t.Fatalf("GC() = %d, %v; want 3, nil", n, err)
-	}
-	for _, k := range []uuid.UUID{settledOld, pendingDead, boundary} {
+	gc("settled-old and boundary expired", false, journal.GCResult{Removed: 2, KeptUnknown: 2})
+	for _, k := range []uuid.UUID{settledOld, boundary} {
 		_, err := e.s.Get(e.ctx, k)
 		e.wantErr("Get after GC", err, journal.ErrNotFound)
 	}
-	// The pending record with a live lease is kept though its TTL passed.
-	for _, k := range []uuid.UUID{settledNew, pendingLive} {
+	for _, k := range []uuid.UUID{settledNew, pendingDead, pendingLive} {
 		e.get(k)
 	}
-	if n, err := e.s.GC(e.ctx, journal.GCOptions{}); err != nil || n != 0 {
-		e.t.Fatalf("second GC() = %d, %v; want 0, nil", n, err)
-	}
-	// Once its lease ends the pending record goes too.
+	gc("second GC", false, journal.GCResult{Removed: 0, KeptUnknown: 2})
+	// Leases ended, TTLs long past: the pending records stay.
 	e.clk.Advance(3 * time.Hour)
-	if n, err := e.s.GC(e.ctx, journal.GCOptions{DryRun: true}); err != nil || n != 2 {
-		e.t.Fatalf("GC(dry run) three hours later = %d, %v; want 2, nil", n, err)
-	}
-	if n, err := e.s.GC(e.ctx, journal.GCOptions{}); err != nil || n != 2 {
-		e.t.Fatalf("GC() three hours later = %d, %v; want 2, nil", n, err)
-	}
+	gc("three hours later", true, journal.GCResult{Removed: 1, KeptUnknown: 2})
+	gc("three hours later", false, journal.GCResult{Removed: 1, KeptUnknown: 2})
 	st, err = e.s.Stats(e.ctx)
-	if err != nil || st.Records != 0 {
-		e.t.Fatalf("Stats() after GC = %+v, %v; want 0 records", st, err)
+	if err != nil || st.Records != 2 || st.ByState[journal.StatePending] != 2 || st.Expired != 0 || st.OverdueUnknown != 2 {
+		e.t.Fatalf("Stats() after GC = %+v, %v; want the 2 pending records, overdue", st, err)
 	}
+}
+
+// testUnknownNeverExpires: an unknown outcome (or a pending one, whose
+// owner may be gone) past its TTL is neither absent for Begin nor removed
+// by GC; an operator's Resolve is the way out.
+func testUnknownNeverExpires(e *env) {
+	req := e.req()
+	req.RecordTTL = time.Hour
+	res := e.begin(req, journal.Started)
+	unknown := e.complete(req.Key, res.Token, journal.StateUnknown, "timeout after send")
+	e.clk.Advance(time.Hour + time.Second) // Expires + 1s
+	late := req
+	late.Owner, late.AttemptID = "owner-b", "att-late"
+	got := e.begin(late, journal.Answered)
+	e.same("Begin of an unknown record past its TTL", got.Record, unknown)
+
+	p := e.req()
+	p.Intent.Turn = "2"
+	p.RecordTTL = time.Hour
+	pending := e.begin(p, journal.Started)
+	e.clk.Advance(8 * 24 * time.Hour) // the unknown's Expires + 8 days
+	got2, err := e.s.GC(e.ctx, journal.GCOptions{})
+	if want := (journal.GCResult{KeptUnknown: 2}); err != nil || got2 != want {
+		e.t.Fatalf("GC() 8 days past the TTLs = %+v, %v; want %+v", got2, err, want)
+	}
+	e.same("Get of the unknown record after GC", e.get(req.Key), unknown)
+	e.same("Get of the pending record after GC", e.get(p.Key), pending.Record)
+	if st, err := e.s.Stats(e.ctx); err != nil || st.Expired != 0 || st.OverdueUnknown != 2 {
+		e.t.Fatalf("Stats() = %+v, %v; want 0 expired, 2 overdue unknown", st, err)
+	}
+	e.begin(late, journal.Answered)
+	// The abandoned pending record is taken over, not begun anew.
+	pb := p
+	pb.Owner = "owner-b"
+	tk := e.begin(pb, journal.TakenOver)
+	if tk.Token <= pending.Token || len(tk.Record.Attempts) != 1 || !tk.Record.Created.Equal(pending.Record.Created) {
+		e.t.Fatalf("Begin of an abandoned record past its TTL = %+v; want it taken over with its attempt", tk.Record)
+	}
+
+	// Resolved, the verdict expires like any settled outcome.
+	resolved, err := e.s.Resolve(e.ctx, req.Key, journal.Resolution{State: journal.StateFailed, Reason: "never happened", By: "ops"})
+	if err != nil {
+		e.t.Fatalf("Resolve: %v", err)
+	}
+	e.clk.Advance(resolved.Expires.Sub(e.clk.Now()))
+	got2, err = e.s.GC(e.ctx, journal.GCOptions{})
+	if want := (journal.GCResult{Removed: 1, KeptUnknown: 1}); err != nil || got2 != want {
+		e.t.Fatalf("GC() at the resolved record's expiry = %+v, %v; want %+v", got2, err, want)
+	}
+	late.AttemptID = "att-new"
+	e.begin(late, journal.Started)
 }
 
 // listFixture creates records across tenants, sessions, turns, tools and
@@ -819,8 +880,9 @@ func testStats(e *env) {
 	}
 	e.clk.Advance(journal.DefaultTTL + 2*time.Hour)
 	st, err = e.s.Stats(e.ctx)
-	if err != nil || st.Expired != 8 {
-		e.t.Errorf("Stats() after the TTL: Expired = %d, %v; want 8", st.Expired, err)
+	if err != nil || st.Expired != 5 || st.OverdueUnknown != 3 {
+		e.t.Errorf("Stats() after the TTL: Expired = %d, OverdueUnknown = %d, %v; want 5 (the known outcomes), 3 (unknown, pending)",
+			st.Expired, st.OverdueUnknown, err)
 	}
 }
 
@@ -857,7 +919,7 @@ func testImport(e *env) {
 	// An imported record behaves like any other.
 	req := e.req()
 	req.Key, req.Intent, req.Fingerprint = rec.Key, rec.Intent, rec.Fingerprint
-	e.begin(req, journal.Completed)
+	e.begin(req, journal.Answered)
 	resolved := rec
 	resolved.Version = 0
 	if _, err := e.s.Resolve(e.ctx, rec.Key, journal.Resolution{State: journal.StateFailed, Reason: "never happened"}); err != nil {
@@ -899,6 +961,7 @@ func testClosed(e *env) {
 	calls := map[string]error{}
 	_, calls["Begin"] = e.s.Begin(e.ctx, e.req())
 	calls["StartAttempt"] = e.s.StartAttempt(e.ctx, journal.AttemptRequest{Key: req.Key, Token: res.Token, ID: "x"})
+	_, calls["Renew"] = e.s.Renew(e.ctx, journal.RenewRequest{Key: req.Key, Token: res.Token})
 	_, calls["Complete"] = e.s.Complete(e.ctx, journal.Completion{Key: req.Key, Token: res.Token, State: journal.StateSucceeded})
 	_, calls["Resolve"] = e.s.Resolve(e.ctx, req.Key, journal.Resolution{State: journal.StateFailed})
 	_, calls["Get"] = e.s.Get(e.ctx, req.Key)
@@ -922,18 +985,19 @@ func testNonDurable(e *env) {
 	e.same("Get of a non-durable begin", e.get(req.Key), res.Record)
 	other := req
 	other.Owner = "owner-b"
-	e.begin(other, journal.InFlight)
+	e.begin(other, journal.Held)
 	mis := req
 	mis.Fingerprint = fp(3)
-	e.begin(mis, journal.Mismatch)
-	if got := e.list(journal.Filter{Session: "s1"}); len(got) != 1 || got[0].Key != req.Key {
-		e.t.Fatalf("List(session s1) after a non-durable begin = %d records; want it", len(got))
+	mis.Intent.Turn = "9"          // its suppression guards turn 9, out of the way
+	e.begin(mis, journal.Mismatch) // and is recorded under a key of its own
+	if got := e.list(journal.Filter{Session: "s1", State: journal.StatePending}); len(got) != 1 || got[0].Key != req.Key {
+		e.t.Fatalf("List(session s1, pending) after a non-durable begin = %d records; want it", len(got))
 	}
 	if got := e.list(journal.Filter{State: journal.StatePending}); len(got) != 1 {
 		e.t.Fatalf("List(pending) after a non-durable begin = %d records; want 1", len(got))
 	}
-	if st, err := e.s.Stats(e.ctx); err != nil || st.Records != 1 || st.ByState[journal.StatePending] != 1 {
-		e.t.Fatalf("Stats() after a non-durable begin = %+v, %v; want 1 pending", st, err)
+	if st, err := e.s.Stats(e.ctx); err != nil || st.Records != 2 || st.ByState[journal.StatePending] != 1 || st.ByState[journal.StateSuppressed] != 1 {
+		e.t.Fatalf("Stats() after a non-durable begin and a mismatch = %+v, %v; want 1 pending, 1 suppressed", st, err)
 	}
 	if err := e.s.StartAttempt(e.ctx, journal.AttemptRequest{Key: req.Key, Token: res.Token, ID: "att-2", LeaseTTL: leaseTTL}); err != nil {
 		e.t.Fatalf("StartAttempt: %v", err)
@@ -948,7 +1012,7 @@ func testNonDurable(e *env) {
 	e.wantErr("Complete by the owner taken over", err, journal.ErrFenced)
 	done := e.complete(req.Key, tk.Token, journal.StateSucceeded, "ok")
 	e.same("Get after Complete", e.get(req.Key), done)
-	e.begin(req, journal.Completed)
+	e.begin(req, journal.Answered)
 
 	// A durable begin of a key right after a non-durable one of another,
 	// and a non-durable restart of an expired record.
@@ -983,17 +1047,11 @@ func testBeginRetake(e *env) {
 	no := req
 	no.Owner = "owner-b"
 	no.Retake = func(r *journal.Record) bool { asked = append(asked, r.State); return false }
-	got := e.begin(no, journal.Completed)
+	got := e.begin(no, journal.Answered)
 	e.same("Begin with Retake false", got.Record, unknown)
 	if len(asked) == 0 || asked[0] != journal.StateUnknown {
 		e.t.Fatalf("Retake asked about %v; want the unknown record", asked)
 	}
-
-	mis := no
-	mis.Fingerprint = fp(5)
-	mis.Retake = func(*journal.Record) bool { return true }
-	e.begin(mis, journal.Mismatch)
-	e.same("Get after Mismatch with Retake", e.get(req.Key), unknown)
 
 	yes := no
 	yes.Durable = false // the retake must still be seen by every later call
@@ -1017,12 +1075,275 @@ func testBeginRetake(e *env) {
 		e.t.Fatalf("Retake: Expires %v", want.Expires)
 	}
 	// Live again: others wait, the retaker completes.
-	e.begin(req, journal.InFlight)
+	e.begin(req, journal.Held)
 	if err := e.s.StartAttempt(e.ctx, journal.AttemptRequest{Key: req.Key, Token: got.Token, ID: "att-2", LeaseTTL: leaseTTL, Durable: true}); err != nil {
 		e.t.Fatalf("StartAttempt after Retake: %v", err)
 	}
 	done := e.complete(req.Key, got.Token, journal.StateSucceeded, "second try")
 	if len(done.Attempts) != 2 || done.State != journal.StateSucceeded {
 		e.t.Fatalf("Complete after Retake = %d attempts, %s; want 2, succeeded", len(done.Attempts), done.State)
+	}
+	// Retake is never asked about another payload.
+	mis := no
+	mis.Fingerprint = fp(5)
+	mis.Retake = func(*journal.Record) bool { return true }
+	e.begin(mis, journal.Mismatch)
+	e.same("Get after Mismatch with Retake", e.get(req.Key), done)
+}
+
+// charge is a durable request of tool charge in (acme, s1, turn 7) for an
+// amount, whose fingerprint is the amount.
+func (e *env) charge(amount byte) journal.BeginRequest {
+	r := e.req()
+	r.Intent.Turn = "7"
+	r.Fingerprint = fp(amount)
+	r.Input = []byte(fmt.Sprintf(`{"amount":%d}`, amount))
+	return r
+}
+
+// suppress records a suppression of r's intent under r's key.
+func (e *env) suppress(r journal.BeginRequest, class string) journal.Record {
+	e.t.Helper()
+	res := e.begin(r, journal.Started)
+	done, err := e.s.Complete(e.ctx, journal.Completion{Key: r.Key, Token: res.Token, State: journal.StateSuppressed,
+		ErrorClass: class, ErrorMessage: "suppressed by the test"})
+	if err != nil {
+		e.t.Fatalf("Complete(%s, suppressed) error: %v", r.Key, err)
+	}
+	return done
+}
+
+// testGuardRetake: a retake would run the tool again, so the guard is
+// consulted as for a new record.
+func testGuardRetake(e *env) {
+	c50 := e.charge(50)
+	res := e.begin(c50, journal.Started)
+	failed, err := e.s.Complete(e.ctx, journal.Completion{Key: c50.Key, Token: res.Token, State: journal.StateFailed,
+		ErrorClass: "not-executed", ErrorMessage: "connection refused"})
+	if err != nil {
+		e.t.Fatalf("Complete(charge 50, failed) error: %v", err)
+	}
+	sup := e.suppress(e.charge(49), "mismatch")
+	e.clk.Advance(tick)
+
+	again := c50
+	again.Owner, again.AttemptID = "owner-b", "att-b"
+	asked := 0
+	again.Retake = func(r *journal.Record) bool {
+		asked++
+		return r.State == journal.StateFailed && r.ErrorClass == "not-executed"
+	}
+	got := e.begin(again, journal.Guarded)
+	e.same("Guarded retake: the suppressing record", got.Record, sup)
+	e.same("Get after a guarded retake (nothing written)", e.get(c50.Key), failed)
+	if asked == 0 {
+		e.t.Fatalf("Retake was not asked; want the guard consulted because the retake would run the tool")
+	}
+	// Without the guard the retake goes ahead.
+	again.Guard = journal.GuardOff
+	e.begin(again, journal.TakenOver)
+}
+
+// testGuardMismatch: a mismatch is a suppression, and arms the guard for
+// the rest of the turn.
+func testGuardMismatch(e *env) {
+	k := e.charge(1)
+	res := e.begin(k, journal.Started)
+	done := e.complete(k.Key, res.Token, journal.StateSucceeded, "charged")
+	alt := k
+	alt.Fingerprint, alt.Owner, alt.Input = fp(2), "owner-b", []byte(`{"amount":2}`)
+	got := e.begin(alt, journal.Mismatch)
+	e.same("Mismatch record", got.Record, done)
+	e.same("Get after Mismatch", e.get(k.Key), done)
+
+	// The model dodges the key: same input under another key, same turn.
+	k2 := alt
+	k2.Key = uuid.New()
+	g := e.begin(k2, journal.Guarded)
+	if g.Record.State != journal.StateSuppressed || g.Record.Fingerprint != fp(2) || g.Record.Intent != alt.Intent ||
+		g.Record.ErrorClass != "mismatch" || g.Record.Key != journal.MismatchKey(k.Key, fp(2)) {
+		e.t.Fatalf("Guarded by %+v; want the suppressed mismatch of fingerprint %s under MismatchKey", g.Record, fp(2))
+	}
+	if _, err := e.s.Get(e.ctx, k2.Key); !errors.Is(err, journal.ErrNotFound) {
+		e.t.Fatalf("Get(%s) after Guarded error = %v; want ErrNotFound", k2.Key, err)
+	}
+	// A repeated mismatch finds the suppression it recorded: one record.
+	e.clk.Advance(tick)
+	e.begin(alt, journal.Mismatch)
+	sups := e.list(journal.Filter{Session: "s1", State: journal.StateSuppressed})
+	if len(sups) != 1 {
+		e.t.Fatalf("List(suppressed) after two mismatches = %d records; want 1", len(sups))
+	}
+	e.same("the mismatch's suppression", sups[0], g.Record)
+	// Another turn is not guarded.
+	other := k2
+	other.Intent.Turn = "8"
+	e.begin(other, journal.Started)
+}
+
+// testGuardTakeover: taking over an abandoned intent may run the tool, so
+// a suppression recorded meanwhile in the turn blocks it.
+func testGuardTakeover(e *env) {
+	k := e.charge(50)
+	first := e.begin(k, journal.Started)
+	e.clk.Advance(leaseTTL)
+	sup := e.suppress(e.charge(49), "conflict")
+	b := k
+	b.Owner = "owner-b"
+	got := e.begin(b, journal.Guarded)
+	e.same("Guarded takeover: the suppressing record", got.Record, sup)
+	e.same("Get after a guarded takeover (nothing written)", e.get(k.Key), first.Record)
+}
+
+// testRenew: the owner renews its lease while its attempt runs; a renewal
+// is fenced like every owner's write.
+func testRenew(e *env) {
+	for _, durable := range []bool{true, false} {
+		req := e.req()
+		req.Durable = durable
+		req.Intent.Turn = fmt.Sprint("renew-", durable)
+		res := e.begin(req, journal.Started)
+		now := e.clk.Advance(leaseTTL - time.Second)
+		exp, err := e.s.Renew(e.ctx, journal.RenewRequest{Key: req.Key, Token: res.Token, LeaseTTL: leaseTTL})
+		if err != nil || !exp.Equal(now.Add(leaseTTL)) {
+			e.t.Fatalf("Renew(durable begin %v) = %v, %v; want %v", durable, exp, err, now.Add(leaseTTL))
+		}
+		want := res.Record
+		want.Lease.Expires = exp
+		e.same("Get after Renew", e.get(req.Key), want)
+
+		// Past the first lease, within the renewed one: still held.
+		e.clk.Advance(leaseTTL - time.Second)
+		other := req
+		other.Owner = "owner-b"
+		e.begin(other, journal.Held)
+		_, err = e.s.Renew(e.ctx, journal.RenewRequest{Key: req.Key, Token: res.Token + 1})
+		e.wantErr("Renew with a wrong token", err, journal.ErrFenced)
+		e.same("Get after a fenced Renew", e.get(req.Key), want)
+
+		// Once taken over, the old owner's renewal is fenced.
+		e.clk.Advance(time.Second)
+		tk := e.begin(other, journal.TakenOver)
+		_, err = e.s.Renew(e.ctx, journal.RenewRequest{Key: req.Key, Token: res.Token, LeaseTTL: time.Hour})
+		e.wantErr("Renew by the owner taken over", err, journal.ErrFenced)
+		e.same("Get after a fenced Renew", e.get(req.Key), tk.Record)
+		exp, err = e.s.Renew(e.ctx, journal.RenewRequest{Key: req.Key, Token: tk.Token}) // default lease
+		if err != nil || !exp.Equal(e.clk.Now().Add(journal.DefaultLeaseTTL)) {
+			e.t.Fatalf("Renew(new owner, default lease) = %v, %v; want %v", exp, err, e.clk.Now().Add(journal.DefaultLeaseTTL))
+		}
+		done := e.complete(req.Key, tk.Token, journal.StateSucceeded, "ok")
+		_, err = e.s.Renew(e.ctx, journal.RenewRequest{Key: req.Key, Token: tk.Token})
+		e.wantErr("Renew of a settled record", err, journal.ErrFenced)
+		e.same("Get after Renew of a settled record", e.get(req.Key), done)
+	}
+	_, err := e.s.Renew(e.ctx, journal.RenewRequest{Key: uuid.New(), Token: 1})
+	e.wantErr("Renew of an unknown key", err, journal.ErrNotFound)
+	_, err = e.s.Renew(e.ctx, journal.RenewRequest{Token: 1})
+	e.wantErr("Renew of the zero key", err, journal.ErrInvalid)
+}
+
+// testSettle: an attempt whose downstream may still be acting keeps its
+// intent Held after the lease expired, until its QuietAt.
+func testSettle(e *env) {
+	req := e.req()
+	req.Settle = 3 * leaseTTL
+	start := e.clk.Now()
+	res := e.begin(req, journal.Started)
+	if q := res.Record.Attempts[0].QuietAt; !q.Equal(start.Add(3 * leaseTTL)) {
+		e.t.Fatalf("Begin(Settle %v): attempt QuietAt = %v; want %v", req.Settle, q, start.Add(3*leaseTTL))
+	}
+	e.same("Get after Begin with Settle", e.get(req.Key), res.Record)
+	other := req
+	other.Owner = "owner-b"
+	e.clk.Advance(leaseTTL) // the lease is over, the attempt may not be
+	e.begin(other, journal.Held)
+	e.clk.Advance(2*leaseTTL - tick)
+	e.begin(other, journal.Held)
+	e.clk.Advance(tick)
+	tk := e.begin(other, journal.TakenOver)
+
+	// A new attempt carries its own settle time.
+	t1 := e.clk.Advance(time.Second)
+	err := e.s.StartAttempt(e.ctx, journal.AttemptRequest{Key: req.Key, Token: tk.Token, ID: "att-2",
+		PrevClass: "unknown", LeaseTTL: leaseTTL, Settle: 2 * leaseTTL, Durable: true})
+	if err != nil {
+		e.t.Fatalf("StartAttempt(Settle): %v", err)
+	}
+	got := e.get(req.Key)
+	if q := got.Attempts[1].QuietAt; !q.Equal(t1.Add(2 * leaseTTL)) {
+		e.t.Fatalf("StartAttempt(Settle %v): attempt QuietAt = %v; want %v", 2*leaseTTL, q, t1.Add(2*leaseTTL))
+	}
+	third := req
+	third.Owner = "owner-c"
+	e.clk.Advance(leaseTTL)
+	e.begin(third, journal.Held)
+	e.clk.Advance(leaseTTL)
+	e.begin(third, journal.TakenOver)
+
+	// Without Settle, an expired lease is taken over at once.
+	plain := e.req()
+	plain.Intent.Turn = "2"
+	e.begin(plain, journal.Started)
+	if q := e.get(plain.Key).Attempts[0].QuietAt; !q.IsZero() {
+		e.t.Fatalf("Begin without Settle: QuietAt = %v; want zero", q)
+	}
+	e.clk.Advance(leaseTTL)
+	plain.Owner = "owner-b"
+	e.begin(plain, journal.TakenOver)
+}
+
+// testMismatchRace: goroutines answer mismatches of keys whose
+// suppressions land crosswise (key a's under a key that sorts with b, b's
+// with a: on bbolt, in each other's lock stripe) at once: no deadlock, and
+// one suppression per key and payload.
+func testMismatchRace(e *env) {
+	const pairs, rounds = 4, 50
+	alt := fp(100)
+	var reqs []journal.BeginRequest
+	for range pairs {
+		a, b := e.req(), e.req()
+		for journal.MismatchKey(a.Key, alt)[0] == a.Key[0] {
+			a.Key = uuid.New() // its suppression must land in another stripe
+		}
+		for b.Key[0] == a.Key[0] || journal.MismatchKey(b.Key, alt)[0] != a.Key[0] {
+			b.Key = uuid.New()
+			b.Key[0] = journal.MismatchKey(a.Key, alt)[0]
+		}
+		for _, r := range []journal.BeginRequest{a, b} {
+			r.Intent.Discriminator = r.Key.String()
+			res := e.begin(r, journal.Started)
+			e.complete(r.Key, res.Token, journal.StateSucceeded, "ok")
+			reqs = append(reqs, r)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(reqs))
+	for i, r := range reqs {
+		r.Fingerprint, r.Owner = alt, fmt.Sprint("racer-", i)
+		wg.Go(func() {
+			for range rounds {
+				res, err := e.s.Begin(e.ctx, r)
+				if err == nil && res.Outcome != journal.Mismatch {
+					err = fmt.Errorf("Begin(%s, another payload) = %s; want Mismatch", r.Key, outcomeName(res.Outcome))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		e.t.Fatal(err)
+	}
+	if got := e.list(journal.Filter{State: journal.StateSuppressed}); len(got) != len(reqs) {
+		e.t.Fatalf("List(suppressed) after the race = %d records; want %d, one per key", len(got), len(reqs))
+	}
+	for _, r := range reqs {
+		if got := e.get(journal.MismatchKey(r.Key, alt)); got.State != journal.StateSuppressed {
+			e.t.Fatalf("Get(MismatchKey(%s)) = %s; want suppressed", r.Key, got.State)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentonce/agentonce/journal"
 )
@@ -16,44 +17,32 @@ import (
 //
 // The common paths take one statement, one round trip: it reads the record
 // and, only when there is none, inserts it with INSERT … ON CONFLICT DO
-// NOTHING, checking the suppression guard in the same statement. A settled
-// record, a mismatch or a live lease is thus answered by a read that writes
-// nothing (the transaction never gets a transaction id, so there is no
-// WAL and no flush). Everything else (an expired lease to take
-// over, an expired record to replace, a Retake, a lost race) runs in a
-// transaction holding the record's row lock (SELECT … FOR UPDATE), so no
-// decision is check-then-act.
+// NOTHING, unless a suppressed record of the same tool in the session may
+// guard it. A settled record, a mismatch or a live lease is thus answered by
+// a read that writes nothing (the transaction never gets a transaction id,
+// so there is no WAL and no flush). Everything else (an expired lease to
+// take over, an expired record to replace, a Retake, a possible guard, a
+// lost race) runs in a transaction holding the record's row lock (SELECT …
+// FOR UPDATE), so no decision is check-then-act. Every decision is
+// journal.DecideBegin's, the state machine of every store.
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
 	if err := s.check(ctx); err != nil {
 		return journal.BeginResult{}, err
 	}
-	if err := checkBegin(req); err != nil {
+	if err := journal.ValidateBegin(&req); err != nil {
 		return journal.BeginResult{}, err
 	}
-	now := s.now()
-	fresh, err := s.newRow(req, now)
+	if s.readOnly {
+		return s.beginReadOnly(ctx, req)
+	}
+	args, err := beginFastArgs(&req)
 	if err != nil {
 		return journal.BeginResult{}, fmt.Errorf("%w: begin: %w", journal.ErrInvalid, err)
 	}
-
-	if s.readOnly {
-		rec, err := s.get(ctx, req.Key)
-		if err == nil {
-			if res, ok := decideRead(&rec, &req, now); ok {
-				return res, nil
-			}
-		} else if !errors.Is(err, journal.ErrNotFound) {
-			return journal.BeginResult{}, err
-		}
-		return s.beginReadOnly(ctx, req, now)
-	}
-	durable := 0
-	if req.Durable {
-		durable = 1
-	}
 	var inserted bool
-	r, err := scanRowAfter(s.pool.QueryRow(ctx, s.sql.beginFast[req.Guard][durable],
-		append(fresh.args(), now.UnixNano())...), &inserted)
+	var nowNs int64
+	r, err := scanRowAfter(s.pool.QueryRow(ctx, s.sql.beginFast[guardOn(req.Guard)][durableIdx(req.Durable)],
+		append(args, s.clockArg())...), &inserted, &nowNs)
 	switch {
 	case err == nil && inserted:
 		return started(r)
@@ -62,16 +51,17 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		if err != nil {
 			return journal.BeginResult{}, err
 		}
-		if res, ok := decideRead(&rec, &req, now); ok {
-			return res, nil
+		if d := journal.DecideBegin(&rec, &req, fromNanos(nowNs)); d.Write == nil && d.Suppress == nil && !d.Guard {
+			return d.Result, nil
 		}
 	case !errors.Is(err, pgx.ErrNoRows):
 		return journal.BeginResult{}, s.fail("begin", req.Key, true, err)
 	}
 	// A write under the lock is needed (take-over, expired record, Retake),
-	// or the guard holds, or another Begin inserted the record first.
+	// or a suppression may guard the intent, or another Begin inserted the
+	// record first.
 	for range 8 {
-		res, retry, err := s.beginLocked(ctx, req, fresh, now)
+		res, retry, err := s.beginLocked(ctx, req)
 		if err != nil {
 			// Before COMMIT a lost connection rolls the transaction back.
 			var ce *commitError
@@ -84,94 +74,41 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	return journal.BeginResult{}, fmt.Errorf("postgres journal: begin %s: the record kept changing under concurrent writers", req.Key)
 }
 
-func checkBegin(req journal.BeginRequest) error {
-	if req.Key == [16]byte{} {
-		return fmt.Errorf("%w: begin: zero key", journal.ErrInvalid)
+// epoch is the instant beginFastArgs decides a new record at, so that its
+// times are offsets that the fast path's SQL adds to the server's clock.
+var epoch = time.Unix(0, 0).UTC()
+
+// beginFastArgs are the fast path's parameters $1 to $16: the record
+// journal.DecideBegin makes for a new intent, its times relative to epoch.
+func beginFastArgs(req *journal.BeginRequest) ([]any, error) {
+	rec := *journal.DecideBegin(nil, req, epoch).Write
+	r, err := rowOf(rec)
+	if err != nil {
+		return nil, err
 	}
-	if req.Guard > journal.GuardOff {
-		return fmt.Errorf("%w: begin %s: unknown guard scope %d", journal.ErrInvalid, req.Key, req.Guard)
+	a := rec.Attempts[0]
+	var settle *int64
+	if !a.QuietAt.IsZero() {
+		n := int64(a.QuietAt.Sub(a.Start))
+		settle = &n
 	}
-	return nil
+	return []any{r.Key, r.Version, r.Tenant, r.Session, r.Turn, r.Tool, r.Discriminator,
+		r.Fingerprint, r.Effect, r.Input, cleanText(a.ID), r.LeaseOwner, r.LeaseToken,
+		int64(rec.Lease.Expires.Sub(epoch)), settle, int64(rec.Expires.Sub(epoch))}, nil
 }
 
-func leaseTTL(d time.Duration) time.Duration {
-	if d <= 0 {
-		return journal.DefaultLeaseTTL
+func guardOn(g journal.GuardScope) int {
+	if g == journal.GuardOff {
+		return 0
 	}
-	return d
+	return 1
 }
 
-func recordTTL(d time.Duration) time.Duration {
-	if d <= 0 {
-		return journal.DefaultTTL
+func durableIdx(durable bool) int {
+	if durable {
+		return 1
 	}
-	return d
-}
-
-// newRow is the record Begin creates for a new intent: pending, attempt 1,
-// lease token 1.
-func (s *Store) newRow(req journal.BeginRequest, now time.Time) (row, error) {
-	rec := journal.Record{
-		Version:     journal.SchemaVersion,
-		Key:         req.Key,
-		Intent:      req.Intent,
-		Fingerprint: req.Fingerprint,
-		Effect:      req.Effect,
-		Input:       req.Input,
-		State:       journal.StatePending,
-		Attempts:    []journal.Attempt{{ID: req.AttemptID, Start: now}},
-		Lease:       journal.Lease{Owner: req.Owner, Token: 1, Expires: now.Add(leaseTTL(req.LeaseTTL))},
-		Created:     now,
-		Updated:     now,
-		Expires:     now.Add(recordTTL(req.RecordTTL)),
-	}
-	return rowOf(rec)
-}
-
-// gone reports whether rec counts as absent: past its TTL and, if pending,
-// past its lease too (the rule GC removes by).
-func gone(rec *journal.Record, now time.Time) bool {
-	return !now.Before(rec.Expires) && (rec.State.Settled() || !now.Before(rec.Lease.Expires))
-}
-
-// fingerprintsDiffer reports a payload mismatch; a zero fingerprint on
-// either side was not computed and matches anything.
-func fingerprintsDiffer(rec *journal.Record, req *journal.BeginRequest) bool {
-	return !rec.Fingerprint.IsZero() && !req.Fingerprint.IsZero() && rec.Fingerprint != req.Fingerprint
-}
-
-// decideRead answers Begin from a live record when the answer needs no
-// write; ok is false when it does (or when the record is gone).
-func decideRead(rec *journal.Record, req *journal.BeginRequest, now time.Time) (journal.BeginResult, bool) {
-	switch {
-	case gone(rec, now):
-		return journal.BeginResult{}, false
-	case fingerprintsDiffer(rec, req):
-		return journal.BeginResult{Outcome: journal.Mismatch, Record: *rec}, true
-	case rec.State.Settled():
-		if retake(rec, req) {
-			return journal.BeginResult{}, false
-		}
-		return journal.BeginResult{Outcome: journal.Completed, Record: *rec}, true
-	case now.Before(rec.Lease.Expires):
-		return journal.BeginResult{Outcome: journal.InFlight, Record: *rec}, true
-	}
-	return journal.BeginResult{}, false
-}
-
-// retake asks req.Retake about a settled record, on a copy: the callback
-// cannot change the record Begin answers with.
-func retake(rec *journal.Record, req *journal.BeginRequest) bool {
-	if req.Retake == nil {
-		return false
-	}
-	c := *rec
-	c.Attempts = append([]journal.Attempt(nil), rec.Attempts...)
-	if rec.Resolution != nil {
-		res := *rec.Resolution
-		c.Resolution = &res
-	}
-	return req.Retake(&c)
+	return 0
 }
 
 func started(r row) (journal.BeginResult, error) {
@@ -182,30 +119,66 @@ func started(r row) (journal.BeginResult, error) {
 	return journal.BeginResult{Outcome: journal.Started, Record: rec, Token: rec.Lease.Token}, nil
 }
 
-// beginReadOnly finishes Begin on a read-only store when the answer was not
-// a plain read: a guarded intent is still reported, anything that would
+// beginReadOnly decides Begin on a read-only store: an answer that needs
+// no write is given (a guarded intent is reported too), anything that would
 // write is refused.
-func (s *Store) beginReadOnly(ctx context.Context, req journal.BeginRequest, now time.Time) (journal.BeginResult, error) {
+func (s *Store) beginReadOnly(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
+	now, err := s.serverNow(ctx, s.pool)
+	if err != nil {
+		return journal.BeginResult{}, s.fail("begin", req.Key, false, err)
+	}
+	var cur *journal.Record
 	rec, err := s.get(ctx, req.Key)
-	absent := errors.Is(err, journal.ErrNotFound) || (err == nil && gone(&rec, now))
-	if err != nil && !errors.Is(err, journal.ErrNotFound) {
+	switch {
+	case err == nil:
+		cur = &rec
+	case !errors.Is(err, journal.ErrNotFound):
 		return journal.BeginResult{}, err
 	}
-	if absent && req.Guard != journal.GuardOff {
-		gr, err := scanRow(s.pool.QueryRow(ctx, s.sql.guard[req.Guard], req.Intent.Tenant, req.Intent.Session,
-			req.Intent.Turn, req.Intent.Tool, now.UnixNano(), req.Key))
-		if err == nil {
-			g, err := gr.record()
-			if err != nil {
-				return journal.BeginResult{}, err
-			}
-			return journal.BeginResult{Outcome: journal.Guarded, Record: g}, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+	d := journal.DecideBegin(cur, &req, now)
+	if d.Guard {
+		g, err := s.guard(ctx, s.pool, &req, now)
+		if err != nil {
 			return journal.BeginResult{}, s.fail("begin", req.Key, false, err)
 		}
+		if g != nil {
+			return journal.BeginResult{Outcome: journal.Guarded, Record: *g}, nil
+		}
 	}
-	return journal.BeginResult{}, fmt.Errorf("%w: begin %s", journal.ErrReadOnly, req.Key)
+	if d.Write != nil {
+		return journal.BeginResult{}, fmt.Errorf("%w: begin %s", journal.ErrReadOnly, req.Key)
+	}
+	return d.Result, nil // with a Mismatch, whose suppression cannot be recorded
+}
+
+// guard returns the newest suppressed record that journal.GuardBlocks
+// req, or nil. The query selects candidates by tenant, session and tool
+// only (the guard index's prefix); the rule itself is the journal's.
+func (s *Store) guard(ctx context.Context, q querier, req *journal.BeginRequest, now time.Time) (*journal.Record, error) {
+	rows, err := q.Query(ctx, s.sql.guard, req.Intent.Tenant, req.Intent.Session, req.Intent.Tool, req.Key)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanRow(rows)
+		if err != nil {
+			return nil, err
+		}
+		g, err := r.record()
+		if err != nil {
+			return nil, err
+		}
+		if journal.GuardBlocks(&g, req, now) {
+			return &g, nil
+		}
+	}
+	return nil, rows.Err()
+}
+
+// querier is what guard needs of a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 // commitError marks a failed COMMIT: the only step of a multi-statement
@@ -215,95 +188,124 @@ type commitError struct{ err error }
 func (e *commitError) Error() string { return "commit: " + e.err.Error() }
 func (e *commitError) Unwrap() error { return e.err }
 
-// beginLocked decides under the record's row lock. retry is true when a
-// concurrent Begin inserted the record between our lock and our insert.
-func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest, fresh row, now time.Time) (res journal.BeginResult, retry bool, err error) {
+// beginLocked decides under the record's row lock (SELECT … FOR UPDATE)
+// and carries the decision out in the same transaction. retry is true when
+// a concurrent Begin inserted the record between our read and our insert.
+func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest) (res journal.BeginResult, retry bool, err error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return res, false, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// asyncCommit applies BeginRequest.Durable to this transaction.
-	asyncCommit := func() error {
-		if req.Durable {
-			return nil
-		}
-		_, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`)
-		return err
-	}
-	r, err := scanRow(tx.QueryRow(ctx, s.sql.lockForTx, req.Key))
+	// The row lock, then the server's clock, in one round trip: the clock
+	// is read once the lock is held, and decides everything below.
+	var b pgx.Batch
+	b.Queue(s.sql.lockForTx, req.Key)
+	b.Queue(s.sql.now, s.clockArg())
+	br := tx.SendBatch(ctx, &b)
+	r, err := scanRow(br.QueryRow())
 	found := err == nil
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		_ = br.Close()
 		return res, false, err
 	}
-	var rec journal.Record
-	if found {
-		if rec, err = r.record(); err != nil {
-			return res, false, err
-		}
-		if res, ok := decideRead(&rec, &req, now); ok {
-			return res, false, nil
-		}
+	var nowNs int64
+	err = br.QueryRow().Scan(&nowNs)
+	if cerr := br.Close(); err == nil {
+		err = cerr
 	}
-	if found && !gone(&rec, now) {
-		settled := rec.State.Settled()
-		// Pending with an expired lease, or a settled record the caller
-		// retakes: the caller becomes the owner under the next token.
-		r, err := scanRow(tx.QueryRow(ctx, s.sql.takeOver, req.Key, req.Owner,
-			now.Add(leaseTTL(req.LeaseTTL)).UnixNano(), now.UnixNano(), now.Add(recordTTL(req.RecordTTL)).UnixNano()))
+	if err != nil {
+		return res, false, err
+	}
+	now := fromNanos(nowNs)
+	var cur *journal.Record
+	if found {
+		rec, err := r.record()
 		if err != nil {
 			return res, false, err
 		}
-		if rec, err = r.record(); err != nil {
+		cur = &rec
+	}
+	d := journal.DecideBegin(cur, &req, now)
+	if d.Guard {
+		g, err := s.guard(ctx, tx, &req, now)
+		if err != nil {
 			return res, false, err
 		}
-		// A retake replaces a settled outcome: always durable, so that a
-		// server crash cannot bring back the outcome the caller overrode.
-		if !settled {
-			if err := asyncCommit(); err != nil {
-				return res, false, err
-			}
+		if g != nil {
+			return journal.BeginResult{Outcome: journal.Guarded, Record: *g}, false, nil
+		}
+	}
+	if d.Suppress != nil {
+		if err := s.placeSuppression(ctx, tx, d.Suppress, now); err != nil {
+			return res, false, err
 		}
 		if err := tx.Commit(ctx); err != nil {
 			return res, false, &commitError{err}
 		}
-		return journal.BeginResult{Outcome: journal.TakenOver, Record: rec, Token: rec.Lease.Token}, false, nil
+		return d.Result, false, nil
 	}
-	// No live record: the guard decides, then a new record is written.
-	if req.Guard != journal.GuardOff {
-		gr, err := scanRow(tx.QueryRow(ctx, s.sql.guard[req.Guard], req.Intent.Tenant, req.Intent.Session,
-			req.Intent.Turn, req.Intent.Tool, now.UnixNano(), req.Key))
-		if err == nil {
-			g, err := gr.record()
-			if err != nil {
-				return res, false, err
-			}
-			return journal.BeginResult{Outcome: journal.Guarded, Record: g}, false, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return res, false, err
-		}
+	if d.Write == nil {
+		return d.Result, false, nil
+	}
+	w, err := rowOf(*d.Write)
+	if err != nil {
+		return res, false, fmt.Errorf("%w: begin: %w", journal.ErrInvalid, err)
 	}
 	if found {
-		// Replace the expired record; the token keeps rising so that an
-		// owner of the old record can never complete the new one.
-		fresh.LeaseToken = r.LeaseToken + 1
-		r, err = scanRow(tx.QueryRow(ctx, s.sql.replace, fresh.args()...))
+		_, err = tx.Exec(ctx, s.sql.replace, w.args()...)
 	} else {
-		r, err = scanRow(tx.QueryRow(ctx, s.sql.insertLocked, fresh.args()...))
-		if errors.Is(err, pgx.ErrNoRows) {
+		var tag pgconn.CommandTag
+		tag, err = tx.Exec(ctx, s.sql.importRow, w.args()...)
+		if err == nil && tag.RowsAffected() == 0 {
 			return res, true, nil
 		}
 	}
 	if err != nil {
 		return res, false, err
 	}
-	if err := asyncCommit(); err != nil {
-		return res, false, err
+	// A retake replaces a settled outcome: always durable, so that a server
+	// crash cannot bring back the outcome the caller overrode.
+	if !req.Durable && !d.Durable {
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+			return res, false, err
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return res, false, &commitError{err}
 	}
-	res, err = started(r)
-	return res, false, err
+	return d.Result, false, nil
+}
+
+// placeSuppression writes the suppression a Mismatch arms the guard with,
+// in the mismatch's transaction, under the suppression key's row lock.
+func (s *Store) placeSuppression(ctx context.Context, tx pgx.Tx, sup *journal.Record, now time.Time) error {
+	r, err := scanRow(tx.QueryRow(ctx, s.sql.lockForTx, sup.Key))
+	found := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	var cur *journal.Record
+	if found {
+		rec, err := r.record()
+		if err != nil {
+			return err
+		}
+		cur = &rec
+	}
+	w := journal.PlaceSuppression(cur, sup, now)
+	if w == nil {
+		return nil
+	}
+	row, err := rowOf(*w)
+	if err != nil {
+		return fmt.Errorf("%w: begin: %w", journal.ErrInvalid, err)
+	}
+	if found {
+		_, err = tx.Exec(ctx, s.sql.replace, row.args()...)
+	} else {
+		// A concurrent mismatch may insert it first: then it is there.
+		_, err = tx.Exec(ctx, s.sql.importRow, row.args()...)
+	}
+	return err
 }

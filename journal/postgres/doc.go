@@ -10,13 +10,15 @@
 // # Claims, leases and fencing
 //
 // Begin is one statement in the common cases: it reads the record and,
-// only when there is none, inserts it with INSERT … ON CONFLICT (key) DO
-// NOTHING, checking the suppression guard in the same statement. When a
-// record exists, that statement writes nothing and takes no transaction id,
-// so a replay is a read. Anything that changes an existing record (taking
-// over an expired lease, replacing a record past its TTL, a Retake, or
-// losing an insert race) runs in a transaction that holds the record's row
-// lock (SELECT … FOR UPDATE): there is no check-then-act.
+// only when there is none and no suppressed record of the tool exists in
+// the session, inserts it with INSERT … ON CONFLICT (key) DO NOTHING. When
+// a record exists, that statement writes nothing and takes no transaction
+// id, so a replay is a read. Anything else (taking over an expired lease,
+// replacing a record past its TTL, a Retake, a mismatch to record as a
+// suppression, a suppression that may guard the intent, losing an insert
+// race) runs in a transaction that holds the record's row lock (SELECT …
+// FOR UPDATE): there is no check-then-act. Every decision, on either path,
+// is journal.DecideBegin's.
 //
 // Each record has a lease (owner, expiry) and a fencing token that rises
 // whenever ownership changes, including when an expired record is replaced.
@@ -24,10 +26,17 @@
 // the pending state and the caller's token; a stale owner matches no row
 // and gets journal.ErrFenced.
 //
-// Every time decision (lease expiry, TTL, created and updated times) uses
-// the store's clock (journal.Options.Now), passed to the server as a
-// parameter; SQL's now() is never used. Processes on different hosts must
-// therefore keep their clocks in step; see Caveats.
+// # The server's clock decides
+//
+// Every time of a record (created, updated, attempt start, end and quiet
+// time, lease and record expiry) and every comparison with one (a live
+// lease, a passed TTL, GC, Stats) uses the database server's clock, read
+// with clock_timestamp() inside the statement or, for a transaction, once
+// it holds the record's row lock; the shared decision (journal.DecideBegin)
+// is given that instant. journal.Options.Now is ignored (tests move time
+// with Options.TestClock). So a client whose clock is minutes off neither
+// takes over a live lease nor sees a live record as expired, and every
+// process of a fleet judges alike.
 //
 // # Atomic effect and outcome
 //
@@ -45,7 +54,7 @@
 // error raised before anything was sent, a failure inside a transaction
 // before its COMMIT, or an ERROR the server reported, is a definite
 // failure. An uncertain Begin may have left a pending record under the
-// caller's lease: a retry sees it InFlight until the lease expires, then
+// caller's lease: a retry sees it Held until the lease expires, then
 // takes it over.
 //
 // # Durability
@@ -96,7 +105,7 @@
 //	output               bytea      the result of a succeeded intent
 //	error_class,
 //	error_message        text       a failed, suppressed or unknown outcome
-//	attempts             jsonb      [{"id","start","end","class","error"}]
+//	attempts             jsonb      [{"id","start","end","class","error","quiet"}]
 //	lease_owner          text       the lease
 //	lease_token          bigint     the fencing token
 //	lease_expires_ns     bigint
@@ -118,10 +127,11 @@
 //
 // # Caveats
 //
-// Leases and TTLs are judged by the clock of the process that calls, so
-// the fleet's clocks must agree to well within a lease: a host whose clock
-// runs ahead takes over live leases early. Use NTP, and leases much longer
-// than the worst skew.
+// The server's clock is a wall clock: if it is stepped forward (a manual
+// change, NTP correcting a large error), every live lease and settle window
+// ends early for every process at once, and settled records expire early;
+// stepped back, leases, settle windows and TTLs last longer, which delays
+// takeovers but lets nothing run twice. Clients' clocks do not matter.
 //
 // Intent fields, owners and schema names must be valid UTF-8 without NUL
 // bytes (PostgreSQL text cannot hold them); a record that breaks this is

@@ -60,7 +60,7 @@ func sampleRecord() journal.Record {
 		ErrorMessage: "",
 		Attempts: []journal.Attempt{
 			{ID: "a1", Start: at, End: at.Add(time.Second), Class: "retryable", Error: "503"},
-			{ID: "a2", Start: at.Add(2 * time.Second), End: at.Add(3 * time.Second)},
+			{ID: "a2", Start: at.Add(2 * time.Second), End: at.Add(3 * time.Second), QuietAt: at.Add(time.Minute)},
 		},
 		Lease:      journal.Lease{Owner: "w", Token: 3, Expires: at.Add(time.Minute)},
 		Resolution: &journal.Resolution{State: journal.StateSucceeded, Output: []byte("x"), Reason: "r", By: "b", At: at},

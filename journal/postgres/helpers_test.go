@@ -24,12 +24,30 @@ func openStore(t testing.TB, jo *journal.Options) *postgres.Store {
 	return openIn(t, newSchema(t), jo)
 }
 
-// openIn opens a store in schema, closed when the test ends.
+// openIn opens a store in schema, closed when the test ends. The store
+// ignores jo.Now (the server's clock decides), so a test clock given there
+// becomes its Options.TestClock instead.
 func openIn(t testing.TB, schema string, jo *journal.Options) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(context.Background(), pgURL(t), &postgres.Options{Journal: jo, Schema: schema})
+	opts := &postgres.Options{Journal: jo, Schema: schema}
+	if jo != nil {
+		opts.TestClock = jo.Now
+	}
+	return openWith(t, opts)
+}
+
+// openClient opens a store in schema as a client process would, its
+// journal options as given: the server's clock decides.
+func openClient(t testing.TB, schema string, jo *journal.Options) *postgres.Store {
+	t.Helper()
+	return openWith(t, &postgres.Options{Journal: jo, Schema: schema})
+}
+
+func openWith(t testing.TB, opts *postgres.Options) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), pgURL(t), opts)
 	if err != nil {
-		t.Fatalf("Open(schema %s) = %v", schema, err)
+		t.Fatalf("Open(schema %s) = %v", opts.Schema, err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s

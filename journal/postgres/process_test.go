@@ -29,7 +29,7 @@ const (
 	childEnv       = "AGENTONCE_PG_CHILD"        // the child's job
 	childSchemaEnv = "AGENTONCE_PG_CHILD_SCHEMA" // the shared schema
 	childOwnerEnv  = "AGENTONCE_PG_CHILD_OWNER"  // the child's owner name
-	childSkewEnv   = "AGENTONCE_PG_CHILD_SKEW"   // added to the child's store clock
+	childSkewEnv   = "AGENTONCE_PG_CHILD_SKEW"   // added to the child's server clock (test seam)
 	childArgEnv    = "AGENTONCE_PG_CHILD_ARG"    // a job argument
 )
 
@@ -55,8 +55,13 @@ func runChild(job string) error {
 	skew, _ := time.ParseDuration(os.Getenv(childSkewEnv))
 	owner := os.Getenv(childOwnerEnv)
 	schema := os.Getenv(childSchemaEnv)
-	s, err := postgres.Open(ctx, os.Getenv(pgtest.URLEnv), &postgres.Options{Schema: schema,
-		Journal: &journal.Options{Now: func() time.Time { return time.Now().Add(skew) }}})
+	opts := &postgres.Options{Schema: schema}
+	if skew != 0 {
+		// Leases are judged by the server's clock; moving it (the test
+		// seam) is how a child sees a dead owner's lease expired.
+		opts.TestClock = func() time.Time { return time.Now().Add(skew) }
+	}
+	s, err := postgres.Open(ctx, os.Getenv(pgtest.URLEnv), opts)
 	if err != nil {
 		return err
 	}
@@ -77,10 +82,10 @@ func runChild(job string) error {
 				if err != nil {
 					return err
 				}
-				if res.Outcome == journal.Completed {
+				if res.Outcome == journal.Answered {
 					break
 				}
-				if res.Outcome == journal.InFlight {
+				if res.Outcome == journal.Held {
 					time.Sleep(2 * time.Millisecond)
 					continue
 				}
@@ -178,8 +183,8 @@ func runChild(job string) error {
 
 // outcomeName names a Begin outcome for the children's reports.
 func outcomeName(o journal.BeginOutcome) string {
-	names := map[journal.BeginOutcome]string{journal.Started: "Started", journal.Completed: "Completed",
-		journal.InFlight: "InFlight", journal.TakenOver: "TakenOver", journal.Mismatch: "Mismatch", journal.Guarded: "Guarded"}
+	names := map[journal.BeginOutcome]string{journal.Started: "Started", journal.Answered: "Answered",
+		journal.Held: "Held", journal.TakenOver: "TakenOver", journal.Mismatch: "Mismatch", journal.Guarded: "Guarded"}
 	if n, ok := names[o]; ok {
 		return n
 	}
@@ -352,7 +357,7 @@ func TestProcessesRace(t *testing.T) {
 
 // TestProcessKilledHoldingLease SIGKILLs a process that holds two leases.
 // While the leases live, others see the intents in flight; once they have
-// expired (the second process's store clock runs two hours ahead), another
+// expired (the second process's server clock, a test seam, runs two hours ahead), another
 // process takes both over and follows the effect kind: the Keyed intent
 // runs again with the same key, the Unkeyed one is recorded unknown. The
 // dead owner's token is fenced.
@@ -370,8 +375,8 @@ func TestProcessKilledHoldingLease(t *testing.T) {
 	for i := range 2 {
 		req := request(i, `{}`)
 		req.Owner = "parent"
-		if res, err := s.Begin(ctx, req); err != nil || res.Outcome != journal.InFlight {
-			t.Fatalf("Begin(intent %d) while the dead owner's lease lives = %v, %v; want InFlight", i, res.Outcome, err)
+		if res, err := s.Begin(ctx, req); err != nil || res.Outcome != journal.Held {
+			t.Fatalf("Begin(intent %d) while the dead owner's lease lives = %v, %v; want Held", i, res.Outcome, err)
 		}
 	}
 
@@ -426,8 +431,8 @@ func TestProcessKilledInAtomicEffect(t *testing.T) {
 		t.Fatalf("effects after the retry = %d; want 1", n)
 	}
 	again := startChild(t, schema, "atomic", "third", childSkewEnv+"=2h")
-	if got := again.wait(t); strings.Join(got, ",") != "Completed 0" {
-		t.Fatalf("third call reported %q; want Completed (a replay)", got)
+	if got := again.wait(t); strings.Join(got, ",") != "Answered 0" {
+		t.Fatalf("third call reported %q; want Answered (a replay)", got)
 	}
 	if n := countEffects(t, s, effects, key); n != 1 {
 		t.Fatalf("effects after the replay = %d; want 1", n)

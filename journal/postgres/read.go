@@ -99,28 +99,28 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 	}
 }
 
-// GC deletes, in one statement, the records past their TTL (pending ones
-// only once their lease has expired too), using the index on expires_ns.
-func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (int, error) {
+// GC deletes, in one statement, the expired records (settled, known
+// outcomes past their TTL), using the index on expires_ns, and counts the
+// unknown and pending ones past their TTL that it keeps.
+func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResult, error) {
+	var res journal.GCResult
 	if err := s.check(ctx); err != nil {
-		return 0, err
+		return res, err
 	}
-	now := s.now().UnixNano()
+	now := s.clockArg()
 	if opts.DryRun {
-		var n int
-		if err := s.pool.QueryRow(ctx, s.sql.gcCount, now).Scan(&n); err != nil {
-			return 0, s.fail("gc", uuid.Nil, false, err)
+		if err := s.pool.QueryRow(ctx, s.sql.gcCount, now).Scan(&res.Removed, &res.KeptUnknown); err != nil {
+			return journal.GCResult{}, s.fail("gc", uuid.Nil, false, err)
 		}
-		return n, nil
+		return res, nil
 	}
 	if s.readOnly {
-		return 0, fmt.Errorf("%w: gc", journal.ErrReadOnly)
+		return res, fmt.Errorf("%w: gc", journal.ErrReadOnly)
 	}
-	tag, err := s.pool.Exec(ctx, s.sql.gcDelete, now)
-	if err != nil {
-		return 0, s.fail("gc", uuid.Nil, true, err)
+	if err := s.pool.QueryRow(ctx, s.sql.gcDelete, now).Scan(&res.Removed, &res.KeptUnknown); err != nil {
+		return journal.GCResult{}, s.fail("gc", uuid.Nil, true, err)
 	}
-	return int(tag.RowsAffected()), nil
+	return res, nil
 }
 
 // Stats counts the records in one read-only snapshot.
@@ -135,11 +135,8 @@ func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var oldest, newest *int64
-	err = tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(jsonb_array_length(attempts)), 0),
-		count(*) FILTER (WHERE `+strings.ReplaceAll(s.sql.gcPredicate, "$1", "$1::bigint")+`),
-		min(created_ns), max(created_ns), pg_total_relation_size($2::regclass)
-		FROM `+s.sql.table, s.now().UnixNano(), s.sql.table).
-		Scan(&st.Records, &st.Attempts, &st.Expired, &oldest, &newest, &st.SizeBytes)
+	err = tx.QueryRow(ctx, s.sql.stats, s.clockArg(), s.sql.table).
+		Scan(&st.Records, &st.Attempts, &st.Expired, &st.OverdueUnknown, &oldest, &newest, &st.SizeBytes)
 	if err != nil {
 		return st, s.fail("stats", uuid.Nil, false, err)
 	}

@@ -70,6 +70,7 @@ type storedAttempt struct {
 	End   *int64 `json:"end,omitempty"`
 	Class string `json:"class,omitempty"`
 	Error string `json:"error,omitempty"`
+	Quiet *int64 `json:"quiet,omitempty"` // Attempt.QuietAt
 }
 
 func (r *row) args() []any {
@@ -131,7 +132,7 @@ func (r *row) record() (journal.Record, error) {
 	}
 	for _, a := range atts {
 		rec.Attempts = append(rec.Attempts, journal.Attempt{ID: a.ID, Start: fromNanosPtr(a.Start),
-			End: fromNanosPtr(a.End), Class: a.Class, Error: a.Error})
+			End: fromNanosPtr(a.End), Class: a.Class, Error: a.Error, QuietAt: fromNanosPtr(a.Quiet)})
 	}
 	if r.ResState != nil {
 		res := &journal.Resolution{State: journal.State(*r.ResState), Output: r.ResOutput, At: fromNanosPtr(r.ResAt)}
@@ -205,6 +206,9 @@ func rowOf(rec journal.Record) (row, error) {
 			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
 		}
 		if sa.End, err = toNanosPtr(fmt.Sprintf("attempt %d end", i+1), a.End); err != nil {
+			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
+		}
+		if sa.Quiet, err = toNanosPtr(fmt.Sprintf("attempt %d quiet time", i+1), a.QuietAt); err != nil {
 			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
 		}
 		atts = append(atts, sa)

@@ -18,15 +18,23 @@ import (
 // Options configures Open. A nil *Options means defaults; each field's zero
 // value is its default.
 type Options struct {
-	// Journal holds the store-independent options: the namespace, read-only
-	// mode and the clock. Nil means defaults. LockTimeout, MaxBatchSize and
-	// MaxBatchDelay are bbolt's and are ignored here.
+	// Journal holds the store-independent options: the namespace and
+	// read-only mode. Nil means defaults. Now is ignored (the database
+	// server's clock decides every lease and expiry); LockTimeout,
+	// MaxBatchSize and MaxBatchDelay are bbolt's and are ignored too.
 	Journal *journal.Options
 
 	// Schema is the PostgreSQL schema that holds the journal's tables. Empty
 	// means "agentonce". Journals in different schemas of one database are
 	// independent (their own namespace, records and migrations).
 	Schema string
+
+	// TestClock, when set, stands in for the database server's clock in
+	// every statement, so that tests can move time (expire leases and TTLs
+	// without sleeping). Nil, the default and the only production setting,
+	// means the server's clock decides; a client clock here would bring back
+	// what this store avoids (see the package's clock section).
+	TestClock func() time.Time
 
 	// MaxConns caps the connection pool. Zero means the URL's
 	// pool_max_conns if it has one, else pgxpool's default (the greater of
@@ -53,9 +61,12 @@ type Store struct {
 	ns       uuid.UUID
 	schema   string
 	readOnly bool
-	now      func() time.Time
-	closed   atomic.Bool
-	sql      statements
+	// testNow is Options.TestClock: every statement takes it as a
+	// parameter that is NULL when it is nil. Options.Journal.Now is never
+	// used.
+	testNow func() time.Time
+	closed  atomic.Bool
+	sql     statements
 }
 
 var _ journal.Store = (*Store)(nil)
@@ -109,10 +120,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if jo.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
-	s := &Store{schema: schema, readOnly: jo.ReadOnly, now: jo.Now, sql: buildStatements(pgx.Identifier{schema}.Sanitize())}
-	if s.now == nil {
-		s.now = time.Now
-	}
+	s := &Store{schema: schema, readOnly: jo.ReadOnly, testNow: opts.TestClock, sql: buildStatements(pgx.Identifier{schema}.Sanitize())}
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres journal schema %q: %w", schema, err)
@@ -120,7 +128,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if jo.ReadOnly {
 		err = s.openReadOnly(ctx, jo.Namespace)
 	} else {
-		s.ns, err = migrate(ctx, s.pool, schema, jo.Namespace, s.now().UnixNano())
+		s.ns, err = migrate(ctx, s.pool, schema, jo.Namespace, time.Now().UnixNano())
 	}
 	if err != nil {
 		s.pool.Close()
@@ -164,6 +172,25 @@ func (s *Store) Close() error {
 	}
 	s.pool.Close()
 	return nil
+}
+
+// clockArg is the parameter of serverNow: nil, so that the server's clock
+// decides, except under the tests' fake clock.
+func (s *Store) clockArg() *int64 {
+	if s.testNow == nil {
+		return nil
+	}
+	n := s.testNow().UnixNano()
+	return &n
+}
+
+// serverNow reads the server's clock.
+func (s *Store) serverNow(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (time.Time, error) {
+	var n int64
+	err := q.QueryRow(ctx, s.sql.now, s.clockArg()).Scan(&n)
+	return fromNanos(n), err
 }
 
 // check refuses a call on a closed store or with a finished context.
@@ -226,29 +253,53 @@ func keyError(op string, key uuid.UUID, sentinel error) error {
 
 // statements are the store's SQL, built once per schema.
 type statements struct {
-	table        string
-	get          string
-	lockForTx    string
-	beginFast    [3][2]string // [journal.GuardScope][durable]
-	insertLocked string
-	guard        [2]string // [journal.GuardTurn or GuardSession]
-	replace      string
-	takeOver     string
-	startAtt     [2]string // [durable]
-	complete     string
-	fence        string
-	resolve      string
-	importRow    string
-	gcPredicate  string
-	gcDelete     string
-	gcCount      string
+	table            string
+	get              string
+	now              string
+	stats            string
+	lockForTx        string
+	beginFast        [2][2]string // [guard on][durable]
+	guard            string
+	replace          string
+	startAtt         [2]string // [durable]
+	renew            string
+	complete         string
+	fence            string
+	resolve          string
+	importRow        string
+	gcPredicate      string
+	overduePredicate string
+	gcDelete         string
+	gcCount          string
 }
 
-// closeLast is the SQL expression that closes the last attempt with the
-// jsonb object in parameter $n, if it is still open.
-func closeLast(n int) string {
+// closeLast is the SQL expression that closes the last attempt, if it is
+// still open, at the instant now (an SQL expression) with the jsonb object
+// (class, error) in parameter $n.
+func closeLast(n int, now string) string {
 	return fmt.Sprintf(`CASE WHEN jsonb_array_length(attempts) > 0 AND NOT (attempts->-1 ? 'end')
-		THEN jsonb_set(attempts, '{-1}', (attempts->-1) || $%d::jsonb) ELSE attempts END`, n)
+		THEN jsonb_set(attempts, '{-1}', (attempts->-1) || jsonb_build_object('end', %s) || $%d::jsonb)
+		ELSE attempts END`, now, n)
+}
+
+// serverNow is the SQL expression of the database server's clock in Unix
+// nanoseconds (PostgreSQL keeps microseconds), read when it is evaluated:
+// the clock every lease and expiry of this store is judged by. Parameter
+// $n is NULL except under Options.TestClock.
+func serverNow(n int) string {
+	return fmt.Sprintf(`COALESCE($%d::bigint, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000)`, n)
+}
+
+// clockFrom is a FROM item naming the server's clock, read once, clk.now.
+func clockFrom(n int) string {
+	return `(SELECT ` + serverNow(n) + ` AS now) clk`
+}
+
+// newAttempt is the jsonb array of one attempt with id $id, started at
+// clk.now, quiet $settle nanoseconds later (none when NULL).
+func newAttempt(id, settle int) string {
+	return fmt.Sprintf(`jsonb_build_array(jsonb_strip_nulls(jsonb_build_object('id', $%d::text, 'start', clk.now,
+		'quiet', clk.now + $%d::bigint)))`, id, settle)
 }
 
 // asyncCommit is joined into a statement for a non-durable write: it turns
@@ -263,76 +314,67 @@ func buildStatements(q string) statements {
 	s := statements{table: t}
 	s.get = `SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1`
 	s.lockForTx = s.get + ` FOR UPDATE`
+	s.now = `SELECT ` + serverNow(1)
 
 	params := make([]string, len(columnTypes))
 	for i, typ := range columnTypes {
 		params[i] = fmt.Sprintf("$%d::%s", i+1, typ)
 	}
-	now := len(columnTypes) + 1 // parameter number of the store's clock
-	guardWhere := func(scope journal.GuardScope, tenant, session, turn, tool, nowParam, key string) string {
-		w := `g.state = 4 AND g.tenant = ` + tenant + ` AND g.session = ` + session + ` AND g.tool = ` + tool +
-			` AND g.key <> ` + key + ` AND g.expires_ns > ` + nowParam
-		if scope == journal.GuardTurn {
-			w += ` AND g.turn = ` + turn
-		} else {
-			w += ` AND ` + turn + `::text IS NOT NULL` // the parameter is typed even when unused
-		}
-		return w
-	}
-	for scope := journal.GuardTurn; scope <= journal.GuardOff; scope++ {
+	for guard := range 2 {
 		for durable := range 2 {
-			from, where := "", ""
+			from, where := ` FROM clk`, ` WHERE true`
 			if durable == 0 {
-				from = ` FROM ` + asyncCommit
+				from += `, ` + asyncCommit
 			}
-			if scope != journal.GuardOff {
-				where = fmt.Sprintf(` WHERE NOT EXISTS (SELECT 1 FROM %s g WHERE %s)`, t,
-					guardWhere(scope, "$3", "$4", "$5", "$6", fmt.Sprintf("$%d::bigint", now), "$1"))
-			} else {
-				where = fmt.Sprintf(` WHERE $%d::bigint IS NOT NULL`, now)
+			if guard == 1 {
+				// Any suppressed record of the tool in the session sends
+				// Begin to the locked path, where journal.GuardBlocks
+				// decides: this is a filter, not the rule.
+				where = ` WHERE NOT EXISTS (SELECT 1 FROM ` + t + ` g WHERE g.state = 4 AND g.tenant = $3
+					AND g.session = $4 AND g.tool = $6 AND g.key <> $1)`
 			}
-			// One round trip: the current record if there is one, else
-			// the inserted one. With a record present the INSERT selects
-			// no row, so nothing is written and the transaction never
-			// takes a transaction id: the replay path stays a read.
-			s.beginFast[scope][durable] = `WITH cur AS (SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1::uuid),
-				ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + strings.Join(params, ", ") + from +
+			// One round trip: the server's clock, and the current record
+			// if there is one, else the inserted one. The new record is
+			// journal.DecideBegin's, made relative to the Unix epoch in Go
+			// (beginFastArgs) and placed at clk.now here. With a record
+			// present the INSERT selects no row, so nothing is written and
+			// the transaction never takes a transaction id: the replay path
+			// stays a read.
+			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now),
+				cur AS (SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1::uuid),
+				ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT $1::uuid, $2::integer, $3::text, $4::text,
+					$5::text, $6::text, $7::text, $8::bytea, $9::smallint, $10::bytea, 1, NULL, '', '',
+					` + newAttempt(11, 15) + `, $12::text, $13::bigint, clk.now + $14::bigint,
+					NULL, NULL, NULL, NULL, NULL, clk.now, clk.now, clk.now + $16::bigint` + from +
 				where + ` AND NOT EXISTS (SELECT 1 FROM cur) ON CONFLICT (key) DO NOTHING RETURNING ` + columns + `)
-				SELECT true, * FROM ins UNION ALL SELECT false, * FROM cur`
+				SELECT true, clk.now, ins.* FROM ins, clk UNION ALL SELECT false, clk.now, cur.* FROM cur, clk`
 		}
 	}
-	for _, scope := range []journal.GuardScope{journal.GuardTurn, journal.GuardSession} {
-		s.guard[scope] = `SELECT ` + columns + ` FROM ` + t + ` g WHERE ` +
-			guardWhere(scope, "$1", "$2", "$3", "$4", "$5", "$6") + ` ORDER BY g.created_ns DESC, g.key DESC LIMIT 1`
-	}
+	// The guard's candidates, newest first, through records_guard_idx.
+	s.guard = `SELECT ` + columns + ` FROM ` + t + ` g WHERE g.state = 4 AND g.tenant = $1 AND g.session = $2
+		AND g.tool = $3 AND g.key <> $4 ORDER BY g.created_ns DESC, g.key DESC`
 	s.importRow = `INSERT INTO ` + t + ` (` + columns + `) VALUES (` + strings.Join(params, ", ") +
 		`) ON CONFLICT (key) DO NOTHING`
-	s.insertLocked = s.importRow + ` RETURNING ` + columns
 	sets := strings.Split(columns, ",")
 	for i := range sets {
 		sets[i] = strings.TrimSpace(sets[i])
 	}
 	s.replace = `UPDATE ` + t + ` SET (` + strings.Join(sets[1:], ", ") + `) = (` + strings.Join(params[1:], ", ") +
-		`) WHERE key = $1 RETURNING ` + columns
-	// Take-over and retake: the caller owns the record under the next
-	// token; a retaken settled record goes back to pending with its
-	// attempts kept and its outcome dropped.
-	s.takeOver = `UPDATE ` + t + ` SET state = 1, output = NULL, error_class = '', error_message = '',
-		res_state = NULL, res_output = NULL, res_reason = NULL, res_by = NULL, res_at_ns = NULL,
-		lease_owner = $2, lease_token = lease_token + 1,
-		lease_expires_ns = $3, updated_ns = $4, expires_ns = GREATEST(expires_ns, $5)
-		WHERE key = $1 RETURNING ` + columns
+		`) WHERE key = $1`
 	for durable := range 2 {
-		from := ""
+		from := ` FROM ` + clockFrom(7)
 		if durable == 0 {
-			from = ` FROM ` + asyncCommit
+			from += `, ` + asyncCommit
 		}
-		s.startAtt[durable] = `UPDATE ` + t + ` SET attempts = (` + closeLast(3) + `) || $4::jsonb,
-			lease_expires_ns = $5, updated_ns = $6` + from + `
+		s.startAtt[durable] = `UPDATE ` + t + ` SET attempts = (` + closeLast(3, "clk.now") + `) || ` + newAttempt(4, 6) + `,
+			lease_expires_ns = clk.now + $5::bigint, updated_ns = clk.now` + from + `
 			WHERE key = $1 AND state = 1 AND lease_token = $2`
 	}
+	s.renew = `UPDATE ` + t + ` SET lease_expires_ns = clk.now + $3::bigint FROM ` + clockFrom(4) + `, ` + asyncCommit + `
+		WHERE key = $1 AND state = 1 AND lease_token = $2 RETURNING lease_expires_ns`
 	s.complete = `UPDATE ` + t + ` SET state = $3, output = $4, error_class = $5, error_message = $6,
-		attempts = ` + closeLast(7) + `, lease_expires_ns = $8, updated_ns = $8
+		attempts = ` + closeLast(7, "clk.now") + `, lease_expires_ns = clk.now, updated_ns = clk.now
+		FROM ` + clockFrom(8) + `
 		WHERE key = $1 AND state = 1 AND lease_token = $2 RETURNING ` + columns
 	s.fence = `SELECT state, lease_token FROM ` + t + ` WHERE key = $1`
 	// Resolve: an operator's verdict. It closes an open attempt as
@@ -343,13 +385,25 @@ func buildStatements(q string) statements {
 		output = CASE WHEN $2::smallint = 2 THEN $3::bytea END,
 		error_class = CASE WHEN $2::smallint = 2 THEN '' ELSE 'resolved' END,
 		error_message = CASE WHEN $2::smallint = 2 THEN '' ELSE $4::text END,
-		attempts = ` + closeLast(7) + `,
-		lease_token = lease_token + 1, lease_expires_ns = $6, updated_ns = $6,
-		expires_ns = GREATEST(expires_ns, $6 + (expires_ns - created_ns)),
-		res_state = $2, res_output = $3, res_reason = $4, res_by = $5, res_at_ns = $6
+		attempts = ` + closeLast(7, "clk.now") + `,
+		lease_token = lease_token + 1, lease_expires_ns = clk.now, updated_ns = clk.now,
+		expires_ns = GREATEST(expires_ns, clk.now + (expires_ns - created_ns)),
+		res_state = $2, res_output = $3, res_reason = $4, res_by = $5, res_at_ns = clk.now
+		FROM ` + clockFrom(6) + `
 		WHERE key = $1 AND state IN (1, 5) RETURNING ` + columns
-	s.gcPredicate = `expires_ns <= $1 AND (state <> 1 OR lease_expires_ns IS NULL OR lease_expires_ns <= $1)`
-	s.gcDelete = `DELETE FROM ` + t + ` WHERE ` + s.gcPredicate
-	s.gcCount = `SELECT count(*) FROM ` + t + ` WHERE ` + s.gcPredicate
+	// journal.Expired and journal.Overdue in SQL, at the server's clk.now:
+	// only succeeded (2), failed (3) and suppressed (4) records expire;
+	// pending (1) and unknown (5) ones past their TTL are kept and counted.
+	s.gcPredicate = `expires_ns <= clk.now AND state IN (2, 3, 4)`
+	s.overduePredicate = `expires_ns <= clk.now AND state IN (1, 5)`
+	s.gcDelete = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(1) + ` AS now),
+		gone AS (DELETE FROM ` + t + ` USING clk WHERE ` + s.gcPredicate + ` RETURNING 1)
+		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ` + t + `, clk WHERE ` + s.overduePredicate + `)`
+	s.gcCount = `SELECT count(*) FILTER (WHERE ` + s.gcPredicate + `), count(*) FILTER (WHERE ` + s.overduePredicate + `)
+		FROM ` + t + `, ` + clockFrom(1)
+	s.stats = `SELECT count(*), coalesce(sum(jsonb_array_length(attempts)), 0),
+		count(*) FILTER (WHERE ` + s.gcPredicate + `), count(*) FILTER (WHERE ` + s.overduePredicate + `),
+		min(created_ns), max(created_ns), pg_total_relation_size($2::regclass)
+		FROM ` + t + `, ` + clockFrom(1)
 	return s
 }

@@ -143,8 +143,8 @@ func TestReadOnly(t *testing.T) {
 	if ro.Namespace() != rw.Namespace() {
 		t.Errorf("read-only Namespace() = %s; want %s", ro.Namespace(), rw.Namespace())
 	}
-	if got, err := ro.Begin(ctx, done); err != nil || got.Outcome != journal.Completed {
-		t.Errorf("read-only Begin(settled) = %v, %v; want Completed", got.Outcome, err)
+	if got, err := ro.Begin(ctx, done); err != nil || got.Outcome != journal.Answered {
+		t.Errorf("read-only Begin(settled) = %v, %v; want Answered", got.Outcome, err)
 	}
 	if _, err := ro.Begin(ctx, request(2, `{}`)); !errors.Is(err, journal.ErrReadOnly) {
 		t.Errorf("read-only Begin(new) = %v; want ErrReadOnly", err)
@@ -183,11 +183,12 @@ func TestBeginOutcomes(t *testing.T) {
 
 	other := req
 	other.Owner = "owner-b"
-	if got, err := s.Begin(ctx, other); err != nil || got.Outcome != journal.InFlight {
-		t.Fatalf("Begin(live lease) = %v, %v; want InFlight", got.Outcome, err)
+	if got, err := s.Begin(ctx, other); err != nil || got.Outcome != journal.Held {
+		t.Fatalf("Begin(live lease) = %v, %v; want Held", got.Outcome, err)
 	}
 	changed := other
 	changed.Fingerprint = keyderive.FingerprintOf([]byte(`{"amount":6}`))
+	changed.Intent.Turn = "other" // so that its suppression does not guard the takeover below
 	if got, err := s.Begin(ctx, changed); err != nil || got.Outcome != journal.Mismatch {
 		t.Fatalf("Begin(other fingerprint) = %v, %v; want Mismatch", got.Outcome, err)
 	}
@@ -222,8 +223,8 @@ func TestBeginOutcomes(t *testing.T) {
 		t.Fatalf("second Complete = %v; want ErrFenced", err)
 	}
 	replay, err := s.Begin(ctx, req)
-	if err != nil || replay.Outcome != journal.Completed || string(replay.Record.Output) != `{"id":"ch_1"}` {
-		t.Fatalf("Begin(settled) = %v %q, %v; want Completed with the first output", replay.Outcome, replay.Record.Output, err)
+	if err != nil || replay.Outcome != journal.Answered || string(replay.Record.Output) != `{"id":"ch_1"}` {
+		t.Fatalf("Begin(settled) = %v %q, %v; want Answered with the first output", replay.Outcome, replay.Record.Output, err)
 	}
 
 	// Retake puts a settled record back to pending under a new token.
@@ -434,27 +435,31 @@ func TestListStatsGC(t *testing.T) {
 		t.Fatalf("Stats() = %+v; want 6 records (2 pending, 4 succeeded; 4 charge, 2 refund), 6 attempts", st)
 	}
 
-	// Two hours on: records 0 and 1 are past their TTL; 0 is pending but
-	// its lease expired long ago, so both go.
+	// Two hours on: records 0 and 1 are past their TTL. 1 is settled and
+	// goes; 0 is pending (its owner gone long ago: its outcome is unknown),
+	// so GC keeps it for an operator.
 	clk.Advance(2 * time.Hour)
-	if n, err := s.GC(ctx, journal.GCOptions{DryRun: true}); err != nil || n != 2 {
-		t.Fatalf("GC(dry run) = %d, %v; want 2", n, err)
+	if res, err := s.GC(ctx, journal.GCOptions{DryRun: true}); err != nil || res != (journal.GCResult{Removed: 1, KeptUnknown: 1}) {
+		t.Fatalf("GC(dry run) = %+v, %v; want 1 removed, 1 kept", res, err)
 	}
-	if st, _ := s.Stats(ctx); st.Expired != 2 {
-		t.Errorf("Stats().Expired = %d; want 2", st.Expired)
+	if st, _ := s.Stats(ctx); st.Expired != 1 || st.OverdueUnknown != 1 {
+		t.Errorf("Stats().Expired, OverdueUnknown = %d, %d; want 1, 1", st.Expired, st.OverdueUnknown)
 	}
-	if n, err := s.GC(ctx, journal.GCOptions{}); err != nil || n != 2 {
-		t.Fatalf("GC() = %d, %v; want 2", n, err)
+	if res, err := s.GC(ctx, journal.GCOptions{}); err != nil || res != (journal.GCResult{Removed: 1, KeptUnknown: 1}) {
+		t.Fatalf("GC() = %+v, %v; want 1 removed, 1 kept", res, err)
 	}
-	if got := list(journal.Filter{}); len(got) != 4 {
-		t.Fatalf("List after GC = %d records; want 4", len(got))
+	if got := list(journal.Filter{}); len(got) != 5 {
+		t.Fatalf("List after GC = %d records; want 5", len(got))
 	}
-	if _, err := s.Get(ctx, keys[0]); !errors.Is(err, journal.ErrNotFound) {
+	if _, err := s.Get(ctx, keys[1]); !errors.Is(err, journal.ErrNotFound) {
 		t.Errorf("Get(collected key) = %v; want ErrNotFound", err)
+	}
+	if _, err := s.Get(ctx, keys[0]); err != nil {
+		t.Errorf("Get(overdue pending key) = %v; want the record", err)
 	}
 }
 
-func TestGCKeepsPendingWithLiveLease(t *testing.T) {
+func TestGCKeepsPending(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	s := openStore(t, &journal.Options{Now: clk.Now})
@@ -464,13 +469,11 @@ func TestGCKeepsPendingWithLiveLease(t *testing.T) {
 	if _, err := s.Begin(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(2 * time.Minute)
-	if n, err := s.GC(ctx, journal.GCOptions{}); err != nil || n != 0 {
-		t.Fatalf("GC(pending, live lease) = %d, %v; want 0", n, err)
-	}
-	clk.Advance(time.Hour)
-	if n, err := s.GC(ctx, journal.GCOptions{}); err != nil || n != 1 {
-		t.Fatalf("GC(pending, lease expired) = %d, %v; want 1", n, err)
+	for _, d := range []time.Duration{2 * time.Minute, time.Hour} { // lease live, then expired
+		clk.Advance(d)
+		if res, err := s.GC(ctx, journal.GCOptions{}); err != nil || res != (journal.GCResult{KeptUnknown: 1}) {
+			t.Fatalf("GC(pending past its TTL) = %+v, %v; want 0 removed, 1 kept", res, err)
+		}
 	}
 }
 
@@ -588,9 +591,9 @@ func TestHammerBegin(t *testing.T) {
 					if _, err := s.Complete(ctx, journal.Completion{Key: req.Key, Token: res.Token, State: journal.StateSucceeded}); err != nil {
 						t.Errorf("Complete = %v", err)
 					}
-				case journal.InFlight, journal.Completed:
+				case journal.Held, journal.Answered:
 				default:
-					t.Errorf("Begin = %v; want Started, InFlight or Completed", res.Outcome)
+					t.Errorf("Begin = %v; want Started, Held or Answered", res.Outcome)
 				}
 			}
 		})
@@ -637,8 +640,8 @@ func TestHammerTakeOver(t *testing.T) {
 					mu.Lock()
 					took[req.Key]++
 					mu.Unlock()
-				} else if res.Outcome != journal.InFlight {
-					t.Errorf("Begin = %v; want TakenOver or InFlight", res.Outcome)
+				} else if res.Outcome != journal.Held {
+					t.Errorf("Begin = %v; want TakenOver or Held", res.Outcome)
 				}
 			}
 		})
@@ -679,8 +682,8 @@ func TestReplayWritesNothing(t *testing.T) {
 	}
 	before := version()
 	for range 20 {
-		if got, err := s.Begin(ctx, req); err != nil || got.Outcome != journal.Completed {
-			t.Fatalf("Begin(settled) = %v, %v; want Completed", got.Outcome, err)
+		if got, err := s.Begin(ctx, req); err != nil || got.Outcome != journal.Answered {
+			t.Fatalf("Begin(settled) = %v, %v; want Answered", got.Outcome, err)
 		}
 	}
 	if after := version(); after != before {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -22,22 +23,17 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 	if req.Key == uuid.Nil {
 		return fmt.Errorf("%w: start attempt: zero key", journal.ErrInvalid)
 	}
-	now := s.now()
-	nowNs := now.UnixNano()
-	closing, err := closeAttempt(nowNs, req.PrevClass, req.PrevError)
+	closing, err := closeAttempt(req.PrevClass, req.PrevError)
 	if err != nil {
 		return err
 	}
-	next, err := json.Marshal([]storedAttempt{{ID: cleanText(req.ID), Start: &nowNs}})
-	if err != nil {
-		return err
+	var settle *int64
+	if req.Settle > 0 {
+		n := int64(req.Settle)
+		settle = &n
 	}
-	durable := 0
-	if req.Durable {
-		durable = 1
-	}
-	tag, err := s.pool.Exec(ctx, s.sql.startAtt[durable], req.Key, int64(req.Token), closing, string(next),
-		now.Add(leaseTTL(req.LeaseTTL)).UnixNano(), nowNs)
+	tag, err := s.pool.Exec(ctx, s.sql.startAtt[durableIdx(req.Durable)], req.Key, int64(req.Token), closing,
+		cleanText(req.ID), int64(journal.LeaseTTL(req.LeaseTTL)), settle, s.clockArg())
 	if err != nil {
 		return s.fail("start attempt", req.Key, true, err)
 	}
@@ -47,14 +43,36 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 	return nil
 }
 
+// Renew extends the caller's lease in one fenced UPDATE, committed without
+// waiting for the WAL flush: a renewal lost in a server crash only shortens
+// a lease.
+func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time, error) {
+	if err := journal.ValidateRenew(&req); err != nil {
+		return time.Time{}, err
+	}
+	if err := s.checkWrite(ctx, "renew", req.Key); err != nil {
+		return time.Time{}, err
+	}
+	var exp int64
+	err := s.pool.QueryRow(ctx, s.sql.renew, req.Key, int64(req.Token),
+		int64(journal.LeaseTTL(req.LeaseTTL)), s.clockArg()).Scan(&exp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, s.whyNot(ctx, "renew", req.Key)
+	}
+	if err != nil {
+		return time.Time{}, s.fail("renew", req.Key, true, err)
+	}
+	return fromNanos(exp), nil
+}
+
 // closeAttempt is the jsonb object merged into the open attempt to close
-// it; the attempt keeps its id and start.
-func closeAttempt(endNs int64, class, msg string) (string, error) {
+// it, with the end the SQL sets (closeLast); the attempt keeps its id and
+// start.
+func closeAttempt(class, msg string) (string, error) {
 	b, err := json.Marshal(struct {
-		End   int64  `json:"end"`
 		Class string `json:"class,omitempty"`
 		Error string `json:"error,omitempty"`
-	}{endNs, cleanText(class), cleanText(msg)})
+	}{cleanText(class), cleanText(msg)})
 	return string(b), err
 }
 
@@ -74,29 +92,17 @@ func (s *Store) whyNot(ctx context.Context, op string, key uuid.UUID) error {
 	return keyError(op, key, journal.ErrFenced)
 }
 
-func checkCompletion(c journal.Completion) error {
-	if c.Key == uuid.Nil {
-		return fmt.Errorf("%w: complete: zero key", journal.ErrInvalid)
-	}
-	if !c.State.Settled() {
-		return fmt.Errorf("%w: complete %s: state %s is not an outcome (want succeeded, failed, suppressed or unknown)",
-			journal.ErrInvalid, c.Key, c.State)
-	}
-	return nil
-}
-
 // Complete records the outcome in one fenced UPDATE, committed
 // synchronously. If the connection fails after the UPDATE was sent the
 // error wraps ErrOutcomeUncertain: the outcome may or may not be recorded.
 func (s *Store) Complete(ctx context.Context, c journal.Completion) (journal.Record, error) {
-	if err := checkCompletion(c); err != nil {
+	if err := journal.ValidateCompletion(&c); err != nil {
 		return journal.Record{}, err
 	}
 	if err := s.checkWrite(ctx, "complete", c.Key); err != nil {
 		return journal.Record{}, err
 	}
-	nowNs := s.now().UnixNano()
-	args, err := completeArgs(c, nowNs)
+	args, err := completeArgs(c, s.clockArg())
 	if err != nil {
 		return journal.Record{}, err
 	}
@@ -110,13 +116,13 @@ func (s *Store) Complete(ctx context.Context, c journal.Completion) (journal.Rec
 	return r.record()
 }
 
-func completeArgs(c journal.Completion, nowNs int64) ([]any, error) {
-	closing, err := closeAttempt(nowNs, c.ErrorClass, c.ErrorMessage)
+func completeArgs(c journal.Completion, clock *int64) ([]any, error) {
+	closing, err := closeAttempt(c.ErrorClass, c.ErrorMessage)
 	if err != nil {
 		return nil, err
 	}
 	return []any{c.Key, int64(c.Token), int16(c.State), c.Output, cleanText(c.ErrorClass),
-		cleanText(c.ErrorMessage), closing, nowNs}, nil
+		cleanText(c.ErrorMessage), closing, clock}, nil
 }
 
 // CompleteInTx runs effect inside the transaction that records the intent
@@ -161,7 +167,7 @@ func (s *Store) CompleteInTx(ctx context.Context, key uuid.UUID, token uint64,
 		return journal.Record{}, err
 	}
 	args, err := completeArgs(journal.Completion{Key: key, Token: token, State: journal.StateSucceeded, Output: out},
-		s.now().UnixNano())
+		s.clockArg())
 	if err != nil {
 		return journal.Record{}, err
 	}
@@ -182,17 +188,16 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 	if err := s.checkWrite(ctx, "resolve", key); err != nil {
 		return journal.Record{}, err
 	}
-	if res.State != journal.StateSucceeded && res.State != journal.StateFailed {
-		return journal.Record{}, fmt.Errorf("%w: resolve %s: state %s (want succeeded or failed)", journal.ErrInvalid, key, res.State)
+	if err := journal.ValidateResolution(key, &res); err != nil {
+		return journal.Record{}, err
 	}
-	nowNs := s.now().UnixNano()
 	reason := cleanText(res.Reason)
-	closing, err := closeAttempt(nowNs, "resolved", reason)
+	closing, err := closeAttempt("resolved", reason)
 	if err != nil {
 		return journal.Record{}, err
 	}
 	r, err := scanRow(s.pool.QueryRow(ctx, s.sql.resolve, key, int16(res.State), res.Output,
-		reason, cleanText(res.By), nowNs, closing))
+		reason, cleanText(res.By), s.clockArg(), closing))
 	if errors.Is(err, pgx.ErrNoRows) {
 		rec, err := s.get(ctx, key)
 		if err != nil {
@@ -213,15 +218,8 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 // The record is stored with this package's schema version, as every
 // store in package journal does.
 func (s *Store) Import(ctx context.Context, rec journal.Record) error {
-	if rec.Key == uuid.Nil {
-		return fmt.Errorf("%w: import: zero key", journal.ErrInvalid)
-	}
-	if rec.Version > journal.SchemaVersion {
-		return fmt.Errorf("%w: import %s: record version %d, this package writes %d",
-			journal.ErrNewerVersion, rec.Key, rec.Version, journal.SchemaVersion)
-	}
-	if rec.State < journal.StatePending || rec.State > journal.StateUnknown {
-		return fmt.Errorf("%w: import %s: state %s", journal.ErrInvalid, rec.Key, rec.State)
+	if err := journal.ValidateImport(&rec); err != nil {
+		return err
 	}
 	if err := s.check(ctx); err != nil {
 		return err
