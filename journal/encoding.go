@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -114,7 +115,7 @@ func (e *encoder) sub(tag int, fill func(*encoder)) {
 // encodeRecord appends r's encoding, sealed with its checksum, to dst.
 func encodeRecord(dst []byte, r *Record) []byte {
 	start := len(dst)
-	e := encoder{b: dst}
+	e := encoder{b: slices.Grow(dst, sizeHint(r))}
 	e.b = append(e.b, SchemaVersion, tagChecksum, crcLen, 0, 0, 0, 0)
 	e.head(tagKey, 16)
 	e.b = append(e.b, r.Key[:]...)
@@ -160,6 +161,23 @@ func encodeRecord(dst []byte, r *Record) []byte {
 	e.time(tagExpires, r.Expires)
 	seal(e.b[start:])
 	return e.b
+}
+
+// sizeHint is about the size of r's encoding, so that it takes one
+// allocation: the variable-length fields plus room for every tag, length
+// and number.
+func sizeHint(r *Record) int {
+	n := sealLen + 128 + len(r.Intent.Tenant) + len(r.Intent.Session) + len(r.Intent.Turn) +
+		len(r.Intent.Tool) + len(r.Intent.Discriminator) + len(r.Input) + len(r.Output) +
+		len(r.ErrorClass) + len(r.ErrorMessage) + len(r.Lease.Owner)
+	for i := range r.Attempts {
+		a := &r.Attempts[i]
+		n += 40 + len(a.ID) + len(a.Class) + len(a.Error)
+	}
+	if res := r.Resolution; res != nil {
+		n += 24 + len(res.Output) + len(res.Reason) + len(res.By)
+	}
+	return n
 }
 
 // decoder walks the fields of one message. Strings and byte slices alias
