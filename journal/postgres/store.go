@@ -109,6 +109,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if jo.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
+	cfg.ConnConfig.RuntimeParams[sealSetting] = "on" // the trigger seals this store's writes
 	s := &Store{schema: schema, readOnly: jo.ReadOnly, now: jo.Now, sql: buildStatements(pgx.Identifier{schema}.Sanitize())}
 	if s.now == nil {
 		s.now = time.Now
