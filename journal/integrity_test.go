@@ -197,3 +197,38 @@ func BenchmarkRecordCodec(b *testing.B) {
 		}
 	}
 }
+
+// VerifyBolt lists every damaged record, including one moved under another
+// key, in a journal that OpenBolt refuses, and nothing in a healthy one.
+func TestVerifyBolt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	s := mustOpen(t, path, nil)
+	damaged := settle(t, s, `{"sent":true}`)
+	moved := settle(t, s, `{"sent":true}`)
+	settle(t, s, `{"sent":true}`)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	verify := func() (int, map[uuid.UUID]error) {
+		t.Helper()
+		bad := map[uuid.UUID]error{}
+		n, err := journal.VerifyBolt(context.Background(), path, nil, func(key uuid.UUID, err error) { bad[key] = err })
+		if err != nil {
+			t.Fatalf("VerifyBolt(%s) error: %v", path, err)
+		}
+		return n, bad
+	}
+	if n, bad := verify(); n != 3 || len(bad) != 0 {
+		t.Fatalf("VerifyBolt(healthy journal) = %d records, damaged %v; want 3, none", n, bad)
+	}
+	editRaw(t, path, damaged.Key, flipOutput(t))
+	// damaged's record, intact, stored under moved's key.
+	editRaw(t, path, moved.Key, func([]byte) []byte { return journal.EncodeRecord(nil, &damaged) })
+	if _, err := journal.OpenBolt(path, nil); !errors.Is(err, journal.ErrCorrupt) {
+		t.Fatalf("OpenBolt(damaged journal) error %v; want ErrCorrupt", err)
+	}
+	n, bad := verify()
+	if n != 3 || len(bad) != 2 || !errors.Is(bad[damaged.Key], journal.ErrCorrupt) || !errors.Is(bad[moved.Key], journal.ErrCorrupt) {
+		t.Errorf("VerifyBolt(damaged journal) = %d records, damaged %v; want 3, %s and %s", n, bad, damaged.Key, moved.Key)
+	}
+}

@@ -143,3 +143,31 @@ func TestMigrationSealsExistingRows(t *testing.T) {
 		t.Errorf("Get(%s) of a migrated row changed behind the store = %s, %v; want ErrCorrupt", old.Key, got.Output, err)
 	}
 }
+
+// Verify lists the rows changed behind the store and nothing else, from a
+// read-only store.
+func TestVerify(t *testing.T) {
+	ctx := context.Background()
+	schema := newSchema(t)
+	q := pgx.Identifier{schema}.Sanitize()
+	s := openIn(t, schema, nil)
+	damaged := settled(t, s, 1, `{"sent":true}`)
+	settled(t, s, 2, `{"sent":true}`)
+	ro := openIn(t, schema, &journal.Options{ReadOnly: true})
+	verify := func() (int, map[uuid.UUID]error) {
+		t.Helper()
+		bad := map[uuid.UUID]error{}
+		n, err := ro.Verify(ctx, func(key uuid.UUID, err error) { bad[key] = err })
+		if err != nil {
+			t.Fatalf("Verify error: %v", err)
+		}
+		return n, bad
+	}
+	if n, bad := verify(); n != 2 || len(bad) != 0 {
+		t.Fatalf("Verify(healthy) = %d rows, damaged %v; want 2, none", n, bad)
+	}
+	psql(t, `UPDATE `+q+`.records SET state = 5 WHERE key = '`+damaged.Key.String()+`'`)
+	if n, bad := verify(); n != 2 || len(bad) != 1 || !errors.Is(bad[damaged.Key], journal.ErrCorrupt) {
+		t.Errorf("Verify(one row's state changed) = %d rows, damaged %v; want 2, %s", n, bad, damaged.Key)
+	}
+}
