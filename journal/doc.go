@@ -127,6 +127,13 @@
 // on some damaged pages; the store turns such a panic into ErrCorrupt, and
 // checks the file's length against its meta page before bbolt maps it.
 //
+// Every record is stored with a CRC-32C of its bytes, checked on every
+// read: a record changed on disk is an error wrapping [ErrCorrupt] that
+// names the key and the file, never an answer. A writer's OpenBolt decodes
+// every record, so it fails on one; [VerifyBolt] lists them all. A record
+// written before checksums existed is read unchecked and sealed by its next
+// write.
+//
 // bbolt never shrinks its file: pages freed by GC are reused but not given
 // back. [Compact] copies a journal into a new, dense file (100 000 records
 // of 332 B take a 98.6 MB file; after GC of half of them the file is still
