@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -231,4 +233,34 @@ func TestVerifyBolt(t *testing.T) {
 	if n != 3 || len(bad) != 2 || !errors.Is(bad[damaged.Key], journal.ErrCorrupt) || !errors.Is(bad[moved.Key], journal.ErrCorrupt) {
 		t.Errorf("VerifyBolt(damaged journal) = %d records, damaged %v; want 3, %s and %s", n, bad, damaged.Key, moved.Key)
 	}
+}
+
+func ExampleVerifyBolt() {
+	dir, err := os.MkdirTemp("", "journal")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "agent.journal")
+	s, err := journal.OpenBolt(path, nil)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	req := benchRequest(uuid.New(), true)
+	if _, err := s.Begin(ctx, req); err != nil {
+		panic(err)
+	}
+	s.Close()
+
+	damaged := 0
+	n, err := journal.VerifyBolt(ctx, path, nil, func(key uuid.UUID, err error) {
+		damaged++
+		fmt.Println(key, err)
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%d records, %d damaged\n", n, damaged)
+	// Output: 1 records, 0 damaged
 }

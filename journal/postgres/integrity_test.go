@@ -3,6 +3,9 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log"
+	"os"
 	"strings"
 	"testing"
 
@@ -170,4 +173,23 @@ func TestVerify(t *testing.T) {
 	if n, bad := verify(); n != 2 || len(bad) != 1 || !errors.Is(bad[damaged.Key], journal.ErrCorrupt) {
 		t.Errorf("Verify(one row's state changed) = %d rows, damaged %v; want 2, %s", n, bad, damaged.Key)
 	}
+}
+
+// Compiled, not run: it needs a server (see example_test.go).
+func ExampleStore_Verify() {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, os.Getenv("AGENTONCE_PG_URL"), &postgres.Options{Journal: &journal.Options{ReadOnly: true}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	damaged := 0
+	n, err := s.Verify(ctx, func(key uuid.UUID, err error) {
+		damaged++
+		fmt.Println(key, err)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%d rows, %d damaged\n", n, damaged)
 }
