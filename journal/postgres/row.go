@@ -19,8 +19,9 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// columns is the records table's column list, in the order of row's fields;
-// every query that reads a record selects exactly these.
+// columns is the records table's column list, in the order of row's fields
+// and then the checksum; every query that reads a record selects exactly
+// these. The checksum covers all the others (row.digest, digestSQL).
 const columns = `key, version, tenant, session, turn, tool, discriminator,
 	fingerprint, effect, input, state, output, error_class, error_message,
 	attempts, lease_owner, lease_token, lease_expires_ns,
@@ -121,6 +122,9 @@ func (r *row) checkSum(stored []byte) error {
 	return nil
 }
 
+// digestCount is how many columns the checksum covers.
+var digestCount = uint32(len(digestColumns()))
+
 // digest is the checksum the records table's trigger stores (digestSQL):
 // the SHA-256 of record_send of a row of every column but the checksum, in
 // table order, which is the order of row's fields. record_send writes the
@@ -130,7 +134,7 @@ func (r *row) checkSum(stored []byte) error {
 // its text.
 func (r *row) digest() [sha256.Size]byte {
 	b := make([]byte, 0, 512+len(r.Input)+len(r.Output)+len(r.ResOutput)+len(r.Attempts)+len(r.ErrorMessage))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(columnTypes)-1)) // the checksum is not in it
+	b = binary.BigEndian.AppendUint32(b, digestCount)
 	col := func(oid uint32, p []byte) {
 		b = binary.BigEndian.AppendUint32(b, oid)
 		if p == nil {

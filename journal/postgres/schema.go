@@ -98,12 +98,15 @@ func digestSQL(v string) string {
 	return "sha256(record_send(ROW(" + strings.Join(cols, ", ") + ")))"
 }
 
-// digestColumns is the record columns without the checksum.
+// digestColumns is the record columns without the checksum. A migration
+// that adds a column must add it to row.digest as well and recreate both
+// functions that use digestSQL, which fix the column list when created.
 func digestColumns() []string {
-	cols := strings.Split(columns, ",")
-	cols = cols[:len(cols)-1]
-	for i := range cols {
-		cols[i] = strings.TrimSpace(cols[i])
+	var cols []string
+	for _, c := range strings.Split(columns, ",") {
+		if c = strings.TrimSpace(c); c != "checksum" {
+			cols = append(cols, c)
+		}
 	}
 	return cols
 }
