@@ -113,9 +113,17 @@
 // gets [ErrInUse] after Options.LockTimeout, and a second OpenBolt of the
 // same path in one process is refused as well. A file that is not a
 // journal, is damaged or truncated gives [ErrCorrupt] naming the file,
-// never a panic; a newer schema gives [ErrNewerVersion]. bbolt never
-// shrinks its file: pages freed by GC are reused, not given back; [Compact]
-// copies a journal into a new, dense file.
+// never a panic; a newer schema gives [ErrNewerVersion].
+//
+// Every record is stored with a CRC-32C of its bytes, checked on every
+// read: a record changed on disk is an error wrapping [ErrCorrupt] that
+// names the key and the file, never an answer. A writer's OpenBolt decodes
+// every record, so it fails on one; [VerifyBolt] lists them all. A record
+// written before checksums existed is read unchecked and sealed by its next
+// write.
+//
+// bbolt never shrinks its file: pages freed by GC are reused, not given
+// back; [Compact] copies a journal into a new, dense file.
 //
 // # Caveats
 //

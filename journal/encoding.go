@@ -21,6 +21,8 @@ package journal
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -129,10 +131,11 @@ func (e *encoder) sub(tag int, fill func(*encoder)) {
 	e.b = append(e.b, inner.b...)
 }
 
-// encodeRecord appends r's encoding to dst.
+// encodeRecord appends r's encoding, sealed with its checksum, to dst.
 func encodeRecord(dst []byte, r *Record) []byte {
-	e := encoder{b: dst}
-	e.b = append(e.b, SchemaVersion)
+	start := len(dst)
+	e := encoder{b: slices.Grow(dst, sizeHint(r))}
+	e.b = append(e.b, SchemaVersion, tagChecksum, crcLen, 0, 0, 0, 0)
 	e.head(tagKey, 16)
 	e.b = append(e.b, r.Key[:]...)
 	e.str(tagTenant, r.Intent.Tenant)
@@ -176,7 +179,25 @@ func encodeRecord(dst []byte, r *Record) []byte {
 	e.time(tagCreated, r.Created)
 	e.time(tagUpdated, r.Updated)
 	e.time(tagExpires, r.Expires)
+	seal(e.b[start:])
 	return e.b
+}
+
+// sizeHint is about the size of r's encoding, so that it takes one
+// allocation: the variable-length fields plus room for every tag, length
+// and number.
+func sizeHint(r *Record) int {
+	n := sealLen + 128 + len(r.Intent.Tenant) + len(r.Intent.Session) + len(r.Intent.Turn) +
+		len(r.Intent.Tool) + len(r.Intent.Discriminator) + len(r.Input) + len(r.Output) +
+		len(r.ErrorClass) + len(r.ErrorMessage) + len(r.Lease.Owner)
+	for i := range r.Attempts {
+		a := &r.Attempts[i]
+		n += 40 + len(a.ID) + len(a.Class) + len(a.Error)
+	}
+	if res := r.Resolution; res != nil {
+		n += 24 + len(res.Output) + len(res.Reason) + len(res.By)
+	}
+	return n
 }
 
 // decoder walks the fields of one message. Strings and byte slices alias
@@ -242,16 +263,31 @@ func decodeRecord(val []byte) (Record, error) {
 	if len(val) == 0 {
 		return r, fmt.Errorf("%w: empty record", ErrCorrupt)
 	}
+	sealed := isSealed(val)
+	if sealed {
+		// Checked before the format byte, which the checksum covers: a
+		// damaged format byte is damage, not a newer version.
+		if err := checkSeal(val); err != nil {
+			return r, err
+		}
+	}
 	if val[0] > SchemaVersion {
 		return r, fmt.Errorf("%w: record format %d, this package reads up to %d", ErrNewerVersion, val[0], SchemaVersion)
 	}
 	if val[0] == 0 {
 		return r, fmt.Errorf("%w: record format 0", ErrCorrupt)
 	}
+	off := sealLen
+	if !sealed {
+		if !isLegacy(val) {
+			return r, fmt.Errorf("%w: record starts with neither a checksum nor a key", ErrCorrupt)
+		}
+		off = 1
+	}
 	buf := make([]byte, len(val))
 	copy(buf, val)
 	r.Version = int(buf[0])
-	d := decoder{buf: buf, off: 1}
+	d := decoder{buf: buf, off: off}
 	for tag, p, ok := d.next(); ok; tag, p, ok = d.next() {
 		switch tag {
 		case tagKey:
@@ -377,4 +413,53 @@ func decodeResolution(parent *decoder, p []byte) *Resolution {
 		parent.err = fmt.Errorf("resolution: %v", d.err)
 	}
 	return res
+}
+
+// Integrity. A record this package writes is sealed: the format byte, then
+// a checksum field (tagChecksum, length 4) holding the CRC-32C (Castagnoli)
+// of every other byte of the value, the format byte included, then the
+// fields. A reader of an earlier version skips the checksum as an unknown
+// tag.
+//
+// A record written before checksums existed (legacy) starts with the format
+// byte and the key field (tagKey, length 16), which every encoder has
+// always written first. That prefix is how it is recognised; it is decoded
+// unchecked, and sealed the next time it is written. Both bytes of the two
+// prefixes differ, so no single damaged byte makes a sealed record pass as a
+// legacy one; a value with neither prefix is corrupt.
+const (
+	// tagChecksum is the largest one-byte tag, far from the record's
+	// fields, which keep counting up from tagExpires.
+	tagChecksum = 127
+	crcLen      = 4
+	sealLen     = 3 + crcLen // format byte, tag, length, CRC
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// crcOf is the checksum of a sealed value: all of it but the CRC itself.
+func crcOf(val []byte) uint32 {
+	return crc32.Update(crc32.Update(0, castagnoli, val[:1]), castagnoli, val[sealLen:])
+}
+
+// seal writes the checksum of val, an encoding that reserved its place.
+func seal(val []byte) {
+	binary.LittleEndian.PutUint32(val[3:sealLen], crcOf(val))
+}
+
+func isSealed(val []byte) bool {
+	return len(val) >= sealLen && val[1] == tagChecksum && val[2] == crcLen
+}
+
+func isLegacy(val []byte) bool {
+	return len(val) >= 3 && val[1] == tagKey && val[2] == 16
+}
+
+// checkSeal verifies a sealed value's checksum.
+func checkSeal(val []byte) error {
+	stored, computed := binary.LittleEndian.Uint32(val[3:sealLen]), crcOf(val)
+	if stored != computed {
+		return fmt.Errorf("%w: checksum mismatch: record stores %08x, its bytes sum to %08x", ErrCorrupt, stored, computed)
+	}
+	return nil
 }

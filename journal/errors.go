@@ -7,7 +7,10 @@ var (
 	// ErrInUse is returned when another process holds the journal file's
 	// lock past Options.LockTimeout.
 	ErrInUse = errors.New("journal in use by another process")
-	// ErrCorrupt is returned when a file is not a journal or is damaged.
+	// ErrCorrupt is returned when a file is not a journal or is damaged,
+	// and by a read of a stored record whose bytes are damaged (its
+	// checksum does not match them); the wrapping error names the record's
+	// key and the file or schema.
 	ErrCorrupt = errors.New("journal file is corrupt or not a journal")
 	// ErrNewerVersion is returned when a journal or record was written by a
 	// newer schema version than this package reads.

@@ -26,11 +26,18 @@ func BulkPut(s *BoltStore, recs []Record) error {
 	return nil
 }
 
-// EncodeRecord and DecodeRecord expose the record encoding to tests.
+// EncodeRecord, DecodeRecord and Seal expose the record encoding to tests.
 var (
 	EncodeRecord = encodeRecord
 	DecodeRecord = decodeRecord
+	Seal         = seal
 )
+
+// EncodeLegacyRecord encodes r as a version without checksums wrote it.
+func EncodeLegacyRecord(r *Record) []byte {
+	v := encodeRecord(nil, r)
+	return append(v[:1:1], v[sealLen:]...)
+}
 
 // BoltStats is the bytes of the pages in use.
 func BoltStats(s *BoltStore) int64 {

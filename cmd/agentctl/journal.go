@@ -32,27 +32,36 @@ func openJournalOpts(ctx context.Context, location string, opts *journal.Options
 	if postgres.IsURL(location) {
 		return openPostgres(ctx, location, opts, false)
 	}
+	if err := checkBoltFile(location); err != nil {
+		return nil, err
+	}
+	return openBolt(location, opts)
+}
+
+// checkBoltFile refuses a bbolt journal location that is missing, a
+// directory or an empty file, with the exit code that says which.
+func checkBoltFile(location string) error {
 	fi, err := os.Stat(location)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, &cliError{code: exitNoJournal,
+		return &cliError{code: exitNoJournal,
 			err:  fmt.Errorf("journal %s not found", location),
 			hint: "check --journal or $AGENTONCE_JOURNAL (agentctl never creates a journal, except import --create)"}
 	case err != nil:
-		return nil, err
+		return err
 	case fi.IsDir():
-		return nil, &cliError{code: exitUsage,
+		return &cliError{code: exitUsage,
 			err:  fmt.Errorf("journal %s is a directory", location),
 			hint: "pass the journal file inside it"}
 	case fi.Size() == 0:
 		// bbolt would initialize an empty file as a new database; an
 		// empty file is not a journal, and inspecting it must not make it
 		// one.
-		return nil, &cliError{code: exitCorrupt,
+		return &cliError{code: exitCorrupt,
 			err:  fmt.Errorf("journal %s: %w: the file is empty", location, journal.ErrCorrupt),
 			hint: "check --journal points at an agentonce journal"}
 	}
-	return openBolt(location, opts)
+	return nil
 }
 
 // openBolt returns a nil interface, not a nil *BoltStore, on error.

@@ -138,6 +138,10 @@ replay --json:
    "summary": {"answer": N, "retry": N, "wait": N, "block": N, "anew": N}}
 
 gc --json: {"dry_run": BOOL, "removed": N}
+
+verify --json:
+  {"journal": LOCATION, "records": N,
+   "damaged": [{"key": "UUID", "problem": "what is wrong"}]}
 `
 
 func optTime(t time.Time) *time.Time {

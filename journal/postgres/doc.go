@@ -67,6 +67,19 @@
 // else commits under the server's synchronous_commit setting (on unless a
 // DBA turned it off).
 //
+// # Integrity
+//
+// Every row carries a checksum: the SHA-256 of the binary form of its
+// other columns, written by a trigger (BEFORE INSERT OR UPDATE) on the
+// store's own writes, and checked by the store on every row it reads. A
+// row changed by anything else (psql, another program, damaged storage)
+// no longer matches, and reading it is an error wrapping
+// journal.ErrCorrupt that names the key: never an answer. The trigger
+// seals only in sessions where the setting agentonce.seal is on; the store
+// sets it on each of its connections. A deliberate repair is sealed by
+// running it in a session that turns it on (SET agentonce.seal = on, with
+// client_encoding UTF8). Migration 2 seals the rows already stored.
+//
 // # Schema and migrations
 //
 // All tables live in one PostgreSQL schema (Options.Schema, default
@@ -114,6 +127,7 @@
 //	res_at_ns                       an operator's resolution, NULL if none
 //	created_ns, updated_ns,
 //	expires_ns           bigint     expires_ns = created + TTL
+//	checksum             bytea      sha256(record_send(ROW(the other columns)))
 //
 // Indexes, besides the primary key:
 //
@@ -151,5 +165,13 @@
 //
 // The store relies on pgx's per-connection prepared statements. Behind a
 // pooler in transaction mode (PgBouncer), add default_query_exec_mode=exec
-// to the URL.
+// to the URL. The store sends agentonce.seal as a startup parameter; a
+// pooler must pass it on (PgBouncer: track_extra_parameters), or set it for
+// the agents' role instead (ALTER ROLE agent SET agentonce.seal = on).
+// Without it every write is stored unsealed and reads as corrupt.
+//
+// A process of a version before checksums that is still writing when a
+// newer one migrates the schema writes unsealed rows, which then read as
+// corrupt: stop the older processes before the first newer one opens the
+// schema.
 package postgres

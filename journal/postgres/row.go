@@ -1,6 +1,9 @@
 package postgres
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,18 +13,20 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// columns is the records table's column list, in the order of row's fields;
-// every query that reads a record selects exactly these.
+// columns is the records table's column list, in the order of row's fields
+// and then the checksum; every query that reads a record selects exactly
+// these. The checksum covers all the others (row.digest, digestSQL).
 const columns = `key, version, tenant, session, turn, tool, discriminator,
 	fingerprint, effect, input, state, output, error_class, error_message,
 	attempts, lease_owner, lease_token, lease_expires_ns,
 	res_state, res_output, res_reason, res_by, res_at_ns,
-	created_ns, updated_ns, expires_ns`
+	created_ns, updated_ns, expires_ns, checksum`
 
 // columnTypes casts the parameters of an INSERT … SELECT, whose types
 // PostgreSQL cannot infer from the target columns.
@@ -29,11 +34,12 @@ var columnTypes = []string{"uuid", "integer", "text", "text", "text", "text", "t
 	"bytea", "smallint", "bytea", "smallint", "bytea", "text", "text",
 	"jsonb", "text", "bigint", "bigint",
 	"smallint", "bytea", "text", "text", "bigint",
-	"bigint", "bigint", "bigint"}
+	"bigint", "bigint", "bigint", "bytea"}
 
 // row is a record as stored: one field per column, times in nanoseconds
 // since the Unix epoch (nil for the zero time). It is also the canonical
-// form Import compares records in.
+// form Import compares records in. The checksum column is not a field: the
+// trigger writes it, and scanning checks it.
 type row struct {
 	Key           uuid.UUID
 	Version       int32
@@ -78,7 +84,8 @@ func (r *row) args() []any {
 		r.Fingerprint, r.Effect, r.Input, r.State, r.Output, r.ErrorClass, r.ErrorMessage,
 		string(r.Attempts), r.LeaseOwner, r.LeaseToken, r.LeaseExpires,
 		r.ResState, r.ResOutput, r.ResReason, r.ResBy, r.ResAt,
-		r.Created, r.Updated, r.Expires}
+		r.Created, r.Updated, r.Expires,
+		nil} // checksum: sealed by the trigger from the row as written
 }
 
 func scanRow(s pgx.Row) (row, error) {
@@ -86,17 +93,109 @@ func scanRow(s pgx.Row) (row, error) {
 }
 
 // scanRowAfter scans a row whose record columns follow the leading
-// columns scanned into lead.
+// columns scanned into lead, and checks its checksum: a damaged row is an
+// error wrapping journal.ErrCorrupt, whatever the caller wanted it for.
 func scanRowAfter(s pgx.Row, lead ...any) (row, error) {
 	var r row
-	var attempts []byte
+	var attempts, checksum []byte
 	err := s.Scan(append(lead, &r.Key, &r.Version, &r.Tenant, &r.Session, &r.Turn, &r.Tool, &r.Discriminator,
 		&r.Fingerprint, &r.Effect, &r.Input, &r.State, &r.Output, &r.ErrorClass, &r.ErrorMessage,
 		&attempts, &r.LeaseOwner, &r.LeaseToken, &r.LeaseExpires,
 		&r.ResState, &r.ResOutput, &r.ResReason, &r.ResBy, &r.ResAt,
-		&r.Created, &r.Updated, &r.Expires)...)
+		&r.Created, &r.Updated, &r.Expires, &checksum)...)
 	r.Attempts = attempts
-	return r, err
+	if err != nil {
+		return r, err
+	}
+	return r, r.checkSum(checksum)
+}
+
+// checkSum compares the stored checksum with the row's digest.
+func (r *row) checkSum(stored []byte) error {
+	if stored == nil {
+		return fmt.Errorf("record %s: no checksum (written by a session without %s on): %w",
+			r.Key, sealSetting, journal.ErrCorrupt)
+	}
+	if d := r.digest(); !bytes.Equal(stored, d[:]) {
+		return fmt.Errorf("record %s: checksum mismatch: the row stores %x, its columns sum to %x: %w",
+			r.Key, stored, d, journal.ErrCorrupt)
+	}
+	return nil
+}
+
+// digestCount is how many columns the checksum covers.
+var digestCount = uint32(len(digestColumns()))
+
+// digest is the checksum the records table's trigger stores (digestSQL):
+// the SHA-256 of record_send of a row of every column but the checksum, in
+// table order, which is the order of row's fields. record_send writes the
+// column count, then for each column its type OID, its length (-1 for
+// NULL) and its binary send form: integers big-endian, text in the
+// session's encoding (UTF-8, which pgx sets), jsonb as a version byte and
+// its text.
+func (r *row) digest() [sha256.Size]byte {
+	b := make([]byte, 0, 512+len(r.Input)+len(r.Output)+len(r.ResOutput)+len(r.Attempts)+len(r.ErrorMessage))
+	b = binary.BigEndian.AppendUint32(b, digestCount)
+	col := func(oid uint32, p []byte) {
+		b = binary.BigEndian.AppendUint32(b, oid)
+		if p == nil {
+			b = binary.BigEndian.AppendUint32(b, 0xffffffff)
+			return
+		}
+		b = binary.BigEndian.AppendUint32(b, uint32(len(p)))
+		b = append(b, p...)
+	}
+	text := func(s string) { col(pgtype.TextOID, append([]byte{}, s...)) }
+	textPtr := func(s *string) {
+		if s == nil {
+			col(pgtype.TextOID, nil)
+			return
+		}
+		text(*s)
+	}
+	i16 := func(v int16) { col(pgtype.Int2OID, binary.BigEndian.AppendUint16(nil, uint16(v))) }
+	i16Ptr := func(v *int16) {
+		if v == nil {
+			col(pgtype.Int2OID, nil)
+			return
+		}
+		i16(*v)
+	}
+	i64 := func(v int64) { col(pgtype.Int8OID, binary.BigEndian.AppendUint64(nil, uint64(v))) }
+	i64Ptr := func(v *int64) {
+		if v == nil {
+			col(pgtype.Int8OID, nil)
+			return
+		}
+		i64(*v)
+	}
+	col(pgtype.UUIDOID, r.Key[:])
+	col(pgtype.Int4OID, binary.BigEndian.AppendUint32(nil, uint32(r.Version)))
+	text(r.Tenant)
+	text(r.Session)
+	text(r.Turn)
+	text(r.Tool)
+	text(r.Discriminator)
+	col(pgtype.ByteaOID, r.Fingerprint)
+	i16(r.Effect)
+	col(pgtype.ByteaOID, r.Input)
+	i16(r.State)
+	col(pgtype.ByteaOID, r.Output)
+	text(r.ErrorClass)
+	text(r.ErrorMessage)
+	col(pgtype.JSONBOID, append([]byte{1}, r.Attempts...))
+	text(r.LeaseOwner)
+	i64(r.LeaseToken)
+	i64Ptr(r.LeaseExpires)
+	i16Ptr(r.ResState)
+	col(pgtype.ByteaOID, r.ResOutput)
+	textPtr(r.ResReason)
+	textPtr(r.ResBy)
+	i64Ptr(r.ResAt)
+	i64(r.Created)
+	i64(r.Updated)
+	i64(r.Expires)
+	return sha256.Sum256(b)
 }
 
 // record decodes a stored row.

@@ -15,14 +15,15 @@ import (
 // SchemaVersion is the table layout this package creates and reads: the
 // version kept in the meta table. Open migrates an older schema up to it and
 // refuses a newer one with journal.ErrNewerVersion.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
-// migrations[v-1] brings the schema from version v-1 to v. %[1]s is the
-// quoted schema name. Each runs inside Open's transaction, under the
-// advisory lock, so several processes starting at once apply it once.
-var migrations = []string{
+// migrations[v-1] are the statements that bring the schema from version v-1
+// to v. %[1]s is the quoted schema name. Each runs inside Open's
+// transaction, under the advisory lock, so several processes starting at
+// once apply it once.
+var migrations = [][]string{
 	// 1: the records table and its indexes.
-	`CREATE TABLE %[1]s.records (
+	{`CREATE TABLE %[1]s.records (
 		key              uuid PRIMARY KEY,
 		version          integer  NOT NULL,
 		tenant           text     NOT NULL,
@@ -49,15 +50,74 @@ var migrations = []string{
 		created_ns       bigint   NOT NULL,
 		updated_ns       bigint   NOT NULL,
 		expires_ns       bigint   NOT NULL
-	);
-	CREATE INDEX records_scope_idx   ON %[1]s.records (tenant, session, turn, created_ns DESC);
-	CREATE INDEX records_tool_idx    ON %[1]s.records (tool, created_ns DESC);
-	CREATE INDEX records_state_idx   ON %[1]s.records (state, created_ns DESC);
-	CREATE INDEX records_created_idx ON %[1]s.records (created_ns DESC);
-	CREATE INDEX records_expires_idx ON %[1]s.records (expires_ns);
-	CREATE INDEX records_guard_idx   ON %[1]s.records (tenant, session, tool, turn, created_ns DESC)
-		WHERE state = 4;`,
+	)`,
+		`CREATE INDEX records_scope_idx   ON %[1]s.records (tenant, session, turn, created_ns DESC)`,
+		`CREATE INDEX records_tool_idx    ON %[1]s.records (tool, created_ns DESC)`,
+		`CREATE INDEX records_state_idx   ON %[1]s.records (state, created_ns DESC)`,
+		`CREATE INDEX records_created_idx ON %[1]s.records (created_ns DESC)`,
+		`CREATE INDEX records_expires_idx ON %[1]s.records (expires_ns)`,
+		`CREATE INDEX records_guard_idx   ON %[1]s.records (tenant, session, tool, turn, created_ns DESC)
+		WHERE state = 4`},
+
+	// 2: the checksum column, sealed by a trigger on the store's writes
+	// and computed here for the rows already stored, so none is left
+	// unsealed. record_digest(row) also lets an operator check a row in
+	// SQL.
+	{`ALTER TABLE %[1]s.records ADD COLUMN checksum bytea`,
+		`CREATE FUNCTION %[1]s.record_digest(r %[1]s.records) RETURNS bytea
+		LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+		BEGIN
+			RETURN ` + digestSQL("r") + `;
+		END
+		$$`,
+		`CREATE FUNCTION %[1]s.seal_record() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF current_setting('` + sealSetting + `', true) = 'on' THEN
+				NEW.checksum := ` + digestSQL("NEW") + `;
+			END IF;
+			RETURN NEW;
+		END
+		$$`,
+		`CREATE TRIGGER records_seal BEFORE INSERT OR UPDATE ON %[1]s.records
+		FOR EACH ROW EXECUTE FUNCTION %[1]s.seal_record()`,
+		`UPDATE %[1]s.records r SET checksum = %[1]s.record_digest(r)`},
 }
+
+// digestSQL is the expression whose value is the checksum of the row
+// variable v: the SHA-256 of the binary send form (record_send) of a row of
+// every column but the checksum, in table order. record_send writes each
+// column's type and length (-1 for NULL) before its bytes, so the encoding
+// is unambiguous, and it costs one call where an expression per column
+// would cost more than the write. row.digest encodes exactly alike; every
+// read fails at once if it does not.
+func digestSQL(v string) string {
+	cols := digestColumns()
+	for i, c := range cols {
+		cols[i] = v + "." + c
+	}
+	return "sha256(record_send(ROW(" + strings.Join(cols, ", ") + ")))"
+}
+
+// digestColumns is the record columns without the checksum. A migration
+// that adds a column must add it to row.digest as well and recreate both
+// functions that use digestSQL, which fix the column list when created.
+func digestColumns() []string {
+	var cols []string
+	for _, c := range strings.Split(columns, ",") {
+		if c = strings.TrimSpace(c); c != "checksum" {
+			cols = append(cols, c)
+		}
+	}
+	return cols
+}
+
+// sealSetting is the session setting under which the records table's
+// trigger seals a written row. The store sets it on each of its
+// connections; a session without it (psql, another program) that changes
+// a row leaves the row's checksum stale, so the store reports the row as
+// damaged. A deliberate edit is sealed by setting it first:
+// SET agentonce.seal = on.
+const sealSetting = "agentonce.seal"
 
 // lockKey is the first half of the advisory lock Open takes around
 // migrations; the second half is hashtext(schema), so journals in different
@@ -119,11 +179,8 @@ func migrate(ctx context.Context, pool interface {
 		}
 	}
 	for v := version + 1; v <= SchemaVersion; v++ {
-		for _, stmt := range strings.SplitAfter(fmt.Sprintf(migrations[v-1], q), ";") {
-			if strings.TrimSpace(stmt) == "" {
-				continue
-			}
-			if _, err = tx.Exec(ctx, stmt); err != nil {
+		for _, stmt := range migrations[v-1] {
+			if _, err = tx.Exec(ctx, fmt.Sprintf(stmt, q)); err != nil {
 				return uuid.Nil, fmt.Errorf("migration to version %d: %w", v, err)
 			}
 		}

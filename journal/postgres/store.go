@@ -120,6 +120,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if jo.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
+	cfg.ConnConfig.RuntimeParams[sealSetting] = "on" // the trigger seals this store's writes
 	s := &Store{schema: schema, readOnly: jo.ReadOnly, testNow: opts.TestClock, sql: buildStatements(pgx.Identifier{schema}.Sanitize())}
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -339,13 +340,15 @@ func buildStatements(q string) statements {
 			// (beginFastArgs) and placed at clk.now here. With a record
 			// present the INSERT selects no row, so nothing is written and
 			// the transaction never takes a transaction id: the replay path
-			// stays a read.
+			// stays a read. The last column, the checksum, is NULL: the
+			// trigger seals the row as written.
 			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now),
 				cur AS (SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1::uuid),
 				ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT $1::uuid, $2::integer, $3::text, $4::text,
 					$5::text, $6::text, $7::text, $8::bytea, $9::smallint, $10::bytea, 1, NULL, '', '',
 					` + newAttempt(11, 15) + `, $12::text, $13::bigint, clk.now + $14::bigint,
-					NULL, NULL, NULL, NULL, NULL, clk.now, clk.now, clk.now + $16::bigint` + from +
+					NULL, NULL, NULL, NULL, NULL, clk.now, clk.now, clk.now + $16::bigint,
+					NULL` + from +
 				where + ` AND NOT EXISTS (SELECT 1 FROM cur) ON CONFLICT (key) DO NOTHING RETURNING ` + columns + `)
 				SELECT true, clk.now, ins.* FROM ins, clk UNION ALL SELECT false, clk.now, cur.* FROM cur, clk`
 		}

@@ -1,0 +1,45 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// Verify reads every row of the journal, checking its checksum and
+// decoding it, and calls damaged for each one that does not read: with its
+// key and an error wrapping journal.ErrCorrupt (or journal.ErrNewerVersion)
+// that says what is wrong. It returns how many rows it read. The rows
+// stream from one query, in key order, holding a pooled connection until
+// the scan ends; a read-only store verifies as well.
+func (s *Store) Verify(ctx context.Context, damaged func(key uuid.UUID, err error)) (int, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM `+s.sql.table+` ORDER BY key`)
+	if err != nil {
+		return 0, s.fail("verify", uuid.Nil, false, err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		n++
+		r, err := scanRow(rows)
+		if err == nil {
+			_, err = r.record()
+		}
+		switch {
+		case errors.Is(err, journal.ErrCorrupt), errors.Is(err, journal.ErrNewerVersion):
+			damaged(r.Key, err)
+		case err != nil:
+			return n, s.fail("verify", r.Key, false, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return n, s.fail("verify", uuid.Nil, false, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,112 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+)
+
+// VerifyBolt reads every record of the bbolt journal at path, checking its
+// checksum and decoding it, and calls damaged for each one that does not
+// read: with its key (uuid.Nil when the stored key is not 16 bytes) and an
+// error wrapping ErrCorrupt, or ErrNewerVersion, that says what is wrong.
+// It returns how many records it read.
+//
+// It opens the file read-only, waiting up to opts.LockTimeout (default 1s)
+// for a writer's lock, and reads the records straight from the file,
+// without the index OpenBolt builds: a damaged record neither stops the
+// scan nor, as it would stop OpenBolt, the opening. The indexes derived
+// from the records are not checked; a writer's open rebuilds them. It fails
+// as OpenBolt does (ErrCorrupt, ErrInUse, naming the file) when the file
+// is not a journal, is truncated, or stays locked.
+//
+// A record written before checksums existed is decoded but cannot be
+// checked; it is sealed the next time it is written.
+func VerifyBolt(ctx context.Context, path string, opts *Options, damaged func(key uuid.UUID, err error)) (n int, err error) {
+	wait := time.Second
+	if opts != nil && opts.LockTimeout > 0 {
+		wait = opts.LockTimeout
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, fmt.Errorf("open journal: %w", err)
+	}
+	if fi.Size() == 0 {
+		return 0, fmt.Errorf("journal %s: %w: empty file", path, ErrCorrupt)
+	}
+	if err := checkBoltSize(path); err != nil {
+		return 0, err
+	}
+	var file *os.File // bbolt's, so that a panic inside bolt.Open still releases the lock
+	var db *bolt.DB
+	defer func() {
+		// bbolt can panic (or fault on the mapped file) on damaged pages.
+		if p := recover(); p != nil {
+			if db != nil {
+				_ = db.Close()
+			} else if file != nil {
+				_ = file.Close()
+			}
+			err = fmt.Errorf("journal %s: %w: %v", path, ErrCorrupt, p)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	db, err = bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:  wait,
+		ReadOnly: true,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			file = f
+			return f, err
+		},
+	})
+	if err != nil {
+		return 0, openError(path, err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		recs := tx.Bucket(bucketRecords)
+		if tx.Bucket(bucketMeta) == nil || recs == nil {
+			return fmt.Errorf("journal %s: %w: a bbolt file without the journal's buckets", path, ErrCorrupt)
+		}
+		c := recs.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if n%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			n++
+			if key, err := checkStored(k, v); err != nil {
+				damaged(key, err)
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// checkStored decodes the value v stored under key k and checks that the
+// record is the key's.
+func checkStored(k, v []byte) (uuid.UUID, error) {
+	key, err := uuid.FromBytes(k)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("%w: stored key %x is %d bytes, not 16", ErrCorrupt, k, len(k))
+	}
+	if v == nil {
+		return key, fmt.Errorf("%w: a bucket where a record should be", ErrCorrupt)
+	}
+	r, err := decodeRecord(v)
+	if err != nil {
+		return key, err
+	}
+	if r.Key != key {
+		return key, fmt.Errorf("%w: the record stored under this key is record %s", ErrCorrupt, r.Key)
+	}
+	return key, nil
+}
