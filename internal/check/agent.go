@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	_ "github.com/agentonce/agentonce/journal/postgres" // postgres:// journals
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -248,7 +249,7 @@ func answerEvent(intent string, p int, callID string, res harness.Result) Event 
 // through harness.Transport, which carries the key and the attempt id.
 func (a *agent) tool(spec ToolSpec) harness.Tool {
 	t := harness.Tool{Name: spec.Name, Effect: effectOf(spec.Kind), Retry: workerRetry,
-		Timeout: time.Duration(spec.TimeoutMS) * time.Millisecond}
+		Timeout: time.Duration(spec.TimeoutMS) * time.Millisecond, Settle: time.Duration(spec.SettleMS) * time.Millisecond}
 	t.Func = func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
 		var b body
 		if err := json.Unmarshal(input, &b); err != nil {

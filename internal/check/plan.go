@@ -36,6 +36,10 @@ type ToolSpec struct {
 	Reconcile string `json:"reconcile,omitempty"`
 	// TimeoutMS is Tool.Timeout in milliseconds; 0 means none.
 	TimeoutMS int `json:"timeout_ms,omitempty"`
+	// SettleMS is Tool.Settle in milliseconds: how long the tool declares
+	// its downstream may act after the client gave up; 0 means the
+	// harness's default (the timeout).
+	SettleMS int `json:"settle_ms,omitempty"`
 }
 
 // Downstream actions (Action.Do).
@@ -160,8 +164,12 @@ var planTools = []ToolSpec{
 	{Name: "unkeyed_rec", Kind: Unkeyed, Reconcile: RecTruthful},
 	{Name: "unkeyed_slowrec", Kind: Unkeyed, Reconcile: RecSlow},
 	{Name: "unkeyed_cannot", Kind: Unkeyed, Reconcile: RecCannot},
-	{Name: "unkeyed_t", Kind: Unkeyed, TimeoutMS: hangTimeout},
-	{Name: "unkeyed_rec_t", Kind: Unkeyed, Reconcile: RecTruthful, TimeoutMS: hangTimeout},
+	// The hang-up downstream acts up to 1.5 timeouts after the client gave
+	// up (hangupScript), and the Unkeyed tools say so: a settle window of
+	// two timeouts. A tool that declared less would be lying about its
+	// downstream, which no harness can make up for.
+	{Name: "unkeyed_t", Kind: Unkeyed, TimeoutMS: hangTimeout, SettleMS: 2 * hangTimeout},
+	{Name: "unkeyed_rec_t", Kind: Unkeyed, Reconcile: RecTruthful, TimeoutMS: hangTimeout, SettleMS: 2 * hangTimeout},
 	{Name: "keyed", Kind: Keyed},
 	{Name: "keyed_t", Kind: Keyed, TimeoutMS: hangTimeout},
 	{Name: "idempotent", Kind: Idempotent},
@@ -431,7 +439,28 @@ func (g *gen) intent(i int) Intent {
 		}
 	}
 	in.Kind = kindOf(in.Tool)
+	keepPromise(&in)
 	return in
+}
+
+// keepPromise bounds the downstream's acting time by what an Unkeyed tool
+// with a timeout declares (its start + Timeout + Settle): the checker
+// holds the harness to the tool's word, and a downstream that broke it
+// would be a lie no harness can see through.
+func keepPromise(in *Intent) {
+	for _, t := range planTools {
+		if t.Name != in.Tool || t.Kind != Unkeyed || t.TimeoutMS == 0 {
+			continue
+		}
+		settle := t.SettleMS
+		if settle == 0 {
+			settle = t.TimeoutMS
+		}
+		limit := t.TimeoutMS + settle - 50 // a margin for the scheduler
+		for i := range in.Script {
+			in.Script[i].DelayMS = min(in.Script[i].DelayMS, limit)
+		}
+	}
 }
 
 // delay draws a downstream duration around the lease: mostly short, some
