@@ -6,4 +6,6 @@ require golang.org/x/sys v0.50.0
 
 require github.com/hanwen/go-fuse/v2 v2.12.1
 
+require go.etcd.io/bbolt v1.5.0
+
 replace github.com/agentonce/agentonce => ../..
