@@ -85,10 +85,13 @@ func Mount(dir, backing string) (*FS, error) {
 	return f, nil
 }
 
+// fuseDevice is the FUSE device; a test seam.
+var fuseDevice = "/dev/fuse"
+
 // checkFUSE returns an error wrapping ErrUnavailable when /dev/fuse cannot
 // be opened, or the process is not root and has no fusermount.
 func checkFUSE() error {
-	dev, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	dev, err := os.OpenFile(fuseDevice, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("powerloss: %w: %v", ErrUnavailable, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -220,5 +221,24 @@ func TestMetadataIsDurable(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(m.Backing(), "d")); err != nil {
 		t.Errorf("directory after the cut: %v", err)
+	}
+}
+
+// TestMountWithoutFUSE: a machine without /dev/fuse gets ErrUnavailable,
+// which the tests skip on, with a message saying what to install.
+func TestMountWithoutFUSE(t *testing.T) {
+	defer func(dev string) { fuseDevice = dev }(fuseDevice)
+	fuseDevice = filepath.Join(t.TempDir(), "fuse")
+	m, err := Mount(t.TempDir(), t.TempDir())
+	if !errors.Is(err, ErrUnavailable) {
+		if m != nil {
+			m.Unmount()
+		}
+		t.Fatalf("Mount without a FUSE device = %v; want ErrUnavailable", err)
+	}
+	for _, want := range []string{"powerloss: /dev/fuse not available: install fuse3", fuseDevice} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Mount without a FUSE device: %q; want it to say %q", err, want)
+		}
 	}
 }
