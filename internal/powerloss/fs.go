@@ -21,8 +21,12 @@ type FS struct {
 	backing string // the directory that holds the files
 	server  *fuse.Server
 	root    *node
-	cut     atomic.Bool
+	cut     atomic.Bool // PowerCut: every operation fails
+	frozen  atomic.Bool // a cut at a sync: changes fail, reads see the frozen state
 	syncs   atomic.Int64
+	// cutAt counts down the fsyncs before the one that cuts the power
+	// (CutAtSync); zero or less means none does.
+	cutAt atomic.Int64
 
 	mu sync.Mutex
 	// files holds the state of every file open through the mount or
@@ -124,8 +128,51 @@ func (f *FS) Syncs() int { return int(f.syncs.Load()) }
 // A process that still uses the mount sees it as a dead disk; Unmount it
 // once they are gone.
 func (f *FS) PowerCut() {
+	if f.cutPower() {
+		invalidate(&f.root.Inode)
+	}
+}
+
+// CutAtSync makes the n-th fsync or fdatasync from now on (n >= 1) cut the
+// power instead of syncing: that call and every later change (write,
+// truncate, create, rename, remove) fail with EIO, and nothing of what the
+// sync would have made durable is. It sweeps a crash across every point
+// where a program waits for the disk. n <= 0 cancels.
+//
+// Until PowerCut, reads still see the files as they were at the cut,
+// unsynced writes included, as a process about to die still sees its page
+// cache; so the process that hit the cut goes on through its error paths
+// rather than faulting on a mapped page. Kill it, then call PowerCut: what
+// survives is what was synced before the cut.
+func (f *FS) CutAtSync(n int) { f.cutAt.Store(int64(n)) }
+
+// Cut reports whether the power was cut (by PowerCut or CutAtSync).
+func (f *FS) Cut() bool { return f.cut.Load() || f.frozen.Load() }
+
+// cutAtThisSync counts a sync down and reports whether it is the one that
+// cuts the power.
+func (f *FS) cutAtThisSync() bool {
+	for {
+		left := f.cutAt.Load()
+		if left <= 0 {
+			return false
+		}
+		if !f.cutAt.CompareAndSwap(left, left-1) {
+			continue
+		}
+		if left > 1 {
+			return false
+		}
+		f.frozen.Store(true)
+		return true
+	}
+}
+
+// cutPower discards the volatile layers and fails every later operation.
+// It reports false if the power was already cut.
+func (f *FS) cutPower() bool {
 	if f.cut.Swap(true) {
-		return
+		return false
 	}
 	f.mu.Lock()
 	for _, st := range f.files {
@@ -134,7 +181,7 @@ func (f *FS) PowerCut() {
 		st.mu.Unlock()
 	}
 	f.mu.Unlock()
-	invalidate(&f.root.Inode)
+	return true
 }
 
 // invalidate drops the kernel's cached pages and attributes of the files
@@ -150,9 +197,9 @@ func invalidate(in *fs.Inode) {
 }
 
 // Unmount unmounts the file system; every process must have closed its
-// files on it. Without a PowerCut before, it is a clean shutdown: the
-// writes not yet fsynced are written out, as the kernel writes back dirty
-// pages when a disk is unmounted.
+// files on it. Without a cut before, it is a clean shutdown: the writes not
+// yet fsynced are written out, as the kernel writes back dirty pages when
+// a disk is unmounted. After a cut they are discarded.
 func (f *FS) Unmount() error {
 	if err := f.server.Unmount(); err != nil {
 		return fmt.Errorf("powerloss: unmount %s: %w", f.dir, err)
@@ -165,7 +212,7 @@ func (f *FS) Unmount() error {
 	f.unmounted = true
 	var errs []error
 	for ino, st := range f.files {
-		if st.vol != nil {
+		if st.vol != nil && !f.Cut() {
 			if err := st.vol.flush(st.disk); err != nil {
 				errs = append(errs, fmt.Errorf("powerloss: write back %s: %w", st.disk.Name(), err))
 			}

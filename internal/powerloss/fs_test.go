@@ -242,3 +242,48 @@ func TestMountWithoutFUSE(t *testing.T) {
 		}
 	}
 }
+
+// TestCutAtSync: the chosen fsync cuts the power instead of syncing; the
+// syncs before it made their writes durable.
+func TestCutAtSync(t *testing.T) {
+	m := mount(t)
+	m.CutAtSync(2)
+	f, err := os.Create(filepath.Join(m.Dir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("first"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatalf("first fsync = %v; want success", err)
+	}
+	if m.Cut() {
+		t.Fatalf("Cut() after the first fsync = true; want false")
+	}
+	if _, err := f.WriteString(" second"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Errorf("second fsync = %v; want EIO", err)
+	}
+	if !m.Cut() {
+		t.Errorf("Cut() after the second fsync = false; want true")
+	}
+	if _, err := f.WriteString(" third"); !errors.Is(err, syscall.EIO) {
+		t.Errorf("write after the cut = %v; want EIO", err)
+	}
+	// Until PowerCut the dying process still sees what it wrote.
+	if got := readFile(t, filepath.Join(m.Dir(), "f")); string(got) != "first second" {
+		t.Errorf("read after the cut = %q; want %q", got, "first second")
+	}
+	f.Close()
+	m.PowerCut()
+	if err := m.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(m.Backing(), "f")); string(got) != "first" {
+		t.Errorf("backing file after a cut at the second fsync = %q; want %q", got, "first")
+	}
+}

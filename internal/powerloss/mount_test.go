@@ -75,11 +75,26 @@ func startChild(t *testing.T, run string, env ...string) *child {
 // without one.
 func (c *child) next() string {
 	c.t.Helper()
-	if !c.lines.Scan() {
-		c.kill()
-		c.t.Fatalf("child ended without reporting (%v); its output:\n%s", c.lines.Err(), c.out.String())
+	line, ok := c.nextOrEnd()
+	if !ok {
+		c.t.Fatalf("child ended without reporting; its output:\n%s", c.output())
 	}
-	return c.lines.Text()
+	return line
+}
+
+// nextOrEnd returns the child's next line, or false once the child ended.
+func (c *child) nextOrEnd() (string, bool) {
+	if !c.lines.Scan() {
+		return "", false
+	}
+	return c.lines.Text(), true
+}
+
+// output returns what the child wrote on stdout and stderr; it kills the
+// child first.
+func (c *child) output() string {
+	c.kill()
+	return c.out.String()
 }
 
 // kill ends the child with SIGKILL and waits for it: its files on the

@@ -49,7 +49,12 @@ func (n *node) path() string {
 	return filepath.Join(n.fsys.backing, n.Path(nil))
 }
 
+// dead reports that the power is off: every operation fails.
 func (n *node) dead() bool { return n.fsys.cut.Load() }
+
+// frozen reports that the disk takes no more changes (the power is off, or
+// was cut at a sync): operations that would change it fail.
+func (n *node) frozen() bool { return n.fsys.cut.Load() || n.fsys.frozen.Load() }
 
 // child makes the inode for the backing file st names and fills out.
 func (n *node) child(ctx context.Context, st *syscall.Stat_t, out *fuse.EntryOut) *fs.Inode {
@@ -104,7 +109,7 @@ func (n *node) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) 
 // go to the backing file at once (metadata is durable, see the package
 // doc).
 func (n *node) Setattr(ctx context.Context, _ fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if n.dead() {
+	if n.frozen() {
 		return syscall.EIO
 	}
 	p := n.path()
@@ -167,7 +172,11 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, errno
 	}
 	if flags&syscall.O_TRUNC != 0 {
-		if errno := st.truncate(0); errno != 0 {
+		errno := syscall.EIO
+		if !n.frozen() {
+			errno = st.truncate(0)
+		}
+		if errno != 0 {
 			n.fsys.release(st)
 			return nil, 0, errno
 		}
@@ -178,7 +187,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 // Create creates the file in the backing directory at once (a new file's
 // name is durable) and opens it.
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	if n.dead() {
+	if n.frozen() {
 		return nil, nil, 0, syscall.EIO
 	}
 	p := filepath.Join(n.path(), name)
@@ -231,7 +240,7 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 
 // Write writes into the volatile layer only.
 func (n *node) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
-	if n.dead() {
+	if n.frozen() {
 		return 0, syscall.EIO
 	}
 	st := fh.(*handle).st
@@ -249,10 +258,13 @@ func (n *node) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int
 // Fsync writes the file's volatile layer to the backing file: from then
 // on its contents survive a PowerCut. fsync and fdatasync are the same.
 func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
-	if n.dead() {
+	if n.frozen() {
 		return syscall.EIO
 	}
 	n.fsys.syncs.Add(1)
+	if n.fsys.cutAtThisSync() {
+		return syscall.EIO
+	}
 	st := fh.(*handle).st
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -285,7 +297,7 @@ func (n *node) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 
 // Unlink removes the name in the backing directory at once.
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	if n.dead() {
+	if n.frozen() {
 		return syscall.EIO
 	}
 	p := filepath.Join(n.path(), name)
@@ -303,7 +315,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 // Rename renames in the backing directory at once; a file's volatile
 // layer goes with it.
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	if n.dead() {
+	if n.frozen() {
 		return syscall.EIO
 	}
 	np, ok := newParent.(*node)
@@ -324,7 +336,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 
 // Mkdir makes a directory in the backing directory at once.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if n.dead() {
+	if n.frozen() {
 		return nil, syscall.EIO
 	}
 	p := filepath.Join(n.path(), name)
@@ -340,7 +352,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 
 // Rmdir removes a directory in the backing directory at once.
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	if n.dead() {
+	if n.frozen() {
 		return syscall.EIO
 	}
 	return fs.ToErrno(syscall.Rmdir(filepath.Join(n.path(), name)))
