@@ -7,8 +7,9 @@
 // fdatasync of the file writes its layer to the backing file. PowerCut
 // throws every layer away and fails every later operation with EIO, as a
 // disk that lost power; the backing directory then holds exactly what was
-// synced. Unmount without a cut is a clean shutdown and writes the layers
-// out.
+// synced. CutAtSync cuts the power at the n-th fsync instead, to sweep a
+// crash across every point where a program waits for the disk. Unmount
+// without a cut is a clean shutdown and writes the layers out.
 //
 // Metadata is durable at once: creating, renaming and removing files and
 // directories, and mode, owner and times, go to the backing directory when

@@ -27,6 +27,9 @@ type FS struct {
 	// cutAt counts down the fsyncs before the one that cuts the power
 	// (CutAtSync); zero or less means none does.
 	cutAt atomic.Int64
+	// power is held by each sync and each cut, so that a cut falls
+	// between two syncs, never inside one.
+	power sync.Mutex
 
 	mu sync.Mutex
 	// files holds the state of every file open through the mount or
@@ -118,7 +121,8 @@ func (f *FS) Dir() string { return f.dir }
 // PowerCut it holds what survived.
 func (f *FS) Backing() string { return f.backing }
 
-// Syncs counts the fsync and fdatasync calls the mount has served.
+// Syncs counts the fsync and fdatasync calls that reached the mount before
+// a cut, the one that cut included.
 func (f *FS) Syncs() int { return int(f.syncs.Load()) }
 
 // PowerCut discards every write and size change not yet fsynced, as a
@@ -171,6 +175,8 @@ func (f *FS) cutAtThisSync() bool {
 // cutPower discards the volatile layers and fails every later operation.
 // It reports false if the power was already cut.
 func (f *FS) cutPower() bool {
+	f.power.Lock()
+	defer f.power.Unlock()
 	if f.cut.Swap(true) {
 		return false
 	}

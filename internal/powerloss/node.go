@@ -15,8 +15,8 @@ import (
 
 // node is a file or directory of the mount. Only the operations below are
 // served; go-fuse answers the others (links, symlinks, extended
-// attributes, fallocate, copy_file_range) with ENOTSUP, so nothing reaches
-// a backing file around the volatile layer.
+// attributes, fallocate, copy_file_range) itself, mostly with ENOTSUP, so
+// nothing reaches a backing file around the volatile layer.
 type node struct {
 	fs.Inode
 	fsys *FS
@@ -258,6 +258,8 @@ func (n *node) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int
 // Fsync writes the file's volatile layer to the backing file: from then
 // on its contents survive a PowerCut. fsync and fdatasync are the same.
 func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	n.fsys.power.Lock()
+	defer n.fsys.power.Unlock()
 	if n.frozen() {
 		return syscall.EIO
 	}
