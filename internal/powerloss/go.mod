@@ -1,0 +1,24 @@
+module github.com/agentonce/agentonce/internal/powerloss
+
+go 1.26.0
+
+require (
+	github.com/agentonce/agentonce v0.0.0-00010101000000-000000000000
+	github.com/google/uuid v1.6.0
+	github.com/hanwen/go-fuse/v2 v2.12.1
+	go.etcd.io/bbolt v1.5.0
+	golang.org/x/sys v0.50.0
+)
+
+require (
+	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)
+
+// The core module is the one this module's directory sits in.
+replace github.com/agentonce/agentonce => ../..
