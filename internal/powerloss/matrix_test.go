@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -30,10 +31,10 @@ type kind struct {
 }
 
 var kinds = []kind{
-	{"unkeyed", journal.EffectUnkeyed, false},
-	{"unkeyed-reconcile", journal.EffectUnkeyed, true},
-	{"keyed", journal.EffectKeyed, false},
-	{"idempotent", journal.EffectIdempotent, false},
+	{"unkeyed", journal.Unkeyed, false},
+	{"unkeyed-reconcile", journal.Unkeyed, true},
+	{"keyed", journal.Keyed, false},
+	{"idempotent", journal.Idempotent, false},
 }
 
 // The crash points, in the order the call reaches them.
@@ -84,15 +85,19 @@ func callTimes(ctx context.Context, path string, k kind, hk hooks, n int) ([]ans
 	if err != nil {
 		return nil, nil, err
 	}
-	tool := harness.Tool{Name: matrixTool, Effect: k.effect,
+	// A short timeout keeps an Unkeyed attempt's settle window (start +
+	// timeout + settle, in which no restart takes it over) short.
+	tool := harness.Tool{Name: matrixTool, Effect: k.effect, Timeout: 100 * time.Millisecond,
 		Func: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
 			key, _ := harness.KeyFromContext(ctx)
 			return json.RawMessage(hk.run(key.String())), nil
 		}}
 	if k.reconcile {
-		tool.Reconcile = func(ctx context.Context, key uuid.UUID, _ json.RawMessage) (json.RawMessage, bool, error) {
-			out, happened := hk.reconcile(key.String())
-			return json.RawMessage(out), happened, nil
+		tool.Reconcile = func(ctx context.Context, key uuid.UUID, _ json.RawMessage) harness.Reconciliation {
+			if out, happened := hk.reconcile(key.String()); happened {
+				return harness.Happened(json.RawMessage(out))
+			}
+			return harness.DidNotHappen()
 		}
 	}
 	if err := h.Register(tool); err != nil {
@@ -101,14 +106,14 @@ func callTimes(ctx context.Context, path string, k kind, hk hooks, n int) ([]ans
 	}
 	var answers []answer
 	for range n {
-		res, err := h.Call(ctx, harness.Call{Tenant: "acme", Session: "s1", Turn: "1", Tool: matrixTool,
+		res := h.Call(ctx, harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "1", Tool: matrixTool,
 			Input: json.RawMessage(`{"customer":8812,"amount":4900,"currency":"usd"}`)})
 		a := answer{output: string(res.Output), key: res.Key.String()}
 		switch {
-		case err != nil:
+		case res.Status == harness.Rejected:
 			// A rejection: the tool did not run (the journal failed).
-			a.said = fmt.Sprintf("rejected (%v)", err)
-		case res.OK() && res.FromJournal:
+			a.said = fmt.Sprintf("rejected (%v)", res.Err)
+		case res.OK() && res.Source == harness.Replayed:
 			a.said = "replayed"
 		case res.OK():
 			a.said = "succeeded"
@@ -255,7 +260,7 @@ func TestPowerLossMatrix(t *testing.T) {
 func powerLossCell(t *testing.T, k kind, point string) {
 	m := mount(t)
 	const name = "agent.journal"
-	d := &downstream{protected: k.effect != journal.EffectUnkeyed, applied: map[string]int{}}
+	d := &downstream{protected: k.effect != journal.Unkeyed, applied: map[string]int{}}
 	c := startChild(t, "TestPowerChild", matrixChildEnv+"="+filepath.Join(m.Dir(), name)+"|"+k.name+"|"+point)
 	var first firstRun
 	for crashed := false; !crashed; {
@@ -312,7 +317,7 @@ func powerLossCell(t *testing.T, k kind, point string) {
 	switch {
 	case point == afterOutcome:
 		want = "replayed"
-	case k.effect == journal.EffectUnkeyed && !k.reconcile && point != beforeWriteAhead:
+	case k.effect == journal.Unkeyed && !k.reconcile && point != beforeWriteAhead:
 		want = "unknown"
 	}
 	if answers[0].said != want {
@@ -333,7 +338,7 @@ func powerLossCell(t *testing.T, k kind, point string) {
 	if got := d.effects(); got != wantEffects {
 		t.Errorf("downstream applied %d effects (requests %v); want %d", got, d.requests, wantEffects)
 	}
-	if k.effect == journal.EffectUnkeyed && len(d.requests) > 1 {
+	if k.effect == journal.Unkeyed && len(d.requests) > 1 {
 		t.Errorf("Unkeyed tool reached the downstream %d times; want at most once", len(d.requests))
 	}
 	t.Logf("first process: started %v, effect %v, returned %v; on disk after the cut: %s; restart: %s, then %s; downstream requests %d, effects %d",
@@ -373,7 +378,7 @@ func checkJournalAfterCut(t *testing.T, path string, k kind, point string, first
 			t.Fatalf("child crashed at %s without starting the tool", point)
 		}
 		if err != nil {
-			if k.effect == journal.EffectUnkeyed {
+			if k.effect == journal.Unkeyed {
 				t.Errorf("Unkeyed tool started but its write-ahead record is not on disk after the cut")
 			}
 			return found // Keyed and Idempotent write-aheads are not synced

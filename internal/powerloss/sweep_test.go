@@ -52,7 +52,7 @@ func powerCutAtSync(t *testing.T, k kind, n int) (cut bool) {
 	m := mount(t)
 	const name = "agent.journal"
 	m.CutAtSync(n)
-	d := &downstream{protected: k.effect != journal.EffectUnkeyed, applied: map[string]int{}}
+	d := &downstream{protected: k.effect != journal.Unkeyed, applied: map[string]int{}}
 	c := startChild(t, "TestPowerChild", matrixChildEnv+"="+filepath.Join(m.Dir(), name)+"|"+k.name+"|"+afterOutcome)
 	var first firstRun
 	var failed string // why the child stopped before answering, if it did
@@ -126,7 +126,7 @@ func powerCutAtSync(t *testing.T, k kind, n int) (cut bool) {
 			t.Errorf("restart said %s %s with %d effects downstream; want output %s and 1 effect", a.said, a.output, d.effects(), output(a.key))
 		}
 	case "unknown":
-		if k.effect != journal.EffectUnkeyed || k.reconcile || !first.started {
+		if k.effect != journal.Unkeyed || k.reconcile || !first.started {
 			t.Errorf("restart said unknown for %s after the first process started its tool: %v; want unknown only for Unkeyed without Reconcile after a start", k.name, first.started)
 		}
 		if want := map[bool]int{true: 1, false: 0}[first.effect]; d.effects() != want {
@@ -141,7 +141,7 @@ func powerCutAtSync(t *testing.T, k kind, n int) (cut bool) {
 	if again := map[string]string{"succeeded": "replayed", "replayed": "replayed", "unknown": "unknown"}[a.said]; answers[1].said != again {
 		t.Errorf("second call after the restart said %s; want %s", answers[1].said, again)
 	}
-	if k.effect == journal.EffectUnkeyed && len(d.requests) > 1 {
+	if k.effect == journal.Unkeyed && len(d.requests) > 1 {
 		t.Errorf("Unkeyed tool reached the downstream %d times; want at most once", len(d.requests))
 	}
 	t.Logf("cut %v; first process: key %v, started %v, effect %v, answered %q%s; on disk: %s; restart: %s, then %s; downstream requests %d, effects %d",
@@ -187,7 +187,7 @@ func checkJournalAtSync(t *testing.T, path string, k kind, first firstRun) (foun
 		t.Fatalf("Get(%s) after the cut: %v", key, err)
 	}
 	if err != nil {
-		if first.started && k.effect == journal.EffectUnkeyed {
+		if first.started && k.effect == journal.Unkeyed {
 			t.Errorf("Unkeyed tool started but its write-ahead record is not on disk after the cut")
 		}
 		if strings.HasPrefix(first.returned, "succeeded ") {
