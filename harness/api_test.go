@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,5 +97,20 @@ func TestReadJSON(t *testing.T) {
 	_, err = harness.ReadJSON(srv.Client().Get(srv.URL + "/cut"))
 	if v := retryclass.Classify(err); err == nil || v.Class != retryclass.MaybeExecuted {
 		t.Errorf("ReadJSON(200, cut body) = %v (%v); want a maybe-executed error", err, v.Class)
+	}
+}
+
+// A tool that panics with an error: errors.Is sees through the
+// *PanicError, as through singleflight's.
+func TestPanicErrorUnwraps(t *testing.T) {
+	_, st := tempJournal(t)
+	h := newHarness(t, st, nil)
+	boom := errors.New("boom")
+	mustRegister(t, h, harness.Tool{Name: "p", Effect: journal.Keyed,
+		Func: func(context.Context, json.RawMessage) (json.RawMessage, error) { panic(boom) }})
+	res := h.Call(context.Background(), call("p", `{}`))
+	var pe *harness.PanicError
+	if !errors.As(res.Err, &pe) || !errors.Is(res.Err, boom) || bytes.HasPrefix(pe.Stack, []byte("goroutine ")) {
+		t.Errorf("Call(panicking tool) err = %v; want a *PanicError that unwraps to boom, its stack without the goroutine header", res.Err)
 	}
 }

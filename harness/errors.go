@@ -1,8 +1,10 @@
 package harness
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"runtime/debug"
 )
 
 // Errors returned by Register.
@@ -46,16 +48,35 @@ func (e *UnknownToolError) Error() string {
 	return fmt.Sprintf("harness: unknown tool %q (not registered)", e.Tool)
 }
 
-// PanicError is a tool's panic, turned into an error that carries the
-// panic value and the goroutine's stack. It reaches the caller wrapped in
-// the Result's *OutcomeError.
+// PanicError is a tool's (or its Reconcile hook's) panic, turned into an
+// error. It has the shape of singleflight.PanicError, plus the tool's name,
+// and reaches the caller wrapped in the Result's *OutcomeError.
 type PanicError struct {
-	Tool  string
+	// Tool is the tool that panicked.
+	Tool string
+	// Value is the value the tool passed to panic.
 	Value any
+	// Stack is the stack trace taken where the panic was recovered, without
+	// the goroutine header line.
 	Stack []byte
 }
 
 // Error names the tool and the panic value; the stack is in Stack.
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("tool %s panicked: %v", e.Tool, e.Value)
+}
+
+// Unwrap returns Value if it is an error, so that errors.Is and errors.As
+// see through a panic(err).
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+func newPanicError(tool string, v any) *PanicError {
+	stack := debug.Stack()
+	if i := bytes.IndexByte(stack, '\n'); i >= 0 {
+		stack = stack[i+1:] // drop "goroutine N [running]:"
+	}
+	return &PanicError{Tool: tool, Value: v, Stack: stack}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
@@ -300,7 +299,7 @@ func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result,
 			}
 			defer func() {
 				if r := recover(); r != nil {
-					out, err = nil, &PanicError{Tool: t.Name, Value: r, Stack: debug.Stack()}
+					out, err = nil, newPanicError(t.Name, r)
 				}
 			}()
 			out, effectErr = t.InTx(actx, f.p.call.Input)
@@ -346,7 +345,7 @@ func (h *Harness) invoke(ctx context.Context, t *tool, p *prepared, attemptID st
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = nil, &PanicError{Tool: t.Name, Value: r, Stack: debug.Stack()}
+			out, err = nil, newPanicError(t.Name, r)
 		}
 	}()
 	return t.Func(actx, p.call.Input)

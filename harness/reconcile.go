@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
@@ -108,7 +107,7 @@ func (f *flight) askReconcile(ctx context.Context) (r Reconciliation) {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			r = CannotTell(&PanicError{Tool: t.Name, Value: v, Stack: debug.Stack()})
+			r = CannotTell(newPanicError(t.Name, v))
 		}
 	}()
 	return t.Reconcile(rctx, f.p.d.Key, f.p.call.Input)
