@@ -40,10 +40,14 @@ const (
 	// EventSettle: an Unkeyed attempt ended without an answer; the harness
 	// waits Delay, its settle window, before asking Reconcile.
 	EventSettle
+	// EventNewJournal: Open created the journal. Err is set when its
+	// namespace is new and random, so that every key differs from an
+	// earlier journal's. It is the only event outside a call.
+	EventNewJournal
 )
 
 var eventNames = [...]string{"", "before-write-ahead", "after-write-ahead", "after-effect", "after-outcome",
-	"retry", "in-flight", "takeover", "reconcile", "result", "settle"}
+	"retry", "in-flight", "takeover", "reconcile", "result", "settle", "new-journal"}
 
 // String returns the event kind's name.
 func (k EventKind) String() string {

@@ -64,6 +64,11 @@ type Options struct {
 	// namespace a fleet shares, or a lock timeout); nil means defaults. New
 	// ignores it: the store is already open.
 	Journal *journal.Options
+	// RequireJournal makes Open fail with journal.ErrNoJournal instead of
+	// creating a journal that does not exist: for deployments that must not
+	// start empty (a lost disk would otherwise start a new journal, and
+	// with a random namespace, new keys). New ignores it.
+	RequireJournal bool
 }
 
 // Harness wraps an agent's tools so that one intent produces at most one

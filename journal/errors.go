@@ -19,6 +19,10 @@ var (
 	// differs from the namespace stored in the journal: every key derived
 	// from it would silently change.
 	ErrNamespaceMismatch = errors.New("namespace differs from the journal's")
+	// ErrNoJournal is returned when a journal that must exist does not: a
+	// read-only open of a PostgreSQL schema that holds none, or a harness
+	// told to require its journal.
+	ErrNoJournal = errors.New("expected journal not found")
 )
 
 // Errors returned by Store methods.

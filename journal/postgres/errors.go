@@ -19,7 +19,8 @@ import (
 var (
 	// ErrNoJournal is returned by a read-only Open when the schema holds no
 	// journal (a read-only store never creates one).
-	ErrNoJournal = errors.New("no journal in schema")
+	// It is journal.ErrNoJournal.
+	ErrNoJournal = journal.ErrNoJournal
 )
 
 // Errors returned by Store methods.
