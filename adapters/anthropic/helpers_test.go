@@ -1,0 +1,134 @@
+package anthropic_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/agentonce/agentonce/adapters/anthropic"
+	"github.com/agentonce/agentonce/adapters/anthropic/internal/fakeapi"
+	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/retryclass"
+)
+
+const chargeSchema = `{"type":"object","properties":{"amount":{"type":"integer"},"currency":{"type":"string"}},"required":["amount","currency"]}`
+
+// chargeTool charges through the ledger: a Keyed tool whose requests carry
+// the idempotency key.
+func chargeTool(ledger *fakeapi.Ledger) harness.Tool {
+	client := &http.Client{Transport: &harness.Transport{}}
+	return harness.Tool{
+		Name:        "charge_card",
+		Description: "Charges the customer's card.",
+		Effect:      journal.Keyed,
+		Schema:      json.RawMessage(chargeSchema),
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, ledger.URL+"/charges", bytes.NewReader(in))
+			if err != nil {
+				return nil, retryclass.Permanent(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			return harness.ReadJSON(client.Do(req))
+		},
+	}
+}
+
+// counted is a tool without a downstream of its own; runs counts its
+// executions (its side effects) and err is what each one returns.
+func counted(name string, effect journal.Effect, runs *atomic.Int64, err error) harness.Tool {
+	return harness.Tool{
+		Name:   name,
+		Effect: effect,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			runs.Add(1)
+			if err != nil {
+				return nil, err
+			}
+			return json.RawMessage(`{"ok":true}`), nil
+		},
+	}
+}
+
+// openHarness opens the bbolt journal at path and registers tools; it is
+// closed when the test ends (closing twice is harmless).
+func openHarness(t *testing.T, path string, tools ...harness.Tool) *harness.Harness {
+	t.Helper()
+	h, err := harness.Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatalf("harness.Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() { h.Close() })
+	if err := h.Register(tools...); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	return h
+}
+
+func journalPath(t *testing.T) string { return filepath.Join(t.TempDir(), "agent.journal") }
+
+// newClient is the real SDK client, pointed at the fake API.
+func newClient(api *fakeapi.Server) sdk.Client {
+	return sdk.NewClient(option.WithBaseURL(api.URL), option.WithAPIKey("test-key"), option.WithMaxRetries(0))
+}
+
+// ask sends history with the adapter's tools and returns the response.
+func ask(t *testing.T, client sdk.Client, a *anthropic.Adapter, history []sdk.MessageParam) *sdk.Message {
+	t.Helper()
+	msg, err := client.Messages.New(context.Background(), sdk.MessageNewParams{
+		Model:     "claude-test",
+		MaxTokens: 1024,
+		Messages:  history,
+		Tools:     a.Tools(),
+	})
+	if err != nil {
+		t.Fatalf("Messages.New: %v", err)
+	}
+	return msg
+}
+
+// converse runs the agent loop for one user message: it asks the model,
+// runs its tool calls, and sends the results back until the model answers
+// without tools. It returns the history with the whole exchange, every
+// result in order, and the model's final text.
+func converse(t *testing.T, client sdk.Client, a *anthropic.Adapter, session string, history []sdk.MessageParam, user string) ([]sdk.MessageParam, []harness.Result, string) {
+	t.Helper()
+	history = append(history, sdk.NewUserMessage(sdk.NewTextBlock(user)))
+	var all []harness.Result
+	for round := 0; round < 10; round++ {
+		msg := ask(t, client, a, history)
+		reply, results := a.Run(context.Background(), session, history, msg)
+		history = append(history, msg.ToParam())
+		if len(results) == 0 {
+			var text string
+			for _, b := range msg.Content {
+				text += b.Text
+			}
+			return history, all, text
+		}
+		all = append(all, results...)
+		history = append(history, reply)
+	}
+	t.Fatalf("the conversation did not end within 10 model round-trips")
+	return nil, nil, ""
+}
+
+// lastUserText is the text of the last message of req when it is a real
+// user message, else "".
+func lastUserText(req fakeapi.Request) string {
+	m := req.Last()
+	if m.Role != "user" || len(m.Content) == 0 || m.Content[0].Type != "text" {
+		return ""
+	}
+	return m.Content[0].Text
+}
+
+var errDeclined = errors.New("card declined")
