@@ -21,8 +21,8 @@ import (
 // use that split one intent in two): one charge, two tool_result blocks
 // with their own ids and the same text.
 func TestParallelDuplicatesCollapse(t *testing.T) {
-	ledger := fakeapi.NewLedger()
-	defer ledger.Close()
+	shop := fakeapi.NewShop()
+	defer shop.Close()
 	api := fakeapi.New(func(req fakeapi.Request) []fakeapi.Block {
 		if lastUserText(req) != "" {
 			return []fakeapi.Block{
@@ -33,18 +33,18 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 		return []fakeapi.Block{fakeapi.Text("Charged.")}
 	})
 	defer api.Close()
-	a := anthropic.New(openHarness(t, journalPath(t), chargeTool(ledger)), &anthropic.Options{Tenant: "acme"})
+	a := anthropic.New(openHarness(t, journalPath(t), shop.ChargeTool()), &anthropic.Options{Tenant: "acme"})
 
 	_, results, text := converse(t, newClient(api), a, "conv-1", nil, "Charge me $49.")
 
-	if n := len(ledger.Charges()); n != 1 {
+	if n := len(shop.Charges()); n != 1 {
 		t.Errorf("charges = %d; want 1", n)
 	}
 	if text != "Charged." {
 		t.Errorf("final text = %q; want %q", text, "Charged.")
 	}
 	if len(results) != 2 || results[0].Source != harness.Executed || results[1].Source != harness.Collapsed {
-		t.Fatalf("results = %v; want executed then collapsed", results)
+		t.Fatalf("results = %v; want executed then collapsed", describe(results))
 	}
 	reqs := api.Requests()
 	if len(reqs) != 2 {
@@ -60,7 +60,7 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 			t.Errorf("block %d = {type %s, tool_use_id %s, is_error %v}; want {tool_result, %s, false}", i, b.Type, b.ToolUseID, b.IsError, id)
 		}
 	}
-	if a, b := got.Content[0].ResultText(), got.Content[1].ResultText(); a != b || !strings.Contains(a, `"charge_id":"ch_1"`) {
+	if a, b := got.Content[0].ResultText(), got.Content[1].ResultText(); a != b || !strings.Contains(a, `"id":"ch_1"`) {
 		t.Errorf("tool_result texts = %q, %q; want the same charge ch_1 twice", a, b)
 	}
 }
@@ -69,8 +69,8 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 // again, repeats the charge: the new Harness on the same journal answers it
 // from the journal, and the model sees the first answer again.
 func TestRestartReplays(t *testing.T) {
-	ledger := fakeapi.NewLedger()
-	defer ledger.Close()
+	shop := fakeapi.NewShop()
+	defer shop.Close()
 	var id atomic.Int64
 	api := fakeapi.New(func(req fakeapi.Request) []fakeapi.Block {
 		// A model gives every retry a new tool_use id.
@@ -81,24 +81,24 @@ func TestRestartReplays(t *testing.T) {
 	path := journalPath(t)
 	history := []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("Charge me $49."))}
 
-	h1 := openHarness(t, path, chargeTool(ledger))
+	h1 := openHarness(t, path, shop.ChargeTool())
 	a1 := anthropic.New(h1, nil)
 	first, r1 := a1.Run(context.Background(), "conv-1", history, ask(t, client, a1, history))
 	if err := h1.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	a2 := anthropic.New(openHarness(t, path, chargeTool(ledger)), nil)
+	a2 := anthropic.New(openHarness(t, path, shop.ChargeTool()), nil)
 	second, r2 := a2.Run(context.Background(), "conv-1", history, ask(t, client, a2, history))
 
-	if n := len(ledger.Charges()); n != 1 {
+	if n := len(shop.Charges()); n != 1 {
 		t.Errorf("charges after restart = %d; want 1", n)
 	}
 	if len(r1) != 1 || r1[0].Source != harness.Executed {
-		t.Fatalf("first run = %v; want executed", r1)
+		t.Fatalf("first run = %v; want executed", describe(r1))
 	}
 	if len(r2) != 1 || r2[0].Source != harness.Replayed || r2[0].Status != harness.Succeeded {
-		t.Fatalf("run after restart = %v; want succeeded, replayed", r2)
+		t.Fatalf("run after restart = %v; want succeeded, replayed", describe(r2))
 	}
 	b1, b2 := first.OfUser.Content[0].OfToolResult, second.OfUser.Content[0].OfToolResult
 	if b1.ToolUseID == b2.ToolUseID {
@@ -115,11 +115,11 @@ func TestRestartReplays(t *testing.T) {
 // Every status reaches the model as a tool_result; only a success is not
 // an error, and the text says what the model may do.
 func TestStatusToToolResult(t *testing.T) {
-	ledger := fakeapi.NewLedger()
-	defer ledger.Close()
+	shop := fakeapi.NewShop()
+	defer shop.Close()
 	var failedRuns, suppressedRuns, unknownRuns atomic.Int64
 	h := openHarness(t, journalPath(t),
-		chargeTool(ledger),
+		shop.ChargeTool(),
 		counted("declined", journal.Keyed, &failedRuns, retryclass.Permanent(errDeclined)),
 		counted("refused", journal.Keyed, &suppressedRuns, retryclass.Suppress(errDeclined)),
 		counted("lost", journal.Unkeyed, &unknownRuns, errDeclined),
@@ -130,7 +130,7 @@ func TestStatusToToolResult(t *testing.T) {
 		isError     bool
 		text        string // a part of the tool_result's text
 	}{
-		{"charge_card", `{"amount":100,"currency":"usd"}`, harness.Succeeded, false, `"charge_id":"ch_1"`},
+		{"charge_card", `{"amount":100,"currency":"usd"}`, harness.Succeeded, false, `"id":"ch_1"`},
 		{"charge_card", `{"amount":0,"currency":"usd"}`, harness.Failed, true, "nothing was done"},
 		{"declined", `{}`, harness.Failed, true, "nothing was done: card declined"},
 		{"refused", `{}`, harness.Suppressed, true, "not"},
@@ -164,7 +164,7 @@ func TestStatusToToolResult(t *testing.T) {
 			t.Errorf("%s %s: tool_result text %q; want ForModel, containing %q", tt.tool, tt.input, text, tt.text)
 		}
 	}
-	if n := len(ledger.Charges()); n != 1 {
+	if n := len(shop.Charges()); n != 1 {
 		t.Errorf("charges = %d; want 1 (the invalid amount is refused)", n)
 	}
 	for name, runs := range map[string]*atomic.Int64{"declined": &failedRuns, "refused": &suppressedRuns, "lost": &unknownRuns} {
@@ -178,9 +178,8 @@ func TestStatusToToolResult(t *testing.T) {
 // first and repeats the charge: the repeat is replayed, the same charge in
 // the second user turn is a new intent, and each turn ends in text.
 func TestConversation(t *testing.T) {
-	ledger := fakeapi.NewLedger()
-	defer ledger.Close()
-	var mails atomic.Int64
+	shop := fakeapi.NewShop()
+	defer shop.Close()
 	charge := `{"amount":4900,"currency":"usd"}`
 	api := fakeapi.New(func(req fakeapi.Request) []fakeapi.Block {
 		last := req.Last()
@@ -200,15 +199,15 @@ func TestConversation(t *testing.T) {
 	})
 	defer api.Close()
 	client := newClient(api)
-	a := anthropic.New(openHarness(t, journalPath(t), chargeTool(ledger), counted("send_receipt", journal.Unkeyed, &mails, nil)), nil)
+	a := anthropic.New(openHarness(t, journalPath(t), shop.ChargeTool(), shop.ReceiptTool()), nil)
 
 	history, r1, text1 := converse(t, client, a, "conv-1", nil, "Charge me $49 and mail a receipt.")
-	if n := len(ledger.Charges()); n != 1 || mails.Load() != 1 {
-		t.Errorf("after turn 1: charges %d, mails %d; want 1, 1", n, mails.Load())
+	if n := len(shop.Charges()); n != 1 || len(shop.Emails()) != 1 {
+		t.Errorf("after turn 1: charges %d, mails %d; want 1, 1", n, len(shop.Emails()))
 	}
 	wantSources := []harness.Source{harness.Executed, harness.Replayed, harness.Executed}
 	if len(r1) != len(wantSources) {
-		t.Fatalf("turn 1 results = %v; want %d", r1, len(wantSources))
+		t.Fatalf("turn 1 results = %v; want %d", describe(r1), len(wantSources))
 	}
 	for i, r := range r1 {
 		if r.Source != wantSources[i] || !r.OK() {
@@ -223,11 +222,11 @@ func TestConversation(t *testing.T) {
 	}
 
 	history, r2, text2 := converse(t, client, a, "conv-1", history, "Charge me $49 again, please.")
-	if n := len(ledger.Charges()); n != 2 {
+	if n := len(shop.Charges()); n != 2 {
 		t.Errorf("after turn 2: charges %d; want 2 (a new user turn is a new intent)", n)
 	}
 	if len(r2) == 0 || r2[0].Source != harness.Executed {
-		t.Errorf("turn 2 first result = %v; want executed", r2)
+		t.Errorf("turn 2 first result = %v; want executed", describe(r2))
 	}
 	if text2 == "" {
 		t.Errorf("turn 2 ended without text")
@@ -240,9 +239,9 @@ func TestConversation(t *testing.T) {
 // A conversation without an id cannot be keyed: every call is rejected,
 // and nothing runs.
 func TestNoSessionRejected(t *testing.T) {
-	ledger := fakeapi.NewLedger()
-	defer ledger.Close()
-	a := anthropic.New(openHarness(t, journalPath(t), chargeTool(ledger)), nil)
+	shop := fakeapi.NewShop()
+	defer shop.Close()
+	a := anthropic.New(openHarness(t, journalPath(t), shop.ChargeTool()), nil)
 	msg := &sdk.Message{}
 	if err := json.Unmarshal([]byte(`{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"charge_card","input":{"amount":1,"currency":"usd"}}],"stop_reason":"tool_use"}`), msg); err != nil {
 		t.Fatal(err)
@@ -254,13 +253,13 @@ func TestNoSessionRejected(t *testing.T) {
 	}{{"", history}, {"conv-1", nil}} {
 		reply, results := a.Run(context.Background(), tc.session, tc.history, msg)
 		if len(results) != 1 || results[0].Status != harness.Rejected {
-			t.Fatalf("Run(session %q, %d messages) = %v; want rejected", tc.session, len(tc.history), results)
+			t.Fatalf("Run(session %q, %d messages) = %v; want rejected", tc.session, len(tc.history), describe(results))
 		}
 		if b := reply.OfUser.Content[0].OfToolResult; !b.IsError.Value || b.ToolUseID != "toolu_1" {
 			t.Errorf("Run(session %q): tool_result {id %s, is_error %v}; want {toolu_1, true}", tc.session, b.ToolUseID, b.IsError.Value)
 		}
 	}
-	if n := len(ledger.Charges()); n != 0 {
+	if n := len(shop.Charges()); n != 0 {
 		t.Errorf("charges = %d; want 0", n)
 	}
 }
@@ -293,17 +292,17 @@ func TestUserTurn(t *testing.T) {
 // their descriptions and schemas; a tool without a schema gets an empty
 // object schema.
 func TestToolDefinitions(t *testing.T) {
-	ledger := fakeapi.NewLedger()
-	defer ledger.Close()
+	shop := fakeapi.NewShop()
+	defer shop.Close()
 	var runs atomic.Int64
 	api := fakeapi.New(func(fakeapi.Request) []fakeapi.Block { return []fakeapi.Block{fakeapi.Text("hi")} })
 	defer api.Close()
-	a := anthropic.New(openHarness(t, journalPath(t), counted("zz_plain", journal.Keyed, &runs, nil), chargeTool(ledger)), nil)
+	a := anthropic.New(openHarness(t, journalPath(t), counted("zz_plain", journal.Keyed, &runs, nil), shop.ChargeTool()), nil)
 	ask(t, newClient(api), a, []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("hi"))})
 
 	got := api.Requests()[0].Tools
 	want := []fakeapi.Tool{
-		{Name: "charge_card", Description: "Charges the customer's card.", InputSchema: json.RawMessage(chargeSchema)},
+		{Name: "charge_card", Description: "Charges the customer's card.", InputSchema: json.RawMessage(fakeapi.ChargeSchema)},
 		{Name: "zz_plain", InputSchema: json.RawMessage(`{"type":"object"}`)},
 	}
 	if len(got) != len(want) {

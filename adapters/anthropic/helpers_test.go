@@ -1,12 +1,12 @@
 package anthropic_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -17,30 +17,7 @@ import (
 	"github.com/agentonce/agentonce/adapters/anthropic/internal/fakeapi"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/retryclass"
 )
-
-const chargeSchema = `{"type":"object","properties":{"amount":{"type":"integer"},"currency":{"type":"string"}},"required":["amount","currency"]}`
-
-// chargeTool charges through the ledger: a Keyed tool whose requests carry
-// the idempotency key.
-func chargeTool(ledger *fakeapi.Ledger) harness.Tool {
-	client := &http.Client{Transport: &harness.Transport{}}
-	return harness.Tool{
-		Name:        "charge_card",
-		Description: "Charges the customer's card.",
-		Effect:      journal.Keyed,
-		Schema:      json.RawMessage(chargeSchema),
-		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, ledger.URL+"/charges", bytes.NewReader(in))
-			if err != nil {
-				return nil, retryclass.Permanent(err)
-			}
-			req.Header.Set("Content-Type", "application/json")
-			return harness.ReadJSON(client.Do(req))
-		},
-	}
-}
 
 // counted is a tool without a downstream of its own; runs counts its
 // executions (its side effects) and err is what each one returns.
@@ -132,3 +109,15 @@ func lastUserText(req fakeapi.Request) string {
 }
 
 var errDeclined = errors.New("card declined")
+
+// describe lists results as "id status source" for failure messages.
+func describe(rs []harness.Result) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%s %v %v", r.CallID, r.Status, r.Source)
+		if r.Err != nil {
+			parts[i] += " (" + r.Err.Error() + ")"
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
