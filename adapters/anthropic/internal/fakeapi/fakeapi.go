@@ -131,6 +131,12 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":%q}}`, err.Error())
 		return
 	}
+	if err := answered(req.Messages); err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":%q}}`, err.Error())
+		return
+	}
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	n := len(s.requests)
@@ -154,4 +160,28 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		"stop_sequence": nil,
 		"usage":         map[string]int{"input_tokens": 10, "output_tokens": 10},
 	})
+}
+
+// answered checks, as the API does, that every tool_use block is answered
+// by a tool_result block with its id in the next message.
+func answered(msgs []Message) error {
+	for i, m := range msgs {
+		if m.Role != "assistant" {
+			continue
+		}
+		got := map[string]bool{}
+		if i+1 < len(msgs) {
+			for _, b := range msgs[i+1].Content {
+				if b.Type == "tool_result" {
+					got[b.ToolUseID] = true
+				}
+			}
+		}
+		for _, b := range m.Content {
+			if b.Type == "tool_use" && !got[b.ID] {
+				return fmt.Errorf("messages.%d: tool_use ids were found without tool_result blocks immediately after: %s", i, b.ID)
+			}
+		}
+	}
+	return nil
 }
