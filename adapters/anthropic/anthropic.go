@@ -76,8 +76,18 @@ func (a *Adapter) Tools() []sdk.ToolUnionParam {
 func UserTurn(history []sdk.MessageParam) string {
 	n := 0
 	for _, m := range history {
-		if m.OfUser != nil && !onlyToolResults(m.OfUser.Content) {
-			n++
+		switch {
+		case m.OfUser != nil:
+			if !onlyToolResults(m.OfUser.Content) {
+				n++
+			}
+		case m.OfAssistant != nil, m.OfSystem != nil:
+		default:
+			// A message given as raw JSON (param.Override) has no typed
+			// field: read it as it would be sent.
+			if rawUserTurn(m) {
+				n++
+			}
 		}
 	}
 	if n == 0 {
@@ -96,6 +106,34 @@ func onlyToolResults(blocks []sdk.ContentBlockParamUnion) bool {
 		}
 	}
 	return true
+}
+
+// rawUserTurn reports whether m, as it would be sent, is a user message
+// that is not only tool results.
+func rawUserTurn(m sdk.MessageParam) bool {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return false
+	}
+	var msg struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(b, &msg) != nil || msg.Role != "user" {
+		return false
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(msg.Content, &blocks) != nil || len(blocks) == 0 {
+		return true // a string, or no blocks: the user spoke
+	}
+	for _, b := range blocks {
+		if b.Type != "tool_result" {
+			return true
+		}
+	}
+	return false
 }
 
 // Run runs every tool_use block of msg, the model's response to history,

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/agentonce/agentonce/adapters/anthropic"
 	"github.com/agentonce/agentonce/adapters/anthropic/internal/fakeapi"
@@ -269,6 +270,9 @@ func TestUserTurn(t *testing.T) {
 	results := sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_1", "ok", false))
 	mixed := sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_1", "ok", false), sdk.NewTextBlock("and also"))
 	assistant := sdk.NewAssistantMessage(sdk.NewToolUseBlock("toolu_1", map[string]any{}, "t"))
+	raw := param.Override[sdk.MessageParam](json.RawMessage(`{"role":"user","content":"hi"}`))
+	rawResults := param.Override[sdk.MessageParam](json.RawMessage(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}]}`))
+	rawModel := param.Override[sdk.MessageParam](json.RawMessage(`{"role":"assistant","content":"done"}`))
 	tests := []struct {
 		name    string
 		history []sdk.MessageParam
@@ -280,6 +284,7 @@ func TestUserTurn(t *testing.T) {
 		{"tool round-trips", []sdk.MessageParam{user, assistant, results, assistant, results}, "1"},
 		{"second user message", []sdk.MessageParam{user, assistant, results, sdk.NewAssistantMessage(sdk.NewTextBlock("done")), user}, "2"},
 		{"results with user text", []sdk.MessageParam{user, assistant, mixed}, "2"},
+		{"raw JSON messages", []sdk.MessageParam{raw, assistant, rawResults, rawModel, raw}, "2"},
 	}
 	for _, tt := range tests {
 		if got := anthropic.UserTurn(tt.history); got != tt.want {

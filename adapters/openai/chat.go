@@ -35,8 +35,16 @@ func (a *Adapter) ChatTools() []sdk.ChatCompletionToolUnionParam {
 func ChatUserTurn(history []sdk.ChatCompletionMessageParamUnion) string {
 	n := 0
 	for _, m := range history {
-		if m.OfUser != nil {
+		switch {
+		case m.OfUser != nil:
 			n++
+		case m.OfSystem != nil, m.OfDeveloper != nil, m.OfAssistant != nil, m.OfTool != nil, m.OfFunction != nil:
+		default:
+			// A message given as raw JSON (param.Override) has no typed
+			// field: read its role from what would be sent.
+			if _, role := peek(m); role == "user" {
+				n++
+			}
 		}
 	}
 	return turnOf(n)

@@ -88,3 +88,17 @@ func turnOf(n int) string {
 	}
 	return strconv.Itoa(n)
 }
+
+// peek returns the "type" and "role" of v as it would be sent.
+func peek(v any) (typ, role string) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", ""
+	}
+	var m struct {
+		Type string `json:"type"`
+		Role string `json:"role"`
+	}
+	_ = json.Unmarshal(b, &m)
+	return m.Type, m.Role
+}

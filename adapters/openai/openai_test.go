@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentonce/agentonce/adapters/openai"
@@ -299,6 +300,8 @@ func TestChatUserTurn(t *testing.T) {
 	sys := sdk.SystemMessage("be brief")
 	tool := sdk.ToolMessage("ok", "call_1")
 	assistant := sdk.AssistantMessage("done")
+	raw := param.Override[sdk.ChatCompletionMessageParamUnion](json.RawMessage(`{"role":"user","content":"hi"}`))
+	rawTool := param.Override[sdk.ChatCompletionMessageParamUnion](json.RawMessage(`{"role":"tool","tool_call_id":"call_1","content":"ok"}`))
 	tests := []struct {
 		name    string
 		history []sdk.ChatCompletionMessageParamUnion
@@ -309,6 +312,7 @@ func TestChatUserTurn(t *testing.T) {
 		{"first user message", []sdk.ChatCompletionMessageParamUnion{sys, user}, "1"},
 		{"tool round-trips", []sdk.ChatCompletionMessageParamUnion{sys, user, assistant, tool, assistant, tool}, "1"},
 		{"second user message", []sdk.ChatCompletionMessageParamUnion{user, assistant, tool, assistant, user}, "2"},
+		{"raw JSON messages", []sdk.ChatCompletionMessageParamUnion{raw, assistant, rawTool, assistant, raw}, "2"},
 	}
 	for _, tt := range tests {
 		if got := openai.ChatUserTurn(tt.history); got != tt.want {
@@ -323,6 +327,9 @@ func TestResponseUserTurn(t *testing.T) {
 	assistant := responses.ResponseInputItemParamOfMessage("done", responses.EasyInputMessageRoleAssistant)
 	call := responses.ResponseInputItemParamOfFunctionCall(`{}`, "call_1", "t")
 	output := responses.ResponseInputItemParamOfFunctionCallOutput("ok")
+	raw := param.Override[responses.ResponseInputItemUnionParam](json.RawMessage(`{"type":"message","role":"user","content":"hi"}`))
+	rawCall := param.Override[responses.ResponseInputItemUnionParam](json.RawMessage(`{"type":"function_call","call_id":"call_1","name":"t","arguments":"{}"}`))
+	rawModel := param.Override[responses.ResponseInputItemUnionParam](json.RawMessage(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}`))
 	tests := []struct {
 		name  string
 		input responses.ResponseInputParam
@@ -333,6 +340,7 @@ func TestResponseUserTurn(t *testing.T) {
 		{"first user message", responses.ResponseInputParam{dev, user}, "1"},
 		{"tool round-trips", responses.ResponseInputParam{user, call, output, call, output}, "1"},
 		{"second user message", responses.ResponseInputParam{user, call, output, assistant, user}, "2"},
+		{"raw JSON items", responses.ResponseInputParam{raw, rawCall, output, rawModel, raw}, "2"},
 	}
 	for _, tt := range tests {
 		if got := openai.ResponseUserTurn(tt.input); got != tt.want {

@@ -38,9 +38,21 @@ func ResponseUserTurn(input responses.ResponseInputParam) string {
 	n := 0
 	for _, it := range input {
 		switch {
-		case it.OfMessage != nil && it.OfMessage.Role == responses.EasyInputMessageRoleUser,
-			it.OfInputMessage != nil && it.OfInputMessage.Role == "user":
-			n++
+		case it.OfMessage != nil:
+			if it.OfMessage.Role == responses.EasyInputMessageRoleUser {
+				n++
+			}
+		case it.OfInputMessage != nil:
+			if it.OfInputMessage.Role == "user" {
+				n++
+			}
+		case it.OfFunctionCall != nil, it.OfFunctionCallOutput != nil, it.OfOutputMessage != nil, it.OfReasoning != nil:
+		default:
+			// An item given as raw JSON (param.Override) has no typed
+			// field: read its role from what would be sent.
+			if typ, role := peek(it); role == "user" && (typ == "" || typ == "message") {
+				n++
+			}
 		}
 	}
 	return turnOf(n)
