@@ -330,3 +330,47 @@ func sameJSON(a, b json.RawMessage) bool {
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
 }
+
+// The caller leaves while the tool is still running: the model is told,
+// as an error, that the action is under way and must not be retried or
+// altered; the same call afterwards gets the outcome, and the tool ran
+// once.
+func TestInProgress(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int64
+	slow := harness.Tool{
+		Name:   "slow_transfer",
+		Effect: journal.Keyed,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			runs.Add(1)
+			close(started)
+			<-release
+			return json.RawMessage(`{"transfer":"tr_1"}`), nil
+		},
+	}
+	a := anthropic.New(openHarness(t, journalPath(t), slow), nil)
+	var msg sdk.Message
+	if err := json.Unmarshal([]byte(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"slow_transfer","input":{"amount":1}}]}`), &msg); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	reply, results := a.RunTurn(ctx, "conv-1", "1", &msg)
+	b := reply.OfUser.Content[0].OfToolResult
+	if results[0].Status != harness.InProgress || !b.IsError.Value || !strings.Contains(*b.Content[0].GetText(), "under way") {
+		t.Errorf("while running: %s, is_error %v, %q; want in-progress, an error saying it is under way", describe(results), b.IsError.Value, *b.Content[0].GetText())
+	}
+
+	close(release)
+	// The re-issue joins the flight if it is still running, or is
+	// answered from the journal.
+	reply, results = a.RunTurn(context.Background(), "conv-1", "1", &msg)
+	b = reply.OfUser.Content[0].OfToolResult
+	if !results[0].OK() || b.IsError.Value || *b.Content[0].GetText() != `{"transfer":"tr_1"}` {
+		t.Errorf("afterwards: %s, is_error %v, %q; want succeeded with the transfer", describe(results), b.IsError.Value, *b.Content[0].GetText())
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the tool ran %d times; want 1", n)
+	}
+}

@@ -390,3 +390,63 @@ func sameJSON(a, b json.RawMessage) bool {
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
 }
+
+// The caller leaves while the tool is still running: the model is told
+// that the action is under way and must not be retried or altered; the
+// same call afterwards gets the outcome, and the tool ran once.
+func TestInProgress(t *testing.T) {
+	var msg sdk.ChatCompletionMessage
+	if err := json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"slow_transfer","arguments":"{\"amount\":1}"}}]}`), &msg); err != nil {
+		t.Fatal(err)
+	}
+	var resp responses.Response
+	if err := json.Unmarshal([]byte(`{"id":"resp_1","object":"response","output":[{"type":"function_call","id":"fc_1","call_id":"call_1","name":"slow_transfer","arguments":"{\"amount\":1}","status":"completed"}]}`), &resp); err != nil {
+		t.Fatal(err)
+	}
+	// Each run returns the text sent back for call_1.
+	runs := map[string]func(ctx context.Context, a *openai.Adapter) (string, []harness.Result){
+		"chat": func(ctx context.Context, a *openai.Adapter) (string, []harness.Result) {
+			out, rs := a.RunChatTurn(ctx, "conv-1", "1", msg)
+			return out[0].OfTool.Content.OfString.Value, rs
+		},
+		"responses": func(ctx context.Context, a *openai.Adapter) (string, []harness.Result) {
+			out, rs := a.RunResponseTurn(ctx, "conv-1", "1", &resp)
+			return out[0].OfFunctionCallOutput.Output.OfString.Value, rs
+		},
+	}
+	for name, run := range runs {
+		t.Run(name, func(t *testing.T) {
+			started, release := make(chan struct{}), make(chan struct{})
+			var n atomic.Int64
+			slow := harness.Tool{
+				Name:   "slow_transfer",
+				Effect: journal.Keyed,
+				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+					n.Add(1)
+					close(started)
+					<-release
+					return json.RawMessage(`{"transfer":"tr_1"}`), nil
+				},
+			}
+			a := openai.New(openHarness(t, journalPath(t), slow), nil)
+
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { <-started; cancel() }()
+			text, results := run(ctx, a)
+			if results[0].Status != harness.InProgress || !strings.Contains(text, "under way") {
+				t.Errorf("while running: %s, %q; want in-progress, saying it is under way", describe(results), text)
+			}
+
+			close(release)
+			// The re-issue joins the flight if it is still running, or is
+			// answered from the journal.
+			text, results = run(context.Background(), a)
+			if !results[0].OK() || text != `{"transfer":"tr_1"}` {
+				t.Errorf("afterwards: %s, %q; want succeeded with the transfer", describe(results), text)
+			}
+			if got := n.Load(); got != 1 {
+				t.Errorf("the tool ran %d times; want 1", got)
+			}
+		})
+	}
+}
