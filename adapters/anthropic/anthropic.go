@@ -66,8 +66,9 @@ func (a *Adapter) Tools() []sdk.ToolUnionParam {
 // UserTurn returns the user's turn that history ends in: the number, from
 // 1, of the real user messages in it. A user message that carries only
 // tool_result blocks is the application answering the model, not the user
-// speaking, so it does not count; any other user message does (one that
-// mixes tool results with text or images counts as the user speaking).
+// speaking, so it does not count, nor does an empty one; any other user
+// message does (one that mixes tool results with text or images counts as
+// the user speaking).
 // Assistant and system messages do not count. It returns "" for a history
 // with no user message, which the Harness rejects (harness.ErrNoTurn).
 //
@@ -78,7 +79,7 @@ func UserTurn(history []sdk.MessageParam) string {
 	for _, m := range history {
 		switch {
 		case m.OfUser != nil:
-			if !onlyToolResults(m.OfUser.Content) {
+			if speaks(m.OfUser.Content) {
 				n++
 			}
 		case m.OfAssistant != nil, m.OfSystem != nil:
@@ -96,16 +97,16 @@ func UserTurn(history []sdk.MessageParam) string {
 	return strconv.Itoa(n)
 }
 
-func onlyToolResults(blocks []sdk.ContentBlockParamUnion) bool {
-	if len(blocks) == 0 {
-		return false
-	}
+// speaks reports whether a user message's blocks hold anything but tool
+// results: an empty message is not the user speaking either (Run's answer
+// to a response without tool_use blocks is one).
+func speaks(blocks []sdk.ContentBlockParamUnion) bool {
 	for _, b := range blocks {
 		if b.OfToolResult == nil {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // rawUserTurn reports whether m, as it would be sent, is a user message
@@ -125,8 +126,8 @@ func rawUserTurn(m sdk.MessageParam) bool {
 	var blocks []struct {
 		Type string `json:"type"`
 	}
-	if json.Unmarshal(msg.Content, &blocks) != nil || len(blocks) == 0 {
-		return true // a string, or no blocks: the user spoke
+	if json.Unmarshal(msg.Content, &blocks) != nil {
+		return true // a string: the user spoke
 	}
 	for _, b := range blocks {
 		if b.Type != "tool_result" {

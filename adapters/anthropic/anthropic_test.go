@@ -284,6 +284,7 @@ func TestUserTurn(t *testing.T) {
 		{"tool round-trips", []sdk.MessageParam{user, assistant, results, assistant, results}, "1"},
 		{"second user message", []sdk.MessageParam{user, assistant, results, sdk.NewAssistantMessage(sdk.NewTextBlock("done")), user}, "2"},
 		{"results with user text", []sdk.MessageParam{user, assistant, mixed}, "2"},
+		{"an empty user message", []sdk.MessageParam{user, assistant, results, sdk.NewUserMessage()}, "1"},
 		{"raw JSON messages", []sdk.MessageParam{raw, assistant, rawResults, rawModel, raw}, "2"},
 	}
 	for _, tt := range tests {
