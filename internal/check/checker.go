@@ -34,10 +34,16 @@ const (
 	// RuleLost: after a call was answered with a success, a later call of
 	// the same payload was answered unknown, failed or suppressed.
 	RuleLost = "lost-outcome"
+	// RuleLeaseLost: a process that was alive to answer was told its
+	// intent's lease was lost. An owner renews its lease while its flight
+	// runs, so only an owner that stopped renewing (a crash) loses it; a
+	// live one that does has been overtaken, and its caller is told
+	// "unknown" about an effect it may well have made.
+	RuleLeaseLost = "live-owner-lost-lease"
 )
 
 // Rules lists the rules in the order reports show them.
-var Rules = []string{RuleDuplicate, RuleNoEffect, RuleWrongOutput, RuleFailed, RuleRejected, RuleLost}
+var Rules = []string{RuleDuplicate, RuleNoEffect, RuleWrongOutput, RuleFailed, RuleRejected, RuleLost, RuleLeaseLost}
 
 // SoftKnowable counts answers that are not violations but say less than
 // could be known: Unknown for an intent whose effect the downstream had
@@ -280,11 +286,14 @@ func (v *intentView) check() []Violation {
 		}
 		add(RuleDuplicate, "%d effects, by attempts %s%s", len(v.effects), strings.Join(by, ", "), note)
 	}
-	var noEffect, wrong, failed, rejected, lost []string
+	var noEffect, wrong, failed, rejected, lost, leaseLost []string
 	for _, c := range v.calls {
 		a := c.ans
 		if a == nil {
 			continue
+		}
+		if a.Outcome == OutUnknown && strings.Contains(a.Err, "lease lost") {
+			leaseLost = append(leaseLost, fmt.Sprintf("%s told unknown: %s", c.id, clip(a.Err)))
 		}
 		switch a.Outcome {
 		case OutSucceeded:
@@ -327,6 +336,9 @@ func (v *intentView) check() []Violation {
 	}
 	if len(lost) > 0 {
 		add(RuleLost, "%s", strings.Join(lost, "; "))
+	}
+	if len(leaseLost) > 0 {
+		add(RuleLeaseLost, "%s", strings.Join(leaseLost, "; "))
 	}
 	return out
 }

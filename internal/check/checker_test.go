@@ -137,6 +137,15 @@ func TestCheckRules(t *testing.T) {
 		{"unknown while the first call ran", Keyed, with(executed,
 			callEv(11, "w1.1", "c2", 0),
 			answerEv(13, "w1.1", "c2", 0, OutUnknown, "", "", unknownText)), nil},
+		{"a live owner told its lease was lost", Keyed, []Event{
+			callEv(10, "w0.1", "c1", 0),
+			attemptEv(11, "w0.1", "w0.1#1", false),
+			effectEv(20, "w0.1#1", 0, 1),
+			func() Event {
+				e := answerEv(30, "w0.1", "c1", 0, OutUnknown, "", "", unknownText)
+				e.Err = "tool t: unknown (maybe-executed): the outcome could not be recorded: lease lost: record owned by another attempt"
+				return e
+			}()}, []string{RuleLeaseLost}},
 		{"rejected after a success is no answer", Keyed, with(executed,
 			callEv(20, "w1.1", "c2", 0),
 			answerEv(21, "w1.1", "c2", 0, OutRejected, "", "", "The tool call was rejected and did not run: journal: connection reset")), nil},
