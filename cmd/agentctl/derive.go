@@ -40,7 +40,7 @@ compares their intent fields.
 --schema and --volatile apply the tool's schema-aware normalization, as
 the harness does when the tool declares them. --namespace derives without a
 journal (and then KEY inputs are not available).`,
-	main: deriveMain,
+	main: withRun(deriveMain, runDerive),
 }
 
 type deriveOptions struct {
@@ -56,7 +56,7 @@ type deriveOptions struct {
 	inputs    []string
 }
 
-func deriveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func deriveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[deriveOptions]) error {
 	var o deriveOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.intent.Tenant, "tenant", "", "the intent's `TENANT`")
@@ -89,7 +89,7 @@ func deriveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) er
 		return usageErrorf("only one INPUT can be - (standard input)")
 	}
 	o.inputs = pos
-	return runDerive(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 // side is one derivation: the intent, the raw input, and what came of it.

@@ -38,7 +38,7 @@ The export's namespace must be the journal's, or keys derived later would
 not match the imported records. --create creates the journal (a bbolt file,
 or the PostgreSQL schema) when it does not exist, with the export's
 namespace.`,
-	main: importMain,
+	main: withRun(importMain, runImport),
 }
 
 type importOptions struct {
@@ -47,7 +47,7 @@ type importOptions struct {
 	create  bool
 }
 
-func importMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func importMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[importOptions]) error {
 	var o importOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.create, "create", false, "create the journal if it does not exist")
@@ -63,7 +63,7 @@ func importMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) er
 	default:
 		return usageErrorf("want at most one FILE, got %d arguments", len(pos))
 	}
-	return runImport(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 // importWorkers write records concurrently, so that the store's group

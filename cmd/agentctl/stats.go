@@ -18,7 +18,7 @@ var statsCommand = &command{
 	long: `Counts the journal's records by state and by tool, the attempts per intent,
 the file size, the oldest and newest record, and the records past their TTL
 that gc has not removed yet.`,
-	main: statsMain,
+	main: withRun(statsMain, runStats),
 }
 
 type statsOptions struct {
@@ -26,7 +26,7 @@ type statsOptions struct {
 	json    bool
 }
 
-func statsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func statsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[statsOptions]) error {
 	var o statsOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.json, "json", false, "print the counts as one JSON object (see 'agentctl help json')")
@@ -37,7 +37,7 @@ func statsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 	if len(pos) > 0 {
 		return usageErrorf("unexpected argument %q; stats takes only flags", pos[0])
 	}
-	return runStats(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 type statsJSON struct {
