@@ -299,96 +299,150 @@ func (d *Downstream) Keys() int {
 	return n
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler: it validates the request, decides
+// under the lock what the key's record allows, and then refuses, replays,
+// or runs the wrapped handler and stores its response.
 func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		d.next.ServeHTTP(w, r)
 		return
 	}
-	values := r.Header.Values(d.header)
 	if d.passthru {
-		var sk scopedKey
-		if len(values) == 1 {
-			sk.Key, _ = ParseKey(values[0]) // a malformed key counts as none
-		}
-		if sk.Key != "" && d.clientID != nil {
-			sk.Client = d.clientID(r)
-		}
-		d.runCounted(w, r, sk)
+		d.runCounted(w, r, d.passthroughKey(r))
 		return
 	}
-	if len(values) == 0 {
-		if d.require(r) {
-			writeProblem(w, http.StatusBadRequest, d.header+" is missing",
-				"This operation requires an "+d.header+" header; send one key per intended operation and reuse it on every retry.")
-			return
-		}
+	req, ref := d.validate(r)
+	switch {
+	case ref != nil:
+		writeProblem(w, ref.status, ref.title, ref.detail)
+		return
+	case req == nil: // keyless, and no key is required
 		d.runCounted(w, r, scopedKey{})
 		return
 	}
+	v, e := d.decide(req.sk, req.fp)
+	switch v {
+	case refuseMismatch:
+		writeProblem(w, http.StatusUnprocessableEntity, d.header+" is already used",
+			"This "+d.header+" was used with a different request (method, path or body). A key must not be reused across different payloads; this request was not executed.")
+	case refuseRunning:
+		writeProblem(w, http.StatusConflict, "A request is outstanding for this "+d.header,
+			"A request with the same "+d.header+" is being processed; retry later with the same key and the same payload.")
+	case replayStored:
+		h := w.Header()
+		maps.Copy(h, e.header.Clone())
+		h.Set(d.replayed, "true")
+		w.WriteHeader(e.status)
+		_, _ = w.Write(e.body)
+	default:
+		d.runStored(w, r, req, e)
+	}
+}
+
+// passthroughKey is the scoped key a passthrough request is counted
+// under; a missing or malformed key counts as none.
+func (d *Downstream) passthroughKey(r *http.Request) scopedKey {
+	var sk scopedKey
+	if values := r.Header.Values(d.header); len(values) == 1 {
+		sk.Key, _ = ParseKey(values[0])
+	}
+	if sk.Key != "" && d.clientID != nil {
+		sk.Client = d.clientID(r)
+	}
+	return sk
+}
+
+// keyedRequest is a request that passed validation with a key.
+type keyedRequest struct {
+	sk   scopedKey
+	body []byte
+	fp   [sha256.Size]byte
+}
+
+// refusal is a 4xx the downstream sends before the handler runs.
+type refusal struct {
+	status        int
+	title, detail string
+}
+
+// validate checks the key header and reads the body (at most maxBody). It
+// returns the keyed request, or nil for a keyless one that needs no key,
+// or the refusal to send.
+func (d *Downstream) validate(r *http.Request) (*keyedRequest, *refusal) {
+	values := r.Header.Values(d.header)
+	if len(values) == 0 {
+		if d.require(r) {
+			return nil, &refusal{http.StatusBadRequest, d.header + " is missing",
+				"This operation requires an " + d.header + " header; send one key per intended operation and reuse it on every retry."}
+		}
+		return nil, nil
+	}
 	if len(values) > 1 {
-		writeProblem(w, http.StatusBadRequest, d.header+" is invalid",
-			"A request must carry exactly one "+d.header+" header field; this one carries "+strconv.Itoa(len(values))+".")
-		return
+		return nil, &refusal{http.StatusBadRequest, d.header + " is invalid",
+			"A request must carry exactly one " + d.header + " header field; this one carries " + strconv.Itoa(len(values)) + "."}
 	}
 	key, err := ParseKey(values[0])
 	if err != nil {
-		writeProblem(w, http.StatusBadRequest, d.header+" is invalid", err.Error())
-		return
+		return nil, &refusal{http.StatusBadRequest, d.header + " is invalid", err.Error()}
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, d.maxBody+1))
 	if err != nil {
-		writeProblem(w, http.StatusBadRequest, "Request body unreadable", err.Error())
-		return
+		return nil, &refusal{http.StatusBadRequest, "Request body unreadable", err.Error()}
 	}
 	if int64(len(body)) > d.maxBody {
-		writeProblem(w, http.StatusRequestEntityTooLarge, "Request body too large",
-			"The body is larger than "+strconv.FormatInt(d.maxBody, 10)+" bytes.")
-		return
+		return nil, &refusal{http.StatusRequestEntityTooLarge, "Request body too large",
+			"The body is larger than " + strconv.FormatInt(d.maxBody, 10) + " bytes."}
 	}
-	fp := fingerprint(r, body)
-	sk := scopedKey{Key: key}
+	req := &keyedRequest{sk: scopedKey{Key: key}, body: body, fp: fingerprint(r, body)}
 	if d.clientID != nil {
-		sk.Client = d.clientID(r)
+		req.sk.Client = d.clientID(r)
 	}
+	return req, nil
+}
 
+// verdict is what the record of a key allows a request with that key.
+type verdict int
+
+const (
+	runNew         verdict = iota // no live record: the request claimed a new entry
+	replayStored                  // the same request is stored: send its response
+	refuseMismatch                // the key was used with another request
+	refuseRunning                 // the first request with the key still runs
+)
+
+// decide looks sk up under the lock, dropping a record past its TTL. For
+// runNew it returns the entry it claimed; for replayStored a copy of the
+// stored one, taken under the lock.
+func (d *Downstream) decide(sk scopedKey, fp [sha256.Size]byte) (verdict, *entry) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	now := d.now()
 	e := d.entries[sk]
 	if e != nil && e.done && !now.Before(e.created.Add(d.ttl)) {
 		delete(d.entries, sk)
 		e = nil
 	}
-	if e != nil {
-		// Decide under the lock; a done entry's response is never written
-		// again, so it may be sent after unlocking.
-		mismatch, running := e.fingerprint != fp, !e.done
-		status, header, body := e.status, e.header, e.body
-		d.mu.Unlock()
-		switch {
-		case mismatch:
-			writeProblem(w, http.StatusUnprocessableEntity, d.header+" is already used",
-				"This "+d.header+" was used with a different request (method, path or body). A key must not be reused across different payloads; this request was not executed.")
-		case running:
-			writeProblem(w, http.StatusConflict, "A request is outstanding for this "+d.header,
-				"A request with the same "+d.header+" is being processed; retry later with the same key and the same payload.")
-		default:
-			h := w.Header()
-			maps.Copy(h, header.Clone())
-			h.Set(d.replayed, "true")
-			w.WriteHeader(status)
-			_, _ = w.Write(body)
-		}
-		return
+	switch {
+	case e == nil:
+		e = &entry{fingerprint: fp, created: now}
+		d.entries[sk] = e
+		return runNew, e
+	case e.fingerprint != fp:
+		return refuseMismatch, nil
+	case !e.done:
+		return refuseRunning, nil
 	}
-	e = &entry{fingerprint: fp, created: now}
-	d.entries[sk] = e
-	d.mu.Unlock()
+	stored := *e
+	return replayStored, &stored
+}
 
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	rec := d.run(r, sk, e)
-	if err := d.commit(sk, e, rec); err != nil {
+// runStored runs the handler for the request that claimed e, stores its
+// response and sends it.
+func (d *Downstream) runStored(w http.ResponseWriter, r *http.Request, req *keyedRequest, e *entry) {
+	r.Body = io.NopCloser(bytes.NewReader(req.body))
+	rec := d.run(r, req.sk, e)
+	if err := d.commit(req.sk, e, rec); err != nil {
 		// The effect happened but could not be made durable: say so
 		// rather than pretend; the key is released.
 		writeProblem(w, http.StatusInternalServerError, "State file not written", err.Error())

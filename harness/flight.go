@@ -144,68 +144,22 @@ func mayHaveRun(rec *journal.Record) bool {
 
 // execute runs attempts until one settles the intent.
 func (f *flight) execute(ctx context.Context, attemptID string) Result {
-	t := f.p.tool
 	for {
 		f.eventAttempt(ctx, EventAfterWriteAhead, attemptID)
+		var res Result
+		var settled bool
 		var v retryclass.Verdict
 		var err error
-		if t.InTx != nil {
-			var res Result
-			var settled bool
-			res, settled, err = f.attemptInTx(ctx, attemptID)
-			if settled {
-				return res
-			}
-			v = f.inTxVerdict(ctx, err)
+		if f.p.tool.InTx != nil {
+			res, settled, v, err = f.tryInTx(ctx, attemptID)
 		} else {
-			var out json.RawMessage
-			out, err = f.h.invoke(ctx, t, f.p, attemptID)
-			if err != nil {
-				v = t.policy.Verdict(ctx, err)
-			}
-			f.eventEffect(ctx, attemptID, v.Class, err)
-			if err == nil {
-				return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: out}, Succeeded, Executed, out, nil)
-			}
-			var pe *PanicError
-			if errors.As(err, &pe) {
-				// A panic is a bug, not a transient failure: never retried.
-				// It may have struck after the effect, so only a tool
-				// without one records a definite failure.
-				if t.Effect == journal.ReadOnly {
-					return f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err)
-				}
-				return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted, err)
-			}
+			res, settled, v, err = f.tryFunc(ctx, attemptID)
 		}
-
-		switch v.Class {
-		case retryclass.Success:
-			// A classifier that calls an error a success is overruled: an
-			// error with no output cannot be recorded as a result.
-			v.Class = retryclass.MaybeExecuted
-		case retryclass.Canceled:
-			// The caller gave up mid-attempt: the attempt may have run.
-			return f.completeErr(ctx, journal.StateUnknown, retryclass.Canceled, err)
-		case retryclass.Terminal:
-			if f.mayHaveRun {
-				return f.refused(ctx, err)
-			}
-			return f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err)
-		case retryclass.Mismatch:
-			return f.completeErr(ctx, journal.StateSuppressed, retryclass.Mismatch, err)
+		if settled {
+			return res
 		}
-		if v.Class == retryclass.MaybeExecuted {
-			f.mayHaveRun = true
-			if t.Effect == journal.Unkeyed {
-				// Never retried blindly: it could double the effect. Once
-				// the downstream can no longer be acting on the attempt,
-				// the Reconcile hook is asked.
-				if res, settled := f.settleThenReconcile(ctx, err); settled {
-					return res
-				}
-				v.Class = retryclass.NotExecuted
-			}
+		if v, res, settled = f.afterFailure(ctx, v, err); settled {
+			return res
 		}
 		next, ok := f.retry(ctx, v, err)
 		if !ok {
@@ -213,6 +167,77 @@ func (f *flight) execute(ctx context.Context, attemptID string) Result {
 		}
 		attemptID = next
 	}
+}
+
+// tryInTx runs one attempt of an InTx effect. It returns settled with the
+// result when the attempt ended the call, else the failure and its
+// verdict.
+func (f *flight) tryInTx(ctx context.Context, attemptID string) (res Result, settled bool, v retryclass.Verdict, err error) {
+	res, settled, err = f.attemptInTx(ctx, attemptID)
+	if settled {
+		return res, true, v, err
+	}
+	return res, false, f.inTxVerdict(ctx, err), err
+}
+
+// tryFunc runs one attempt of a Func effect. It returns settled with the
+// result when the attempt ended the call (a success, or a panic), else the
+// failure and its verdict.
+func (f *flight) tryFunc(ctx context.Context, attemptID string) (res Result, settled bool, v retryclass.Verdict, err error) {
+	t := f.p.tool
+	out, err := f.h.invoke(ctx, t, f.p, attemptID)
+	if err != nil {
+		v = t.policy.Verdict(ctx, err)
+	}
+	f.eventEffect(ctx, attemptID, v.Class, err)
+	if err == nil {
+		return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: out}, Succeeded, Executed, out, nil), true, v, nil
+	}
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		// A panic is a bug, not a transient failure: never retried. It
+		// may have struck after the effect, so only a tool without one
+		// records a definite failure.
+		if t.Effect == journal.ReadOnly {
+			return f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err), true, v, err
+		}
+		return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted, err), true, v, err
+	}
+	return Result{}, false, v, err
+}
+
+// afterFailure decides what a failed attempt's verdict means: settled with
+// the result when the call ends here, else the verdict to retry under.
+func (f *flight) afterFailure(ctx context.Context, v retryclass.Verdict, err error) (retryclass.Verdict, Result, bool) {
+	switch v.Class {
+	case retryclass.Success:
+		// A classifier that calls an error a success is overruled: an
+		// error with no output cannot be recorded as a result.
+		v.Class = retryclass.MaybeExecuted
+	case retryclass.Canceled:
+		// The caller gave up mid-attempt: the attempt may have run.
+		return v, f.completeErr(ctx, journal.StateUnknown, retryclass.Canceled, err), true
+	case retryclass.Terminal:
+		if f.mayHaveRun {
+			return v, f.refused(ctx, err), true
+		}
+		return v, f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err), true
+	case retryclass.Mismatch:
+		return v, f.completeErr(ctx, journal.StateSuppressed, retryclass.Mismatch, err), true
+	}
+	if v.Class == retryclass.MaybeExecuted {
+		f.mayHaveRun = true
+		if f.p.tool.Effect == journal.Unkeyed {
+			// Never retried blindly: it could double the effect. Once the
+			// downstream can no longer be acting on the attempt, the
+			// Reconcile hook is asked.
+			if res, settled := f.settleThenReconcile(ctx, err); settled {
+				return v, res, true
+			}
+			v.Class = retryclass.NotExecuted
+		}
+	}
+	return v, Result{}, false
 }
 
 // inTxVerdict classifies the failure of an InTx effect, whose transaction

@@ -659,34 +659,15 @@ const listPage = 256
 
 // List yields the records matching f, newest first. The in-memory index
 // names the matching keys (reading the narrowest set the filter allows:
-// session, state, tool, else all), and the records are read in pages.
+// session, state, tool, else all), and the records are read in pages,
+// merged with the overlay's records that are not in the file yet.
 func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		if err := s.enter(ctx); err != nil {
-			yield(Record{}, err)
-			return
-		}
-		over := s.overlaySnapshot()
-		var entries []*ixEntry
-		var err error
-		if s.lazy && f.Session != "" {
-			entries, err = s.sessionEntries(f.Session, f.Tenant)
-		} else if err = s.ensureIndex(); err == nil {
-			entries = s.ix.list(&f, over)
-		}
-		s.exit()
+		entries, extra, err := s.listCandidates(ctx, &f)
 		if err != nil {
 			yield(Record{}, err)
 			return
 		}
-		var extra []*Record
-		for _, r := range over {
-			if matchFilter(r, &f) {
-				extra = append(extra, r)
-			}
-		}
-		slices.SortFunc(extra, newerFirst)
-
 		n := 0
 		emit := func(r *Record) bool {
 			if f.Limit > 0 && n >= f.Limit {
@@ -702,31 +683,7 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 			}
 			chunk := entries[:min(len(entries), listPage)]
 			entries = entries[len(chunk):]
-			page = page[:0]
-			if err := s.enter(ctx); err != nil {
-				yield(Record{}, err)
-				return
-			}
-			err := s.view(func(tx *bolt.Tx) error {
-				recs := tx.Bucket(bucketRecords)
-				for _, e := range chunk {
-					v := recs.Get(e.key[:])
-					if v == nil {
-						continue // removed since the index was read
-					}
-					r, err := decodeRecord(v)
-					if err != nil {
-						return fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
-					}
-					// The record may have changed since the index was read.
-					if matchFilter(&r, &f) {
-						page = append(page, &r)
-					}
-				}
-				return nil
-			})
-			s.exit()
-			if err != nil {
+			if page, err = s.readPage(ctx, chunk, &f, page[:0]); err != nil {
 				yield(Record{}, err)
 				return
 			}
@@ -752,6 +709,62 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 			}
 		}
 	}
+}
+
+// listCandidates returns the index entries that may match f, and the
+// overlay's records that do match it, newest first.
+func (s *BoltStore) listCandidates(ctx context.Context, f *Filter) ([]*ixEntry, []*Record, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, nil, err
+	}
+	over := s.overlaySnapshot()
+	var entries []*ixEntry
+	var err error
+	if s.lazy && f.Session != "" {
+		entries, err = s.sessionEntries(f.Session, f.Tenant)
+	} else if err = s.ensureIndex(); err == nil {
+		entries = s.ix.list(f, over)
+	}
+	s.exit()
+	if err != nil {
+		return nil, nil, err
+	}
+	var extra []*Record
+	for _, r := range over {
+		if matchFilter(r, f) {
+			extra = append(extra, r)
+		}
+	}
+	slices.SortFunc(extra, newerFirst)
+	return entries, extra, nil
+}
+
+// readPage reads chunk's records in one read transaction and appends to
+// page those that still match f: a record may have been removed or changed
+// since the index was read.
+func (s *BoltStore) readPage(ctx context.Context, chunk []*ixEntry, f *Filter, page []*Record) ([]*Record, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.exit()
+	err := s.view(func(tx *bolt.Tx) error {
+		recs := tx.Bucket(bucketRecords)
+		for _, e := range chunk {
+			v := recs.Get(e.key[:])
+			if v == nil {
+				continue
+			}
+			r, err := decodeRecord(v)
+			if err != nil {
+				return fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
+			}
+			if matchFilter(&r, f) {
+				page = append(page, &r)
+			}
+		}
+		return nil
+	})
+	return page, err
 }
 
 // gcChunk bounds how many records one GC transaction removes, so that GC

@@ -31,7 +31,7 @@ copy and the replacement would write into the replaced file.
 
 On a terminal, a progress bar is drawn on standard error for journals of
 16 MiB and more.`,
-	main: compactMain,
+	main: withRun(compactMain, runCompact),
 }
 
 type compactOptions struct {
@@ -43,7 +43,7 @@ type compactOptions struct {
 // variable for tests).
 var progressMinBytes int64 = 16 << 20
 
-func compactMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func compactMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[compactOptions]) error {
 	var o compactOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.output, "output", "", "write the compacted journal to `FILE` (which must not exist) and leave the journal as it is")
@@ -54,7 +54,7 @@ func compactMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) e
 	if len(pos) > 0 {
 		return usageErrorf("unexpected argument %q; compact takes only flags", pos[0])
 	}
-	return runCompact(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 func runCompact(ctx context.Context, e *env, o *compactOptions) error {

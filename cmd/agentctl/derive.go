@@ -40,7 +40,7 @@ compares their intent fields.
 --schema and --volatile apply the tool's schema-aware normalization, as
 the harness does when the tool declares them. --namespace derives without a
 journal (and then KEY inputs are not available).`,
-	main: deriveMain,
+	main: withRun(deriveMain, runDerive),
 }
 
 type deriveOptions struct {
@@ -56,7 +56,7 @@ type deriveOptions struct {
 	inputs    []string
 }
 
-func deriveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func deriveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[deriveOptions]) error {
 	var o deriveOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.intent.Tenant, "tenant", "", "the intent's `TENANT`")
@@ -89,7 +89,7 @@ func deriveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) er
 		return usageErrorf("only one INPUT can be - (standard input)")
 	}
 	o.inputs = pos
-	return runDerive(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 // side is one derivation: the intent, the raw input, and what came of it.
@@ -136,74 +136,22 @@ type deriveDiffJSON struct {
 }
 
 func runDerive(ctx context.Context, e *env, o *deriveOptions) error {
-	d := &keyderive.Deriver{}
-	var store journal.Store
-	if o.namespace != "" {
-		ns, err := uuid.Parse(o.namespace)
-		if err != nil {
-			return usageErrorf("--namespace %q is not a UUID: %v", o.namespace, err)
-		}
-		d.Namespace = ns
-	} else {
-		s, err := o.journal.open(ctx, e, true)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		store = s
-		d.Namespace = s.Namespace()
+	d, store, err := openDeriver(ctx, e, o)
+	if err != nil {
+		return err
 	}
-	if o.schema != "" || o.volatile != "" {
-		var schema []byte
-		if o.schema != "" {
-			b, err := os.ReadFile(o.schema)
-			if err != nil {
-				return usageErrorf("--schema: %v", err)
-			}
-			schema = b
-		}
-		var vol []string
-		for _, f := range strings.Split(o.volatile, ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				vol = append(vol, f)
-			}
-		}
-		n, err := keyderive.NewNormalizer(schema, vol)
-		if err != nil {
-			return usageErrorf("--schema %s: %v", o.schema, err)
-		}
-		d.Normalizer = n
+	if store != nil {
+		defer store.Close()
 	}
-
+	if d.Normalizer, err = normalizerFlags(o); err != nil {
+		return err
+	}
 	sides := make([]*side, len(o.inputs))
 	for i, in := range o.inputs {
-		sd, err := loadSide(ctx, e, store, o, in)
-		if err != nil {
+		if sides[i], err = deriveSide(ctx, e, d, store, o, in); err != nil {
 			return err
 		}
-		if o.step != "" {
-			sd.derived, err = d.DeriveExplicit(sd.intent, o.step, sd.input)
-		} else {
-			sd.derived, err = d.Derive(sd.intent, sd.input)
-		}
-		if err != nil {
-			return usageErrorf("input %s: %v", sd.from, err)
-		}
-		if store != nil {
-			r, err := store.Get(ctx, sd.derived.Key)
-			switch {
-			case err == nil:
-				sd.state = r.State.String()
-				if !r.Fingerprint.IsZero() {
-					sd.fingerprint = r.Fingerprint.String()
-				}
-			case !isNotFound(err):
-				return err
-			}
-		}
-		sides[i] = sd
 	}
-
 	// The namespace is the deployment's secret: anyone who has it can
 	// predict its keys. It is printed only when asked.
 	ns := ""
@@ -211,25 +159,105 @@ func runDerive(ctx context.Context, e *env, o *deriveOptions) error {
 		ns = d.Namespace.String()
 	}
 	if !o.diff {
-		sd := sides[0]
 		if o.json {
-			return writeOneJSON(e, toDerivedJSON(ns, o.step, sd))
+			return writeOneJSON(e, toDerivedJSON(ns, o.step, sides[0]))
 		}
-		return writeSideRows(e, ns, o.step, sd)
+		return writeSideRows(e, ns, o.step, sides[0])
 	}
+	out := diffSides(ns, o.step, sides[0], sides[1])
+	if o.json {
+		return writeOneJSON(e, out)
+	}
+	return writeDiffRows(e, out)
+}
 
-	a, b := sides[0], sides[1]
-	out := deriveDiffJSON{
-		A: toDerivedJSON(ns, o.step, a), B: toDerivedJSON(ns, o.step, b),
+// openDeriver returns a deriver under --namespace, or under the journal's
+// namespace with the journal open read-only (nil with --namespace; the
+// caller closes it).
+func openDeriver(ctx context.Context, e *env, o *deriveOptions) (*keyderive.Deriver, journal.Store, error) {
+	if o.namespace != "" {
+		ns, err := uuid.Parse(o.namespace)
+		if err != nil {
+			return nil, nil, usageErrorf("--namespace %q is not a UUID: %v", o.namespace, err)
+		}
+		return &keyderive.Deriver{Namespace: ns}, nil, nil
+	}
+	s, err := o.journal.open(ctx, e, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &keyderive.Deriver{Namespace: s.Namespace()}, s, nil
+}
+
+// normalizerFlags builds the normalizer --schema and --volatile ask for;
+// nil when neither is given.
+func normalizerFlags(o *deriveOptions) (*keyderive.Normalizer, error) {
+	if o.schema == "" && o.volatile == "" {
+		return nil, nil
+	}
+	var schema []byte
+	if o.schema != "" {
+		b, err := os.ReadFile(o.schema)
+		if err != nil {
+			return nil, usageErrorf("--schema: %v", err)
+		}
+		schema = b
+	}
+	var vol []string
+	for _, f := range strings.Split(o.volatile, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			vol = append(vol, f)
+		}
+	}
+	n, err := keyderive.NewNormalizer(schema, vol)
+	if err != nil {
+		return nil, usageErrorf("--schema %s: %v", o.schema, err)
+	}
+	return n, nil
+}
+
+// deriveSide loads one INPUT, derives its key, and looks the key up in
+// the journal when there is one.
+func deriveSide(ctx context.Context, e *env, d *keyderive.Deriver, store journal.Store, o *deriveOptions, in string) (*side, error) {
+	sd, err := loadSide(ctx, e, store, o, in)
+	if err != nil {
+		return nil, err
+	}
+	if o.step != "" {
+		sd.derived, err = d.DeriveExplicit(sd.intent, o.step, sd.input)
+	} else {
+		sd.derived, err = d.Derive(sd.intent, sd.input)
+	}
+	if err != nil {
+		return nil, usageErrorf("input %s: %v", sd.from, err)
+	}
+	if store == nil {
+		return sd, nil
+	}
+	r, err := store.Get(ctx, sd.derived.Key)
+	switch {
+	case err == nil:
+		sd.state = r.State.String()
+		if !r.Fingerprint.IsZero() {
+			sd.fingerprint = r.Fingerprint.String()
+		}
+	case !isNotFound(err):
+		return nil, err
+	}
+	return sd, nil
+}
+
+// diffSides compares two derivations: the intent fields, then the
+// canonical inputs.
+func diffSides(ns, step string, a, b *side) *deriveDiffJSON {
+	out := &deriveDiffJSON{
+		A: toDerivedJSON(ns, step, a), B: toDerivedJSON(ns, step, b),
 		SameKey:         a.derived.Key == b.derived.Key,
 		FirstDifference: firstDifference(a.derived.Canonical, b.derived.Canonical),
 		Differences:     intentDiff(a.intent, b.intent),
 	}
 	out.Differences = append(out.Differences, jsonDiff(a.derived.Canonical, b.derived.Canonical)...)
-	if o.json {
-		return writeOneJSON(e, &out)
-	}
-	return writeDiffRows(e, &out)
+	return out
 }
 
 // loadSide reads one INPUT: a recorded KEY, @FILE, - or literal JSON.

@@ -23,7 +23,7 @@ new journal and export again gives identical lines.
 The export holds the namespace secret and the tools' inputs and outputs:
 keep it like the journal itself. --output writes the file with mode 0600,
 through a temporary file, so a failed export leaves no partial file.`,
-	main: exportMain,
+	main: withRun(exportMain, runExport),
 }
 
 type exportOptions struct {
@@ -31,7 +31,7 @@ type exportOptions struct {
 	output  string
 }
 
-func exportMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func exportMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[exportOptions]) error {
 	var o exportOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.output, "output", "", "write to `FILE` instead of standard output")
@@ -42,7 +42,7 @@ func exportMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) er
 	if len(pos) > 0 {
 		return usageErrorf("unexpected argument %q; export writes to standard output or --output FILE", pos[0])
 	}
-	return runExport(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 func runExport(ctx context.Context, e *env, o *exportOptions) error {

@@ -18,7 +18,7 @@ anew, as a new intent. --dry-run opens the journal read-only and only counts.
 
 bbolt does not shrink its file when records are removed; run agentctl
 compact afterwards to give the space back.`,
-	main: gcMain,
+	main: withRun(gcMain, runGC),
 }
 
 type gcOptions struct {
@@ -27,7 +27,7 @@ type gcOptions struct {
 	json    bool
 }
 
-func gcMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func gcMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[gcOptions]) error {
 	var o gcOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.dryRun, "dry-run", false, "count what would be removed; change nothing")
@@ -39,7 +39,7 @@ func gcMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error 
 	if len(pos) > 0 {
 		return usageErrorf("unexpected argument %q; gc takes only flags", pos[0])
 	}
-	return runGC(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 func runGC(ctx context.Context, e *env, o *gcOptions) error {

@@ -38,7 +38,7 @@ The export's namespace must be the journal's, or keys derived later would
 not match the imported records. --create creates the journal (a bbolt file,
 or the PostgreSQL schema) when it does not exist, with the export's
 namespace.`,
-	main: importMain,
+	main: withRun(importMain, runImport),
 }
 
 type importOptions struct {
@@ -47,7 +47,7 @@ type importOptions struct {
 	create  bool
 }
 
-func importMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func importMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[importOptions]) error {
 	var o importOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.create, "create", false, "create the journal if it does not exist")
@@ -63,7 +63,7 @@ func importMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) er
 	default:
 		return usageErrorf("want at most one FILE, got %d arguments", len(pos))
 	}
-	return runImport(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 // importWorkers write records concurrently, so that the store's group
@@ -89,21 +89,54 @@ func runImport(ctx context.Context, e *env, o *importOptions) error {
 		_, err := o.journal.open(ctx, e, true) // the one "not found" error
 		return err
 	}
+	plan, err := checkImport(ctx, e, o, in, name, exists, create)
+	if err != nil {
+		return err
+	}
+	var s journal.Store
+	if create {
+		s, err = createJournal(ctx, o.journal.location, plan.ns, o.journal.lockTimeout, e.now)
+	} else {
+		s, err = o.journal.open(ctx, e, false)
+	}
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	written, err := writeImport(ctx, s, in, name, plan.present)
+	if err != nil {
+		return err
+	}
+	if err := s.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "imported %d records into %s (%d already present)\n", written, o.journal.location, plan.total-written)
+	return nil
+}
 
-	// Pass 1: read and check everything before writing anything. Against
-	// an existing journal the check runs on a read-only open, so that a
-	// refused import leaves the file as it was, byte for byte.
+// importPlan is what the check pass learned about an export.
+type importPlan struct {
+	ns      uuid.UUID          // the header's namespace; zero without a header
+	present map[uuid.UUID]bool // records the journal already holds, identical
+	total   int                // records in the export
+}
+
+// checkImport is pass 1: it reads and checks the whole export before
+// anything is written. Against an existing journal the check runs on a
+// read-only open, so that a refused import leaves the file as it was, byte
+// for byte.
+func checkImport(ctx context.Context, e *env, o *importOptions, in io.Reader, name string, exists, create bool) (*importPlan, error) {
 	var check journal.Store
 	if exists {
+		var err error
 		if check, err = o.journal.open(ctx, e, true); err != nil {
-			return err
+			return nil, err
 		}
 		defer check.Close()
 	}
-	present := map[uuid.UUID]bool{} // identical records already stored
-	total := 0
+	plan := &importPlan{present: map[uuid.UUID]bool{}}
 	ns, err := scanExport(in, name, func(ns uuid.UUID, line int, rec *journal.Record) error {
-		total++
+		plan.total++
 		if check == nil {
 			return nil
 		}
@@ -118,42 +151,37 @@ func runImport(ctx context.Context, e *env, o *importOptions) error {
 				err:  fmt.Errorf("%s line %d: key %s: %w", name, line, rec.Key, journal.ErrExists),
 				hint: "nothing was imported; compare with agentctl show " + rec.Key.String()}
 		}
-		present[rec.Key] = true
+		plan.present[rec.Key] = true
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	plan.ns = ns
 	switch {
 	case check != nil && ns != uuid.Nil && ns != check.Namespace():
-		return &cliError{code: exitConflict,
+		return nil, &cliError{code: exitConflict,
 			err:  fmt.Errorf("%s was exported from a journal with another namespace than %s", name, o.journal.location),
 			hint: "its keys would not match: import into a new journal with --create"}
 	case create && ns == uuid.Nil:
-		return usageErrorf("%s has no export header, so its namespace is unknown; import it into an existing journal", name)
+		return nil, usageErrorf("%s has no export header, so its namespace is unknown; import it into an existing journal", name)
 	}
 	if check != nil {
 		if err := check.Close(); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	return plan, nil
+}
 
-	var s journal.Store
-	if create {
-		s, err = createJournal(ctx, o.journal.location, ns, o.journal.lockTimeout, e.now)
-	} else {
-		s, err = o.journal.open(ctx, e, false)
-	}
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-
-	// Pass 2: write. Another process may have written meanwhile; Import
-	// still refuses a different record, and running the same import again
-	// finishes the job (identical records are skipped).
+// writeImport is pass 2: it reads the export again and writes every record
+// not in present, from importWorkers goroutines, and returns how many it
+// wrote. Another process may have written meanwhile; Import still refuses a
+// different record, and running the same import again finishes the job
+// (identical records are skipped).
+func writeImport(ctx context.Context, s journal.Store, in io.ReadSeeker, name string, present map[uuid.UUID]bool) (int, error) {
 	if _, err := in.Seek(0, io.SeekStart); err != nil {
-		return err
+		return 0, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	work := make(chan importLine, importWorkers)
@@ -187,14 +215,8 @@ func runImport(ctx context.Context, e *env, o *importOptions) error {
 		})
 		return err
 	})
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	if err := s.Close(); err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "imported %d records into %s (%d already present)\n", written, o.journal.location, total-written)
-	return nil
+	err := g.Wait()
+	return written, err
 }
 
 // openImportInput opens the export to read twice: the file, or standard

@@ -21,7 +21,7 @@ the journal's. --since and --until take RFC 3339 times or durations back
 from now (e.g. 2h).
 
 Columns: CREATED KEY TENANT SESSION TURN TOOL STATE ATTEMPTS.`,
-	main: lsMain,
+	main: withRun(lsMain, runLs),
 }
 
 type lsOptions struct {
@@ -33,7 +33,7 @@ type lsOptions struct {
 	json         bool
 }
 
-func lsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func lsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[lsOptions]) error {
 	var o lsOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.filter.Tenant, "tenant", "", "only this `TENANT`")
@@ -69,7 +69,7 @@ func lsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error 
 	if o.limit < 0 {
 		return usageErrorf("--limit %d: want 0 (all) or more", o.limit)
 	}
-	return runLs(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 // parseTimeFlag reads an RFC 3339 time or a duration back from now.

@@ -43,7 +43,7 @@ Then a summary. The exit code says what a restart would do: 0 nothing
 would execute again and nothing is blocked; 10 something would execute
 again; 11 something is blocked (this wins over 10). --at previews a
 later moment (leases and TTLs that will have expired by then).`,
-	main: replayMain,
+	main: withRun(replayMain, runReplay),
 }
 
 type replayOptions struct {
@@ -54,7 +54,7 @@ type replayOptions struct {
 	json    bool
 }
 
-func replayMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func replayMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[replayOptions]) error {
 	var o replayOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.session, "session", "", "the `SESSION` to preview (required)")
@@ -76,7 +76,7 @@ func replayMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) er
 			return usageErrorf("--at %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", o.at)
 		}
 	}
-	return runReplay(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 // Replay actions, as --json names them.

@@ -30,7 +30,7 @@ another process: resolving it would fence that process out mid-call, so it
 is refused unless --force. (A bbolt journal has one writer: when agentctl
 can open it for writing, no agent has it open.) Settled intents (succeeded, failed, suppressed) cannot be
 resolved.`,
-	main: resolveMain,
+	main: withRun(resolveMain, runResolve),
 }
 
 type resolveOptions struct {
@@ -44,7 +44,7 @@ type resolveOptions struct {
 	force     bool
 }
 
-func resolveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func resolveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[resolveOptions]) error {
 	var o resolveOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.succeeded, "succeeded", false, "the effect happened: settle as succeeded")
@@ -76,7 +76,7 @@ func resolveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) e
 	if o.by == "" {
 		o.by = e.user()
 	}
-	return runResolve(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 func runResolve(ctx context.Context, e *env, o *resolveOptions) error {

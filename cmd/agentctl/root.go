@@ -77,6 +77,19 @@ type command struct {
 	main func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
 }
 
+// runFunc runs one command with its parsed options. Each command's main
+// parses flags into its options and calls the runFunc it is given, so that
+// a test can check the parsing with a recording runFunc and never open a
+// journal (gh's NewCmdX(f, runF)).
+type runFunc[O any] func(ctx context.Context, e *env, o *O) error
+
+// withRun makes a command's main from its flag parser and its run function.
+func withRun[O any](parse func(context.Context, *env, *flag.FlagSet, []string, runFunc[O]) error, run runFunc[O]) func(context.Context, *env, *flag.FlagSet, []string) error {
+	return func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+		return parse(ctx, e, fs, args, run)
+	}
+}
+
 // commands lists every command (each defined in its own file) in the order
 // help lists them.
 func commands() []*command {

@@ -22,7 +22,7 @@ var showCommand = &command{
 effect kind, state, fingerprint, canonical input (when stored), output or
 error, every attempt with its id, times and retry class, the lease, and an
 operator's resolution.`,
-	main: showMain,
+	main: withRun(showMain, runShow),
 }
 
 type showOptions struct {
@@ -31,7 +31,7 @@ type showOptions struct {
 	json    bool
 }
 
-func showMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func showMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[showOptions]) error {
 	var o showOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.json, "json", false, "print the record as JSON (see 'agentctl help json')")
@@ -45,7 +45,7 @@ func showMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 	if o.key, err = parseKey(pos[0]); err != nil {
 		return err
 	}
-	return runShow(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 func parseKey(s string) (uuid.UUID, error) {

@@ -18,7 +18,7 @@ var statsCommand = &command{
 	long: `Counts the journal's records by state and by tool, the attempts per intent,
 the file size, the oldest and newest record, and the records past their TTL
 that gc has not removed yet.`,
-	main: statsMain,
+	main: withRun(statsMain, runStats),
 }
 
 type statsOptions struct {
@@ -26,7 +26,7 @@ type statsOptions struct {
 	json    bool
 }
 
-func statsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func statsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[statsOptions]) error {
 	var o statsOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.json, "json", false, "print the counts as one JSON object (see 'agentctl help json')")
@@ -37,7 +37,7 @@ func statsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 	if len(pos) > 0 {
 		return usageErrorf("unexpected argument %q; stats takes only flags", pos[0])
 	}
-	return runStats(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 type statsJSON struct {
@@ -58,78 +58,111 @@ var allStates = []journal.State{journal.StatePending, journal.StateSucceeded,
 	journal.StateFailed, journal.StateSuppressed, journal.StateUnknown}
 
 func runStats(ctx context.Context, e *env, o *statsOptions) error {
-	s, err := o.journal.open(ctx, e, true)
+	r, err := computeStats(ctx, e, o)
 	if err != nil {
 		return err
+	}
+	switch {
+	case o.json:
+		return writeStatsJSON(e, r)
+	case !e.stdoutTTY:
+		return writeStatsLines(e, r)
+	}
+	return writeStatsHuman(e, r)
+}
+
+// statsReport is what every stats rendering shows.
+type statsReport struct {
+	journal   string // the location, as given
+	st        journal.Stats
+	perIntent float64
+	tools     []string // most used first
+}
+
+// computeStats reads the journal's counts and derives what the renderings
+// share.
+func computeStats(ctx context.Context, e *env, o *statsOptions) (*statsReport, error) {
+	s, err := o.journal.open(ctx, e, true)
+	if err != nil {
+		return nil, err
 	}
 	defer s.Close()
 	st, err := s.Stats(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	perIntent := 0.0
+	r := &statsReport{journal: o.journal.location, st: st}
 	if st.Records > 0 {
-		perIntent = float64(st.Attempts) / float64(st.Records)
+		r.perIntent = float64(st.Attempts) / float64(st.Records)
 	}
-	tools := make([]string, 0, len(st.ByTool))
+	r.tools = make([]string, 0, len(st.ByTool))
 	for t := range st.ByTool {
-		tools = append(tools, t)
+		r.tools = append(r.tools, t)
 	}
 	// Most used first; ties by name, so the output is stable.
-	sort.Slice(tools, func(i, j int) bool {
-		a, b := st.ByTool[tools[i]], st.ByTool[tools[j]]
+	sort.Slice(r.tools, func(i, j int) bool {
+		a, b := st.ByTool[r.tools[i]], st.ByTool[r.tools[j]]
 		if a != b {
 			return a > b
 		}
-		return tools[i] < tools[j]
+		return r.tools[i] < r.tools[j]
 	})
+	return r, nil
+}
 
-	if o.json {
-		j := statsJSON{
-			Journal: o.journal.location, SizeBytes: st.SizeBytes, Records: st.Records,
-			Expired: st.Expired, Attempts: st.Attempts, AttemptsPerIntent: perIntent,
-			Oldest: optTime(st.Oldest), Newest: optTime(st.Newest),
-			ByState: map[string]int{}, ByTool: map[string]int{},
-		}
-		for _, sv := range allStates {
-			j.ByState[sv.String()] = st.ByState[sv]
-		}
-		for t, n := range st.ByTool {
-			j.ByTool[t] = n
-		}
-		jw := newJSONWriter(e.stdout)
-		if err := jw.write(&j); err != nil {
-			return err
-		}
-		return jw.flush()
+func writeStatsJSON(e *env, r *statsReport) error {
+	st := &r.st
+	j := statsJSON{
+		Journal: r.journal, SizeBytes: st.SizeBytes, Records: st.Records,
+		Expired: st.Expired, Attempts: st.Attempts, AttemptsPerIntent: r.perIntent,
+		Oldest: optTime(st.Oldest), Newest: optTime(st.Newest),
+		ByState: map[string]int{}, ByTool: map[string]int{},
 	}
-
-	if !e.stdoutTTY {
-		// Stable "name<TAB>value" lines; state.X and tool.X for the counts.
-		rw := newRowWriter(e.stdout, false)
-		rw.row("journal", o.journal.location)
-		rw.row("size_bytes", strconv.FormatInt(st.SizeBytes, 10))
-		rw.row("records", strconv.Itoa(st.Records))
-		rw.row("expired", strconv.Itoa(st.Expired))
-		rw.row("attempts", strconv.Itoa(st.Attempts))
-		rw.row("attempts_per_intent", strconv.FormatFloat(perIntent, 'f', 2, 64))
-		rw.row("oldest", machineTime(st.Oldest))
-		rw.row("newest", machineTime(st.Newest))
-		for _, sv := range allStates {
-			rw.row("state."+sv.String(), strconv.Itoa(st.ByState[sv]))
-		}
-		for _, t := range tools {
-			rw.row("tool."+t, strconv.Itoa(st.ByTool[t]))
-		}
-		return rw.flush()
+	for _, sv := range allStates {
+		j.ByState[sv.String()] = st.ByState[sv]
 	}
+	for t, n := range st.ByTool {
+		j.ByTool[t] = n
+	}
+	jw := newJSONWriter(e.stdout)
+	if err := jw.write(&j); err != nil {
+		return err
+	}
+	return jw.flush()
+}
 
+// writeStatsLines writes stable "name<TAB>value" lines; state.X and tool.X
+// for the counts.
+func writeStatsLines(e *env, r *statsReport) error {
+	st := &r.st
+	rw := newRowWriter(e.stdout, false)
+	rw.row("journal", r.journal)
+	rw.row("size_bytes", strconv.FormatInt(st.SizeBytes, 10))
+	rw.row("records", strconv.Itoa(st.Records))
+	rw.row("expired", strconv.Itoa(st.Expired))
+	rw.row("attempts", strconv.Itoa(st.Attempts))
+	rw.row("attempts_per_intent", strconv.FormatFloat(r.perIntent, 'f', 2, 64))
+	rw.row("oldest", machineTime(st.Oldest))
+	rw.row("newest", machineTime(st.Newest))
+	for _, sv := range allStates {
+		rw.row("state."+sv.String(), strconv.Itoa(st.ByState[sv]))
+	}
+	for _, t := range r.tools {
+		rw.row("tool."+t, strconv.Itoa(st.ByTool[t]))
+	}
+	return rw.flush()
+}
+
+// writeStatsHuman writes three tables for a terminal: the totals, the
+// counts by state, the counts by tool.
+func writeStatsHuman(e *env, r *statsReport) error {
+	st := &r.st
 	rw := newRowWriter(e.stdout, true)
 	size := "unknown"
 	if st.SizeBytes > 0 {
 		size = humanBytes(st.SizeBytes)
 	}
-	rw.row("journal", o.journal.location)
+	rw.row("journal", r.journal)
 	rw.row("size", size)
 	rw.row("records", strconv.Itoa(st.Records))
 	expired := strconv.Itoa(st.Expired)
@@ -137,7 +170,7 @@ func runStats(ctx context.Context, e *env, o *statsOptions) error {
 		expired += " (past their TTL; agentctl gc removes them)"
 	}
 	rw.row("expired", expired)
-	rw.row("attempts", fmt.Sprintf("%d (%.2f per intent)", st.Attempts, perIntent))
+	rw.row("attempts", fmt.Sprintf("%d (%.2f per intent)", st.Attempts, r.perIntent))
 	rw.row("oldest", e.humanTime(st.Oldest))
 	rw.row("newest", e.humanTime(st.Newest))
 	if err := rw.flush(); err != nil {
@@ -155,7 +188,7 @@ func runStats(ctx context.Context, e *env, o *statsOptions) error {
 	fmt.Fprintln(e.stdout)
 	rw = newRowWriter(e.stdout, true)
 	rw.row("TOOL", "INTENTS")
-	for _, t := range tools {
+	for _, t := range r.tools {
 		rw.row(t, strconv.Itoa(st.ByTool[t]))
 	}
 	return rw.flush()

@@ -27,7 +27,7 @@ of it seals it.
 
 Without a terminal, each damaged record is a line KEY<TAB>PROBLEM and the
 last line is "# N records, M damaged".`,
-	main: verifyMain,
+	main: withRun(verifyMain, runVerify),
 }
 
 type verifyOptions struct {
@@ -35,7 +35,7 @@ type verifyOptions struct {
 	json    bool
 }
 
-func verifyMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func verifyMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[verifyOptions]) error {
 	var o verifyOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.json, "json", false, "print the report as one JSON object (see 'agentctl help json')")
@@ -46,7 +46,7 @@ func verifyMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) er
 	if len(pos) > 0 {
 		return usageErrorf("unexpected argument %q; verify takes only flags", pos[0])
 	}
-	return runVerify(ctx, e, &o)
+	return run(ctx, e, &o)
 }
 
 // verifier is a store that can scan its records for damage (the

@@ -202,10 +202,54 @@ func (o *observer) Observe(ctx context.Context, e harness.Event) {
 	os.Exit(3)
 }
 
-// run runs the agent loop over the script and returns what happened.
+// run runs the agent loop over the script and returns what happened:
+// setup, the loop, the tally.
 func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 	start := time.Now()
 	sum := summary{Journal: o.journal, Seed: o.seed, FaultRate: o.faultRate}
+	d, err := setup(ctx, o)
+	if err != nil {
+		return sum, err
+	}
+	defer d.close()
+
+	say := func(format string, args ...any) {
+		if !o.json {
+			fmt.Fprintf(out, format+"\n", args...)
+		}
+	}
+	say("agentonce demo: journal %s, fault seed %d, fault rate %.2f", o.journal, o.seed, o.faultRate)
+	say("(backoff scaled down for the demo: %v first wait, %v at most, Retry-After capped at %v; tool timeout %v; lease %v)",
+		demoPolicy.InitialInterval, demoPolicy.MaxInterval, demoPolicy.MaxRetryAfter, toolTimeout, leaseTTL)
+	succeeded, err := d.loop(ctx, &sum, say)
+	if err != nil {
+		return sum, err
+	}
+	d.tally(&sum, succeeded)
+	sum.ElapsedMS = time.Since(start).Milliseconds()
+
+	if o.json {
+		enc := json.NewEncoder(out)
+		return sum, enc.Encode(sum)
+	}
+	printSummary(out, sum)
+	return sum, nil
+}
+
+// demo is what a run sets up: the script and its model, the APIs behind
+// their fault transports, and the harness over the journal.
+type demo struct {
+	script                agentoncetest.Script
+	model                 *agentoncetest.ScriptedModel
+	api                   *api
+	apiFaults, mailFaults *agentoncetest.FaultTransport
+	obs                   *observer
+	h                     *harness.Harness
+}
+
+// setup resets the journal and the APIs' state when asked, loads the
+// script, starts the APIs and opens the harness with the tools registered.
+func setup(ctx context.Context, o options) (*demo, error) {
 	stateDir, files := o.state, []string{o.journal}
 	if postgres.IsURL(o.journal) {
 		// -reset leaves a database alone: drop its schema by hand.
@@ -219,72 +263,73 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 	if o.reset {
 		for _, p := range append(files, stateDir) {
 			if err := os.RemoveAll(p); err != nil {
-				return sum, err
+				return nil, err
 			}
 		}
 	}
-	script, err := loadScript(o.script)
-	if err != nil {
-		return sum, err
+	d := &demo{}
+	var err error
+	if d.script, err = loadScript(o.script); err != nil {
+		return nil, err
 	}
-	model, err := agentoncetest.NewScriptedModel(script)
-	if err != nil {
-		return sum, err
+	if d.model, err = agentoncetest.NewScriptedModel(d.script); err != nil {
+		return nil, err
 	}
-
-	a, err := startAPI(stateDir)
-	if err != nil {
-		return sum, err
+	if d.api, err = startAPI(stateDir); err != nil {
+		return nil, err
 	}
-	defer a.close()
 
 	// Faults sit under the harness's Transport, so every retry crosses
 	// them. The mail API has no idempotency: a duplicated delivery or a
 	// reset after sending would send a second mail whatever the client
 	// does, so its faults are those a client can survive.
-	apiFaults := agentoncetest.NewFaultTransport(http.DefaultTransport, &agentoncetest.FaultOptions{
+	d.apiFaults = agentoncetest.NewFaultTransport(http.DefaultTransport, &agentoncetest.FaultOptions{
 		Seed: o.seed, Rate: o.faultRate, RetryAfter: time.Second,
 	})
-	mailFaults := agentoncetest.NewFaultTransport(http.DefaultTransport, &agentoncetest.FaultOptions{
+	d.mailFaults = agentoncetest.NewFaultTransport(http.DefaultTransport, &agentoncetest.FaultOptions{
 		Seed: o.seed ^ 0x6d61696c, Rate: o.faultRate, RetryAfter: time.Second,
 		Kinds: []agentoncetest.Fault{agentoncetest.LoseResponse, agentoncetest.Delay, agentoncetest.Unavailable, agentoncetest.ResetBeforeSend},
 		Match: func(r *http.Request) bool { return r.Method == http.MethodPost }, // Reconcile's query stays reliable
 	})
-	apiClient := &http.Client{Transport: &harness.Transport{Base: apiFaults}}
-	mailClient := &http.Client{Transport: &harness.Transport{Base: mailFaults}}
+	apiClient := &http.Client{Transport: &harness.Transport{Base: d.apiFaults}}
+	mailClient := &http.Client{Transport: &harness.Transport{Base: d.mailFaults}}
 
-	obs := &observer{crashAt: crashPoint(o.crashAt), crashTool: o.crashTool, crashKill: o.crashKill}
-	hopts := &harness.Options{LeaseTTL: leaseTTL, Retry: demoPolicy, Observer: obs}
+	d.obs = &observer{crashAt: crashPoint(o.crashAt), crashTool: o.crashTool, crashKill: o.crashKill}
+	hopts := &harness.Options{LeaseTTL: leaseTTL, Retry: demoPolicy, Observer: d.obs}
 	if o.verbose {
 		hopts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	h, err := harness.Open(ctx, o.journal, hopts)
-	if err != nil {
-		return sum, err
+	if d.h, err = harness.Open(ctx, o.journal, hopts); err != nil {
+		d.api.close()
+		return nil, err
 	}
-	defer h.Close()
-	if err := h.Register(tools(a.srv.URL, apiClient, mailClient)...); err != nil {
-		return sum, err
+	if err := d.h.Register(tools(d.api.srv.URL, apiClient, mailClient)...); err != nil {
+		d.close()
+		return nil, err
 	}
+	return d, nil
+}
 
-	say := func(format string, args ...any) {
-		if !o.json {
-			fmt.Fprintf(out, format+"\n", args...)
-		}
-	}
-	say("agentonce demo: journal %s, fault seed %d, fault rate %.2f", o.journal, o.seed, o.faultRate)
-	say("(backoff scaled down for the demo: %v first wait, %v at most, Retry-After capped at %v; tool timeout %v; lease %v)",
-		demoPolicy.InitialInterval, demoPolicy.MaxInterval, demoPolicy.MaxRetryAfter, toolTimeout, leaseTTL)
+// close closes the harness, then the APIs.
+func (d *demo) close() {
+	d.h.Close()
+	d.api.close()
+}
 
+// loop runs the model's steps until the script ends: each step's calls go
+// through the harness together and their results go back to the model. It
+// counts every result into sum and returns the side-effecting intents that
+// succeeded, by key.
+func (d *demo) loop(ctx context.Context, sum *summary, say func(string, ...any)) (map[string]bool, error) {
 	succeeded := map[string]bool{}
 	var results []agentoncetest.ToolResult
 	for {
-		step, err := model.Next(ctx, results)
+		step, err := d.model.Next(ctx, results)
 		if errors.Is(err, agentoncetest.ErrScriptDone) {
-			break
+			return succeeded, nil
 		}
 		if err != nil {
-			return sum, err
+			return nil, err
 		}
 		if step.User != "" {
 			say("\nuser  > %s", step.User)
@@ -297,36 +342,11 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 		calls := make([]harness.ToolCall, len(step.Calls))
 		for i, c := range step.Calls {
 			say("model > %s %s", c.Name, c.Input)
-			calls[i] = harness.ToolCall{ID: c.ID, Tenant: tenant, Session: script.Session, Turn: step.Turn,
+			calls[i] = harness.ToolCall{ID: c.ID, Tenant: tenant, Session: d.script.Session, Turn: step.Turn,
 				Tool: c.Name, Input: c.Input, StepKey: stepKey(c)}
 		}
-		for _, r := range h.CallAll(ctx, calls) {
-			sum.Calls++
-			sum.Results = append(sum.Results, callResult{CallID: r.CallID, Turn: step.Turn, Tool: r.Tool,
-				Status: r.Status.String(), Source: r.Source.String(), Key: r.Key.String(), Attempts: r.Attempts})
-			switch {
-			case r.OK() && r.Source == harness.Executed:
-				sum.Executed++
-			case r.OK() && r.Source == harness.Replayed:
-				sum.Replayed++
-			case r.OK() && r.Source == harness.Collapsed:
-				sum.Collapsed++
-			case r.OK() && r.Source == harness.Reconciled:
-				sum.Reconciled++
-			}
-			switch r.Status {
-			case harness.Succeeded:
-			case harness.InProgress:
-				sum.InProgress++
-			case harness.Suppressed:
-				sum.Suppressed++
-			case harness.Unknown:
-				sum.Unknown++
-			case harness.Failed:
-				sum.Failed++
-			default:
-				sum.Rejected++
-			}
+		for _, r := range d.h.CallAll(ctx, calls) {
+			countResult(sum, step.Turn, r)
 			if r.OK() && r.Tool != "lookup_customer" {
 				succeeded[r.Key.String()] = true
 			}
@@ -335,28 +355,55 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 			results = append(results, tr)
 		}
 	}
+}
 
-	sum.Retries = int(obs.retries.Load())
-	sum.InFlightWaits = int(obs.inFlight.Load())
+// countResult adds one call's result to sum: successes by how they were
+// learned, the rest by status.
+func countResult(sum *summary, turn string, r harness.Result) {
+	sum.Calls++
+	sum.Results = append(sum.Results, callResult{CallID: r.CallID, Turn: turn, Tool: r.Tool,
+		Status: r.Status.String(), Source: r.Source.String(), Key: r.Key.String(), Attempts: r.Attempts})
+	switch {
+	case r.OK() && r.Source == harness.Executed:
+		sum.Executed++
+	case r.OK() && r.Source == harness.Replayed:
+		sum.Replayed++
+	case r.OK() && r.Source == harness.Collapsed:
+		sum.Collapsed++
+	case r.OK() && r.Source == harness.Reconciled:
+		sum.Reconciled++
+	}
+	switch r.Status {
+	case harness.Succeeded:
+	case harness.InProgress:
+		sum.InProgress++
+	case harness.Suppressed:
+		sum.Suppressed++
+	case harness.Unknown:
+		sum.Unknown++
+	case harness.Failed:
+		sum.Failed++
+	default:
+		sum.Rejected++
+	}
+}
+
+// tally adds what the loop cannot see call by call: the harness's retries
+// and waits, the faults injected, and the side effects the APIs performed.
+func (d *demo) tally(sum *summary, succeeded map[string]bool) {
+	sum.Retries = int(d.obs.retries.Load())
+	sum.InFlightWaits = int(d.obs.inFlight.Load())
 	sum.Faults = map[string]int{}
 	for _, f := range agentoncetest.AllFaults {
-		if n := apiFaults.Injected(f) + mailFaults.Injected(f); n > 0 {
+		if n := d.apiFaults.Injected(f) + d.mailFaults.Injected(f); n > 0 {
 			sum.Faults[f.String()] = n
 		}
 	}
-	sum.FaultsInjected = apiFaults.TotalInjected() + mailFaults.TotalInjected()
-	sum.SideEffects = a.sideEffects()
-	sum.DuplicateSideEffects = a.duplicates()
+	sum.FaultsInjected = d.apiFaults.TotalInjected() + d.mailFaults.TotalInjected()
+	sum.SideEffects = d.api.sideEffects()
+	sum.DuplicateSideEffects = d.api.duplicates()
 	sum.SucceededIntents = len(succeeded)
-	sum.IdempotentReruns = a.addresses.TotalEffects() - a.addresses.Keys()
-	sum.ElapsedMS = time.Since(start).Milliseconds()
-
-	if o.json {
-		enc := json.NewEncoder(out)
-		return sum, enc.Encode(sum)
-	}
-	printSummary(out, sum)
-	return sum, nil
+	sum.IdempotentReruns = d.api.addresses.TotalEffects() - d.api.addresses.Keys()
 }
 
 // stepKey gives charges the order they pay for as their key: one order,

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/keyderive"
+)
+
+// These tests parse each command's flags with a run function that only
+// records the options it is given: no journal is opened, so they check the
+// parsing alone. The journal paths named here do not exist.
+
+// parseOnly runs a command's main over args with a recording run function.
+// It returns the options run was given (nil when run was not called) and
+// main's error.
+func parseOnly[O any](main func(context.Context, *env, *flag.FlagSet, []string, runFunc[O]) error, args ...string) (*O, error) {
+	e, _, _ := testEnv(false)
+	var got *O
+	record := func(_ context.Context, _ *env, o *O) error {
+		got = o
+		return nil
+	}
+	err := main(context.Background(), e, newTestFlagSet(), args, record)
+	return got, err
+}
+
+// seamCase is one parse: args, and the options run must receive; a nil
+// want means the parse must fail with an error containing wantErr.
+type seamCase[O any] struct {
+	args    []string
+	want    *O
+	wantErr string
+}
+
+func checkSeam[O any](t *testing.T, name string, main func(context.Context, *env, *flag.FlagSet, []string, runFunc[O]) error, cases []seamCase[O]) {
+	t.Helper()
+	for _, c := range cases {
+		got, err := parseOnly(main, c.args...)
+		if c.want == nil {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%sMain(%q) error = %v; want one containing %q", name, c.args, err, c.wantErr)
+			}
+			if got != nil {
+				t.Errorf("%sMain(%q) ran with %+v; want no run after a bad parse", name, c.args, *got)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%sMain(%q) error = %v; want nil", name, c.args, err)
+			continue
+		}
+		if got == nil || !reflect.DeepEqual(*got, *c.want) {
+			t.Errorf("%sMain(%q) ran with %+v; want %+v", name, c.args, got, *c.want)
+		}
+	}
+}
+
+// jf is the journal flags as parsed from --journal path with the default
+// lock timeout.
+func jf(path string) journalFlags { return journalFlags{location: path, lockTimeout: time.Second} }
+
+func TestSeamLs(t *testing.T) {
+	checkSeam(t, "ls", lsMain, []seamCase[lsOptions]{
+		{args: []string{"--journal", "j.db"}, want: &lsOptions{journal: jf("j.db"), limit: 100}},
+		{args: []string{"--journal=j.db", "--session", "s-1", "--turn", "3", "--tool", "charge",
+			"--tenant", "acme", "--state", "unknown", "--since", "2h", "--until", "2026-03-01T10:00:00Z",
+			"--limit", "0", "--json", "--lock-timeout", "5s"},
+			want: &lsOptions{
+				journal: journalFlags{location: "j.db", lockTimeout: 5 * time.Second},
+				filter: journal.Filter{Tenant: "acme", Session: "s-1", Turn: "3", Tool: "charge",
+					State: journal.StateUnknown, Since: testNow.Add(-2 * time.Hour),
+					Until: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)},
+				state: "unknown", since: "2h", until: "2026-03-01T10:00:00Z", json: true,
+			}},
+		{args: []string{"--turn", "3"}, wantErr: "--turn needs --session"},
+		{args: []string{"--limit", "-1"}, wantErr: "--limit -1"},
+		{args: []string{"--state", "lost"}, wantErr: "--state"},
+		{args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
+	})
+}
+
+func TestSeamShow(t *testing.T) {
+	k := uuid.MustParse("0b9e4c2e-6a4f-5d7e-9f00-1a2b3c4d5e6f")
+	checkSeam(t, "show", showMain, []seamCase[showOptions]{
+		{args: []string{k.String(), "--journal", "j.db", "--json"}, want: &showOptions{journal: jf("j.db"), key: k, json: true}},
+		{args: []string{"not-a-key"}, wantErr: "is not a UUID"},
+		{args: nil, wantErr: "want exactly one KEY, got 0"},
+	})
+}
+
+func TestSeamStats(t *testing.T) {
+	checkSeam(t, "stats", statsMain, []seamCase[statsOptions]{
+		{args: []string{"--json", "--journal", "postgres://h/db"}, want: &statsOptions{journal: jf("postgres://h/db"), json: true}},
+		{args: []string{"x"}, wantErr: "stats takes only flags"},
+	})
+}
+
+func TestSeamDerive(t *testing.T) {
+	checkSeam(t, "derive", deriveMain, []seamCase[deriveOptions]{
+		{args: []string{"--tool", "charge", "--session", "s-42", "--turn", "3", "--tenant", "acme",
+			"--discriminator", "d", `{"amount":"49.00"}`, "--namespace", testNS.String(), "--show-namespace",
+			"--schema", "s.json", "--volatile", "a,b", "--step", "st", "--json"},
+			want: &deriveOptions{
+				journal: jf(""),
+				intent:  keyderive.Intent{Tenant: "acme", Session: "s-42", Turn: "3", Tool: "charge", Discriminator: "d"},
+				step:    "st", schema: "s.json", volatile: "a,b", namespace: testNS.String(),
+				showNS: true, json: true, inputs: []string{`{"amount":"49.00"}`},
+			}},
+		{args: []string{"--diff", "{}", "-"}, want: &deriveOptions{journal: jf(""), diff: true, inputs: []string{"{}", "-"}}},
+		{args: []string{"--diff", "-", "-"}, wantErr: "only one INPUT can be -"},
+		{args: []string{"--diff", "{}"}, wantErr: "--diff wants two INPUTs, got 1"},
+		{args: []string{"{}", "{}"}, wantErr: "want one INPUT"},
+	})
+}
+
+func TestSeamReplay(t *testing.T) {
+	checkSeam(t, "replay", replayMain, []seamCase[replayOptions]{
+		{args: []string{"--session", "s-42", "--tenant", "acme", "--at", "2026-03-01T10:00:00Z", "--json"},
+			want: &replayOptions{journal: jf(""), session: "s-42", tenant: "acme", at: "2026-03-01T10:00:00Z", json: true}},
+		{args: nil, wantErr: "--session is required"},
+		{args: []string{"--session", "s", "--at", "yesterday"}, wantErr: `--at "yesterday"`},
+	})
+}
+
+func TestSeamResolve(t *testing.T) {
+	k := uuid.MustParse("0b9e4c2e-6a4f-5d7e-9f00-1a2b3c4d5e6f")
+	checkSeam(t, "resolve", resolveMain, []seamCase[resolveOptions]{
+		{args: []string{k.String(), "--succeeded", "--output", `{"id":"ch_1"}`},
+			want: &resolveOptions{journal: jf(""), key: k, succeeded: true, output: `{"id":"ch_1"}`, by: "alice@host1"}},
+		{args: []string{k.String(), "--failed", "--reason", "card declined", "--by", "bob", "--force"},
+			want: &resolveOptions{journal: jf(""), key: k, failed: true, reason: "card declined", by: "bob", force: true}},
+		{args: []string{k.String(), "--succeeded", "--failed"}, wantErr: "exactly one of --succeeded or --failed"},
+		{args: []string{k.String(), "--failed"}, wantErr: "--failed needs --reason"},
+		{args: []string{k.String(), "--succeeded", "--output", "{"}, wantErr: "not valid JSON"},
+	})
+}
+
+func TestSeamGC(t *testing.T) {
+	checkSeam(t, "gc", gcMain, []seamCase[gcOptions]{
+		{args: []string{"--dry-run", "--json"}, want: &gcOptions{journal: jf(""), dryRun: true, json: true}},
+		{args: []string{"now"}, wantErr: "gc takes only flags"},
+	})
+}
+
+func TestSeamCompact(t *testing.T) {
+	checkSeam(t, "compact", compactMain, []seamCase[compactOptions]{
+		{args: []string{"--output", "small.db", "--journal", "j.db"}, want: &compactOptions{journal: jf("j.db"), output: "small.db"}},
+		{args: []string{"small.db"}, wantErr: "compact takes only flags"},
+	})
+}
+
+func TestSeamExport(t *testing.T) {
+	checkSeam(t, "export", exportMain, []seamCase[exportOptions]{
+		{args: []string{"--output", "backup.jsonl"}, want: &exportOptions{journal: jf(""), output: "backup.jsonl"}},
+		{args: []string{"backup.jsonl"}, wantErr: "--output FILE"},
+	})
+}
+
+func TestSeamImport(t *testing.T) {
+	checkSeam(t, "import", importMain, []seamCase[importOptions]{
+		{args: nil, want: &importOptions{journal: jf(""), input: "-"}},
+		{args: []string{"backup.jsonl", "--create"}, want: &importOptions{journal: jf(""), input: "backup.jsonl", create: true}},
+		{args: []string{"a", "b"}, wantErr: "want at most one FILE, got 2"},
+	})
+}
+
+func TestSeamVerify(t *testing.T) {
+	checkSeam(t, "verify", verifyMain, []seamCase[verifyOptions]{
+		{args: []string{"--json"}, want: &verifyOptions{journal: jf(""), json: true}},
+		{args: []string{"j.db"}, wantErr: "verify takes only flags"},
+	})
+}
