@@ -27,7 +27,7 @@ const (
 	hammerLease   = 120 * time.Millisecond
 	hammerSlow    = hammerLease * 3 / 2
 	hammerTimeout = 250 * time.Millisecond
-	hammerSettle  = 20 * time.Millisecond
+	hammerSettle  = 100 * time.Millisecond
 )
 
 var hammerRetry = &retryclass.Policy{
@@ -131,8 +131,10 @@ func (d *hammerDownstream) tool(name string) harness.Func {
 				return nil, err
 			}
 		} else {
-			if mode == 1 {
-				time.Sleep(hammerSlow)
+			// Like a real server, the downstream drops a request whose
+			// client gave up before it got to it.
+			if mode == 1 && !sleepCtx(ctx, hammerSlow) {
+				return nil, ctx.Err()
 			}
 			out = d.effect(ctx, key, name == "idempotent")
 		}
@@ -167,14 +169,29 @@ func (d *hammerDownstream) keyed(ctx context.Context, key uuid.UUID, slow bool) 
 	}
 	d.running[key] = true
 	d.mu.Unlock()
-	if slow {
-		time.Sleep(hammerSlow)
+	if slow && !sleepCtx(ctx, hammerSlow) {
+		d.mu.Lock()
+		d.running[key] = false
+		d.mu.Unlock()
+		return nil, ctx.Err()
 	}
 	out := d.effect(ctx, key, false)
 	d.mu.Lock()
 	d.stored[key], d.running[key] = out, false
 	d.mu.Unlock()
 	return out, nil
+}
+
+// sleepCtx sleeps for d unless ctx ends first; it reports whether it slept.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // reconcile answers "did key K happen?" from the downstream's own record.
@@ -301,7 +318,13 @@ func hammer(t *testing.T, stores []journal.Store) {
 	// Every intent once more, from every Harness in turn, with a caller
 	// that waits: pending records of crashed owners are taken over now.
 	for n := range intents {
-		answers = append(answers, doCall(hs[n%len(hs)], n, false))
+		for range 3 { // a first invocation may crash again
+			a := doCall(hs[n%len(hs)], n, false)
+			answers = append(answers, a)
+			if !a.died {
+				break
+			}
+		}
 	}
 
 	keys := map[uuid.UUID]int{}
