@@ -1,18 +1,21 @@
 package harness_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -562,75 +565,159 @@ func TestUnkeyedReconcile(t *testing.T) {
 	}
 }
 
-// Behaviour 6: a crash leaves a pending record with an expired lease.
+// The crashing process of TestTakeoverAfterCrash is this test binary run
+// again with these set: the journal's path, the tool's effect kind and the
+// downstream's file.
+const (
+	crashJournalEnv = "AGENTONCE_HARNESS_CRASH_JOURNAL"
+	crashEffectEnv  = "AGENTONCE_HARNESS_CRASH_EFFECT"
+	crashDownEnv    = "AGENTONCE_HARNESS_CRASH_DOWNSTREAM"
+)
+
+// crashPay is the tool of TestTakeoverAfterCrash. Its short timeout keeps
+// the Unkeyed settle window (timeout + settle, during which the restart
+// must not take over) short.
+func crashPay(effect harness.Effect, fn harness.Func) harness.Tool {
+	return harness.Tool{Name: "pay", Effect: effect, Timeout: 10 * time.Millisecond, Func: fn}
+}
+
+// TestTakeoverAfterCrashChild is the process TestTakeoverAfterCrash kills:
+// it calls pay, whose effect is a line in the downstream's file, says so
+// on stdout and waits for its SIGKILL before the outcome is recorded.
+func TestTakeoverAfterCrashChild(t *testing.T) {
+	path := os.Getenv(crashJournalEnv)
+	if path == "" {
+		t.Skip("helper process for TestTakeoverAfterCrash")
+	}
+	effect, err := journal.ParseEffect(os.Getenv(crashEffectEnv))
+	if err != nil {
+		t.Fatalf("effect kind: %v", err)
+	}
+	st := openBolt(t, path, nil)
+	h := harness.New(st, &harness.Options{Owner: "dead"})
+	mustRegister(t, h, crashPay(effect, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+		key, _ := harness.KeyFromContext(ctx)
+		if err := appendLine(os.Getenv(crashDownEnv), key.String()); err != nil {
+			t.Fatalf("downstream: %v", err)
+		}
+		fmt.Println("child: effect", key)
+		select {} // the SIGKILL comes here, after the effect, before the outcome
+	}))
+	h.Call(context.Background(), call("pay", `{"amount":100}`))
+	t.Fatalf("Call returned; want the process killed in the tool")
+}
+
+// appendLine appends line to the file at path, the crashing process's
+// downstream: a write(2) that its SIGKILL cannot undo.
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(line + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Behaviour 6: the process is killed (SIGKILL) after the tool's effect and
+// before its outcome is recorded, and restarted on the same journal. An
+// Unkeyed write-ahead was on disk before the tool ran, so the restart finds
+// the intent pending and answers unknown, never running it again; a Keyed
+// or Idempotent one need not have been (the crash may lose it), and the
+// restart runs the tool again under the same key, which the downstream
+// absorbs.
 func TestTakeoverAfterCrash(t *testing.T) {
 	for _, effect := range []harness.Effect{journal.Keyed, journal.Idempotent, journal.Unkeyed} {
 		t.Run(effect.String(), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "agent.journal")
-			st := openBolt(t, path, nil)
-			var down effects
+			dir := t.TempDir()
+			path, downPath := filepath.Join(dir, "agent.journal"), filepath.Join(dir, "downstream")
 			input := `{"amount":100}`
-			// The dead process: begins the intent and dies before completing.
-			h1 := harness.New(st, &harness.Options{Owner: "dead"})
+
+			// The dead process: begins the intent, runs the effect, and is
+			// killed before it records the outcome.
+			cmd := exec.Command(os.Args[0], "-test.run=^TestTakeoverAfterCrashChild$")
+			cmd.Env = append(os.Environ(), crashJournalEnv+"="+path, crashEffectEnv+"="+effect.String(), crashDownEnv+"="+downPath)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatalf("starting the child: %v", err)
+			}
 			var key uuid.UUID
-			// A short timeout keeps the Unkeyed settle window (timeout +
-			// settle, during which the restart must not take over) short.
-			mustRegister(t, h1, harness.Tool{Name: "pay", Effect: effect, Timeout: 10 * time.Millisecond,
-				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-					key = down.do(ctx)
-					runtime.Goexit()
-					return nil, nil
-				}})
-			// Goexit ends the calling goroutine too, as a crash would.
-			returned := make(chan bool)
-			go func() {
-				defer func() { recover(); returned <- false }()
-				h1.Call(context.Background(), call("pay", input))
-				returned <- true
-			}()
-			if <-returned {
-				t.Fatalf("the caller's goroutine returned from Call; want it ended with the tool's")
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				if rest, ok := strings.CutPrefix(sc.Text(), "child: effect "); ok {
+					key, err = uuid.Parse(rest)
+					break
+				}
 			}
-			if rec := mustGet(t, st, key); rec.State != journal.StatePending {
-				t.Fatalf("record state after the crash = %v; want %v", rec.State, journal.StatePending)
+			if key == uuid.Nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("the child never reported its effect (%v)\nstderr: %s", err, stderr.Bytes())
 			}
-			if err := st.Close(); err != nil {
-				t.Fatalf("Close: %v", err)
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatalf("SIGKILL: %v", err)
+			}
+			werr := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(werr, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("the child ended with %v; want SIGKILL\nstderr: %s", werr, stderr.Bytes())
+			}
+			downstream := func() int {
+				b, err := os.ReadFile(downPath)
+				if err != nil {
+					t.Fatalf("reading the downstream: %v", err)
+				}
+				return strings.Count(string(b), key.String())
+			}
+			if n := downstream(); n != 1 {
+				t.Fatalf("effects before the restart = %d; want 1", n)
 			}
 
 			// The restarted process: the reopened journal's leases are dead.
 			st2 := openBolt(t, path, nil)
 			defer st2.Close()
+			if rec, err := st2.Get(context.Background(), key); effect == journal.Unkeyed && (err != nil || rec.State != journal.StatePending) {
+				t.Errorf("Unkeyed record after the crash: %v, %v; want %v (its write-ahead was durable)", rec.State, err, journal.StatePending)
+			}
 			h2 := newHarness(t, st2, nil)
-			mustRegister(t, h2, harness.Tool{Name: "pay", Effect: effect, Timeout: 10 * time.Millisecond,
-				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-					k := down.do(ctx)
-					if k != key {
-						t.Errorf("re-run key = %s; want the dead process's %s", k, key)
-					}
-					return json.RawMessage(`"paid"`), nil
-				}})
+			mustRegister(t, h2, crashPay(effect, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+				k, _ := harness.KeyFromContext(ctx)
+				if k != key {
+					t.Errorf("re-run key = %s; want the dead process's %s", k, key)
+				}
+				if err := appendLine(downPath, k.String()); err != nil {
+					return nil, err
+				}
+				return json.RawMessage(`"paid"`), nil
+			}))
 			res := mustCall(t, h2, call("pay", input))
 			if effect == journal.Unkeyed {
 				if res.Status != harness.Unknown {
 					t.Errorf("Status = %v; want %v (Unkeyed without Reconcile is never re-run silently)", res.Status, harness.Unknown)
 				}
-				if n := down.all(); n != 1 {
+				if n := downstream(); n != 1 {
 					t.Errorf("effects = %d; want 1", n)
 				}
 				again := mustCall(t, h2, call("pay", input))
 				if again.Status != harness.Unknown {
 					t.Errorf("re-issue: Status = %v; want %v", again.Status, harness.Unknown)
 				}
-				if n := down.all(); n != 1 {
+				if n := downstream(); n != 1 {
 					t.Errorf("effects after a re-issue = %d; want 1", n)
 				}
 				return
 			}
 			if !res.OK() || res.Source != harness.Executed {
-				t.Errorf("Status = %v; want %v (err %v)", res.Status, harness.Executed, res.Err)
+				t.Errorf("Status = %v/%v; want %v/%v (err %v)", res.Status, res.Source, harness.Succeeded, harness.Executed, res.Err)
 			}
-			if n := down.count(key); n != 2 {
+			if n := downstream(); n != 2 {
 				t.Errorf("effects for key %s = %d; want 2 (re-run under the same key: a keyed downstream absorbs it)", key, n)
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,15 @@ import (
 
 const (
 	fleetSchemaEnv = "AGENTONCE_HARNESS_FLEET_SCHEMA" // set in a fleet child
+	fleetIndexEnv  = "AGENTONCE_HARNESS_FLEET_INDEX"  // which child, 0..fleetProcs-1
+	fleetProcs     = 4
 	fleetIntents   = 30
+	// The slow tool runs longer than three leases: its intents stay with
+	// their first owner only because it renews the lease while the other
+	// processes wait.
+	fleetLease     = 300 * time.Millisecond
+	fleetSlowTool  = time.Second
+	fleetSlowCalls = fleetProcs
 )
 
 // TestFleetChild is the body of the agent processes TestFleet starts: a
@@ -38,35 +47,59 @@ func TestFleetChild(t *testing.T) {
 		fmt.Println("child: open:", err)
 		os.Exit(3)
 	}
-	h := harness.New(st, &harness.Options{Retry: &retryclass.Policy{
+	index, _ := strconv.Atoi(os.Getenv(fleetIndexEnv))
+	h := harness.New(st, &harness.Options{LeaseTTL: fleetLease, Retry: &retryclass.Policy{
 		InitialInterval: time.Millisecond, MaxInterval: 20 * time.Millisecond, InFlightBudget: time.Minute}})
 	effects := pgx.Identifier{schema, "effects"}.Sanitize()
-	h.Register(harness.Tool{Name: "charge", Effect: journal.Keyed,
-		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+	// Each effect is an INSERT that nothing deduplicates: a second run of
+	// an intent is a second row.
+	charge := func(hold time.Duration) harness.Func {
+		return func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			key, _ := harness.KeyFromContext(ctx)
 			if _, err := st.Pool().Exec(ctx, `INSERT INTO `+effects+` (key) VALUES ($1)`, key); err != nil {
 				return nil, err
 			}
-			time.Sleep(2 * time.Millisecond) // hold the intent in flight a little
+			select { // hold the intent in flight
+			case <-time.After(hold):
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
 			return json.RawMessage(fmt.Sprintf(`{"charged":%q}`, key)), nil
-		}})
-	for i := range fleetIntents {
-		res := h.Call(ctx, harness.ToolCall{Tenant: "acme", Session: "fleet", Turn: "1", Tool: "charge",
+		}
+	}
+	h.Register(
+		harness.Tool{Name: "charge", Effect: journal.Keyed, Func: charge(2 * time.Millisecond)},
+		harness.Tool{Name: "charge_slow", Effect: journal.Keyed, Func: charge(fleetSlowTool)},
+	)
+	do := func(tool string, i int) {
+		res := h.Call(ctx, harness.ToolCall{Tenant: "acme", Session: "fleet", Turn: "1", Tool: tool,
 			Input: json.RawMessage(fmt.Sprintf(`{"order":%d}`, i))})
 		if !res.OK() {
-			fmt.Printf("child: call %d: %v %v\n", i, res.Status, res.Err)
-			os.Exit(3)
+			// Reported, and the run goes on, so that the parent counts
+			// the effects of a broken run too.
+			fmt.Printf("child: %v call %s %d: %v\n", res.Status, tool, i, res.Err)
+			return
 		}
 		fmt.Printf("child: %s %s\n", res.Source, res.Output)
+	}
+	// Every process starts with a slow intent of its own and then meets
+	// the others' while they run.
+	for i := range fleetSlowCalls {
+		do("charge_slow", (index+i)%fleetSlowCalls)
+	}
+	for i := range fleetIntents {
+		do("charge", i)
 	}
 	h.Close()
 	st.Close()
 	os.Exit(0)
 }
 
-// TestFleet runs four real agent processes that make the same 30 calls
-// through one PostgreSQL journal at the same time: each intent's effect
-// happens exactly once, and every process gets the same answer for it.
+// TestFleet runs four real agent processes that make the same 34 calls
+// through one PostgreSQL journal at the same time, four of them of a tool
+// that runs for a second under a 300 ms lease (so an intent stays with its
+// owner only by renewal, across processes): each intent's effect happens
+// exactly once, and every process gets the same answer for it.
 func TestFleet(t *testing.T) {
 	schema := pgtest.Schema(t, "harness_fleet_")
 	ctx := context.Background()
@@ -80,11 +113,12 @@ func TestFleet(t *testing.T) {
 		t.Fatalf("creating the effects table: %v", err)
 	}
 
-	const procs = 4
+	const procs = fleetProcs
+	const intents = fleetIntents + fleetSlowCalls
 	outs := make([]chan string, procs)
 	for p := range procs {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestFleetChild$")
-		cmd.Env = append(os.Environ(), fleetSchemaEnv+"="+schema)
+		cmd.Env = append(os.Environ(), fleetSchemaEnv+"="+schema, fleetIndexEnv+"="+strconv.Itoa(p))
 		outs[p] = make(chan string, 1)
 		go func() {
 			b, err := cmd.CombinedOutput()
@@ -110,21 +144,22 @@ func TestFleet(t *testing.T) {
 				executed++
 			case "replayed", "collapsed":
 			default:
-				t.Fatalf("process %d: %s", p, rest)
+				t.Errorf("process %d: %s", p, rest)
+				continue
 			}
 			answers[output]++
 		}
 	}
-	if len(answers) != fleetIntents {
-		t.Errorf("distinct answers = %d; want %d (one per intent, the same in every process)", len(answers), fleetIntents)
+	if len(answers) != intents {
+		t.Errorf("distinct answers = %d; want %d (one per intent, the same in every process)", len(answers), intents)
 	}
 	for out, n := range answers {
 		if n != procs {
 			t.Errorf("processes that answered %s = %d; want %d", out, n, procs)
 		}
 	}
-	if executed != fleetIntents {
-		t.Errorf("executions over all processes = %d; want %d (each intent in exactly one process)", executed, fleetIntents)
+	if executed != intents {
+		t.Errorf("executions over all processes = %d; want %d (each intent in exactly one process)", executed, intents)
 	}
 
 	var rows, distinct int
@@ -132,10 +167,10 @@ func TestFleet(t *testing.T) {
 		pgx.Identifier{schema, "effects"}.Sanitize()).Scan(&rows, &distinct); err != nil {
 		t.Fatalf("counting effects: %v", err)
 	}
-	if rows != fleetIntents {
-		t.Errorf("effects in the database = %d; want %d", rows, fleetIntents)
+	if rows != intents {
+		t.Errorf("effects in the database = %d; want %d", rows, intents)
 	}
-	if distinct != fleetIntents {
-		t.Errorf("distinct keys among the effects = %d; want %d", distinct, fleetIntents)
+	if distinct != intents {
+		t.Errorf("distinct keys among the effects = %d; want %d", distinct, intents)
 	}
 }

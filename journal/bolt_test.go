@@ -200,6 +200,12 @@ func TestBoltCrashChild(t *testing.T) {
 // TestBoltCrash kills a writing process with SIGKILL, three times over the
 // same file, and checks that every record it reported committed is intact
 // and that every record in the file decodes.
+//
+// A SIGKILL loses no write the kernel accepted, so this test passes even
+// with bbolt's NoSync set: whether Complete and a durable Begin wait for
+// the disk is tested by the power-loss module instead
+// (internal/powerloss: TestPowerLossMatrix, TestPowerLossAtEverySync),
+// which drops every unsynced write.
 func TestBoltCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")

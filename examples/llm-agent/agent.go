@@ -51,6 +51,8 @@ type options struct {
 	script    string
 	verbose   bool
 	state     string
+	// noReconcile registers send_email without its Reconcile hook.
+	noReconcile bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -67,6 +69,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.reset, "reset", false, "delete the journal and the APIs' state first")
 	fs.StringVar(&o.script, "script", "", "model transcript `file` (JSON, see agentoncetest.Script); default: the built-in one")
 	fs.BoolVar(&o.verbose, "v", false, "log the harness's events to standard error")
+	fs.BoolVar(&o.noReconcile, "no-reconcile", false, "register send_email without its Reconcile hook: a mail whose outcome a crash or a lost answer hid stays unknown until an operator resolves it (agentctl resolve)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -303,7 +306,15 @@ func setup(ctx context.Context, o options) (*demo, error) {
 		d.api.close()
 		return nil, err
 	}
-	if err := d.h.Register(tools(d.api.srv.URL, apiClient, mailClient)...); err != nil {
+	ts := tools(d.api.srv.URL, apiClient, mailClient)
+	if o.noReconcile {
+		for i := range ts {
+			if ts[i].Name == "send_email" {
+				ts[i].Reconcile = nil
+			}
+		}
+	}
+	if err := d.h.Register(ts...); err != nil {
 		d.close()
 		return nil, err
 	}

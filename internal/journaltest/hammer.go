@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -30,9 +31,21 @@ type HammerOptions struct {
 // live), then with the clock jumping past leases so that owners are taken
 // over and fenced. clk must be the store's clock (Options.Now).
 //
+// Owners renew their leases (Store.Renew) while they work, and act as the
+// owner of an Unkeyed intent would: each runs the intent's side effect
+// (counted) only when no earlier attempt of the intent may have executed,
+// that is on Started, or on TakenOver of a record whose every attempt was
+// closed as not executed.
+//
 // Invariants checked:
-//   - with live leases, at most one goroutine owns a key at a time, and
-//     exactly one ever does;
+//   - no two owners ever hold a live lease on one key at once: when Begin
+//     issues a token, every earlier holder's lease, as its last Begin or
+//     Renew reported it, has run out; and a Renew never succeeds for a
+//     token older than one issued before the renewed lease's end;
+//   - a Renew extends the lease to LeaseTTL from the store's now;
+//   - with the clock still, exactly one goroutine ever owns a key;
+//   - a key's side effect happens at most once (exactly once with the
+//     clock still);
 //   - every key ends with exactly one successful Complete, by the holder of
 //     the highest token issued for it; every other Complete was fenced;
 //   - tokens issued for a key are distinct;
@@ -57,8 +70,8 @@ func Hammer(t *testing.T, s journal.Store, clk *Clock, opts HammerOptions) {
 		h.round(fmt.Sprintf("moving-%d", round), true)
 	}
 	h.checkStates()
-	t.Logf("hammer: %d keys, %d takeovers, %d fenced writes, %d replays, %d in-flight answers",
-		len(h.keys), h.takeovers.Load(), h.fenced.Load(), h.replays.Load(), h.inflight.Load())
+	t.Logf("hammer: %d keys, %d takeovers, %d fenced writes, %d replays, %d in-flight answers, %d renewals",
+		len(h.keys), h.takeovers.Load(), h.fenced.Load(), h.replays.Load(), h.inflight.Load(), h.renewals.Load())
 }
 
 type hammer struct {
@@ -72,7 +85,7 @@ type hammer struct {
 
 	// What happened, for the log: a phase that saw no takeover tested
 	// less than it meant to.
-	takeovers, fenced, replays, inflight atomic.Int64
+	takeovers, fenced, replays, inflight, renewals atomic.Int64
 }
 
 // keyLog is what the goroutines saw happen to one key.
@@ -83,8 +96,19 @@ type keyLog struct {
 	outputs   []string // Outputs of the successful Completes
 	replays   []string // Outputs seen by Answered
 	starts    int      // Started outcomes
+	holders   []holder // every owner Begin gave the key to
+	effects   int      // side effects run by owners
 	owners    atomic.Int32
 	maxOwners atomic.Int32
+}
+
+// holder is one owner of a key as the hammer saw it: the lease's end as
+// its last Begin or Renew reported it, and the clock when Begin returned
+// (at or after the store's now for that Begin).
+type holder struct {
+	token   uint64
+	expires time.Time
+	since   time.Time
 }
 
 func (h *hammer) round(name string, moving bool) {
@@ -167,8 +191,13 @@ func (h *hammer) round(name string, moving bool) {
 // take it over (or find that someone else did), and its late Complete must
 // be fenced.
 func (h *hammer) own(ctx context.Context, log *keyLog, key uuid.UUID, owner string, res journal.BeginResult, rng *rand.Rand, moving bool) {
-	h.register(log, res)
+	o := h.register(log, key, owner, res)
 	if moving && rng.IntN(3) == 0 {
+		// Half the stalled owners ran the effect before they stalled:
+		// whoever takes the key over must not run it again.
+		if rng.IntN(2) == 0 {
+			h.effect(log, &o)
+		}
 		h.clk.Advance(leaseTTL)
 		rescue := journal.BeginRequest{
 			Key: key, Intent: res.Record.Intent, Fingerprint: fp(1), Effect: journal.Keyed,
@@ -197,25 +226,104 @@ func (h *hammer) own(ctx context.Context, log *keyLog, key uuid.UUID, owner stri
 			return
 		}
 		h.takeovers.Add(1)
-		h.register(log, res2)
-		h.work(ctx, log, key, rescue.Owner, res2.Token, rng, moving)
+		o2 := h.register(log, key, rescue.Owner, res2)
+		h.work(ctx, log, key, &o2, rng, moving)
 		return
 	}
-	h.work(ctx, log, key, owner, res.Token, rng, moving)
+	h.work(ctx, log, key, &o, rng, moving)
 }
 
-// register records a token issued to an owner.
-func (h *hammer) register(log *keyLog, res journal.BeginResult) {
+// ownership is what an owner knows about the key it owns.
+type ownership struct {
+	owner string
+	token uint64
+	// mayRun says no earlier attempt may have executed, so the owner may
+	// run the side effect; ran says it did.
+	mayRun, ran bool
+	// own says the open attempt is the owner's own (not an attempt of an
+	// earlier owner that it took over).
+	own bool
+}
+
+// effect runs the key's side effect once for o, if o may.
+func (h *hammer) effect(log *keyLog, o *ownership) {
+	if !o.mayRun || o.ran {
+		return
+	}
+	o.ran = true
 	log.mu.Lock()
+	log.effects++
+	log.mu.Unlock()
+}
+
+// register records a token issued to an owner and checks that no earlier
+// holder's lease was still live when Begin issued it.
+func (h *hammer) register(log *keyLog, key uuid.UUID, owner string, res journal.BeginResult) ownership {
+	since := h.clk.Now()
+	o := ownership{owner: owner, token: res.Token, own: res.Outcome == journal.Started}
+	o.mayRun = o.own || notExecuted(res.Record.Attempts)
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for _, p := range log.holders {
+		if p.token < res.Token && p.expires.After(since) {
+			h.t.Errorf("%s: Begin(%s) = %s with token %d at %s while token %d's lease is live until %s: two owners at once",
+				owner, key, outcomeName(res.Outcome), res.Token, since.Format(time.StampMilli), p.token, p.expires.Format(time.StampMilli))
+		}
+	}
+	log.holders = append(log.holders, holder{token: res.Token, expires: res.Record.Lease.Expires, since: since})
 	log.tokens = append(log.tokens, res.Token)
 	if res.Outcome == journal.Started {
 		log.starts++
 	}
-	log.mu.Unlock()
+	return o
 }
 
-// work is an owner's attempt and outcome.
-func (h *hammer) work(ctx context.Context, log *keyLog, key uuid.UUID, owner string, token uint64, rng *rand.Rand, moving bool) {
+// notExecuted reports whether every attempt was closed as provably not
+// executed: only then may a new owner of an Unkeyed intent run it.
+func notExecuted(attempts []journal.Attempt) bool {
+	for _, a := range attempts {
+		if a.Class != "not-executed" {
+			return false
+		}
+	}
+	return true
+}
+
+// renew renews o's lease and checks what the store says against what the
+// hammer saw. It reports whether o still owns the key.
+func (h *hammer) renew(ctx context.Context, log *keyLog, key uuid.UUID, o *ownership, moving bool) bool {
+	before := h.clk.Now()
+	expires, err := h.s.Renew(ctx, journal.RenewRequest{Key: key, Token: o.token, LeaseTTL: leaseTTL})
+	switch {
+	case errors.Is(err, journal.ErrFenced) && moving:
+		h.fenced.Add(1)
+		return false
+	case err != nil:
+		h.t.Errorf("%s: Renew(%s, token %d) error: %v", o.owner, key, o.token, err)
+		return false
+	}
+	h.renewals.Add(1)
+	if want := before.Add(leaseTTL); expires.Before(want) {
+		h.t.Errorf("%s: Renew(%s, token %d) = lease until %s; want at least %s (LeaseTTL from now)",
+			o.owner, key, o.token, expires.Format(time.StampMilli), want.Format(time.StampMilli))
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for i, p := range log.holders {
+		switch {
+		case p.token == o.token:
+			log.holders[i].expires = expires
+		case p.token > o.token && expires.After(p.since):
+			h.t.Errorf("%s: Renew(%s, token %d) succeeded, lease until %s, but token %d was issued at %s: two owners at once",
+				o.owner, key, o.token, expires.Format(time.StampMilli), p.token, p.since.Format(time.StampMilli))
+		}
+	}
+	return true
+}
+
+// work is an owner's attempt, its renewals and outcome.
+func (h *hammer) work(ctx context.Context, log *keyLog, key uuid.UUID, o *ownership, rng *rand.Rand, moving bool) {
+	owner, token := o.owner, o.token
 	n := log.owners.Add(1)
 	for {
 		m := log.maxOwners.Load()
@@ -225,9 +333,19 @@ func (h *hammer) work(ctx context.Context, log *keyLog, key uuid.UUID, owner str
 	}
 	defer log.owners.Add(-1)
 
-	if rng.IntN(2) == 0 {
+	if !h.renew(ctx, log, key, o, moving) {
+		return
+	}
+	if rng.IntN(2) == 0 || (o.mayRun && !o.own) {
+		// A second attempt. Closing an attempt as not executed is true
+		// only of the owner's own attempt before its effect ran: that one
+		// was refused before it was sent.
+		prev, msg := "maybe-executed", "timeout"
+		if o.own && !o.ran {
+			prev, msg = "not-executed", "connection refused"
+		}
 		err := h.s.StartAttempt(ctx, journal.AttemptRequest{
-			Key: key, Token: token, ID: owner + "-2", PrevClass: "retryable", PrevError: "503",
+			Key: key, Token: token, ID: owner + "-2", PrevClass: prev, PrevError: msg,
 			LeaseTTL: leaseTTL, Durable: rng.IntN(2) == 0,
 		})
 		if errors.Is(err, journal.ErrFenced) && moving {
@@ -238,6 +356,11 @@ func (h *hammer) work(ctx context.Context, log *keyLog, key uuid.UUID, owner str
 			h.t.Errorf("%s: StartAttempt(%s, token %d) error: %v", owner, key, token, err)
 			return
 		}
+		o.own = true
+	}
+	h.effect(log, o)
+	if rng.IntN(2) == 0 && !h.renew(ctx, log, key, o, moving) {
+		return
 	}
 	out := fmt.Sprintf("%s by %s token %d", key, owner, token)
 	_, err := h.s.Complete(ctx, journal.Completion{Key: key, Token: token, State: journal.StateSucceeded, Output: []byte(out)})
@@ -263,6 +386,9 @@ func (h *hammer) checkKey(round string, key uuid.UUID, log *keyLog, moving bool)
 	}
 	if log.starts != 1 {
 		t.Errorf("%s: key %s: %d Started outcomes; want exactly 1", round, key, log.starts)
+	}
+	if log.effects > 1 || (!moving && log.effects != 1) {
+		t.Errorf("%s: key %s: side effects = %d; want %s", round, key, log.effects, map[bool]string{false: "exactly 1", true: "at most 1"}[moving])
 	}
 	sorted := slices.Clone(log.tokens)
 	slices.Sort(sorted)
