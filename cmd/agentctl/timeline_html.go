@@ -65,7 +65,7 @@ svg text{font-size:12px;fill:#1f2933}
 .suppress circle{fill:#fff;stroke:#6c2f8a;stroke-width:2}.suppress line{stroke:#6c2f8a;stroke-width:2}
 .resolve polygon{fill:#0b7285;stroke:#fff;stroke-width:1}
 .cut{fill:url(#p-cut)}.cut-label{font-size:10px;fill:#52606d;text-anchor:middle}
-.tick line{stroke:#9aa5b1}.tick text{font-size:11px;fill:#52606d}
+.tick line{stroke:#9aa5b1}.tick text{font-size:11px;fill:#52606d;text-anchor:middle}
 .grid{stroke:#e4e7eb}
 .now{stroke:#1f2933;stroke-width:1;stroke-dasharray:2 2}
 .next{font-weight:600}.n-answer{fill:#1a7f43}.n-retry{fill:#2f5fb8}.n-wait{fill:#2f5fb8}.n-block{fill:#b42318}.n-anew{fill:#52606d}
@@ -129,7 +129,7 @@ func writeLegend(b *strings.Builder) {
 // round ticks inside long segments, and each cut gap with its length.
 func writeAxis(b *strings.Builder, tl *timeline, lay *axisLayout, x func(time.Time) float64, loc *time.Location) {
 	fmt.Fprintf(b, "<svg class=\"axis\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", pageW, pageAxisH, pageW, pageAxisH)
-	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\">#</text><text x=\"36\" y=\"%d\">tool</text><text x=\"146\" y=\"%d\">status</text><text x=\"246\" y=\"%d\">key</text>\n",
+	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">#</text><text x=\"36\" y=\"%d\">tool</text><text x=\"146\" y=\"%d\">status</text><text x=\"246\" y=\"%d\">key</text>\n",
 		26, pageAxisH-6, pageAxisH-6, pageAxisH-6, pageAxisH-6)
 	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\">on re-issue now</text>\n", pageLabelW+pageChartW+6, pageAxisH-6)
 	step := lay.tickStep(90)
@@ -137,31 +137,42 @@ func writeAxis(b *strings.Builder, tl *timeline, lay *axisLayout, x func(time.Ti
 	if step > 0 && step < time.Second {
 		format = "15:04:05.000"
 	}
+	// A label needs about 64 pixels; a tick too close to the last label
+	// keeps its line and loses its label.
+	lastLabel := -1e9
+	tick := func(tx float64, t time.Time) {
+		label := ""
+		if tx-lastLabel >= 64 {
+			label, lastLabel = t.In(loc).Format(format), tx
+		}
+		writeTick(b, tx, label)
+	}
 	for i, s := range tl.axis.segs {
-		writeTick(b, x(s.from), s.from.In(loc).Format(format), "start")
+		tick(x(s.from), s.from)
 		if step == 0 {
 			continue
 		}
-		lastX := x(s.from)
 		for t := s.from.Truncate(step).Add(step); !t.After(s.to); t = t.Add(step) {
-			if tx := x(t); tx-lastX >= 90 && lay.segEnd(i)+pageLabelW+10-tx >= 20 {
-				writeTick(b, tx, t.In(loc).Format(format), "middle")
-				lastX = tx
+			if tx := x(t); tx-lastLabel >= 90 && lay.segEnd(i)+pageLabelW+10-tx >= 20 {
+				tick(tx, t)
 			}
 		}
 	}
 	for _, g := range tl.axis.gaps() {
 		mid := x(g.from.Add(g.dur() / 2))
-		fmt.Fprintf(b, "<g class=\"gap\"><title>idle %s, %s to %s: cut from the axis</title><rect class=\"cut\" x=\"%.1f\" y=\"0\" width=\"%.1f\" height=\"%d\"/><text class=\"cut-label\" x=\"%.1f\" y=\"11\">%s</text></g>\n",
+		fmt.Fprintf(b, "<g class=\"gap\"><title>idle %s, %s to %s: cut from the axis</title><rect class=\"cut\" x=\"%.1f\" y=\"0\" width=\"%.1f\" height=\"12\"/><text class=\"cut-label\" x=\"%.1f\" y=\"10\">%s</text></g>\n",
 			html.EscapeString(shortDuration(g.dur())), html.EscapeString(g.from.In(loc).Format("15:04:05")), html.EscapeString(g.to.In(loc).Format("15:04:05")),
-			mid-lay.gapW/2, lay.gapW, pageAxisH-14, mid, html.EscapeString(shortDuration(g.dur())))
+			mid-lay.gapW/2, lay.gapW, mid, html.EscapeString(shortDuration(g.dur())))
 	}
 	b.WriteString("</svg>\n")
 }
 
-func writeTick(b *strings.Builder, x float64, label, anchor string) {
-	fmt.Fprintf(b, "<g class=\"tick\"><line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/><text x=\"%.1f\" y=\"%d\" text-anchor=\"%s\">%s</text></g>\n",
-		x, pageAxisH-12, x, pageAxisH, x, pageAxisH-16, anchor, html.EscapeString(label))
+func writeTick(b *strings.Builder, x float64, label string) {
+	fmt.Fprintf(b, "<g class=\"tick\"><line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", x, pageAxisH-12, x, pageAxisH)
+	if label != "" {
+		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\">%s</text>", x, pageAxisH-16, html.EscapeString(label))
+	}
+	b.WriteString("</g>\n")
 }
 
 // writeRows draws one row per intent: labels, attempt bars, marks between
@@ -175,15 +186,17 @@ func writeRows(b *strings.Builder, tl *timeline, lay *axisLayout, x func(time.Ti
 <pattern id="p-cut" width="4" height="4" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="4" height="4" fill="#eef1f4"/><rect width="1" height="4" fill="#c3cad2"/></pattern>
 </defs>
 `)
-	for _, g := range tl.axis.gaps() {
-		mid := x(g.from.Add(g.dur() / 2))
-		fmt.Fprintf(b, "<rect class=\"cut\" x=\"%.1f\" y=\"0\" width=\"%.1f\" height=\"%d\"/>\n", mid-lay.gapW/2, lay.gapW, h)
-	}
 	b.WriteString("<g class=\"intents\">\n")
 	for i := range tl.Intents {
 		writeRow(b, &tl.Intents[i], i, x, loc)
 	}
 	b.WriteString("</g>\n")
+	// Over the rows' backgrounds; nothing is drawn inside a cut gap.
+	for _, g := range tl.axis.gaps() {
+		mid := x(g.from.Add(g.dur() / 2))
+		fmt.Fprintf(b, "<rect class=\"cut\" x=\"%.1f\" y=\"0\" width=\"%.1f\" height=\"%d\"><title>idle %s, cut from the axis</title></rect>\n",
+			mid-lay.gapW/2, lay.gapW, h, html.EscapeString(shortDuration(g.dur())))
+	}
 	if hasRunning(tl) {
 		nx := x(tl.At)
 		fmt.Fprintf(b, "<line class=\"now\" x1=\"%.1f\" y1=\"0\" x2=\"%.1f\" y2=\"%d\"><title>now, %s</title></line>\n",
@@ -205,9 +218,7 @@ func writeRow(b *strings.Builder, in *timelineIntent, i int, x func(time.Time) f
 	fmt.Fprintf(b, "<title>%s</title>\n", esc(rowTitle(in, loc)))
 	fmt.Fprintf(b, "<rect class=\"row-bg\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\"/><rect class=\"strip\" x=\"0\" y=\"0\" width=\"4\" height=\"%d\"/>\n", pageW, pageRowH, pageRowH)
 	status := in.Status
-	if in.Attention == "blocked" {
-		status += " ⛔"
-	} else if in.Attention != "" {
+	if in.Attention != "" {
 		status += " ⚠"
 	}
 	fmt.Fprintf(b, "<text class=\"idx\" x=\"26\" y=\"15\">%d</text><text class=\"tool\" x=\"36\" y=\"15\">%s</text><text class=\"status st-%s\" x=\"146\" y=\"15\">%s</text><text class=\"key\" x=\"246\" y=\"15\">%s</text>\n",
