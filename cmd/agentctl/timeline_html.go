@@ -11,7 +11,7 @@ import (
 // Page geometry, in CSS pixels: the label columns, the chart, the
 // re-issue column; one row per intent.
 const (
-	pageLabelW = 340
+	pageLabelW = 330
 	pageChartW = 700
 	pageNextW  = 150
 	pageW      = pageLabelW + pageChartW + pageNextW
@@ -34,7 +34,8 @@ var attemptClasses = []struct{ class, label, meaning string }{
 	{"terminal", "terminal", "a definite failure (4xx, validation)"},
 	{"canceled", "canceled", "the caller left; what the try did is not known"},
 	{classRunning, "running", "no end yet, its owner's lease is live"},
-	{classStopped, "owner stopped", "no end: its process died during it; it may have executed"},
+	{classStopped, "owner stopped", "its process died during it (no end, or closed as unknown by the takeover); it may have executed"},
+	{"resolved", "closed by resolve", "an operator settled the intent while this attempt was open"},
 }
 
 // pageCSS styles the page; class names match the SVG's.
@@ -50,7 +51,7 @@ p{margin:2px 0}
 svg text{font-size:12px;fill:#1f2933}
 .c-success{fill:#1a9850}.c-not-executed{fill:#a6adb4}.c-maybe-executed{fill:#f39c12}
 .c-in-flight{fill:#4c7ddc}.c-mismatch{fill:#8e44ad}.c-terminal{fill:#d73027}.c-canceled{fill:#5d6d7e}
-.c-running{fill:url(#p-running)}.c-stopped{fill:url(#p-stopped)}.c-other{fill:#000}
+.c-running{fill:url(#p-running)}.c-stopped,.c-unknown{fill:url(#p-stopped)}.c-resolved{fill:#0b7285}.c-other{fill:#000}
 .attempt rect{stroke:#1f2933;stroke-width:.5}
 .row-bg{fill:#fff}.intent:nth-child(even) .row-bg{fill:#f5f7fa}
 .intent:hover .row-bg{fill:#e4ecf7}

@@ -22,6 +22,11 @@ var classGlyphs = map[string]rune{
 	"canceled":       'c',
 	classRunning:     '>',
 	classStopped:     '%',
+	// Written by the journal, not a retry class: a takeover closes a
+	// dead owner's attempt as "unknown", an operator's resolve as
+	// "resolved".
+	"unknown":  '%',
+	"resolved": 'r',
 }
 
 // Mark glyphs: a suppression, a resolution; a cut gap of the axis.
