@@ -11,8 +11,8 @@ import (
 // Page geometry, in CSS pixels: the label columns, the chart, the
 // re-issue column; one row per intent.
 const (
-	pageLabelW = 330
-	pageChartW = 700
+	pageLabelW = 360
+	pageChartW = 680
 	pageNextW  = 150
 	pageW      = pageLabelW + pageChartW + pageNextW
 	pageRowH   = 22
@@ -130,7 +130,7 @@ func writeLegend(b *strings.Builder) {
 // round ticks inside long segments, and each cut gap with its length.
 func writeAxis(b *strings.Builder, tl *timeline, lay *axisLayout, x func(time.Time) float64, loc *time.Location) {
 	fmt.Fprintf(b, "<svg class=\"axis\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", pageW, pageAxisH, pageW, pageAxisH)
-	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">#</text><text x=\"36\" y=\"%d\">tool</text><text x=\"146\" y=\"%d\">status</text><text x=\"246\" y=\"%d\">key</text>\n",
+	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">#</text><text x=\"36\" y=\"%d\">tool</text><text x=\"176\" y=\"%d\">status</text><text x=\"276\" y=\"%d\">key</text>\n",
 		26, pageAxisH-6, pageAxisH-6, pageAxisH-6, pageAxisH-6)
 	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\">on re-issue now</text>\n", pageLabelW+pageChartW+6, pageAxisH-6)
 	step := lay.tickStep(90)
@@ -222,8 +222,8 @@ func writeRow(b *strings.Builder, in *timelineIntent, i int, x func(time.Time) f
 	if in.Attention != "" {
 		status += " ⚠"
 	}
-	fmt.Fprintf(b, "<text class=\"idx\" x=\"26\" y=\"15\">%d</text><text class=\"tool\" x=\"36\" y=\"15\">%s</text><text class=\"status st-%s\" x=\"146\" y=\"15\">%s</text><text class=\"key\" x=\"246\" y=\"15\">%s</text>\n",
-		i+1, esc(clipRunes(in.Tool, 15)), in.Status, esc(status), in.Key[:8])
+	fmt.Fprintf(b, "<text class=\"idx\" x=\"26\" y=\"15\">%d</text><text class=\"tool\" x=\"36\" y=\"15\">%s</text><text class=\"status st-%s\" x=\"176\" y=\"15\">%s</text><text class=\"key\" x=\"276\" y=\"15\">%s</text>\n",
+		i+1, esc(clipRunes(in.Tool, 20)), in.Status, esc(status), in.Key[:8])
 	for _, a := range in.Attempts {
 		x0, x1 := x(a.Start), x(a.drawEnd)
 		if x1-x0 < pageMinBar {

@@ -88,7 +88,7 @@ const (
 type timelineMark struct {
 	Kind  string     `json:"kind"`
 	At    time.Time  `json:"at"`
-	Until *time.Time `json:"until,omitempty"`
+	Until *time.Time `json:"until"`
 	Text  string     `json:"text"`
 }
 
