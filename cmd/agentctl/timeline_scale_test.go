@@ -94,3 +94,30 @@ func TestTimelineScale(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineEscapes puts markup in every recorded text the page shows
+// (tool, attempt id, error, output): it stays text, and the SVG stays
+// well-formed.
+func TestTimelineEscapes(t *testing.T) {
+	recs := scaleRecords(3)
+	evil := `<script>alert("x")</script>&<img src=x>`
+	recs[1].Intent.Tool = evil
+	recs[1].Attempts[0].ID = evil
+	recs[1].Attempts[0].Error = evil
+	recs[1].State, recs[1].ErrorClass, recs[1].ErrorMessage = journal.StateFailed, "terminal", evil
+	recs[2].Output = []byte(`{"html":"` + strings.ReplaceAll(evil, `"`, `\"`) + `"}`)
+	tl := buildTimeline(recs, "big", "", recs[2].Updated, true)
+	var page bytes.Buffer
+	if err := writeTimelineHTML(&page, tl, time.UTC); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"<script", "<img"} {
+		if strings.Contains(page.String(), bad) {
+			t.Errorf("page contains %q: recorded text was not escaped", bad)
+		}
+	}
+	if !strings.Contains(page.String(), "&lt;script&gt;") {
+		t.Errorf("page lacks the escaped tool name")
+	}
+	svgStructure(t, page.String()) // fails the test if the SVG is not well-formed
+}
