@@ -137,6 +137,22 @@ replay --json:
                 "action": "answer|retry|wait|block|anew", "reason": ""}],
    "summary": {"answer": N, "retry": N, "wait": N, "block": N, "anew": N}}
 
+timeline --json:
+  {"session": "", "tenant": "", "at": TIME, "from": TIME, "to": TIME,
+   "intents": [{"key": "UUID", "tenant": "", "turn": "", "tool": "",
+                "effect": "", "state": "", "created": TIME, "updated": TIME,
+                "status": "succeeded|failed|suppressed|unknown|in-progress",
+                "attempts": [{"id": "", "start": TIME, "end": TIME|null,
+                              "class": "CLASS|unknown|resolved|running|stopped",
+                              "error": ""}],
+                "marks": [{"kind": "wait|retry|suppress|resolve", "at": TIME,
+                           "until": TIME|null, "text": ""}],
+                "for_model": "the text the model is given",
+                "reissue": "answer|retry|wait|block|anew", "reissue_reason": "",
+                "attention": "unknown|blocked|"}],
+   "gaps": [{"from": TIME, "to": TIME}],   idle stretches cut from the axis
+   "summary": {"STATUS": N, ...}}
+
 gc --json: {"dry_run": BOOL, "removed": N}
 
 verify --json:

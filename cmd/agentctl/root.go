@@ -96,7 +96,7 @@ func commands() []*command {
 	return []*command{
 		lsCommand, showCommand, statsCommand, deriveCommand, replayCommand,
 		resolveCommand, gcCommand, compactCommand, exportCommand, importCommand,
-		verifyCommand,
+		verifyCommand, timelineCommand,
 	}
 }
 

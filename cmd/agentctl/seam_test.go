@@ -178,3 +178,12 @@ func TestSeamVerify(t *testing.T) {
 		{args: []string{"j.db"}, wantErr: "verify takes only flags"},
 	})
 }
+
+func TestSeamTimeline(t *testing.T) {
+	checkSeam(t, "timeline", timelineMain, []seamCase[timelineOptions]{
+		{args: []string{"--session", "demo", "--tenant", "acme", "--html", "t.html"},
+			want: &timelineOptions{journal: jf(""), session: "demo", tenant: "acme", html: "t.html"}},
+		{args: nil, wantErr: "--session is required"},
+		{args: []string{"--session", "s", "--json", "--html", "x"}, wantErr: "exclusive"},
+	})
+}

@@ -236,6 +236,7 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 		return sum, enc.Encode(sum)
 	}
 	printSummary(out, sum)
+	fmt.Fprintf(out, "Draw this session: go run ./cmd/agentctl --journal %s timeline --session %s --html timeline.html\n", o.journal, d.script.Session)
 	return sum, nil
 }
 
