@@ -64,6 +64,13 @@ type Options struct {
 	// namespace a fleet shares, or a lock timeout); nil means defaults. New
 	// ignores it: the store is already open.
 	Journal *journal.Options
+	// Inspect says whether a Harness that Open opened on a bbolt file
+	// serves agentctl (read-only inspection, resolve and the event stream)
+	// over a unix socket beside the journal, "<journal>.sock", while the
+	// file is locked. Zero, InspectAuto, serves it when it can and
+	// otherwise runs without it, saying why to Logger; see InspectMode.
+	// A Harness from New, or on PostgreSQL, never serves it.
+	Inspect InspectMode
 }
 
 // Harness wraps an agent's tools so that one intent produces at most one
@@ -84,6 +91,8 @@ type Harness struct {
 	tools   map[string]*tool
 	closed  bool
 	running sync.WaitGroup // calls in progress; Add only under mu with !closed
+	// inspect serves agentctl, when Open started it; Close stops it.
+	inspect *inspectServer
 }
 
 // New returns a Harness on store. Closing the Harness does not close the
@@ -237,10 +246,15 @@ func (h *Harness) Close() error {
 	h.closed = true
 	h.mu.Unlock()
 	h.running.Wait()
+	// Before the store: agentctl's requests use it, and the socket must be
+	// gone before the file lock is released.
+	ierr := h.inspect.close()
 	if h.ownStore {
-		return h.store.Close()
+		if err := h.store.Close(); err != nil {
+			return err
+		}
 	}
-	return nil
+	return ierr
 }
 
 // enter counts a call in, or refuses it after Close; exit counts it out.

@@ -12,6 +12,10 @@ import (
 // PostgreSQL store shared by a fleet, once the program imports it:
 //
 //	import _ "github.com/agentonce/agentonce/journal/postgres"
+//
+// On a bbolt file, the Harness also serves agentctl over a unix socket
+// beside it (Options.Inspect), since the file's lock keeps agentctl out
+// while the agent runs.
 func Open(ctx context.Context, location string, opts *Options) (*Harness, error) {
 	var jo *journal.Options
 	if opts != nil {
@@ -23,5 +27,9 @@ func Open(ctx context.Context, location string, opts *Options) (*Harness, error)
 	}
 	h := New(st, opts)
 	h.ownStore = true
+	if err := h.serveInspect(); err != nil {
+		st.Close()
+		return nil, err
+	}
 	return h, nil
 }
