@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -206,7 +205,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions) error {
 	}
 	for i := range recs {
 		r := &recs[i]
-		action, reason := previewRecord(r, now, !postgres.IsURL(o.journal.location))
+		action, reason := previewRecord(r, now, !liveWriters(o.journal.location, s))
 		out.Summary[action]++
 		out.Intents = append(out.Intents, replayIntentJSON{
 			Key: r.Key.String(), Tenant: r.Intent.Tenant, Turn: r.Intent.Turn, Tool: r.Intent.Tool,

@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/postgres"
 )
 
 var resolveCommand = &command{
@@ -96,7 +95,7 @@ func runResolve(ctx context.Context, e *env, o *resolveOptions) error {
 	// Only PostgreSQL has other live writers: a bbolt journal that agentctl
 	// opened for writing has no other process, so a live lease there is a
 	// stopped process's.
-	if postgres.IsURL(o.journal.location) && r.State == journal.StatePending && e.now().Before(r.Lease.Expires) && !o.force {
+	if liveWriters(o.journal.location, s) && r.State == journal.StatePending && e.now().Before(r.Lease.Expires) && !o.force {
 		return &cliError{code: exitConflict,
 			err: fmt.Errorf("intent %s is in flight: %s holds its lease until %s", o.key, orDash(r.Lease.Owner),
 				r.Lease.Expires.UTC().Format(time.RFC3339)),

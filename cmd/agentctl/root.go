@@ -82,7 +82,7 @@ type command struct {
 func commands() []*command {
 	return []*command{
 		lsCommand, showCommand, statsCommand, deriveCommand, replayCommand,
-		resolveCommand, gcCommand, compactCommand, exportCommand, importCommand,
+		resolveCommand, gcCommand, compactCommand, exportCommand, importCommand, tailCommand,
 		verifyCommand,
 	}
 }
