@@ -24,10 +24,10 @@ should see one) or that it did not (--failed, with --reason). The record
 keeps who (--by, default $USER@hostname), when and why; a re-issued call
 is then answered from the journal.
 
-On PostgreSQL, a pending intent whose lease is still live is in flight in
-another process: resolving it would fence that process out mid-call, so it
-is refused unless --force. (A bbolt journal has one writer: when agentctl
-can open it for writing, no agent has it open.) Settled intents (succeeded, failed, suppressed) cannot be
+On PostgreSQL, or through the socket of a running agent, a pending intent
+whose lease is still live is in flight in another process: resolving it
+would fence that process out mid-call, so it is refused unless --force. (A
+bbolt journal that agentctl can open for writing has no agent.) Settled intents (succeeded, failed, suppressed) cannot be
 resolved.`,
 	main: resolveMain,
 }

@@ -42,6 +42,9 @@ type Info struct {
 	Owner string
 }
 
+// helloTimeout bounds the greeting.
+const helloTimeout = 5 * time.Second
+
 type clientConn struct {
 	c   *net.UnixConn
 	dec *json.Decoder
@@ -103,11 +106,18 @@ func (cl *Client) connect(ctx context.Context) (*clientConn, hello, error) {
 			ErrForeignUser, cl.path, uid, os.Getuid())
 	}
 	cc := &clientConn{c: c, dec: json.NewDecoder(c), enc: json.NewEncoder(c)}
+	// An agent that accepts but never greets (stopped in a debugger, a
+	// stray process on the path) must not hang the client.
+	c.SetDeadline(time.Now().Add(helloTimeout))
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
 	err = cc.enc.Encode(hello{Protocol: protocolName, Version: Version})
 	if err == nil {
 		err = cc.dec.Decode(&hi)
+	}
+	if stop() {
+		c.SetDeadline(time.Time{})
+	} else if err == nil {
+		err = ctx.Err() // the deadline it set stays: the connection is spent
 	}
 	if err != nil {
 		c.Close()
