@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -194,4 +195,32 @@ func TestInspectModes(t *testing.T) {
 		t.Fatalf("Open after a failed Open: %v", err)
 	}
 	h.Close()
+}
+
+// A Harness on a bbolt file serves agentctl beside the journal, unless
+// told not to.
+func ExampleHarness_InspectSocket() {
+	dir, err := os.MkdirTemp("", "agentonce-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "agent.journal")
+
+	h, err := harness.Open(context.Background(), path, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(filepath.Base(h.InspectSocket()))
+	h.Close()
+
+	h, err = harness.Open(context.Background(), path, &harness.Options{Inspect: harness.InspectOff})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%q\n", h.InspectSocket())
+	h.Close()
+	// Output:
+	// agent.journal.sock
+	// ""
 }
