@@ -423,3 +423,30 @@ func TestAgentGoneMidList(t *testing.T) {
 		t.Errorf("Get after the agent left: %v; want ErrAgentGone or ErrNoAgent", err)
 	}
 }
+
+// TestCloseLeavesAnotherSocket: a server whose socket was replaced (its
+// journal removed, a new agent at the path) does not remove the new one
+// when it closes.
+func TestCloseLeavesAnotherSocket(t *testing.T) {
+	fx := serve(t, 0)
+	os.Remove(fx.sock)
+	st2, err := journal.OpenBolt(filepath.Join(t.TempDir(), "k.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	srv2, err := Listen(fx.sock, st2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv2.Close()
+	fx.srv.Close()
+	c, err := Dial(context.Background(), fx.sock)
+	if err != nil {
+		t.Fatalf("the second server's socket after the first closed: %v", err)
+	}
+	defer c.Close()
+	if c.Namespace() != st2.Namespace() {
+		t.Errorf("answered by namespace %v; want the second server's %v", c.Namespace(), st2.Namespace())
+	}
+}

@@ -43,6 +43,7 @@ type Server struct {
 	store journal.Store
 	path  string
 	ln    *net.UnixListener
+	file  os.FileInfo // the socket Listen made: Close removes only that one
 	info  hello
 	uid   int // the only uid served: this process's
 
@@ -98,8 +99,13 @@ func Listen(path string, store journal.Store, opts *ServerOptions) (*Server, err
 		os.Remove(path)
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("inspect: %w", err)
+	}
 	s := &Server{
-		store: store, path: path, ln: ln, uid: os.Getuid(),
+		store: store, path: path, ln: ln, uid: os.Getuid(), file: fi,
 		info: hello{Protocol: protocolName, Version: Version, Namespace: store.Namespace().String(),
 			Journal: opts.Journal, PID: os.Getpid(), Owner: opts.Owner},
 		bye:   make(chan struct{}),
@@ -174,8 +180,13 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	err := s.ln.Close()
-	if rerr := os.Remove(s.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
-		err = rerr
+	// Another agent may have made a socket of its own there (if someone
+	// removed this journal and a new one was opened at its path): leave
+	// that one alone.
+	if fi, lerr := os.Lstat(s.path); lerr == nil && os.SameFile(fi, s.file) {
+		if rerr := os.Remove(s.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
+			err = rerr
+		}
 	}
 	close(s.bye)
 	for sc := range s.conns {
