@@ -108,4 +108,8 @@
 //     reused connection; the journal does not count that as an attempt.
 //   - The harness memoizes raw input → key for inputs up to 4 KiB; set
 //     Options.CacheSize negative to disable it.
+//   - Open on a bbolt file serves agentctl over a unix socket beside it,
+//     "<journal>.sock" (mode 0600, the agent's own user only), so that
+//     agentctl can read, resolve and tail the running agent despite the
+//     file's lock; Options.Inspect turns it off or makes it required.
 package harness

@@ -69,6 +69,13 @@ type Options struct {
 	// start empty (a lost disk would otherwise start a new journal, and
 	// with a random namespace, new keys). New ignores it.
 	RequireJournal bool
+	// Inspect says whether a Harness that Open opened on a bbolt file
+	// serves agentctl (read-only inspection, resolve and the event stream)
+	// over a unix socket beside the journal, "<journal>.sock", while the
+	// file is locked. Zero, InspectAuto, serves it when it can and
+	// otherwise runs without it, saying why to Logger; see InspectMode.
+	// A Harness from New, or on PostgreSQL, never serves it.
+	Inspect InspectMode
 }
 
 // Harness wraps an agent's tools so that one intent produces at most one
@@ -89,6 +96,8 @@ type Harness struct {
 	tools   map[string]*tool
 	closed  bool
 	running sync.WaitGroup // calls in progress; Add only under mu with !closed
+	// inspect serves agentctl, when Open started it; Close stops it.
+	inspect *inspectServer
 }
 
 // New returns a Harness on store. Closing the Harness does not close the
@@ -242,10 +251,15 @@ func (h *Harness) Close() error {
 	h.closed = true
 	h.mu.Unlock()
 	h.running.Wait()
+	// Before the store: agentctl's requests use it, and the socket must be
+	// gone before the file lock is released.
+	ierr := h.inspect.close()
 	if h.ownStore {
-		return h.store.Close()
+		if err := h.store.Close(); err != nil {
+			return err
+		}
 	}
-	return nil
+	return ierr
 }
 
 // enter counts a call in, or refuses it after Close; exit counts it out.

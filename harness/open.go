@@ -36,6 +36,10 @@ const NamespaceEnv = "AGENTONCE_NAMESPACE"
 // journal.ErrNoJournal, and a new journal with a new random namespace is
 // reported (an EventNewJournal and a warning on Options.Logger), since
 // every key changes with it.
+//
+// On a bbolt file, the Harness also serves agentctl over a unix socket
+// beside it (Options.Inspect), since the file's lock keeps agentctl out
+// while the agent runs.
 func Open(ctx context.Context, location string, opts *Options) (*Harness, error) {
 	var o Options
 	if opts != nil {
@@ -69,6 +73,10 @@ func Open(ctx context.Context, location string, opts *Options) (*Harness, error)
 	o.Journal = &jo
 	h := New(st, &o)
 	h.ownStore = true
+	if err := h.serveInspect(); err != nil {
+		st.Close()
+		return nil, err
+	}
 	if !exists {
 		h.reportNewJournal(ctx, location, jo.Namespace != uuid.Nil, fromEnv)
 	}

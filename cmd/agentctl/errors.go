@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentonce/agentonce/internal/inspect"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -20,6 +21,7 @@ const (
 	exitCorrupt     = 5  // not a journal, damaged, or written by a newer version
 	exitNotFound    = 6  // no record for the key
 	exitConflict    = 7  // resolve of a settled or in-flight record; import of a different record
+	exitAgentGone   = 8  // the running agent went away mid-command; tail found no running agent
 	exitReplayRun   = 10 // replay: some intent would execute again, nothing is blocked
 	exitReplayBlock = 11 // replay: some intent is blocked (unknown outcome, needs reconcile or resolve)
 )
@@ -32,10 +34,11 @@ var exitCodes = []struct {
 	{exitError, "unexpected error (I/O, permissions, internal)"},
 	{exitUsage, "usage: unknown command, bad flag or argument"},
 	{exitNoJournal, "journal not found: the file does not exist, or the PostgreSQL schema holds no journal"},
-	{exitInUse, "journal in use: another process holds its lock"},
-	{exitCorrupt, "journal corrupt, not a journal, or written by a newer version"},
+	{exitInUse, "journal in use: another process holds its lock and serves this user no inspection socket (an agent of another user, or with inspection off); or a write the running agent does not serve (gc, import)"},
+	{exitCorrupt, "journal corrupt, not a journal, or written by a newer version; or its running agent speaks another inspection protocol version"},
 	{exitNotFound, "no record for the key (replay: no intent recorded for the session)"},
 	{exitConflict, "conflict: resolve of a record that is settled or in flight; import of a record that differs from the stored one, or of another journal's namespace"},
+	{exitAgentGone, "agent gone: the running agent serving the journal went away mid-command (the output is incomplete), or tail found no running agent"},
 	{exitReplayRun, "replay: at least one intent would execute again (retry with the same key, or anew after expiry); none is blocked"},
 	{exitReplayBlock, "replay: at least one intent is blocked (outcome unknown: reconcile, or agentctl resolve)"},
 }
@@ -85,6 +88,8 @@ func exitCodeOf(err error) int {
 		return exitConflict
 	case errors.Is(err, journal.ErrInvalid):
 		return exitUsage
+	case errors.Is(err, inspect.ErrAgentGone):
+		return exitAgentGone
 	}
 	return exitError
 }
@@ -107,6 +112,8 @@ func hintFor(err error) string {
 		return "check the key (agentctl ls lists them)"
 	case errors.Is(err, journal.ErrNotResolvable):
 		return "only pending or unknown records can be resolved (agentctl show KEY)"
+	case errors.Is(err, inspect.ErrAgentGone):
+		return "the agent stopped or died; run the command again (it reads the file once the agent is gone)"
 	}
 	return ""
 }

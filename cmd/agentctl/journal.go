@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce/internal/inspect"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/postgres"
 )
@@ -85,14 +86,67 @@ func createJournal(ctx context.Context, location string, ns uuid.UUID, lockTimeo
 	return openBolt(location, &journal.Options{Namespace: ns, LockTimeout: lockTimeout, Now: now})
 }
 
-// open opens the journal named by the command's flags.
+// open opens the journal named by the command's flags. A bbolt journal
+// whose agent is running is locked; when the agent answers at the socket
+// beside the file, the command gets a store that reads (and resolves)
+// through it instead, so every command works as on a stopped agent's file.
 func (j *journalFlags) open(ctx context.Context, e *env, readOnly bool) (journal.Store, error) {
 	if err := j.resolve(e); err != nil {
 		return nil, err
 	}
+	if !postgres.IsURL(j.location) {
+		if err := checkBoltFile(j.location); err != nil {
+			return nil, err
+		}
+		if s, err := dialAgent(ctx, j.location); s != nil || err != nil {
+			return s, err
+		}
+	}
 	// The store runs on the command's clock, so that expiry in stats, gc
 	// and replay agrees with what the command prints.
-	return openJournalOpts(ctx, j.location, &journal.Options{ReadOnly: readOnly, LockTimeout: j.lockTimeout, Now: e.now})
+	s, err := openJournalOpts(ctx, j.location, &journal.Options{ReadOnly: readOnly, LockTimeout: j.lockTimeout, Now: e.now})
+	if errors.Is(err, journal.ErrInUse) && !postgres.IsURL(j.location) {
+		return nil, &cliError{code: exitInUse, err: err,
+			hint: "no agent answers at " + inspect.SocketPath(j.location) + " (its inspection is off, or it predates it): " +
+				"stop the process using it (an agent holds it open), or retry with a longer --lock-timeout"}
+	}
+	return s, err
+}
+
+// dialAgent connects to the running agent of the bbolt journal at
+// location. No agent there (no socket, or a stale one: connecting is
+// refused) is (nil, nil): the file is not locked by a live agent, or is by
+// one that serves nothing, and opening it says which.
+func dialAgent(ctx context.Context, location string) (journal.Store, error) {
+	c, err := inspect.Dial(ctx, inspect.SocketPath(location))
+	if errors.Is(err, inspect.ErrNoAgent) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, agentError(location, err)
+	}
+	return c, nil
+}
+
+// agentError gives a failure to reach the running agent its exit code.
+func agentError(location string, err error) error {
+	switch {
+	case errors.Is(err, inspect.ErrForeignUser):
+		return &cliError{code: exitInUse, err: fmt.Errorf("journal %s is in use by an agent of another user: %w", location, err),
+			hint: "run agentctl as the user the agent runs as"}
+	case errors.Is(err, inspect.ErrVersion):
+		return &cliError{code: exitCorrupt, err: fmt.Errorf("journal %s: %w", location, err)}
+	}
+	return err
+}
+
+// liveWriters reports whether another process may be writing the journal
+// while the command runs: PostgreSQL, or a bbolt journal whose running
+// agent answers for it. Only then is a live lease a live owner's; a bbolt
+// journal agentctl could open has no other writer.
+func liveWriters(location string, s journal.Store) bool {
+	_, served := s.(*inspect.Client)
+	return served || postgres.IsURL(location)
 }
 
 // openPostgres opens the PostgreSQL journal at url. Unless create is set,

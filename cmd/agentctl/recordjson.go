@@ -155,6 +155,14 @@ timeline --json:
 
 gc --json: {"dry_run": BOOL, "removed": N}
 
+tail --json, one event per line:
+  {"time": TIME, "kind": "before-write-ahead|after-write-ahead|after-effect|
+   after-outcome|retry|in-flight|takeover|reconcile|settle|result",
+   "tool": "", "session": "", "turn": "", "key": "UUID", "tries": N,
+   "attempt": "", "class": "", "delay_ms": N, "status": "", "source": "",
+   "error": ""}  where attempt, class, delay_ms, status, source and error
+   are left out when not set; status and source are set on "result"
+
 verify --json:
   {"journal": LOCATION, "records": N,
    "damaged": [{"key": "UUID", "problem": "what is wrong"}]}

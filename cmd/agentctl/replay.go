@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -29,10 +28,10 @@ now, from the record's state, lease, expiry and the tool's effect kind:
           outcome a keyed or idempotent tool; any tool whose failure (or
           last attempt) provably did not execute (class not-executed)
   wait    in flight elsewhere: another process holds a live lease; the
-          harness waits, then answers "in progress". PostgreSQL journals
-          only: a bbolt journal has one writer, so when agentctl can open
-          it no agent has it open, a live lease belongs to a process that
-          stopped, and the restarted agent's open ends it
+          harness waits, then answers "in progress". PostgreSQL journals,
+          and a running agent's (read through its socket) only: a bbolt
+          journal agentctl can open has no agent, so a live lease belongs
+          to a process that stopped, and the restarted agent's open ends it
   block   blocked as unknown: an unkeyed tool whose attempt may have
           happened (or a read-only one recorded unknown); the harness calls
           the tool's Reconcile hook if it has one, else answers unknown
@@ -206,7 +205,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions) error {
 	}
 	for i := range recs {
 		r := &recs[i]
-		action, reason := previewRecord(r, now, !postgres.IsURL(o.journal.location))
+		action, reason := previewRecord(r, now, !liveWriters(o.journal.location, s))
 		out.Summary[action]++
 		out.Intents = append(out.Intents, replayIntentJSON{
 			Key: r.Key.String(), Tenant: r.Intent.Tenant, Turn: r.Intent.Turn, Tool: r.Intent.Tool,

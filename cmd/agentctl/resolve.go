@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/postgres"
 )
 
 var resolveCommand = &command{
@@ -25,10 +24,10 @@ should see one) or that it did not (--failed, with --reason). The record
 keeps who (--by, default $USER@hostname), when and why; a re-issued call
 is then answered from the journal.
 
-On PostgreSQL, a pending intent whose lease is still live is in flight in
-another process: resolving it would fence that process out mid-call, so it
-is refused unless --force. (A bbolt journal has one writer: when agentctl
-can open it for writing, no agent has it open.) Settled intents (succeeded, failed, suppressed) cannot be
+On PostgreSQL, or through the socket of a running agent, a pending intent
+whose lease is still live is in flight in another process: resolving it
+would fence that process out mid-call, so it is refused unless --force. (A
+bbolt journal that agentctl can open for writing has no agent.) Settled intents (succeeded, failed, suppressed) cannot be
 resolved.`,
 	main: withRun(resolveMain, runResolve),
 }
@@ -96,7 +95,7 @@ func runResolve(ctx context.Context, e *env, o *resolveOptions) error {
 	// Only PostgreSQL has other live writers: a bbolt journal that agentctl
 	// opened for writing has no other process, so a live lease there is a
 	// stopped process's.
-	if postgres.IsURL(o.journal.location) && r.State == journal.StatePending && e.now().Before(r.Lease.Expires) && !o.force {
+	if liveWriters(o.journal.location, s) && r.State == journal.StatePending && e.now().Before(r.Lease.Expires) && !o.force {
 		return &cliError{code: exitConflict,
 			err: fmt.Errorf("intent %s is in flight: %s holds its lease until %s", o.key, orDash(r.Lease.Owner),
 				r.Lease.Expires.UTC().Format(time.RFC3339)),

@@ -95,7 +95,7 @@ func withRun[O any](parse func(context.Context, *env, *flag.FlagSet, []string, r
 func commands() []*command {
 	return []*command{
 		lsCommand, showCommand, statsCommand, deriveCommand, replayCommand,
-		resolveCommand, gcCommand, compactCommand, exportCommand, importCommand,
+		resolveCommand, gcCommand, compactCommand, exportCommand, importCommand, tailCommand,
 		verifyCommand, timelineCommand,
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/postgres"
 )
 
 var showCommand = &command{
@@ -83,7 +82,7 @@ func runShow(ctx context.Context, e *env, o *showOptions) error {
 		}
 		return jw.flush()
 	}
-	return writeRecord(e, &r, !postgres.IsURL(o.journal.location))
+	return writeRecord(e, &r, !liveWriters(o.journal.location, s))
 }
 
 // writeRecord prints one record as "field value" rows and an attempts table

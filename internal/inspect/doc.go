@@ -1,0 +1,51 @@
+// Package inspect is the local protocol by which a running agent answers
+// agentctl: read-only inspection of its journal, operator resolution, and a
+// stream of the harness's events, over a unix socket beside the journal.
+//
+// A bbolt journal is locked while its agent runs, so no other process can
+// read it. The agent (harness.Open on a bbolt file) serves this protocol at
+// SocketPath(journal), "<journal>.sock", and agentctl talks to it when the
+// file is locked. The Server answers from the agent's own journal.Store; the
+// Client is a journal.Store whose reads and Resolve travel over the socket,
+// so agentctl's commands run unchanged against it.
+//
+// # Protocol, version 1
+//
+// Each message is one JSON object on one line. The client opens with a
+// hello, {"protocol":"agentonce-inspect","version":1}; the server answers
+// with its own hello (version, namespace, journal path, pid, lease owner),
+// or with an error whose code is "version" when the versions differ, and
+// closes. Versions must be equal: both ends ship in one module. Then the
+// client sends requests one at a time, each answered before the next:
+//
+//	{"op":"get","key":K}              → {"record":R}
+//	{"op":"list","filter":F}          → {"record":R} … {"end":true}
+//	{"op":"stats"}                    → {"stats":S}
+//	{"op":"gc_dry_run"}               → {"gc":G}
+//	{"op":"resolve","key":K,"resolution":X} → {"record":R}
+//	{"op":"events"}                   → {"subscribed":true} {"event":E} … {"bye":TEXT}
+//
+// Any request may be answered {"error":{"code":C,"message":M}}; C names a
+// journal sentinel (not_found, not_resolvable, fenced, invalid, corrupt,
+// newer_version, read_only, closed) or refused, version, internal. After
+// "events" the connection only carries events: {"dropped":N} says N events
+// were lost because the client read too slowly, and {"bye":…} that the
+// agent is closing its journal. The record, stats and event forms are the
+// wire types of this package (Record, Stats, Event).
+//
+// # Security
+//
+// The socket is mode 0600, and on Linux each end checks the other's uid
+// with SO_PEERCRED: only the agent's own user is served (root included in
+// that rule: it is refused an agent of another user). Elsewhere the file
+// mode is the only guard.
+//
+// # Caveats
+//
+//   - A socket path longer than the kernel's limit (108 bytes on Linux) is
+//     reached through /proc/self/fd on Linux, and cannot be served elsewhere.
+//   - Events are dropped, and counted, for a client that reads too slowly;
+//     the agent never waits for a reader.
+//   - Writes other than Resolve and a dry-run GC are not served: stop the
+//     agent for gc, import and compact.
+package inspect
