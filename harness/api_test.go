@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -112,5 +113,74 @@ func TestPanicErrorUnwraps(t *testing.T) {
 	var pe *harness.PanicError
 	if !errors.As(res.Err, &pe) || !errors.Is(res.Err, boom) || bytes.HasPrefix(pe.Stack, []byte("goroutine ")) {
 		t.Errorf("Call(panicking tool) err = %v; want a *PanicError that unwraps to boom, its stack without the goroutine header", res.Err)
+	}
+}
+
+// Close waits for a flight whose callers all left: its outcome is
+// recorded before the journal closes, so a restart replays it instead of
+// running the tool again.
+func TestCloseWaitsForAFlightItsCallersLeft(t *testing.T) {
+	path, st := tempJournal(t)
+	h := harness.New(st, &harness.Options{Retry: fastRetry})
+	runs := 0
+	release := make(chan struct{})
+	mustRegister(t, h, harness.Tool{Name: "slow", Effect: journal.Keyed,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			runs++
+			<-release
+			return json.RawMessage(`"done"`), nil
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	left := make(chan harness.Result)
+	go func() { left <- h.Call(ctx, call("slow", `{}`)) }()
+	time.Sleep(20 * time.Millisecond) // the tool is running
+	cancel()
+	if res := <-left; res.Status != harness.InProgress {
+		t.Fatalf("caller that left = %v; want in progress", res.Status)
+	}
+	closed := make(chan error)
+	go func() { closed <- h.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while the flight still ran", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st2 := openBolt(t, path, nil)
+	defer st2.Close()
+	h2 := newHarness(t, st2, nil)
+	mustRegister(t, h2, harness.Tool{Name: "slow", Effect: journal.Keyed,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			runs++
+			return json.RawMessage(`"again"`), nil
+		}})
+	if res := mustCall(t, h2, call("slow", `{}`)); !res.OK() || res.Source != harness.Replayed || runs != 1 {
+		t.Errorf("after restart = %v (%v) %s, tool runs %d; want the recorded success replayed, 1 run", res.Status, res.Source, res.Output, runs)
+	}
+}
+
+// A call refused before it reached a flight is reported too, so that an
+// Observer counts every call.
+func TestEarlyRejectionIsObserved(t *testing.T) {
+	_, st := tempJournal(t)
+	var results []harness.Event
+	h := newHarness(t, st, &harness.Options{Observer: harness.ObserverFunc(func(_ context.Context, e harness.Event) {
+		if e.Kind == harness.EventResult {
+			results = append(results, e)
+		}
+	})})
+	h.Call(context.Background(), call("nope", `{}`))
+	h.CallAll(context.Background(), []harness.ToolCall{call("nope", `{}`), call("nope", `{"bad":`)})
+	if len(results) != 3 {
+		t.Fatalf("result events = %d; want 3", len(results))
+	}
+	for _, e := range results {
+		if e.Status != harness.Rejected || e.Err == nil {
+			t.Errorf("result event = %+v; want rejected with its error", e)
+		}
 	}
 }

@@ -22,14 +22,23 @@ import (
 // answered from the journal.
 func (h *Harness) Call(ctx context.Context, c ToolCall) Result {
 	if err := h.enter(); err != nil {
-		return Result{CallID: c.ID, Tool: c.Tool, Status: Rejected, Err: err}
+		return h.rejectedEarly(ctx, c, Result{CallID: c.ID, Tool: c.Tool, Status: Rejected, Err: err})
 	}
 	defer h.exit()
 	p := h.prepare(c)
 	if p.err != nil {
-		return p.rejected()
+		return h.rejectedEarly(ctx, c, p.rejected())
 	}
 	return h.do(ctx, p)
+}
+
+// rejectedEarly reports a call refused before it reached a flight (closed
+// harness, unknown tool, invalid input, no turn), so that an Observer
+// counts every call.
+func (h *Harness) rejectedEarly(ctx context.Context, c ToolCall, res Result) Result {
+	h.emit(ctx, Event{Kind: EventResult, Tool: c.Tool, Session: c.Session, Turn: c.Turn, Key: res.Key,
+		Status: Rejected, Err: res.Err})
+	return res
 }
 
 // prepared is a call whose tool is found and whose key is derived.
@@ -82,6 +91,13 @@ func (h *Harness) do(ctx context.Context, p prepared) Result {
 		}
 	}
 	res, err, joined := h.flights.Do(ctx, flightKey{p.d.Key, p.d.Fingerprint}, func(fctx context.Context) (Result, error) {
+		// The flight counts itself in: it may outlive every caller (they
+		// leave when their contexts end), and Close must wait for it so
+		// that its outcome is recorded before the journal closes.
+		if err := h.enter(); err != nil {
+			return Result{Tool: p.call.Tool, Key: p.d.Key, Status: Rejected, Err: err}, nil
+		}
+		defer h.exit()
 		if !p.tool.journal {
 			return h.runUnjournaled(fctx, &p), nil
 		}

@@ -17,7 +17,7 @@ func (h *Harness) CallAll(ctx context.Context, calls []ToolCall) []Result {
 	results := make([]Result, len(calls))
 	if err := h.enter(); err != nil {
 		for i, c := range calls {
-			results[i] = Result{CallID: c.ID, Tool: c.Tool, Status: Rejected, Err: err}
+			results[i] = h.rejectedEarly(ctx, c, Result{CallID: c.ID, Tool: c.Tool, Status: Rejected, Err: err})
 		}
 		return results
 	}
@@ -37,7 +37,7 @@ func (h *Harness) CallAll(ctx context.Context, calls []ToolCall) []Result {
 	for i, c := range calls {
 		p := h.prepare(c)
 		if p.err != nil {
-			results[i] = p.rejected()
+			results[i] = h.rejectedEarly(ctx, c, p.rejected())
 			continue
 		}
 		fk := flightKey{p.d.Key, p.d.Fingerprint}

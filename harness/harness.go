@@ -239,9 +239,10 @@ func (h *Harness) Store() journal.Store { return h.store }
 // Owner returns the lease owner name of this Harness.
 func (h *Harness) Owner() string { return h.owner }
 
-// Close refuses new calls, waits for the calls in progress to finish (their
-// outcomes are recorded), and then, when the Harness opened its journal
-// (Open), closes it. A tool that never returns keeps Close waiting.
+// Close refuses new calls, waits for the calls in progress to finish, and
+// for the flights whose callers left (their outcomes are recorded), and
+// then, when the Harness opened its journal (Open), closes it. A tool that
+// never returns keeps Close waiting.
 func (h *Harness) Close() error {
 	h.mu.Lock()
 	if h.closed {
