@@ -1,0 +1,376 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
+	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
+)
+
+// payments is the downstream API the charge tool calls: a real HTTP server
+// on loopback that counts the charges it made. Like a real provider it
+// finishes a charge whether or not its client is still waiting.
+type payments struct {
+	srv     *httptest.Server
+	charges atomic.Int64
+	// started receives once per request that arrived.
+	started chan struct{}
+	// gate, when not nil, holds every request until it is closed.
+	gate chan struct{}
+	// abandoned receives when a held request's client went away.
+	abandoned chan struct{}
+}
+
+func newPayments(t *testing.T, hold bool) *payments {
+	p := &payments{started: make(chan struct{}, 64), abandoned: make(chan struct{}, 64)}
+	if hold {
+		p.gate = make(chan struct{})
+	}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.started <- struct{}{}
+		if p.gate != nil {
+			select {
+			case <-p.gate:
+			case <-r.Context().Done():
+				p.abandoned <- struct{}{}
+				<-p.gate
+			}
+		}
+		n := p.charges.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"charge_id":"ch_%d"}`, n)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+// chargeTool is an Unkeyed tool, the strictest kind: after an attempt that
+// may have taken effect it is never run again.
+func chargeTool(p *payments) harness.Tool {
+	return harness.Tool{
+		Name:        "charge_card",
+		Description: "Charge the customer's card.",
+		Effect:      journal.Unkeyed,
+		Schema:      json.RawMessage(`{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`),
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.srv.URL+"/charge", strings.NewReader(string(in)))
+			if err != nil {
+				return nil, err
+			}
+			return harness.ReadJSON(p.srv.Client().Do(req))
+		},
+	}
+}
+
+// fixture is a Harness on a bbolt journal served over streamable HTTP.
+type fixture struct {
+	h   *harness.Harness
+	url string
+	// runs counts the harness events that start a flight: any call that
+	// got as far as the journal.
+	runs atomic.Int64
+	// leftEarly receives when a tools/call handler returned an error (the
+	// adapter's answer to a request that ended) or with its request's
+	// context ended: the server saw the client give up.
+	leftEarly chan struct{}
+}
+
+func newFixture(t *testing.T, tools ...harness.Tool) *fixture {
+	t.Helper()
+	f := &fixture{leftEarly: make(chan struct{}, 64)}
+	obs := harness.ObserverFunc(func(_ context.Context, e harness.Event) {
+		if e.Kind == harness.EventBeforeWriteAhead {
+			f.runs.Add(1)
+		}
+	})
+	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &harness.Options{Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	if err := h.Register(tools...); err != nil {
+		t.Fatal(err)
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "agentonce-test", Version: "v0.0.1"}, nil)
+	if err := agentmcp.AddTools(s, h, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			res, err := next(ctx, method, req)
+			if err != nil || ctx.Err() != nil {
+				f.leftEarly <- struct{}{}
+			}
+			return res, err
+		}
+	})
+	// PropagateRequestCancellation makes a client that gives up cancel the
+	// handler's context under the 2026-07-28 protocol too, as it always
+	// does under the older ones: the worst case for an effect in flight.
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
+		&sdk.StreamableHTTPOptions{PropagateRequestCancellation: true}))
+	t.Cleanup(srv.Close)
+	f.h, f.url = h, srv.URL
+	return f
+}
+
+// connect opens a client session with the real SDK client at the given
+// protocol version ("" is the SDK's latest).
+func (f *fixture) connect(t *testing.T, version string) *sdk.ClientSession {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "agentonce-test-client", Version: "v0.0.1"}, nil)
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: f.url, DisableStandaloneSSE: true},
+		&sdk.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("Connect(%q): %v", version, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// awaitGiveUp waits until the server has seen a client give up on a call,
+// then gives a handler that passed the cancellation on the time to kill the
+// charge's downstream request (a correct one never does), so that the
+// retry that follows cannot join the first call before it was killed.
+func (f *fixture) awaitGiveUp(t *testing.T, p *payments) {
+	t.Helper()
+	wait(t, f.leftEarly, "the server to see the client give up")
+	select {
+	case <-p.abandoned:
+		t.Errorf("the charge's downstream request was abandoned when the MCP client gave up")
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// wait receives from ch, failing the test if nothing comes within a
+// minute: a bound on a hang, not a timing assertion.
+func wait(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(time.Minute):
+		t.Fatalf("waited a minute for %s", what)
+	}
+}
+
+func chargeParams(scope agentmcp.Scope, amount int) *sdk.CallToolParams {
+	p := &sdk.CallToolParams{Name: "charge_card", Arguments: map[string]any{"amount": amount}}
+	agentmcp.SetScope(p, scope)
+	return p
+}
+
+func text(r *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func metaOf(r *sdk.CallToolResult, key string) string {
+	s, _ := r.Meta[key].(string)
+	return s
+}
+
+// protocols are the versions every scenario runs at: the SDK's latest
+// (per-request, no transport session) and the last one with a transport
+// session id.
+var protocols = []string{"", "2025-11-25"}
+
+// A client that gives up on a call while the charge is running, then sends
+// the same call again, gets the one charge's answer: the first call was
+// not killed by the client's cancellation, and the retry joined it or read
+// its outcome from the journal.
+func TestClientGivesUpAndRetries(t *testing.T) {
+	for _, version := range protocols {
+		t.Run("protocol="+version, func(t *testing.T) {
+			p := newPayments(t, true)
+			f := newFixture(t, chargeTool(p))
+			cs := f.connect(t, version)
+			scope := agentmcp.Scope{Tenant: "acme", Session: "conv-1", Turn: "1"}
+
+			ctx, cancel := context.WithCancel(context.Background())
+			first := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, chargeParams(scope, 4900))
+				first <- err
+			}()
+			wait(t, p.started, "the charge to start downstream")
+			cancel()
+			if err := <-first; err == nil {
+				t.Fatalf("CallTool after cancel = nil error; want the client's cancellation")
+			}
+			f.awaitGiveUp(t, p)
+
+			retry := make(chan *sdk.CallToolResult, 1)
+			go func() {
+				res, err := cs.CallTool(context.Background(), chargeParams(scope, 4900))
+				if err != nil {
+					t.Errorf("retry CallTool: %v", err)
+				}
+				retry <- res
+			}()
+			close(p.gate)
+			res := <-retry
+			if res == nil {
+				return
+			}
+			if res.IsError {
+				t.Errorf("retry IsError = true (%s); want the charge's success", text(res))
+			}
+			if src := metaOf(res, agentmcp.MetaSource); src != "collapsed" && src != "replayed" {
+				t.Errorf("retry source = %q; want collapsed or replayed", src)
+			}
+			if !strings.Contains(text(res), `"charge_id":"ch_1"`) {
+				t.Errorf("retry text = %s; want the first charge's id", text(res))
+			}
+			again, err := cs.CallTool(context.Background(), chargeParams(scope, 4900))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if src := metaOf(again, agentmcp.MetaSource); src != "replayed" || again.IsError {
+				t.Errorf("third call: source %q, IsError %v (%s); want replayed success", src, again.IsError, text(again))
+			}
+			if n := p.charges.Load(); n != 1 {
+				t.Errorf("charges = %d; want 1", n)
+			}
+		})
+	}
+}
+
+// A client that loses its connection during a charge and reconnects (a
+// new transport session) re-sends the call with the same _meta scope: the
+// charge happens once. The scope, not the transport session, is the
+// conversation: a different turn is a new intent and charges again.
+func TestReconnectSameScope(t *testing.T) {
+	for _, version := range protocols {
+		t.Run("protocol="+version, func(t *testing.T) {
+			p := newPayments(t, true)
+			f := newFixture(t, chargeTool(p))
+			scope := agentmcp.Scope{Tenant: "acme", Session: "conv-7", Turn: "3"}
+
+			cs1 := f.connect(t, version)
+			ctx, cancel := context.WithCancel(context.Background())
+			first := make(chan error, 1)
+			go func() {
+				_, err := cs1.CallTool(ctx, chargeParams(scope, 1200))
+				first <- err
+			}()
+			wait(t, p.started, "the charge to start downstream")
+			// The client gives up on the call, ends its transport session
+			// and comes back with a new one.
+			cancel()
+			<-first
+			f.awaitGiveUp(t, p)
+			if err := cs1.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+
+			cs2 := f.connect(t, version)
+			if version != "" && (cs1.ID() == "" || cs1.ID() == cs2.ID()) {
+				t.Fatalf("transport session ids %q and %q; want two distinct ids", cs1.ID(), cs2.ID())
+			}
+			retry := make(chan *sdk.CallToolResult, 1)
+			go func() {
+				res, err := cs2.CallTool(context.Background(), chargeParams(scope, 1200))
+				if err != nil {
+					t.Errorf("CallTool after reconnect: %v", err)
+				}
+				retry <- res
+			}()
+			close(p.gate)
+			if res := <-retry; res != nil {
+				if res.IsError || !strings.Contains(text(res), `"ch_1"`) {
+					t.Errorf("after reconnect: IsError %v, text %s; want the first charge", res.IsError, text(res))
+				}
+				if src := metaOf(res, agentmcp.MetaSource); src != "collapsed" && src != "replayed" {
+					t.Errorf("after reconnect: source %q; want collapsed or replayed", src)
+				}
+			}
+			if n := p.charges.Load(); n != 1 {
+				t.Errorf("charges after reconnect = %d; want 1", n)
+			}
+
+			next := scope
+			next.Turn = "4"
+			res, err := cs2.CallTool(context.Background(), chargeParams(next, 1200))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError || metaOf(res, agentmcp.MetaSource) != "executed" {
+				t.Errorf("next turn: IsError %v, source %q; want a new executed charge", res.IsError, metaOf(res, agentmcp.MetaSource))
+			}
+			if n := p.charges.Load(); n != 2 {
+				t.Errorf("charges after the next turn = %d; want 2", n)
+			}
+		})
+	}
+}
+
+// A call whose _meta does not place it is a tool error that names the
+// missing keys, and nothing runs: no journal record, no charge.
+func TestMissingScope(t *testing.T) {
+	p := newPayments(t, false)
+	f := newFixture(t, chargeTool(p))
+	cs := f.connect(t, "")
+	tests := []struct {
+		name    string
+		meta    map[string]any
+		missing []string
+		invalid []string
+	}{
+		{"no meta", nil, []string{agentmcp.MetaTenant, agentmcp.MetaSession, agentmcp.MetaTurn}, nil},
+		{"no turn", map[string]any{agentmcp.MetaTenant: "acme", agentmcp.MetaSession: "s"}, []string{agentmcp.MetaTurn}, nil},
+		{"empty session", map[string]any{agentmcp.MetaTenant: "acme", agentmcp.MetaSession: "", agentmcp.MetaTurn: "1"}, []string{agentmcp.MetaSession}, nil},
+		{"turn not a string", map[string]any{agentmcp.MetaTenant: "acme", agentmcp.MetaSession: "s", agentmcp.MetaTurn: true}, nil, []string{agentmcp.MetaTurn}},
+		{"tenant only", map[string]any{agentmcp.MetaTenant: "acme"}, []string{agentmcp.MetaSession, agentmcp.MetaTurn}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			params := &sdk.CallToolParams{Name: "charge_card", Arguments: map[string]any{"amount": 5}, Meta: tc.meta}
+			res, err := cs.CallTool(context.Background(), params)
+			if err != nil {
+				t.Fatalf("CallTool: %v; want a tool error, not a protocol error", err)
+			}
+			if !res.IsError {
+				t.Errorf("IsError = false; want true")
+			}
+			for _, k := range tc.missing {
+				if !strings.Contains(text(res), "missing _meta keys") || !strings.Contains(text(res), k) {
+					t.Errorf("text %q does not name missing key %s", text(res), k)
+				}
+			}
+			for _, k := range tc.invalid {
+				if !strings.Contains(text(res), "not strings: "+k) {
+					t.Errorf("text %q does not name invalid key %s", text(res), k)
+				}
+			}
+			if got := metaOf(res, agentmcp.MetaStatus); got != "rejected" {
+				t.Errorf("status = %q; want rejected", got)
+			}
+		})
+	}
+	if n := f.runs.Load(); n != 0 {
+		t.Errorf("calls that reached the journal = %d; want 0", n)
+	}
+	if n := p.charges.Load(); n != 0 {
+		t.Errorf("charges = %d; want 0", n)
+	}
+}
