@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/retryclass"
 )
 
 // payments is the downstream API the charge tool calls: a real HTTP server
@@ -372,5 +374,195 @@ func TestMissingScope(t *testing.T) {
 	}
 	if n := p.charges.Load(); n != 0 {
 		t.Errorf("charges = %d; want 0", n)
+	}
+}
+
+// tools/list offers every harness tool with its description and schema; a
+// tool without a schema is offered as an object.
+func TestToolList(t *testing.T) {
+	p := newPayments(t, false)
+	bare := harness.Tool{Name: "ping", Effect: journal.Idempotent,
+		Func: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`"pong"`), nil }}
+	f := newFixture(t, chargeTool(p), bare)
+	cs := f.connect(t, "")
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, tool := range res.Tools {
+		b, _ := json.Marshal(tool.InputSchema)
+		got[tool.Name] = tool.Description + " " + string(b)
+	}
+	want := map[string]string{
+		"charge_card": `Charge the customer's card. {"properties":{"amount":{"type":"integer"}},"required":["amount"],"type":"object"}`,
+		"ping":        ` {"type":"object"}`,
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("tools/list %s = %q; want %q", name, got[name], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("tools/list = %v; want %d tools", got, len(want))
+	}
+}
+
+// AddTools refuses a schema MCP cannot offer, and adds no tool then.
+func TestAddToolsSchema(t *testing.T) {
+	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	fn := func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil }
+	if err := h.Register(
+		harness.Tool{Name: "a_good", Effect: journal.Idempotent, Func: fn},
+		harness.Tool{Name: "b_array", Effect: journal.Idempotent, Func: fn, Schema: json.RawMessage(`{"type":["object","null"]}`)},
+	); err != nil {
+		t.Fatal(err)
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "v0"}, nil)
+	err = agentmcp.AddTools(s, h, nil)
+	if err == nil || !strings.Contains(err.Error(), "b_array") {
+		t.Errorf("AddTools = %v; want an error naming b_array", err)
+	}
+	ct, st := sdk.NewInMemoryTransports()
+	ss, err := s.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res, err := cs.ListTools(context.Background(), nil); err == nil && len(res.Tools) != 0 {
+		t.Errorf("tools after a refused AddTools = %d; want 0", len(res.Tools))
+	}
+}
+
+// Each Status reaches the client as the documented IsError, with ForModel
+// as the text: a failure says nothing was done; an unknown outcome says
+// not to retry.
+func TestStatusMapping(t *testing.T) {
+	var runs atomic.Int64
+	failing := harness.Tool{Name: "fail", Effect: journal.Keyed,
+		Func: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			runs.Add(1)
+			return nil, retryclass.Permanent(errors.New("card declined"))
+		}}
+	unknown := harness.Tool{Name: "lost", Effect: journal.Unkeyed, Settle: -1,
+		Func: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			runs.Add(1)
+			return nil, errors.New("connection reset after the request was sent")
+		}}
+	scalar := harness.Tool{Name: "count", Effect: journal.Idempotent,
+		Func: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			runs.Add(1)
+			return json.RawMessage(`7`), nil
+		}}
+	f := newFixture(t, failing, unknown, scalar)
+	cs := f.connect(t, "")
+	scope := agentmcp.Scope{Tenant: "acme", Session: "s", Turn: "1"}
+	tests := []struct {
+		tool       string
+		isError    bool
+		status     string
+		text       string
+		structured bool
+	}{
+		{"fail", true, "failed", "nothing was done: card declined", false},
+		{"lost", true, "unknown", "Do not retry it or change its input", false},
+		{"count", false, "succeeded", "7", false},
+		{"nope", true, "rejected", "rejected and did not run", false},
+	}
+	for _, tc := range tests {
+		p := &sdk.CallToolParams{Name: tc.tool, Arguments: map[string]any{}}
+		agentmcp.SetScope(p, scope)
+		res, err := cs.CallTool(context.Background(), p)
+		if tc.tool == "nope" {
+			// The SDK answers an unknown tool itself, before any handler.
+			if err == nil {
+				t.Errorf("CallTool(nope) = nil error; want the SDK's unknown-tool error")
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("CallTool(%s): %v", tc.tool, err)
+		}
+		if res.IsError != tc.isError || metaOf(res, agentmcp.MetaStatus) != tc.status || !strings.Contains(text(res), tc.text) {
+			t.Errorf("CallTool(%s) = IsError %v, status %q, text %q; want %v, %q, containing %q",
+				tc.tool, res.IsError, metaOf(res, agentmcp.MetaStatus), text(res), tc.isError, tc.status, tc.text)
+		}
+		if (res.StructuredContent != nil) != tc.structured {
+			t.Errorf("CallTool(%s) structured content = %v; want present %v", tc.tool, res.StructuredContent, tc.structured)
+		}
+	}
+	if n := runs.Load(); n != 3 {
+		t.Errorf("tool runs = %d; want 3", n)
+	}
+}
+
+// Options.Tenant supplies the tenant, which _meta then need not carry and
+// cannot override; its error is a tool error and nothing runs.
+func TestTenantOption(t *testing.T) {
+	var runs atomic.Int64
+	tool := harness.Tool{Name: "note", Effect: journal.Keyed,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			runs.Add(1)
+			return json.RawMessage(`{"ok":true}`), nil
+		}}
+	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.Register(tool); err != nil {
+		t.Fatal(err)
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "v0"}, nil)
+	opts := &agentmcp.Options{Tenant: func(_ context.Context, req *sdk.CallToolRequest) (string, error) {
+		if req.Params.GetMeta()["x-test-auth"] == "bad" {
+			return "", errors.New("no valid token")
+		}
+		return "from-auth", nil
+	}}
+	if err := agentmcp.AddTools(s, h, opts); err != nil {
+		t.Fatal(err)
+	}
+	ct, st := sdk.NewInMemoryTransports()
+	ss, err := s.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(tenant, auth string) *sdk.CallToolResult {
+		p := &sdk.CallToolParams{Name: "note", Arguments: map[string]any{"n": 1}}
+		agentmcp.SetScope(p, agentmcp.Scope{Tenant: tenant, Session: "s", Turn: "1"})
+		if auth != "" {
+			p.Meta["x-test-auth"] = auth
+		}
+		res, err := cs.CallTool(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := call("", ""), call("spoofed", "")
+	if a.IsError || b.IsError || metaOf(a, agentmcp.MetaKey) != metaOf(b, agentmcp.MetaKey) {
+		t.Errorf("keys %q and %q (errors %v, %v); want one key: the _meta tenant is ignored", metaOf(a, agentmcp.MetaKey), metaOf(b, agentmcp.MetaKey), a.IsError, b.IsError)
+	}
+	if res := call("", "bad"); !res.IsError || !strings.Contains(text(res), "no valid token") {
+		t.Errorf("call with a bad token: IsError %v, text %q; want a tool error with the reason", res.IsError, text(res))
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("tool runs = %d; want 1", n)
 	}
 }
