@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -41,6 +42,9 @@ func newPayments(t *testing.T, hold bool) *payments {
 		p.gate = make(chan struct{})
 	}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Reading the body to its end lets net/http notice a client that
+		// goes away (r.Context ends).
+		io.Copy(io.Discard, r.Body)
 		p.started <- struct{}{}
 		if p.gate != nil {
 			select {
