@@ -570,3 +570,49 @@ func TestTenantOption(t *testing.T) {
 		t.Errorf("tool runs = %d; want 1", n)
 	}
 }
+
+// Options.MaxCall bounds a detached call: a tool that never answers is
+// cancelled once it has passed, and the client is told the action is in
+// progress, not that it failed.
+func TestMaxCallBounds(t *testing.T) {
+	cancelled := make(chan struct{})
+	tool := harness.Tool{Name: "hang", Effect: journal.Keyed,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			<-ctx.Done()
+			close(cancelled)
+			return nil, ctx.Err()
+		}}
+	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.Register(tool); err != nil {
+		t.Fatal(err)
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "v0"}, nil)
+	if err := agentmcp.AddTools(s, h, &agentmcp.Options{MaxCall: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	ct, st := sdk.NewInMemoryTransports()
+	ss, err := s.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	p := &sdk.CallToolParams{Name: "hang", Arguments: map[string]any{}}
+	agentmcp.SetScope(p, agentmcp.Scope{Tenant: "acme", Session: "s", Turn: "1"})
+	res, err := cs.CallTool(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || metaOf(res, agentmcp.MetaStatus) != "in-progress" {
+		t.Errorf("CallTool past MaxCall = IsError %v, status %q (%s); want an in-progress error", res.IsError, metaOf(res, agentmcp.MetaStatus), text(res))
+	}
+	wait(t, cancelled, "the tool's context to end after MaxCall")
+}
