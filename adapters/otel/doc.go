@@ -38,8 +38,10 @@
 //   - An Event carries no call id. Spans are matched to calls by key: the
 //     latest open span of a key takes the key's events. Two flights of one
 //     key at once in one process (the same key with two different inputs,
-//     or two Harnesses sharing the Observer) can have their events mixed;
-//     the counts stay right.
+//     or two Harnesses sharing the Observer), or a caller that joined a
+//     flight of a replayed or failed intent answered just as a new flight
+//     of the key begins, can have their spans mixed; the counts stay
+//     right.
 //   - A call that never reaches EventResult (runtime.Goexit in a tool, a
 //     crash) leaves its span open, and held in memory, for good.
 package otel

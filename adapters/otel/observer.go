@@ -75,7 +75,7 @@ type span struct {
 	// journaled says the span began at EventBeforeWriteAhead; an
 	// unjournaled tool's first event comes after its first attempt.
 	journaled bool
-	attempt   trace.Span // nil between attempts
+	attempt   trace.Span // nil between attempts; guarded by Observer.mu
 }
 
 // New returns an Observer that uses opts' providers. It fails only if an
@@ -194,26 +194,35 @@ func (o *Observer) pop(key uuid.UUID) *span {
 func (o *Observer) attemptStarted(ctx context.Context, e harness.Event) {
 	sp := o.current(ctx, e)
 	o.attempts.Add(ctx, 1, metric.WithAttributes(AttrTool.String(e.Tool)))
-	if sp.attempt != nil {
-		sp.attempt.End() // an attempt that reported no effect (in a transaction)
-	}
-	_, sp.attempt = o.tracer.Start(sp.ctx, "agentonce.attempt", trace.WithAttributes(
+	_, a := o.tracer.Start(sp.ctx, "agentonce.attempt", trace.WithAttributes(
 		AttrTool.String(e.Tool), AttrAttempt.String(e.Attempt), attribute.Int("agentonce.attempt.number", e.Tries)))
+	if prev := o.swapAttempt(sp, a); prev != nil {
+		prev.End() // an attempt that reported no effect (in a transaction)
+	}
 }
 
 func (o *Observer) attemptEnded(ctx context.Context, e harness.Event) {
-	sp := o.current(ctx, e)
-	if sp.attempt == nil {
+	a := o.swapAttempt(o.current(ctx, e), nil)
+	if a == nil {
 		return
 	}
 	if e.Err != nil {
 		// The class, not the error text: the text may quote the
 		// downstream's answer.
-		sp.attempt.SetAttributes(AttrClass.String(e.Class.String()))
-		sp.attempt.SetStatus(codes.Error, e.Class.String())
+		a.SetAttributes(AttrClass.String(e.Class.String()))
+		a.SetStatus(codes.Error, e.Class.String())
 	}
-	sp.attempt.End()
-	sp.attempt = nil
+	a.End()
+}
+
+// swapAttempt sets sp's attempt in progress and returns the one before.
+// Under mu: a call matched by key alone may touch another call's span.
+func (o *Observer) swapAttempt(sp *span, a trace.Span) trace.Span {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	prev := sp.attempt
+	sp.attempt = a
+	return prev
 }
 
 func (o *Observer) spanEvent(ctx context.Context, e harness.Event, name string) {
@@ -228,13 +237,14 @@ func (o *Observer) spanEvent(ctx context.Context, e harness.Event, name string) 
 }
 
 // result ends the call's span and counts the call. A caller that left a
-// flight still running (InProgress from an executing flight) and a caller
-// answered without a start of its own (a replay, a collapsed or joined
-// call) get a span of their own, and the running flight keeps its span.
+// flight still running (InProgress from an executing flight), a collapsed
+// call and a caller answered without a start of its own (a replay) get a
+// span of their own, and a running flight keeps its span.
 func (o *Observer) result(ctx context.Context, e harness.Event) {
 	var sp *span
 	leftRunning := e.Status == harness.InProgress && e.Source == harness.Executed
-	if !leftRunning {
+	// A collapsed call joined a flight that has answered already.
+	if !leftRunning && e.Source != harness.Collapsed {
 		sp = o.pop(e.Key)
 	}
 	if sp == nil {
@@ -245,8 +255,8 @@ func (o *Observer) result(ctx context.Context, e harness.Event) {
 		// this call's own.
 		o.attempts.Add(ctx, int64(e.Tries), metric.WithAttributes(AttrTool.String(e.Tool)))
 	}
-	if sp.attempt != nil {
-		sp.attempt.End()
+	if a := o.swapAttempt(sp, nil); a != nil {
+		a.End()
 	}
 	status, source := AttrStatus.String(e.Status.String()), AttrSource.String(e.Source.String())
 	sp.SetAttributes(status, source, AttrAttempts.Int(e.Tries))

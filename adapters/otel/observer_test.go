@@ -381,3 +381,45 @@ func assertNoSecrets(t *testing.T, f *fixture, rm metricdata.ResourceMetrics) {
 		}
 	}
 }
+
+// Many goroutines calling a few keys at once: every span ends and every
+// call is counted once, whatever the matching by key did.
+func TestConcurrentCalls(t *testing.T) {
+	var runs atomic.Int64
+	f := newFixture(t, flaky("charge", 0, &runs))
+	go func() {
+		for range f.answered { // nobody else reads it here
+		}
+	}()
+	const goroutines, perG = 8, 20
+	var done atomic.Int64
+	finished := make(chan struct{})
+	for g := range goroutines {
+		go func() {
+			for i := range perG {
+				in := `{"n":` + string(rune('0'+(g+i)%3)) + `}`
+				if i%2 == 0 {
+					f.h.CallAll(context.Background(), []harness.ToolCall{call("charge", in), call("charge", in)})
+					done.Add(2)
+				} else {
+					f.h.Call(context.Background(), call("charge", in))
+					done.Add(1)
+				}
+			}
+			finished <- struct{}{}
+		}()
+	}
+	for range goroutines {
+		<-finished
+	}
+	if n := runs.Load(); n != 3 {
+		t.Errorf("tool runs = %d; want 3 (one per distinct input)", n)
+	}
+	if got := int64(len(f.calls())); got != done.Load() {
+		t.Errorf("call spans = %d; want %d", got, done.Load())
+	}
+	if got := total(f.collect(t), agentotel.MetricCalls); got != done.Load() {
+		t.Errorf("%s = %d; want %d", agentotel.MetricCalls, got, done.Load())
+	}
+	assertAllEnded(t, f)
+}
