@@ -33,9 +33,10 @@
 //	                unknown errors, MarkMaybeExecuted
 //	in-flight       409                                                wait within the in-flight budget,
 //	                                                                   then suppress "in progress"
-//	mismatch        422, local fingerprint mismatch, Suppress          stop, record suppressed
-//	terminal        other 4xx, 501, 505, a failed certificate check,   record failed; the model sees the error
-//	                Permanent
+//	mismatch        422, 417 to a request carrying Idempotency-Key,    stop, record suppressed
+//	                local fingerprint mismatch, Suppress
+//	terminal        other 4xx, 501, 505, a failed certificate check,   record failed (if no earlier try may
+//	                Permanent                                          have executed); the model sees the error
 //	canceled        the caller's context ended                         stop; the try's outcome is not known
 //
 // Precedence: a marker a tool returns (Permanent, MarkNotExecuted,
@@ -51,6 +52,14 @@
 //
 // 408 Request Timeout and 425 Too Early are NotExecuted, not terminal: the
 // server says it did not process the request, and a retry can succeed.
+//
+// A class describes one try. What the harness records depends on the tries
+// before it: once any try of an intent may have executed, a later terminal
+// answer refuses a retry of something that may already have happened, and
+// is never recorded as a failure in which nothing was done (the harness
+// records an Unkeyed intent unknown and a Keyed or Idempotent one
+// suppressed). The same holds after a restart, whose first try retries the
+// crashed one.
 //
 // ClassifyContext lets a definite answer (a marker or a status) win over
 // the caller's context being done: a 422 received just as the caller gave
