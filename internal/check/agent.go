@@ -85,7 +85,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	if !o.Final && o.Slot < len(plan.Skews) {
 		skew = time.Duration(plan.Skews[o.Slot]) * time.Millisecond
 	}
-	h, err := harness.Open(ctx, o.Journal, &harness.Options{
+	hopts := &harness.Options{
 		Owner:    o.Proc,
 		LeaseTTL: time.Duration(plan.LeaseMS) * time.Millisecond,
 		Retry:    workerRetry,
@@ -93,7 +93,17 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 			LockTimeout: 20 * time.Second, // the previous incarnation's lock goes with its death
 			Now:         func() time.Time { return time.Now().Add(skew) },
 		},
-	})
+	}
+	// The runner terminates PostgreSQL backends at random, an open's among
+	// them: the worker tries again, as an agent's supervisor would restart
+	// it.
+	var h *harness.Harness
+	for try := 0; ; try++ {
+		if h, err = harness.Open(ctx, o.Journal, hopts); err == nil || try == 4 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(100*(try+1)) * time.Millisecond)
+	}
 	if err != nil {
 		return fmt.Errorf("worker %s: open journal: %w", o.Proc, err)
 	}

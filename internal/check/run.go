@@ -193,7 +193,10 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 
 	r.say("final pass")
-	if err := r.runProc(planFile, 0, "final", true, 90*time.Second); err != nil {
+	// The final pass re-issues every intent; one that is in progress may
+	// wait out its in-flight budget, so the bound grows with the plan.
+	final := max(90*time.Second, time.Duration(len(r.plan.Intents))*50*time.Millisecond)
+	if err := r.runProc(planFile, 0, "final", true, final); err != nil {
 		r.problem("final pass: %v", err)
 	}
 	ds.Wait(15 * time.Second)
