@@ -14,6 +14,7 @@ import (
 	"github.com/agentonce/agentonce/adapters/anthropic"
 	"github.com/agentonce/agentonce/adapters/anthropic/internal/fakeapi"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/internal/fakeshop"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -22,7 +23,7 @@ import (
 // use that split one intent in two): one charge, two tool_result blocks
 // with their own ids and the same text.
 func TestParallelDuplicatesCollapse(t *testing.T) {
-	shop := fakeapi.NewShop()
+	shop := fakeshop.NewShop()
 	defer shop.Close()
 	api := fakeapi.New(func(req fakeapi.Request) []fakeapi.Block {
 		if lastUserText(req) != "" {
@@ -70,7 +71,7 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 // again, repeats the charge: the new Harness on the same journal answers it
 // from the journal, and the model sees the first answer again.
 func TestRestartReplays(t *testing.T) {
-	shop := fakeapi.NewShop()
+	shop := fakeshop.NewShop()
 	defer shop.Close()
 	var id atomic.Int64
 	api := fakeapi.New(func(req fakeapi.Request) []fakeapi.Block {
@@ -116,7 +117,7 @@ func TestRestartReplays(t *testing.T) {
 // Every status reaches the model as a tool_result; only a success is not
 // an error, and the text says what the model may do.
 func TestStatusToToolResult(t *testing.T) {
-	shop := fakeapi.NewShop()
+	shop := fakeshop.NewShop()
 	defer shop.Close()
 	var failedRuns, suppressedRuns, unknownRuns atomic.Int64
 	h := openHarness(t, journalPath(t),
@@ -179,7 +180,7 @@ func TestStatusToToolResult(t *testing.T) {
 // first and repeats the charge: the repeat is replayed, the same charge in
 // the second user turn is a new intent, and each turn ends in text.
 func TestConversation(t *testing.T) {
-	shop := fakeapi.NewShop()
+	shop := fakeshop.NewShop()
 	defer shop.Close()
 	charge := `{"amount":4900,"currency":"usd"}`
 	api := fakeapi.New(func(req fakeapi.Request) []fakeapi.Block {
@@ -240,7 +241,7 @@ func TestConversation(t *testing.T) {
 // A conversation without an id cannot be keyed: every call is rejected,
 // and nothing runs.
 func TestNoSessionRejected(t *testing.T) {
-	shop := fakeapi.NewShop()
+	shop := fakeshop.NewShop()
 	defer shop.Close()
 	a := anthropic.New(openHarness(t, journalPath(t), shop.ChargeTool()), nil)
 	msg := &sdk.Message{}
@@ -298,7 +299,7 @@ func TestUserTurn(t *testing.T) {
 // their descriptions and schemas; a tool without a schema gets an empty
 // object schema.
 func TestToolDefinitions(t *testing.T) {
-	shop := fakeapi.NewShop()
+	shop := fakeshop.NewShop()
 	defer shop.Close()
 	var runs atomic.Int64
 	api := fakeapi.New(func(fakeapi.Request) []fakeapi.Block { return []fakeapi.Block{fakeapi.Text("hi")} })
@@ -308,7 +309,7 @@ func TestToolDefinitions(t *testing.T) {
 
 	got := api.Requests()[0].Tools
 	want := []fakeapi.Tool{
-		{Name: "charge_card", Description: "Charges the customer's card.", InputSchema: json.RawMessage(fakeapi.ChargeSchema)},
+		{Name: "charge_card", Description: "Charges the customer's card.", InputSchema: json.RawMessage(fakeshop.ChargeSchema)},
 		{Name: "zz_plain", InputSchema: json.RawMessage(`{"type":"object"}`)},
 	}
 	if len(got) != len(want) {

@@ -14,6 +14,7 @@ import (
 	"github.com/agentonce/agentonce/adapters/anthropic"
 	"github.com/agentonce/agentonce/adapters/anthropic/internal/fakeapi"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/internal/fakeshop"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -24,7 +25,7 @@ import (
 func ExampleAdapter_Run() {
 	dir, _ := os.MkdirTemp("", "agentonce-anthropic")
 	defer os.RemoveAll(dir)
-	shop := fakeapi.NewShop()
+	shop := fakeshop.NewShop()
 	defer shop.Close()
 	api := fakeapi.New(func(req fakeapi.Request) []fakeapi.Block {
 		if req.Last().Content[0].Type == "tool_result" {

@@ -16,6 +16,7 @@ import (
 	"github.com/agentonce/agentonce/adapters/openai"
 	"github.com/agentonce/agentonce/adapters/openai/internal/fakeapi"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/internal/fakeshop"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -31,7 +32,7 @@ func exampleModel(conv []fakeapi.Msg) fakeapi.Reply {
 }
 
 // exampleHarness opens a journal in dir with the shop's charge tool.
-func exampleHarness(dir string, shop *fakeapi.Shop) *harness.Harness {
+func exampleHarness(dir string, shop *fakeshop.Shop) *harness.Harness {
 	h, err := harness.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
 	if err != nil {
 		log.Fatal(err)
@@ -49,7 +50,7 @@ func exampleHarness(dir string, shop *fakeapi.Shop) *harness.Harness {
 func ExampleAdapter_RunChat() {
 	dir, _ := os.MkdirTemp("", "agentonce-openai")
 	defer os.RemoveAll(dir)
-	shop := fakeapi.NewShop()
+	shop := fakeshop.NewShop()
 	defer shop.Close()
 	api := fakeapi.New(exampleModel)
 	defer api.Close()
@@ -92,7 +93,7 @@ func ExampleAdapter_RunChat() {
 func ExampleAdapter_RunResponseTurn() {
 	dir, _ := os.MkdirTemp("", "agentonce-openai")
 	defer os.RemoveAll(dir)
-	shop := fakeapi.NewShop()
+	shop := fakeshop.NewShop()
 	defer shop.Close()
 	api := fakeapi.New(exampleModel)
 	defer api.Close()

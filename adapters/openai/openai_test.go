@@ -16,6 +16,7 @@ import (
 	"github.com/agentonce/agentonce/adapters/openai"
 	"github.com/agentonce/agentonce/adapters/openai/internal/fakeapi"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/internal/fakeshop"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -28,7 +29,7 @@ const charge49 = `{"amount":4900,"currency":"usd"}`
 func TestParallelDuplicatesCollapse(t *testing.T) {
 	for _, dr := range drivers {
 		t.Run(dr.name, func(t *testing.T) {
-			shop := fakeapi.NewShop()
+			shop := fakeshop.NewShop()
 			defer shop.Close()
 			api := fakeapi.New(func(conv []fakeapi.Msg) fakeapi.Reply {
 				if userSpoke(conv) {
@@ -75,7 +76,7 @@ func TestParallelDuplicatesCollapse(t *testing.T) {
 func TestRestartReplays(t *testing.T) {
 	for _, dr := range drivers {
 		t.Run(dr.name, func(t *testing.T) {
-			shop := fakeapi.NewShop()
+			shop := fakeshop.NewShop()
 			defer shop.Close()
 			var id atomic.Int64
 			api := fakeapi.New(func(conv []fakeapi.Msg) fakeapi.Reply {
@@ -134,7 +135,7 @@ func TestStatusToToolResult(t *testing.T) {
 	}
 	for _, dr := range drivers {
 		t.Run(dr.name, func(t *testing.T) {
-			shop := fakeapi.NewShop()
+			shop := fakeshop.NewShop()
 			defer shop.Close()
 			var failedRuns, suppressedRuns, unknownRuns atomic.Int64
 			h := openHarness(t, journalPath(t),
@@ -187,7 +188,7 @@ func TestStatusToToolResult(t *testing.T) {
 func TestConversation(t *testing.T) {
 	for _, dr := range drivers {
 		t.Run(dr.name, func(t *testing.T) {
-			shop := fakeapi.NewShop()
+			shop := fakeshop.NewShop()
 			defer shop.Close()
 			api := fakeapi.New(func(conv []fakeapi.Msg) fakeapi.Reply {
 				last := fakeapi.Last(conv)
@@ -245,7 +246,7 @@ func TestConversation(t *testing.T) {
 // A conversation without an id cannot be keyed: every call is rejected,
 // answered with its id, and nothing runs.
 func TestNoSessionRejected(t *testing.T) {
-	shop := fakeapi.NewShop()
+	shop := fakeshop.NewShop()
 	defer shop.Close()
 	a := openai.New(openHarness(t, journalPath(t), shop.ChargeTool()), nil)
 
@@ -355,7 +356,7 @@ func TestResponseUserTurn(t *testing.T) {
 func TestToolDefinitions(t *testing.T) {
 	for _, dr := range drivers {
 		t.Run(dr.name, func(t *testing.T) {
-			shop := fakeapi.NewShop()
+			shop := fakeshop.NewShop()
 			defer shop.Close()
 			var runs atomic.Int64
 			api := fakeapi.New(func([]fakeapi.Msg) fakeapi.Reply { return fakeapi.Reply{Text: "hi"} })
@@ -365,7 +366,7 @@ func TestToolDefinitions(t *testing.T) {
 
 			got := api.Requests()[0].Tools
 			want := []fakeapi.Tool{
-				{Name: "charge_card", Description: "Charges the customer's card.", Parameters: json.RawMessage(fakeapi.ChargeSchema)},
+				{Name: "charge_card", Description: "Charges the customer's card.", Parameters: json.RawMessage(fakeshop.ChargeSchema)},
 				{Name: "zz_plain", Parameters: json.RawMessage(`{"type":"object"}`)},
 			}
 			if len(got) != len(want) {

@@ -13,6 +13,7 @@ import (
 	"github.com/agentonce/agentonce/adapters/anthropic"
 	"github.com/agentonce/agentonce/adapters/anthropic/internal/fakeapi"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/internal/fakeshop"
 )
 
 // session is the application's id of the conversation: the Messages API
@@ -81,7 +82,7 @@ func run(ctx context.Context, dir string, out io.Writer) (summary, error) {
 		return script[n-1].content
 	})
 	defer api.Close()
-	shop := fakeapi.NewShop()
+	shop := fakeshop.NewShop()
 	defer shop.Close()
 	client := sdk.NewClient(option.WithBaseURL(api.URL), option.WithAPIKey("offline"))
 

@@ -16,6 +16,7 @@ import (
 	"github.com/agentonce/agentonce/adapters/openai"
 	"github.com/agentonce/agentonce/adapters/openai/internal/fakeapi"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/internal/fakeshop"
 )
 
 // session is the application's id of the conversation; it must be the
@@ -105,7 +106,7 @@ func runOn(ctx context.Context, api, journal string, out io.Writer, sum *summary
 		return script[n-1].reply
 	})
 	defer srv.Close()
-	shop := fakeapi.NewShop()
+	shop := fakeshop.NewShop()
 	defer shop.Close()
 	client := sdk.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("offline"))
 
