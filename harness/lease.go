@@ -23,11 +23,18 @@ import (
 // nobody runs it while the stopped attempt may still be acting.
 
 // leaseKeeper renews the lease of an intent its flight owns until the
-// outcome is about to be recorded (release) or the flight ends.
+// outcome is about to be recorded (release) or the flight ends. It runs on
+// a timer, not a goroutine of its own: a call shorter than LeaseTTL/3 (most
+// are) costs one timer armed and stopped.
 type leaseKeeper struct {
-	once sync.Once
-	quit chan struct{}
-	done chan struct{}
+	f      *flight
+	ttl    time.Duration
+	cancel context.CancelCauseFunc
+
+	mu       sync.Mutex // guards stopped and timer, and the deadline below
+	stopped  bool
+	timer    *time.Timer
+	deadline time.Time // when the lease runs out unless renewed (monotonic)
 }
 
 // keepLease starts renewing f's lease. The returned context ends, with
@@ -35,60 +42,63 @@ type leaseKeeper struct {
 // the context.
 func (f *flight) keepLease(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	k := &leaseKeeper{quit: make(chan struct{}), done: make(chan struct{})}
+	k := &leaseKeeper{f: f, ttl: f.p.tool.leaseTTL, cancel: cancel}
+	k.mu.Lock() // the first tick may come before AfterFunc returns
+	k.deadline = time.Now().Add(k.ttl)
+	k.timer = time.AfterFunc(k.ttl/3, func() { k.tick(ctx) })
+	k.mu.Unlock()
 	f.lease = k
-	ttl := f.p.tool.leaseTTL
-	go func() {
-		defer close(k.done)
-		if err := f.renew(ctx, k.quit, ttl); err != nil {
-			cancel(err)
-		}
-	}()
 	return ctx, func() {
 		k.release()
 		cancel(nil)
 	}
 }
 
-// renew renews every ttl/3 until quit is closed, and returns why it had to
-// stop otherwise. A failed renewal is tried again sooner; the lease counts
-// as lost once a fence says so, or once the last successful renewal's ttl
-// has run out (measured on this process's monotonic clock, which a wall
+// tick renews once, on the timer's goroutine, and arms the next tick: a
+// renewal every ttl/3, a failed one tried again sooner. The lease counts as
+// lost once a fence says so, or once the last successful renewal's ttl has
+// nearly run out (measured on this process's monotonic clock, which a wall
 // clock jump does not move).
-func (f *flight) renew(ctx context.Context, quit <-chan struct{}, ttl time.Duration) error {
-	interval := ttl / 3
-	deadline := time.Now().Add(ttl)
-	t := time.NewTimer(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-quit:
-			return nil
-		case <-t.C:
-		}
-		start := time.Now()
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), interval)
-		_, err := f.h.store.Renew(rctx, journal.RenewRequest{Key: f.p.d.Key, Token: f.token, LeaseTTL: ttl})
-		rcancel()
-		switch {
-		case err == nil:
-			deadline = start.Add(ttl)
-			t.Reset(interval)
-		case errors.Is(err, journal.ErrFenced), errors.Is(err, journal.ErrNotFound):
-			return fmt.Errorf("%w: %w", ErrLeaseLost, err)
-		case time.Until(deadline) < interval/4:
-			return fmt.Errorf("%w: the journal could not be reached to renew it: %w", ErrLeaseLost, err)
-		default:
-			t.Reset(min(interval/4, time.Until(deadline)/2))
-		}
+func (k *leaseKeeper) tick(ctx context.Context) {
+	k.mu.Lock()
+	stopped := k.stopped
+	k.mu.Unlock()
+	if stopped {
+		return
+	}
+	interval := k.ttl / 3
+	start := time.Now()
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), interval)
+	_, err := k.f.h.store.Renew(rctx, journal.RenewRequest{Key: k.f.p.d.Key, Token: k.f.token, LeaseTTL: k.ttl})
+	rcancel()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return
+	}
+	switch {
+	case err == nil:
+		k.deadline = start.Add(k.ttl)
+		k.timer.Reset(interval)
+	case errors.Is(err, journal.ErrFenced), errors.Is(err, journal.ErrNotFound):
+		k.cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
+	case time.Until(k.deadline) < interval/4:
+		k.cancel(fmt.Errorf("%w: the journal could not be reached to renew it: %w", ErrLeaseLost, err))
+	default:
+		k.timer.Reset(min(interval/4, time.Until(k.deadline)/2))
 	}
 }
 
-// release stops renewing; it is safe on a nil keeper and more than once.
+// release stops renewing; it is safe on a nil keeper and more than once. A
+// renewal already under way may still land; it renews this owner's own
+// lease, or is fenced once the outcome is recorded, which then changes
+// nothing.
 func (k *leaseKeeper) release() {
 	if k == nil {
 		return
 	}
-	k.once.Do(func() { close(k.quit) })
-	<-k.done
+	k.mu.Lock()
+	k.stopped = true
+	k.timer.Stop()
+	k.mu.Unlock()
 }
