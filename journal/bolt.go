@@ -281,7 +281,8 @@ func (s *BoltStore) checkFile(ns uuid.UUID) error {
 		}
 		// Not migrated yet: a writer's open migrates it (migrate.go); a
 		// reader's queries read every record.
-		s.legacy = v < layoutVersion || meta.Get(metaMigrating) != nil || tx.Bucket(bucketIndex) == nil
+		s.legacy = v < layoutVersion || meta.Get(metaMigrating) != nil ||
+			tx.Bucket(bucketIndex) == nil || tx.Bucket(bucketCounts) == nil
 		return nil
 	}
 	// Checking is a read: a write transaction would rewrite the meta page
@@ -309,8 +310,10 @@ func (s *BoltStore) create(tx *bolt.Tx, ns uuid.UUID) error {
 	if _, err := tx.CreateBucket(bucketRecords); err != nil {
 		return err
 	}
-	if _, err := tx.CreateBucket(bucketIndex); err != nil {
-		return err
+	for _, b := range [][]byte{bucketIndex, bucketCounts} {
+		if _, err := tx.CreateBucket(b); err != nil {
+			return err
+		}
 	}
 	s.ns = ns
 	return nil
@@ -709,7 +712,7 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 				case s.legacy:
 					entries, err = s.scanEntries(tx, &f)
 				case f.Session != "":
-					entries, err = s.sessionEntries(tx, f.Session, f.Tenant)
+					entries, err = s.sessionEntries(tx, f.Session)
 				default:
 					entries, err = openKeys(tx.Bucket(bucketIndex), f.State)
 					sortNewestFirst(entries)
@@ -882,7 +885,12 @@ func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 		ix := tx.Bucket(bucketIndex)
 		res.KeptUnknown = countOpen(ix, StateUnknown, now, over) + countOpen(ix, StatePending, now, over)
 		if opts.DryRun {
-			res.Removed = countRange(ix, []byte{pfxExpiry}, now.UnixNano())
+			walkExpired(ix, now.UnixNano(), func(key uuid.UUID) bool {
+				if _, ok := over[key]; !ok { // else a newer record hides it
+					res.Removed++
+				}
+				return true
+			})
 		}
 		return nil
 	})
@@ -954,19 +962,11 @@ func (s *BoltStore) gcBatch(ctx context.Context, max int, now time.Time) (int, e
 	err := s.commit(func(tx *bolt.Tx) error {
 		removed = 0
 		recs := tx.Bucket(bucketRecords)
-		c := tx.Bucket(bucketIndex).Cursor()
-		prefix := []byte{pfxExpiry}
 		keys := make([]uuid.UUID, 0, max)
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(keys) < max; k, _ = c.Next() {
-			key, err := keyTail(k)
-			if err != nil {
-				return fmt.Errorf("journal %s: %w", s.path, err)
-			}
-			if readTime(k[1:]) > t {
-				break
-			}
+		walkExpired(tx.Bucket(bucketIndex), t, func(key uuid.UUID) bool {
 			keys = append(keys, key)
-		}
+			return len(keys) < max
+		})
 		for _, key := range keys {
 			v := recs.Get(key[:])
 			if v == nil {

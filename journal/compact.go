@@ -73,9 +73,11 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 			if err != nil {
 				return err
 			}
-			if stx.Bucket(bucketIndex) != nil {
-				if _, err := dtx.CreateBucket(bucketIndex); err != nil {
-					return err
+			for _, b := range [][]byte{bucketIndex, bucketCounts} {
+				if stx.Bucket(b) != nil {
+					if _, err := dtx.CreateBucket(b); err != nil {
+						return err
+					}
 				}
 			}
 			_, err = dtx.CreateBucket(bucketRecords)
@@ -91,10 +93,14 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 		}); err != nil {
 			return err
 		}
-		if stx.Bucket(bucketIndex) == nil {
-			return nil
+		for _, b := range [][]byte{bucketIndex, bucketCounts} {
+			if stx.Bucket(b) != nil {
+				if err := copyBucket(ctx, dst, stx, b, func() {}, func() {}); err != nil {
+					return err
+				}
+			}
 		}
-		return copyBucket(ctx, dst, stx, bucketIndex, func() {}, func() {})
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("compact journal %s to %s: %w", srcPath, dstPath, err)

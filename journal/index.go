@@ -7,26 +7,31 @@
 //
 //	'c' created key             every record, by creation time: List
 //	                            without a session, Stats.Oldest/Newest
-//	'e' expires key             records that expire (succeeded, failed,
-//	                            suppressed): GC and Stats.Expired walk only
-//	                            the part at or before now
+//	'e' ^expires key            records that expire (succeeded, failed,
+//	                            suppressed), latest first: GC and
+//	                            Stats.Expired walk it from its end, only
+//	                            as far as now
 //	'g' tenant session tool key suppressed records: the guard's lookup
-//	's' session tenant created key   List by session
+//	's' hash(session) created key   List by session
 //	'u' state expires key → created  unknown and pending records (never
 //	                            expire): Stats.OverdueUnknown, GC's
 //	                            KeptUnknown, the leases ended at open,
 //	                            List by those states
-//	'~' 'n' | 'a' | 's' state | 't' tool → count (8 bytes, big-endian)
-//	                            counters: records, attempts, by state, by
-//	                            tool
+//
+// The counters (records, attempts, by state, by tool) are a bucket of their
+// own, "counts": 'n', 'a', 's' state, 't' tool → count (8 bytes,
+// big-endian). It stays under a quarter page for the first twenty or so
+// tools, and bbolt then keeps it inline in the page of the bucket
+// headers, which every commit rewrites anyway: counting costs no page.
 //
 // Times are Unix nanoseconds, big-endian with the sign bit flipped so that
 // they sort as signed numbers; strings are uvarint-length-prefixed. Why one
 // bucket with prefixes rather than a bucket per index: a commit dirties
 // every leaf it touches and the branch pages above each, and every bucket
-// adds a root of its own to that path. The time-ordered indexes ('c', 'e')
-// append at their tails, so a new record touches one hot leaf of each; the
-// counters share one leaf. A write costs its record's leaf plus three or
+// adds a root of its own to that path. The time-ordered indexes meet
+// where their newest entries are: 'c' ascends to its end and 'e' (in
+// descending order) starts with the latest expiry, so a new record's two
+// entries are neighbours in one leaf. A write costs its record's leaf plus three or
 // four index leaves and the branches above them, and all of it goes in the
 // commit's single fsync pair, which dominates (figures in BENCHMARKS.md).
 //
@@ -40,6 +45,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"time"
 
@@ -51,6 +57,7 @@ var (
 	bucketMeta    = []byte("meta")
 	bucketRecords = []byte("records")
 	bucketIndex   = []byte("index")
+	bucketCounts  = []byte("counts")
 
 	metaVersion   = []byte("version")
 	metaNamespace = []byte("namespace")
@@ -66,19 +73,16 @@ const (
 	pfxGuard   = 'g'
 	pfxSession = 's'
 	pfxOpen    = 'u'
-	pfxCount   = '~'
 )
 
 // Counter keys.
 var (
-	countRecords  = []byte{pfxCount, 'n'}
-	countAttempts = []byte{pfxCount, 'a'}
+	countRecords  = []byte{'n'}
+	countAttempts = []byte{'a'}
 )
 
-func countState(st State) []byte { return []byte{pfxCount, 's', byte(st)} }
-func countTool(tool string) []byte {
-	return append([]byte{pfxCount, 't'}, tool...)
-}
+func countState(st State) []byte   { return []byte{'s', byte(st)} }
+func countTool(tool string) []byte { return append([]byte{'t'}, tool...) }
 
 // ixEntry is what the indexes hold about one record.
 type ixEntry struct {
@@ -125,15 +129,39 @@ func timeKey(prefix byte, t int64, key uuid.UUID) []byte {
 	return append(appendTime(append(b, prefix), t), key[:]...)
 }
 
-// sessionPrefix is the key prefix of a session's entries, of one tenant's
-// or (withTenant false) of every tenant's.
-func sessionPrefix(session, tenant string, withTenant bool) []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(session)+len(tenant)+24)
-	b = appendStr(append(b, pfxSession), session)
-	if withTenant {
-		b = appendStr(b, tenant)
+// expiryKey is key's 'e' entry: the expiry inverted, so that the latest
+// comes first, next to the newest 'c' entries.
+func expiryKey(expires int64, key uuid.UUID) []byte {
+	return timeKey(pfxExpiry, ^expires, key)
+}
+
+// walkExpired calls fn with the key of each 'e' entry whose expiry is at or
+// before t, the earliest first, until fn returns false.
+func walkExpired(ix *bolt.Bucket, t int64, fn func(key uuid.UUID) bool) {
+	c := ix.Cursor()
+	k, _ := c.Seek([]byte{pfxExpiry + 1})
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
 	}
-	return b
+	for ; k != nil && len(k) == 25 && k[0] == pfxExpiry; k, _ = c.Prev() {
+		if ^readTime(k[1:]) > t || !fn(uuid.UUID(k[9:])) {
+			return
+		}
+	}
+}
+
+// sessionPrefix is the key prefix of a session's entries: a 64-bit hash
+// of the session's name rather than the name, because index keys are also
+// the separators in the branch pages above the leaves, and long ones make
+// a deeper tree whose every level a commit rewrites. Sessions whose hashes
+// collide share a prefix; List reads each record and keeps those that
+// match, so a collision costs reads, never a wrong answer.
+func sessionPrefix(session string) []byte {
+	h := fnv.New64a()
+	h.Write([]byte(session))
+	return h.Sum(append(make([]byte, 0, 33), pfxSession))
 }
 
 func guardPrefix(tenant, session, tool string) []byte {
@@ -158,9 +186,9 @@ type ixKV struct{ k, v []byte }
 func (e *ixEntry) entries() []ixKV {
 	out := make([]ixKV, 0, 4)
 	out = append(out, ixKV{k: timeKey(pfxCreated, e.created, e.key)})
-	out = append(out, ixKV{k: append(appendTime(sessionPrefix(e.session, e.tenant, true), e.created), e.key[:]...)})
+	out = append(out, ixKV{k: append(appendTime(sessionPrefix(e.session), e.created), e.key[:]...)})
 	if expires(e.state) {
-		out = append(out, ixKV{k: timeKey(pfxExpiry, e.expires, e.key)})
+		out = append(out, ixKV{k: expiryKey(e.expires, e.key)})
 	} else {
 		k := append(appendTime(openPrefix(e.state), e.expires), e.key[:]...)
 		out = append(out, ixKV{k: k, v: appendTime(nil, e.created)})
@@ -174,12 +202,12 @@ func (e *ixEntry) entries() []ixKV {
 // indexPut writes r (encoded as enc) into tx with its index entries and
 // counters, replacing whatever the file held for its key.
 func (s *BoltStore) indexPut(tx *bolt.Tx, r *Record, enc []byte) error {
-	recs, ix := tx.Bucket(bucketRecords), tx.Bucket(bucketIndex)
+	recs := tx.Bucket(bucketRecords)
 	old, err := s.storedEntry(recs, r.Key)
 	if err != nil {
 		return err
 	}
-	if err := reindex(ix, old, entryOf(r)); err != nil {
+	if err := reindex(tx, old, entryOf(r)); err != nil {
 		return err
 	}
 	return recs.Put(r.Key[:], enc)
@@ -187,12 +215,12 @@ func (s *BoltStore) indexPut(tx *bolt.Tx, r *Record, enc []byte) error {
 
 // indexDelete removes key's record and its index entries from tx.
 func (s *BoltStore) indexDelete(tx *bolt.Tx, key uuid.UUID) error {
-	recs, ix := tx.Bucket(bucketRecords), tx.Bucket(bucketIndex)
+	recs := tx.Bucket(bucketRecords)
 	old, err := s.storedEntry(recs, key)
 	if err != nil || old == nil {
 		return err
 	}
-	if err := reindex(ix, old, nil); err != nil {
+	if err := reindex(tx, old, nil); err != nil {
 		return err
 	}
 	return recs.Delete(key[:])
@@ -213,7 +241,8 @@ func (s *BoltStore) storedEntry(recs *bolt.Bucket, key uuid.UUID) (*ixEntry, err
 
 // reindex replaces the index entries and counts of old (nil: none) with
 // those of new (nil: none), touching only what differs.
-func reindex(ix *bolt.Bucket, old, new *ixEntry) error {
+func reindex(tx *bolt.Tx, old, new *ixEntry) error {
+	ix, counts := tx.Bucket(bucketIndex), tx.Bucket(bucketCounts)
 	var oldKV, newKV []ixKV
 	if old != nil {
 		oldKV = old.entries()
@@ -239,7 +268,7 @@ func reindex(ix *bolt.Bucket, old, new *ixEntry) error {
 		if d == 0 {
 			return nil
 		}
-		return addCount(ix, k, d)
+		return addCount(counts, k, d)
 	}
 	switch {
 	case old == nil && new == nil:
@@ -281,15 +310,15 @@ func hasKV(list []ixKV, kv ixKV) bool {
 
 // addCount adds d to the counter k; a counter at zero is removed, so that
 // tools no longer present leave nothing behind.
-func addCount(ix *bolt.Bucket, k []byte, d int64) error {
+func addCount(b *bolt.Bucket, k []byte, d int64) error {
 	n := d
-	if v := ix.Get(k); len(v) == 8 {
+	if v := b.Get(k); len(v) == 8 {
 		n += int64(binary.BigEndian.Uint64(v))
 	}
 	if n == 0 {
-		return ix.Delete(k)
+		return b.Delete(k)
 	}
-	return ix.Put(k, binary.BigEndian.AppendUint64(nil, uint64(n)))
+	return b.Put(k, binary.BigEndian.AppendUint64(nil, uint64(n)))
 }
 
 // countRange counts the index keys with prefix whose time (right after the
@@ -310,26 +339,26 @@ func countRange(ix *bolt.Bucket, prefix []byte, t int64) int {
 func indexedStats(tx *bolt.Tx, now time.Time) (Stats, error) {
 	st := newStats()
 	ix := tx.Bucket(bucketIndex)
-	c := ix.Cursor()
-	prefix := []byte{pfxCount}
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if len(v) != 8 || len(k) < 2 {
+	cc := tx.Bucket(bucketCounts).Cursor()
+	for k, v := cc.First(); k != nil; k, v = cc.Next() {
+		if len(v) != 8 || len(k) < 1 {
 			return Stats{}, fmt.Errorf("%w: counter %q", ErrCorrupt, k)
 		}
 		n := int(binary.BigEndian.Uint64(v))
 		switch {
-		case k[1] == 'n':
+		case k[0] == 'n':
 			st.Records = n
-		case k[1] == 'a':
+		case k[0] == 'a':
 			st.Attempts = n
-		case k[1] == 's' && len(k) == 3:
-			st.ByState[State(k[2])] = n
-		case k[1] == 't':
-			st.ByTool[string(k[2:])] = n
+		case k[0] == 's' && len(k) == 2:
+			st.ByState[State(k[1])] = n
+		case k[0] == 't':
+			st.ByTool[string(k[1:])] = n
 		}
 	}
+	c := ix.Cursor()
 	t := now.UnixNano()
-	st.Expired = countRange(ix, []byte{pfxExpiry}, t)
+	walkExpired(ix, t, func(uuid.UUID) bool { st.Expired++; return true })
 	st.OverdueUnknown = countRange(ix, openPrefix(StateUnknown), t) + countRange(ix, openPrefix(StatePending), t)
 	created := []byte{pfxCreated}
 	if k, _ := c.Seek(created); k != nil && bytes.HasPrefix(k, created) && len(k) >= 9 {

@@ -6,7 +6,7 @@
 // (metaMigrating: the last key indexed). The first transaction sets the
 // layout version to 2, so that an older binary refuses the file rather
 // than write records without their index entries, drops the layout-1
-// session index and starts an empty index bucket; the last one removes
+// session index and starts empty index and counts buckets; the last one removes
 // metaMigrating. A crash anywhere leaves a file whose indexes cover
 // exactly the records up to metaMigrating, and the next writer's open
 // carries on from there. Records are read and indexed, never rewritten.
@@ -48,18 +48,21 @@ func (s *BoltStore) migrate() error {
 	}
 	err := s.writeTx(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		if v, _ := binary.Uvarint(meta.Get(metaVersion)); v == layoutVersion && meta.Get(metaMigrating) != nil && tx.Bucket(bucketIndex) != nil {
+		if v, _ := binary.Uvarint(meta.Get(metaVersion)); v == layoutVersion && meta.Get(metaMigrating) != nil &&
+			tx.Bucket(bucketIndex) != nil && tx.Bucket(bucketCounts) != nil {
 			return nil // resuming
 		}
-		for _, b := range [][]byte{bucketIndex, bucketSessions} {
+		for _, b := range [][]byte{bucketIndex, bucketCounts, bucketSessions} {
 			if tx.Bucket(b) != nil {
 				if err := tx.DeleteBucket(b); err != nil {
 					return err
 				}
 			}
 		}
-		if _, err := tx.CreateBucket(bucketIndex); err != nil {
-			return err
+		for _, b := range [][]byte{bucketIndex, bucketCounts} {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
 		}
 		return firstErr(meta.Delete(metaSessionsClean),
 			meta.Put(metaVersion, binary.AppendUvarint(nil, layoutVersion)),
@@ -68,7 +71,7 @@ func (s *BoltStore) migrate() error {
 	done := 0
 	for finished := false; err == nil && !finished; {
 		err = s.writeTx(func(tx *bolt.Tx) error {
-			meta, ix := tx.Bucket(bucketMeta), tx.Bucket(bucketIndex)
+			meta := tx.Bucket(bucketMeta)
 			last := meta.Get(metaMigrating)
 			c := tx.Bucket(bucketRecords).Cursor()
 			k, v := c.First()
@@ -83,7 +86,7 @@ func (s *BoltStore) migrate() error {
 				if err != nil {
 					return wrapKey(s.path, k, err)
 				}
-				if err := reindex(ix, nil, entryOf(&r)); err != nil {
+				if err := reindex(tx, nil, entryOf(&r)); err != nil {
 					return err
 				}
 				at = k

@@ -11,23 +11,23 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// sessionEntries lists the records of session (and tenant, when given)
-// newest first, as entries that carry the key and the creation time: the
-// caller reads and filters the records.
-func (s *BoltStore) sessionEntries(tx *bolt.Tx, session, tenant string) ([]*ixEntry, error) {
-	prefix := sessionPrefix(session, tenant, tenant != "")
+// sessionEntries lists the records of session newest first, as entries
+// that carry the key and the creation time: the caller reads the records
+// and keeps those that match (other tenants', or a session whose name
+// hashes alike, do not).
+func (s *BoltStore) sessionEntries(tx *bolt.Tx, session string) ([]*ixEntry, error) {
+	prefix := sessionPrefix(session)
 	var out []*ixEntry
 	c := tx.Bucket(bucketIndex).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if len(k) < len(prefix)+24 {
+		if len(k) != len(prefix)+24 {
 			return nil, fmt.Errorf("journal %s: %w: session index key of %d bytes", s.path, ErrCorrupt, len(k))
 		}
-		tail := k[len(k)-24:]
-		e := &ixEntry{created: readTime(tail[:8])}
-		copy(e.key[:], tail[8:])
+		e := &ixEntry{created: readTime(k[len(prefix):])}
+		copy(e.key[:], k[len(prefix)+8:])
 		out = append(out, e)
 	}
-	sortNewestFirst(out)
+	slices.Reverse(out) // stored oldest first, by (created, key)
 	return out, nil
 }
 
