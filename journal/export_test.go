@@ -60,4 +60,3 @@ func SetMigrateBatch(n int, hook func(done int)) (restore func()) {
 // Legacy reports that a store reads every record for its queries: a
 // layout-1 journal opened read-only.
 func Legacy(s *BoltStore) bool { return s.legacy }
-
