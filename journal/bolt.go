@@ -190,33 +190,40 @@ func OpenBolt(path string, opts *Options) (s *BoltStore, err error) {
 // flight elsewhere" until their leases ran out.
 func (s *BoltStore) expireDeadLeases() error {
 	now := s.now()
-	err := s.writeTx(func(tx *bolt.Tx) error {
-		pending, err := openKeys(tx.Bucket(bucketIndex), StatePending)
-		if err != nil {
-			return err
-		}
-		b := tx.Bucket(bucketRecords)
-		for _, e := range pending {
-			v := b.Get(e.key[:])
-			if v == nil {
-				continue
-			}
-			r, err := decodeRecord(v)
-			if err != nil {
-				return fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
-			}
-			if r.State != StatePending || !r.Lease.Expires.After(now) {
-				continue
-			}
-			r.Lease.Expires = now
-			if err := s.indexPut(tx, &r, encodeRecord(nil, &r)); err != nil {
-				return err
-			}
-		}
-		return nil
+	var pending []*ixEntry
+	err := s.view(func(tx *bolt.Tx) error {
+		var err error
+		pending, err = openKeys(tx.Bucket(bucketIndex), StatePending)
+		return err
 	})
+	if err == nil && len(pending) > 0 { // else an open writes nothing
+		err = s.writeTx(func(tx *bolt.Tx) error { return s.endLeases(tx, pending, now) })
+	}
 	if err != nil {
 		return fmt.Errorf("journal %s: expiring the leases of a stopped process: %w", s.path, err)
+	}
+	return nil
+}
+
+// endLeases ends, as of now, the live leases of the pending records.
+func (s *BoltStore) endLeases(tx *bolt.Tx, pending []*ixEntry, now time.Time) error {
+	b := tx.Bucket(bucketRecords)
+	for _, e := range pending {
+		v := b.Get(e.key[:])
+		if v == nil {
+			continue
+		}
+		r, err := decodeRecord(v)
+		if err != nil {
+			return fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
+		}
+		if r.State != StatePending || !r.Lease.Expires.After(now) {
+			continue
+		}
+		r.Lease.Expires = now
+		if err := s.indexPut(tx, &r, encodeRecord(nil, &r)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

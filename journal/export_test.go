@@ -60,3 +60,7 @@ func SetMigrateBatch(n int, hook func(done int)) (restore func()) {
 // Legacy reports that a store reads every record for its queries: a
 // layout-1 journal opened read-only.
 func Legacy(s *BoltStore) bool { return s.legacy }
+
+// SetNoSync turns fsync off (or on again) for a test that builds a big
+// journal fast.
+func SetNoSync(s *BoltStore, on bool) { s.db.NoSync = on }
