@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/keyderive"
@@ -169,21 +170,29 @@ func BenchmarkStats(b *testing.B) {
 	}
 }
 
-// BenchmarkPairedLarge is BenchmarkPaired's Keyed call and replay on a
-// copy of the scale journal, against a raw bbolt commit and Get on the same
-// file's records bucket size class (a raw database of the same records).
+// BenchmarkPairedLarge is BenchmarkPaired's Keyed call on a copy of the
+// scale journal (its clock continuing from the journal's newest record),
+// against a raw bbolt commit into a bbolt file of as many values of the
+// same size (rawJournal).
 func BenchmarkPairedLarge(b *testing.B) {
 	for _, n := range scaleSizes(b) {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			src := scaleJournal(b, n, 0)
 			path := filepath.Join(b.TempDir(), "j.db")
 			copyFile(b, src, path)
-			s, err := journal.OpenBolt(path, nil)
+			start := time.Now()
+			s, err := journal.OpenBolt(path, &journal.Options{Now: func() time.Time { return scaleNow.Add(time.Since(start)) }})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			db := rawDB(b)
+			rawPath := filepath.Join(b.TempDir(), "raw.db")
+			copyFile(b, rawJournal(b, n), rawPath)
+			db, err := bolt.Open(rawPath, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
 			val := rawValue()
 			var ours, base time.Duration
 			for b.Loop() {
@@ -201,6 +210,55 @@ func BenchmarkPairedLarge(b *testing.B) {
 			b.ReportMetric(float64(base.Microseconds())/float64(b.N), "µs-base/op")
 		})
 	}
+}
+
+// rawJournal returns the path of a bare bbolt file with n values of the
+// size of a scale record, under ascending keys in bucket "r", building it
+// if it is not cached.
+func rawJournal(tb testing.TB, n int) string {
+	tb.Helper()
+	path := filepath.Join(scaleDir, fmt.Sprintf("raw-%d.db", n))
+	if _, err := os.Stat(path + ".done"); err == nil {
+		return path
+	}
+	os.Remove(path)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType, NoSync: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, uint64(n)))
+	val := journal.EncodeRecord(nil, &journal.Record{})
+	if r := scaleRecord(0, n, 0, rng); true {
+		val = journal.EncodeRecord(nil, &r)
+	}
+	for i := 0; i < n; i += 10000 {
+		err := db.Update(func(tx *bolt.Tx) error {
+			bk, err := tx.CreateBucketIfNotExists([]byte("r"))
+			if err != nil {
+				return err
+			}
+			for j := i; j < min(n, i+10000); j++ {
+				var key uuid.UUID
+				binary.BigEndian.PutUint64(key[:8], uint64(j)*(^uint64(0)/uint64(n)))
+				binary.BigEndian.PutUint64(key[8:], rng.Uint64())
+				if err := bk.Put(key[:], val); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := db.Sync(); err != nil {
+		tb.Fatal(err)
+	}
+	db.Close()
+	if err := os.WriteFile(path+".done", nil, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
 
 func copyFile(tb testing.TB, src, dst string) {
