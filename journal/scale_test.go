@@ -154,11 +154,19 @@ func mustOpenB(b *testing.B, path string) *journal.BoltStore {
 	return s
 }
 
-// BenchmarkStats reads Stats of the scale journals from their counters.
+// BenchmarkStats reads Stats of the scale journals from their counters,
+// and of the GC benchmark's journal, whose 100 000 expired records Stats
+// counts by walking the expiry index.
 func BenchmarkStats(b *testing.B) {
+	type journalSize struct{ n, expired int }
+	sizes := []journalSize{{200_000, 100_000}}
 	for _, n := range scaleSizes(b) {
-		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
-			s := mustOpenB(b, scaleJournal(b, n, 0))
+		sizes = append(sizes, journalSize{n, 0})
+	}
+	for _, js := range sizes {
+		n := js.n
+		b.Run(fmt.Sprintf("records=%d/expired=%d", n, js.expired), func(b *testing.B) {
+			s := mustOpenB(b, scaleJournal(b, n, js.expired))
 			defer s.Close()
 			for b.Loop() {
 				st, err := s.Stats(context.Background())
@@ -465,4 +473,48 @@ func BenchmarkGCWhileCalling(b *testing.B) {
 			b.ReportMetric(float64(nDuring)/float64(b.N), "calls-during-gc")
 		})
 	}
+}
+
+// TestScaleMigrate times the migration of a large layout-1 journal, named
+// by $AGENTONCE_SCALE_V1 (build one with the code of commit 97f14ae), on a
+// copy, and checks its counters against a recount. The peak RSS of the
+// migrating process is logged.
+func TestScaleMigrate(t *testing.T) {
+	src := os.Getenv("AGENTONCE_SCALE_V1")
+	if src == "" {
+		t.Skip("set AGENTONCE_SCALE_V1 to a layout-1 journal to time its migration")
+	}
+	path := filepath.Join(t.TempDir(), "v1.db")
+	copyFile(t, src, path)
+	t0 := time.Now()
+	s := mustOpen(t, path, &journal.Options{Now: func() time.Time { return scaleNow }})
+	took := time.Since(t0)
+	defer s.Close()
+	st, err := s.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan, err := s.ScanStats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(st) != fmt.Sprint(scan) {
+		t.Errorf("after migration: Stats = %+v; ScanStats = %+v", st, scan)
+	}
+	t.Logf("migrated %d records in %v; peak RSS %d KiB", st.Records, took.Round(time.Millisecond), selfHWM(t))
+}
+
+// selfHWM is this process's peak resident set in KiB.
+func selfHWM(t *testing.T) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
