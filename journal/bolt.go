@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"math"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -817,39 +818,56 @@ func (s *BoltStore) readPage(tx *bolt.Tx, chunk []*ixEntry, f *Filter, over map[
 	return page, nil
 }
 
-// createdWalk returns List's pager over the creation-time index: each call
-// reads the next listPage entries below the last one read, newest first,
-// within [f.Since, f.Until).
+// createdWalk returns List's pager over the time index: it reads the
+// slots from the newest down (from Until's to Since's), sorts each slot's
+// entries newest first, and reads their records listPage at a time.
 func (s *BoltStore) createdWalk(f *Filter, over map[uuid.UUID]*Record) func(tx *bolt.Tx) ([]*Record, bool, error) {
-	lower := []byte{pfxCreated}
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64) // created in [lo, hi)
 	if !f.Since.IsZero() {
-		lower = appendTime(lower, nanos(f.Since))
+		lo = nanos(f.Since)
 	}
-	below := []byte{pfxCreated + 1} // exclusive
 	if !f.Until.IsZero() {
-		below = appendTime([]byte{pfxCreated}, nanos(f.Until))
+		hi = nanos(f.Until)
 	}
+	below := []byte{pfxTime + 1} // the next slot to read is below this key
+	if hi != math.MaxInt64 {
+		below = slotPrefix(timeSlot(hi) + 1)
+	}
+	var queue []*ixEntry // read from the slot, not yet listed
+	exhausted := false
 	return func(tx *bolt.Tx) ([]*Record, bool, error) {
 		c := tx.Bucket(bucketIndex).Cursor()
-		k, _ := c.Seek(below)
-		if k == nil {
-			k, _ = c.Last()
-		}
-		for k != nil && bytes.Compare(k, below) >= 0 {
-			k, _ = c.Prev()
-		}
-		chunk := make([]*ixEntry, 0, listPage)
-		for ; k != nil && bytes.Compare(k, lower) >= 0 && len(chunk) < listPage; k, _ = c.Prev() {
-			key, err := keyTail(k)
-			if err != nil {
-				return nil, false, fmt.Errorf("journal %s: %w", s.path, err)
+		for len(queue) == 0 && !exhausted {
+			k, _ := c.Seek(below)
+			if k == nil {
+				k, _ = c.Last()
 			}
-			chunk = append(chunk, &ixEntry{key: key})
-			below = bytes.Clone(k)
+			for k != nil && bytes.Compare(k, below) >= 0 {
+				k, _ = c.Prev()
+			}
+			if k == nil || k[0] != pfxTime || len(k) != timeKeyLen || (lo != math.MinInt64 && readTime(k[1:9]) < timeSlot(lo)) {
+				exhausted = true
+				break
+			}
+			prefix := slotPrefix(readTime(k[1:9]))
+			var v []byte
+			for k, v = c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				if len(k) != timeKeyLen || len(v) != 8 {
+					return nil, false, fmt.Errorf("journal %s: %w: time index entry %x", s.path, ErrCorrupt, k)
+				}
+				if t := readTime(v); t >= lo && t < hi {
+					e := &ixEntry{created: t}
+					copy(e.key[:], k[17:])
+					queue = append(queue, e)
+				}
+			}
+			sortNewestFirst(queue)
+			below = prefix
 		}
-		done := k == nil || bytes.Compare(k, lower) < 0
+		chunk := queue[:min(len(queue), listPage)]
+		queue = queue[len(chunk):]
 		page, err := s.readPage(tx, chunk, f, over)
-		return page, done, err
+		return page, exhausted && len(queue) == 0, err
 	}
 }
 

@@ -5,14 +5,15 @@
 // Layout: one bucket, "index", holds every index as composite keys behind
 // a one-byte prefix, values empty unless said:
 //
-//	'c' created key             every record, by creation time: List
-//	                            without a session, Stats.Oldest/Newest
+//	'd' minute session-hash key → created
+//	                            every record, by the minute it was
+//	                            created, then session: List (newest first,
+//	                            by session), Stats.Oldest/Newest
 //	'e' ^expires key            records that expire (succeeded, failed,
 //	                            suppressed), latest first: GC and
 //	                            Stats.Expired walk it from its end, only
 //	                            as far as now
 //	'g' tenant session tool key suppressed records: the guard's lookup
-//	's' hash(session) created key   List by session
 //	'u' state expires key → created  unknown and pending records (never
 //	                            expire): Stats.OverdueUnknown, GC's
 //	                            KeptUnknown, the leases ended at open,
@@ -28,18 +29,16 @@
 // they sort as signed numbers; strings are uvarint-length-prefixed. Why one
 // bucket with prefixes rather than a bucket per index: a commit dirties
 // every leaf it touches and the branch pages above each, and every bucket
-// adds a root of its own to that path. The time-ordered indexes meet
-// where their newest entries are: 'c' ascends to its end and 'e' (in
+// adds a root of its own to that path. The indexes a new record enters
+// meet at one point: 'd' ascends to the current minute and 'e' (in
 // descending order) starts with the latest expiry, so a new record's two
-// entries are neighbours in one leaf. The session entry lands in its
-// session's hot leaf elsewhere. Measured (pages written per Keyed commit):
-// 11.2 against a bare Update's 6.2 in a journal of 2 200 records, 14.1
-// against 7.0 at a million; each extra page costs a few per cent of a
-// commit (BENCHMARKS.md). Where the rest could come from: the session
-// entry is the one that does not share a leaf; keying it by (created hour,
-// session) would let it join the hot end, at the price of one seek per
-// hour for a session listing.
-//
+// entries land in the same few hot leaves under the same branches. A
+// session's records are found by one seek per minute that holds records
+// (slots without the session cost a seek, not a read); a List without a
+// session walks the slots from the newest and sorts each slot's entries.
+// Measured (pages written per Keyed commit, BENCHMARKS.md): see the
+// journal section there; each extra page costs a few per cent of a commit.
+
 // An index entry is derived from the record alone (see ixEntry), so a
 // write computes the entries of the record it replaces (read in the same
 // transaction) and of the new one, and changes only the difference.
@@ -73,11 +72,10 @@ var (
 
 // Index key prefixes; see the top of this file.
 const (
-	pfxCreated = 'c'
-	pfxExpiry  = 'e'
-	pfxGuard   = 'g'
-	pfxSession = 's'
-	pfxOpen    = 'u'
+	pfxTime   = 'd' // right before 'e': see the top of this file
+	pfxExpiry = 'e'
+	pfxGuard  = 'g'
+	pfxOpen   = 'u'
 )
 
 // Counter keys.
@@ -157,17 +155,40 @@ func walkExpired(ix *bolt.Bucket, t int64, fn func(key uuid.UUID) bool) {
 	}
 }
 
-// sessionPrefix is the key prefix of a session's entries: a 64-bit hash
-// of the session's name rather than the name, because index keys are also
-// the separators in the branch pages above the leaves, and long ones make
-// a deeper tree whose every level a commit rewrites. Sessions whose hashes
-// collide share a prefix; List reads each record and keeps those that
-// match, so a collision costs reads, never a wrong answer.
-func sessionPrefix(session string) []byte {
+// sessionHash is the 8-byte hash of a session's name that the time index
+// groups by, rather than the name: index keys are also the separators in
+// the branch pages above the leaves, and long ones make a deeper tree whose
+// every level a commit rewrites. Sessions whose hashes collide share
+// entries; List reads each record and keeps those that match, so a
+// collision costs reads, never a wrong answer.
+func sessionHash(session string) []byte {
 	h := fnv.New64a()
 	h.Write([]byte(session))
-	return h.Sum(append(make([]byte, 0, 33), pfxSession))
+	return h.Sum(make([]byte, 0, 8))
 }
+
+// timeSlot is the slot of the time index that holds records created at t:
+// a minute, so that the newest records' entries share a few hot leaves.
+func timeSlot(t int64) int64 {
+	const slot = int64(time.Minute)
+	if t < 0 {
+		return (t+1)/slot - 1
+	}
+	return t / slot
+}
+
+// slotPrefix is the key prefix of the time index's slot.
+func slotPrefix(slot int64) []byte {
+	return appendTime(append(make([]byte, 0, 33), pfxTime), slot)
+}
+
+// timeEntry is the time index's key for a record: slot, session hash, key.
+func timeEntry(created int64, session string, key uuid.UUID) []byte {
+	return append(append(slotPrefix(timeSlot(created)), sessionHash(session)...), key[:]...)
+}
+
+// timeKeyLen is the length of a time index key.
+const timeKeyLen = 1 + 8 + 8 + 16
 
 func guardPrefix(tenant, session, tool string) []byte {
 	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(tenant)+len(session)+len(tool)+16)
@@ -190,8 +211,7 @@ type ixKV struct{ k, v []byte }
 // entries lists e's index entries.
 func (e *ixEntry) entries() []ixKV {
 	out := make([]ixKV, 0, 4)
-	out = append(out, ixKV{k: timeKey(pfxCreated, e.created, e.key)})
-	out = append(out, ixKV{k: append(appendTime(sessionPrefix(e.session), e.created), e.key[:]...)})
+	out = append(out, ixKV{k: timeEntry(e.created, e.session, e.key), v: appendTime(nil, e.created)})
 	if expires(e.state) {
 		out = append(out, ixKV{k: expiryKey(e.expires, e.key)})
 	} else {
@@ -365,20 +385,42 @@ func indexedStats(tx *bolt.Tx, now time.Time) (Stats, error) {
 	t := now.UnixNano()
 	walkExpired(ix, t, func(uuid.UUID) bool { st.Expired++; return true })
 	st.OverdueUnknown = countRange(ix, openPrefix(StateUnknown), t) + countRange(ix, openPrefix(StatePending), t)
-	created := []byte{pfxCreated}
-	if k, _ := c.Seek(created); k != nil && bytes.HasPrefix(k, created) && len(k) >= 9 {
-		st.Oldest = time.Unix(0, readTime(k[1:])).UTC()
-		k, _ = c.Seek([]byte{pfxCreated + 1})
+	if first, _ := c.Seek([]byte{pfxTime}); first != nil && first[0] == pfxTime && len(first) == timeKeyLen {
+		oldest, _ := slotRange(ix, first[1:9])
+		k, _ := c.Seek([]byte{pfxTime + 1})
 		if k == nil {
 			k, _ = c.Last()
 		} else {
 			k, _ = c.Prev()
 		}
-		if k != nil && bytes.HasPrefix(k, created) && len(k) >= 9 {
-			st.Newest = time.Unix(0, readTime(k[1:])).UTC()
+		if k != nil && k[0] == pfxTime && len(k) == timeKeyLen {
+			_, newest := slotRange(ix, k[1:9])
+			st.Oldest, st.Newest = time.Unix(0, oldest).UTC(), time.Unix(0, newest).UTC()
 		}
 	}
 	return st, nil
+}
+
+// slotRange is the earliest and latest creation time in the time index's
+// slot (given as its 8 key bytes).
+func slotRange(ix *bolt.Bucket, slot []byte) (lo, hi int64) {
+	prefix := append([]byte{pfxTime}, slot...)
+	c := ix.Cursor()
+	first := true
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(v) != 8 {
+			continue
+		}
+		t := readTime(v)
+		if first || t < lo {
+			lo = t
+		}
+		if first || t > hi {
+			hi = t
+		}
+		first = false
+	}
+	return lo, hi
 }
 
 // openKeys lists the keys of the unknown or pending (st) records with the

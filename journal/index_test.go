@@ -40,6 +40,14 @@ func agree(t *testing.T, stage string, s *journal.BoltStore, now time.Time) {
 		}
 		all = append(all, r)
 	}
+	if !slices.IsSortedFunc(all, func(a, b journal.Record) int {
+		if c := b.Created.Compare(a.Created); c != 0 {
+			return c
+		}
+		return slices.Compare(b.Key[:], a.Key[:])
+	}) {
+		t.Fatalf("%s: List() is not newest first", stage)
+	}
 	if len(all) != st.Records {
 		t.Fatalf("%s: List() = %d records; Stats says %d", stage, len(all), st.Records)
 	}

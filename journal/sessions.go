@@ -14,20 +14,33 @@ import (
 // sessionEntries lists the records of session newest first, as entries
 // that carry the key and the creation time: the caller reads the records
 // and keeps those that match (other tenants', or a session whose name
-// hashes alike, do not).
+// hashes alike, do not). It seeks the session in every slot of the time
+// index that holds records.
 func (s *BoltStore) sessionEntries(tx *bolt.Tx, session string) ([]*ixEntry, error) {
-	prefix := sessionPrefix(session)
+	h := sessionHash(session)
 	var out []*ixEntry
 	c := tx.Bucket(bucketIndex).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if len(k) != len(prefix)+24 {
-			return nil, fmt.Errorf("journal %s: %w: session index key of %d bytes", s.path, ErrCorrupt, len(k))
+	for k, _ := c.Seek([]byte{pfxTime}); k != nil && k[0] == pfxTime; {
+		if len(k) != timeKeyLen {
+			return nil, fmt.Errorf("journal %s: %w: time index key of %d bytes", s.path, ErrCorrupt, len(k))
 		}
-		e := &ixEntry{created: readTime(k[len(prefix):])}
-		copy(e.key[:], k[len(prefix)+8:])
-		out = append(out, e)
+		slot := readTime(k[1:9])
+		prefix := append(slotPrefix(slot), h...)
+		var v []byte
+		for k, v = c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if len(k) != timeKeyLen || len(v) != 8 {
+				return nil, fmt.Errorf("journal %s: %w: time index entry %x", s.path, ErrCorrupt, k)
+			}
+			e := &ixEntry{created: readTime(v)}
+			copy(e.key[:], k[17:])
+			out = append(out, e)
+		}
+		if slot == never {
+			break
+		}
+		k, _ = c.Seek(slotPrefix(slot + 1))
 	}
-	slices.Reverse(out) // stored oldest first, by (created, key)
+	sortNewestFirst(out)
 	return out, nil
 }
 
