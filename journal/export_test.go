@@ -64,4 +64,3 @@ func Legacy(s *BoltStore) bool { return s.legacy }
 // SetNoSync turns fsync off (or on again) for a test that builds a big
 // journal fast.
 func SetNoSync(s *BoltStore, on bool) { s.db.NoSync = on }
-
