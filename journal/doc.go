@@ -115,7 +115,7 @@
 // journal, is damaged or truncated gives [ErrCorrupt] naming the file,
 // never a panic; a newer schema gives [ErrNewerVersion].
 //
-// Opening reads no record: the indexes (by session, by creation time, by
+// Opening reads no record: the indexes (by creation minute and session, by
 // expiry, the guard's by tenant, session and tool, the unknown and pending
 // records) and the counters that Stats reports live in the file and are
 // written in the transaction that writes their record, so they never
@@ -142,16 +142,18 @@
 //
 // # Caveats
 //
-//   - A write also writes its record's index entries (three or four) and
-//     counters: each commit rewrites a few more B+tree pages than a bare
-//     bbolt Update of the record (BENCHMARKS.md has the cost).
+//   - A write also writes its record's index entries (two, three for a
+//     suppression) and counters: each commit writes a few more B+tree
+//     pages than a bare bbolt Update of the record, about 1.4× its time
+//     (BENCHMARKS.md).
 //   - The first writer's open of a layout-1 journal reads every record once
 //     to build the indexes (seconds per million records); a layout-2 file
 //     is refused by older versions of this package (ErrNewerVersion).
 //   - List without a Session filter or an unknown/pending State filter
-//     walks the creation-time index, newest first, reading each record to
-//     apply the other fields: a Tool filter over a large journal reads
-//     every record until Limit matches.
+//     walks the time index, newest first, reading each record to apply
+//     the other fields: a Tool filter over a large journal reads every
+//     record until Limit matches. A Session filter seeks the session in
+//     every minute that holds records.
 //   - Non-durable pending records are lost if the process dies before they
 //     are completed or the store is closed. That is the point of them; it
 //     is only safe for tools whose repeat is harmless.

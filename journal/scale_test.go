@@ -518,3 +518,33 @@ func selfHWM(t *testing.T) int64 {
 	}
 	return 0
 }
+
+// BenchmarkList lists one session (1 000 records) and the newest 100
+// records of the scale journals.
+func BenchmarkList(b *testing.B) {
+	for _, n := range scaleSizes(b) {
+		s := mustOpenB(b, scaleJournal(b, n, 0))
+		for _, f := range []journal.Filter{{Session: fmt.Sprintf("sess-%d", n/2000)}, {Limit: 100}} {
+			want := 1000
+			name := "session"
+			if f.Limit > 0 {
+				want, name = f.Limit, "newest-100"
+			}
+			b.Run(fmt.Sprintf("records=%d/%s", n, name), func(b *testing.B) {
+				for b.Loop() {
+					got := 0
+					for _, err := range s.List(context.Background(), f) {
+						if err != nil {
+							b.Fatal(err)
+						}
+						got++
+					}
+					if got != want {
+						b.Fatalf("List(%+v) = %d records; want %d", f, got, want)
+					}
+				}
+			})
+		}
+		s.Close()
+	}
+}
