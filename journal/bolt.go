@@ -1,7 +1,10 @@
-// The bbolt store. The file holds three buckets: meta (schema version,
-// namespace, the sessions-clean flag), records (key → encoded record, see
-// encoding.go) and sessions (the persisted session index, see sessions.go).
-// Every other index lives in memory (index.go).
+// The bbolt store. The file holds three buckets: meta (layout version,
+// namespace), records (key → encoded record, see encoding.go) and index
+// (every secondary index and the counters, written in the transaction of
+// the record they index: see index.go). Nothing is held in memory but the
+// overlay of non-durable records, so an open reads no record. A journal of
+// layout 1 (no index bucket) is migrated by its first writer's open
+// (migrate.go).
 //
 // Opening for writing: the file's length is checked against its meta page
 // before bbolt maps it (boltfile.go), and a panic inside bbolt (it panics,
@@ -35,6 +38,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"math"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -65,12 +69,10 @@ type BoltStore struct {
 	readOnly bool
 
 	stripes [256]stripe
-	ix      *index
-	// lazy: a read-only store opened without its in-memory index (the
-	// session index in the file is complete); ensureIndex builds it once.
-	lazy     bool
-	lazyOnce sync.Once
-	lazyErr  error
+	// legacy: a read-only store of a journal whose indexes are not built
+	// (layout 1, or a migration that did not finish). Its queries read
+	// every record instead.
+	legacy bool
 
 	maxBatch int
 	delay    time.Duration
@@ -122,7 +124,6 @@ func OpenBolt(path string, opts *Options) (s *BoltStore, err error) {
 		readOnly: o.ReadOnly,
 		maxBatch: o.MaxBatchSize,
 		delay:    o.MaxBatchDelay,
-		ix:       newIndex(),
 	}
 	switch fi, err := os.Stat(path); {
 	case err == nil && fi.Size() == 0:
@@ -170,9 +171,9 @@ func OpenBolt(path string, opts *Options) (s *BoltStore, err error) {
 		return nil, err
 	}
 	if !o.ReadOnly {
-		err := s.expireDeadLeases()
+		err := s.migrate()
 		if err == nil {
-			err = s.prepareSessions()
+			err = s.expireDeadLeases()
 		}
 		if err != nil {
 			_ = db.Close()
@@ -189,45 +190,41 @@ func OpenBolt(path string, opts *Options) (s *BoltStore, err error) {
 // (a crash); without this, a restarted agent would find its own intents "in
 // flight elsewhere" until their leases ran out.
 func (s *BoltStore) expireDeadLeases() error {
-	s.ix.mu.RLock()
-	keys := make([]uuid.UUID, 0, len(s.ix.byState[StatePending]))
-	for k := range s.ix.byState[StatePending] {
-		keys = append(keys, k)
-	}
-	s.ix.mu.RUnlock()
-	if len(keys) == 0 {
-		return nil
-	}
 	now := s.now()
-	var changed []*Record
-	err := s.writeTx(func(tx *bolt.Tx) error {
-		changed = changed[:0]
-		b := tx.Bucket(bucketRecords)
-		for _, k := range keys {
-			v := b.Get(k[:])
-			if v == nil {
-				continue
-			}
-			r, err := decodeRecord(v)
-			if err != nil {
-				return fmt.Errorf("journal %s: key %s: %w", s.path, k, err)
-			}
-			if r.State != StatePending || !r.Lease.Expires.After(now) {
-				continue
-			}
-			r.Lease.Expires = now
-			if err := b.Put(k[:], encodeRecord(nil, &r)); err != nil {
-				return err
-			}
-			changed = append(changed, &r)
-		}
-		return nil
+	var pending []*ixEntry
+	err := s.view(func(tx *bolt.Tx) error {
+		var err error
+		pending, err = openKeys(tx.Bucket(bucketIndex), StatePending)
+		return err
 	})
+	if err == nil && len(pending) > 0 { // else an open writes nothing
+		err = s.writeTx(func(tx *bolt.Tx) error { return s.endLeases(tx, pending, now) })
+	}
 	if err != nil {
 		return fmt.Errorf("journal %s: expiring the leases of a stopped process: %w", s.path, err)
 	}
-	for _, r := range changed {
-		s.ix.put(r)
+	return nil
+}
+
+// endLeases ends, as of now, the live leases of the pending records.
+func (s *BoltStore) endLeases(tx *bolt.Tx, pending []*ixEntry, now time.Time) error {
+	b := tx.Bucket(bucketRecords)
+	for _, e := range pending {
+		v := b.Get(e.key[:])
+		if v == nil {
+			continue
+		}
+		r, err := decodeRecord(v)
+		if err != nil {
+			return fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
+		}
+		if r.State != StatePending || !r.Lease.Expires.After(now) {
+			continue
+		}
+		r.Lease.Expires = now
+		if err := s.indexPut(tx, &r, encodeRecord(nil, &r)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -275,8 +272,8 @@ func (s *BoltStore) checkFile(ns uuid.UUID) error {
 		if n <= 0 {
 			return fmt.Errorf("journal %s: %w: no schema version", s.path, ErrCorrupt)
 		}
-		if v > SchemaVersion {
-			return fmt.Errorf("journal %s: %w: schema version %d, this package reads up to %d", s.path, ErrNewerVersion, v, SchemaVersion)
+		if v > layoutVersion {
+			return fmt.Errorf("journal %s: %w: schema version %d, this package reads up to %d", s.path, ErrNewerVersion, v, layoutVersion)
 		}
 		stored := meta.Get(metaNamespace)
 		if len(stored) != 16 {
@@ -290,14 +287,11 @@ func (s *BoltStore) checkFile(ns uuid.UUID) error {
 		if recs == nil {
 			return fmt.Errorf("journal %s: %w: no records bucket", s.path, ErrCorrupt)
 		}
-		if s.readOnly && tx.Bucket(bucketSessions) != nil &&
-			bytes.Equal(meta.Get(metaSessionsClean), []byte{1}) {
-			// Inspection of a cleanly closed journal: read records only
-			// as queries need them.
-			s.lazy = true
-			return nil
-		}
-		return s.loadIndex(tx)
+		// Not migrated yet: a writer's open migrates it (migrate.go); a
+		// reader's queries read every record.
+		s.legacy = v < layoutVersion || meta.Get(metaMigrating) != nil ||
+			tx.Bucket(bucketIndex) == nil || tx.Bucket(bucketCounts) == nil
+		return nil
 	}
 	// Checking is a read: a write transaction would rewrite the meta page
 	// (and fsync) on every open.
@@ -315,7 +309,7 @@ func (s *BoltStore) create(tx *bolt.Tx, ns uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	if err := meta.Put(metaVersion, binary.AppendUvarint(nil, SchemaVersion)); err != nil {
+	if err := meta.Put(metaVersion, binary.AppendUvarint(nil, layoutVersion)); err != nil {
 		return err
 	}
 	if err := meta.Put(metaNamespace, ns[:]); err != nil {
@@ -323,6 +317,11 @@ func (s *BoltStore) create(tx *bolt.Tx, ns uuid.UUID) error {
 	}
 	if _, err := tx.CreateBucket(bucketRecords); err != nil {
 		return err
+	}
+	for _, b := range [][]byte{bucketIndex, bucketCounts} {
+		if _, err := tx.CreateBucket(b); err != nil {
+			return err
+		}
 	}
 	s.ns = ns
 	return nil
@@ -409,8 +408,8 @@ func (s *BoltStore) persist(st *stripe, r *Record, durable bool) error {
 		return nil
 	}
 	enc := encodeRecord(nil, r)
-	put := func(tx *bolt.Tx) error { return tx.Bucket(bucketRecords).Put(r.Key[:], enc) }
-	if err := s.commit(put, func() { s.ix.put(r) }); err != nil {
+	put := func(tx *bolt.Tx) error { return s.indexPut(tx, r, enc) }
+	if err := s.commit(put, nil); err != nil {
 		return err
 	}
 	delete(st.overlay, r.Key)
@@ -510,35 +509,58 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 	return d.Result, nil
 }
 
-// guard returns a live suppressed record that blocks req, or nil.
+// guard returns a live suppressed record that blocks req, or nil: one
+// read transaction over the guard index's entries for req's tenant,
+// session and tool.
 func (s *BoltStore) guard(req *BeginRequest, now time.Time) (*Record, error) {
-	if err := s.ensureIndex(); err != nil {
-		return nil, err
-	}
-	keys := s.ix.guardCandidates(req)
-	if len(keys) == 0 {
-		return nil, nil
-	}
 	var found *Record
 	err := s.view(func(tx *bolt.Tx) error {
 		recs := tx.Bucket(bucketRecords)
-		for _, key := range keys {
-			v := recs.Get(key[:])
-			if v == nil {
-				continue
-			}
+		check := func(v []byte) (bool, error) {
 			r, err := decodeRecord(v)
 			if err != nil {
-				return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+				return false, err
 			}
-			if GuardBlocks(&r, req, now) {
+			if r.Key != req.Key && GuardBlocks(&r, req, now) {
 				found = &r
-				return nil
+				return true, nil
+			}
+			return false, nil
+		}
+		if s.legacy {
+			c := recs.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if ok, err := check(v); ok || err != nil {
+					return wrapKey(s.path, k, err)
+				}
+			}
+			return nil
+		}
+		in := &req.Intent
+		prefix := guardPrefix(in.Tenant, in.Session, in.Tool)
+		c := tx.Bucket(bucketIndex).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			key, err := keyTail(k)
+			if err != nil {
+				return fmt.Errorf("journal %s: %w", s.path, err)
+			}
+			if v := recs.Get(key[:]); v != nil {
+				if ok, err := check(v); ok || err != nil {
+					return wrapKey(s.path, key[:], err)
+				}
 			}
 		}
 		return nil
 	})
 	return found, err
+}
+
+// wrapKey names the file and the record key in err, if not nil.
+func wrapKey(path string, key []byte, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("journal %s: key %x: %w", path, key, err)
 }
 
 // StartAttempt records a new attempt; see Store.
@@ -657,17 +679,69 @@ func (s *BoltStore) overlaySnapshot() map[uuid.UUID]*Record {
 // not hold a transaction while the caller's loop body runs.
 const listPage = 256
 
-// List yields the records matching f, newest first. The in-memory index
-// names the matching keys (reading the narrowest set the filter allows:
-// session, state, tool, else all), and the records are read in pages,
-// merged with the overlay's records that are not in the file yet.
+// List yields the records matching f, newest first. A Session filter reads
+// that session's entries of the index, an unknown or pending State filter
+// those of the 'u' index; anything else walks the creation-time index
+// from the newest record down (from Until, to Since), reading records in
+// pages of listPage, each in its own read transaction.
 func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		entries, extra, err := s.listCandidates(ctx, &f)
-		if err != nil {
+		if err := s.enter(ctx); err != nil {
 			yield(Record{}, err)
 			return
 		}
+		over := s.overlaySnapshot()
+		s.exit()
+		var extra []*Record
+		for _, r := range over {
+			if matchFilter(r, &f) {
+				extra = append(extra, r)
+			}
+		}
+		slices.SortFunc(extra, newerFirst)
+
+		var next func(tx *bolt.Tx) ([]*Record, bool, error)
+		var entries []*ixEntry
+		listed := false // entries is the list to read (else walk the 'c' index)
+		switch {
+		case s.legacy:
+			listed = true
+		case f.Session != "" || f.State == StateUnknown || f.State == StatePending:
+			listed = true
+		}
+		if listed {
+			if err := s.enter(ctx); err != nil {
+				yield(Record{}, err)
+				return
+			}
+			err := s.view(func(tx *bolt.Tx) error {
+				var err error
+				switch {
+				case s.legacy:
+					entries, err = s.scanEntries(tx, &f)
+				case f.Session != "":
+					entries, err = s.sessionEntries(tx, f.Session)
+				default:
+					entries, err = openKeys(tx.Bucket(bucketIndex), f.State)
+					sortNewestFirst(entries)
+				}
+				return err
+			})
+			s.exit()
+			if err != nil {
+				yield(Record{}, err)
+				return
+			}
+			next = func(tx *bolt.Tx) ([]*Record, bool, error) {
+				chunk := entries[:min(len(entries), listPage)]
+				entries = entries[len(chunk):]
+				page, err := s.readPage(tx, chunk, &f, over)
+				return page, len(entries) == 0, err
+			}
+		} else {
+			next = s.createdWalk(&f, over)
+		}
+
 		n := 0
 		emit := func(r *Record) bool {
 			if f.Limit > 0 && n >= f.Limit {
@@ -676,14 +750,22 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 			n++
 			return yield(*r, nil)
 		}
-		page := make([]*Record, 0, listPage)
-		for len(entries) > 0 {
+		for done := false; !done; {
 			if f.Limit > 0 && n >= f.Limit {
 				return
 			}
-			chunk := entries[:min(len(entries), listPage)]
-			entries = entries[len(chunk):]
-			if page, err = s.readPage(ctx, chunk, &f, page[:0]); err != nil {
+			if err := s.enter(ctx); err != nil {
+				yield(Record{}, err)
+				return
+			}
+			var page []*Record
+			err := s.view(func(tx *bolt.Tx) error {
+				var err error
+				page, done, err = next(tx)
+				return err
+			})
+			s.exit()
+			if err != nil {
 				yield(Record{}, err)
 				return
 			}
@@ -711,148 +793,291 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 	}
 }
 
-// listCandidates returns the index entries that may match f, and the
-// overlay's records that do match it, newest first.
-func (s *BoltStore) listCandidates(ctx context.Context, f *Filter) ([]*ixEntry, []*Record, error) {
-	if err := s.enter(ctx); err != nil {
-		return nil, nil, err
-	}
-	over := s.overlaySnapshot()
-	var entries []*ixEntry
-	var err error
-	if s.lazy && f.Session != "" {
-		entries, err = s.sessionEntries(f.Session, f.Tenant)
-	} else if err = s.ensureIndex(); err == nil {
-		entries = s.ix.list(f, over)
-	}
-	s.exit()
-	if err != nil {
-		return nil, nil, err
-	}
-	var extra []*Record
-	for _, r := range over {
-		if matchFilter(r, f) {
-			extra = append(extra, r)
+// readPage reads the records of chunk that still match f, skipping those
+// the overlay holds.
+func (s *BoltStore) readPage(tx *bolt.Tx, chunk []*ixEntry, f *Filter, over map[uuid.UUID]*Record) ([]*Record, error) {
+	recs := tx.Bucket(bucketRecords)
+	page := make([]*Record, 0, len(chunk))
+	for _, e := range chunk {
+		if _, ok := over[e.key]; ok {
+			continue
+		}
+		v := recs.Get(e.key[:])
+		if v == nil {
+			continue // removed since the index was read
+		}
+		r, err := decodeRecord(v)
+		if err != nil {
+			return nil, fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
+		}
+		// The record may have changed since the index was read.
+		if matchFilter(&r, f) {
+			page = append(page, &r)
 		}
 	}
-	slices.SortFunc(extra, newerFirst)
-	return entries, extra, nil
+	return page, nil
 }
 
-// readPage reads chunk's records in one read transaction and appends to
-// page those that still match f: a record may have been removed or changed
-// since the index was read.
-func (s *BoltStore) readPage(ctx context.Context, chunk []*ixEntry, f *Filter, page []*Record) ([]*Record, error) {
-	if err := s.enter(ctx); err != nil {
-		return nil, err
+// createdWalk returns List's pager over the time index: it reads the
+// slots from the newest down (from Until's to Since's), sorts each slot's
+// entries newest first, and reads their records listPage at a time.
+func (s *BoltStore) createdWalk(f *Filter, over map[uuid.UUID]*Record) func(tx *bolt.Tx) ([]*Record, bool, error) {
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64) // created in [lo, hi)
+	if !f.Since.IsZero() {
+		lo = nanos(f.Since)
 	}
-	defer s.exit()
-	err := s.view(func(tx *bolt.Tx) error {
-		recs := tx.Bucket(bucketRecords)
-		for _, e := range chunk {
-			v := recs.Get(e.key[:])
-			if v == nil {
-				continue
+	if !f.Until.IsZero() {
+		hi = nanos(f.Until)
+	}
+	below := []byte{pfxTime + 1} // the next slot to read is below this key
+	if hi != math.MaxInt64 {
+		below = slotPrefix(timeSlot(hi) + 1)
+	}
+	var queue []*ixEntry // read from the slot, not yet listed
+	exhausted := false
+	return func(tx *bolt.Tx) ([]*Record, bool, error) {
+		c := tx.Bucket(bucketIndex).Cursor()
+		for len(queue) == 0 && !exhausted {
+			k, _ := c.Seek(below)
+			if k == nil {
+				k, _ = c.Last()
 			}
-			r, err := decodeRecord(v)
-			if err != nil {
-				return fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
+			for k != nil && bytes.Compare(k, below) >= 0 {
+				k, _ = c.Prev()
 			}
-			if matchFilter(&r, f) {
-				page = append(page, &r)
+			if k == nil || k[0] != pfxTime || len(k) != timeKeyLen || (lo != math.MinInt64 && readTime(k[1:9]) < timeSlot(lo)) {
+				exhausted = true
+				break
 			}
+			prefix := slotPrefix(readTime(k[1:9]))
+			var v []byte
+			for k, v = c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				if len(k) != timeKeyLen || len(v) != 8 {
+					return nil, false, fmt.Errorf("journal %s: %w: time index entry %x", s.path, ErrCorrupt, k)
+				}
+				if t := readTime(v); t >= lo && t < hi {
+					e := &ixEntry{created: t}
+					copy(e.key[:], k[17:])
+					queue = append(queue, e)
+				}
+			}
+			sortNewestFirst(queue)
+			below = prefix
 		}
-		return nil
-	})
-	return page, err
+		chunk := queue[:min(len(queue), listPage)]
+		queue = queue[len(chunk):]
+		page, err := s.readPage(tx, chunk, f, over)
+		return page, exhausted && len(queue) == 0, err
+	}
 }
 
-// gcChunk bounds how many records one GC transaction removes, so that GC
-// never holds the writer lock for long.
-const gcChunk = 1000
+// DefaultGCBatch is how many records one GCBatch transaction removes when
+// max is zero or less, and what GC removes per transaction.
+const DefaultGCBatch = 256
 
-// GC removes expired records, found through the in-memory index; see
-// Store. Each is checked again inside the removing transaction. Records
-// still only in the overlay are left for Close to persist.
+// GC removes every expired record, walking the expiry index from its
+// oldest entry to now in transactions of DefaultGCBatch (see GCBatch);
+// see Store. Records still only in the overlay are left for Close to
+// persist.
 func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	if err := s.enter(ctx); err != nil {
 		return GCResult{}, err
 	}
-	defer s.exit()
 	if s.readOnly && !opts.DryRun {
+		s.exit()
 		return GCResult{}, fmt.Errorf("journal %s: %w: gc", s.path, ErrReadOnly)
 	}
-	if err := s.ensureIndex(); err != nil {
-		return GCResult{}, err
-	}
 	now := s.now()
-	keys := s.ix.expired(now)
 	over := s.overlaySnapshot()
 	var res GCResult
-	res.KeptUnknown = s.ix.overdue(now, over)
+	err := s.view(func(tx *bolt.Tx) error {
+		if s.legacy {
+			return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+				r, err := decodeRecord(v)
+				if err != nil {
+					return wrapKey(s.path, k, err)
+				}
+				if _, ok := over[r.Key]; !ok {
+					if Expired(&r, now) {
+						res.Removed++
+					} else if Overdue(&r, now) {
+						res.KeptUnknown++
+					}
+				}
+				return nil
+			})
+		}
+		ix := tx.Bucket(bucketIndex)
+		res.KeptUnknown = countOpen(ix, StateUnknown, now, over) + countOpen(ix, StatePending, now, over)
+		if opts.DryRun {
+			walkExpired(ix, now.UnixNano(), func(key uuid.UUID) bool {
+				if _, ok := over[key]; !ok { // else a newer record hides it
+					res.Removed++
+				}
+				return true
+			})
+		}
+		return nil
+	})
+	s.exit()
+	if err != nil {
+		return GCResult{}, err
+	}
 	for _, r := range over {
 		if Overdue(r, now) {
 			res.KeptUnknown++
 		}
 	}
 	if opts.DryRun {
-		res.Removed = len(keys)
 		return res, nil
 	}
-	for len(keys) > 0 {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		chunk := keys[:min(len(keys), gcChunk)]
-		keys = keys[len(chunk):]
-		var removed []uuid.UUID
-		err := s.commit(func(tx *bolt.Tx) error {
-			removed = removed[:0]
-			recs := tx.Bucket(bucketRecords)
-			for _, key := range chunk {
-				v := recs.Get(key[:])
-				if v == nil {
-					continue
-				}
-				r, err := decodeRecord(v)
-				if err != nil {
-					return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
-				}
-				if !Expired(&r, now) {
-					continue
-				}
-				if err := recs.Delete(key[:]); err != nil {
-					return err
-				}
-				removed = append(removed, key)
-			}
-			return nil
-		}, func() {
-			for _, key := range removed {
-				s.ix.remove(key)
-			}
-		})
-		res.Removed += len(removed)
-		if err != nil {
+	for {
+		n, err := s.gcBatch(ctx, DefaultGCBatch, now)
+		res.Removed += n
+		if err != nil || n == 0 {
 			return res, err
 		}
 	}
-	return res, nil
 }
 
-// Stats counts the journal's records from the in-memory index. SizeBytes
-// is the file's size.
+// countOpen counts the unknown or pending (st) records past their TTL at
+// now, from the 'u' index, leaving out the keys of skip.
+func countOpen(ix *bolt.Bucket, st State, now time.Time, skip map[uuid.UUID]*Record) int {
+	prefix := openPrefix(st)
+	t := now.UnixNano()
+	n := 0
+	c := ix.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+24; k, _ = c.Next() {
+		if readTime(k[len(prefix):]) > t {
+			break
+		}
+		if _, ok := skip[uuid.UUID(k[len(k)-16:])]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// GCBatch removes at most max expired records (DefaultGCBatch when max is
+// zero or less), the oldest first, in one transaction, and returns how
+// many it removed: zero when none is expired. Unknown and pending records
+// are never removed. The transaction is group-committed with the calls
+// writing at the same time, so a background loop (call GCBatch until it
+// returns zero, pause, repeat) costs each call at most one batch's pages.
+func (s *BoltStore) GCBatch(ctx context.Context, max int) (int, error) {
+	if err := s.enter(ctx); err != nil {
+		return 0, err
+	}
+	defer s.exit()
+	if max <= 0 {
+		max = DefaultGCBatch
+	}
+	return s.gcBatch(ctx, max, s.now())
+}
+
+func (s *BoltStore) gcBatch(ctx context.Context, max int, now time.Time) (int, error) {
+	if s.readOnly {
+		return 0, fmt.Errorf("journal %s: %w: gc", s.path, ErrReadOnly)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	t := now.UnixNano()
+	var removed int
+	err := s.commit(func(tx *bolt.Tx) error {
+		removed = 0
+		recs := tx.Bucket(bucketRecords)
+		keys := make([]uuid.UUID, 0, max)
+		walkExpired(tx.Bucket(bucketIndex), t, func(key uuid.UUID) bool {
+			keys = append(keys, key)
+			return len(keys) < max
+		})
+		for _, key := range keys {
+			v := recs.Get(key[:])
+			if v == nil {
+				continue
+			}
+			r, err := decodeRecord(v)
+			if err != nil {
+				return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+			}
+			if !Expired(&r, now) { // checked again: the index says so, the record decides
+				continue
+			}
+			if err := s.indexDelete(tx, key); err != nil {
+				return err
+			}
+			removed++
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		return 0, err
+	}
+	return removed, nil
+}
+
+// Stats counts the journal's records from the counters and indexes kept in
+// the file, without reading records (a journal opened read-only before its
+// migration is scanned instead). SizeBytes is the file's size.
 func (s *BoltStore) Stats(ctx context.Context) (Stats, error) {
+	return s.stats(ctx, s.legacy)
+}
+
+// ScanStats counts the journal's records by reading every one, as a check
+// of Stats, whose counts it must equal.
+func (s *BoltStore) ScanStats(ctx context.Context) (Stats, error) {
+	return s.stats(ctx, true)
+}
+
+func (s *BoltStore) stats(ctx context.Context, scan bool) (Stats, error) {
 	if err := s.enter(ctx); err != nil {
 		return Stats{}, err
 	}
 	defer s.exit()
-	if err := s.ensureIndex(); err != nil {
-		return Stats{}, err
-	}
 	over := s.overlaySnapshot()
 	now := s.now()
-	st := s.ix.stats(now, over)
+	var st Stats
+	err := s.view(func(tx *bolt.Tx) error {
+		recs := tx.Bucket(bucketRecords)
+		if scan {
+			st = newStats()
+			n := 0
+			return recs.ForEach(func(k, v []byte) error {
+				if n++; n%4096 == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+				r, err := decodeRecord(v)
+				if err != nil {
+					return wrapKey(s.path, k, err)
+				}
+				if _, ok := over[r.Key]; !ok {
+					addStats(&st, &r, now)
+				}
+				return nil
+			})
+		}
+		var err error
+		if st, err = indexedStats(tx, now); err != nil {
+			return fmt.Errorf("journal %s: %w", s.path, err)
+		}
+		// The overlay's records replace the file's of the same key.
+		for key := range over {
+			if v := recs.Get(key[:]); v != nil {
+				r, err := decodeRecord(v)
+				if err != nil {
+					return wrapKey(s.path, key[:], err)
+				}
+				subStats(&st, &r, now)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Stats{}, err
+	}
 	for _, r := range over {
 		addStats(&st, r, now)
 	}
@@ -862,6 +1087,25 @@ func (s *BoltStore) Stats(ctx context.Context) (Stats, error) {
 	}
 	st.SizeBytes = fi.Size()
 	return st, nil
+}
+
+// subStats takes r out of s, as addStats put it in. Oldest and Newest stay:
+// r's key is in the overlay, whose record addStats counts next.
+func subStats(s *Stats, r *Record, now time.Time) {
+	s.Records--
+	if s.ByState[r.State]--; s.ByState[r.State] == 0 {
+		delete(s.ByState, r.State)
+	}
+	if s.ByTool[r.Intent.Tool]--; s.ByTool[r.Intent.Tool] == 0 {
+		delete(s.ByTool, r.Intent.Tool)
+	}
+	s.Attempts -= len(r.Attempts)
+	if Expired(r, now) {
+		s.Expired--
+	}
+	if Overdue(r, now) {
+		s.OverdueUnknown--
+	}
 }
 
 // Import writes r as it is, durably; see Store.
@@ -907,8 +1151,6 @@ func (s *BoltStore) Close() error {
 		// Every call has returned, so no group commit is running.
 		if err = s.flushOverlay(); err != nil {
 			err = fmt.Errorf("journal %s: persisting non-durable records: %w", s.path, err)
-		} else if err = s.saveSessions(); err != nil {
-			err = fmt.Errorf("journal %s: saving the session index: %w", s.path, err)
 		}
 	}
 	if cerr := s.db.Close(); cerr != nil && err == nil {
@@ -931,9 +1173,8 @@ func (s *BoltStore) flushOverlay() error {
 		chunk := recs[:min(len(recs), compactTxRecords)]
 		recs = recs[len(chunk):]
 		err := s.writeTx(func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketRecords)
 			for _, r := range chunk {
-				if err := b.Put(r.Key[:], encodeRecord(nil, r)); err != nil {
+				if err := s.indexPut(tx, r, encodeRecord(nil, r)); err != nil {
 					return err
 				}
 			}
@@ -943,7 +1184,6 @@ func (s *BoltStore) flushOverlay() error {
 			return err
 		}
 		for _, r := range chunk {
-			s.ix.put(r)
 			st := s.stripe(r.Key)
 			st.mu.Lock()
 			delete(st.overlay, r.Key)

@@ -60,8 +60,10 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 			if err != nil {
 				return err
 			}
-			// The session index is not copied: the copy's first writer
-			// rebuilds it.
+			// The layout-1 session index is not copied: it is dropped by
+			// the migration that the copy's first writer runs, as the
+			// source's would have been. The layout-2 index is copied
+			// below, with the records.
 			err = stx.Bucket(bucketMeta).ForEach(func(k, v []byte) error {
 				if bytes.Equal(k, metaSessionsClean) {
 					return nil
@@ -71,37 +73,31 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 			if err != nil {
 				return err
 			}
+			for _, b := range [][]byte{bucketIndex, bucketCounts} {
+				if stx.Bucket(b) != nil {
+					if _, err := dtx.CreateBucket(b); err != nil {
+						return err
+					}
+				}
+			}
 			_, err = dtx.CreateBucket(bucketRecords)
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		c := stx.Bucket(bucketRecords).Cursor()
-		k, v := c.First()
-		for k != nil {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			err := dst.Update(func(dtx *bolt.Tx) error {
-				recs := dtx.Bucket(bucketRecords)
-				// Keys come in order: let pages fill up instead of
-				// splitting half-empty.
-				recs.FillPercent = 1.0
-				for n := 0; k != nil && n < compactTxRecords; n++ {
-					if err := recs.Put(k, v); err != nil {
-						return err
-					}
-					done++
-					k, v = c.Next()
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
+		if err := copyBucket(ctx, dst, stx, bucketRecords, func() { done++ }, func() {
 			if progress != nil {
 				progress(done, total)
+			}
+		}); err != nil {
+			return err
+		}
+		for _, b := range [][]byte{bucketIndex, bucketCounts} {
+			if stx.Bucket(b) != nil {
+				if err := copyBucket(ctx, dst, stx, b, func() {}, func() {}); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -113,4 +109,38 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 		return fmt.Errorf("compact journal %s: %w", dstPath, err)
 	}
 	return nil
+}
+
+// copyBucket copies the bucket name of stx into dst, in transactions of
+// compactTxRecords entries; each runs after every entry and batch after
+// every transaction.
+func copyBucket(ctx context.Context, dst *bolt.DB, stx *bolt.Tx, name []byte, each, batch func()) error {
+	{
+		c := stx.Bucket(name).Cursor()
+		k, v := c.First()
+		for k != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			err := dst.Update(func(dtx *bolt.Tx) error {
+				recs := dtx.Bucket(name)
+				// Keys come in order: let pages fill up instead of
+				// splitting half-empty.
+				recs.FillPercent = 1.0
+				for n := 0; k != nil && n < compactTxRecords; n++ {
+					if err := recs.Put(k, v); err != nil {
+						return err
+					}
+					each()
+					k, v = c.Next()
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			batch()
+		}
+		return nil
+	}
 }

@@ -115,27 +115,45 @@
 // journal, is damaged or truncated gives [ErrCorrupt] naming the file,
 // never a panic; a newer schema gives [ErrNewerVersion].
 //
+// Opening reads no record: the indexes (by creation minute and session, by
+// expiry, the guard's by tenant, session and tool, the unknown and pending
+// records) and the counters that Stats reports live in the file and are
+// written in the transaction that writes their record, so they never
+// disagree with it, after a crash either, and opening a journal for
+// writing costs the same at ten records and at ten million. Stats reads
+// the counters; [BoltStore.ScanStats] recounts from the records, and must
+// agree. GC walks the expiry index from its earliest entry and stops at
+// now; [BoltStore.GCBatch] removes a bounded number per transaction, for a
+// background loop that must not hold the writer for long. A journal
+// written before the indexes existed (layout 1) is migrated by its first
+// writer's OpenBolt, in place, in transactions that record how far they
+// got: a crash midway loses nothing and the next open carries on. Until
+// then a read-only open answers its queries by reading every record.
+//
 // Every record is stored with a CRC-32C of its bytes, checked on every
 // read: a record changed on disk is an error wrapping [ErrCorrupt] that
-// names the key and the file, never an answer. A writer's OpenBolt decodes
-// every record, so it fails on one; [VerifyBolt] lists them all. A record
-// written before checksums existed is read unchecked and sealed by its next
-// write.
+// names the key and the file, never an answer. Since opening reads no
+// record, the damage is reported by the first call that reads it;
+// [VerifyBolt] lists every damaged record. A record written before
+// checksums existed is read unchecked and sealed by its next write.
 //
 // bbolt never shrinks its file: pages freed by GC are reused, not given
 // back; [Compact] copies a journal into a new, dense file.
 //
 // # Caveats
 //
-//   - Opening a bbolt journal for writing reads and decodes every record to
-//     build its in-memory indexes: time and memory grow with the journal
-//     (a fraction of a second and some tens of megabytes per 100 000
-//     records). A read-only open of a cleanly closed journal defers that
-//     until a query needs it (List with a Session filter never does), so
-//     damage to a record it did not read is reported by the query that
-//     reads it, not by OpenBolt.
-//   - Close writes the session index's changes to the file (one
-//     transaction).
+//   - A write also writes its record's index entries (two, three for a
+//     suppression) and counters: each commit writes a few more B+tree
+//     pages than a bare bbolt Update of the record, about 1.4× its time
+//     (BENCHMARKS.md).
+//   - The first writer's open of a layout-1 journal reads every record once
+//     to build the indexes (seconds per million records); a layout-2 file
+//     is refused by older versions of this package (ErrNewerVersion).
+//   - List without a Session filter or an unknown/pending State filter
+//     walks the time index, newest first, reading each record to apply
+//     the other fields: a Tool filter over a large journal reads every
+//     record until Limit matches. A Session filter seeks the session in
+//     every minute that holds records.
 //   - Non-durable pending records are lost if the process dies before they
 //     are completed or the store is closed. That is the point of them; it
 //     is only safe for tools whose repeat is harmless.

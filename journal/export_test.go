@@ -12,10 +12,9 @@ func BulkPut(s *BoltStore, recs []Record) error {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			for i := range chunk {
 				r := &chunk[i]
-				if err := tx.Bucket(bucketRecords).Put(r.Key[:], encodeRecord(nil, r)); err != nil {
+				if err := s.indexPut(tx, r, encodeRecord(nil, r)); err != nil {
 					return err
 				}
-				s.ix.put(r)
 			}
 			return nil
 		})
@@ -50,17 +49,18 @@ func BoltStats(s *BoltStore) int64 {
 	return n
 }
 
-// IndexUnread reports that a read-only store has not (yet) read its records
-// into the in-memory index.
-func IndexUnread(s *BoltStore) bool {
-	s.ix.mu.RLock()
-	defer s.ix.mu.RUnlock()
-	return s.lazy && len(s.ix.byKey) == 0
+// SetMigrateBatch sets how many records one migration transaction
+// indexes, and a hook run after each, for a test.
+func SetMigrateBatch(n int, hook func(done int)) (restore func()) {
+	oldN, oldHook := migrateBatch, migrateHook
+	migrateBatch, migrateHook = n, hook
+	return func() { migrateBatch, migrateHook = oldN, oldHook }
 }
 
-// SetMaxSessionLog lowers the session index's change-log bound for a test.
-func SetMaxSessionLog(n int) (restore func()) {
-	old := maxSessionLog
-	maxSessionLog = n
-	return func() { maxSessionLog = old }
-}
+// Legacy reports that a store reads every record for its queries: a
+// layout-1 journal opened read-only.
+func Legacy(s *BoltStore) bool { return s.legacy }
+
+// SetNoSync turns fsync off (or on again) for a test that builds a big
+// journal fast.
+func SetNoSync(s *BoltStore, on bool) { s.db.NoSync = on }

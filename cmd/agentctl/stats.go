@@ -17,19 +17,24 @@ var statsCommand = &command{
 	summary: "count intents by state and tool; attempts, size, age, expired",
 	long: `Counts the journal's records by state and by tool, the attempts per intent,
 the file size, the oldest and newest record, and the records past their TTL
-that gc has not removed yet.`,
+that gc has not removed yet.
+
+The counts come from counters the journal keeps; --scan recounts them by
+reading every record instead (a check: both must agree).`,
 	main: withRun(statsMain, runStats),
 }
 
 type statsOptions struct {
 	journal journalFlags
 	json    bool
+	scan    bool
 }
 
 func statsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[statsOptions]) error {
 	var o statsOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.json, "json", false, "print the counts as one JSON object (see 'agentctl help json')")
+	fs.BoolVar(&o.scan, "scan", false, "count by reading every record instead of from the journal's counters")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -87,7 +92,13 @@ func computeStats(ctx context.Context, e *env, o *statsOptions) (*statsReport, e
 		return nil, err
 	}
 	defer s.Close()
-	st, err := s.Stats(ctx)
+	stats := s.Stats
+	if sc, ok := s.(interface {
+		ScanStats(context.Context) (journal.Stats, error)
+	}); ok && o.scan {
+		stats = sc.ScanStats // other stores count from their records anyway
+	}
+	st, err := stats(ctx)
 	if err != nil {
 		return nil, err
 	}

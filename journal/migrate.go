@@ -1,0 +1,111 @@
+// Migrating a journal of layout 1 (indexes kept in memory, rebuilt at
+// every open) to layout 2 (indexes in the file, see index.go).
+//
+// The first writer's open does it, in transactions of migrateBatch
+// records, each of which also records in meta how far it got
+// (metaMigrating: the last key indexed). The first transaction sets the
+// layout version to 2, so that an older binary refuses the file rather
+// than write records without their index entries, drops the layout-1
+// session index and starts empty index and counts buckets; the last one removes
+// metaMigrating. A crash anywhere leaves a file whose indexes cover
+// exactly the records up to metaMigrating, and the next writer's open
+// carries on from there. Records are read and indexed, never rewritten.
+
+package journal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// layoutVersion is the file layout this package writes (meta "version").
+// Layout 1 had no index bucket. Records carry their own format byte
+// (SchemaVersion), which layout 2 did not change.
+const layoutVersion = 2
+
+// The layout-1 session index, dropped by the migration.
+var (
+	bucketSessions    = []byte("sessions")
+	metaSessionsClean = []byte("sessions-clean")
+)
+
+// migrateBatch is how many records one migration transaction indexes. A
+// variable so that a test can stop a migration midway.
+var migrateBatch = 10000
+
+// migrateHook, if set, runs after each migration transaction commits with
+// the records indexed so far: a test seam.
+var migrateHook func(done int)
+
+// migrate builds the indexes of a journal that lacks them, or finishes a
+// migration that a crash interrupted.
+func (s *BoltStore) migrate() error {
+	if !s.legacy {
+		return nil
+	}
+	err := s.writeTx(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if v, _ := binary.Uvarint(meta.Get(metaVersion)); v == layoutVersion && meta.Get(metaMigrating) != nil &&
+			tx.Bucket(bucketIndex) != nil && tx.Bucket(bucketCounts) != nil {
+			return nil // resuming
+		}
+		for _, b := range [][]byte{bucketIndex, bucketCounts, bucketSessions} {
+			if tx.Bucket(b) != nil {
+				if err := tx.DeleteBucket(b); err != nil {
+					return err
+				}
+			}
+		}
+		for _, b := range [][]byte{bucketIndex, bucketCounts} {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		return firstErr(meta.Delete(metaSessionsClean),
+			meta.Put(metaVersion, binary.AppendUvarint(nil, layoutVersion)),
+			meta.Put(metaMigrating, []byte{}))
+	})
+	done := 0
+	for finished := false; err == nil && !finished; {
+		err = s.writeTx(func(tx *bolt.Tx) error {
+			meta := tx.Bucket(bucketMeta)
+			last := meta.Get(metaMigrating)
+			c := tx.Bucket(bucketRecords).Cursor()
+			k, v := c.First()
+			if len(last) > 0 {
+				if k, v = c.Seek(last); k != nil && bytes.Equal(k, last) {
+					k, v = c.Next()
+				}
+			}
+			var at []byte
+			for n := 0; k != nil && n < migrateBatch; n++ {
+				r, err := decodeRecord(v)
+				if err != nil {
+					return wrapKey(s.path, k, err)
+				}
+				if err := reindex(tx, nil, entryOf(&r)); err != nil {
+					return err
+				}
+				at = k
+				k, v = c.Next()
+			}
+			if k == nil {
+				finished = true
+				return meta.Delete(metaMigrating)
+			}
+			return meta.Put(metaMigrating, bytes.Clone(at))
+		})
+		if err == nil && migrateHook != nil {
+			done += migrateBatch
+			migrateHook(done)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("journal %s: building the indexes of a layout-1 journal: %w", s.path, err)
+	}
+	s.legacy = false
+	return nil
+}
