@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -64,6 +65,13 @@ type Options struct {
 	// namespace a fleet shares, or a lock timeout); nil means defaults. New
 	// ignores it: the store is already open.
 	Journal *journal.Options
+	// GCEvery is how often a Harness that Open opened removes its journal's
+	// expired records in the background, in small paced batches (calls
+	// meanwhile stay within about 1.2× their latency), when the store
+	// supports it (BatchGC: bbolt). Zero means DefaultGCEvery (1 hour);
+	// negative turns it off (run agentctl gc instead). Unknown and pending
+	// records are never removed. New ignores it.
+	GCEvery time.Duration
 	// RequireJournal makes Open fail with journal.ErrNoJournal instead of
 	// creating a journal that does not exist: for deployments that must not
 	// start empty (a lost disk would otherwise start a new journal, and
@@ -98,6 +106,10 @@ type Harness struct {
 	running sync.WaitGroup // calls in progress; Add only under mu with !closed
 	// inspect serves agentctl, when Open started it; Close stops it.
 	inspect *inspectServer
+	// stopGC ends the background GC Open started (nil if none); gcDone is
+	// closed when it has ended.
+	stopGC context.CancelFunc
+	gcDone chan struct{}
 }
 
 // New returns a Harness on store. Closing the Harness does not close the
@@ -252,6 +264,10 @@ func (h *Harness) Close() error {
 	h.closed = true
 	h.mu.Unlock()
 	h.running.Wait()
+	if h.stopGC != nil {
+		h.stopGC()
+		<-h.gcDone
+	}
 	// Before the store: agentctl's requests use it, and the socket must be
 	// gone before the file lock is released.
 	ierr := h.inspect.close()

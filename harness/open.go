@@ -80,6 +80,18 @@ func Open(ctx context.Context, location string, opts *Options) (*Harness, error)
 	if !exists {
 		h.reportNewJournal(ctx, location, jo.Namespace != uuid.Nil, fromEnv)
 	}
+	if gc, ok := st.(BatchGC); ok && o.GCEvery >= 0 && !jo.ReadOnly {
+		every := o.GCEvery
+		if every == 0 {
+			every = DefaultGCEvery
+		}
+		gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		h.stopGC, h.gcDone = cancel, make(chan struct{})
+		go func() {
+			defer close(h.gcDone)
+			h.collect(gctx, gc, every)
+		}()
+	}
 	return h, nil
 }
 
