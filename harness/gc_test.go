@@ -31,7 +31,9 @@ func TestBackgroundGC(t *testing.T) {
 		harness.Tool{Name: "ok", Effect: journal.Keyed,
 			Func: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`1`), nil }},
 		harness.Tool{Name: "lost", Timeout: time.Second, Settle: -1,
-			Func: func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, errors.New("read: connection reset by peer") }})
+			Func: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+				return nil, errors.New("read: connection reset by peer")
+			}})
 	for i := range 150 {
 		mustCall(t, h, call("ok", fmt.Sprintf(`{"n":%d}`, i)))
 	}
