@@ -305,7 +305,9 @@ func (v *intentView) check() []Violation {
 		case OutRejected:
 			// "Rejected and did not run" is about the call's own flight.
 			for _, e := range v.effects {
-				if ofFlight(e.attempt, c) {
+				// A flight carries one payload: the effect of another
+				// payload under the same step key is another flight's.
+				if e.ev.P == c.p && ofFlight(e.attempt, c) {
 					rejected = append(rejected, fmt.Sprintf("%s told %q; effect %d by attempt %s of its flight", c.id, clip(a.Text), e.ev.Effect, e.ev.Attempt))
 					break
 				}

@@ -123,6 +123,12 @@ func TestCheckRules(t *testing.T) {
 			attemptEv(13, "w0.1", "w0.1#1", true),
 			answerEv(14, "w0.1", "c1", 0, OutRejected, "", "", rejectedText),
 			effectEv(40, "w0.1#1", 0, 1)}, []string{RuleRejected}},
+		{"rejected while its process ran the other payload of the step key", Keyed, []Event{
+			callEv(10, "w0.1", "c1", 0),
+			attemptEv(11, "w0.1", "w0.1#1", false),
+			attemptEv(13, "w0.1", "w0.1#1", true),
+			answerEv(14, "w0.1", "c1", 0, OutRejected, "", "", rejectedText),
+			effectEv(12, "w0.1#1", 1, 1)}, nil},
 		{"rejected while another process acted", Keyed, []Event{
 			callEv(10, "w0.1", "c1", 0),
 			attemptEv(11, "w1.1", "w1.1#1", false),
