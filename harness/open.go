@@ -59,9 +59,16 @@ func Open(ctx context.Context, location string, opts *Options) (*Harness, error)
 			jo.Namespace, fromEnv = ns, true
 		}
 	}
-	exists, err := journalExists(ctx, location, &jo)
-	if err != nil {
-		return nil, err
+	// A file is looked at before it is created; a store that creates its
+	// journal itself says so afterwards (Created), and is only probed
+	// first when a missing journal must be refused.
+	_, remote := journal.Scheme(location)
+	exists := true
+	if !remote || o.RequireJournal {
+		var err error
+		if exists, err = journalExists(ctx, location, &jo); err != nil {
+			return nil, err
+		}
 	}
 	if !exists && o.RequireJournal {
 		return nil, fmt.Errorf("harness: open %s: %w (Options.RequireJournal; a new journal would start with no record of what was done)", location, journal.ErrNoJournal)
@@ -69,6 +76,9 @@ func Open(ctx context.Context, location string, opts *Options) (*Harness, error)
 	st, err := journal.Open(ctx, location, &jo)
 	if err != nil {
 		return nil, err
+	}
+	if c, ok := st.(interface{ Created() bool }); ok && remote {
+		exists = !c.Created()
 	}
 	o.Journal = &jo
 	h := New(st, &o)
@@ -98,7 +108,7 @@ func Open(ctx context.Context, location string, opts *Options) (*Harness, error)
 // journalExists reports whether a journal is at location: a file, or a
 // store that a read-only open finds.
 func journalExists(ctx context.Context, location string, jo *journal.Options) (bool, error) {
-	if scheme, _, ok := strings.Cut(location, "://"); !ok || strings.ContainsAny(scheme, `/\`) {
+	if _, remote := journal.Scheme(location); !remote {
 		_, err := os.Stat(location)
 		switch {
 		case err == nil:

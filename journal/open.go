@@ -45,8 +45,8 @@ func Register(scheme string, open OpenFunc) {
 // nobody registered is an error that names the scheme and the schemes
 // known. opts may be nil.
 func Open(ctx context.Context, location string, opts *Options) (Store, error) {
-	scheme, _, ok := strings.Cut(location, "://")
-	if !ok || strings.ContainsAny(scheme, `/\`) {
+	scheme, ok := Scheme(location)
+	if !ok {
 		return OpenBolt(location, opts)
 	}
 	openersMu.RLock()
@@ -58,6 +58,14 @@ func Open(ctx context.Context, location string, opts *Options) (Store, error) {
 			scheme, scheme, knownSchemes())
 	}
 	return open(ctx, location, opts)
+}
+
+// Scheme returns the scheme of a location that names a store by scheme
+// ("postgres" for "postgres://…"); ok is false for a file path, which Open
+// takes for a bbolt file.
+func Scheme(location string) (scheme string, ok bool) {
+	scheme, _, ok = strings.Cut(location, "://")
+	return scheme, ok && !strings.ContainsAny(scheme, `/\`)
 }
 
 func knownSchemes() string {

@@ -136,11 +136,11 @@ const metaDDL = `CREATE TABLE IF NOT EXISTS %[1]s.meta (
 // lock: concurrent Opens queue, the first creates, the others read.
 func migrate(ctx context.Context, pool interface {
 	Begin(context.Context) (pgx.Tx, error)
-}, schema string, want uuid.UUID, createdNs int64) (ns uuid.UUID, err error) {
+}, schema string, want uuid.UUID, createdNs int64) (ns uuid.UUID, created bool, err error) {
 	q := pgx.Identifier{schema}.Sanitize()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
-		return uuid.Nil, err
+		return uuid.Nil, false, err
 	}
 	defer func() {
 		if err != nil {
@@ -148,26 +148,26 @@ func migrate(ctx context.Context, pool interface {
 		}
 	}()
 	if _, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockKey, schema); err != nil {
-		return uuid.Nil, err
+		return uuid.Nil, false, err
 	}
 	version, ns, found, err := readMeta(ctx, tx, schema)
 	if err != nil {
-		return uuid.Nil, err
+		return uuid.Nil, false, err
 	}
 	if found && version == SchemaVersion {
 		// The common case: nothing to create, so no DDL privileges needed.
-		return ns, checkNamespace(ns, want, tx.Commit(ctx))
+		return ns, !found, checkNamespace(ns, want, tx.Commit(ctx))
 	}
 	if version > SchemaVersion {
-		return uuid.Nil, fmt.Errorf("schema version %d, this package supports up to %d: %w",
+		return uuid.Nil, false, fmt.Errorf("schema version %d, this package supports up to %d: %w",
 			version, SchemaVersion, journal.ErrNewerVersion)
 	}
 	if !found {
 		if _, err = tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+q); err != nil {
-			return uuid.Nil, err
+			return uuid.Nil, false, err
 		}
 		if _, err = tx.Exec(ctx, fmt.Sprintf(metaDDL, q)); err != nil {
-			return uuid.Nil, err
+			return uuid.Nil, false, err
 		}
 		ns = want
 		if ns == uuid.Nil {
@@ -175,20 +175,20 @@ func migrate(ctx context.Context, pool interface {
 		}
 		if _, err = tx.Exec(ctx, `INSERT INTO `+q+`.meta (namespace, version, created_ns) VALUES ($1, 0, $2)`,
 			ns, createdNs); err != nil {
-			return uuid.Nil, err
+			return uuid.Nil, false, err
 		}
 	}
 	for v := version + 1; v <= SchemaVersion; v++ {
 		for _, stmt := range migrations[v-1] {
 			if _, err = tx.Exec(ctx, fmt.Sprintf(stmt, q)); err != nil {
-				return uuid.Nil, fmt.Errorf("migration to version %d: %w", v, err)
+				return uuid.Nil, false, fmt.Errorf("migration to version %d: %w", v, err)
 			}
 		}
 		if _, err = tx.Exec(ctx, `UPDATE `+q+`.meta SET version = $1`, v); err != nil {
-			return uuid.Nil, err
+			return uuid.Nil, false, err
 		}
 	}
-	return ns, checkNamespace(ns, want, tx.Commit(ctx))
+	return ns, !found, checkNamespace(ns, want, tx.Commit(ctx))
 }
 
 // readMeta reads the meta row; found is false when the schema holds no

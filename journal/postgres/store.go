@@ -61,6 +61,7 @@ type Store struct {
 	ns       uuid.UUID
 	schema   string
 	readOnly bool
+	created  bool // this Open created the journal
 	// testNow is Options.TestClock: every statement takes it as a
 	// parameter that is NULL when it is nil. Options.Journal.Now is never
 	// used.
@@ -129,7 +130,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if jo.ReadOnly {
 		err = s.openReadOnly(ctx, jo.Namespace)
 	} else {
-		s.ns, err = migrate(ctx, s.pool, schema, jo.Namespace, time.Now().UnixNano())
+		s.ns, s.created, err = migrate(ctx, s.pool, schema, jo.Namespace, time.Now().UnixNano())
 	}
 	if err != nil {
 		s.pool.Close()
@@ -164,6 +165,10 @@ func (s *Store) Schema() string { return s.schema }
 // Namespace returns the journal's namespace, shared by every process that
 // opens the schema.
 func (s *Store) Namespace() uuid.UUID { return s.ns }
+
+// Created reports whether this Open created the journal (the schema held
+// none), with a new namespace unless Options.Journal.Namespace gave one.
+func (s *Store) Created() bool { return s.created }
 
 // Close closes the connection pool. Calls after Close, Close included,
 // return journal.ErrClosed.
