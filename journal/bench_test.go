@@ -64,6 +64,12 @@ func rawDB(b *testing.B) *bolt.DB {
 	return db
 }
 
+// rawPages is how many pages db's commits have written.
+func rawPages(db *bolt.DB) int64 {
+	st := db.Stats()
+	return st.TxStats.GetWrite()
+}
+
 func rawValue() []byte {
 	v := make([]byte, 300)
 	rand.Read(v)
@@ -250,6 +256,7 @@ func BenchmarkPaired(b *testing.B) {
 			db := rawDB(b)
 			val := rawValue()
 			var ours, base time.Duration
+			p0, q0 := journal.PagesWritten(s), rawPages(db)
 			b.ReportAllocs()
 			for b.Loop() {
 				t0 := time.Now()
@@ -267,6 +274,8 @@ func BenchmarkPaired(b *testing.B) {
 			b.ReportMetric(float64(ours)/float64(base), "x")
 			b.ReportMetric(float64(ours.Microseconds())/float64(b.N), "µs-ours/op")
 			b.ReportMetric(float64(base.Microseconds())/float64(b.N), "µs-base/op")
+			b.ReportMetric(float64(journal.PagesWritten(s)-p0)/float64(b.N), "pages-ours/op")
+			b.ReportMetric(float64(rawPages(db)-q0)/float64(b.N), "pages-base/op")
 		})
 	}
 	b.Run("replay", func(b *testing.B) {

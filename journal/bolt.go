@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"maps"
 	"math"
 	"os"
 	"runtime/debug"
@@ -194,8 +195,20 @@ func (s *BoltStore) expireDeadLeases() error {
 	var pending []*ixEntry
 	err := s.view(func(tx *bolt.Tx) error {
 		var err error
-		pending, err = openKeys(tx.Bucket(bucketIndex), StatePending)
-		return err
+		if pending, err = openKeys(tx.Bucket(bucketIndex), StatePending); err != nil {
+			return err
+		}
+		// The fresh bucket's pending records, told by their state byte:
+		// an open reads no record that it does not change.
+		if fresh := tx.Bucket(bucketFresh); fresh != nil {
+			c := fresh.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if len(v) == 1 && State(v[0]) == StatePending && len(k) == 16 {
+					pending = append(pending, &ixEntry{key: uuid.UUID(k)})
+				}
+			}
+		}
+		return nil
 	})
 	if err == nil && len(pending) > 0 { // else an open writes nothing
 		err = s.writeTx(func(tx *bolt.Tx) error { return s.endLeases(tx, pending, now) })
@@ -290,7 +303,7 @@ func (s *BoltStore) checkFile(ns uuid.UUID) error {
 		// Not migrated yet: a writer's open migrates it (migrate.go); a
 		// reader's queries read every record.
 		s.legacy = v < layoutVersion || meta.Get(metaMigrating) != nil ||
-			tx.Bucket(bucketIndex) == nil || tx.Bucket(bucketCounts) == nil
+			tx.Bucket(bucketIndex) == nil || tx.Bucket(bucketCounts) == nil || tx.Bucket(bucketFresh) == nil
 		return nil
 	}
 	// Checking is a read: a write transaction would rewrite the meta page
@@ -318,7 +331,7 @@ func (s *BoltStore) create(tx *bolt.Tx, ns uuid.UUID) error {
 	if _, err := tx.CreateBucket(bucketRecords); err != nil {
 		return err
 	}
-	for _, b := range [][]byte{bucketIndex, bucketCounts} {
+	for _, b := range [][]byte{bucketIndex, bucketCounts, bucketFresh} {
 		if _, err := tx.CreateBucket(b); err != nil {
 			return err
 		}
@@ -536,6 +549,21 @@ func (s *BoltStore) guard(req *BeginRequest, now time.Time) (*Record, error) {
 			}
 			return nil
 		}
+		// The fresh bucket's suppressed records, which the guard index
+		// does not hold yet.
+		if fresh := tx.Bucket(bucketFresh); fresh != nil {
+			c := fresh.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if len(v) != 1 || State(v[0]) != StateSuppressed {
+					continue
+				}
+				if rv := recs.Get(k); rv != nil {
+					if ok, err := check(rv); ok || err != nil {
+						return wrapKey(s.path, k, err)
+					}
+				}
+			}
+		}
 		in := &req.Intent
 		prefix := guardPrefix(in.Tenant, in.Session, in.Tool)
 		c := tx.Bucket(bucketIndex).Cursor()
@@ -559,6 +587,9 @@ func (s *BoltStore) guard(req *BeginRequest, now time.Time) (*Record, error) {
 func wrapKey(path string, key []byte, err error) error {
 	if err == nil {
 		return nil
+	}
+	if len(key) == 16 {
+		return fmt.Errorf("journal %s: key %s: %w", path, uuid.UUID(key), err)
 	}
 	return fmt.Errorf("journal %s: key %x: %w", path, key, err)
 }
@@ -691,9 +722,27 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 			return
 		}
 		over := s.overlaySnapshot()
+		// The fresh bucket's records are listed with the overlay's: the
+		// index does not hold them yet. skip leaves out of the index's
+		// pages every record listed that way, should a write move it
+		// into the index while List pages.
+		skip := maps.Clone(over)
+		err := s.view(func(tx *bolt.Tx) error {
+			fresh, err := s.freshRecords(tx)
+			for _, r := range fresh {
+				if _, ok := skip[r.Key]; !ok {
+					skip[r.Key] = r
+				}
+			}
+			return err
+		})
 		s.exit()
+		if err != nil {
+			yield(Record{}, err)
+			return
+		}
 		var extra []*Record
-		for _, r := range over {
+		for _, r := range skip {
 			if matchFilter(r, &f) {
 				extra = append(extra, r)
 			}
@@ -735,11 +784,11 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 			next = func(tx *bolt.Tx) ([]*Record, bool, error) {
 				chunk := entries[:min(len(entries), listPage)]
 				entries = entries[len(chunk):]
-				page, err := s.readPage(tx, chunk, &f, over)
+				page, err := s.readPage(tx, chunk, &f, skip)
 				return page, len(entries) == 0, err
 			}
 		} else {
-			next = s.createdWalk(&f, over)
+			next = s.createdWalk(&f, skip)
 		}
 
 		n := 0
@@ -850,14 +899,12 @@ func (s *BoltStore) createdWalk(f *Filter, over map[uuid.UUID]*Record) func(tx *
 				break
 			}
 			prefix := slotPrefix(readTime(k[1:9]))
-			var v []byte
-			for k, v = c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-				if len(k) != timeKeyLen || len(v) != 8 {
-					return nil, false, fmt.Errorf("journal %s: %w: time index entry %x", s.path, ErrCorrupt, k)
+			for k, _ = c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+				e, err := timeEntryOf(k)
+				if err != nil {
+					return nil, false, fmt.Errorf("journal %s: %w", s.path, err)
 				}
-				if t := readTime(v); t >= lo && t < hi {
-					e := &ixEntry{created: t}
-					copy(e.key[:], k[17:])
+				if e.created >= lo && e.created < hi {
 					queue = append(queue, e)
 				}
 			}
@@ -909,6 +956,20 @@ func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 		}
 		ix := tx.Bucket(bucketIndex)
 		res.KeptUnknown = countOpen(ix, StateUnknown, now, over) + countOpen(ix, StatePending, now, over)
+		fresh, err := s.freshRecords(tx)
+		if err != nil {
+			return err
+		}
+		for _, r := range fresh {
+			if _, ok := over[r.Key]; ok {
+				continue
+			}
+			if Overdue(r, now) {
+				res.KeptUnknown++
+			} else if opts.DryRun && Expired(r, now) {
+				res.Removed++
+			}
+		}
 		if opts.DryRun {
 			walkExpired(ix, now.UnixNano(), func(key uuid.UUID) bool {
 				if _, ok := over[key]; !ok { // else a newer record hides it
@@ -988,10 +1049,21 @@ func (s *BoltStore) gcBatch(ctx context.Context, max int, now time.Time) (int, e
 		removed = 0
 		recs := tx.Bucket(bucketRecords)
 		keys := make([]uuid.UUID, 0, max)
-		walkExpired(tx.Bucket(bucketIndex), t, func(key uuid.UUID) bool {
-			keys = append(keys, key)
-			return len(keys) < max
-		})
+		fresh, err := s.freshRecords(tx)
+		if err != nil {
+			return err
+		}
+		for _, r := range fresh {
+			if len(keys) < max && Expired(r, now) {
+				keys = append(keys, r.Key)
+			}
+		}
+		if len(keys) < max {
+			walkExpired(tx.Bucket(bucketIndex), t, func(key uuid.UUID) bool {
+				keys = append(keys, key)
+				return len(keys) < max
+			})
+		}
 		for _, key := range keys {
 			v := recs.Get(key[:])
 			if v == nil {
@@ -1062,6 +1134,26 @@ func (s *BoltStore) stats(ctx context.Context, scan bool) (Stats, error) {
 		var err error
 		if st, err = indexedStats(tx, now); err != nil {
 			return fmt.Errorf("journal %s: %w", s.path, err)
+		}
+		// The fresh bucket's records are in the counters, not yet in the
+		// indexes that the other figures are read from.
+		fresh, err := s.freshRecords(tx)
+		if err != nil {
+			return err
+		}
+		for _, r := range fresh {
+			if Expired(r, now) {
+				st.Expired++
+			}
+			if Overdue(r, now) {
+				st.OverdueUnknown++
+			}
+			if st.Oldest.IsZero() || r.Created.Before(st.Oldest) {
+				st.Oldest = r.Created.UTC()
+			}
+			if r.Created.After(st.Newest) {
+				st.Newest = r.Created.UTC()
+			}
 		}
 		// The overlay's records replace the file's of the same key.
 		for key := range over {

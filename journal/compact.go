@@ -73,7 +73,7 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 			if err != nil {
 				return err
 			}
-			for _, b := range [][]byte{bucketIndex, bucketCounts} {
+			for _, b := range [][]byte{bucketIndex, bucketCounts, bucketFresh} {
 				if stx.Bucket(b) != nil {
 					if _, err := dtx.CreateBucket(b); err != nil {
 						return err
@@ -93,7 +93,7 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 		}); err != nil {
 			return err
 		}
-		for _, b := range [][]byte{bucketIndex, bucketCounts} {
+		for _, b := range [][]byte{bucketIndex, bucketCounts, bucketFresh} {
 			if stx.Bucket(b) != nil {
 				if err := copyBucket(ctx, dst, stx, b, func() {}, func() {}); err != nil {
 					return err

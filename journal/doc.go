@@ -118,8 +118,10 @@
 // Opening reads no record: the indexes (by creation minute and session, by
 // expiry, the guard's by tenant, session and tool, the unknown and pending
 // records) and the counters that Stats reports live in the file and are
-// written in the transaction that writes their record, so they never
-// disagree with it, after a crash either, and opening a journal for
+// written in the transaction that writes their record (a new record's
+// entries after a wait among the newest sixteen, which every query reads
+// as well), so they never disagree with it, after a crash either, and
+// opening a journal for
 // writing costs the same at ten records and at ten million. Stats reads
 // the counters; [BoltStore.ScanStats] recounts from the records, and must
 // agree. GC walks the expiry index from its earliest entry and stops at
@@ -142,10 +144,12 @@
 //
 // # Caveats
 //
-//   - A write also writes its record's index entries (two, three for a
-//     suppression) and counters: each commit writes a few more B+tree
-//     pages than a bare bbolt Update of the record, about 1.4× its time
-//     (BENCHMARKS.md).
+//   - A record's index entries are written with it, except a new
+//     record's: its key waits in a small bucket that bbolt keeps inline
+//     (freshMax of them), and the write that fills it moves them all into
+//     the index. A new record's commit costs about what a bare bbolt
+//     Update costs; one in sixteen writes a few pages more (index.go,
+//     BENCHMARKS.md).
 //   - The first writer's open of a layout-1 journal reads every record once
 //     to build the indexes (seconds per million records); a layout-2 file
 //     is refused by older versions of this package (ErrNewerVersion).

@@ -12,7 +12,7 @@ func BulkPut(s *BoltStore, recs []Record) error {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			for i := range chunk {
 				r := &chunk[i]
-				if err := s.indexPut(tx, r, encodeRecord(nil, r)); err != nil {
+				if err := s.indexPutDirect(tx, r, encodeRecord(nil, r)); err != nil {
 					return err
 				}
 			}
@@ -23,6 +23,22 @@ func BulkPut(s *BoltStore, recs []Record) error {
 		}
 	}
 	return nil
+}
+
+// PagesWritten is how many pages the store's commits have written.
+func PagesWritten(s *BoltStore) int64 {
+	st := s.db.Stats()
+	return st.TxStats.GetWrite()
+}
+
+// FreshKeys is how many records the fresh bucket holds.
+func FreshKeys(s *BoltStore) int {
+	n := 0
+	s.db.View(func(tx *bolt.Tx) error {
+		n = countKeys(tx.Bucket(bucketFresh))
+		return nil
+	})
+	return n
 }
 
 // EncodeRecord, DecodeRecord and Seal expose the record encoding to tests.
@@ -64,3 +80,17 @@ func Legacy(s *BoltStore) bool { return s.legacy }
 // SetNoSync turns fsync off (or on again) for a test that builds a big
 // journal fast.
 func SetNoSync(s *BoltStore, on bool) { s.db.NoSync = on }
+
+// IndexRoot is the page id of the index bucket's root: it changes with
+// every commit that writes an index entry.
+func IndexRoot(s *BoltStore) uint64 {
+	var root uint64
+	s.db.View(func(tx *bolt.Tx) error {
+		root = uint64(tx.Bucket(bucketIndex).Root())
+		return nil
+	})
+	return root
+}
+
+// FreshMax is how many records the fresh bucket holds before a flush.
+const FreshMax = freshMax

@@ -5,10 +5,11 @@
 // Layout: one bucket, "index", holds every index as composite keys behind
 // a one-byte prefix, values empty unless said:
 //
-//	'd' minute session-hash key → created
+//	'd' minute session-hash created key
 //	                            every record, by the minute it was
-//	                            created, then session: List (newest first,
-//	                            by session), Stats.Oldest/Newest
+//	                            created, then session, then creation
+//	                            time: List (newest first, by session),
+//	                            Stats.Oldest/Newest
 //	'e' ^expires key            records that expire (succeeded, failed,
 //	                            suppressed), latest first: GC and
 //	                            Stats.Expired walk it from its end, only
@@ -25,24 +26,40 @@
 // tools, and bbolt then keeps it inline in the page of the bucket
 // headers, which every commit rewrites anyway: counting costs no page.
 //
+// New records wait in the fresh bucket before they enter the index. The
+// cost of a bbolt commit is the pages it writes, and a record's key is a
+// UUID, so its leaf is anywhere in the records bucket: an index entry
+// written with it dirties a second leaf and the index's branches above it,
+// three pages on top of a bare Update's five or six (measured: 9.2 pages
+// per Keyed commit against 6.2, and 1.4x the time). "fresh" holds the keys
+// of the newest records (key → state byte) that have no index entry yet;
+// at freshMax of them it stays under a quarter page, so bbolt keeps it
+// inline in the page of the bucket headers, which every commit rewrites
+// anyway, as it does "counts". The write that fills it moves its records
+// into the index in one go; their entries ascend by time and land in one
+// or two hot leaves. A new record's commit writes no index page, and one
+// commit in freshMax pays about three (measured: 5.9 pages per Keyed
+// commit against a bare Update's 5.6). Every query of the index also
+// reads the fresh records (at most freshMax decodes; the guard decodes
+// only the suppressed ones, told by the state byte), so that an answer
+// never depends on whether a record was moved yet. Invariant: a record is
+// either in the index, with the entries its current version gives, or its
+// key is in "fresh" and it has no entry at all. A write to a record that
+// is already indexed (an outcome, a resolution, a GC delete) changes its
+// entries at once.
+//
 // Times are Unix nanoseconds, big-endian with the sign bit flipped so that
 // they sort as signed numbers; strings are uvarint-length-prefixed. Why one
 // bucket with prefixes rather than a bucket per index: a commit dirties
 // every leaf it touches and the branch pages above each, and every bucket
-// adds a root of its own to that path. The indexes a new record enters
-// meet at one point: 'd' ascends to the current minute and 'e' (in
-// descending order) starts with the latest expiry, so a new record's two
-// entries land in the same few hot leaves under the same branches. A
-// session's records are found by one seek per minute that holds records
-// (slots without the session cost a seek, not a read); a List without a
-// session walks the slots from the newest and sorts each slot's entries.
-// Measured: 9.2 pages written per Keyed commit against a bare Update's
-// 6.2, each extra page a few per cent of a commit (BENCHMARKS.md). What
-// is left is that one hot leaf and the index bucket's branches above it.
-// Keeping the index entries in the records bucket, under a prefix that no
-// UUID has (byte 6, the version nibble, 0xFF), would share the records'
-// root and upper branches and save one or two more pages, at the price of
-// every pass over the records skipping the index.
+// adds a root of its own to that path. The indexes a batch of new records
+// enters meet at one point: 'd' ascends to the current minute, and within
+// it by session and time, and 'e' (in descending order) starts with the
+// latest expiry, so the entries land in the same few hot leaves under the
+// same branches. A session's records are found by one seek per minute
+// that holds records (slots without the session cost a seek, not a read);
+// a List without a session walks the slots from the newest and sorts each
+// slot's entries.
 
 // An index entry is derived from the record alone (see ixEntry), so a
 // write computes the entries of the record it replaces (read in the same
@@ -67,6 +84,7 @@ var (
 	bucketRecords = []byte("records")
 	bucketIndex   = []byte("index")
 	bucketCounts  = []byte("counts")
+	bucketFresh   = []byte("fresh")
 
 	metaVersion   = []byte("version")
 	metaNamespace = []byte("namespace")
@@ -187,13 +205,24 @@ func slotPrefix(slot int64) []byte {
 	return appendTime(append(make([]byte, 0, 33), pfxTime), slot)
 }
 
-// timeEntry is the time index's key for a record: slot, session hash, key.
+// timeEntry is the time index's key for a record: slot, session hash,
+// creation time, key. Within a slot a session's records ascend by time, so
+// that a session's new records enter at one point, next to each other.
 func timeEntry(created int64, session string, key uuid.UUID) []byte {
-	return append(append(slotPrefix(timeSlot(created)), sessionHash(session)...), key[:]...)
+	b := append(slotPrefix(timeSlot(created)), sessionHash(session)...)
+	return append(appendTime(b, created), key[:]...)
 }
 
 // timeKeyLen is the length of a time index key.
-const timeKeyLen = 1 + 8 + 8 + 16
+const timeKeyLen = 1 + 8 + 8 + 8 + 16
+
+// timeEntryOf reads the creation time and the key of a time index key.
+func timeEntryOf(k []byte) (*ixEntry, error) {
+	if len(k) != timeKeyLen || k[0] != pfxTime {
+		return nil, fmt.Errorf("%w: time index entry %x", ErrCorrupt, k)
+	}
+	return &ixEntry{created: readTime(k[17:25]), key: uuid.UUID(k[25:])}, nil
+}
 
 func guardPrefix(tenant, session, tool string) []byte {
 	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(tenant)+len(session)+len(tool)+16)
@@ -216,7 +245,7 @@ type ixKV struct{ k, v []byte }
 // entries lists e's index entries.
 func (e *ixEntry) entries() []ixKV {
 	out := make([]ixKV, 0, 4)
-	out = append(out, ixKV{k: timeEntry(e.created, e.session, e.key), v: appendTime(nil, e.created)})
+	out = append(out, ixKV{k: timeEntry(e.created, e.session, e.key)})
 	if expires(e.state) {
 		out = append(out, ixKV{k: expiryKey(e.expires, e.key)})
 	} else {
@@ -230,14 +259,53 @@ func (e *ixEntry) entries() []ixKV {
 }
 
 // indexPut writes r (encoded as enc) into tx with its index entries and
-// counters, replacing whatever the file held for its key.
+// counters, replacing whatever the file held for its key. A new key goes
+// into the fresh bucket, not the index (see freshMax).
 func (s *BoltStore) indexPut(tx *bolt.Tx, r *Record, enc []byte) error {
+	recs, fresh := tx.Bucket(bucketRecords), tx.Bucket(bucketFresh)
+	old, err := s.storedEntry(recs, r.Key)
+	if err != nil {
+		return err
+	}
+	new := entryOf(r)
+	if err := recount(tx.Bucket(bucketCounts), old, new); err != nil {
+		return err
+	}
+	if err := recs.Put(r.Key[:], enc); err != nil {
+		return err
+	}
+	switch {
+	case fresh.Get(r.Key[:]) != nil:
+		return fresh.Put(r.Key[:], []byte{byte(r.State)})
+	case old != nil:
+		return reindex(tx.Bucket(bucketIndex), old, new)
+	}
+	if err := fresh.Put(r.Key[:], []byte{byte(r.State)}); err != nil {
+		return err
+	}
+	if n := countKeys(fresh); n < freshMax {
+		return nil
+	}
+	return s.flushFresh(tx)
+}
+
+// indexPutDirect writes r like indexPut, but puts a new key's entries in
+// the index at once: for bulk writes, which gain nothing from the fresh
+// bucket.
+func (s *BoltStore) indexPutDirect(tx *bolt.Tx, r *Record, enc []byte) error {
 	recs := tx.Bucket(bucketRecords)
 	old, err := s.storedEntry(recs, r.Key)
 	if err != nil {
 		return err
 	}
-	if err := reindex(tx, old, entryOf(r)); err != nil {
+	if old != nil && tx.Bucket(bucketFresh).Get(r.Key[:]) != nil {
+		return s.indexPut(tx, r, enc)
+	}
+	new := entryOf(r)
+	if err := recount(tx.Bucket(bucketCounts), old, new); err != nil {
+		return err
+	}
+	if err := reindex(tx.Bucket(bucketIndex), old, new); err != nil {
 		return err
 	}
 	return recs.Put(r.Key[:], enc)
@@ -245,12 +313,20 @@ func (s *BoltStore) indexPut(tx *bolt.Tx, r *Record, enc []byte) error {
 
 // indexDelete removes key's record and its index entries from tx.
 func (s *BoltStore) indexDelete(tx *bolt.Tx, key uuid.UUID) error {
-	recs := tx.Bucket(bucketRecords)
+	recs, fresh := tx.Bucket(bucketRecords), tx.Bucket(bucketFresh)
 	old, err := s.storedEntry(recs, key)
 	if err != nil || old == nil {
 		return err
 	}
-	if err := reindex(tx, old, nil); err != nil {
+	if err := recount(tx.Bucket(bucketCounts), old, nil); err != nil {
+		return err
+	}
+	if fresh.Get(key[:]) != nil {
+		err = fresh.Delete(key[:])
+	} else {
+		err = reindex(tx.Bucket(bucketIndex), old, nil)
+	}
+	if err != nil {
 		return err
 	}
 	return recs.Delete(key[:])
@@ -269,10 +345,66 @@ func (s *BoltStore) storedEntry(recs *bolt.Bucket, key uuid.UUID) (*ixEntry, err
 	return entryOf(&r), nil
 }
 
-// reindex replaces the index entries and counts of old (nil: none) with
-// those of new (nil: none), touching only what differs.
-func reindex(tx *bolt.Tx, old, new *ixEntry) error {
-	ix, counts := tx.Bucket(bucketIndex), tx.Bucket(bucketCounts)
+// freshMax is how many new records the fresh bucket holds before the write
+// that fills it moves them all into the index: 16 entries of 33 bytes stay
+// well under bbolt's inline limit of a quarter page.
+const freshMax = 16
+
+// flushFresh moves the records of the fresh bucket into the index.
+func (s *BoltStore) flushFresh(tx *bolt.Tx) error {
+	fresh, ix := tx.Bucket(bucketFresh), tx.Bucket(bucketIndex)
+	rs, err := s.freshRecords(tx)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if err := reindex(ix, nil, entryOf(r)); err != nil {
+			return err
+		}
+		if err := fresh.Delete(r.Key[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func countKeys(b *bolt.Bucket) int {
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+// freshRecords reads the records whose keys the fresh bucket holds (none
+// in a file that has no such bucket: a read-only open of a journal written
+// before it existed).
+func (s *BoltStore) freshRecords(tx *bolt.Tx) ([]*Record, error) {
+	fresh := tx.Bucket(bucketFresh)
+	if fresh == nil {
+		return nil, nil
+	}
+	recs := tx.Bucket(bucketRecords)
+	var out []*Record
+	err := fresh.ForEach(func(k, _ []byte) error {
+		v := recs.Get(k)
+		if v == nil {
+			return fmt.Errorf("journal %s: %w: fresh key %x has no record", s.path, ErrCorrupt, k)
+		}
+		r, err := decodeRecord(v)
+		if err != nil {
+			return wrapKey(s.path, k, err)
+		}
+		out = append(out, &r)
+		return nil
+	})
+	return out, err
+}
+
+// reindex replaces the index entries of old (nil: none) with those of new
+// (nil: none), touching only what differs.
+func reindex(ix *bolt.Bucket, old, new *ixEntry) error {
 	var oldKV, newKV []ixKV
 	if old != nil {
 		oldKV = old.entries()
@@ -294,6 +426,11 @@ func reindex(tx *bolt.Tx, old, new *ixEntry) error {
 			}
 		}
 	}
+	return nil
+}
+
+// recount moves the counters from old (nil: none) to new (nil: none).
+func recount(counts *bolt.Bucket, old, new *ixEntry) error {
 	add := func(k []byte, d int64) error {
 		if d == 0 {
 			return nil
@@ -412,11 +549,11 @@ func slotRange(ix *bolt.Bucket, slot []byte) (lo, hi int64) {
 	prefix := append([]byte{pfxTime}, slot...)
 	c := ix.Cursor()
 	first := true
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if len(v) != 8 {
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) != timeKeyLen {
 			continue
 		}
-		t := readTime(v)
+		t := readTime(k[17:25])
 		if first || t < lo {
 			lo = t
 		}

@@ -49,17 +49,17 @@ func (s *BoltStore) migrate() error {
 	err := s.writeTx(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if v, _ := binary.Uvarint(meta.Get(metaVersion)); v == layoutVersion && meta.Get(metaMigrating) != nil &&
-			tx.Bucket(bucketIndex) != nil && tx.Bucket(bucketCounts) != nil {
+			tx.Bucket(bucketIndex) != nil && tx.Bucket(bucketCounts) != nil && tx.Bucket(bucketFresh) != nil {
 			return nil // resuming
 		}
-		for _, b := range [][]byte{bucketIndex, bucketCounts, bucketSessions} {
+		for _, b := range [][]byte{bucketIndex, bucketCounts, bucketFresh, bucketSessions} {
 			if tx.Bucket(b) != nil {
 				if err := tx.DeleteBucket(b); err != nil {
 					return err
 				}
 			}
 		}
-		for _, b := range [][]byte{bucketIndex, bucketCounts} {
+		for _, b := range [][]byte{bucketIndex, bucketCounts, bucketFresh} {
 			if _, err := tx.CreateBucket(b); err != nil {
 				return err
 			}
@@ -86,7 +86,8 @@ func (s *BoltStore) migrate() error {
 				if err != nil {
 					return wrapKey(s.path, k, err)
 				}
-				if err := reindex(tx, nil, entryOf(&r)); err != nil {
+				e := entryOf(&r)
+				if err := firstErr(recount(tx.Bucket(bucketCounts), nil, e), reindex(tx.Bucket(bucketIndex), nil, e)); err != nil {
 					return err
 				}
 				at = k

@@ -26,13 +26,11 @@ func (s *BoltStore) sessionEntries(tx *bolt.Tx, session string) ([]*ixEntry, err
 		}
 		slot := readTime(k[1:9])
 		prefix := append(slotPrefix(slot), h...)
-		var v []byte
-		for k, v = c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if len(k) != timeKeyLen || len(v) != 8 {
-				return nil, fmt.Errorf("journal %s: %w: time index entry %x", s.path, ErrCorrupt, k)
+		for k, _ = c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			e, err := timeEntryOf(k)
+			if err != nil {
+				return nil, fmt.Errorf("journal %s: %w", s.path, err)
 			}
-			e := &ixEntry{created: readTime(v)}
-			copy(e.key[:], k[17:])
 			out = append(out, e)
 		}
 		if slot == never {

@@ -1,0 +1,121 @@
+package journal_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/keyderive"
+)
+
+// Records not yet moved from the fresh bucket into the index answer every
+// query as indexed ones do: the guard, List, Stats, GC (dry run and real),
+// and the lease ending of a reopen. And a new record's commit writes no
+// index page until the fresh bucket is full.
+func TestFreshRecordsAnswerEveryQuery(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	now := time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	s := mustOpen(t, path, &journal.Options{Now: clock})
+	defer func() { s.Close() }()
+	ctx := context.Background()
+	in := func(session, turn string) keyderive.Intent {
+		return keyderive.Intent{Tenant: "t", Session: session, Turn: turn, Tool: "pay"}
+	}
+	begin := func(key uuid.UUID, intent keyderive.Intent, durable bool, ttl time.Duration) journal.BeginResult {
+		t.Helper()
+		res, err := s.Begin(ctx, journal.BeginRequest{Key: key, Intent: intent, Owner: "o", AttemptID: "a1",
+			Durable: durable, RecordTTL: ttl, LeaseTTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	settle := func(intent keyderive.Intent, st journal.State, ttl time.Duration) uuid.UUID {
+		t.Helper()
+		key := uuid.New()
+		res := begin(key, intent, false, ttl)
+		if res.Outcome != journal.Started {
+			t.Fatalf("Begin(%v) = %v", intent, res.Outcome)
+		}
+		if _, err := s.Complete(ctx, journal.Completion{Key: key, Token: res.Token, State: st, ErrorClass: "c"}); err != nil {
+			t.Fatal(err)
+		}
+		return key
+	}
+
+	root := journal.IndexRoot(s)
+	expiring := settle(in("s1", "1"), journal.StateSucceeded, time.Minute)
+	settle(in("s1", "2"), journal.StateSucceeded, time.Hour)
+	settle(in("s2", "1"), journal.StateSuppressed, time.Hour)
+	settle(in("s2", "2"), journal.StateUnknown, time.Minute)
+	pending := uuid.New()
+	if res := begin(pending, in("s3", "1"), true, time.Hour); res.Outcome != journal.Started {
+		t.Fatalf("Begin = %v", res.Outcome)
+	}
+	if got := journal.FreshKeys(s); got != 5 {
+		t.Fatalf("fresh bucket holds %d records; want the 5 written", got)
+	}
+	if journal.IndexRoot(s) != root {
+		t.Fatal("a new record's commit wrote the index before the fresh bucket was full")
+	}
+	now = now.Add(2 * time.Minute) // one expired, one unknown overdue
+	agree(t, "fresh only", s, now)
+
+	// The suppression in s2 turn 1 blocks another input of the tool there;
+	// so does one that a fresh pending record became (an Unkeyed tool's
+	// durable write-ahead, then its outcome).
+	if res := begin(uuid.New(), in("s2", "1"), false, time.Hour); res.Outcome != journal.Guarded {
+		t.Fatalf("Begin beside a fresh suppression = %v; want Guarded", res.Outcome)
+	}
+	later := uuid.New()
+	lr := begin(later, in("s5", "1"), true, time.Hour)
+	if _, err := s.Complete(ctx, journal.Completion{Key: later, Token: lr.Token, State: journal.StateSuppressed, ErrorClass: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if res := begin(uuid.New(), in("s5", "1"), false, time.Hour); res.Outcome != journal.Guarded {
+		t.Fatalf("Begin beside a fresh record suppressed after its write-ahead = %v; want Guarded", res.Outcome)
+	}
+
+	// A reopen ends the lease of the fresh pending record: a new owner
+	// takes it over at once.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, path, &journal.Options{Now: clock})
+	if res := begin(pending, in("s3", "1"), true, time.Hour); res.Outcome != journal.TakenOver {
+		t.Fatalf("Begin after a reopen = %v; want TakenOver (the stopped owner's lease ended)", res.Outcome)
+	}
+
+	// GC removes the fresh expired record, and its fresh key with it.
+	res, err := s.GC(ctx, journal.GCOptions{})
+	if err != nil || res.Removed != 1 || res.KeptUnknown != 1 {
+		t.Fatalf("GC = %+v, %v; want 1 removed, 1 unknown kept", res, err)
+	}
+	if _, err := s.Get(ctx, expiring); err == nil {
+		t.Fatal("GC left the expired fresh record")
+	}
+	if got := journal.FreshKeys(s); got != 5 {
+		t.Fatalf("fresh bucket holds %d records after GC; want 5", got)
+	}
+	agree(t, "after GC", s, now)
+
+	// Filling the fresh bucket moves its records into the index.
+	for i := journal.FreshKeys(s); i < journal.FreshMax; i++ {
+		settle(in("s4", "1"), journal.StateSucceeded, time.Hour)
+	}
+	if got := journal.FreshKeys(s); got != 0 {
+		t.Fatalf("fresh bucket holds %d records after it filled; want 0", got)
+	}
+	if journal.IndexRoot(s) == root {
+		t.Fatal("the flush wrote no index entry")
+	}
+	agree(t, "flushed", s, now)
+	if res := begin(uuid.New(), in("s2", "1"), false, time.Hour); res.Outcome != journal.Guarded {
+		t.Fatalf("Begin beside an indexed suppression = %v; want Guarded", res.Outcome)
+	}
+}
