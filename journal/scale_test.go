@@ -203,6 +203,7 @@ func BenchmarkPairedLarge(b *testing.B) {
 			defer db.Close()
 			val := rawValue()
 			var ours, base time.Duration
+			p0, q0 := journal.PagesWritten(s), rawPages(db)
 			for b.Loop() {
 				t0 := time.Now()
 				beginComplete(b, s, false)
@@ -216,6 +217,8 @@ func BenchmarkPairedLarge(b *testing.B) {
 			b.ReportMetric(float64(ours)/float64(base), "x")
 			b.ReportMetric(float64(ours.Microseconds())/float64(b.N), "µs-ours/op")
 			b.ReportMetric(float64(base.Microseconds())/float64(b.N), "µs-base/op")
+			b.ReportMetric(float64(journal.PagesWritten(s)-p0)/float64(b.N), "pages-ours/op")
+			b.ReportMetric(float64(rawPages(db)-q0)/float64(b.N), "pages-base/op")
 		})
 	}
 }
