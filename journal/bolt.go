@@ -198,17 +198,15 @@ func (s *BoltStore) expireDeadLeases() error {
 		if pending, err = openKeys(tx.Bucket(bucketIndex), StatePending); err != nil {
 			return err
 		}
-		// The fresh bucket's pending records, told by their state byte:
-		// an open reads no record that it does not change.
-		if fresh := tx.Bucket(bucketFresh); fresh != nil {
-			c := fresh.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				if len(v) == 1 && State(v[0]) == StatePending && len(k) == 16 {
-					pending = append(pending, &ixEntry{key: uuid.UUID(k)})
-				}
+		// The fresh bucket's pending records, told by their entries: an
+		// open reads no record that it does not change.
+		fresh, err := s.freshEntries(tx)
+		for _, e := range fresh {
+			if e.state == StatePending {
+				pending = append(pending, &ixEntry{key: e.key})
 			}
 		}
-		return nil
+		return err
 	})
 	if err == nil && len(pending) > 0 { // else an open writes nothing
 		err = s.writeTx(func(tx *bolt.Tx) error { return s.endLeases(tx, pending, now) })
@@ -551,16 +549,17 @@ func (s *BoltStore) guard(req *BeginRequest, now time.Time) (*Record, error) {
 		}
 		// The fresh bucket's suppressed records, which the guard index
 		// does not hold yet.
-		if fresh := tx.Bucket(bucketFresh); fresh != nil {
-			c := fresh.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				if len(v) != 1 || State(v[0]) != StateSuppressed {
-					continue
-				}
-				if rv := recs.Get(k); rv != nil {
-					if ok, err := check(rv); ok || err != nil {
-						return wrapKey(s.path, k, err)
-					}
+		fresh, err := s.freshEntries(tx)
+		if err != nil {
+			return err
+		}
+		for _, e := range fresh {
+			if e.state != StateSuppressed {
+				continue
+			}
+			if v := recs.Get(e.key[:]); v != nil {
+				if ok, err := check(v); ok || err != nil {
+					return wrapKey(s.path, e.key[:], err)
 				}
 			}
 		}
@@ -723,18 +722,30 @@ func (s *BoltStore) List(ctx context.Context, f Filter) iter.Seq2[Record, error]
 		}
 		over := s.overlaySnapshot()
 		// The fresh bucket's records are listed with the overlay's: the
-		// index does not hold them yet. skip leaves out of the index's
-		// pages every record listed that way, should a write move it
-		// into the index while List pages.
+		// index does not hold them yet. Only those whose fresh entry may
+		// match f are read. skip leaves out of the index's pages every
+		// record listed that way, should a write move it into the index
+		// while List pages.
 		skip := maps.Clone(over)
 		err := s.view(func(tx *bolt.Tx) error {
-			fresh, err := s.freshRecords(tx)
-			for _, r := range fresh {
-				if _, ok := skip[r.Key]; !ok {
-					skip[r.Key] = r
+			fresh, err := s.freshEntries(tx)
+			if err != nil {
+				return err
+			}
+			recs := tx.Bucket(bucketRecords)
+			for _, e := range fresh {
+				if _, ok := skip[e.key]; ok || !e.mayMatch(&f) {
+					continue
+				}
+				if v := recs.Get(e.key[:]); v != nil {
+					r, err := decodeRecord(v)
+					if err != nil {
+						return wrapKey(s.path, e.key[:], err)
+					}
+					skip[e.key] = &r
 				}
 			}
-			return err
+			return nil
 		})
 		s.exit()
 		if err != nil {
@@ -956,17 +967,17 @@ func (s *BoltStore) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 		}
 		ix := tx.Bucket(bucketIndex)
 		res.KeptUnknown = countOpen(ix, StateUnknown, now, over) + countOpen(ix, StatePending, now, over)
-		fresh, err := s.freshRecords(tx)
+		fresh, err := s.freshEntries(tx)
 		if err != nil {
 			return err
 		}
-		for _, r := range fresh {
-			if _, ok := over[r.Key]; ok {
+		for _, e := range fresh {
+			if _, ok := over[e.key]; ok {
 				continue
 			}
-			if Overdue(r, now) {
+			if e.overdue(now.UnixNano()) {
 				res.KeptUnknown++
-			} else if opts.DryRun && Expired(r, now) {
+			} else if opts.DryRun && e.expired(now.UnixNano()) {
 				res.Removed++
 			}
 		}
@@ -1049,13 +1060,13 @@ func (s *BoltStore) gcBatch(ctx context.Context, max int, now time.Time) (int, e
 		removed = 0
 		recs := tx.Bucket(bucketRecords)
 		keys := make([]uuid.UUID, 0, max)
-		fresh, err := s.freshRecords(tx)
+		fresh, err := s.freshEntries(tx)
 		if err != nil {
 			return err
 		}
-		for _, r := range fresh {
-			if len(keys) < max && Expired(r, now) {
-				keys = append(keys, r.Key)
+		for _, e := range fresh {
+			if len(keys) < max && e.expired(t) {
+				keys = append(keys, e.key)
 			}
 		}
 		if len(keys) < max {
@@ -1137,22 +1148,24 @@ func (s *BoltStore) stats(ctx context.Context, scan bool) (Stats, error) {
 		}
 		// The fresh bucket's records are in the counters, not yet in the
 		// indexes that the other figures are read from.
-		fresh, err := s.freshRecords(tx)
+		fresh, err := s.freshEntries(tx)
 		if err != nil {
 			return err
 		}
-		for _, r := range fresh {
-			if Expired(r, now) {
+		t := now.UnixNano()
+		for _, e := range fresh {
+			if e.expired(t) {
 				st.Expired++
 			}
-			if Overdue(r, now) {
+			if e.overdue(t) {
 				st.OverdueUnknown++
 			}
-			if st.Oldest.IsZero() || r.Created.Before(st.Oldest) {
-				st.Oldest = r.Created.UTC()
+			created := time.Unix(0, e.created).UTC()
+			if st.Oldest.IsZero() || created.Before(st.Oldest) {
+				st.Oldest = created
 			}
-			if r.Created.After(st.Newest) {
-				st.Newest = r.Created.UTC()
+			if created.After(st.Newest) {
+				st.Newest = created
 			}
 		}
 		// The overlay's records replace the file's of the same key.

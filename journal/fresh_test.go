@@ -2,7 +2,9 @@ package journal_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +119,56 @@ func TestFreshRecordsAnswerEveryQuery(t *testing.T) {
 	agree(t, "flushed", s, now)
 	if res := begin(uuid.New(), in("s2", "1"), false, time.Hour); res.Outcome != journal.Guarded {
 		t.Fatalf("Begin beside an indexed suppression = %v; want Guarded", res.Outcome)
+	}
+}
+
+// A damaged record among the fresh ones fails only the queries that must
+// read it: Stats reads none, new writes go on (the flush leaves it where
+// it is rather than fail the write that fills the bucket), and List of
+// another session does not read it.
+func TestDamagedFreshRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	s := mustOpen(t, path, nil)
+	damaged := settle(t, s, `{"sent":true}`)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	editRaw(t, path, damaged.Key, flipOutput(t))
+
+	s = mustOpen(t, path, nil)
+	defer s.Close()
+	ctx := context.Background()
+	other := keyderive.Intent{Tenant: "t", Session: "elsewhere", Turn: "1", Tool: "pay"}
+	var written []uuid.UUID
+	for range 2*journal.FreshMax + 3 {
+		req := journal.BeginRequest{Key: uuid.New(), Intent: other, Owner: "o", AttemptID: "a1"}
+		res, err := s.Begin(ctx, req)
+		if err != nil {
+			t.Fatalf("Begin beside a damaged fresh record: %v", err)
+		}
+		if _, err := s.Complete(ctx, journal.Completion{Key: req.Key, Token: res.Token, State: journal.StateSucceeded}); err != nil {
+			t.Fatalf("Complete beside a damaged fresh record (a flush): %v", err)
+		}
+		written = append(written, req.Key)
+	}
+	if _, err := s.Get(ctx, damaged.Key); !errors.Is(err, journal.ErrCorrupt) {
+		t.Fatalf("Get(damaged) error %v; want ErrCorrupt", err)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil || st.Records != len(written)+1 {
+		t.Fatalf("Stats = %d records, %v; want %d and no error (Stats reads no record)", st.Records, err, len(written)+1)
+	}
+	if got := listKeys(t, s, journal.Filter{Session: "elsewhere"}); len(got) != len(written) {
+		t.Fatalf("List(other session) = %d records; want %d", len(got), len(written))
+	}
+	var listErr error
+	for _, err := range s.List(ctx, journal.Filter{Session: damaged.Intent.Session}) {
+		if err != nil {
+			listErr = err
+			break
+		}
+	}
+	if !errors.Is(listErr, journal.ErrCorrupt) || !strings.Contains(listErr.Error(), damaged.Key.String()) {
+		t.Fatalf("List(the damaged record's session) error %v; want ErrCorrupt naming %s", listErr, damaged.Key)
 	}
 }

@@ -276,11 +276,11 @@ func (s *BoltStore) indexPut(tx *bolt.Tx, r *Record, enc []byte) error {
 	}
 	switch {
 	case fresh.Get(r.Key[:]) != nil:
-		return fresh.Put(r.Key[:], []byte{byte(r.State)})
+		return fresh.Put(r.Key[:], freshValue(new))
 	case old != nil:
 		return reindex(tx.Bucket(bucketIndex), old, new)
 	}
-	if err := fresh.Put(r.Key[:], []byte{byte(r.State)}); err != nil {
+	if err := fresh.Put(r.Key[:], freshValue(new)); err != nil {
 		return err
 	}
 	if n := countKeys(fresh); n < freshMax {
@@ -346,22 +346,32 @@ func (s *BoltStore) storedEntry(recs *bolt.Bucket, key uuid.UUID) (*ixEntry, err
 }
 
 // freshMax is how many new records the fresh bucket holds before the write
-// that fills it moves them all into the index: 16 entries of 33 bytes stay
-// well under bbolt's inline limit of a quarter page.
+// that fills it moves them all into the index (see freshValueLen).
 const freshMax = 16
 
-// flushFresh moves the records of the fresh bucket into the index.
+// flushFresh moves the records of the fresh bucket into the index. A
+// record that cannot be read (damaged on disk) stays in the fresh bucket,
+// where every query still finds it by its fresh entry, rather than fail
+// the write that fills the bucket and every one after it; a key whose
+// record is gone is dropped.
 func (s *BoltStore) flushFresh(tx *bolt.Tx) error {
-	fresh, ix := tx.Bucket(bucketFresh), tx.Bucket(bucketIndex)
-	rs, err := s.freshRecords(tx)
-	if err != nil {
-		return err
+	fresh, ix, recs := tx.Bucket(bucketFresh), tx.Bucket(bucketIndex), tx.Bucket(bucketRecords)
+	var keys [][]byte
+	c := fresh.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
 	}
-	for _, r := range rs {
-		if err := reindex(ix, nil, entryOf(r)); err != nil {
-			return err
+	for _, k := range keys {
+		if v := recs.Get(k); v != nil {
+			r, err := decodeRecord(v)
+			if err != nil {
+				continue
+			}
+			if err := reindex(ix, nil, entryOf(&r)); err != nil {
+				return err
+			}
 		}
-		if err := fresh.Delete(r.Key[:]); err != nil {
+		if err := fresh.Delete(k); err != nil {
 			return err
 		}
 	}
@@ -377,29 +387,61 @@ func countKeys(b *bolt.Bucket) int {
 	return n
 }
 
-// freshRecords reads the records whose keys the fresh bucket holds (none
-// in a file that has no such bucket: a read-only open of a journal written
-// before it existed).
-func (s *BoltStore) freshRecords(tx *bolt.Tx) ([]*Record, error) {
+// freshValueLen is the length of a fresh entry's value: state, creation
+// time, expiry, session hash. 16 entries of 16+16+25 bytes, with the page
+// header, are 928 bytes: under bbolt's inline limit of 1,024.
+const freshValueLen = 1 + 8 + 8 + 8
+
+// freshValue is the fresh bucket's value for e: all that the queries ask
+// of a record before they read it.
+func freshValue(e *ixEntry) []byte {
+	b := append(make([]byte, 0, freshValueLen), byte(e.state))
+	b = appendTime(appendTime(b, e.created), e.expires)
+	return append(b, sessionHash(e.session)...)
+}
+
+// freshEntry is one entry of the fresh bucket.
+type freshEntry struct {
+	key              uuid.UUID
+	state            State
+	created, expires int64
+	session          []byte // sessionHash
+}
+
+// expired and overdue are Expired and Overdue at t (Unix nanoseconds).
+func (e *freshEntry) expired(t int64) bool { return expires(e.state) && e.expires <= t }
+func (e *freshEntry) overdue(t int64) bool { return !expires(e.state) && e.expires <= t }
+
+// mayMatch reports whether the record of e may match f, by the fields the
+// entry holds.
+func (e *freshEntry) mayMatch(f *Filter) bool {
+	switch {
+	case f.State != 0 && e.state != f.State,
+		f.Session != "" && !bytes.Equal(e.session, sessionHash(f.Session)),
+		!f.Since.IsZero() && e.created < nanos(f.Since),
+		!f.Until.IsZero() && e.created >= nanos(f.Until):
+		return false
+	}
+	return true
+}
+
+// freshEntries reads the fresh bucket, none in a file that has no such
+// bucket (a layout-1 journal opened read-only).
+func (s *BoltStore) freshEntries(tx *bolt.Tx) ([]freshEntry, error) {
 	fresh := tx.Bucket(bucketFresh)
 	if fresh == nil {
 		return nil, nil
 	}
-	recs := tx.Bucket(bucketRecords)
-	var out []*Record
-	err := fresh.ForEach(func(k, _ []byte) error {
-		v := recs.Get(k)
-		if v == nil {
-			return fmt.Errorf("journal %s: %w: fresh key %x has no record", s.path, ErrCorrupt, k)
+	out := make([]freshEntry, 0, freshMax)
+	c := fresh.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) != 16 || len(v) != freshValueLen {
+			return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, ErrCorrupt, k, v)
 		}
-		r, err := decodeRecord(v)
-		if err != nil {
-			return wrapKey(s.path, k, err)
-		}
-		out = append(out, &r)
-		return nil
-	})
-	return out, err
+		out = append(out, freshEntry{key: uuid.UUID(k), state: State(v[0]),
+			created: readTime(v[1:9]), expires: readTime(v[9:17]), session: v[17:25]})
+	}
+	return out, nil
 }
 
 // reindex replaces the index entries of old (nil: none) with those of new
