@@ -132,6 +132,19 @@
 // got: a crash midway loses nothing and the next open carries on. Until
 // then a read-only open answers its queries by reading every record.
 //
+// Why a new record's index entries wait: a bbolt commit costs the pages
+// it writes, and a record's key is a UUID, so its leaf is anywhere in the
+// records bucket; index entries written with it dirtied a second leaf and
+// the branches above it, 1.4x the time of a bare Update. Their keys wait
+// instead in a bucket small enough for bbolt to keep inline in the page
+// of bucket headers that every commit rewrites, and enter the index
+// sixteen at a time, where they land side by side: a new call costs 1.1x
+// a bare commit (index.go has the layout; BENCHMARKS.md the figures).
+// Other ways were weighed: a bucket per index costs a root per bucket per
+// commit; index entries inside the records bucket share its upper
+// branches but still dirty a leaf of their own; keeping the indexes in
+// memory costs seconds and a gigabyte at a million records.
+//
 // Every record is stored with a CRC-32C of its bytes, checked on every
 // read: a record changed on disk is an error wrapping [ErrCorrupt] that
 // names the key and the file, never an answer. Since opening reads no
