@@ -3,8 +3,10 @@ package journal_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,4 +173,85 @@ func TestDamagedFreshRecord(t *testing.T) {
 	if !errors.Is(listErr, journal.ErrCorrupt) || !strings.Contains(listErr.Error(), damaged.Key.String()) {
 		t.Fatalf("List(the damaged record's session) error %v; want ErrCorrupt naming %s", listErr, damaged.Key)
 	}
+}
+
+// Writers in parallel (their writes group-committed, the fresh bucket
+// filling and flushing inside shared transactions), beside readers and a
+// GC loop, leave the indexes, the fresh bucket and the counters agreeing
+// with the records.
+func TestFreshUnderConcurrentWriters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	var mu sync.Mutex
+	now := time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)
+	ticking := true // each reading a second later, until the writers are done
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		if ticking {
+			now = now.Add(time.Second)
+		}
+		return now
+	}
+	s := mustOpen(t, path, &journal.Options{Now: clock})
+	defer s.Close()
+	ctx := context.Background()
+	states := []journal.State{journal.StateSucceeded, journal.StateFailed, journal.StateSuppressed, journal.StateUnknown}
+	var writers, readers sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 8 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for i := range 150 {
+				in := keyderive.Intent{Tenant: "t", Session: fmt.Sprint("s", (w+i)%5), Turn: fmt.Sprint(i), Tool: "pay"}
+				req := journal.BeginRequest{Key: uuid.New(), Intent: in, Owner: "o", AttemptID: "a1",
+					Durable: i%3 == 0, RecordTTL: time.Duration(1+i%40) * time.Second, Guard: journal.GuardOff}
+				res, err := s.Begin(ctx, req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if i%7 == 0 {
+					continue // left pending
+				}
+				if _, err := s.Complete(ctx, journal.Completion{Key: req.Key, Token: res.Token, State: states[(w+i)%len(states)], ErrorClass: "c"}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	readers.Add(1)
+	go func() {
+		defer readers.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.GCBatch(ctx, 8); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := s.Stats(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			for _, err := range s.List(ctx, journal.Filter{Session: "s1"}) {
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	writers.Wait()
+	close(stop)
+	readers.Wait()
+	mu.Lock()
+	ticking = false
+	at := now
+	mu.Unlock()
+	agree(t, "after the writers", s, at)
 }
