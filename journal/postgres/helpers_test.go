@@ -43,13 +43,13 @@ func openClient(t testing.TB, schema string, jo *journal.Options) *postgres.Stor
 	return openWith(t, &postgres.Options{Journal: jo, Schema: schema})
 }
 
-// openAtVersion opens a store in schema that creates or migrates it only
-// up to version (postgres.OpenAtVersion), closed when the test ends.
-func openAtVersion(t testing.TB, schema string, version int) *postgres.Store {
+// openAtVersion opens a store that creates or migrates its schema only up
+// to version (postgres.OpenAtVersion), closed when the test ends.
+func openAtVersion(t testing.TB, opts postgres.Options, version int) *postgres.Store {
 	t.Helper()
-	s, err := postgres.OpenAtVersion(context.Background(), pgURL(t), postgres.Options{Schema: schema}, version)
+	s, err := postgres.OpenAtVersion(context.Background(), pgURL(t), opts, version)
 	if err != nil {
-		t.Fatalf("OpenAtVersion(schema %s, %d) = %v", schema, version, err)
+		t.Fatalf("OpenAtVersion(schema %s, %d) = %v", opts.Schema, version, err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s

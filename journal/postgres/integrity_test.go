@@ -126,7 +126,7 @@ func TestMigrationSealsExistingRows(t *testing.T) {
 	ctx := context.Background()
 	schema := newSchema(t)
 	q := pgx.Identifier{schema}.Sanitize()
-	s := openAtVersion(t, schema, 2)
+	s := openAtVersion(t, postgres.Options{Schema: schema}, 2)
 	old := settled(t, s, 1, `{"sent":true}`)
 	s.Close()
 	// Back to version 1, as the release before checksums left it.
