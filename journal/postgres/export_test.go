@@ -10,3 +10,7 @@ func OpenAtVersion(ctx context.Context, url string, opts Options, version int) (
 	opts.schemaVersion = version
 	return Open(ctx, url, &opts)
 }
+
+// StatsIndexedSQL is the query of what Stats reads through the indexes
+// (parameters: the test clock, the records table's name).
+func StatsIndexedSQL(s *Store) string { return s.sql.statsIndexed }
