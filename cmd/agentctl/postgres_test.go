@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -126,5 +128,49 @@ func TestPostgresMove(t *testing.T) {
 	}
 	if r := agentctl(t, false, "compact", "--journal", pg); r.code != exitUsage {
 		t.Errorf("compact on PostgreSQL = %d, %s; want %d", r.code, r.stderr, exitUsage)
+	}
+}
+
+// stats on PostgreSQL reads the journal's counts table; --scan counts
+// every record instead (postgres.Store.ScanStats). Both agree on a sound
+// journal, and --scan tells the truth when a count was changed behind the
+// store.
+func TestPostgresStatsScan(t *testing.T) {
+	pg := pgJournal(t)
+	fx := buildFixture(t)
+	if r := agentctl(t, false, "import", "--create", "--journal", pg, writeFile(t, exportOf(t, fx.path))); r.code != 0 {
+		t.Fatalf("import into PostgreSQL = %d, %s", r.code, r.stderr)
+	}
+	stats := func(args ...string) statsJSON {
+		t.Helper()
+		r := agentctl(t, false, append([]string{"stats", "--journal", pg, "--json"}, args...)...)
+		var s statsJSON
+		if err := json.Unmarshal([]byte(r.stdout), &s); r.code != 0 || err != nil {
+			t.Fatalf("stats %v = %d, %s, %s (%v)", args, r.code, r.stdout, r.stderr, err)
+		}
+		return s
+	}
+	counted, scanned := stats(), stats("--scan")
+	if !reflect.DeepEqual(counted, scanned) || counted.Records != fixtureSize {
+		t.Errorf("stats --json = %+v\nstats --json --scan = %+v; want the same, %d records", counted, scanned, fixtureSize)
+	}
+
+	u, _ := url.Parse(pg)
+	counts := pgx.Identifier{u.Query().Get("schema"), "counts"}.Sanitize()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, os.Getenv("AGENTONCE_PG_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE `+counts+` SET succeeded = succeeded + 999
+		WHERE (shard, tool) = (SELECT shard, tool FROM `+counts+` WHERE succeeded > 0 LIMIT 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if s := stats(); s.Records != fixtureSize+999 {
+		t.Errorf("stats on a journal whose counts say 999 more: records %d; want %d", s.Records, fixtureSize+999)
+	}
+	if s := stats("--scan"); s.Records != fixtureSize || !reflect.DeepEqual(s, scanned) {
+		t.Errorf("stats --scan on a journal whose counts say 999 more = %+v; want %+v", s, scanned)
 	}
 }

@@ -32,7 +32,8 @@
 // time, lease and record expiry) and every comparison with one (a live
 // lease, a passed TTL, GC, Stats) uses the database server's clock, read
 // with clock_timestamp() inside the statement or, for a transaction, once
-// it holds the record's row lock; the shared decision (journal.DecideBegin)
+// it holds the record's row lock (Stats reads it as statement_timestamp(),
+// the start of its statement); the shared decision (journal.DecideBegin)
 // is given that instant. journal.Options.Now is ignored (tests move time
 // with Options.TestClock). So a client whose clock is minutes off neither
 // takes over a live lease nor sees a live record as expired, and every
@@ -80,6 +81,39 @@
 // running it in a session that turns it on (SET agentonce.seal = on, with
 // client_encoding UTF8). Migration 2 seals the rows already stored.
 //
+// # Stats
+//
+// Stats reads Records, Attempts, ByState and ByTool from the counts table,
+// a few rows per tool, and Expired, OverdueUnknown, Oldest and Newest
+// through the indexes: a range scan of records_expires_idx up to now (so
+// its cost grows with the records past their TTL, not with the journal)
+// and either end of records_created_idx. It reads everything in one
+// REPEATABLE READ snapshot, in which the counts agree with the rows.
+// ScanStats counts the same from every row instead, as a check (agentctl
+// stats --scan); the two must be equal.
+//
+// Triggers on records keep the counts in the transaction of every write,
+// whoever makes it: the store, psql, another program. Each tool's counts
+// are split over 64 rows (shards), chosen by the last byte of the record's
+// key, so that concurrent writers of a fleet seldom wait for one counter
+// row's lock, which a write holds until it commits: keeping the counts
+// costs each new record and each state change one more row update in its
+// transaction. The store's sessions (agentonce.count_rows on, which the
+// store sends like agentonce.seal) count row by row: a new record is one
+// upsert of its counter row, a state change one update of it, and an update
+// that changes no count (a lease renewal) fires nothing. Every other
+// session's INSERTs and UPDATEs, and every DELETE (GC), are counted once
+// per statement from its transition tables, so a bulk statement costs one
+// update per counter row it changes; counted row by row, one transaction
+// that changes many rows gets slower with every row. TRUNCATE empties the
+// counts. A counter row that falls to zero stays, and Stats leaves zero
+// counts out of ByState and ByTool, as the other stores do.
+//
+// The counts are right only if every change of records fires the triggers:
+// with the triggers disabled, or under session_replication_role = replica
+// (a logical-replication subscriber that applies records but not counts),
+// they drift. ScanStats still tells the truth.
+//
 // # Schema and migrations
 //
 // All tables live in one PostgreSQL schema (Options.Schema, default
@@ -92,7 +126,17 @@
 // first Open stores Options.Journal.Namespace (or a random one); later
 // Opens read it, and a different non-zero namespace is
 // journal.ErrNamespaceMismatch. A read-only Open creates nothing and makes
-// its sessions read-only on the server.
+// its sessions read-only on the server; it refuses a schema older than
+// SchemaVersion until a read-write Open has migrated it.
+//
+// Migration 1 creates the records table and its indexes; migration 2 adds
+// the checksum and seals the rows already stored; migration 3 creates the
+// counts table and its triggers, then counts the rows already stored in
+// one pass over the table (under a second for a million rows on the
+// benchmark machine). Its CREATE TRIGGER holds the records table against
+// writes until the migration commits, so writers of an older release still
+// running wait for it rather than go uncounted; their later writes are
+// counted by the triggers like any other.
 //
 // # Table layout
 //
@@ -128,6 +172,15 @@
 //	created_ns, updated_ns,
 //	expires_ns           bigint     expires_ns = created + TTL
 //	checksum             bytea      sha256(record_send(ROW(the other columns)))
+//
+// counts, up to 64 rows (shards) per tool; Stats sums them:
+//
+//	shard        smallint PK  get_byte(uuid_send(key), 15) & 63
+//	tool         text     PK
+//	pending, succeeded,
+//	failed, suppressed,
+//	unknown      bigint       records in each state
+//	attempts     bigint       their attempts
 //
 // Indexes, besides the primary key:
 //
@@ -168,7 +221,16 @@
 // to the URL. The store sends agentonce.seal as a startup parameter; a
 // pooler must pass it on (PgBouncer: track_extra_parameters), or set it for
 // the agents' role instead (ALTER ROLE agent SET agentonce.seal = on).
-// Without it every write is stored unsealed and reads as corrupt.
+// Without it every write is stored unsealed and reads as corrupt. The
+// store sends agentonce.count_rows the same way; without it the store's
+// writes are counted per statement, which is as right but costs each write
+// one more trigger call (a statement trigger fires even on a statement that
+// writes no row, such as a replayed Begin).
+//
+// An operator's bulk edit in psql is counted per statement and costs little.
+// In a session with agentonce.count_rows on, a transaction that inserts or
+// updates many rows takes time quadratic in its rows; a migration that
+// rewrites many rows turns the setting off for its transaction.
 //
 // A process of a version before checksums that is still writing when a
 // newer one migrates the schema writes unsealed rows, which then read as

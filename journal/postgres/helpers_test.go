@@ -43,6 +43,18 @@ func openClient(t testing.TB, schema string, jo *journal.Options) *postgres.Stor
 	return openWith(t, &postgres.Options{Journal: jo, Schema: schema})
 }
 
+// openAtVersion opens a store that creates or migrates its schema only up
+// to version (postgres.OpenAtVersion), closed when the test ends.
+func openAtVersion(t testing.TB, opts postgres.Options, version int) *postgres.Store {
+	t.Helper()
+	s, err := postgres.OpenAtVersion(context.Background(), pgURL(t), opts, version)
+	if err != nil {
+		t.Fatalf("OpenAtVersion(schema %s, %d) = %v", opts.Schema, version, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 func openWith(t testing.TB, opts *postgres.Options) *postgres.Store {
 	t.Helper()
 	s, err := postgres.Open(context.Background(), pgURL(t), opts)

@@ -126,10 +126,10 @@ func TestMigrationSealsExistingRows(t *testing.T) {
 	ctx := context.Background()
 	schema := newSchema(t)
 	q := pgx.Identifier{schema}.Sanitize()
-	s := openIn(t, schema, nil)
+	s := openAtVersion(t, postgres.Options{Schema: schema}, 2)
 	old := settled(t, s, 1, `{"sent":true}`)
 	s.Close()
-	// Back to version 1, as the previous release left it.
+	// Back to version 1, as the release before checksums left it.
 	psql(t, `DROP TRIGGER records_seal ON `+q+`.records`,
 		`DROP FUNCTION `+q+`.seal_record()`,
 		`DROP FUNCTION `+q+`.record_digest(`+q+`.records)`,

@@ -123,53 +123,94 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 	return res, nil
 }
 
-// Stats counts the records in one read-only snapshot.
+// Stats counts the records in one read-only snapshot: Records, Attempts,
+// ByState and ByTool from the counts table, which triggers keep in the
+// transaction of every write; Expired, OverdueUnknown, Oldest and Newest
+// through the indexes on expires_ns and created_ns. Its cost grows with the
+// number of tools and of records past their TTL, not with the journal's.
 func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
+	return s.stats(ctx, s.sql.statsCounts)
+}
+
+// ScanStats counts like Stats, but Records, Attempts, ByState and ByTool
+// by reading every record rather than from the counts table: a check of
+// the counts, which it must equal. agentctl stats --scan uses it.
+func (s *Store) ScanStats(ctx context.Context) (journal.Stats, error) {
+	return s.stats(ctx, s.sql.statsScan)
+}
+
+// stats reads Stats in one REPEATABLE READ snapshot, the counts with the
+// query counts (statsCounts or statsScan), in one round trip.
+func (s *Store) stats(ctx context.Context, counts string) (journal.Stats, error) {
 	if err := s.check(ctx); err != nil {
 		return journal.Stats{}, err
 	}
 	st := journal.Stats{ByState: map[journal.State]int{}, ByTool: map[string]int{}}
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return st, s.fail("stats", uuid.Nil, false, err)
+		return journal.Stats{}, s.fail("stats", uuid.Nil, false, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var oldest, newest *int64
-	err = tx.QueryRow(ctx, s.sql.stats, s.clockArg(), s.sql.table).
-		Scan(&st.Records, &st.Attempts, &st.Expired, &st.OverdueUnknown, &oldest, &newest, &st.SizeBytes)
-	if err != nil {
-		return st, s.fail("stats", uuid.Nil, false, err)
+	var b pgx.Batch
+	b.Queue(s.sql.statsIndexed, s.clockArg(), s.sql.table)
+	b.Queue(counts)
+	br := tx.SendBatch(ctx, &b)
+	if err := scanStats(br, &st); err != nil {
+		_ = br.Close()
+		return journal.Stats{}, s.fail("stats", uuid.Nil, false, err)
 	}
-	st.Oldest, st.Newest = fromNanosPtr(oldest), fromNanosPtr(newest)
-	rows, err := tx.Query(ctx, `SELECT state, count(*) FROM `+s.sql.table+` GROUP BY state`)
-	if err != nil {
-		return st, s.fail("stats", uuid.Nil, false, err)
-	}
-	for rows.Next() {
-		var state int16
-		var n int
-		if err := rows.Scan(&state, &n); err != nil {
-			return st, s.fail("stats", uuid.Nil, false, err)
-		}
-		st.ByState[journal.State(state)] = n
-	}
-	if err := rows.Err(); err != nil {
-		return st, s.fail("stats", uuid.Nil, false, err)
-	}
-	rows, err = tx.Query(ctx, `SELECT tool, count(*) FROM `+s.sql.table+` GROUP BY tool`)
-	if err != nil {
-		return st, s.fail("stats", uuid.Nil, false, err)
-	}
-	for rows.Next() {
-		var tool string
-		var n int
-		if err := rows.Scan(&tool, &n); err != nil {
-			return st, s.fail("stats", uuid.Nil, false, err)
-		}
-		st.ByTool[tool] = n
-	}
-	if err := rows.Err(); err != nil {
-		return st, s.fail("stats", uuid.Nil, false, err)
+	if err := br.Close(); err != nil {
+		return journal.Stats{}, s.fail("stats", uuid.Nil, false, err)
 	}
 	return st, nil
+}
+
+// scanStats reads the results of stats's batch into st. The counts come
+// by tool, with a column per state (countStates); a state or tool whose
+// count is zero (its counter rows stay, at zero) is left out of ByState and
+// ByTool, as every store leaves it out.
+func scanStats(br pgx.BatchResults, st *journal.Stats) error {
+	var oldest, newest *int64
+	err := br.QueryRow().Scan(&st.Expired, &st.OverdueUnknown, &oldest, &newest, &st.SizeBytes)
+	if err != nil {
+		return err
+	}
+	st.Oldest, st.Newest = fromNanosPtr(oldest), fromNanosPtr(newest)
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var tool string
+	byState := make([]int64, len(countStates))
+	var attempts int64
+	dest := []any{&tool}
+	for i := range byState {
+		dest = append(dest, &byState[i])
+	}
+	dest = append(dest, &attempts)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		var n int64
+		for i, c := range byState {
+			n += c
+			st.ByState[journal.State(i+1)] += int(c)
+		}
+		if n != 0 {
+			st.ByTool[tool] = int(n)
+		}
+		st.Records += int(n)
+		st.Attempts += int(attempts)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for state, n := range st.ByState {
+		if n == 0 {
+			delete(st.ByState, state)
+		}
+	}
+	return nil
 }

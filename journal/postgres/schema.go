@@ -15,7 +15,7 @@ import (
 // SchemaVersion is the table layout this package creates and reads: the
 // version kept in the meta table. Open migrates an older schema up to it and
 // refuses a newer one with journal.ErrNewerVersion.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrations[v-1] are the statements that bring the schema from version v-1
 // to v. %[1]s is the quoted schema name. Each runs inside Open's
@@ -81,6 +81,10 @@ var migrations = [][]string{
 		`CREATE TRIGGER records_seal BEFORE INSERT OR UPDATE ON %[1]s.records
 		FOR EACH ROW EXECUTE FUNCTION %[1]s.seal_record()`,
 		`UPDATE %[1]s.records r SET checksum = %[1]s.record_digest(r)`},
+
+	// 3: the counts that Stats reads, kept by triggers on records (see
+	// counts.go).
+	countsMigration,
 }
 
 // digestSQL is the expression whose value is the checksum of the row
@@ -131,14 +135,17 @@ const metaDDL = `CREATE TABLE IF NOT EXISTS %[1]s.meta (
 	created_ns bigint  NOT NULL
 )`
 
-// migrate creates or upgrades the journal in schema and returns its
-// namespace. It runs in one transaction under a transaction-scoped advisory
-// lock: concurrent Opens queue, the first creates, the others read.
+// migrate creates or upgrades the journal in schema to version target
+// (SchemaVersion but in tests) and returns its namespace. It runs in one
+// transaction under a transaction-scoped advisory lock: concurrent Opens
+// queue, the first creates, the others read. The transaction is READ
+// COMMITTED whatever the server's default, so that each statement of a
+// migration sees the writes committed before it (migration 3 relies on it).
 func migrate(ctx context.Context, pool interface {
-	Begin(context.Context) (pgx.Tx, error)
-}, schema string, want uuid.UUID, createdNs int64) (ns uuid.UUID, created bool, err error) {
+	BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
+}, schema string, want uuid.UUID, createdNs int64, target int) (ns uuid.UUID, created bool, err error) {
 	q := pgx.Identifier{schema}.Sanitize()
-	tx, err := pool.Begin(ctx)
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return uuid.Nil, false, err
 	}
@@ -154,13 +161,13 @@ func migrate(ctx context.Context, pool interface {
 	if err != nil {
 		return uuid.Nil, false, err
 	}
-	if found && version == SchemaVersion {
+	if found && version == target {
 		// The common case: nothing to create, so no DDL privileges needed.
 		return ns, !found, checkNamespace(ns, want, tx.Commit(ctx))
 	}
-	if version > SchemaVersion {
+	if version > target {
 		return uuid.Nil, false, fmt.Errorf("schema version %d, this package supports up to %d: %w",
-			version, SchemaVersion, journal.ErrNewerVersion)
+			version, target, journal.ErrNewerVersion)
 	}
 	if !found {
 		if _, err = tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+q); err != nil {
@@ -178,7 +185,7 @@ func migrate(ctx context.Context, pool interface {
 			return uuid.Nil, false, err
 		}
 	}
-	for v := version + 1; v <= SchemaVersion; v++ {
+	for v := version + 1; v <= target; v++ {
 		for _, stmt := range migrations[v-1] {
 			if _, err = tx.Exec(ctx, fmt.Sprintf(stmt, q)); err != nil {
 				return uuid.Nil, false, fmt.Errorf("migration to version %d: %w", v, err)

@@ -229,25 +229,32 @@ func (s *Store) Import(ctx context.Context, rec journal.Record) error {
 	if err != nil {
 		return fmt.Errorf("%w: import: %w", journal.ErrInvalid, err)
 	}
-	if !s.readOnly {
-		tag, err := s.pool.Exec(ctx, s.sql.importRow, r.args()...)
-		if err != nil {
-			return s.fail("import", rec.Key, true, err)
+	// A record found by the insert may be gone by the comparison (GC or
+	// an operator deleted it meanwhile): then the insert is tried again.
+	for range 8 {
+		if !s.readOnly {
+			tag, err := s.pool.Exec(ctx, s.sql.importRow, r.args()...)
+			if err != nil {
+				return s.fail("import", rec.Key, true, err)
+			}
+			if tag.RowsAffected() == 1 {
+				return nil
+			}
 		}
-		if tag.RowsAffected() == 1 {
-			return nil
+		have, err := scanRow(s.pool.QueryRow(ctx, s.sql.get, rec.Key))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows) && s.readOnly:
+			return fmt.Errorf("%w: import %s", journal.ErrReadOnly, rec.Key)
+		case errors.Is(err, pgx.ErrNoRows):
+			continue
+		case err != nil:
+			return s.fail("import", rec.Key, false, err)
+		case !sameRow(have, r):
+			return keyError("import", rec.Key, journal.ErrExists)
 		}
+		return nil
 	}
-	have, err := scanRow(s.pool.QueryRow(ctx, s.sql.get, rec.Key))
-	switch {
-	case errors.Is(err, pgx.ErrNoRows) && s.readOnly:
-		return fmt.Errorf("%w: import %s", journal.ErrReadOnly, rec.Key)
-	case err != nil:
-		return s.fail("import", rec.Key, false, err)
-	case !sameRow(have, r):
-		return keyError("import", rec.Key, journal.ErrExists)
-	}
-	return nil
+	return fmt.Errorf("postgres journal: import %s: the record kept changing under concurrent writers", rec.Key)
 }
 
 // sameRow compares two rows as stored; attempts compare as JSON values,
