@@ -14,3 +14,8 @@ func OpenAtVersion(ctx context.Context, url string, opts Options, version int) (
 // StatsIndexedSQL is the query of what Stats reads through the indexes
 // (parameters: the test clock, the records table's name).
 func StatsIndexedSQL(s *Store) string { return s.sql.statsIndexed }
+
+// GCCountSQL and GCDeleteSQL are GC's queries, dry run and not (parameter:
+// the test clock).
+func GCCountSQL(s *Store) string  { return s.sql.gcCount }
+func GCDeleteSQL(s *Store) string { return s.sql.gcDelete }

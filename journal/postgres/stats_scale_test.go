@@ -147,4 +147,46 @@ func BenchmarkStats1M(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
 		})
 	}
+	b.Run("GCDryRun", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.GC(ctx, journal.GCOptions{DryRun: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
+	})
+}
+
+// GC, dry run or not, finds the records past their TTL through
+// records_expires_idx, as Stats does, rather than by reading the table.
+func TestGCPlanUsesTheExpiryIndex(t *testing.T) {
+	const n = 20000
+	s := openStore(t, nil)
+	fillRecords(t, s, n)
+	for name, sql := range map[string]string{"dry run": postgres.GCCountSQL(s), "delete": postgres.GCDeleteSQL(s)} {
+		var plan []struct{ Plan planNode }
+		if err := s.Pool().QueryRow(context.Background(), `EXPLAIN (FORMAT JSON) `+sql, nil).Scan(&plan); err != nil || len(plan) != 1 {
+			t.Fatalf("%s: EXPLAIN = %v, %v", name, plan, err)
+		}
+		expires := 0
+		var walk func(p *planNode)
+		walk = func(p *planNode) {
+			switch {
+			case p.Type == "Seq Scan" && p.Relation == "records":
+				t.Errorf("%s: Seq Scan on records: GC reads the table, not the expiry index", name)
+			case p.Index == "records_expires_idx":
+				expires++
+				if p.Rows > n/10 { // 4 % are past their TTL (fillRecords)
+					t.Errorf("%s: the planner expects %d of %d records up to now; it cannot see the bound", name, p.Rows, n)
+				}
+			}
+			for i := range p.Plans {
+				walk(&p.Plans[i])
+			}
+		}
+		walk(&plan[0].Plan)
+		if expires == 0 {
+			t.Errorf("%s: the plan does not read records_expires_idx", name)
+		}
+	}
 }

@@ -307,6 +307,14 @@ func serverNow(n int) string {
 	return fmt.Sprintf(`COALESCE($%d::bigint, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000)`, n)
 }
 
+// statementNow is the server's clock at the start of the statement, in
+// Unix nanoseconds, or the test clock $n: statement_timestamp() is stable
+// within a statement, so the planner can estimate a range bounded by it
+// (see gcPredicate).
+func statementNow(n int) string {
+	return fmt.Sprintf(`COALESCE($%d::bigint, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint * 1000)`, n)
+}
+
 // clockFrom is a FROM item naming the server's clock, read once, clk.now.
 func clockFrom(n int) string {
 	return `(SELECT ` + serverNow(n) + ` AS now) clk`
@@ -410,29 +418,29 @@ func buildStatements(q string) statements {
 		res_state = $2, res_output = $3, res_reason = $4, res_by = $5, res_at_ns = clk.now
 		FROM ` + clockFrom(6) + `
 		WHERE key = $1 AND state IN (1, 5) RETURNING ` + columns
-	// journal.Expired and journal.Overdue in SQL, at the server's clk.now:
-	// only succeeded (2), failed (3) and suppressed (4) records expire;
-	// pending (1) and unknown (5) ones past their TTL are kept and counted.
-	s.gcPredicate = `expires_ns <= clk.now AND state IN (2, 3, 4)`
-	s.overduePredicate = `expires_ns <= clk.now AND state IN (1, 5)`
-	s.gcDelete = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(1) + ` AS now),
-		gone AS (DELETE FROM ` + t + ` USING clk WHERE ` + s.gcPredicate + ` RETURNING 1)
-		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ` + t + `, clk WHERE ` + s.overduePredicate + `)`
-	s.gcCount = `SELECT count(*) FILTER (WHERE ` + s.gcPredicate + `), count(*) FILTER (WHERE ` + s.overduePredicate + `)
-		FROM ` + t + `, ` + clockFrom(1)
-	// What Stats reads through the indexes: the records past their TTL
-	// in one range scan of records_expires_idx, the oldest and the newest
-	// from either end of records_created_idx. The instant is the server's
-	// clock at the statement's start (statement_timestamp, stable where
-	// clock_timestamp is volatile), so that the planner can estimate the
-	// range from the column's statistics: against a value it cannot see it
+	// journal.Expired and journal.Overdue in SQL: only succeeded (2),
+	// failed (3) and suppressed (4) records expire; pending (1) and
+	// unknown (5) ones past their TTL are kept and counted. Every record
+	// past its TTL is found by one range scan of records_expires_idx up
+	// to the server's clock at the statement's start (statementNow): the
+	// planner estimates that range from the column's statistics, where
+	// against a value it cannot see (clock_timestamp() read in a CTE) it
 	// assumes a third of the table and, at a million rows, scans it all.
+	past := `expires_ns <= ` + statementNow(1)
+	s.gcPredicate = past + ` AND state IN (2, 3, 4)`
+	s.overduePredicate = past + ` AND state IN (1, 5)`
+	s.gcDelete = `WITH gone AS (DELETE FROM ` + t + ` WHERE ` + s.gcPredicate + ` RETURNING 1)
+		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ` + t + ` WHERE ` + s.overduePredicate + `)`
+	s.gcCount = `SELECT count(*) FILTER (WHERE state IN (2, 3, 4)), count(*) FILTER (WHERE state IN (1, 5))
+		FROM ` + t + ` WHERE ` + past
+	// What Stats reads through the indexes: the records past their TTL,
+	// as GC finds them, and the oldest and the newest from either end of
+	// records_created_idx.
 	s.statsIndexed = `SELECT e.expired, e.overdue, (SELECT min(created_ns) FROM ` + t + `),
 			(SELECT max(created_ns) FROM ` + t + `), pg_total_relation_size($2::regclass)
 		FROM (SELECT count(*) FILTER (WHERE state IN (2, 3, 4)) AS expired,
 				count(*) FILTER (WHERE state IN (1, 5)) AS overdue
-			FROM ` + t + ` WHERE expires_ns <= COALESCE($1::bigint,
-				(extract(epoch FROM statement_timestamp()) * 1000000)::bigint * 1000)) e`
+			FROM ` + t + ` WHERE ` + past + `) e`
 	s.statsCounts = countsStatsSQL(q, false)
 	s.statsScan = countsStatsSQL(q, true)
 	return s
