@@ -20,11 +20,13 @@
 //	                            KeptUnknown, the leases ended at open,
 //	                            List by those states
 //
-// The counters (records, attempts, by state, by tool) are a bucket of their
-// own, "counts": 'n', 'a', 's' state, 't' tool → count (8 bytes,
-// big-endian). It stays under a quarter page for the first twenty or so
-// tools, and bbolt then keeps it inline in the page of the bucket
-// headers, which every commit rewrites anyway: counting costs no page.
+// The counters are a bucket of their own, "counts": 't' tool → the tool's
+// records in each state and their attempts, six uvarints, so that a new
+// record or a change of state is one Get and one Put. Records, ByState
+// and ByTool are sums of them. It stays under a quarter page for the
+// first twenty or so tools, and bbolt then keeps it inline in the page of
+// the bucket headers, which every commit rewrites anyway: counting costs
+// no page.
 //
 // New records wait in the fresh bucket before they enter the index. The
 // cost of a bbolt commit is the pages it writes, and a record's key is a
@@ -104,14 +106,42 @@ const (
 	pfxOpen   = 'u'
 )
 
-// Counter keys.
-var (
-	countRecords  = []byte{'n'}
-	countAttempts = []byte{'a'}
-)
+// toolCounts are one tool's counters: its records by state (index
+// State-1, StatePending to StateUnknown) and, last, their attempts.
+type toolCounts [6]int64
 
-func countState(st State) []byte   { return []byte{'s', byte(st)} }
-func countTool(tool string) []byte { return append([]byte{'t'}, tool...) }
+// countKey is the counts bucket's key of tool's counters.
+func countKey(tool string) []byte { return append([]byte{'t'}, tool...) }
+
+func (c *toolCounts) encode() []byte {
+	b := make([]byte, 0, len(c)*2)
+	for _, n := range c {
+		b = binary.AppendUvarint(b, uint64(n))
+	}
+	return b
+}
+
+func (c *toolCounts) decode(v []byte) error {
+	for i := range c {
+		n, w := binary.Uvarint(v)
+		if w <= 0 {
+			return fmt.Errorf("%w: counter value %x", ErrCorrupt, v)
+		}
+		c[i], v = int64(n), v[w:]
+	}
+	if len(v) != 0 {
+		return fmt.Errorf("%w: counter value of %d extra bytes", ErrCorrupt, len(v))
+	}
+	return nil
+}
+
+// add counts e (d: 1) or takes it away (d: -1).
+func (c *toolCounts) add(e *ixEntry, d int64) {
+	if e.state >= StatePending && e.state <= StateUnknown {
+		c[e.state-1] += d
+	}
+	c[len(c)-1] += d * int64(e.attempts)
+}
 
 // ixEntry is what the indexes hold about one record.
 type ixEntry struct {
@@ -278,7 +308,7 @@ func (s *BoltStore) indexPut(tx *bolt.Tx, r *Record, enc []byte) error {
 		return err
 	}
 	switch {
-	case fresh.Get(r.Key[:]) != nil:
+	case old != nil && fresh.Get(r.Key[:]) != nil: // (a new key is never fresh)
 		return fresh.Put(r.Key[:], freshValue(new))
 	case old != nil:
 		return reindex(tx.Bucket(bucketIndex), old, new)
@@ -474,32 +504,25 @@ func reindex(ix *bolt.Bucket, old, new *ixEntry) error {
 	return nil
 }
 
-// recount moves the counters from old (nil: none) to new (nil: none).
+// recount moves the counters from old (nil: none) to new (nil: none): one
+// Get and one Put of a tool's counters for a new record or a change of
+// state, none for a write that changes neither state nor attempts.
 func recount(counts *bolt.Bucket, old, new *ixEntry) error {
-	add := func(k []byte, d int64) error {
-		if d == 0 {
+	if old != nil && new != nil && old.tool == new.tool {
+		if old.state == new.state && old.attempts == new.attempts {
 			return nil
 		}
-		return addCount(counts, k, d)
+		return addCounts(counts, new.tool, func(c *toolCounts) { c.add(old, -1); c.add(new, 1) })
 	}
-	switch {
-	case old == nil && new == nil:
-		return nil
-	case old == nil:
-		return firstErr(add(countRecords, 1), add(countAttempts, int64(new.attempts)),
-			add(countState(new.state), 1), add(countTool(new.tool), 1))
-	case new == nil:
-		return firstErr(add(countRecords, -1), add(countAttempts, -int64(old.attempts)),
-			add(countState(old.state), -1), add(countTool(old.tool), -1))
+	if old != nil {
+		if err := addCounts(counts, old.tool, func(c *toolCounts) { c.add(old, -1) }); err != nil {
+			return err
+		}
 	}
-	err := add(countAttempts, int64(new.attempts-old.attempts))
-	if err == nil && old.state != new.state {
-		err = firstErr(add(countState(old.state), -1), add(countState(new.state), 1))
+	if new != nil {
+		return addCounts(counts, new.tool, func(c *toolCounts) { c.add(new, 1) })
 	}
-	if err == nil && old.tool != new.tool {
-		err = firstErr(add(countTool(old.tool), -1), add(countTool(new.tool), 1))
-	}
-	return err
+	return nil
 }
 
 func firstErr(errs ...error) error {
@@ -520,17 +543,26 @@ func hasKV(list []ixKV, kv ixKV) bool {
 	return false
 }
 
-// addCount adds d to the counter k; a counter at zero is removed, so that
-// tools no longer present leave nothing behind.
-func addCount(b *bolt.Bucket, k []byte, d int64) error {
-	n := d
-	if v := b.Get(k); len(v) == 8 {
-		n += int64(binary.BigEndian.Uint64(v))
+// addCounts changes tool's counters by change; counters all at zero are
+// removed, so that tools no longer present leave nothing behind.
+func addCounts(b *bolt.Bucket, tool string, change func(c *toolCounts)) error {
+	k := countKey(tool)
+	var c toolCounts
+	if v := b.Get(k); v != nil {
+		if err := c.decode(v); err != nil {
+			return err
+		}
 	}
-	if n == 0 {
+	change(&c)
+	if c == (toolCounts{}) {
 		return b.Delete(k)
 	}
-	return b.Put(k, binary.BigEndian.AppendUint64(nil, uint64(n)))
+	for _, n := range c {
+		if n < 0 {
+			return fmt.Errorf("%w: counters of tool %q below zero", ErrCorrupt, tool)
+		}
+	}
+	return b.Put(k, c.encode())
 }
 
 // countRange counts the index keys with prefix whose time (right after the
@@ -553,20 +585,25 @@ func indexedStats(tx *bolt.Tx, now time.Time) (Stats, error) {
 	ix := tx.Bucket(bucketIndex)
 	cc := tx.Bucket(bucketCounts).Cursor()
 	for k, v := cc.First(); k != nil; k, v = cc.Next() {
-		if len(v) != 8 || len(k) < 1 {
+		var c toolCounts
+		if len(k) < 1 || k[0] != 't' {
 			return Stats{}, fmt.Errorf("%w: counter %q", ErrCorrupt, k)
 		}
-		n := int(binary.BigEndian.Uint64(v))
-		switch {
-		case k[0] == 'n':
-			st.Records = n
-		case k[0] == 'a':
-			st.Attempts = n
-		case k[0] == 's' && len(k) == 2:
-			st.ByState[State(k[1])] = n
-		case k[0] == 't':
+		if err := c.decode(v); err != nil {
+			return Stats{}, fmt.Errorf("counters of tool %q: %w", k[1:], err)
+		}
+		n := 0
+		for i, x := range c[:len(c)-1] {
+			if x != 0 {
+				st.ByState[State(i+1)] += int(x)
+				n += int(x)
+			}
+		}
+		if n != 0 {
 			st.ByTool[string(k[1:])] = n
 		}
+		st.Records += n
+		st.Attempts += int(c[len(c)-1])
 	}
 	c := ix.Cursor()
 	t := now.UnixNano()
