@@ -135,6 +135,11 @@ func OpenBolt(path string, opts *Options) (s *BoltStore, err error) {
 	case err != nil && o.ReadOnly:
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
+	if !o.ReadOnly {
+		if err := createBolt(path, o.Namespace); err != nil && !errors.Is(err, errNoLink) {
+			return nil, err
+		}
+	}
 	if err := checkBoltSize(path); err != nil {
 		return nil, err
 	}

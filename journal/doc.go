@@ -185,7 +185,13 @@
 //     takeover (or Resolve) fences it.
 //   - An empty file is refused as corrupt rather than made a new journal:
 //     a journal truncated to nothing must not come back with a new
-//     namespace (and so new keys). Remove the file to start afresh.
+//     namespace (and so new keys). Remove the file to start afresh. So
+//     that a crash or a power cut while a journal is created cannot leave
+//     such a file, a new journal is built and synced in a temporary file
+//     beside its path (path.creating-*) and hard-linked into place: the
+//     path holds nothing or a whole journal. A cut before the link can
+//     leave the temporary file, which holds no record and may be removed.
+//     On a file system without hard links bbolt creates the file in place.
 //   - The bbolt file is in the host's byte order (bbolt's meta page is);
 //     copy journals between hosts of the same endianness only.
 //   - The memory store scans all records for List, GC and the guard: it is

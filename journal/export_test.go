@@ -94,3 +94,6 @@ func IndexRoot(s *BoltStore) uint64 {
 
 // FreshMax is how many records the fresh bucket holds before a flush.
 const FreshMax = freshMax
+
+// CreateBolt is createBolt, for the race test.
+var CreateBolt = createBolt

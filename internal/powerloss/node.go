@@ -38,6 +38,7 @@ var (
 	_ fs.NodeReleaser  = (*node)(nil)
 	_ fs.NodeUnlinker  = (*node)(nil)
 	_ fs.NodeRenamer   = (*node)(nil)
+	_ fs.NodeLinker    = (*node)(nil)
 	_ fs.NodeMkdirer   = (*node)(nil)
 	_ fs.NodeRmdirer   = (*node)(nil)
 	_ fs.NodeReaddirer = (*node)(nil)
@@ -257,6 +258,8 @@ func (n *node) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int
 
 // Fsync writes the file's volatile layer to the backing file: from then
 // on its contents survive a PowerCut. fsync and fdatasync are the same.
+// A directory's fsync counts as a sync (a cut may fall on it) but has
+// nothing to write: names are durable at once.
 func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
 	n.fsys.power.Lock()
 	defer n.fsys.power.Unlock()
@@ -267,7 +270,11 @@ func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscal
 	if n.fsys.cutAtThisSync() {
 		return syscall.EIO
 	}
-	st := fh.(*handle).st
+	h, ok := fh.(*handle)
+	if !ok {
+		return 0 // a directory
+	}
+	st := h.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.vol == nil {
@@ -310,8 +317,32 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if err := syscall.Unlink(p); err != nil {
 		return fs.ToErrno(err)
 	}
-	n.fsys.forget(st.Ino)
+	if st.Nlink <= 1 { // else another name still holds the file
+		n.fsys.forget(st.Ino)
+	}
 	return 0
+}
+
+// Link makes a hard link in the backing directory at once (names are
+// durable). Both names share the file's volatile layer, which is kept by
+// inode.
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if n.frozen() {
+		return nil, syscall.EIO
+	}
+	t, ok := target.(*node)
+	if !ok {
+		return nil, syscall.EXDEV
+	}
+	p := filepath.Join(n.path(), name)
+	if err := os.Link(t.path(), p); err != nil {
+		return nil, fs.ToErrno(err)
+	}
+	var sys syscall.Stat_t
+	if err := syscall.Lstat(p, &sys); err != nil {
+		return nil, fs.ToErrno(err)
+	}
+	return n.child(ctx, &sys, out), 0
 }
 
 // Rename renames in the backing directory at once; a file's volatile

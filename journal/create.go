@@ -1,0 +1,84 @@
+// Creating a journal so that a crash or a power cut during the creation
+// leaves either no journal or a whole one, never a file that the next open
+// must refuse.
+
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+)
+
+// createBolt makes a new journal at path, unless a file is there already:
+// it builds the journal in a temporary file beside path, syncs it, and
+// hard-links it to path, which fails if another process created the
+// journal meanwhile (then that one is the journal, and this one is
+// dropped). bbolt creating the file in place would leave, after a power
+// cut at its first sync, an empty or a half-written file at path, which
+// OpenBolt refuses as corrupt: a journal truncated to nothing must not
+// come back as a new one. On a file system without hard links it reports
+// errNoLink, and OpenBolt lets bbolt create the file in place.
+//
+// A cut before the link leaves the temporary file (path.creating-*),
+// which holds no record and may be removed.
+func createBolt(path string, ns uuid.UUID) error {
+	if _, err := os.Lstat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil // there, or OpenBolt says what is wrong
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, base+".creating-*")
+	if err != nil {
+		return fmt.Errorf("create journal %s: %w", path, err)
+	}
+	tmp := f.Name()
+	f.Close()
+	defer os.Remove(tmp)
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return fmt.Errorf("create journal %s: %w", path, err)
+	}
+	db, err := bolt.Open(tmp, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		return fmt.Errorf("create journal %s: %w", path, err)
+	}
+	s := &BoltStore{path: path}
+	err = db.Update(func(tx *bolt.Tx) error { return s.create(tx, ns) })
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("create journal %s: %w", path, err)
+	}
+	switch err := os.Link(tmp, path); {
+	case errors.Is(err, fs.ErrExist):
+		return nil // another process created it first
+	case err != nil:
+		return errNoLink
+	}
+	return syncDir(dir)
+}
+
+// errNoLink: the file system cannot hard-link the new journal into place.
+var errNoLink = errors.New("no hard links")
+
+// syncDir makes the names in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) && runtime.GOOS != "windows" {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}

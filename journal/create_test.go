@@ -1,0 +1,75 @@
+package journal_test
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// Processes that create the same new journal at once end with one
+// journal: each builds its own beside the path, the first link wins, and
+// the others open the winner's (its namespace, not theirs). Nothing is
+// left beside the journal.
+func TestCreateRaceHasOneWinner(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "j.db")
+	const n = 8
+	var wg sync.WaitGroup
+	got := make([]uuid.UUID, n+1) // what each creator then read; the last: read after all
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := journal.CreateBolt(path, uuid.New()); err != nil {
+				t.Errorf("CreateBolt: %v", err)
+				return
+			}
+			s, err := journal.OpenBolt(path, &journal.Options{ReadOnly: true})
+			if err != nil {
+				t.Errorf("open after CreateBolt: %v", err)
+				return
+			}
+			got[i] = s.Namespace()
+			s.Close()
+		}()
+	}
+	wg.Wait()
+	s := mustOpen(t, path, &journal.Options{ReadOnly: true})
+	got[n] = s.Namespace()
+	s.Close()
+	for _, ns := range got {
+		if ns != got[n] {
+			t.Fatalf("namespaces read by racing creators and after: %v; want one (a creator replaced another's journal)", got)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != "j.db" {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("files beside the journal: %v; want only j.db", names)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("journal mode %v; want 0600", fi.Mode().Perm())
+	}
+}
+
+// A new journal takes the namespace it is opened with.
+func TestCreateKeepsTheNamespace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	ns := uuid.New()
+	s := mustOpen(t, path, &journal.Options{Namespace: ns})
+	defer s.Close()
+	if s.Namespace() != ns {
+		t.Fatalf("namespace %s; want %s", s.Namespace(), ns)
+	}
+}
