@@ -184,43 +184,58 @@ func BenchmarkStats(b *testing.B) {
 // same size (rawJournal).
 func BenchmarkPairedLarge(b *testing.B) {
 	for _, n := range scaleSizes(b) {
-		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
-			src := scaleJournal(b, n, 0)
-			path := filepath.Join(b.TempDir(), "j.db")
-			copyFile(b, src, path)
-			start := time.Now()
-			s, err := journal.OpenBolt(path, &journal.Options{Now: func() time.Time { return scaleNow.Add(time.Since(start)) }})
-			if err != nil {
-				b.Fatal(err)
+		for _, noSync := range []bool{false, true} {
+			name := fmt.Sprintf("records=%d", n)
+			if noSync {
+				name += "/nosync" // both without fsync: what is CPU
 			}
-			defer s.Close()
-			rawPath := filepath.Join(b.TempDir(), "raw.db")
-			copyFile(b, rawJournal(b, n), rawPath)
-			db, err := bolt.Open(rawPath, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
-			val := rawValue()
-			var ours, base time.Duration
-			p0, q0 := journal.PagesWritten(s), rawPages(db)
-			for b.Loop() {
-				t0 := time.Now()
-				beginComplete(b, s, false)
-				t1 := time.Now()
-				key := uuid.New()
-				rawUpdate(b, db, key[:], val)
-				t2 := time.Now()
-				ours += t1.Sub(t0)
-				base += t2.Sub(t1)
-			}
-			b.ReportMetric(float64(ours)/float64(base), "x")
-			b.ReportMetric(float64(ours.Microseconds())/float64(b.N), "µs-ours/op")
-			b.ReportMetric(float64(base.Microseconds())/float64(b.N), "µs-base/op")
-			b.ReportMetric(float64(journal.PagesWritten(s)-p0)/float64(b.N), "pages-ours/op")
-			b.ReportMetric(float64(rawPages(db)-q0)/float64(b.N), "pages-base/op")
-		})
+			b.Run(name, func(b *testing.B) { pairedLarge(b, n, noSync) })
+		}
 	}
+}
+
+// pairedLarge is one BenchmarkPairedLarge: a copy of the scale journal of
+// n records against a bare bbolt file of as many values, with or without
+// fsync on both.
+func pairedLarge(b *testing.B, n int, noSync bool) {
+	src := scaleJournal(b, n, 0)
+	path := filepath.Join(b.TempDir(), "j.db")
+	copyFile(b, src, path)
+	start := time.Now()
+	s, err := journal.OpenBolt(path, &journal.Options{Now: func() time.Time { return scaleNow.Add(time.Since(start)) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	rawPath := filepath.Join(b.TempDir(), "raw.db")
+	copyFile(b, rawJournal(b, n), rawPath)
+	db, err := bolt.Open(rawPath, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if noSync {
+		journal.SetNoSync(s, true)
+		db.NoSync = true
+	}
+	val := rawValue()
+	var ours, base time.Duration
+	p0, q0 := journal.PagesWritten(s), rawPages(db)
+	for b.Loop() {
+		t0 := time.Now()
+		beginComplete(b, s, false)
+		t1 := time.Now()
+		key := uuid.New()
+		rawUpdate(b, db, key[:], val)
+		t2 := time.Now()
+		ours += t1.Sub(t0)
+		base += t2.Sub(t1)
+	}
+	b.ReportMetric(float64(ours)/float64(base), "x")
+	b.ReportMetric(float64(ours.Microseconds())/float64(b.N), "µs-ours/op")
+	b.ReportMetric(float64(base.Microseconds())/float64(b.N), "µs-base/op")
+	b.ReportMetric(float64(journal.PagesWritten(s)-p0)/float64(b.N), "pages-ours/op")
+	b.ReportMetric(float64(rawPages(db)-q0)/float64(b.N), "pages-base/op")
 }
 
 // rawJournal returns the path of a bare bbolt file with n values of the
