@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
@@ -27,7 +29,7 @@ import (
 // errNoLink, and OpenBolt lets bbolt create the file in place.
 //
 // A cut before the link leaves the temporary file (path.creating-*),
-// which holds no record and may be removed.
+// which holds no record: the next creation removes it.
 func createBolt(path string, ns uuid.UUID) error {
 	if _, err := os.Lstat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return nil // there, or OpenBolt says what is wrong
@@ -36,6 +38,7 @@ func createBolt(path string, ns uuid.UUID) error {
 	if dir == "" {
 		dir = "."
 	}
+	removeStaleCreations(dir, base)
 	f, err := os.CreateTemp(dir, base+".creating-*")
 	if err != nil {
 		return fmt.Errorf("create journal %s: %w", path, err)
@@ -65,6 +68,28 @@ func createBolt(path string, ns uuid.UUID) error {
 		return errNoLink
 	}
 	return syncDir(dir)
+}
+
+// staleCreation is how old a temporary file of a creation must be before
+// another creation removes it: building a journal takes milliseconds, so
+// one that old was left by a process that died.
+const staleCreation = 10 * time.Minute
+
+// removeStaleCreations removes the temporary files that creations of the
+// journal base in dir left behind more than staleCreation ago.
+func removeStaleCreations(dir, base string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), base+".creating-") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleCreation {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // errNoLink: the file system cannot hard-link the new journal into place.

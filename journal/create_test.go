@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -71,5 +72,31 @@ func TestCreateKeepsTheNamespace(t *testing.T) {
 	defer s.Close()
 	if s.Namespace() != ns {
 		t.Fatalf("namespace %s; want %s", s.Namespace(), ns)
+	}
+}
+
+// A creation that a crash cut short leaves its temporary file; the next
+// creation removes it once it is old, and leaves a recent one (another
+// process may be creating the journal now).
+func TestCreateRemovesStaleTemporaryFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "j.db")
+	stale, recent := path+".creating-111", path+".creating-222"
+	for _, p := range []string{stale, recent} {
+		if err := os.WriteFile(p, []byte("half a journal"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t, path, nil)
+	s.Close()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale temporary file is still there (%v)", err)
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Errorf("the recent temporary file was removed: %v", err)
 	}
 }

@@ -190,7 +190,8 @@
 //     such a file, a new journal is built and synced in a temporary file
 //     beside its path (path.creating-*) and hard-linked into place: the
 //     path holds nothing or a whole journal. A cut before the link can
-//     leave the temporary file, which holds no record and may be removed.
+//     leave the temporary file, which holds no record; the next creation
+//     removes it once it is ten minutes old.
 //     On a file system without hard links bbolt creates the file in place.
 //   - The bbolt file is in the host's byte order (bbolt's meta page is);
 //     copy journals between hosts of the same endianness only.
