@@ -243,6 +243,34 @@ func BenchmarkConcurrent64(b *testing.B) {
 	})
 }
 
+// pairedWrites runs b.N new intents through s, begun and completed
+// (durable: the write-ahead committed first), each beside the same writes
+// of a raw bbolt Update into db, and reports the ratio of the times (x) and
+// the pages each side wrote per operation.
+func pairedWrites(b *testing.B, s *journal.BoltStore, db *bolt.DB, durable bool) {
+	val := rawValue()
+	var ours, base time.Duration
+	p0, q0 := journal.PagesWritten(s), rawPages(db)
+	for b.Loop() {
+		t0 := time.Now()
+		beginComplete(b, s, durable)
+		t1 := time.Now()
+		key := uuid.New()
+		rawUpdate(b, db, key[:], val)
+		if durable {
+			rawUpdate(b, db, key[:], val)
+		}
+		t2 := time.Now()
+		ours += t1.Sub(t0)
+		base += t2.Sub(t1)
+	}
+	b.ReportMetric(float64(ours)/float64(base), "x")
+	b.ReportMetric(float64(ours.Microseconds())/float64(b.N), "µs-ours/op")
+	b.ReportMetric(float64(base.Microseconds())/float64(b.N), "µs-base/op")
+	b.ReportMetric(float64(journal.PagesWritten(s)-p0)/float64(b.N), "pages-ours/op")
+	b.ReportMetric(float64(rawPages(db)-q0)/float64(b.N), "pages-base/op")
+}
+
 // BenchmarkPaired runs ours and the baseline alternately, one operation
 // each per iteration, and reports the ratio of their total times (x). On a
 // shared machine whose disk speed drifts by 2-10x within seconds, pairs
@@ -252,30 +280,8 @@ func BenchmarkPaired(b *testing.B) {
 	for _, durable := range []bool{true, false} {
 		name := map[bool]string{true: "durable", false: "nondurable"}[durable]
 		b.Run(name, func(b *testing.B) {
-			s := benchStore(b)
-			db := rawDB(b)
-			val := rawValue()
-			var ours, base time.Duration
-			p0, q0 := journal.PagesWritten(s), rawPages(db)
 			b.ReportAllocs()
-			for b.Loop() {
-				t0 := time.Now()
-				beginComplete(b, s, durable)
-				t1 := time.Now()
-				key := uuid.New()
-				rawUpdate(b, db, key[:], val)
-				if durable {
-					rawUpdate(b, db, key[:], val)
-				}
-				t2 := time.Now()
-				ours += t1.Sub(t0)
-				base += t2.Sub(t1)
-			}
-			b.ReportMetric(float64(ours)/float64(base), "x")
-			b.ReportMetric(float64(ours.Microseconds())/float64(b.N), "µs-ours/op")
-			b.ReportMetric(float64(base.Microseconds())/float64(b.N), "µs-base/op")
-			b.ReportMetric(float64(journal.PagesWritten(s)-p0)/float64(b.N), "pages-ours/op")
-			b.ReportMetric(float64(rawPages(db)-q0)/float64(b.N), "pages-base/op")
+			pairedWrites(b, benchStore(b), rawDB(b), durable)
 		})
 	}
 	b.Run("replay", func(b *testing.B) {

@@ -218,24 +218,7 @@ func pairedLarge(b *testing.B, n int, noSync bool) {
 		journal.SetNoSync(s, true)
 		db.NoSync = true
 	}
-	val := rawValue()
-	var ours, base time.Duration
-	p0, q0 := journal.PagesWritten(s), rawPages(db)
-	for b.Loop() {
-		t0 := time.Now()
-		beginComplete(b, s, false)
-		t1 := time.Now()
-		key := uuid.New()
-		rawUpdate(b, db, key[:], val)
-		t2 := time.Now()
-		ours += t1.Sub(t0)
-		base += t2.Sub(t1)
-	}
-	b.ReportMetric(float64(ours)/float64(base), "x")
-	b.ReportMetric(float64(ours.Microseconds())/float64(b.N), "µs-ours/op")
-	b.ReportMetric(float64(base.Microseconds())/float64(b.N), "µs-base/op")
-	b.ReportMetric(float64(journal.PagesWritten(s)-p0)/float64(b.N), "pages-ours/op")
-	b.ReportMetric(float64(rawPages(db)-q0)/float64(b.N), "pages-base/op")
+	pairedWrites(b, s, db, false)
 }
 
 // rawJournal returns the path of a bare bbolt file with n values of the
