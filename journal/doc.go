@@ -115,7 +115,7 @@
 // journal, is damaged or truncated gives [ErrCorrupt] naming the file,
 // never a panic; a newer schema gives [ErrNewerVersion].
 //
-// Opening reads no record: the indexes (by creation minute and session, by
+// Opening reads no record: the indexes (by creation minute, by session, by
 // expiry, the guard's by tenant, session and tool, the unknown and pending
 // records) and the counters that Stats reports live in the file and are
 // written in the transaction that writes their record (a new record's
@@ -169,8 +169,8 @@
 //   - List without a Session filter or an unknown/pending State filter
 //     walks the time index, newest first, reading each record to apply
 //     the other fields: a Tool filter over a large journal reads every
-//     record until Limit matches. A Session filter seeks the session in
-//     every minute that holds records.
+//     record until Limit matches. A Session filter reads one range of the
+//     session index.
 //   - Non-durable pending records are lost if the process dies before they
 //     are completed or the store is closed. That is the point of them; it
 //     is only safe for tools whose repeat is harmless.

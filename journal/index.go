@@ -15,6 +15,9 @@
 //	                            Stats.Expired walk it from its end, only
 //	                            as far as now
 //	'g' tenant session tool key suppressed records: the guard's lookup
+//	's' session-hash created key
+//	                            every record, by session: List of one
+//	                            session, one range
 //	'u' state expires key → created  unknown and pending records (never
 //	                            expire): Stats.OverdueUnknown, GC's
 //	                            KeptUnknown, the leases ended at open,
@@ -61,9 +64,9 @@
 // enters meet at one point: 'd' ascends to the current minute, and within
 // it by session and time, and 'e' (in descending order) starts with the
 // latest expiry, so the entries land in the same few hot leaves under the
-// same branches. A session's records are found by one seek per minute
-// that holds records (slots without the session cost a seek, not a read);
-// a List without a session walks the slots from the newest and sorts each
+// same branches; the 's' entries of a flush land at one point per session
+// active in it. A session's records are one range of 's'; a List without
+// a session walks the time index's slots from the newest and sorts each
 // slot's entries.
 
 // An index entry is derived from the record alone (see ixEntry), so a
@@ -100,10 +103,11 @@ var (
 
 // Index key prefixes; see the top of this file.
 const (
-	pfxTime   = 'd' // right before 'e': see the top of this file
-	pfxExpiry = 'e'
-	pfxGuard  = 'g'
-	pfxOpen   = 'u'
+	pfxTime    = 'd' // right before 'e': see the top of this file
+	pfxExpiry  = 'e'
+	pfxGuard   = 'g'
+	pfxSession = 's'
+	pfxOpen    = 'u'
 )
 
 // toolCounts are one tool's counters: its records by state (index
@@ -257,6 +261,17 @@ func timeEntryOf(k []byte) (*ixEntry, error) {
 	return &ixEntry{created: readTime(k[17:25]), key: uuid.UUID(k[25:])}, nil
 }
 
+// sessionEntry is the session index's key for a record: session hash,
+// creation time, key. A session's records are one range of it, oldest
+// first.
+func sessionEntry(created int64, session string, key uuid.UUID) []byte {
+	b := append(append(make([]byte, 0, 1+8+8+16), pfxSession), sessionHash(session)...)
+	return append(appendTime(b, created), key[:]...)
+}
+
+// sessionKeyLen is the length of a session index key.
+const sessionKeyLen = 1 + 8 + 8 + 16
+
 func guardPrefix(tenant, session, tool string) []byte {
 	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(tenant)+len(session)+len(tool)+16)
 	return appendStr(appendStr(appendStr(append(b, pfxGuard), tenant), session), tool)
@@ -277,8 +292,8 @@ type ixKV struct{ k, v []byte }
 
 // entries lists e's index entries.
 func (e *ixEntry) entries() []ixKV {
-	out := make([]ixKV, 0, 4)
-	out = append(out, ixKV{k: timeEntry(e.created, e.session, e.key)})
+	out := make([]ixKV, 0, 5)
+	out = append(out, ixKV{k: timeEntry(e.created, e.session, e.key)}, ixKV{k: sessionEntry(e.created, e.session, e.key)})
 	if expires(e.state) {
 		out = append(out, ixKV{k: expiryKey(e.expires, e.key)})
 	} else {

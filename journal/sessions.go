@@ -8,35 +8,23 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 )
 
 // sessionEntries lists the records of session newest first, as entries
 // that carry the key and the creation time: the caller reads the records
 // and keeps those that match (other tenants', or a session whose name
-// hashes alike, do not). It seeks the session in every slot of the time
-// index that holds records.
+// hashes alike, do not). It reads one range of the session index.
 func (s *BoltStore) sessionEntries(tx *bolt.Tx, session string) ([]*ixEntry, error) {
-	h := sessionHash(session)
+	prefix := append([]byte{pfxSession}, sessionHash(session)...)
 	var out []*ixEntry
 	c := tx.Bucket(bucketIndex).Cursor()
-	for k, _ := c.Seek([]byte{pfxTime}); k != nil && k[0] == pfxTime; {
-		if len(k) != timeKeyLen {
-			return nil, fmt.Errorf("journal %s: %w: time index key of %d bytes", s.path, ErrCorrupt, len(k))
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) != sessionKeyLen {
+			return nil, fmt.Errorf("journal %s: %w: session index entry %x", s.path, ErrCorrupt, k)
 		}
-		slot := readTime(k[1:9])
-		prefix := append(slotPrefix(slot), h...)
-		for k, _ = c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			e, err := timeEntryOf(k)
-			if err != nil {
-				return nil, fmt.Errorf("journal %s: %w", s.path, err)
-			}
-			out = append(out, e)
-		}
-		if slot == never {
-			break
-		}
-		k, _ = c.Seek(slotPrefix(slot + 1))
+		out = append(out, &ixEntry{created: readTime(k[9:17]), key: uuid.UUID(k[17:])})
 	}
 	sortNewestFirst(out)
 	return out, nil
