@@ -39,7 +39,6 @@ import (
 	"io/fs"
 	"iter"
 	"maps"
-	"math"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -915,54 +914,43 @@ func (s *BoltStore) readPage(tx *bolt.Tx, chunk []*ixEntry, f *Filter, over map[
 	return page, nil
 }
 
-// createdWalk returns List's pager over the time index: it reads the
-// slots from the newest down (from Until's to Since's), sorts each slot's
-// entries newest first, and reads their records listPage at a time.
+// createdWalk returns List's pager over the time index: it walks it from
+// the newest entry down (from Until's to Since's) and reads the records
+// listPage at a time.
 func (s *BoltStore) createdWalk(f *Filter, over map[uuid.UUID]*Record) func(tx *bolt.Tx) ([]*Record, bool, error) {
-	lo, hi := int64(math.MinInt64), int64(math.MaxInt64) // created in [lo, hi)
+	var stop []byte // the walk ends below this key (Since's), nil: at the index's start
 	if !f.Since.IsZero() {
-		lo = nanos(f.Since)
+		stop = appendTime([]byte{pfxTime}, nanos(f.Since))
 	}
+	below := []byte{pfxTime + 1} // the next entry to read is below this key
 	if !f.Until.IsZero() {
-		hi = nanos(f.Until)
+		below = appendTime([]byte{pfxTime}, nanos(f.Until))
 	}
-	below := []byte{pfxTime + 1} // the next slot to read is below this key
-	if hi != math.MaxInt64 {
-		below = slotPrefix(timeSlot(hi) + 1)
-	}
-	var queue []*ixEntry // read from the slot, not yet listed
-	exhausted := false
 	return func(tx *bolt.Tx) ([]*Record, bool, error) {
 		c := tx.Bucket(bucketIndex).Cursor()
-		for len(queue) == 0 && !exhausted {
-			k, _ := c.Seek(below)
-			if k == nil {
-				k, _ = c.Last()
-			}
-			for k != nil && bytes.Compare(k, below) >= 0 {
-				k, _ = c.Prev()
-			}
-			if k == nil || k[0] != pfxTime || len(k) != timeKeyLen || (lo != math.MinInt64 && readTime(k[1:9]) < timeSlot(lo)) {
-				exhausted = true
+		k, _ := c.Seek(below)
+		if k == nil {
+			k, _ = c.Last()
+		}
+		for k != nil && bytes.Compare(k, below) >= 0 {
+			k, _ = c.Prev()
+		}
+		chunk := make([]*ixEntry, 0, listPage)
+		done := false
+		for ; len(chunk) < listPage; k, _ = c.Prev() {
+			if k == nil || k[0] != pfxTime || (stop != nil && bytes.Compare(k, stop) < 0) {
+				done = true
 				break
 			}
-			prefix := slotPrefix(readTime(k[1:9]))
-			for k, _ = c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-				e, err := timeEntryOf(k)
-				if err != nil {
-					return nil, false, fmt.Errorf("journal %s: %w", s.path, err)
-				}
-				if e.created >= lo && e.created < hi {
-					queue = append(queue, e)
-				}
+			e, err := timeEntryOf(k)
+			if err != nil {
+				return nil, false, fmt.Errorf("journal %s: %w", s.path, err)
 			}
-			sortNewestFirst(queue)
-			below = prefix
+			chunk = append(chunk, e)
+			below = bytes.Clone(k)
 		}
-		chunk := queue[:min(len(queue), listPage)]
-		queue = queue[len(chunk):]
 		page, err := s.readPage(tx, chunk, f, over)
-		return page, exhausted && len(queue) == 0, err
+		return page, done, err
 	}
 }
 

@@ -5,11 +5,8 @@
 // Layout: one bucket, "index", holds every index as composite keys behind
 // a one-byte prefix, values empty unless said:
 //
-//	'd' minute session-hash created key
-//	                            every record, by the minute it was
-//	                            created, then session, then creation
-//	                            time: List (newest first, by session),
-//	                            Stats.Oldest/Newest
+//	'd' created key             every record, by creation time: List
+//	                            (newest first), Stats.Oldest/Newest
 //	'e' ^expires key            records that expire (succeeded, failed,
 //	                            suppressed), latest first: GC and
 //	                            Stats.Expired walk it from its end, only
@@ -61,13 +58,11 @@
 // bucket with prefixes rather than a bucket per index: a commit dirties
 // every leaf it touches and the branch pages above each, and every bucket
 // adds a root of its own to that path. The indexes a batch of new records
-// enters meet at one point: 'd' ascends to the current minute, and within
-// it by session and time, and 'e' (in descending order) starts with the
-// latest expiry, so the entries land in the same few hot leaves under the
-// same branches; the 's' entries of a flush land at one point per session
-// active in it. A session's records are one range of 's'; a List without
-// a session walks the time index's slots from the newest and sorts each
-// slot's entries.
+// enters meet at one point: 'd' ascends to now and 'e' (in descending
+// order) starts with the latest expiry, so the entries land in the same
+// few hot leaves under the same branches; the 's' entries of a flush land
+// at one point per session active in it. A session's records are one
+// range of 's'; a List without a session walks 'd' from the newest.
 
 // An index entry is derived from the record alone (see ixEntry), so a
 // write computes the entries of the record it replaces (read in the same
@@ -186,7 +181,7 @@ func appendStr(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// timeKey is prefix, t, key: the 'c' and 'e' entries.
+// timeKey is prefix, t, key: the 'd' and 'e' entries.
 func timeKey(prefix byte, t int64, key uuid.UUID) []byte {
 	b := make([]byte, 0, 25)
 	return append(appendTime(append(b, prefix), t), key[:]...)
@@ -227,38 +222,15 @@ func sessionHash(session string) []byte {
 	return h.Sum(make([]byte, 0, 8))
 }
 
-// timeSlot is the slot of the time index that holds records created at t:
-// a minute, so that the newest records' entries share a few hot leaves.
-func timeSlot(t int64) int64 {
-	const slot = int64(time.Minute)
-	if t < 0 {
-		return (t+1)/slot - 1
-	}
-	return t / slot
-}
-
-// slotPrefix is the key prefix of the time index's slot.
-func slotPrefix(slot int64) []byte {
-	return appendTime(append(make([]byte, 0, 33), pfxTime), slot)
-}
-
-// timeEntry is the time index's key for a record: slot, session hash,
-// creation time, key. Within a slot a session's records ascend by time, so
-// that a session's new records enter at one point, next to each other.
-func timeEntry(created int64, session string, key uuid.UUID) []byte {
-	b := append(slotPrefix(timeSlot(created)), sessionHash(session)...)
-	return append(appendTime(b, created), key[:]...)
-}
-
-// timeKeyLen is the length of a time index key.
-const timeKeyLen = 1 + 8 + 8 + 8 + 16
+// timeKeyLen is the length of a time index key ('d' created key).
+const timeKeyLen = 1 + 8 + 16
 
 // timeEntryOf reads the creation time and the key of a time index key.
 func timeEntryOf(k []byte) (*ixEntry, error) {
 	if len(k) != timeKeyLen || k[0] != pfxTime {
 		return nil, fmt.Errorf("%w: time index entry %x", ErrCorrupt, k)
 	}
-	return &ixEntry{created: readTime(k[17:25]), key: uuid.UUID(k[25:])}, nil
+	return &ixEntry{created: readTime(k[1:9]), key: uuid.UUID(k[9:])}, nil
 }
 
 // sessionEntry is the session index's key for a record: session hash,
@@ -293,7 +265,7 @@ type ixKV struct{ k, v []byte }
 // entries lists e's index entries.
 func (e *ixEntry) entries() []ixKV {
 	out := make([]ixKV, 0, 5)
-	out = append(out, ixKV{k: timeEntry(e.created, e.session, e.key)}, ixKV{k: sessionEntry(e.created, e.session, e.key)})
+	out = append(out, ixKV{k: timeKey(pfxTime, e.created, e.key)}, ixKV{k: sessionEntry(e.created, e.session, e.key)})
 	if expires(e.state) {
 		out = append(out, ixKV{k: expiryKey(e.expires, e.key)})
 	} else {
@@ -625,7 +597,6 @@ func indexedStats(tx *bolt.Tx, now time.Time) (Stats, error) {
 	walkExpired(ix, t, func(uuid.UUID) bool { st.Expired++; return true })
 	st.OverdueUnknown = countRange(ix, openPrefix(StateUnknown), t) + countRange(ix, openPrefix(StatePending), t)
 	if first, _ := c.Seek([]byte{pfxTime}); first != nil && first[0] == pfxTime && len(first) == timeKeyLen {
-		oldest, _ := slotRange(ix, first[1:9])
 		k, _ := c.Seek([]byte{pfxTime + 1})
 		if k == nil {
 			k, _ = c.Last()
@@ -633,33 +604,10 @@ func indexedStats(tx *bolt.Tx, now time.Time) (Stats, error) {
 			k, _ = c.Prev()
 		}
 		if k != nil && k[0] == pfxTime && len(k) == timeKeyLen {
-			_, newest := slotRange(ix, k[1:9])
-			st.Oldest, st.Newest = time.Unix(0, oldest).UTC(), time.Unix(0, newest).UTC()
+			st.Oldest, st.Newest = time.Unix(0, readTime(first[1:9])).UTC(), time.Unix(0, readTime(k[1:9])).UTC()
 		}
 	}
 	return st, nil
-}
-
-// slotRange is the earliest and latest creation time in the time index's
-// slot (given as its 8 key bytes).
-func slotRange(ix *bolt.Bucket, slot []byte) (lo, hi int64) {
-	prefix := append([]byte{pfxTime}, slot...)
-	c := ix.Cursor()
-	first := true
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if len(k) != timeKeyLen {
-			continue
-		}
-		t := readTime(k[17:25])
-		if first || t < lo {
-			lo = t
-		}
-		if first || t > hi {
-			hi = t
-		}
-		first = false
-	}
-	return lo, hi
 }
 
 // openKeys lists the keys of the unknown or pending (st) records with the
