@@ -115,7 +115,7 @@
 // journal, is damaged or truncated gives [ErrCorrupt] naming the file,
 // never a panic; a newer schema gives [ErrNewerVersion].
 //
-// Opening reads no record: the indexes (by creation minute, by session, by
+// Opening reads no record: the indexes (by creation time, by session, by
 // expiry, the guard's by tenant, session and tool, the unknown and pending
 // records) and the counters that Stats reports live in the file and are
 // written in the transaction that writes their record (a new record's
