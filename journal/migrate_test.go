@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
 )
@@ -252,4 +253,50 @@ func TestMigrateCrash(t *testing.T) {
 		t.Errorf("the resumed migration indexed %d records; want the %d left", done, left)
 	}
 	checkV1(t, "migration resumed", w, want, true)
+}
+
+// A journal that main wrote before the fresh bucket existed (layout 2 with
+// the index keyed by minute and session hash, and counters of 8 bytes
+// each) has no fresh bucket: the first writer's open rebuilds its indexes
+// and counters from the records, whatever the old ones held.
+func TestMigrateLayout2WithoutFresh(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	s := mustOpen(t, path, nil)
+	recs := fill(t, s, 40)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket([]byte("fresh")); err != nil {
+			return err
+		}
+		// What the earlier layout held: entries and counters that the
+		// current code would misread.
+		if err := tx.Bucket([]byte("index")).Put(append([]byte{'d'}, make([]byte, 32)...), make([]byte, 8)); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte("counts")).Put([]byte("n"), make([]byte, 8))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := mustOpen(t, path, &journal.Options{ReadOnly: true})
+	if !journal.Legacy(ro) {
+		t.Error("a read-only open of a journal without the fresh bucket uses its indexes")
+	}
+	ro.Close()
+	s = mustOpen(t, path, nil)
+	defer s.Close()
+	if journal.Legacy(s) {
+		t.Fatal("the writer's open left the journal unmigrated")
+	}
+	agree(t, "migrated layout 2", s, time.Now())
+	if st, err := s.Stats(context.Background()); err != nil || st.Records != len(recs) {
+		t.Fatalf("Stats = %d records, %v; want %d", st.Records, err, len(recs))
+	}
 }
