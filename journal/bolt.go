@@ -407,11 +407,21 @@ func (s *BoltStore) readTx(tx *bolt.Tx, key uuid.UUID) (*Record, error) {
 // current returns the newest record for key: the overlay's, else the
 // file's. The key's stripe is locked.
 func (s *BoltStore) current(st *stripe, key uuid.UUID) (*Record, error) {
-	if r, ok := st.overlay[key]; ok {
-		c := *r
-		return &c, nil
+	if r := st.copyOf(key); r != nil {
+		return r, nil
 	}
 	return s.read(key)
+}
+
+// copyOf returns a copy of the overlay's record for key, or nil. The
+// stripe is locked.
+func (st *stripe) copyOf(key uuid.UUID) *Record {
+	r, ok := st.overlay[key]
+	if !ok {
+		return nil
+	}
+	c := *r
+	return &c
 }
 
 // persist records r: durably through the commit loop, or in the overlay.
@@ -470,11 +480,10 @@ func (s *BoltStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, e
 	var g *Record    // the guard's answer, if guarded
 	guarded := false // the guard was asked with this decision
 	err = s.view(func(tx *bolt.Tx) error {
-		if r, ok := st.overlay[req.Key]; ok {
-			c := *r
-			cur = &c
-		} else if cur, err = s.readTx(tx, req.Key); err != nil {
-			return err
+		if cur = st.copyOf(req.Key); cur == nil {
+			if cur, err = s.readTx(tx, req.Key); err != nil {
+				return err
+			}
 		}
 		now = s.now()
 		d = DecideBegin(cur, &req, now)

@@ -45,10 +45,7 @@ func createBolt(path string, ns uuid.UUID) error {
 	}
 	tmp := f.Name()
 	f.Close()
-	defer os.Remove(tmp)
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		return fmt.Errorf("create journal %s: %w", path, err)
-	}
+	defer os.Remove(tmp) // CreateTemp made it 0600
 	db, err := bolt.Open(tmp, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return fmt.Errorf("create journal %s: %w", path, err)

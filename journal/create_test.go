@@ -64,17 +64,6 @@ func TestCreateRaceHasOneWinner(t *testing.T) {
 	}
 }
 
-// A new journal takes the namespace it is opened with.
-func TestCreateKeepsTheNamespace(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
-	ns := uuid.New()
-	s := mustOpen(t, path, &journal.Options{Namespace: ns})
-	defer s.Close()
-	if s.Namespace() != ns {
-		t.Fatalf("namespace %s; want %s", s.Namespace(), ns)
-	}
-}
-
 // A creation that a crash cut short leaves its temporary file; the next
 // creation removes it once it is old, and leaves a recent one (another
 // process may be creating the journal now).

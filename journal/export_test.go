@@ -12,7 +12,7 @@ func BulkPut(s *BoltStore, recs []Record) error {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			for i := range chunk {
 				r := &chunk[i]
-				if err := s.indexPutDirect(tx, r, encodeRecord(nil, r)); err != nil {
+				if err := s.indexPut(tx, r, encodeRecord(nil, r)); err != nil {
 					return err
 				}
 			}

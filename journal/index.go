@@ -75,7 +75,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -150,9 +149,6 @@ type ixEntry struct {
 	attempts              int
 	tenant, session, tool string
 }
-
-// never is the gcAt of a record GC keeps whatever its TTL (see Expired).
-const never = math.MaxInt64
 
 func entryOf(r *Record) *ixEntry {
 	return &ixEntry{
@@ -307,28 +303,6 @@ func (s *BoltStore) indexPut(tx *bolt.Tx, r *Record, enc []byte) error {
 		return nil
 	}
 	return s.flushFresh(tx)
-}
-
-// indexPutDirect writes r like indexPut, but puts a new key's entries in
-// the index at once: for bulk writes, which gain nothing from the fresh
-// bucket.
-func (s *BoltStore) indexPutDirect(tx *bolt.Tx, r *Record, enc []byte) error {
-	recs := tx.Bucket(bucketRecords)
-	old, err := s.storedEntry(recs, r.Key)
-	if err != nil {
-		return err
-	}
-	if old != nil && tx.Bucket(bucketFresh).Get(r.Key[:]) != nil {
-		return s.indexPut(tx, r, enc)
-	}
-	new := entryOf(r)
-	if err := recount(tx.Bucket(bucketCounts), old, new); err != nil {
-		return err
-	}
-	if err := reindex(tx.Bucket(bucketIndex), old, new); err != nil {
-		return err
-	}
-	return recs.Put(r.Key[:], enc)
 }
 
 // indexDelete removes key's record and its index entries from tx.

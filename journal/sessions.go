@@ -26,7 +26,7 @@ func (s *BoltStore) sessionEntries(tx *bolt.Tx, session string) ([]*ixEntry, err
 		}
 		out = append(out, &ixEntry{created: readTime(k[9:17]), key: uuid.UUID(k[17:])})
 	}
-	sortNewestFirst(out)
+	slices.Reverse(out) // the range ascends by creation time, then key
 	return out, nil
 }
 
