@@ -64,7 +64,7 @@ func TestCanonicalize(t *testing.T) {
 		{`1000000000000000000000000000000`, `1e+30`},
 		{`1000000000000000000000000000001`, `1000000000000000000000000000001`},
 		{`1.5e300`, `1.5e+300`},
-		{`9007199254740993.5`, `9007199254740994`}, // not an integer: float64
+		{`9007199254740993.5`, `9007199254740993.5`}, // a non-integer beyond 2^53: exact too
 	}
 	for _, tt := range tests {
 		got, err := Canonicalize([]byte(tt.in), nil)
@@ -92,6 +92,39 @@ func TestBigIntegersDistinct(t *testing.T) {
 			t.Errorf("Canonicalize(%s) = Canonicalize(%s) = %s; want different", in, prev, got)
 		}
 		seen[string(got)] = in
+	}
+}
+
+// TestBigNonIntegersDistinct: non-integers above 2^53 keep their exact
+// value too. Through float64, 12345678901234567890.5 and
+// 12345678901234567890.25 are one number, so two intents got one key.
+func TestBigNonIntegersDistinct(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"12345678901234567890.5", "12345678901234567890.5"},
+		{"12345678901234567890.25", "12345678901234567890.25"},
+		{"-12345678901234567890.25", "-12345678901234567890.25"},
+		{"1234567890123456789.025e1", "12345678901234567890.25"},
+		{"12345678901234567890250e-3", "12345678901234567890.25"},
+		{"9007199254740992.5", "9007199254740992.5"},
+		{"9007199254740993.5000", "9007199254740993.5"},
+		{"9007199254740992", "9007199254740992"},
+		{"9007199254740991.5", "9007199254740992"}, // below 2^53: RFC 8785, float64
+	}
+	for _, tt := range tests {
+		got, err := Canonicalize([]byte(tt.in), nil)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("Canonicalize(%s) = %s, %v; want %s", tt.in, got, err, tt.want)
+		}
+	}
+	d := &Deriver{Namespace: testNS}
+	in := Intent{Tenant: "t", Session: "s", Turn: "1", Tool: "pay"}
+	a, errA := d.Derive(in, []byte(`{"amount":12345678901234567890.5}`))
+	b, errB := d.Derive(in, []byte(`{"amount":12345678901234567890.25}`))
+	if errA != nil || errB != nil {
+		t.Fatalf("Derive: %v, %v", errA, errB)
+	}
+	if a.Key == b.Key || a.Fingerprint == b.Fingerprint {
+		t.Errorf("12345678901234567890.5 and 12345678901234567890.25 derive one key %s; want two", a.Key)
 	}
 }
 

@@ -20,16 +20,19 @@
 // (ErrNumber), input over Options.MaxBytes (ErrTooLarge) and nesting over
 // Options.MaxDepth (ErrTooDeep).
 //
-// One departure from RFC 8785, for integers a float64 cannot hold
-// (docs/design.md, "Canonical input"): a number whose exact decimal value is an integer of
-// magnitude above 2^53 is written as that integer's decimal digits — no
+// One departure from RFC 8785, for numbers a float64 cannot hold
+// (docs/design.md, "Canonical input"): a number of magnitude above 2^53 keeps
+// its exact value. An integer there is written as its decimal digits — no
 // fraction, no exponent, no leading zeros — unless the RFC 8785 form denotes
-// exactly the same integer, in which case the RFC 8785 form is kept. So
+// exactly the same integer, in which case the RFC 8785 form is kept; a
+// non-integer there (no float64 holds one) is written as its integer digits,
+// a point and its fraction digits without trailing zeros. So
 // 9007199254740993 and 9007199254740993.0 stay 9007199254740993 (RFC 8785
-// would write 9007199254740992, merging two order ids into one key), while
-// 1e30 stays 1e+30 and 1.0e20 becomes 100000000000000000000, as in RFC 8785.
+// would write 9007199254740992, merging two order ids into one key),
+// 12345678901234567890.5 and 12345678901234567890.25 stay apart, while 1e30
+// stays 1e+30 and 1.0e20 becomes 100000000000000000000, as in RFC 8785.
 // Every canonical form still denotes exactly one value, so no two different
-// integers share one, and every input that RFC 8785 represents exactly
+// numbers above 2^53 share one, and every number up to 2^53 in magnitude
 // canonicalizes as RFC 8785 says.
 //
 // # Keys
@@ -58,9 +61,9 @@
 //     %.17g writes it) is taken for the integer it spells and kept exact,
 //     where RFC 8785 would write 333333333333333300000. Two spellings of one
 //     float64 can then get two keys; two different integers never get one.
-//   - Non-integers follow float64: 0.1 and 0.10000000000000001 are one value,
-//     9007199254740993.5 becomes 9007199254740994, and numbers too small for
-//     float64 (1e-400) become 0, as in RFC 8785.
+//   - Up to 2^53, non-integers follow float64: 0.1 and 0.10000000000000001
+//     are one value, and numbers too small for float64 (1e-400) become 0, as
+//     in RFC 8785.
 //   - Canonical output is usually shorter than the input, but numbers can
 //     grow: 1e20 becomes 21 digits, and an exact big integer up to 309.
 //   - Sorting happens in place in the output, so an object whose members

@@ -85,8 +85,9 @@ const maxSafe = "9007199254740992"
 // digits and exponent.
 //
 // Integers whose magnitude is above 2^53 and whose ES6 form would not
-// denote exactly the same integer are written as their exact decimal
-// digits instead (see the package doc); everything else follows RFC 8785.
+// denote exactly the same integer, and non-integers above 2^53, are
+// written as their exact decimal digits instead (see the package doc);
+// everything else follows RFC 8785.
 func (c *canonicalizer) numberSlow(out, tok []byte, off int, intDigits, fracDigits []byte, exp int) ([]byte, error) {
 	// The exact value is 0.D × 10^point, with D the significant digits.
 	d := append(c.digits[:0], intDigits...)
@@ -127,7 +128,7 @@ func (c *canonicalizer) numberSlow(out, tok []byte, off int, intDigits, fracDigi
 	var buf [32]byte
 	sd, n := shortest(buf[:0], f)
 
-	if point >= len(d) && (point > len(maxSafe) || point == len(maxSafe) && bigger(d, point)) {
+	if c := cmpSafe(d, point); point >= len(d) && c > 0 {
 		// A big integer: keep it exact unless ES6 already is.
 		if !(n == point && string(sd) == string(d)) {
 			if neg {
@@ -139,6 +140,17 @@ func (c *canonicalizer) numberSlow(out, tok []byte, off int, intDigits, fracDigi
 			}
 			return out, nil
 		}
+	} else if point < len(d) && c >= 0 {
+		// A non-integer above 2^53: no float64 holds it (every float64
+		// there is an integer), so float64 would merge it with its
+		// neighbours. Keep its exact digits, with the point.
+		if neg {
+			out = append(out, '-')
+		}
+		out = append(out, d[:point]...)
+		out = append(out, '.')
+		out = append(out, d[point:]...)
+		return out, nil
 	}
 	if f == 0 { // underflow: RFC 8785 writes the float64 zero
 		out = append(out, '0')
@@ -151,19 +163,28 @@ func (c *canonicalizer) numberSlow(out, tok []byte, off int, intDigits, fracDigi
 	return out, nil
 }
 
-// bigger reports whether the integer with significant digits d followed by
-// zeros up to point digits exceeds 2^53 (point == len(maxSafe)).
-func bigger(d []byte, point int) bool {
+// cmpSafe compares the integer part of 0.d × 10^point (d without leading
+// zeros, point > 0) with 2^53: -1, 0 or +1.
+func cmpSafe(d []byte, point int) int {
+	switch {
+	case point < len(maxSafe):
+		return -1
+	case point > len(maxSafe):
+		return 1
+	}
 	for i := 0; i < point; i++ {
 		x := byte('0')
 		if i < len(d) {
 			x = d[i]
 		}
 		if x != maxSafe[i] {
-			return x > maxSafe[i]
+			if x > maxSafe[i] {
+				return 1
+			}
+			return -1
 		}
 	}
-	return false
+	return 0
 }
 
 // clip shortens a token for an error message.
