@@ -16,12 +16,8 @@ func getRecord(t *testing.T, path string, key string) journal.Record {
 	if r.code != 0 {
 		t.Fatalf("show %s = %d, %s", key, r.code, r.stderr)
 	}
-	var j recordJSON
-	if err := jsonUnmarshal(r.stdout, &j); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := fromJSON(&j)
-	if err != nil {
+	var rec journal.Record
+	if err := jsonUnmarshal(r.stdout, &rec); err != nil {
 		t.Fatal(err)
 	}
 	return rec
