@@ -14,8 +14,8 @@ import (
 // export and import (journal's TestEmbedJSON checks which form each takes).
 func TestExportOutputRoundTrip(t *testing.T) {
 	tests := []struct {
-		in     string
-		nilIn  bool
+		in    string
+		nilIn bool
 	}{
 		{nilIn: true},
 		{in: `{"a":1}`},
