@@ -1,5 +1,5 @@
 // The bbolt store. The file holds three buckets: meta (layout version,
-// namespace), records (key → encoded record, see encoding.go) and index
+// namespace), records (key → encoded record, journal.Kit.EncodeRecord) and index
 // (every secondary index and the counters, written in the transaction of
 // the record they index: see index.go). Nothing is held in memory but the
 // overlay of non-durable records, so an open reads no record. A journal of
