@@ -92,3 +92,23 @@ func FuzzImportLine(f *testing.F) {
 		}
 	})
 }
+
+// TestExportKeepsQuietAt: an attempt's settle window survives export and
+// import (the export form before journal.Record's own had no quiet_at, so
+// an imported journal let a takeover run while the attempt could still act).
+func TestExportKeepsQuietAt(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	r := journal.Record{Version: 1, State: journal.StatePending, Created: t0,
+		Attempts: []journal.Attempt{{ID: "a1", Start: t0, QuietAt: t0.Add(5 * time.Minute)}}}
+	r.Key[15] = 7
+	var buf bytes.Buffer
+	jw := newJSONWriter(&buf)
+	if err := jw.write(&r); err != nil {
+		t.Fatal(err)
+	}
+	jw.flush()
+	_, recs, err := readExport(&buf, "test")
+	if err != nil || len(recs) != 1 || len(recs[0].rec.Attempts) != 1 || !recs[0].rec.Attempts[0].QuietAt.Equal(r.Attempts[0].QuietAt) {
+		t.Fatalf("export/import of an attempt quiet until %v = %+v, %v", r.Attempts[0].QuietAt, recs, err)
+	}
+}
