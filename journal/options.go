@@ -23,11 +23,9 @@ type Options struct {
 	ReadOnly bool
 
 	// Now is the store's clock, by which it judges leases, settle windows
-	// and TTLs: a test seam, and the only clock seam of the module (the
-	// harness reads a store's clock through its Now method). Nil means the
-	// store's own clock: time.Now for the bbolt and in-memory stores, the
-	// database server's clock for PostgreSQL, for which a non-nil Now
-	// stands in (so tests can move time); leave it nil in production.
+	// and TTLs: a test seam. Nil means time.Now. The bbolt and in-memory
+	// stores use it; the PostgreSQL store ignores it (the database server's
+	// clock decides; postgres.Options.TestClock stands in for that one).
 	Now func() time.Time
 
 	// StoreOptions, given to Open, is the options of the store the location
