@@ -27,16 +27,17 @@ type StoreKit struct{}
 var Kit StoreKit
 
 // DecideBegin decides Begin for the current record cur of req.Key (nil
-// when there is none) at now: the whole state machine of Begin, shared by
-// every store. The caller writes what the decision says, atomically with
-// its read of cur.
+// when there is none) at now: the whole state machine of Begin, the same in
+// every store; only how a store makes it atomic and durable differs. It
+// does not modify cur, and calls req.Retake on a copy.
 func (StoreKit) DecideBegin(cur *Record, req *BeginRequest, now time.Time) BeginDecision {
 	return decideBegin(cur, req, now)
 }
 
 // PlaceSuppression returns the record a store writes for a decision's
-// suppression s, given cur, what is stored under s.Key (nil when nothing):
-// nil when nothing is to be written.
+// Suppress s, given the record cur it holds under s.Key (nil when none):
+// nil when a live record already holds that key (a repeated mismatch
+// writes nothing), else s with a token above an expired record's.
 func (StoreKit) PlaceSuppression(cur, s *Record, now time.Time) *Record {
 	return placeSuppression(cur, s, now)
 }
@@ -52,7 +53,9 @@ func (StoreKit) MismatchKey(key uuid.UUID, fp keyderive.Fingerprint) uuid.UUID {
 func (StoreKit) LeaseTTL(d time.Duration) time.Duration { return leaseTTL(d) }
 
 // GuardBlocks reports whether the record s, found under another key,
-// blocks req at now: the suppression guard's rule.
+// blocks req at now: the suppression guard's rule and scope. A live
+// suppressed record of the same tenant, session and tool blocks within
+// req.Guard's scope.
 func (StoreKit) GuardBlocks(s *Record, req *BeginRequest, now time.Time) bool {
 	return guardBlocks(s, req, now)
 }
