@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 // paymentInput is a ~200 B tool input, the replay benchmark's payload.
@@ -23,7 +24,7 @@ const paymentInput = `{"customer_id":"cus_8812","amount":4900,"currency":"usd","
 
 func benchHarness(b *testing.B) *harness.Harness {
 	b.Helper()
-	st, err := journal.OpenBolt(filepath.Join(b.TempDir(), "bench.journal"), nil)
+	st, err := bolt.Open(filepath.Join(b.TempDir(), "bench.journal"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,14 +43,14 @@ func benchHarness(b *testing.B) *harness.Harness {
 }
 
 // rawBolt is the baseline: the same bbolt, no journal logic.
-func rawBolt(b *testing.B) *bolt.DB {
+func rawBolt(b *testing.B) *bbolt.DB {
 	b.Helper()
-	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
+	db, err := bbolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("r")); return err }); err != nil {
+	if err := db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("r")); return err }); err != nil {
 		b.Fatal(err)
 	}
 	return db
@@ -59,9 +60,9 @@ var rawValue = make([]byte, 300)
 
 // rawPut writes one record under a random 16-byte key, as the journal
 // does (keys are UUIDs, so inserts land all over the tree).
-func rawPut(db *bolt.DB, _ uint64) error {
+func rawPut(db *bbolt.DB, _ uint64) error {
 	k := uuid.New()
-	return db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("r")).Put(k[:], rawValue) })
+	return db.Update(func(tx *bbolt.Tx) error { return tx.Bucket([]byte("r")).Put(k[:], rawValue) })
 }
 
 // BenchmarkReplay: a completed intent re-issued by the model, answered from
@@ -86,13 +87,13 @@ func BenchmarkReplay(b *testing.B) {
 		db := rawBolt(b)
 		var k [8]byte
 		binary.BigEndian.PutUint64(k[:], 1)
-		if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("r")).Put(k[:], rawValue) }); err != nil {
+		if err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket([]byte("r")).Put(k[:], rawValue) }); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			err := db.View(func(tx *bolt.Tx) error {
+			err := db.View(func(tx *bbolt.Tx) error {
 				if tx.Bucket([]byte("r")).Get(k[:]) == nil {
 					return fmt.Errorf("missing")
 				}
@@ -180,7 +181,7 @@ func BenchmarkConcurrent64(b *testing.B) {
 // BenchmarkDuplicates1000: 1,000 parallel duplicates of one intent; the
 // tool must run exactly once per round.
 func BenchmarkDuplicates1000(b *testing.B) {
-	st, err := journal.OpenBolt(filepath.Join(b.TempDir(), "bench.journal"), nil)
+	st, err := bolt.Open(filepath.Join(b.TempDir(), "bench.journal"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -312,7 +313,7 @@ func BenchmarkRenewal(b *testing.B) {
 		lease time.Duration
 	}{{"agentonce", 15 * time.Millisecond}, {"baseline", time.Minute}} {
 		b.Run(tc.name, func(b *testing.B) {
-			st, err := journal.OpenBolt(filepath.Join(b.TempDir(), "bench.journal"), nil)
+			st, err := bolt.Open(filepath.Join(b.TempDir(), "bench.journal"), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

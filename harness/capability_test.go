@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/journal/postgres"
 )
 
@@ -45,7 +46,7 @@ func (s forwardingStore) CompleteWith(ctx context.Context, key uuid.UUID, token 
 // LocalReads: a re-issue of a settled call is then answered without Begin.
 func TestWrappedStoreKeepsLocalReads(t *testing.T) {
 	for _, forward := range []bool{false, true} {
-		bs, err := journal.OpenBolt(filepath.Join(t.TempDir(), "j.db"), nil)
+		bs, err := bolt.Open(filepath.Join(t.TempDir(), "j.db"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -67,9 +68,9 @@ func (e *effects) all() int {
 	return e.total
 }
 
-func openBolt(t *testing.T, path string, opts *journal.Options) *journal.BoltStore {
+func openBolt(t *testing.T, path string, opts *journal.Options) *bolt.Store {
 	t.Helper()
-	st, err := journal.OpenBolt(path, opts)
+	st, err := bolt.Open(path, &bolt.Options{Journal: opts})
 	if err != nil {
 		t.Fatalf("OpenBolt(%s): %v", path, err)
 	}
@@ -89,7 +90,7 @@ func newHarness(t *testing.T, st journal.Store, opts *harness.Options) *harness.
 	return h
 }
 
-func tempJournal(t *testing.T) (string, *journal.BoltStore) {
+func tempJournal(t *testing.T) (string, *bolt.Store) {
 	path := filepath.Join(t.TempDir(), "agent.journal")
 	st := openBolt(t, path, nil)
 	t.Cleanup(func() { st.Close() })

@@ -18,6 +18,7 @@ import (
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/internal/inspect"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 // unknownTool is an Unkeyed tool whose every attempt may have happened
@@ -196,7 +197,7 @@ func TestInspectModes(t *testing.T) {
 		t.Errorf("InspectRequire with a file in the way: Open error = %v; want ErrSocketInUse naming %s", err, sock)
 	}
 	// The failed Open released the journal.
-	h, err = harness.Open(ctx, path, &harness.Options{Inspect: harness.InspectOff, Journal: &journal.Options{LockTimeout: 100 * time.Millisecond}})
+	h, err = harness.Open(ctx, path, &harness.Options{Inspect: harness.InspectOff, Journal: &journal.Options{StoreOptions: &bolt.Options{LockTimeout: 100 * time.Millisecond}}})
 	if err != nil {
 		t.Fatalf("Open after a failed Open: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	_ "github.com/agentonce/agentonce/journal/bolt" // plain paths: bbolt files, the default store
 )
 
 // NamespaceEnv names the environment variable Open reads the journal's
@@ -24,7 +25,8 @@ const NamespaceEnv = "AGENTONCE_NAMESPACE"
 
 // Open opens the journal at location with journal.Open and returns a
 // Harness on it; Close closes the journal too. A path is a bbolt file,
-// created if missing (the embedded default); a postgres:// URL opens the
+// created if missing (journal/bolt, which this package links in, so that
+// no import is needed for it); a postgres:// URL opens the
 // PostgreSQL store shared by a fleet, once the program imports it:
 //
 //	import _ "github.com/agentonce/agentonce/journal/postgres"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/journal/postgres"
 )
 
@@ -72,7 +73,7 @@ func TestOpenBadJournal(t *testing.T) {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
 	defer h.Close()
-	_, err = harness.Open(ctx, path, &harness.Options{Journal: &journal.Options{LockTimeout: 50 * time.Millisecond}})
+	_, err = harness.Open(ctx, path, &harness.Options{Journal: &journal.Options{StoreOptions: &bolt.Options{LockTimeout: 50 * time.Millisecond}}})
 	if !errors.Is(err, journal.ErrInUse) {
 		t.Errorf("Open(held journal) = %v; want ErrInUse", err)
 	}

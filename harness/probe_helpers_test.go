@@ -20,6 +20,7 @@ import (
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -34,9 +35,9 @@ var probeRetry = &retryclass.Policy{
 	InFlightBudget:  5 * time.Second,
 }
 
-func probeBolt(t *testing.T, opts *journal.Options) *journal.BoltStore {
+func probeBolt(t *testing.T, opts *journal.Options) *bolt.Store {
 	t.Helper()
-	st, err := journal.OpenBolt(filepath.Join(t.TempDir(), "agent.journal"), opts)
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "agent.journal"), &bolt.Options{Journal: opts})
 	if err != nil {
 		t.Fatalf("OpenBolt: %v", err)
 	}

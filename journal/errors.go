@@ -5,7 +5,7 @@ import "errors"
 // Errors returned while opening a journal.
 var (
 	// ErrInUse is returned when another process holds the journal file's
-	// lock past Options.LockTimeout.
+	// lock past bolt.Options.LockTimeout (journal/bolt).
 	ErrInUse = errors.New("journal in use by another process")
 	// ErrCorrupt is returned when a file is not a journal or is damaged,
 	// and by a read of a stored record whose bytes are damaged (its

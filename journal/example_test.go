@@ -2,10 +2,7 @@ package journal_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,54 +42,10 @@ func ExampleNewMemory() {
 	// true {"charge":"ch_1"}
 }
 
-// A journal file keeps its namespace and records across opens.
-func ExampleOpenBolt() {
-	dir, _ := os.MkdirTemp("", "journal")
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "agent.journal")
-
-	s, err := journal.OpenBolt(path, nil)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	ns := s.Namespace()
-	s.Close()
-
-	s, err = journal.OpenBolt(path, &journal.Options{ReadOnly: true})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer s.Close()
-	fmt.Println(s.Namespace() == ns)
-	_, err = s.Begin(context.Background(), journal.BeginRequest{Key: uuid.New()})
-	fmt.Println(errors.Is(err, journal.ErrReadOnly))
-	// Output:
-	// true
-	// true
-}
-
-// Compact copies a journal into a new, dense file.
-func ExampleCompact() {
-	dir, _ := os.MkdirTemp("", "journal")
-	defer os.RemoveAll(dir)
-	src, dst := filepath.Join(dir, "agent.journal"), filepath.Join(dir, "agent.journal.compact")
-	s, _ := journal.OpenBolt(src, nil)
-	s.Close()
-
-	err := journal.Compact(context.Background(), src, dst, func(done, total int64) {
-		fmt.Printf("%d/%d records\n", done, total)
-	})
-	fmt.Println(err)
-	// Output:
-	// <nil>
-}
-
 // The decision a store carries out for each Begin: a new intent, then the
 // same intent asked again while its lease is live, after the lease ran out
 // but while the attempt may still act downstream, and once it cannot.
-func ExampleDecideBegin() {
+func ExampleStoreKit_DecideBegin() {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	req := journal.BeginRequest{
 		Key:         uuid.MustParse("6ba7b810-9dad-11d1-80b4-00c04fd430c8"),
@@ -102,14 +55,14 @@ func ExampleDecideBegin() {
 		LeaseTTL:    10 * time.Second,
 		Settle:      time.Minute, // attempt timeout + the tool's settle window
 	}
-	d := journal.DecideBegin(nil, &req, t0)
+	d := journal.Kit.DecideBegin(nil, &req, t0)
 	fmt.Println(d.Result.Outcome == journal.Started, d.Guard, d.Write != nil)
 	rec := *d.Write
 
 	other := req
 	other.Owner = "agent-2"
 	for _, at := range []time.Duration{5 * time.Second, 30 * time.Second, time.Minute} {
-		d := journal.DecideBegin(&rec, &other, t0.Add(at))
+		d := journal.Kit.DecideBegin(&rec, &other, t0.Add(at))
 		fmt.Println(at, d.Result.Outcome == journal.Held, d.Result.Outcome == journal.TakenOver, d.Guard)
 	}
 	// Output:

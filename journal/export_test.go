@@ -1,46 +1,5 @@
 package journal
 
-import bolt "go.etcd.io/bbolt"
-
-// BulkPut writes records in one transaction per 10 000, for tests and
-// benchmarks that need big journals fast.
-func BulkPut(s *BoltStore, recs []Record) error {
-	for len(recs) > 0 {
-		n := min(len(recs), 10000)
-		chunk := recs[:n]
-		recs = recs[n:]
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			for i := range chunk {
-				r := &chunk[i]
-				if err := s.indexPut(tx, r, encodeRecord(nil, r)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// PagesWritten is how many pages the store's commits have written.
-func PagesWritten(s *BoltStore) int64 {
-	st := s.db.Stats()
-	return st.TxStats.GetWrite()
-}
-
-// FreshKeys is how many records the fresh bucket holds.
-func FreshKeys(s *BoltStore) int {
-	n := 0
-	s.db.View(func(tx *bolt.Tx) error {
-		n = countKeys(tx.Bucket(bucketFresh))
-		return nil
-	})
-	return n
-}
-
 // EncodeRecord, DecodeRecord and Seal expose the record encoding to tests.
 var (
 	EncodeRecord = encodeRecord
@@ -53,47 +12,3 @@ func EncodeLegacyRecord(r *Record) []byte {
 	v := encodeRecord(nil, r)
 	return append(v[:1:1], v[sealLen:]...)
 }
-
-// BoltStats is the bytes of the pages in use.
-func BoltStats(s *BoltStore) int64 {
-	var n int64
-	s.db.View(func(tx *bolt.Tx) error {
-		st := s.db.Stats()
-		n = tx.Size() - int64(st.FreePageN+st.PendingPageN)*int64(s.db.Info().PageSize)
-		return nil
-	})
-	return n
-}
-
-// SetMigrateBatch sets how many records one migration transaction
-// indexes, and a hook run after each, for a test.
-func SetMigrateBatch(n int, hook func(done int)) (restore func()) {
-	oldN, oldHook := migrateBatch, migrateHook
-	migrateBatch, migrateHook = n, hook
-	return func() { migrateBatch, migrateHook = oldN, oldHook }
-}
-
-// Legacy reports that a store reads every record for its queries: a
-// layout-1 journal opened read-only.
-func Legacy(s *BoltStore) bool { return s.legacy }
-
-// SetNoSync turns fsync off (or on again) for a test that builds a big
-// journal fast.
-func SetNoSync(s *BoltStore, on bool) { s.db.NoSync = on }
-
-// IndexRoot is the page id of the index bucket's root: it changes with
-// every commit that writes an index entry.
-func IndexRoot(s *BoltStore) uint64 {
-	var root uint64
-	s.db.View(func(tx *bolt.Tx) error {
-		root = uint64(tx.Bucket(bucketIndex).Root())
-		return nil
-	})
-	return root
-}
-
-// FreshMax is how many records the fresh bucket holds before a flush.
-const FreshMax = freshMax
-
-// CreateBolt is createBolt, for the race test.
-var CreateBolt = createBolt

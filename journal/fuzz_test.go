@@ -155,3 +155,12 @@ func TestRecordDecodeAllocs(t *testing.T) {
 		t.Errorf("DecodeRecord allocates %v times; want at most 3", allocs)
 	}
 }
+
+// sameRecord fails the test unless got and want encode alike.
+func sameRecord(t *testing.T, what string, got, want journal.Record) {
+	t.Helper()
+	ge, we := journal.EncodeRecord(nil, &got), journal.EncodeRecord(nil, &want)
+	if string(ge) != string(we) {
+		t.Fatalf("%s: record %s = %+v; want %+v", what, want.Key, got, want)
+	}
+}

@@ -68,11 +68,11 @@ type BeginDecision struct {
 	Durable bool
 }
 
-// MismatchKey is the key under which a Begin that answered Mismatch for key
+// mismatchKey is the key under which a Begin that answered Mismatch for key
 // records its suppression of the caller's fingerprint fp: the UUIDv5 of fp
 // in the namespace key. A repeated mismatch of the same payload derives the
 // same key, and so finds the suppression it recorded.
-func MismatchKey(key uuid.UUID, fp keyderive.Fingerprint) uuid.UUID {
+func mismatchKey(key uuid.UUID, fp keyderive.Fingerprint) uuid.UUID {
 	return uuid.NewSHA1(key, fp[:])
 }
 
@@ -81,7 +81,7 @@ func MismatchKey(key uuid.UUID, fp keyderive.Fingerprint) uuid.UUID {
 func mismatchRecord(req *BeginRequest, now time.Time) Record {
 	return Record{
 		Version:      SchemaVersion,
-		Key:          MismatchKey(req.Key, req.Fingerprint),
+		Key:          mismatchKey(req.Key, req.Fingerprint),
 		Intent:       req.Intent,
 		Fingerprint:  req.Fingerprint,
 		Effect:       req.Effect,
@@ -96,12 +96,12 @@ func mismatchRecord(req *BeginRequest, now time.Time) Record {
 	}
 }
 
-// PlaceSuppression returns the record a store writes for a decision's
+// placeSuppression returns the record a store writes for a decision's
 // Suppress, given the record cur it holds under Suppress's key (nil when
 // none): nil when a live record already holds that key, which makes a
 // repeated mismatch write nothing; else s, with a token above an expired
 // record's.
-func PlaceSuppression(cur, s *Record, now time.Time) *Record {
+func placeSuppression(cur, s *Record, now time.Time) *Record {
 	if cur == nil {
 		return s
 	}
@@ -113,11 +113,11 @@ func PlaceSuppression(cur, s *Record, now time.Time) *Record {
 	return &w
 }
 
-// DecideBegin decides Begin for the current record cur of req.Key (nil
+// decideBegin decides Begin for the current record cur of req.Key (nil
 // when there is none) at now. It is for store implementations: the
 // decision is the same in every store, and only how it is made atomic and
 // durable differs. It does not modify cur, and calls req.Retake on a copy.
-func DecideBegin(cur *Record, req *BeginRequest, now time.Time) BeginDecision {
+func decideBegin(cur *Record, req *BeginRequest, now time.Time) BeginDecision {
 	var prevToken uint64
 	if cur != nil && Expired(cur, now) {
 		// An expired record is absent for Begin. Its token is carried on so
@@ -153,7 +153,7 @@ func DecideBegin(cur *Record, req *BeginRequest, now time.Time) BeginDecision {
 	r := cloneRecord(cur)
 	r.State = StatePending
 	r.Output, r.ErrorClass, r.ErrorMessage, r.Resolution = nil, "", "", nil
-	r.Lease = Lease{Owner: req.Owner, Token: cur.Lease.Token + 1, Expires: now.Add(LeaseTTL(req.LeaseTTL))}
+	r.Lease = Lease{Owner: req.Owner, Token: cur.Lease.Token + 1, Expires: now.Add(leaseTTL(req.LeaseTTL))}
 	r.Updated = now
 	if exp := now.Add(recordTTL(req.RecordTTL)); exp.After(r.Expires) {
 		r.Expires = exp
@@ -190,9 +190,9 @@ func cloneRecord(r *Record) Record {
 	return c
 }
 
-// LeaseTTL is the lease a request's LeaseTTL field asks for: d, or
+// leaseTTL is the lease a request's LeaseTTL field asks for: d, or
 // DefaultLeaseTTL when d is not positive.
-func LeaseTTL(d time.Duration) time.Duration {
+func leaseTTL(d time.Duration) time.Duration {
 	if d <= 0 {
 		return DefaultLeaseTTL
 	}
@@ -215,7 +215,7 @@ func newRecord(req *BeginRequest, now time.Time, token uint64) Record {
 		Effect:      req.Effect,
 		Input:       req.Input,
 		State:       StatePending,
-		Lease:       Lease{Owner: req.Owner, Token: token, Expires: now.Add(LeaseTTL(req.LeaseTTL))},
+		Lease:       Lease{Owner: req.Owner, Token: token, Expires: now.Add(leaseTTL(req.LeaseTTL))},
 		Created:     now,
 		Updated:     now,
 		Expires:     now.Add(recordTTL(req.RecordTTL)),
@@ -244,14 +244,14 @@ func quietAt(r *Record) time.Time {
 	return q
 }
 
-// GuardBlocks reports whether the record s, found under another key,
+// guardBlocks reports whether the record s, found under another key,
 // blocks req: the suppression guard's rule and scope, in one place. A live
 // suppressed record of the same tenant, session and tool blocks within
 // req.Guard's scope (the same turn for GuardTurn, the whole session for
 // GuardSession, nothing for GuardOff). DecideBegin asks for it (Guard) on
 // every path that could let the tool run: a new record, a takeover, a
 // retake.
-func GuardBlocks(s *Record, req *BeginRequest, now time.Time) bool {
+func guardBlocks(s *Record, req *BeginRequest, now time.Time) bool {
 	if s.State != StateSuppressed || s.Key == req.Key || Expired(s, now) {
 		return false
 	}
@@ -268,8 +268,8 @@ func GuardBlocks(s *Record, req *BeginRequest, now time.Time) bool {
 	return false
 }
 
-// ValidateBegin checks a request before anything is read or written.
-func ValidateBegin(req *BeginRequest) error {
+// validateBegin checks a request before anything is read or written.
+func validateBegin(req *BeginRequest) error {
 	if req.Key == uuid.Nil {
 		return fmt.Errorf("%w: begin: zero key", ErrInvalid)
 	}
@@ -295,9 +295,9 @@ func closeAttempt(r *Record, now time.Time, class, msg string) {
 	}
 }
 
-// ApplyAttempt returns cur with the attempt of req started, or ErrFenced.
+// applyAttempt returns cur with the attempt of req started, or ErrFenced.
 // It does not modify cur.
-func ApplyAttempt(cur *Record, req *AttemptRequest, now time.Time) (Record, error) {
+func applyAttempt(cur *Record, req *AttemptRequest, now time.Time) (Record, error) {
 	if err := fence(cur, req.Key, req.Token); err != nil {
 		return Record{}, err
 	}
@@ -306,34 +306,34 @@ func ApplyAttempt(cur *Record, req *AttemptRequest, now time.Time) (Record, erro
 	copy(r.Attempts, cur.Attempts)
 	closeAttempt(&r, now, req.PrevClass, req.PrevError)
 	r.Attempts = append(r.Attempts, Attempt{ID: req.ID, Start: now, QuietAt: settleAt(now, req.Settle)})
-	r.Lease.Expires = now.Add(LeaseTTL(req.LeaseTTL))
+	r.Lease.Expires = now.Add(leaseTTL(req.LeaseTTL))
 	r.Updated = now
 	return r, nil
 }
 
-// ValidateRenew checks a renewal before anything is read.
-func ValidateRenew(req *RenewRequest) error {
+// validateRenew checks a renewal before anything is read.
+func validateRenew(req *RenewRequest) error {
 	if req.Key == uuid.Nil {
 		return fmt.Errorf("%w: renew: zero key", ErrInvalid)
 	}
 	return nil
 }
 
-// ApplyRenew returns cur with its lease extended from now by req, or
+// applyRenew returns cur with its lease extended from now by req, or
 // ErrFenced. An owner whose lease expired but that nobody took over may
 // renew it: its token is still the record's. Renewal is not a change of
 // state: Updated stays. It does not modify cur.
-func ApplyRenew(cur *Record, req *RenewRequest, now time.Time) (Record, error) {
+func applyRenew(cur *Record, req *RenewRequest, now time.Time) (Record, error) {
 	if err := fence(cur, req.Key, req.Token); err != nil {
 		return Record{}, err
 	}
 	r := *cur
-	r.Lease.Expires = now.Add(LeaseTTL(req.LeaseTTL))
+	r.Lease.Expires = now.Add(leaseTTL(req.LeaseTTL))
 	return r, nil
 }
 
-// ValidateCompletion checks a completion before anything is read.
-func ValidateCompletion(c *Completion) error {
+// validateCompletion checks a completion before anything is read.
+func validateCompletion(c *Completion) error {
 	if c.Key == uuid.Nil {
 		return fmt.Errorf("%w: complete: zero key", ErrInvalid)
 	}
@@ -343,9 +343,9 @@ func ValidateCompletion(c *Completion) error {
 	return nil
 }
 
-// ApplyCompletion returns cur settled by c, or ErrFenced. It does not
+// applyCompletion returns cur settled by c, or ErrFenced. It does not
 // modify cur.
-func ApplyCompletion(cur *Record, c *Completion, now time.Time) (Record, error) {
+func applyCompletion(cur *Record, c *Completion, now time.Time) (Record, error) {
 	if err := fence(cur, c.Key, c.Token); err != nil {
 		return Record{}, err
 	}
@@ -360,19 +360,19 @@ func ApplyCompletion(cur *Record, c *Completion, now time.Time) (Record, error) 
 	return r, nil
 }
 
-// ValidateResolution checks an operator's verdict on key before anything
+// validateResolution checks an operator's verdict on key before anything
 // is read.
-func ValidateResolution(key uuid.UUID, res *Resolution) error {
+func validateResolution(key uuid.UUID, res *Resolution) error {
 	if res.State != StateSucceeded && res.State != StateFailed {
 		return fmt.Errorf("%w: resolve %s: state %s (want succeeded or failed)", ErrInvalid, key, res.State)
 	}
 	return nil
 }
 
-// ApplyResolution returns cur settled by an operator, or ErrInvalid or
+// applyResolution returns cur settled by an operator, or ErrInvalid or
 // ErrNotResolvable. It does not modify cur.
-func ApplyResolution(cur *Record, res Resolution, now time.Time) (Record, error) {
-	if err := ValidateResolution(cur.Key, &res); err != nil {
+func applyResolution(cur *Record, res Resolution, now time.Time) (Record, error) {
+	if err := validateResolution(cur.Key, &res); err != nil {
 		return Record{}, err
 	}
 	if cur.State != StatePending && cur.State != StateUnknown {
@@ -403,8 +403,8 @@ func ApplyResolution(cur *Record, res Resolution, now time.Time) (Record, error)
 	return r, nil
 }
 
-// ValidateImport checks a record given to Import.
-func ValidateImport(r *Record) error {
+// validateImport checks a record given to Import.
+func validateImport(r *Record) error {
 	if r.Key == uuid.Nil {
 		return fmt.Errorf("%w: import: zero key", ErrInvalid)
 	}

@@ -100,7 +100,7 @@ func (m *MemoryStore) lockRead(ctx context.Context) error {
 
 // Begin decides what happens to an intent; see Store.
 func (m *MemoryStore) Begin(ctx context.Context, req BeginRequest) (BeginResult, error) {
-	if err := ValidateBegin(&req); err != nil {
+	if err := validateBegin(&req); err != nil {
 		return BeginResult{}, err
 	}
 	if err := m.lockWrite(ctx); err != nil {
@@ -112,11 +112,11 @@ func (m *MemoryStore) Begin(ctx context.Context, req BeginRequest) (BeginResult,
 		return BeginResult{}, err
 	}
 	now := m.now()
-	d := DecideBegin(cur, &req, now)
+	d := decideBegin(cur, &req, now)
 	if d.Guard {
 		for _, b := range m.records {
 			s, err := decodeRecord(b)
-			if err == nil && GuardBlocks(&s, &req, now) {
+			if err == nil && guardBlocks(&s, &req, now) {
 				return BeginResult{Outcome: Guarded, Record: s}, nil
 			}
 		}
@@ -132,7 +132,7 @@ func (m *MemoryStore) Begin(ctx context.Context, req BeginRequest) (BeginResult,
 		if err != nil {
 			return BeginResult{}, err
 		}
-		if w := PlaceSuppression(sc, d.Suppress, now); w != nil {
+		if w := placeSuppression(sc, d.Suppress, now); w != nil {
 			m.put(w)
 		}
 	}
@@ -145,36 +145,36 @@ func (m *MemoryStore) Begin(ctx context.Context, req BeginRequest) (BeginResult,
 // StartAttempt records a new attempt; see Store.
 func (m *MemoryStore) StartAttempt(ctx context.Context, req AttemptRequest) error {
 	_, err := m.update(ctx, req.Key, "start attempt", func(cur *Record, now time.Time) (Record, error) {
-		return ApplyAttempt(cur, &req, now)
+		return applyAttempt(cur, &req, now)
 	})
 	return err
 }
 
 // Renew extends the caller's lease; see Store.
 func (m *MemoryStore) Renew(ctx context.Context, req RenewRequest) (time.Time, error) {
-	if err := ValidateRenew(&req); err != nil {
+	if err := validateRenew(&req); err != nil {
 		return time.Time{}, err
 	}
 	r, err := m.update(ctx, req.Key, "renew", func(cur *Record, now time.Time) (Record, error) {
-		return ApplyRenew(cur, &req, now)
+		return applyRenew(cur, &req, now)
 	})
 	return r.Lease.Expires, err
 }
 
 // Complete records an outcome; see Store.
 func (m *MemoryStore) Complete(ctx context.Context, c Completion) (Record, error) {
-	if err := ValidateCompletion(&c); err != nil {
+	if err := validateCompletion(&c); err != nil {
 		return Record{}, err
 	}
 	return m.update(ctx, c.Key, "complete", func(cur *Record, now time.Time) (Record, error) {
-		return ApplyCompletion(cur, &c, now)
+		return applyCompletion(cur, &c, now)
 	})
 }
 
 // Resolve settles a pending or unknown record; see Store.
 func (m *MemoryStore) Resolve(ctx context.Context, key uuid.UUID, res Resolution) (Record, error) {
 	return m.update(ctx, key, "resolve", func(cur *Record, now time.Time) (Record, error) {
-		return ApplyResolution(cur, res, now)
+		return applyResolution(cur, res, now)
 	})
 }
 
@@ -306,7 +306,7 @@ func (m *MemoryStore) Stats(ctx context.Context) (Stats, error) {
 
 // Import writes r as it is; see Store.
 func (m *MemoryStore) Import(ctx context.Context, r Record) error {
-	if err := ValidateImport(&r); err != nil {
+	if err := validateImport(&r); err != nil {
 		return err
 	}
 	if err := m.lockWrite(ctx); err != nil {

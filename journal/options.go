@@ -6,8 +6,11 @@ import (
 	"github.com/google/uuid"
 )
 
-// Options configures a store. A nil *Options means defaults; each field's
-// zero value is its default. Fields that apply to one store say so.
+// Options configures a store: what every store shares. A nil *Options
+// means defaults; each field's zero value is its default. A store's own
+// settings are in its package's Options (journal/bolt's, journal/postgres's),
+// which hold these as their Journal field; through Open they travel in
+// StoreOptions.
 type Options struct {
 	// Namespace is the secret UUIDv5 namespace for a new journal. Zero
 	// means: keep the one stored in the journal, or generate one at random
@@ -16,24 +19,19 @@ type Options struct {
 	Namespace uuid.UUID
 
 	// ReadOnly opens the journal for inspection: every write returns
-	// ErrReadOnly and the file is never modified.
+	// ErrReadOnly and the journal is never modified.
 	ReadOnly bool
 
-	// LockTimeout is how long OpenBolt waits for another process's file
-	// lock before returning ErrInUse. Zero means 1 second. (bbolt only.)
-	LockTimeout time.Duration
-
-	// MaxBatchSize and MaxBatchDelay tune group commit: concurrent writes
-	// that arrive within MaxBatchDelay share one fsync, up to MaxBatchSize
-	// writes. Zero MaxBatchSize means 256. Zero MaxBatchDelay means no
-	// wait: a group holds the writes that queued while the previous group
-	// committed, so its size follows the concurrency and a lone write is
-	// committed at once. (bbolt only.)
-	MaxBatchSize  int
-	MaxBatchDelay time.Duration
-
 	// Now is the store's clock, by which it judges leases, settle windows
-	// and TTLs: a test seam. Nil means time.Now. (bbolt and in-memory only:
-	// the PostgreSQL store ignores it, the server's clock decides.)
+	// and TTLs: a test seam. Nil means time.Now. The bbolt and in-memory
+	// stores use it; the PostgreSQL store ignores it (the database server's
+	// clock decides; postgres.Options.TestClock stands in for that one).
 	Now func() time.Time
+
+	// StoreOptions, given to Open, is the options of the store the location
+	// picks: a *bolt.Options for a bbolt file, a *postgres.Options for
+	// PostgreSQL. Their Journal field is ignored (these Options are used).
+	// Nil means the store's defaults; another type is an error wrapping
+	// ErrInvalid. A store opened directly ignores it.
+	StoreOptions any
 }

@@ -14,8 +14,8 @@ import (
 // harness drives every intent through it: Begin, then StartAttempt before
 // each retry, then Complete. Every method is safe for concurrent use.
 //
-// Implementations: the bbolt store (OpenBolt, the default), the in-memory
-// store (NewMemory) and the PostgreSQL store. All of them pass the
+// Implementations: the bbolt store (journal/bolt, the default), the in-memory
+// store (NewMemory) and the PostgreSQL store (journal/postgres). All pass the
 // conformance suite in internal/journaltest.
 type Store interface {
 	// Namespace returns the journal's secret UUIDv5 namespace, created at

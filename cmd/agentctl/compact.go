@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/journal/postgres"
 )
 
@@ -92,7 +92,7 @@ func runCompact(ctx context.Context, e *env, o *compactOptions) error {
 		bar = &progressBar{w: e.stderr, now: e.now, label: "compacting"}
 		progress = bar.update
 	}
-	err = journal.Compact(ctx, src, dst, progress)
+	err = bolt.Compact(ctx, src, dst, progress)
 	bar.finish()
 	if err != nil {
 		os.Remove(dst)

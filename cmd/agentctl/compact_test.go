@@ -12,13 +12,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 // addExpired imports n records that are past their TTL at testNow, from
 // many goroutines so that they share commits.
 func addExpired(t *testing.T, path string, n int) {
 	t.Helper()
-	s, err := journal.OpenBolt(path, &journal.Options{Now: func() time.Time { return testNow }})
+	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return testNow }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestCompactOutput(t *testing.T) {
 
 func TestCompactRefusals(t *testing.T) {
 	fx := buildFixture(t)
-	s, err := journal.OpenBolt(fx.path, nil)
+	s, err := bolt.Open(fx.path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func exportTo(ctx context.Context, s journal.Store, w io.Writer) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		if err := jw.write(toJSON(&r)); err != nil {
+		if err := jw.write(&r); err != nil {
 			return n, err
 		}
 		n++

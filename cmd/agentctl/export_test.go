@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 // exportOf runs agentctl export on path and returns its output.
@@ -61,7 +62,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 	// The copy keeps the namespace, so the harness derives the same keys
 	// and is answered from it.
-	s, err := journal.OpenBolt(dst, &journal.Options{ReadOnly: true, Now: func() time.Time { return testNow }})
+	s, err := bolt.Open(dst, &bolt.Options{Journal: &journal.Options{ReadOnly: true, Now: func() time.Time { return testNow }}})
 	if err != nil {
 		t.Fatal(err)
 	}

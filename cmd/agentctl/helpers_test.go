@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
@@ -180,7 +181,7 @@ func buildFixture(t *testing.T) *fixture {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	clock := t0
-	s, err := journal.OpenBolt(path, &journal.Options{Namespace: testNS, Now: func() time.Time { return clock }})
+	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: testNS, Now: func() time.Time { return clock }}})
 	if err != nil {
 		t.Fatalf("OpenBolt(%s): %v", path, err)
 	}

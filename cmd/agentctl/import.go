@@ -275,8 +275,8 @@ func journalExists(ctx context.Context, e *env, j *journalFlags) (bool, error) {
 // sameRecord compares two records through their export form, which holds
 // every field.
 func sameRecord(a, b *journal.Record) bool {
-	ja, err1 := json.Marshal(toJSON(a))
-	jb, err2 := json.Marshal(toJSON(b))
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
@@ -316,18 +316,13 @@ func scanExport(r io.Reader, name string, fn func(ns uuid.UUID, line int, rec *j
 			ns = u
 			continue
 		}
-		var j recordJSON
+		var rec journal.Record
 		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&j); err != nil {
+		if err := dec.Decode(&rec); err != nil {
 			return ns, bad("%v", err)
 		}
 		if dec.More() {
 			return ns, bad("more than one JSON value on the line")
-		}
-		rec, err := fromJSON(&j)
-		if err != nil {
-			return ns, bad("%v", err)
 		}
 		if prev, dup := seen[rec.Key]; dup {
 			return ns, bad("key %s again (first on line %d)", rec.Key, prev)

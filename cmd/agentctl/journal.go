@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentonce/agentonce/internal/inspect"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/journal/postgres"
 )
 
@@ -23,10 +24,10 @@ import (
 // command, so a typo never creates an empty journal; only "import
 // --create" creates one (see createJournal).
 func openJournal(ctx context.Context, location string, readOnly bool) (journal.Store, error) {
-	return openJournalOpts(ctx, location, &journal.Options{ReadOnly: readOnly})
+	return openJournalOpts(ctx, location, &journal.Options{ReadOnly: readOnly}, 0)
 }
 
-func openJournalOpts(ctx context.Context, location string, opts *journal.Options) (journal.Store, error) {
+func openJournalOpts(ctx context.Context, location string, opts *journal.Options, lockTimeout time.Duration) (journal.Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -36,7 +37,7 @@ func openJournalOpts(ctx context.Context, location string, opts *journal.Options
 	if err := checkBoltFile(location); err != nil {
 		return nil, err
 	}
-	return openBolt(location, opts)
+	return openBolt(location, &bolt.Options{Journal: opts, LockTimeout: lockTimeout})
 }
 
 // checkBoltFile refuses a bbolt journal location that is missing, a
@@ -65,9 +66,9 @@ func checkBoltFile(location string) error {
 	return nil
 }
 
-// openBolt returns a nil interface, not a nil *BoltStore, on error.
-func openBolt(path string, opts *journal.Options) (journal.Store, error) {
-	s, err := journal.OpenBolt(path, opts)
+// openBolt returns a nil interface, not a nil *bolt.Store, on error.
+func openBolt(path string, opts *bolt.Options) (journal.Store, error) {
+	s, err := bolt.Open(path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func createJournal(ctx context.Context, location string, ns uuid.UUID, lockTimeo
 	if postgres.IsURL(location) {
 		return openPostgres(ctx, location, &journal.Options{Namespace: ns, Now: now}, true)
 	}
-	return openBolt(location, &journal.Options{Namespace: ns, LockTimeout: lockTimeout, Now: now})
+	return openBolt(location, &bolt.Options{Journal: &journal.Options{Namespace: ns, Now: now}, LockTimeout: lockTimeout})
 }
 
 // open opens the journal named by the command's flags. A bbolt journal
@@ -104,7 +105,7 @@ func (j *journalFlags) open(ctx context.Context, e *env, readOnly bool) (journal
 	}
 	// The store runs on the command's clock, so that expiry in stats, gc
 	// and replay agrees with what the command prints.
-	s, err := openJournalOpts(ctx, j.location, &journal.Options{ReadOnly: readOnly, LockTimeout: j.lockTimeout, Now: e.now})
+	s, err := openJournalOpts(ctx, j.location, &journal.Options{ReadOnly: readOnly, Now: e.now}, j.lockTimeout)
 	if errors.Is(err, journal.ErrInUse) && !postgres.IsURL(j.location) {
 		return nil, &cliError{code: exitInUse, err: err,
 			hint: "no agent answers at " + inspect.SocketPath(j.location) + " (its inspection is off, or it predates it): " +

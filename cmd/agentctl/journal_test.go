@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 // TestInspectionLeavesFileUnchanged runs every inspection command, in
@@ -61,7 +61,7 @@ func TestBadJournals(t *testing.T) {
 	// A journal held open by a writer: bbolt's flock blocks a second open,
 	// even in the same process.
 	locked := filepath.Join(dir, "locked.db")
-	s, err := journal.OpenBolt(locked, nil)
+	s, err := bolt.Open(locked, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

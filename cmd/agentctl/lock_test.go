@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 // TestHelperHoldJournal is not a test: re-executed with
@@ -18,7 +18,7 @@ func TestHelperHoldJournal(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestJournalHeldByAnotherProcess")
 	}
-	s, err := journal.OpenBolt(path, nil)
+	s, err := bolt.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func runLs(ctx context.Context, e *env, o *lsOptions) error {
 		}
 		n++
 		if jw != nil {
-			if err := jw.write(toJSON(&r)); err != nil {
+			if err := jw.write(&r); err != nil {
 				return err
 			}
 			continue

@@ -10,43 +10,33 @@ import (
 	"github.com/agentonce/agentonce/journal"
 )
 
-// TestEmbed: bytes that are compact JSON are embedded as they are;
-// anything else goes base64, so every record round-trips byte for byte.
-func TestEmbed(t *testing.T) {
+// TestExportOutputRoundTrip: every output round-trips byte for byte through
+// export and import (journal's TestEmbedJSON checks which form each takes).
+func TestExportOutputRoundTrip(t *testing.T) {
 	tests := []struct {
-		in     string
-		nilIn  bool
-		raw    string
-		base64 bool
+		in    string
+		nilIn bool
 	}{
 		{nilIn: true},
-		{in: `{"a":1}`, raw: `{"a":1}`},
-		{in: `{"a": 1}`, base64: true}, // not compact: embedding would change it
-		{in: `<&>`, base64: true},
-		{in: ``, base64: true}, // empty but not nil
-		{in: `"\u003c"`, raw: `"\u003c"`},
-		{in: `"<"`, raw: `"<"`},
-		{in: "\"\xff\"", raw: "\"\xff\""},
+		{in: `{"a":1}`},
+		{in: `{"a": 1}`}, // not compact: embedding would change it
+		{in: `<&>`},
+		{in: ``}, // empty but not nil
+		{in: `"\u003c"`},
+		{in: `"<"`},
+		{in: "\"\xff\""},
 	}
 	for _, tt := range tests {
 		var b []byte
 		if !tt.nilIn {
 			b = []byte(tt.in)
 		}
-		raw, b64 := embed(b)
-		if string(raw) != tt.raw || (b64 != nil) != tt.base64 {
-			t.Errorf("embed(%q) = %q, base64 %v; want %q, %v", tt.in, raw, b64 != nil, tt.raw, tt.base64)
-		}
-		back, err := unembed("output", raw, b64)
-		if err != nil || !bytes.Equal(back, b) || (back == nil) != (b == nil) {
-			t.Errorf("unembed(embed(%q)) = %q, %v", tt.in, back, err)
-		}
 		// Through the writer export uses and the reader import uses.
 		r := journal.Record{Version: 1, State: journal.StateSucceeded, Output: b, Created: time.Unix(1, 0)}
 		r.Key[15] = 1
 		var buf bytes.Buffer
 		jw := newJSONWriter(&buf)
-		if err := jw.write(toJSON(&r)); err != nil {
+		if err := jw.write(&r); err != nil {
 			t.Fatal(err)
 		}
 		jw.flush()
@@ -69,7 +59,7 @@ func FuzzImportLine(f *testing.F) {
 	}
 	for i, r := range seeds {
 		r.Key[0], r.Key[15] = byte(i+1), 1
-		b, _ := json.Marshal(toJSON(&r))
+		b, _ := json.Marshal(&r)
 		f.Add(string(b))
 	}
 	f.Add(`{"agentonce_export":1,"namespace":"6ba7b812-9dad-11d1-80b4-00c04fd430c8"}`)
@@ -87,7 +77,7 @@ func FuzzImportLine(f *testing.F) {
 			return
 		}
 		for _, l := range recs {
-			b1, err := json.Marshal(toJSON(&l.rec))
+			b1, err := json.Marshal(&l.rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,10 +85,30 @@ func FuzzImportLine(f *testing.F) {
 			if err != nil || len(again) != 1 {
 				t.Fatalf("export form %s does not parse back: %v", b1, err)
 			}
-			b2, _ := json.Marshal(toJSON(&again[0].rec))
+			b2, _ := json.Marshal(&again[0].rec)
 			if !bytes.Equal(b1, b2) {
 				t.Fatalf("round trip not stable:\n%s\n%s", b1, b2)
 			}
 		}
 	})
+}
+
+// TestExportKeepsQuietAt: an attempt's settle window survives export and
+// import (the export form before journal.Record's own had no quiet_at, so
+// an imported journal let a takeover run while the attempt could still act).
+func TestExportKeepsQuietAt(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	r := journal.Record{Version: 1, State: journal.StatePending, Created: t0,
+		Attempts: []journal.Attempt{{ID: "a1", Start: t0, QuietAt: t0.Add(5 * time.Minute)}}}
+	r.Key[15] = 7
+	var buf bytes.Buffer
+	jw := newJSONWriter(&buf)
+	if err := jw.write(&r); err != nil {
+		t.Fatal(err)
+	}
+	jw.flush()
+	_, recs, err := readExport(&buf, "test")
+	if err != nil || len(recs) != 1 || len(recs[0].rec.Attempts) != 1 || !recs[0].rec.Attempts[0].QuietAt.Equal(r.Attempts[0].QuietAt) {
+		t.Fatalf("export/import of an attempt quiet until %v = %+v, %v", r.Attempts[0].QuietAt, recs, err)
+	}
 }

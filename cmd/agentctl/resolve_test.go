@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 func getRecord(t *testing.T, path string, key string) journal.Record {
@@ -16,12 +17,8 @@ func getRecord(t *testing.T, path string, key string) journal.Record {
 	if r.code != 0 {
 		t.Fatalf("show %s = %d, %s", key, r.code, r.stderr)
 	}
-	var j recordJSON
-	if err := jsonUnmarshal(r.stdout, &j); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := fromJSON(&j)
-	if err != nil {
+	var rec journal.Record
+	if err := jsonUnmarshal(r.stdout, &rec); err != nil {
 		t.Fatal(err)
 	}
 	return rec
@@ -66,7 +63,7 @@ func TestResolve(t *testing.T) {
 		t.Errorf("resolve of a dead owner's live lease = %d, %s", r.code, r.stderr)
 	}
 	// The fenced-out owner cannot complete it afterwards.
-	s, err := journal.OpenBolt(fx.path, &journal.Options{Now: func() time.Time { return testNow }})
+	s, err := bolt.Open(fx.path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return testNow }}})
 	if err != nil {
 		t.Fatal(err)
 	}

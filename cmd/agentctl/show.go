@@ -77,7 +77,7 @@ func runShow(ctx context.Context, e *env, o *showOptions) error {
 	}
 	if o.json {
 		jw := newJSONWriter(e.stdout)
-		if err := jw.write(toJSON(&r)); err != nil {
+		if err := jw.write(&r); err != nil {
 			return err
 		}
 		return jw.flush()

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/journal/postgres"
 )
 
@@ -81,7 +81,7 @@ func runVerify(ctx context.Context, e *env, o *verifyOptions) error {
 		if err := checkBoltFile(o.journal.location); err != nil {
 			return err
 		}
-		out.Records, err = journal.VerifyBolt(ctx, o.journal.location, &journal.Options{LockTimeout: o.journal.lockTimeout}, collect)
+		out.Records, err = bolt.Verify(ctx, o.journal.location, &bolt.Options{LockTimeout: o.journal.lockTimeout}, collect)
 	}
 	if err != nil {
 		return err

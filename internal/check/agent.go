@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	_ "github.com/agentonce/agentonce/journal/postgres" // postgres:// journals
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -90,8 +91,8 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		LeaseTTL: time.Duration(plan.LeaseMS) * time.Millisecond,
 		Retry:    workerRetry,
 		Journal: &journal.Options{
-			LockTimeout: 20 * time.Second, // the previous incarnation's lock goes with its death
-			Now:         func() time.Time { return time.Now().Add(skew) },
+			Now:          func() time.Time { return time.Now().Add(skew) },
+			StoreOptions: &bolt.Options{LockTimeout: 20 * time.Second}, // the previous incarnation's lock goes with its death
 		},
 	}
 	// The runner terminates PostgreSQL backends at random, an open's among

@@ -17,12 +17,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
 // served is a bbolt journal with records, served at its socket.
 type served struct {
-	store *journal.BoltStore
+	store *bolt.Store
 	srv   *Server
 	sock  string
 	keys  []uuid.UUID // by creation order
@@ -34,7 +35,7 @@ type served struct {
 func serve(t *testing.T, n int) *served {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "j.db")
-	st, err := journal.OpenBolt(path, nil)
+	st, err := bolt.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestVersionMismatch(t *testing.T) {
 // the next Listen; a live one, and a file that is not a socket, are not.
 func TestStaleSocket(t *testing.T) {
 	dir := t.TempDir()
-	st, err := journal.OpenBolt(filepath.Join(dir, "j.db"), nil)
+	st, err := bolt.Open(filepath.Join(dir, "j.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +326,7 @@ func TestLongSocketPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "journal.db")
-	st, err := journal.OpenBolt(path, nil)
+	st, err := bolt.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +431,7 @@ func TestAgentGoneMidList(t *testing.T) {
 func TestCloseLeavesAnotherSocket(t *testing.T) {
 	fx := serve(t, 0)
 	os.Remove(fx.sock)
-	st2, err := journal.OpenBolt(filepath.Join(t.TempDir(), "k.db"), nil)
+	st2, err := bolt.Open(filepath.Join(t.TempDir(), "k.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,11 @@
 package inspect
 
 import (
-	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/keyderive"
 )
 
 // Version is the protocol version this package speaks; both ends must
@@ -72,43 +69,11 @@ type wireError struct {
 	Message string `json:"message"`
 }
 
-// Record is a journal.Record on the wire: every field, so that FromRecord
-// and ToRecord round-trip. Bytes are base64 (JSON's []byte); times are RFC
-// 3339; states and effect kinds are their names.
-type Record struct {
-	Version       int         `json:"version"`
-	Key           string      `json:"key"`
-	Tenant        string      `json:"tenant"`
-	Session       string      `json:"session"`
-	Turn          string      `json:"turn"`
-	Tool          string      `json:"tool"`
-	Discriminator string      `json:"discriminator"`
-	Effect        string      `json:"effect"`
-	Fingerprint   string      `json:"fingerprint"`
-	Input         []byte      `json:"input"`
-	State         string      `json:"state"`
-	Output        []byte      `json:"output"`
-	ErrorClass    string      `json:"error_class"`
-	ErrorMessage  string      `json:"error_message"`
-	Attempts      []Attempt   `json:"attempts"`
-	LeaseOwner    string      `json:"lease_owner"`
-	LeaseToken    uint64      `json:"lease_token"`
-	LeaseExpires  time.Time   `json:"lease_expires"`
-	Resolution    *Resolution `json:"resolution"`
-	Created       time.Time   `json:"created"`
-	Updated       time.Time   `json:"updated"`
-	Expires       time.Time   `json:"expires"`
-}
-
-// Attempt is a journal.Attempt on the wire.
-type Attempt struct {
-	ID      string    `json:"id"`
-	Start   time.Time `json:"start"`
-	End     time.Time `json:"end"`
-	Class   string    `json:"class"`
-	Error   string    `json:"error"`
-	QuietAt time.Time `json:"quiet_at"`
-}
+// Record is a journal.Record on the wire, in journal's one JSON form
+// (journal.Record.MarshalJSON), which carries every field. It is decoded
+// by ToRecord, so that a record this version cannot read is an error of
+// that record, not of the connection.
+type Record struct{ json.RawMessage }
 
 // Resolution is a journal.Resolution on the wire.
 type Resolution struct {
@@ -172,25 +137,11 @@ type Event struct {
 
 // FromRecord converts a record to its wire form.
 func FromRecord(r *journal.Record) *Record {
-	w := &Record{
-		Version: r.Version, Key: r.Key.String(),
-		Tenant: r.Intent.Tenant, Session: r.Intent.Session, Turn: r.Intent.Turn,
-		Tool: r.Intent.Tool, Discriminator: r.Intent.Discriminator,
-		Effect: r.Effect.String(), Input: r.Input, State: r.State.String(), Output: r.Output,
-		ErrorClass: r.ErrorClass, ErrorMessage: r.ErrorMessage,
-		LeaseOwner: r.Lease.Owner, LeaseToken: r.Lease.Token, LeaseExpires: r.Lease.Expires,
-		Created: r.Created, Updated: r.Updated, Expires: r.Expires,
+	b, err := json.Marshal(r)
+	if err != nil { // journal.Record.MarshalJSON fails on nothing
+		panic(fmt.Sprintf("inspect: encoding record %s: %v", r.Key, err))
 	}
-	if !r.Fingerprint.IsZero() {
-		w.Fingerprint = r.Fingerprint.String()
-	}
-	for _, a := range r.Attempts {
-		w.Attempts = append(w.Attempts, Attempt(a))
-	}
-	if res := r.Resolution; res != nil {
-		w.Resolution = fromResolution(res)
-	}
-	return w
+	return &Record{b}
 }
 
 func fromResolution(res *journal.Resolution) *Resolution {
@@ -201,40 +152,9 @@ func fromResolution(res *journal.Resolution) *Resolution {
 // (a state or effect kind it does not know) is an error wrapping
 // journal.ErrNewerVersion.
 func (w *Record) ToRecord() (journal.Record, error) {
-	r := journal.Record{
-		Version: w.Version,
-		Intent: keyderive.Intent{Tenant: w.Tenant, Session: w.Session, Turn: w.Turn,
-			Tool: w.Tool, Discriminator: w.Discriminator},
-		Input: w.Input, Output: w.Output, ErrorClass: w.ErrorClass, ErrorMessage: w.ErrorMessage,
-		Lease:   journal.Lease{Owner: w.LeaseOwner, Token: w.LeaseToken, Expires: w.LeaseExpires},
-		Created: w.Created, Updated: w.Updated, Expires: w.Expires,
-	}
-	var err error
-	if r.Key, err = uuid.Parse(w.Key); err != nil {
-		return r, fmt.Errorf("record key %q: %w", w.Key, err)
-	}
-	if r.Effect, err = journal.ParseEffect(w.Effect); err != nil {
-		return r, fmt.Errorf("record %s: %w: %v", w.Key, journal.ErrNewerVersion, err)
-	}
-	if r.State, err = journal.ParseState(w.State); err != nil {
-		return r, fmt.Errorf("record %s: %w: %v", w.Key, journal.ErrNewerVersion, err)
-	}
-	if w.Fingerprint != "" {
-		b, err := hex.DecodeString(w.Fingerprint)
-		if err != nil || len(b) != len(r.Fingerprint) {
-			return r, fmt.Errorf("record %s: fingerprint %q is not %d hex bytes", w.Key, w.Fingerprint, len(r.Fingerprint))
-		}
-		copy(r.Fingerprint[:], b)
-	}
-	for _, a := range w.Attempts {
-		r.Attempts = append(r.Attempts, journal.Attempt(a))
-	}
-	if w.Resolution != nil {
-		res, err := w.Resolution.toResolution()
-		if err != nil {
-			return r, fmt.Errorf("record %s: %w", w.Key, err)
-		}
-		r.Resolution = &res
+	var r journal.Record
+	if err := json.Unmarshal(w.RawMessage, &r); err != nil {
+		return journal.Record{}, fmt.Errorf("record from the agent: %w", err)
 	}
 	return r, nil
 }

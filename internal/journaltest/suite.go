@@ -1161,7 +1161,7 @@ func testGuardMismatch(e *env) {
 	k2.Key = uuid.New()
 	g := e.begin(k2, journal.Guarded)
 	if g.Record.State != journal.StateSuppressed || g.Record.Fingerprint != fp(2) || g.Record.Intent != alt.Intent ||
-		g.Record.ErrorClass != "mismatch" || g.Record.Key != journal.MismatchKey(k.Key, fp(2)) {
+		g.Record.ErrorClass != "mismatch" || g.Record.Key != journal.Kit.MismatchKey(k.Key, fp(2)) {
 		e.t.Fatalf("Guarded by %+v; want the suppressed mismatch of fingerprint %s under MismatchKey", g.Record, fp(2))
 	}
 	if _, err := e.s.Get(e.ctx, k2.Key); !errors.Is(err, journal.ErrNotFound) {
@@ -1302,12 +1302,12 @@ func testMismatchRace(e *env) {
 	var reqs []journal.BeginRequest
 	for range pairs {
 		a, b := e.req(), e.req()
-		for journal.MismatchKey(a.Key, alt)[0] == a.Key[0] {
+		for journal.Kit.MismatchKey(a.Key, alt)[0] == a.Key[0] {
 			a.Key = uuid.New() // its suppression must land in another stripe
 		}
-		for b.Key[0] == a.Key[0] || journal.MismatchKey(b.Key, alt)[0] != a.Key[0] {
+		for b.Key[0] == a.Key[0] || journal.Kit.MismatchKey(b.Key, alt)[0] != a.Key[0] {
 			b.Key = uuid.New()
-			b.Key[0] = journal.MismatchKey(a.Key, alt)[0]
+			b.Key[0] = journal.Kit.MismatchKey(a.Key, alt)[0]
 		}
 		for _, r := range []journal.BeginRequest{a, b} {
 			r.Intent.Discriminator = r.Key.String()
@@ -1342,7 +1342,7 @@ func testMismatchRace(e *env) {
 		e.t.Fatalf("List(suppressed) after the race = %d records; want %d, one per key", len(got), len(reqs))
 	}
 	for _, r := range reqs {
-		if got := e.get(journal.MismatchKey(r.Key, alt)); got.State != journal.StateSuppressed {
+		if got := e.get(journal.Kit.MismatchKey(r.Key, alt)); got.State != journal.StateSuppressed {
 			e.t.Fatalf("Get(MismatchKey(%s)) = %s; want suppressed", r.Key, got.State)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 // The crash matrix: an agent process (a child) makes one call on a journal
@@ -350,7 +351,7 @@ func powerLossCell(t *testing.T, k kind, point string) {
 // it found.
 func checkJournalAfterCut(t *testing.T, path string, k kind, point string, first firstRun) (found string) {
 	t.Helper()
-	st, err := journal.OpenBolt(path, &journal.Options{ReadOnly: true})
+	st, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
 	if err != nil {
 		t.Fatalf("open the journal the cut left: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 // TestPowerLossAtEverySync cuts the power at each fdatasync an agent
@@ -155,7 +156,7 @@ func powerCutAtSync(t *testing.T, k kind, n int) (cut bool) {
 // it, which must succeed.
 func checkJournalAtSync(t *testing.T, path string, k kind, first firstRun) (found string) {
 	t.Helper()
-	st, err := journal.OpenBolt(path, &journal.Options{ReadOnly: true})
+	st, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
 	if err != nil {
 		if first.key != "" {
 			t.Fatalf("the journal a call was made on does not open after the cut: %v", err)
@@ -163,7 +164,7 @@ func checkJournalAtSync(t *testing.T, path string, k kind, first firstRun) (foun
 		if _, serr := os.Stat(path); serr == nil {
 			t.Fatalf("the cut left a file at the journal's path that does not open: %v", err)
 		}
-		rw, err := journal.OpenBolt(path, nil)
+		rw, err := bolt.Open(path, nil)
 		if err != nil {
 			t.Fatalf("restart after a cut during the journal's creation: %v; want a new journal", err)
 		}

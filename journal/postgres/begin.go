@@ -24,12 +24,12 @@ import (
 // take over, an expired record to replace, a Retake, a possible guard, a
 // lost race) runs in a transaction holding the record's row lock (SELECT …
 // FOR UPDATE), so no decision is check-then-act. Every decision is
-// journal.DecideBegin's, the state machine of every store.
+// journal.Kit.DecideBegin's, the state machine of every store.
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
 	if err := s.check(ctx); err != nil {
 		return journal.BeginResult{}, err
 	}
-	if err := journal.ValidateBegin(&req); err != nil {
+	if err := journal.Kit.ValidateBegin(&req); err != nil {
 		return journal.BeginResult{}, err
 	}
 	if s.readOnly {
@@ -51,7 +51,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		if err != nil {
 			return journal.BeginResult{}, err
 		}
-		if d := journal.DecideBegin(&rec, &req, fromNanos(nowNs)); d.Write == nil && d.Suppress == nil && !d.Guard {
+		if d := journal.Kit.DecideBegin(&rec, &req, fromNanos(nowNs)); d.Write == nil && d.Suppress == nil && !d.Guard {
 			return d.Result, nil
 		}
 	case !errors.Is(err, pgx.ErrNoRows):
@@ -79,9 +79,9 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 var epoch = time.Unix(0, 0).UTC()
 
 // beginFastArgs are the fast path's parameters $1 to $16: the record
-// journal.DecideBegin makes for a new intent, its times relative to epoch.
+// journal.Kit.DecideBegin makes for a new intent, its times relative to epoch.
 func beginFastArgs(req *journal.BeginRequest) ([]any, error) {
-	rec := *journal.DecideBegin(nil, req, epoch).Write
+	rec := *journal.Kit.DecideBegin(nil, req, epoch).Write
 	r, err := rowOf(rec)
 	if err != nil {
 		return nil, err
@@ -135,7 +135,7 @@ func (s *Store) beginReadOnly(ctx context.Context, req journal.BeginRequest) (jo
 	case !errors.Is(err, journal.ErrNotFound):
 		return journal.BeginResult{}, err
 	}
-	d := journal.DecideBegin(cur, &req, now)
+	d := journal.Kit.DecideBegin(cur, &req, now)
 	if d.Guard {
 		g, err := s.guard(ctx, s.pool, &req, now)
 		if err != nil {
@@ -151,7 +151,7 @@ func (s *Store) beginReadOnly(ctx context.Context, req journal.BeginRequest) (jo
 	return d.Result, nil // with a Mismatch, whose suppression cannot be recorded
 }
 
-// guard returns the newest suppressed record that journal.GuardBlocks
+// guard returns the newest suppressed record that journal.Kit.GuardBlocks
 // req, or nil. The query selects candidates by tenant, session and tool
 // only (the guard index's prefix); the rule itself is the journal's.
 func (s *Store) guard(ctx context.Context, q querier, req *journal.BeginRequest, now time.Time) (*journal.Record, error) {
@@ -169,7 +169,7 @@ func (s *Store) guard(ctx context.Context, q querier, req *journal.BeginRequest,
 		if err != nil {
 			return nil, err
 		}
-		if journal.GuardBlocks(&g, req, now) {
+		if journal.Kit.GuardBlocks(&g, req, now) {
 			return &g, nil
 		}
 	}
@@ -226,7 +226,7 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest) (res 
 		}
 		cur = &rec
 	}
-	d := journal.DecideBegin(cur, &req, now)
+	d := journal.Kit.DecideBegin(cur, &req, now)
 	if d.Guard {
 		g, err := s.guard(ctx, tx, &req, now)
 		if err != nil {
@@ -293,7 +293,7 @@ func (s *Store) placeSuppression(ctx context.Context, tx pgx.Tx, sup *journal.Re
 		}
 		cur = &rec
 	}
-	w := journal.PlaceSuppression(cur, sup, now)
+	w := journal.Kit.PlaceSuppression(cur, sup, now)
 	if w == nil {
 		return nil
 	}

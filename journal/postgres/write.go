@@ -33,7 +33,7 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 		settle = &n
 	}
 	tag, err := s.pool.Exec(ctx, s.sql.startAtt[durableIdx(req.Durable)], req.Key, int64(req.Token), closing,
-		cleanText(req.ID), int64(journal.LeaseTTL(req.LeaseTTL)), settle, s.clockArg())
+		cleanText(req.ID), int64(journal.Kit.LeaseTTL(req.LeaseTTL)), settle, s.clockArg())
 	if err != nil {
 		return s.fail("start attempt", req.Key, true, err)
 	}
@@ -47,7 +47,7 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 // waiting for the WAL flush: a renewal lost in a server crash only shortens
 // a lease.
 func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time, error) {
-	if err := journal.ValidateRenew(&req); err != nil {
+	if err := journal.Kit.ValidateRenew(&req); err != nil {
 		return time.Time{}, err
 	}
 	if err := s.checkWrite(ctx, "renew", req.Key); err != nil {
@@ -55,7 +55,7 @@ func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time,
 	}
 	var exp int64
 	err := s.pool.QueryRow(ctx, s.sql.renew, req.Key, int64(req.Token),
-		int64(journal.LeaseTTL(req.LeaseTTL)), s.clockArg()).Scan(&exp)
+		int64(journal.Kit.LeaseTTL(req.LeaseTTL)), s.clockArg()).Scan(&exp)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, s.whyNot(ctx, "renew", req.Key)
 	}
@@ -96,7 +96,7 @@ func (s *Store) whyNot(ctx context.Context, op string, key uuid.UUID) error {
 // synchronously. If the connection fails after the UPDATE was sent the
 // error wraps ErrOutcomeUncertain: the outcome may or may not be recorded.
 func (s *Store) Complete(ctx context.Context, c journal.Completion) (journal.Record, error) {
-	if err := journal.ValidateCompletion(&c); err != nil {
+	if err := journal.Kit.ValidateCompletion(&c); err != nil {
 		return journal.Record{}, err
 	}
 	if err := s.checkWrite(ctx, "complete", c.Key); err != nil {
@@ -188,7 +188,7 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 	if err := s.checkWrite(ctx, "resolve", key); err != nil {
 		return journal.Record{}, err
 	}
-	if err := journal.ValidateResolution(key, &res); err != nil {
+	if err := journal.Kit.ValidateResolution(key, &res); err != nil {
 		return journal.Record{}, err
 	}
 	reason := cleanText(res.Reason)
@@ -218,7 +218,7 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 // The record is stored with this package's schema version, as every
 // store in package journal does.
 func (s *Store) Import(ctx context.Context, rec journal.Record) error {
-	if err := journal.ValidateImport(&rec); err != nil {
+	if err := journal.Kit.ValidateImport(&rec); err != nil {
 		return err
 	}
 	if err := s.check(ctx); err != nil {

@@ -1,4 +1,4 @@
-package journal_test
+package bolt_test
 
 import (
 	"context"
@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
@@ -41,9 +42,9 @@ func benchRequest(key uuid.UUID, durable bool) journal.BeginRequest {
 	}
 }
 
-func benchStore(b *testing.B) *journal.BoltStore {
+func benchStore(b *testing.B) *bolt.Store {
 	b.Helper()
-	s, err := journal.OpenBolt(filepath.Join(b.TempDir(), "j.db"), nil)
+	s, err := bolt.Open(filepath.Join(b.TempDir(), "j.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -51,21 +52,21 @@ func benchStore(b *testing.B) *journal.BoltStore {
 	return s
 }
 
-func rawDB(b *testing.B) *bolt.DB {
+func rawDB(b *testing.B) *bbolt.DB {
 	b.Helper()
-	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, &bolt.Options{Timeout: time.Second, FreelistType: bolt.FreelistMapType})
+	db, err := bbolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, &bbolt.Options{Timeout: time.Second, FreelistType: bbolt.FreelistMapType})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("r")); return err }); err != nil {
+	if err := db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("r")); return err }); err != nil {
 		b.Fatal(err)
 	}
 	return db
 }
 
 // rawPages is how many pages db's commits have written.
-func rawPages(db *bolt.DB) int64 {
+func rawPages(db *bbolt.DB) int64 {
 	st := db.Stats()
 	return st.TxStats.GetWrite()
 }
@@ -76,8 +77,8 @@ func rawValue() []byte {
 	return v
 }
 
-func rawUpdate(b *testing.B, db *bolt.DB, key, val []byte) {
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("r")).Put(key, val) }); err != nil {
+func rawUpdate(b *testing.B, db *bbolt.DB, key, val []byte) {
+	if err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket([]byte("r")).Put(key, val) }); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -125,7 +126,7 @@ func BenchmarkBeginComplete(b *testing.B) {
 const replayRecords = 100_000
 
 // replayStore is a journal of replayRecords completed records.
-func replayStore(b *testing.B) (*journal.BoltStore, []journal.Record) {
+func replayStore(b *testing.B) (*bolt.Store, []journal.Record) {
 	s := benchStore(b)
 	now := time.Now()
 	recs := make([]journal.Record, replayRecords)
@@ -140,17 +141,17 @@ func replayStore(b *testing.B) (*journal.BoltStore, []journal.Record) {
 		}
 		recs[i].Intent.Session = fmt.Sprintf("sess-%d", i%5000)
 	}
-	if err := journal.BulkPut(s, recs); err != nil {
+	if err := bolt.BulkPut(s, recs); err != nil {
 		b.Fatal(err)
 	}
 	return s, recs
 }
 
 // replayRaw is a raw bbolt file of replayRecords 300 B values.
-func replayRaw(b *testing.B) (*bolt.DB, [][]byte) {
+func replayRaw(b *testing.B) (*bbolt.DB, [][]byte) {
 	db := rawDB(b)
 	keys := make([][]byte, replayRecords)
-	err := db.Update(func(tx *bolt.Tx) error {
+	err := db.Update(func(tx *bbolt.Tx) error {
 		bk := tx.Bucket([]byte("r"))
 		for i := range keys {
 			k := uuid.New()
@@ -178,8 +179,8 @@ func replayOurs(b *testing.B, s journal.Store, r *journal.Record) {
 
 var sink int
 
-func replayBase(b *testing.B, db *bolt.DB, k []byte) {
-	err := db.View(func(tx *bolt.Tx) error {
+func replayBase(b *testing.B, db *bbolt.DB, k []byte) {
+	err := db.View(func(tx *bbolt.Tx) error {
 		sink += len(tx.Bucket([]byte("r")).Get(k))
 		return nil
 	})
@@ -247,10 +248,10 @@ func BenchmarkConcurrent64(b *testing.B) {
 // (durable: the write-ahead committed first), each beside the same writes
 // of a raw bbolt Update into db, and reports the ratio of the times (x) and
 // the pages each side wrote per operation.
-func pairedWrites(b *testing.B, s *journal.BoltStore, db *bolt.DB, durable bool) {
+func pairedWrites(b *testing.B, s *bolt.Store, db *bbolt.DB, durable bool) {
 	val := rawValue()
 	var ours, base time.Duration
-	p0, q0 := journal.PagesWritten(s), rawPages(db)
+	p0, q0 := bolt.PagesWritten(s), rawPages(db)
 	for b.Loop() {
 		t0 := time.Now()
 		beginComplete(b, s, durable)
@@ -267,7 +268,7 @@ func pairedWrites(b *testing.B, s *journal.BoltStore, db *bolt.DB, durable bool)
 	b.ReportMetric(float64(ours)/float64(base), "x")
 	b.ReportMetric(float64(ours.Microseconds())/float64(b.N), "µs-ours/op")
 	b.ReportMetric(float64(base.Microseconds())/float64(b.N), "µs-base/op")
-	b.ReportMetric(float64(journal.PagesWritten(s)-p0)/float64(b.N), "pages-ours/op")
+	b.ReportMetric(float64(bolt.PagesWritten(s)-p0)/float64(b.N), "pages-ours/op")
 	b.ReportMetric(float64(rawPages(db)-q0)/float64(b.N), "pages-base/op")
 }
 

@@ -1,4 +1,4 @@
-package journal
+package bolt
 
 import (
 	"bytes"
@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/agentonce/agentonce/journal"
 )
 
 // compactTxRecords is how many records Compact copies per transaction.
@@ -22,12 +24,12 @@ const compactTxRecords = 10000
 // the total.
 //
 // The source is opened read-only (so a process holding it for writing makes
-// Compact fail with ErrInUse), and checked like OpenBolt checks it. On any
+// Compact fail with ErrInUse), and checked like Open checks it. On any
 // error the partial copy is removed. To compact a journal in place, compact
 // it to a new path and rename that over the old one while nothing has it
 // open.
 func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, total int64)) (err error) {
-	src, err := OpenBolt(srcPath, &Options{ReadOnly: true})
+	src, err := Open(srcPath, &Options{Journal: &journal.Options{ReadOnly: true}})
 	if err != nil {
 		return err
 	}
@@ -38,7 +40,7 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("compact journal: %w", err)
 	}
-	dst, err := bolt.Open(dstPath, 0o600, &bolt.Options{Timeout: src.lockTimeout(), NoSync: true, FreelistType: bolt.FreelistMapType})
+	dst, err := bbolt.Open(dstPath, 0o600, &bbolt.Options{Timeout: src.lockTimeout(), NoSync: true, FreelistType: bbolt.FreelistMapType})
 	if err != nil {
 		return openError(dstPath, err)
 	}
@@ -52,10 +54,10 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 	}()
 
 	var total, done int64
-	err = src.view(func(stx *bolt.Tx) error {
+	err = src.view(func(stx *bbolt.Tx) error {
 		total = int64(stx.Bucket(bucketRecords).Stats().KeyN)
 		// The meta bucket first: a copy without it is not a journal.
-		err := dst.Update(func(dtx *bolt.Tx) error {
+		err := dst.Update(func(dtx *bbolt.Tx) error {
 			meta, err := dtx.CreateBucket(bucketMeta)
 			if err != nil {
 				return err
@@ -114,7 +116,7 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 // copyBucket copies the bucket name of stx into dst, in transactions of
 // compactTxRecords entries; each runs after every entry and batch after
 // every transaction.
-func copyBucket(ctx context.Context, dst *bolt.DB, stx *bolt.Tx, name []byte, each, batch func()) error {
+func copyBucket(ctx context.Context, dst *bbolt.DB, stx *bbolt.Tx, name []byte, each, batch func()) error {
 	{
 		c := stx.Bucket(name).Cursor()
 		k, v := c.First()
@@ -122,7 +124,7 @@ func copyBucket(ctx context.Context, dst *bolt.DB, stx *bolt.Tx, name []byte, ea
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			err := dst.Update(func(dtx *bolt.Tx) error {
+			err := dst.Update(func(dtx *bbolt.Tx) error {
 				recs := dtx.Bucket(name)
 				// Keys come in order: let pages fill up instead of
 				// splitting half-empty.

@@ -1,4 +1,4 @@
-package journal
+package bolt
 
 import (
 	"context"
@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/agentonce/agentonce/journal"
 )
 
-// VerifyBolt reads every record of the bbolt journal at path, checking its
+// Verify reads every record of the bbolt journal at path, checking its
 // checksum and decoding it, and calls damaged for each one that does not
 // read: with its key (uuid.Nil when the stored key is not 16 bytes) and an
 // error wrapping ErrCorrupt, or ErrNewerVersion, that says what is wrong.
@@ -19,15 +21,15 @@ import (
 //
 // It opens the file read-only, waiting up to opts.LockTimeout (default 1s)
 // for a writer's lock, and reads the records straight from the file,
-// without the index OpenBolt builds: a damaged record neither stops the
-// scan nor, as it would stop OpenBolt, the opening. The indexes derived
+// without the index Open builds: a damaged record neither stops the
+// scan nor, as it would stop Open, the opening. The indexes derived
 // from the records are not checked; a writer's open rebuilds them. It fails
-// as OpenBolt does (ErrCorrupt, ErrInUse, naming the file) when the file
+// as Open does (ErrCorrupt, ErrInUse, naming the file) when the file
 // is not a journal, is truncated, or stays locked.
 //
 // A record written before checksums existed is decoded but cannot be
 // checked; it is sealed the next time it is written.
-func VerifyBolt(ctx context.Context, path string, opts *Options, damaged func(key uuid.UUID, err error)) (n int, err error) {
+func Verify(ctx context.Context, path string, opts *Options, damaged func(key uuid.UUID, err error)) (n int, err error) {
 	wait := time.Second
 	if opts != nil && opts.LockTimeout > 0 {
 		wait = opts.LockTimeout
@@ -37,13 +39,13 @@ func VerifyBolt(ctx context.Context, path string, opts *Options, damaged func(ke
 		return 0, fmt.Errorf("open journal: %w", err)
 	}
 	if fi.Size() == 0 {
-		return 0, fmt.Errorf("journal %s: %w: empty file", path, ErrCorrupt)
+		return 0, fmt.Errorf("journal %s: %w: empty file", path, journal.ErrCorrupt)
 	}
 	if err := checkBoltSize(path); err != nil {
 		return 0, err
 	}
-	var file *os.File // bbolt's, so that a panic inside bolt.Open still releases the lock
-	var db *bolt.DB
+	var file *os.File // bbolt's, so that a panic inside bbolt.Open still releases the lock
+	var db *bbolt.DB
 	defer func() {
 		// bbolt can panic (or fault on the mapped file) on damaged pages.
 		if p := recover(); p != nil {
@@ -52,11 +54,11 @@ func VerifyBolt(ctx context.Context, path string, opts *Options, damaged func(ke
 			} else if file != nil {
 				_ = file.Close()
 			}
-			err = fmt.Errorf("journal %s: %w: %v", path, ErrCorrupt, p)
+			err = fmt.Errorf("journal %s: %w: %v", path, journal.ErrCorrupt, p)
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	db, err = bolt.Open(path, 0o600, &bolt.Options{
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{
 		Timeout:  wait,
 		ReadOnly: true,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -69,10 +71,10 @@ func VerifyBolt(ctx context.Context, path string, opts *Options, damaged func(ke
 		return 0, openError(path, err)
 	}
 	defer db.Close()
-	err = db.View(func(tx *bolt.Tx) error {
+	err = db.View(func(tx *bbolt.Tx) error {
 		recs := tx.Bucket(bucketRecords)
 		if tx.Bucket(bucketMeta) == nil || recs == nil {
-			return fmt.Errorf("journal %s: %w: a bbolt file without the journal's buckets", path, ErrCorrupt)
+			return fmt.Errorf("journal %s: %w: a bbolt file without the journal's buckets", path, journal.ErrCorrupt)
 		}
 		c := recs.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -96,17 +98,17 @@ func VerifyBolt(ctx context.Context, path string, opts *Options, damaged func(ke
 func checkStored(k, v []byte) (uuid.UUID, error) {
 	key, err := uuid.FromBytes(k)
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("%w: stored key %x is %d bytes, not 16", ErrCorrupt, k, len(k))
+		return uuid.Nil, fmt.Errorf("%w: stored key %x is %d bytes, not 16", journal.ErrCorrupt, k, len(k))
 	}
 	if v == nil {
-		return key, fmt.Errorf("%w: a bucket where a record should be", ErrCorrupt)
+		return key, fmt.Errorf("%w: a bucket where a record should be", journal.ErrCorrupt)
 	}
-	r, err := decodeRecord(v)
+	r, err := journal.Kit.DecodeRecord(v)
 	if err != nil {
 		return key, err
 	}
 	if r.Key != key {
-		return key, fmt.Errorf("%w: the record stored under this key is record %s", ErrCorrupt, r.Key)
+		return key, fmt.Errorf("%w: the record stored under this key is record %s", journal.ErrCorrupt, r.Key)
 	}
 	return key, nil
 }

@@ -1,4 +1,4 @@
-package journal_test
+package bolt_test
 
 // Benchmarks and checks at a million records and more. The journals are
 // built once and kept under /tmp/agentonce-scale (building one costs
@@ -21,9 +21,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
@@ -77,11 +78,11 @@ func scaleJournal(tb testing.TB, n, expired int) string {
 	}
 	os.Remove(path)
 	t0 := time.Now()
-	s, err := journal.OpenBolt(path, &journal.Options{Now: func() time.Time { return scaleNow }})
+	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return scaleNow }}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	journal.SetNoSync(s, true)
+	bolt.SetNoSync(s, true)
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
 	chunk := make([]journal.Record, 0, 10000)
 	for i := 0; i < n; i += cap(chunk) {
@@ -89,11 +90,11 @@ func scaleJournal(tb testing.TB, n, expired int) string {
 		for j := i; j < min(n, i+cap(chunk)); j++ {
 			chunk = append(chunk, scaleRecord(j, n, expired, rng))
 		}
-		if err := journal.BulkPut(s, chunk); err != nil {
+		if err := bolt.BulkPut(s, chunk); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	journal.SetNoSync(s, false)
+	bolt.SetNoSync(s, false)
 	if err := s.Close(); err != nil {
 		tb.Fatal(err)
 	}
@@ -146,8 +147,8 @@ func BenchmarkOpen(b *testing.B) {
 	}
 }
 
-func mustOpenB(b *testing.B, path string) *journal.BoltStore {
-	s, err := journal.OpenBolt(path, &journal.Options{Now: func() time.Time { return scaleNow }})
+func mustOpenB(b *testing.B, path string) *bolt.Store {
+	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return scaleNow }}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -202,20 +203,20 @@ func pairedLarge(b *testing.B, n int, noSync bool) {
 	path := filepath.Join(b.TempDir(), "j.db")
 	copyFile(b, src, path)
 	start := time.Now()
-	s, err := journal.OpenBolt(path, &journal.Options{Now: func() time.Time { return scaleNow.Add(time.Since(start)) }})
+	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return scaleNow.Add(time.Since(start)) }}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
 	rawPath := filepath.Join(b.TempDir(), "raw.db")
 	copyFile(b, rawJournal(b, n), rawPath)
-	db, err := bolt.Open(rawPath, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType})
+	db, err := bbolt.Open(rawPath, 0o600, &bbolt.Options{FreelistType: bbolt.FreelistMapType})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
 	if noSync {
-		journal.SetNoSync(s, true)
+		bolt.SetNoSync(s, true)
 		db.NoSync = true
 	}
 	pairedWrites(b, s, db, false)
@@ -231,17 +232,17 @@ func rawJournal(tb testing.TB, n int) string {
 		return path
 	}
 	os.Remove(path)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType, NoSync: true})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{FreelistType: bbolt.FreelistMapType, NoSync: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
-	val := journal.EncodeRecord(nil, &journal.Record{})
+	val := bolt.EncodeRecord(nil, &journal.Record{})
 	if r := scaleRecord(0, n, 0, rng); true {
-		val = journal.EncodeRecord(nil, &r)
+		val = bolt.EncodeRecord(nil, &r)
 	}
 	for i := 0; i < n; i += 10000 {
-		err := db.Update(func(tx *bolt.Tx) error {
+		err := db.Update(func(tx *bbolt.Tx) error {
 			bk, err := tx.CreateBucketIfNotExists([]byte("r"))
 			if err != nil {
 				return err
@@ -301,7 +302,7 @@ func TestScaleRSSChild(t *testing.T) {
 	}
 	if path != "none" {
 		t0 := time.Now()
-		s, err := journal.OpenBolt(path, nil)
+		s, err := bolt.Open(path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -404,7 +405,7 @@ func BenchmarkGCWhileCalling(b *testing.B) {
 	for _, pc := range []struct {
 		batch int
 		pause bool
-	}{{64, false}, {journal.DefaultGCBatch, false}, {64, true}, {journal.DefaultGCBatch, true}} {
+	}{{64, false}, {bolt.DefaultGCBatch, false}, {64, true}, {bolt.DefaultGCBatch, true}} {
 		batch := pc.batch
 		b.Run(fmt.Sprintf("batch=%d/paced=%v", batch, pc.pause), func(b *testing.B) {
 			var during, outside time.Duration
@@ -413,7 +414,7 @@ func BenchmarkGCWhileCalling(b *testing.B) {
 				b.StopTimer()
 				path := filepath.Join(b.TempDir(), "j.db")
 				copyFile(b, src, path)
-				s, err := journal.OpenBolt(path, &journal.Options{Now: func() time.Time { return scaleNow }})
+				s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return scaleNow }}})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -488,7 +489,7 @@ func TestScaleMigrate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v1.db")
 	copyFile(t, src, path)
 	t0 := time.Now()
-	s := mustOpen(t, path, &journal.Options{Now: func() time.Time { return scaleNow }})
+	s := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return scaleNow }}})
 	took := time.Since(t0)
 	defer s.Close()
 	st, err := s.Stats(context.Background())

@@ -1,4 +1,4 @@
-package journal_test
+package bolt_test
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 // Processes that create the same new journal at once end with one
@@ -26,11 +27,11 @@ func TestCreateRaceHasOneWinner(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := journal.CreateBolt(path, uuid.New()); err != nil {
+			if err := bolt.CreateBolt(path, uuid.New()); err != nil {
 				t.Errorf("CreateBolt: %v", err)
 				return
 			}
-			s, err := journal.OpenBolt(path, &journal.Options{ReadOnly: true})
+			s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
 			if err != nil {
 				t.Errorf("open after CreateBolt: %v", err)
 				return
@@ -40,7 +41,7 @@ func TestCreateRaceHasOneWinner(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	s := mustOpen(t, path, &journal.Options{ReadOnly: true})
+	s := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
 	got[n] = s.Namespace()
 	s.Close()
 	for _, ns := range got {

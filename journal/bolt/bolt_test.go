@@ -1,4 +1,4 @@
-package journal_test
+package bolt_test
 
 import (
 	"bufio"
@@ -19,14 +19,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
-func mustOpen(t *testing.T, path string, opts *journal.Options) *journal.BoltStore {
+func mustOpen(t *testing.T, path string, opts *bolt.Options) *bolt.Store {
 	t.Helper()
-	s, err := journal.OpenBolt(path, opts)
+	s, err := bolt.Open(path, opts)
 	if err != nil {
 		t.Fatalf("OpenBolt(%s) error: %v", path, err)
 	}
@@ -61,7 +62,7 @@ func fill(t *testing.T, s journal.Store, n int) []journal.Record {
 }
 
 // bulk writes n settled records in a few big transactions.
-func bulk(t *testing.T, s *journal.BoltStore, n int, now time.Time, ttl time.Duration) []journal.Record {
+func bulk(t *testing.T, s *bolt.Store, n int, now time.Time, ttl time.Duration) []journal.Record {
 	t.Helper()
 	recs := make([]journal.Record, n)
 	for i := range recs {
@@ -75,7 +76,7 @@ func bulk(t *testing.T, s *journal.BoltStore, n int, now time.Time, ttl time.Dur
 			Created:  now.Add(time.Duration(i)), Updated: now, Expires: now.Add(ttl),
 		}
 	}
-	if err := journal.BulkPut(s, recs); err != nil {
+	if err := bolt.BulkPut(s, recs); err != nil {
 		t.Fatalf("BulkPut: %v", err)
 	}
 	return recs
@@ -83,7 +84,7 @@ func bulk(t *testing.T, s *journal.BoltStore, n int, now time.Time, ttl time.Dur
 
 func sameRecord(t *testing.T, what string, got, want journal.Record) {
 	t.Helper()
-	ge, we := journal.EncodeRecord(nil, &got), journal.EncodeRecord(nil, &want)
+	ge, we := bolt.EncodeRecord(nil, &got), bolt.EncodeRecord(nil, &want)
 	if string(ge) != string(we) {
 		t.Fatalf("%s: record %s = %+v; want %+v", what, want.Key, got, want)
 	}
@@ -135,15 +136,15 @@ func TestBoltReopen(t *testing.T) {
 	s.Close()
 
 	// The stored namespace wins; a different given one is refused.
-	s = mustOpen(t, path, &journal.Options{Namespace: ns})
+	s = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Namespace: ns}})
 	s.Close()
-	_, err = journal.OpenBolt(path, &journal.Options{Namespace: uuid.New()})
+	_, err = bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: uuid.New()}})
 	if !errors.Is(err, journal.ErrNamespaceMismatch) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("OpenBolt with another namespace error = %v; want ErrNamespaceMismatch naming %s", err, path)
 	}
 	given := uuid.New()
 	p2 := filepath.Join(t.TempDir(), "given.db")
-	s = mustOpen(t, p2, &journal.Options{Namespace: given})
+	s = mustOpen(t, p2, &bolt.Options{Journal: &journal.Options{Namespace: given}})
 	s.Close()
 	s = mustOpen(t, p2, nil)
 	defer s.Close()
@@ -161,7 +162,7 @@ func TestBoltCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestBoltCrash")
 	}
-	s, err := journal.OpenBolt(path, nil)
+	s, err := bolt.Open(path, nil)
 	if err != nil {
 		fmt.Println("open error:", err)
 		os.Exit(3)
@@ -255,7 +256,7 @@ func TestBoltLockChild(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestBoltLocked")
 	}
-	if _, err := journal.OpenBolt(path, nil); err != nil {
+	if _, err := bolt.Open(path, nil); err != nil {
 		fmt.Println("open error:", err)
 		os.Exit(3)
 	}
@@ -284,7 +285,7 @@ func TestBoltLocked(t *testing.T) {
 		}
 		for _, ro := range []bool{false, true} {
 			start := time.Now()
-			_, err = journal.OpenBolt(path, &journal.Options{LockTimeout: 200 * time.Millisecond, ReadOnly: ro})
+			_, err = bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: ro}, LockTimeout: 200 * time.Millisecond})
 			if !errors.Is(err, journal.ErrInUse) || !strings.Contains(err.Error(), path) {
 				t.Errorf("OpenBolt(read-only %v) while another process holds it: %v; want ErrInUse naming %s", ro, err, path)
 			}
@@ -295,7 +296,7 @@ func TestBoltLocked(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		// The lock dies with its process.
-		mustOpen(t, path, &journal.Options{LockTimeout: 5 * time.Second}).Close()
+		mustOpen(t, path, &bolt.Options{LockTimeout: 5 * time.Second}).Close()
 	})
 
 	t.Run("same process", func(t *testing.T) {
@@ -303,7 +304,7 @@ func TestBoltLocked(t *testing.T) {
 		// open in the same process is refused too.
 		s := mustOpen(t, path, nil)
 		defer s.Close()
-		_, err := journal.OpenBolt(path, &journal.Options{LockTimeout: 100 * time.Millisecond})
+		_, err := bolt.Open(path, &bolt.Options{LockTimeout: 100 * time.Millisecond})
 		if !errors.Is(err, journal.ErrInUse) {
 			t.Fatalf("second OpenBolt in one process: %v; want ErrInUse", err)
 		}
@@ -328,13 +329,13 @@ func randomBytes(n int) []byte {
 // hwm is the size the journal's meta page says the file needs.
 func hwm(t *testing.T, path string) int64 {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	var n int64
-	db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
+	db.View(func(tx *bbolt.Tx) error { n = tx.Size(); return nil })
 	return n
 }
 
@@ -349,9 +350,9 @@ func TestBoltBadFiles(t *testing.T) {
 	}
 	size := hwm(t, good)
 
-	rawJournal := func(name string, edit func(tx *bolt.Tx) error) string {
+	rawJournal := func(name string, edit func(tx *bbolt.Tx) error) string {
 		path := writeFile(t, name, goodBytes)
-		db, err := bolt.Open(path, 0o600, nil)
+		db, err := bbolt.Open(path, 0o600, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,11 +363,11 @@ func TestBoltBadFiles(t *testing.T) {
 		return path
 	}
 	notJournal := filepath.Join(t.TempDir(), "other.db")
-	db, err := bolt.Open(notJournal, 0o600, nil)
+	db, err := bbolt.Open(notJournal, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("widgets")); return err })
+	db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("widgets")); return err })
 	db.Close()
 	middle := writeFile(t, "middle.db", goodBytes)
 	f, err := os.OpenFile(middle, os.O_WRONLY, 0)
@@ -390,24 +391,24 @@ func TestBoltBadFiles(t *testing.T) {
 		{"truncated to one page", writeFile(t, "t1.db", goodBytes[:4096]), journal.ErrCorrupt},
 		{"pages overwritten with random bytes", middle, journal.ErrCorrupt},
 		{"bbolt file that is not a journal", notJournal, journal.ErrCorrupt},
-		{"newer schema", rawJournal("newer.db", func(tx *bolt.Tx) error {
+		{"newer schema", rawJournal("newer.db", func(tx *bbolt.Tx) error {
 			return tx.Bucket([]byte("meta")).Put([]byte("version"), []byte{99})
 		}), journal.ErrNewerVersion},
-		{"newer record", rawJournal("newrec.db", func(tx *bolt.Tx) error {
+		{"newer record", rawJournal("newrec.db", func(tx *bbolt.Tx) error {
 			k := uuid.New()
 			return tx.Bucket([]byte("records")).Put(k[:], []byte{journal.SchemaVersion + 1, 1, 16})
 		}), journal.ErrNewerVersion},
-		{"undecodable record", rawJournal("badrec.db", func(tx *bolt.Tx) error {
+		{"undecodable record", rawJournal("badrec.db", func(tx *bbolt.Tx) error {
 			k := uuid.New()
 			return tx.Bucket([]byte("records")).Put(k[:], []byte{journal.SchemaVersion, 1, 200})
 		}), journal.ErrCorrupt},
-		{"no records bucket", rawJournal("norecs.db", func(tx *bolt.Tx) error {
+		{"no records bucket", rawJournal("norecs.db", func(tx *bbolt.Tx) error {
 			return tx.DeleteBucket([]byte("records"))
 		}), journal.ErrCorrupt},
 	}
 	for _, tc := range cases {
 		for _, ro := range []bool{false, true} {
-			s, err := journal.OpenBolt(tc.path, &journal.Options{ReadOnly: ro})
+			s, err := bolt.Open(tc.path, &bolt.Options{Journal: &journal.Options{ReadOnly: ro}})
 			if err == nil {
 				// An open reads no record: the first query that reads
 				// them all must find the damage.
@@ -429,7 +430,7 @@ func TestBoltBadFiles(t *testing.T) {
 		s.Close()
 	}
 
-	_, err = journal.OpenBolt(filepath.Join(t.TempDir(), "missing.db"), &journal.Options{ReadOnly: true})
+	_, err = bolt.Open(filepath.Join(t.TempDir(), "missing.db"), &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("OpenBolt(missing, read-only) error = %v; want fs.ErrNotExist", err)
 	}
@@ -461,7 +462,7 @@ func TestBoltReadOnly(t *testing.T) {
 	before := fileHash(t, path)
 	info, _ := os.Stat(path)
 
-	ro := mustOpen(t, path, &journal.Options{ReadOnly: true})
+	ro := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
 	settled := benchRequest(recs[0].Key, true)
 	settled.Intent = recs[0].Intent
 	if res, err := ro.Begin(ctx, settled); err != nil || res.Outcome != journal.Answered {
@@ -499,7 +500,7 @@ func TestBoltReadOnly(t *testing.T) {
 		t.Errorf("read-only List() = %d records; want 9", n)
 	}
 	// Two readers at once are fine.
-	ro2 := mustOpen(t, path, &journal.Options{ReadOnly: true})
+	ro2 := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
 	ro2.Close()
 	if err := ro.Close(); err != nil {
 		t.Fatal(err)
@@ -522,7 +523,7 @@ func TestBoltCompact(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "j.db")
 	clk := &fakeNow{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	s := mustOpen(t, src, &journal.Options{Now: clk.Now})
+	s := mustOpen(t, src, &bolt.Options{Journal: &journal.Options{Now: clk.Now}})
 	recs := bulk(t, s, n/2, clk.t, time.Hour)
 	recs = append(recs, bulk(t, s, n/2, clk.t, 30*24*time.Hour)...)
 	ns := s.Namespace()
@@ -540,7 +541,7 @@ func TestBoltCompact(t *testing.T) {
 	var calls int
 	var last [2]int64
 	dst := filepath.Join(dir, "compact.db")
-	err = journal.Compact(context.Background(), src, dst, func(done, total int64) {
+	err = bolt.Compact(context.Background(), src, dst, func(done, total int64) {
 		calls++
 		last = [2]int64{done, total}
 	})
@@ -549,7 +550,7 @@ func TestBoltCompact(t *testing.T) {
 	}
 	compacted := fileSize(t, dst)
 	t.Logf("%d records of %d B: file %d B (%.0f B/record, %d B used); after GC of half: %d B (%d B used); compacted: %d B (%.0f%%, %d B used; bbolt grows files in 16 MiB steps)",
-		n, len(journal.EncodeRecord(nil, &recs[0])), full, float64(full)/float64(n), fullUsed, afterGC, gcUsed,
+		n, len(bolt.EncodeRecord(nil, &recs[0])), full, float64(full)/float64(n), fullUsed, afterGC, gcUsed,
 		compacted, 100*float64(compacted)/float64(afterGC), hwm(t, dst))
 	if last != [2]int64{int64(n / 2), int64(n / 2)} || calls == 0 {
 		t.Errorf("progress: last call (%d, %d) after %d calls; want (%d, %d)", last[0], last[1], calls, n/2, n/2)
@@ -569,13 +570,13 @@ func TestBoltCompact(t *testing.T) {
 		}
 		sameRecord(t, "compacted", got, want)
 	}
-	if err := journal.Compact(context.Background(), src, dst, nil); !errors.Is(err, fs.ErrExist) {
+	if err := bolt.Compact(context.Background(), src, dst, nil); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("Compact onto an existing file: %v; want fs.ErrExist", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	dst2 := filepath.Join(dir, "cancelled.db")
-	if err := journal.Compact(ctx, src, dst2, nil); !errors.Is(err, context.Canceled) {
+	if err := bolt.Compact(ctx, src, dst2, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("Compact with a cancelled context: %v; want context.Canceled", err)
 	}
 	if _, err := os.Stat(dst2); !errors.Is(err, fs.ErrNotExist) {
@@ -585,9 +586,9 @@ func TestBoltCompact(t *testing.T) {
 
 // usedBytes is the size of the pages in use: the high-water mark less the
 // free pages.
-func usedBytes(t *testing.T, s *journal.BoltStore) int64 {
+func usedBytes(t *testing.T, s *bolt.Store) int64 {
 	t.Helper()
-	st := journal.BoltStats(s)
+	st := bolt.BoltStats(s)
 	return st
 }
 

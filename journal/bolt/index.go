@@ -68,7 +68,7 @@
 // write computes the entries of the record it replaces (read in the same
 // transaction) and of the new one, and changes only the difference.
 
-package journal
+package bolt
 
 import (
 	"bytes"
@@ -78,7 +78,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/agentonce/agentonce/journal"
 )
 
 var (
@@ -123,19 +125,19 @@ func (c *toolCounts) decode(v []byte) error {
 	for i := range c {
 		n, w := binary.Uvarint(v)
 		if w <= 0 {
-			return fmt.Errorf("%w: counter value %x", ErrCorrupt, v)
+			return fmt.Errorf("%w: counter value %x", journal.ErrCorrupt, v)
 		}
 		c[i], v = int64(n), v[w:]
 	}
 	if len(v) != 0 {
-		return fmt.Errorf("%w: counter value of %d extra bytes", ErrCorrupt, len(v))
+		return fmt.Errorf("%w: counter value of %d extra bytes", journal.ErrCorrupt, len(v))
 	}
 	return nil
 }
 
 // add counts e (d: 1) or takes it away (d: -1).
 func (c *toolCounts) add(e *ixEntry, d int64) {
-	if e.state >= StatePending && e.state <= StateUnknown {
+	if e.state >= journal.StatePending && e.state <= journal.StateUnknown {
 		c[e.state-1] += d
 	}
 	c[len(c)-1] += d * int64(e.attempts)
@@ -145,12 +147,12 @@ func (c *toolCounts) add(e *ixEntry, d int64) {
 type ixEntry struct {
 	key                   uuid.UUID
 	created, expires      int64 // Unix nanoseconds
-	state                 State
+	state                 journal.State
 	attempts              int
 	tenant, session, tool string
 }
 
-func entryOf(r *Record) *ixEntry {
+func entryOf(r *journal.Record) *ixEntry {
 	return &ixEntry{
 		key: r.Key, created: nanos(r.Created), expires: nanos(r.Expires),
 		state: r.State, attempts: len(r.Attempts),
@@ -191,7 +193,7 @@ func expiryKey(expires int64, key uuid.UUID) []byte {
 
 // walkExpired calls fn with the key of each 'e' entry whose expiry is at or
 // before t, the earliest first, until fn returns false.
-func walkExpired(ix *bolt.Bucket, t int64, fn func(key uuid.UUID) bool) {
+func walkExpired(ix *bbolt.Bucket, t int64, fn func(key uuid.UUID) bool) {
 	c := ix.Cursor()
 	k, _ := c.Seek([]byte{pfxExpiry + 1})
 	if k == nil {
@@ -224,7 +226,7 @@ const timeKeyLen = 1 + 8 + 16
 // timeEntryOf reads the creation time and the key of a time index key.
 func timeEntryOf(k []byte) (*ixEntry, error) {
 	if len(k) != timeKeyLen || k[0] != pfxTime {
-		return nil, fmt.Errorf("%w: time index entry %x", ErrCorrupt, k)
+		return nil, fmt.Errorf("%w: time index entry %x", journal.ErrCorrupt, k)
 	}
 	return &ixEntry{created: readTime(k[1:9]), key: uuid.UUID(k[9:])}, nil
 }
@@ -245,12 +247,12 @@ func guardPrefix(tenant, session, tool string) []byte {
 	return appendStr(appendStr(appendStr(append(b, pfxGuard), tenant), session), tool)
 }
 
-func openPrefix(st State) []byte { return []byte{pfxOpen, byte(st)} }
+func openPrefix(st journal.State) []byte { return []byte{pfxOpen, byte(st)} }
 
 // keyTail is the record key at the end of an index key.
 func keyTail(k []byte) (uuid.UUID, error) {
 	if len(k) < 17 {
-		return uuid.Nil, fmt.Errorf("%w: index key of %d bytes", ErrCorrupt, len(k))
+		return uuid.Nil, fmt.Errorf("%w: index key of %d bytes", journal.ErrCorrupt, len(k))
 	}
 	return uuid.UUID(k[len(k)-16:]), nil
 }
@@ -262,13 +264,13 @@ type ixKV struct{ k, v []byte }
 func (e *ixEntry) entries() []ixKV {
 	out := make([]ixKV, 0, 5)
 	out = append(out, ixKV{k: timeKey(pfxTime, e.created, e.key)}, ixKV{k: sessionEntry(e.created, e.session, e.key)})
-	if expires(e.state) {
+	if journal.Kit.Expires(e.state) {
 		out = append(out, ixKV{k: expiryKey(e.expires, e.key)})
 	} else {
 		k := append(appendTime(openPrefix(e.state), e.expires), e.key[:]...)
 		out = append(out, ixKV{k: k, v: appendTime(nil, e.created)})
 	}
-	if e.state == StateSuppressed {
+	if e.state == journal.StateSuppressed {
 		out = append(out, ixKV{k: append(guardPrefix(e.tenant, e.session, e.tool), e.key[:]...)})
 	}
 	return out
@@ -277,7 +279,7 @@ func (e *ixEntry) entries() []ixKV {
 // indexPut writes r (encoded as enc) into tx with its index entries and
 // counters, replacing whatever the file held for its key. A new key goes
 // into the fresh bucket, not the index (see freshMax).
-func (s *BoltStore) indexPut(tx *bolt.Tx, r *Record, enc []byte) error {
+func (s *Store) indexPut(tx *bbolt.Tx, r *journal.Record, enc []byte) error {
 	recs, fresh := tx.Bucket(bucketRecords), tx.Bucket(bucketFresh)
 	old, err := s.storedEntry(recs, r.Key)
 	if err != nil {
@@ -306,7 +308,7 @@ func (s *BoltStore) indexPut(tx *bolt.Tx, r *Record, enc []byte) error {
 }
 
 // indexDelete removes key's record and its index entries from tx.
-func (s *BoltStore) indexDelete(tx *bolt.Tx, key uuid.UUID) error {
+func (s *Store) indexDelete(tx *bbolt.Tx, key uuid.UUID) error {
 	recs, fresh := tx.Bucket(bucketRecords), tx.Bucket(bucketFresh)
 	old, err := s.storedEntry(recs, key)
 	if err != nil || old == nil {
@@ -327,12 +329,12 @@ func (s *BoltStore) indexDelete(tx *bolt.Tx, key uuid.UUID) error {
 }
 
 // storedEntry is the index entry of the record stored under key, or nil.
-func (s *BoltStore) storedEntry(recs *bolt.Bucket, key uuid.UUID) (*ixEntry, error) {
+func (s *Store) storedEntry(recs *bbolt.Bucket, key uuid.UUID) (*ixEntry, error) {
 	v := recs.Get(key[:])
 	if v == nil {
 		return nil, nil
 	}
-	r, err := decodeRecord(v)
+	r, err := journal.Kit.DecodeRecord(v)
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
 	}
@@ -348,7 +350,7 @@ const freshMax = 16
 // where every query still finds it by its fresh entry, rather than fail
 // the write that fills the bucket and every one after it; a key whose
 // record is gone is dropped.
-func (s *BoltStore) flushFresh(tx *bolt.Tx) error {
+func (s *Store) flushFresh(tx *bbolt.Tx) error {
 	fresh, ix, recs := tx.Bucket(bucketFresh), tx.Bucket(bucketIndex), tx.Bucket(bucketRecords)
 	var keys [][]byte
 	c := fresh.Cursor()
@@ -357,7 +359,7 @@ func (s *BoltStore) flushFresh(tx *bolt.Tx) error {
 	}
 	for _, k := range keys {
 		if v := recs.Get(k); v != nil {
-			r, err := decodeRecord(v)
+			r, err := journal.Kit.DecodeRecord(v)
 			if err != nil {
 				continue
 			}
@@ -372,7 +374,7 @@ func (s *BoltStore) flushFresh(tx *bolt.Tx) error {
 	return nil
 }
 
-func countKeys(b *bolt.Bucket) int {
+func countKeys(b *bbolt.Bucket) int {
 	n := 0
 	c := b.Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
@@ -397,18 +399,18 @@ func freshValue(e *ixEntry) []byte {
 // freshEntry is one entry of the fresh bucket.
 type freshEntry struct {
 	key              uuid.UUID
-	state            State
+	state            journal.State
 	created, expires int64
 	session          []byte // sessionHash
 }
 
 // expired and overdue are Expired and Overdue at t (Unix nanoseconds).
-func (e *freshEntry) expired(t int64) bool { return expires(e.state) && e.expires <= t }
-func (e *freshEntry) overdue(t int64) bool { return !expires(e.state) && e.expires <= t }
+func (e *freshEntry) expired(t int64) bool { return journal.Kit.Expires(e.state) && e.expires <= t }
+func (e *freshEntry) overdue(t int64) bool { return !journal.Kit.Expires(e.state) && e.expires <= t }
 
 // mayMatch reports whether the record of e may match f, by the fields the
 // entry holds.
-func (e *freshEntry) mayMatch(f *Filter) bool {
+func (e *freshEntry) mayMatch(f *journal.Filter) bool {
 	switch {
 	case f.State != 0 && e.state != f.State,
 		f.Session != "" && !bytes.Equal(e.session, sessionHash(f.Session)),
@@ -421,7 +423,7 @@ func (e *freshEntry) mayMatch(f *Filter) bool {
 
 // freshEntries reads the fresh bucket, none in a file that has no such
 // bucket (a layout-1 journal opened read-only).
-func (s *BoltStore) freshEntries(tx *bolt.Tx) ([]freshEntry, error) {
+func (s *Store) freshEntries(tx *bbolt.Tx) ([]freshEntry, error) {
 	fresh := tx.Bucket(bucketFresh)
 	if fresh == nil {
 		return nil, nil
@@ -430,9 +432,9 @@ func (s *BoltStore) freshEntries(tx *bolt.Tx) ([]freshEntry, error) {
 	c := fresh.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if len(k) != 16 || len(v) != freshValueLen {
-			return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, ErrCorrupt, k, v)
+			return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, k, v)
 		}
-		out = append(out, freshEntry{key: uuid.UUID(k), state: State(v[0]),
+		out = append(out, freshEntry{key: uuid.UUID(k), state: journal.State(v[0]),
 			created: readTime(v[1:9]), expires: readTime(v[9:17]), session: v[17:25]})
 	}
 	return out, nil
@@ -440,7 +442,7 @@ func (s *BoltStore) freshEntries(tx *bolt.Tx) ([]freshEntry, error) {
 
 // reindex replaces the index entries of old (nil: none) with those of new
 // (nil: none), touching only what differs.
-func reindex(ix *bolt.Bucket, old, new *ixEntry) error {
+func reindex(ix *bbolt.Bucket, old, new *ixEntry) error {
 	var oldKV, newKV []ixKV
 	if old != nil {
 		oldKV = old.entries()
@@ -468,7 +470,7 @@ func reindex(ix *bolt.Bucket, old, new *ixEntry) error {
 // recount moves the counters from old (nil: none) to new (nil: none): one
 // Get and one Put of a tool's counters for a new record or a change of
 // state, none for a write that changes neither state nor attempts.
-func recount(counts *bolt.Bucket, old, new *ixEntry) error {
+func recount(counts *bbolt.Bucket, old, new *ixEntry) error {
 	if old != nil && new != nil && old.tool == new.tool {
 		if old.state == new.state && old.attempts == new.attempts {
 			return nil
@@ -506,7 +508,7 @@ func hasKV(list []ixKV, kv ixKV) bool {
 
 // addCounts changes tool's counters by change; counters all at zero are
 // removed, so that tools no longer present leave nothing behind.
-func addCounts(b *bolt.Bucket, tool string, change func(c *toolCounts)) error {
+func addCounts(b *bbolt.Bucket, tool string, change func(c *toolCounts)) error {
 	k := countKey(tool)
 	var c toolCounts
 	if v := b.Get(k); v != nil {
@@ -520,7 +522,7 @@ func addCounts(b *bolt.Bucket, tool string, change func(c *toolCounts)) error {
 	}
 	for _, n := range c {
 		if n < 0 {
-			return fmt.Errorf("%w: counters of tool %q below zero", ErrCorrupt, tool)
+			return fmt.Errorf("%w: counters of tool %q below zero", journal.ErrCorrupt, tool)
 		}
 	}
 	return b.Put(k, c.encode())
@@ -528,7 +530,7 @@ func addCounts(b *bolt.Bucket, tool string, change func(c *toolCounts)) error {
 
 // countRange counts the index keys with prefix whose time (right after the
 // prefix) is at or before t.
-func countRange(ix *bolt.Bucket, prefix []byte, t int64) int {
+func countRange(ix *bbolt.Bucket, prefix []byte, t int64) int {
 	c := ix.Cursor()
 	n := 0
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -541,22 +543,22 @@ func countRange(ix *bolt.Bucket, prefix []byte, t int64) int {
 }
 
 // indexedStats reads Stats from the counters and the time-ordered indexes.
-func indexedStats(tx *bolt.Tx, now time.Time) (Stats, error) {
-	st := newStats()
+func indexedStats(tx *bbolt.Tx, now time.Time) (journal.Stats, error) {
+	st := journal.Kit.NewStats()
 	ix := tx.Bucket(bucketIndex)
 	cc := tx.Bucket(bucketCounts).Cursor()
 	for k, v := cc.First(); k != nil; k, v = cc.Next() {
 		var c toolCounts
 		if len(k) < 1 || k[0] != 't' {
-			return Stats{}, fmt.Errorf("%w: counter %q", ErrCorrupt, k)
+			return journal.Stats{}, fmt.Errorf("%w: counter %q", journal.ErrCorrupt, k)
 		}
 		if err := c.decode(v); err != nil {
-			return Stats{}, fmt.Errorf("counters of tool %q: %w", k[1:], err)
+			return journal.Stats{}, fmt.Errorf("counters of tool %q: %w", k[1:], err)
 		}
 		n := 0
 		for i, x := range c[:len(c)-1] {
 			if x != 0 {
-				st.ByState[State(i+1)] += int(x)
+				st.ByState[journal.State(i+1)] += int(x)
 				n += int(x)
 			}
 		}
@@ -569,7 +571,7 @@ func indexedStats(tx *bolt.Tx, now time.Time) (Stats, error) {
 	c := ix.Cursor()
 	t := now.UnixNano()
 	walkExpired(ix, t, func(uuid.UUID) bool { st.Expired++; return true })
-	st.OverdueUnknown = countRange(ix, openPrefix(StateUnknown), t) + countRange(ix, openPrefix(StatePending), t)
+	st.OverdueUnknown = countRange(ix, openPrefix(journal.StateUnknown), t) + countRange(ix, openPrefix(journal.StatePending), t)
 	if first, _ := c.Seek([]byte{pfxTime}); first != nil && first[0] == pfxTime && len(first) == timeKeyLen {
 		k, _ := c.Seek([]byte{pfxTime + 1})
 		if k == nil {
@@ -586,14 +588,14 @@ func indexedStats(tx *bolt.Tx, now time.Time) (Stats, error) {
 
 // openKeys lists the keys of the unknown or pending (st) records with the
 // creation time of each, from the 'u' index.
-func openKeys(ix *bolt.Bucket, st State) ([]*ixEntry, error) {
+func openKeys(ix *bbolt.Bucket, st journal.State) ([]*ixEntry, error) {
 	prefix := openPrefix(st)
 	var out []*ixEntry
 	c := ix.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		key, err := keyTail(k)
 		if err != nil || len(v) != 8 {
-			return nil, fmt.Errorf("%w: index entry %x", ErrCorrupt, k)
+			return nil, fmt.Errorf("%w: index entry %x", journal.ErrCorrupt, k)
 		}
 		out = append(out, &ixEntry{key: key, created: readTime(v), expires: readTime(k[len(prefix):])})
 	}

@@ -1,4 +1,4 @@
-package journal_test
+package bolt_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
@@ -24,7 +25,7 @@ func TestFreshRecordsAnswerEveryQuery(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j")
 	now := time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	s := mustOpen(t, path, &journal.Options{Now: clock})
+	s := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
 	defer func() { s.Close() }()
 	ctx := context.Background()
 	in := func(session, turn string) keyderive.Intent {
@@ -52,7 +53,7 @@ func TestFreshRecordsAnswerEveryQuery(t *testing.T) {
 		return key
 	}
 
-	root := journal.IndexRoot(s)
+	root := bolt.IndexRoot(s)
 	expiring := settle(in("s1", "1"), journal.StateSucceeded, time.Minute)
 	settle(in("s1", "2"), journal.StateSucceeded, time.Hour)
 	settle(in("s2", "1"), journal.StateSuppressed, time.Hour)
@@ -61,10 +62,10 @@ func TestFreshRecordsAnswerEveryQuery(t *testing.T) {
 	if res := begin(pending, in("s3", "1"), true, time.Hour); res.Outcome != journal.Started {
 		t.Fatalf("Begin = %v", res.Outcome)
 	}
-	if got := journal.FreshKeys(s); got != 5 {
+	if got := bolt.FreshKeys(s); got != 5 {
 		t.Fatalf("fresh bucket holds %d records; want the 5 written", got)
 	}
-	if journal.IndexRoot(s) != root {
+	if bolt.IndexRoot(s) != root {
 		t.Fatal("a new record's commit wrote the index before the fresh bucket was full")
 	}
 	now = now.Add(2 * time.Minute) // one expired, one unknown overdue
@@ -90,7 +91,7 @@ func TestFreshRecordsAnswerEveryQuery(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = mustOpen(t, path, &journal.Options{Now: clock})
+	s = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
 	if res := begin(pending, in("s3", "1"), true, time.Hour); res.Outcome != journal.TakenOver {
 		t.Fatalf("Begin after a reopen = %v; want TakenOver (the stopped owner's lease ended)", res.Outcome)
 	}
@@ -103,19 +104,19 @@ func TestFreshRecordsAnswerEveryQuery(t *testing.T) {
 	if _, err := s.Get(ctx, expiring); err == nil {
 		t.Fatal("GC left the expired fresh record")
 	}
-	if got := journal.FreshKeys(s); got != 5 {
+	if got := bolt.FreshKeys(s); got != 5 {
 		t.Fatalf("fresh bucket holds %d records after GC; want 5", got)
 	}
 	agree(t, "after GC", s, now)
 
 	// Filling the fresh bucket moves its records into the index.
-	for i := journal.FreshKeys(s); i < journal.FreshMax; i++ {
+	for i := bolt.FreshKeys(s); i < bolt.FreshMax; i++ {
 		settle(in("s4", "1"), journal.StateSucceeded, time.Hour)
 	}
-	if got := journal.FreshKeys(s); got != 0 {
+	if got := bolt.FreshKeys(s); got != 0 {
 		t.Fatalf("fresh bucket holds %d records after it filled; want 0", got)
 	}
-	if journal.IndexRoot(s) == root {
+	if bolt.IndexRoot(s) == root {
 		t.Fatal("the flush wrote no index entry")
 	}
 	agree(t, "flushed", s, now)
@@ -142,7 +143,7 @@ func TestDamagedFreshRecord(t *testing.T) {
 	ctx := context.Background()
 	other := keyderive.Intent{Tenant: "t", Session: "elsewhere", Turn: "1", Tool: "pay"}
 	var written []uuid.UUID
-	for range 2*journal.FreshMax + 3 {
+	for range 2*bolt.FreshMax + 3 {
 		req := journal.BeginRequest{Key: uuid.New(), Intent: other, Owner: "o", AttemptID: "a1"}
 		res, err := s.Begin(ctx, req)
 		if err != nil {
@@ -192,7 +193,7 @@ func TestFreshUnderConcurrentWriters(t *testing.T) {
 		}
 		return now
 	}
-	s := mustOpen(t, path, &journal.Options{Now: clock})
+	s := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
 	defer s.Close()
 	ctx := context.Background()
 	states := []journal.State{journal.StateSucceeded, journal.StateFailed, journal.StateSuppressed, journal.StateUnknown}

@@ -1,4 +1,4 @@
-package journal_test
+package bolt_test
 
 import (
 	"bytes"
@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
+	"github.com/agentonce/agentonce/keyderive"
 )
 
 // settle writes one succeeded record with output through the store's
@@ -37,12 +40,12 @@ func settle(t *testing.T, s journal.Store, output string) journal.Record {
 // the stored value of key by edit's result, as a disk or a stray tool would.
 func editRaw(t *testing.T, path string, key uuid.UUID, edit func(val []byte) []byte) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
+	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
-		t.Fatalf("bolt.Open(%s): %v", path, err)
+		t.Fatalf("bbolt.Open(%s): %v", path, err)
 	}
 	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte("records"))
 		val := b.Get(key[:])
 		if val == nil {
@@ -100,7 +103,7 @@ func TestBoltDamagedRecordIsCorrupt(t *testing.T) {
 	named("writer's Begin", err, damaged.Key.String())
 	w.Close()
 
-	s = mustOpen(t, path, &journal.Options{ReadOnly: true})
+	s = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
 	defer s.Close()
 	got, err := s.Get(ctx, damaged.Key)
 	named("Get", err, damaged.Key.String())
@@ -140,10 +143,10 @@ func TestBoltLegacyRecordIsSealedOnWrite(t *testing.T) {
 	}
 	var want journal.Record
 	editRaw(t, path, req.Key, func(val []byte) []byte {
-		if want, err = journal.DecodeRecord(val); err != nil {
+		if want, err = bolt.DecodeRecord(val); err != nil {
 			t.Fatalf("DecodeRecord(stored %s): %v", req.Key, err)
 		}
-		return journal.EncodeLegacyRecord(&want)
+		return bolt.EncodeLegacyRecord(&want)
 	})
 
 	s = mustOpen(t, path, nil)
@@ -161,7 +164,7 @@ func TestBoltLegacyRecordIsSealedOnWrite(t *testing.T) {
 	}
 	editRaw(t, path, req.Key, flipOutput(t))
 
-	s = mustOpen(t, path, &journal.Options{ReadOnly: true})
+	s = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
 	defer s.Close()
 	if got, err := s.Get(ctx, req.Key); !errors.Is(err, journal.ErrCorrupt) {
 		t.Errorf("Get(rewritten legacy record %s, damaged) = output %s, error %v; want ErrCorrupt", req.Key, got.Output, err)
@@ -174,10 +177,10 @@ func TestBoltLegacyRecordIsSealedOnWrite(t *testing.T) {
 func TestLegacyRecordIsUnchecked(t *testing.T) {
 	r := fuzzSeeds()[0]
 	r.Output = []byte(`{"sent":true}`)
-	legacy := journal.EncodeLegacyRecord(&r)
+	legacy := bolt.EncodeLegacyRecord(&r)
 	at := bytes.Index(legacy, []byte("true"))
 	legacy[at] = 'T'
-	got, err := journal.DecodeRecord(legacy)
+	got, err := bolt.DecodeRecord(legacy)
 	if err != nil || string(got.Output) != `{"sent":True}` {
 		t.Errorf("DecodeRecord(damaged legacy record) = %s, %v; want the damaged output, unchecked", got.Output, err)
 	}
@@ -191,8 +194,8 @@ func BenchmarkRecordCodec(b *testing.B) {
 	buf := make([]byte, 0, 1024)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = journal.EncodeRecord(buf[:0], &r)
-		if _, err := journal.DecodeRecord(buf); err != nil {
+		buf = bolt.EncodeRecord(buf[:0], &r)
+		if _, err := bolt.DecodeRecord(buf); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -212,7 +215,7 @@ func TestVerifyBolt(t *testing.T) {
 	verify := func() (int, map[uuid.UUID]error) {
 		t.Helper()
 		bad := map[uuid.UUID]error{}
-		n, err := journal.VerifyBolt(context.Background(), path, nil, func(key uuid.UUID, err error) { bad[key] = err })
+		n, err := bolt.Verify(context.Background(), path, nil, func(key uuid.UUID, err error) { bad[key] = err })
 		if err != nil {
 			t.Fatalf("VerifyBolt(%s) error: %v", path, err)
 		}
@@ -223,8 +226,8 @@ func TestVerifyBolt(t *testing.T) {
 	}
 	editRaw(t, path, damaged.Key, flipOutput(t))
 	// damaged's record, intact, stored under moved's key.
-	editRaw(t, path, moved.Key, func([]byte) []byte { return journal.EncodeRecord(nil, &damaged) })
-	if s, err := journal.OpenBolt(path, nil); err != nil {
+	editRaw(t, path, moved.Key, func([]byte) []byte { return bolt.EncodeRecord(nil, &damaged) })
+	if s, err := bolt.Open(path, nil); err != nil {
 		t.Fatalf("OpenBolt(damaged journal) error %v; want none: an open reads no record", err)
 	} else if _, err := s.ScanStats(context.Background()); !errors.Is(err, journal.ErrCorrupt) {
 		t.Fatalf("ScanStats(damaged journal) error %v; want ErrCorrupt", err)
@@ -237,14 +240,14 @@ func TestVerifyBolt(t *testing.T) {
 	}
 }
 
-func ExampleVerifyBolt() {
+func ExampleVerify() {
 	dir, err := os.MkdirTemp("", "journal")
 	if err != nil {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "agent.journal")
-	s, err := journal.OpenBolt(path, nil)
+	s, err := bolt.Open(path, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -256,7 +259,7 @@ func ExampleVerifyBolt() {
 	s.Close()
 
 	damaged := 0
-	n, err := journal.VerifyBolt(ctx, path, nil, func(key uuid.UUID, err error) {
+	n, err := bolt.Verify(ctx, path, nil, func(key uuid.UUID, err error) {
 		damaged++
 		fmt.Println(key, err)
 	})
@@ -265,4 +268,29 @@ func ExampleVerifyBolt() {
 	}
 	fmt.Printf("%d records, %d damaged\n", n, damaged)
 	// Output: 1 records, 0 damaged
+}
+
+// fullRecord is a record with every field set (journal's fuzz seeds').
+func fuzzSeeds() []journal.Record {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	full := journal.Record{
+		Key:         uuid.MustParse("0b9d2f3c-6a54-5e1b-9d07-3f4a8c1e2b77"),
+		Intent:      keyderive.Intent{Tenant: "acme", Session: "s1", Turn: "3", Tool: "charge", Discriminator: "seq-2"},
+		Fingerprint: keyderive.FingerprintOf([]byte(`{"a":1}`)),
+		Effect:      journal.Keyed,
+		Input:       []byte(`{"a":1}`),
+		State:       journal.StateSucceeded,
+		Output:      []byte{},
+		ErrorClass:  "retryable",
+		Attempts: []journal.Attempt{
+			{ID: "a1", Start: t0, End: t0.Add(time.Second), Class: "retryable", Error: "503"},
+			{ID: "a2", Start: t0.Add(2 * time.Second), QuietAt: t0.Add(time.Minute)},
+		},
+		Lease:      journal.Lease{Owner: "host/1", Token: 1 << 40, Expires: t0.Add(time.Minute)},
+		Resolution: &journal.Resolution{State: journal.StateSucceeded, Output: []byte("x"), Reason: "seen", By: "ops", At: t0},
+		Created:    t0, Updated: t0, Expires: t0.Add(journal.DefaultTTL),
+	}
+	minimal := journal.Record{Key: uuid.New(), State: journal.StatePending}
+	old := journal.Record{Key: uuid.New(), State: journal.StateUnknown, Created: time.Unix(0, -5).UTC()}
+	return []journal.Record{full, minimal, old}
 }

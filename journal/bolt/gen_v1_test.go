@@ -1,4 +1,4 @@
-package journal_test
+package bolt_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
@@ -23,7 +24,7 @@ func TestWriteV1Journal(t *testing.T) {
 	}
 	ns := uuid.MustParse("6f1d4f55-6a1b-4b8e-9a57-0c1a6d3e2b10")
 	os.Remove("testdata/v1.journal")
-	s, err := journal.OpenBolt("testdata/v1.journal", &journal.Options{Namespace: ns})
+	s, err := bolt.Open("testdata/v1.journal", &bolt.Options{Journal: &journal.Options{Namespace: ns}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,11 +73,21 @@ func TestWriteV1Journal(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.MarshalIndent(recs, "", "\t")
+	b, err := json.MarshalIndent(asGoRecords(recs), "", "\t")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile("testdata/v1.json", b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// asGoRecords is recs in encoding/json's default form, as testdata/v1.json
+// holds them.
+func asGoRecords(recs []journal.Record) []goRecord {
+	out := make([]goRecord, len(recs))
+	for i := range recs {
+		out[i] = goRecord(recs[i])
+	}
+	return out
 }

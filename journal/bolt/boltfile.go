@@ -1,10 +1,10 @@
 // Reading bbolt's meta pages ourselves, before bbolt maps the file. bbolt
 // trusts the file's length and faults or panics when a truncated file's
-// pages are missing, sometimes inside bolt.Open where a recover would leave
+// pages are missing, sometimes inside bbolt.Open where a recover would leave
 // the file locked; checking the length against the newest valid meta page
 // first keeps a truncated journal a plain ErrCorrupt.
 
-package journal
+package bolt
 
 import (
 	"encoding/binary"
@@ -12,6 +12,8 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+
+	"github.com/agentonce/agentonce/journal"
 )
 
 // bbolt's meta page, as it lays it out after the 16-byte page header (in
@@ -51,13 +53,13 @@ func parseBoltMeta(b []byte) (boltMeta, bool) {
 
 // checkBoltSize refuses a file shorter than its newest valid meta page
 // says it is. bbolt maps such a file and faults (or panics) reading the
-// missing pages, some of them inside bolt.Open, where a recover would leave
+// missing pages, some of them inside bbolt.Open, where a recover would leave
 // the file locked; reading the meta pages first keeps a truncated journal a
-// plain error. Files without a valid meta page are left to bolt.Open.
+// plain error. Files without a valid meta page are left to bbolt.Open.
 func checkBoltSize(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil // bolt.Open says what is wrong
+		return nil // bbolt.Open says what is wrong
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -83,7 +85,7 @@ func checkBoltSize(path string) error {
 		return nil
 	}
 	if need := best.pgid * best.pageSize; uint64(fi.Size()) < need {
-		return fmt.Errorf("journal %s: %w: truncated: %d bytes, the journal needs %d", path, ErrCorrupt, fi.Size(), need)
+		return fmt.Errorf("journal %s: %w: truncated: %d bytes, the journal needs %d", path, journal.ErrCorrupt, fi.Size(), need)
 	}
 	return nil
 }

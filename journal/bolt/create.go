@@ -2,7 +2,7 @@
 // leaves either no journal or a whole one, never a file that the next open
 // must refuse.
 
-package journal
+package bolt
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 )
 
 // createBolt makes a new journal at path, unless a file is there already:
@@ -24,15 +24,15 @@ import (
 // journal meanwhile (then that one is the journal, and this one is
 // dropped). bbolt creating the file in place would leave, after a power
 // cut at its first sync, an empty or a half-written file at path, which
-// OpenBolt refuses as corrupt: a journal truncated to nothing must not
+// Open refuses as corrupt: a journal truncated to nothing must not
 // come back as a new one. On a file system without hard links it reports
-// errNoLink, and OpenBolt lets bbolt create the file in place.
+// errNoLink, and Open lets bbolt create the file in place.
 //
 // A cut before the link leaves the temporary file (path.creating-*),
 // which holds no record: the next creation removes it.
 func createBolt(path string, ns uuid.UUID) error {
 	if _, err := os.Lstat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return nil // there, or OpenBolt says what is wrong
+		return nil // there, or Open says what is wrong
 	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -46,12 +46,12 @@ func createBolt(path string, ns uuid.UUID) error {
 	tmp := f.Name()
 	f.Close()
 	defer os.Remove(tmp) // CreateTemp made it 0600
-	db, err := bolt.Open(tmp, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType})
+	db, err := bbolt.Open(tmp, 0o600, &bbolt.Options{FreelistType: bbolt.FreelistMapType})
 	if err != nil {
 		return fmt.Errorf("create journal %s: %w", path, err)
 	}
-	s := &BoltStore{path: path}
-	err = db.Update(func(tx *bolt.Tx) error { return s.create(tx, ns) })
+	s := &Store{path: path}
+	err = db.Update(func(tx *bbolt.Tx) error { return s.create(tx, ns) })
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}

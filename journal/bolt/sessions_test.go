@@ -1,4 +1,4 @@
-package journal_test
+package bolt_test
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
@@ -34,9 +35,9 @@ func listKeys(t *testing.T, s journal.Store, f journal.Filter) []uuid.UUID {
 
 // writeSessions records n intents spread over sessions and tenants, some
 // settled, some pending (durable and not), and returns the store open.
-func writeSessions(t *testing.T, path string, n int, clock func() time.Time) *journal.BoltStore {
+func writeSessions(t *testing.T, path string, n int, clock func() time.Time) *bolt.Store {
 	t.Helper()
-	s, err := journal.OpenBolt(path, &journal.Options{Now: clock})
+	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: clock}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,12 +93,12 @@ func TestPersistedSessionIndex(t *testing.T) {
 
 	check := func(stage string) {
 		t.Helper()
-		ro, err := journal.OpenBolt(path, &journal.Options{ReadOnly: true, Now: tick})
+		ro, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true, Now: tick}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer ro.Close()
-		if journal.Legacy(ro) {
+		if bolt.Legacy(ro) {
 			t.Fatalf("%s: a read-only open of a layout-2 journal reads every record", stage)
 		}
 		for i, f := range filters {
@@ -111,7 +112,7 @@ func TestPersistedSessionIndex(t *testing.T) {
 	// GC past the TTL of the settled records, then more writes: the index
 	// follows removals and additions.
 	now = now.Add(journal.DefaultTTL + time.Hour)
-	w, err := journal.OpenBolt(path, &journal.Options{Now: tick})
+	w, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: tick}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestSessionIndexAfterUncleanClose(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "j")
 	keys := crashWriter(t, path, 30) // writes 30 records, then SIGKILLed
-	ro, err := journal.OpenBolt(path, &journal.Options{ReadOnly: true})
+	ro, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestSessionIndexAfterUncleanClose(t *testing.T) {
 	if len(want) < len(keys) || !slices.Equal(got, want) {
 		t.Fatalf("after the crash: List(%+v) = %d keys, every record of the session = %d, committed %d; want all equal", f, len(got), len(want), len(keys))
 	}
-	w, err := journal.OpenBolt(path, nil)
+	w, err := bolt.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

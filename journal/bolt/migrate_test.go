@@ -1,4 +1,4 @@
-package journal_test
+package bolt_test
 
 import (
 	"bufio"
@@ -15,9 +15,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 // v1Now is after every record of testdata/v1.journal was created and
@@ -41,17 +42,26 @@ func v1Journal(t *testing.T) (string, []journal.Record) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []journal.Record
-	if err := json.Unmarshal(js, &recs); err != nil {
+	// The fixture is in encoding/json's default form of a Record (its
+	// fields by Go name), written before Record had a JSON form of its own.
+	var plain []goRecord
+	if err := json.Unmarshal(js, &plain); err != nil {
 		t.Fatal(err)
+	}
+	recs := make([]journal.Record, len(plain))
+	for i := range plain {
+		recs[i] = journal.Record(plain[i])
 	}
 	return path, recs
 }
 
+// goRecord is a journal.Record without its JSON methods.
+type goRecord journal.Record
+
 // checkV1 checks that s holds exactly want (a pending record's lease ended
 // by a writer's open, at v1Now, is the only change allowed) and that every
 // query the indexes answer agrees with the records.
-func checkV1(t *testing.T, stage string, s *journal.BoltStore, want []journal.Record, writer bool) {
+func checkV1(t *testing.T, stage string, s *bolt.Store, want []journal.Record, writer bool) {
 	t.Helper()
 	ctx := context.Background()
 	for _, w := range want {
@@ -129,8 +139,8 @@ func TestMigrateLayout1(t *testing.T) {
 	path, want := v1Journal(t)
 	clock := func() time.Time { return v1Now }
 	sum := fileSum(t, path)
-	ro := mustOpen(t, path, &journal.Options{ReadOnly: true, Now: clock})
-	if !journal.Legacy(ro) {
+	ro := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true, Now: clock}})
+	if !bolt.Legacy(ro) {
 		t.Fatal("a read-only open of a layout-1 journal uses indexes it does not have")
 	}
 	checkV1(t, "read-only, layout 1", ro, want, false)
@@ -140,8 +150,8 @@ func TestMigrateLayout1(t *testing.T) {
 	}
 
 	batches := 0
-	defer journal.SetMigrateBatch(7, func(int) { batches++ })()
-	w := mustOpen(t, path, &journal.Options{Now: clock})
+	defer bolt.SetMigrateBatch(7, func(int) { batches++ })()
+	w := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
 	if want := (len(want) + 6) / 7; batches != want {
 		t.Errorf("migration ran %d batches; want %d", batches, want)
 	}
@@ -151,7 +161,7 @@ func TestMigrateLayout1(t *testing.T) {
 	}
 
 	batches = 0
-	w = mustOpen(t, path, &journal.Options{Now: clock})
+	w = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
 	if batches != 0 {
 		t.Errorf("the second writer's open migrated again (%d batches)", batches)
 	}
@@ -176,9 +186,9 @@ func TestMigrateLayout1(t *testing.T) {
 		t.Errorf("GC = %+v; want %d removed, %d kept unknown", res, expired, overdue)
 	}
 	w.Close()
-	ro = mustOpen(t, path, &journal.Options{ReadOnly: true, Now: clock})
+	ro = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true, Now: clock}})
 	defer ro.Close()
-	if journal.Legacy(ro) {
+	if bolt.Legacy(ro) {
 		t.Fatal("a read-only open of the migrated journal reads every record")
 	}
 	if st, err := ro.Stats(context.Background()); err != nil || st.Records != len(kept) || st.Expired != 0 {
@@ -196,13 +206,13 @@ func TestMigrateChild(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestMigrateCrash")
 	}
-	journal.SetMigrateBatch(5, func(done int) {
+	bolt.SetMigrateBatch(5, func(done int) {
 		fmt.Println("migrated", done)
 		if done >= 15 {
 			select {} // killed here
 		}
 	})
-	_, err := journal.OpenBolt(path, nil)
+	_, err := bolt.Open(path, nil)
 	fmt.Println("open returned:", err)
 	os.Exit(3)
 }
@@ -238,16 +248,16 @@ func TestMigrateCrash(t *testing.T) {
 	}
 
 	clock := func() time.Time { return v1Now }
-	ro := mustOpen(t, path, &journal.Options{ReadOnly: true, Now: clock})
-	if !journal.Legacy(ro) {
+	ro := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true, Now: clock}})
+	if !bolt.Legacy(ro) {
 		t.Fatal("a half-migrated journal's read-only open trusts its partial indexes")
 	}
 	checkV1(t, "half migrated, read-only", ro, want, false)
 	ro.Close()
 
 	done := 0
-	defer journal.SetMigrateBatch(5, func(n int) { done = n })()
-	w := mustOpen(t, path, &journal.Options{Now: clock})
+	defer bolt.SetMigrateBatch(5, func(n int) { done = n })()
+	w := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
 	defer w.Close()
 	if left := len(want) - 15; done < left || done > left+5 {
 		t.Errorf("the resumed migration indexed %d records; want the %d left", done, left)
@@ -266,11 +276,11 @@ func TestMigrateLayout2WithoutFresh(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := bolt.Open(path, 0o600, nil)
+	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx *bbolt.Tx) error {
 		if err := tx.DeleteBucket([]byte("fresh")); err != nil {
 			return err
 		}
@@ -285,14 +295,14 @@ func TestMigrateLayout2WithoutFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro := mustOpen(t, path, &journal.Options{ReadOnly: true})
-	if !journal.Legacy(ro) {
+	ro := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	if !bolt.Legacy(ro) {
 		t.Error("a read-only open of a journal without the fresh bucket uses its indexes")
 	}
 	ro.Close()
 	s = mustOpen(t, path, nil)
 	defer s.Close()
-	if journal.Legacy(s) {
+	if bolt.Legacy(s) {
 		t.Fatal("the writer's open left the journal unmigrated")
 	}
 	agree(t, "migrated layout 2", s, time.Now())

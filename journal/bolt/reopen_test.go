@@ -1,4 +1,4 @@
-package journal_test
+package bolt_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
@@ -23,7 +24,7 @@ func TestReopenExpiresDeadLeases(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "j")
-			st, err := journal.OpenBolt(path, nil)
+			st, err := bolt.Open(path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +47,7 @@ func TestReopenExpiresDeadLeases(t *testing.T) {
 
 			// Inspection changes nothing, not even the dead lease.
 			before := fileSum(t, path)
-			ro, err := journal.OpenBolt(path, &journal.Options{ReadOnly: true})
+			ro, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +63,7 @@ func TestReopenExpiresDeadLeases(t *testing.T) {
 				t.Fatal("a read-only open changed the file")
 			}
 
-			st2, err := journal.OpenBolt(path, nil)
+			st2, err := bolt.Open(path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,14 +11,16 @@
 // exactly the records up to metaMigrating, and the next writer's open
 // carries on from there. Records are read and indexed, never rewritten.
 
-package journal
+package bolt
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/agentonce/agentonce/journal"
 )
 
 // layoutVersion is the file layout this package writes (meta "version").
@@ -42,11 +44,11 @@ var migrateHook func(done int)
 
 // migrate builds the indexes of a journal that lacks them, or finishes a
 // migration that a crash interrupted.
-func (s *BoltStore) migrate() error {
+func (s *Store) migrate() error {
 	if !s.legacy {
 		return nil
 	}
-	err := s.writeTx(func(tx *bolt.Tx) error {
+	err := s.writeTx(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if v, _ := binary.Uvarint(meta.Get(metaVersion)); v == layoutVersion && meta.Get(metaMigrating) != nil &&
 			tx.Bucket(bucketIndex) != nil && tx.Bucket(bucketCounts) != nil && tx.Bucket(bucketFresh) != nil {
@@ -70,7 +72,7 @@ func (s *BoltStore) migrate() error {
 	})
 	done := 0
 	for finished := false; err == nil && !finished; {
-		err = s.writeTx(func(tx *bolt.Tx) error {
+		err = s.writeTx(func(tx *bbolt.Tx) error {
 			meta := tx.Bucket(bucketMeta)
 			last := meta.Get(metaMigrating)
 			c := tx.Bucket(bucketRecords).Cursor()
@@ -82,7 +84,7 @@ func (s *BoltStore) migrate() error {
 			}
 			var at []byte
 			for n := 0; k != nil && n < migrateBatch; n++ {
-				r, err := decodeRecord(v)
+				r, err := journal.Kit.DecodeRecord(v)
 				if err != nil {
 					return wrapKey(s.path, k, err)
 				}

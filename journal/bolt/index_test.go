@@ -1,4 +1,4 @@
-package journal_test
+package bolt_test
 
 import (
 	"context"
@@ -13,13 +13,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
 // agree checks every query the indexes answer against a pass over all the
 // records: Stats against ScanStats, List (by session, state, tool, time
 // range) against a filter of every record, GC's dry run against Expired.
-func agree(t *testing.T, stage string, s *journal.BoltStore, now time.Time) {
+func agree(t *testing.T, stage string, s *bolt.Store, now time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := s.Stats(ctx)
@@ -101,7 +102,7 @@ func TestIndexesFollowTheRecords(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j")
 	now := time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	s := mustOpen(t, path, &journal.Options{Now: clock})
+	s := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
 	defer func() { s.Close() }()
 	ctx := context.Background()
 	type open struct {
@@ -168,7 +169,7 @@ func TestIndexesFollowTheRecords(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			s = mustOpen(t, path, &journal.Options{Now: clock})
+			s = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
 			pending = nil // the reopen ended their leases
 		default:
 			r := journal.Record{Key: uuid.New(), Intent: keyderive.Intent{Session: "s1", Tool: "mail"}, State: journal.StateSucceeded,
@@ -186,12 +187,12 @@ func TestIndexesFollowTheRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := filepath.Join(t.TempDir(), "copy")
-	if err := journal.Compact(ctx, path, cp, nil); err != nil {
+	if err := bolt.Compact(ctx, path, cp, nil); err != nil {
 		t.Fatal(err)
 	}
-	c := mustOpen(t, cp, &journal.Options{ReadOnly: true, Now: clock})
+	c := mustOpen(t, cp, &bolt.Options{Journal: &journal.Options{ReadOnly: true, Now: clock}})
 	defer c.Close()
-	if journal.Legacy(c) {
+	if bolt.Legacy(c) {
 		t.Fatal("Compact left the copy without its indexes")
 	}
 	agree(t, "compacted copy", c, now)

@@ -1,4 +1,4 @@
-package journal
+package bolt
 
 import (
 	"errors"
@@ -6,7 +6,9 @@ import (
 	"runtime/debug"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"github.com/agentonce/agentonce/journal"
 )
 
 // defaultMaxBatch is the group-commit size when Options.MaxBatchSize is
@@ -17,7 +19,7 @@ const defaultMaxBatch = 256
 // more than once: when a group's transaction fails, each op of the group is
 // run again alone, so that one bad write does not fail its neighbours.
 type writeOp struct {
-	fn func(tx *bolt.Tx) error
+	fn func(tx *bbolt.Tx) error
 	// after, if not nil, runs once fn's transaction committed, before the
 	// next group commits: the in-memory index follows the file in commit
 	// order.
@@ -41,7 +43,7 @@ var errLead = errors.New("lead the next group commit")
 // fsync. The group size so follows the concurrency, up to
 // Options.MaxBatchSize; Options.MaxBatchDelay makes each committer wait that
 // long for more writers first.
-func (s *BoltStore) commit(fn func(tx *bolt.Tx) error, after func()) error {
+func (s *Store) commit(fn func(tx *bbolt.Tx) error, after func()) error {
 	op := &writeOp{fn: fn, after: after, done: make(chan error, 1)}
 	s.cmu.Lock()
 	s.queue = append(s.queue, op)
@@ -81,8 +83,8 @@ func (s *BoltStore) commit(fn func(tx *bolt.Tx) error, after func()) error {
 }
 
 // run commits batch in one transaction and answers each op.
-func (s *BoltStore) run(batch []*writeOp) {
-	err := s.writeTx(func(tx *bolt.Tx) error {
+func (s *Store) run(batch []*writeOp) {
+	err := s.writeTx(func(tx *bbolt.Tx) error {
 		for _, op := range batch {
 			if err := op.fn(tx); err != nil {
 				return err
@@ -110,10 +112,10 @@ func (s *BoltStore) run(batch []*writeOp) {
 
 // writeTx runs fn in a write transaction, turning a panic of bbolt on a
 // damaged page into ErrCorrupt (bbolt rolls the transaction back).
-func (s *BoltStore) writeTx(fn func(tx *bolt.Tx) error) (err error) {
+func (s *Store) writeTx(fn func(tx *bbolt.Tx) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("journal %s: %w: %v", s.path, ErrCorrupt, p)
+			err = fmt.Errorf("journal %s: %w: %v", s.path, journal.ErrCorrupt, p)
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))

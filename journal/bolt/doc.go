@@ -1,0 +1,41 @@
+// Package bolt is the default journal.Store: one bbolt file per journal,
+// held by one process at a time.
+//
+// Importing it registers journal.PathScheme, so that journal.Open takes a
+// plain path (or "file://path") for a bbolt file; the harness imports it,
+// so a program that opens its journal with harness.Open needs no import.
+// [Open] opens a file directly, with its own [Options]: the shared
+// journal.Options as their Journal field, and the file's lock timeout and
+// group commit. The store keeps journal's state machine and passes the
+// conformance suite in internal/journaltest: the contract is
+// docs/design.md, "Journal".
+//
+// What holds: the file is created whole or not at all (built beside its
+// path and linked into place), mode 0600. Only one process writes it, and
+// every lease found when a writer opens it is a stopped process's, ended
+// at once. Complete, Resolve and Import, and durable Begins and attempts,
+// are fsynced before they return; concurrent commits share an fsync. Every
+// record carries a CRC-32C checked on every read: damage is an error
+// wrapping journal.ErrCorrupt naming the key and the file, never an
+// answer, and [Verify] lists it. Opening reads no record: the indexes and
+// the counters Stats reads are written with their record, so an open costs
+// the same at ten records and at ten million.
+//
+// docs/journal.md, "The bbolt file", has the long form: the indexes and
+// why a new record's wait, migration, checksums and compaction.
+//
+// # Caveats
+//
+//   - A read-only open takes a shared lock that the writer's excludes:
+//     inspecting a journal while its agent runs fails with ErrInUse after
+//     Options.LockTimeout (agentctl reads through the agent's socket then).
+//   - Non-durable pending records are lost if the process dies before they
+//     complete or the store is closed.
+//   - List without a Session filter walks the time index newest first,
+//     reading each record.
+//   - An empty file is refused as corrupt rather than made a new journal.
+//   - The first writer of a layout-1 journal reads every record once to
+//     build the indexes; layout 2 is refused by older versions.
+//   - bbolt never shrinks its file ([Compact] copies it dense), and the file
+//     is in the host's byte order.
+package bolt

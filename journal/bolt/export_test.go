@@ -1,0 +1,105 @@
+package bolt
+
+import (
+	"go.etcd.io/bbolt"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// BulkPut writes records in one transaction per 10 000, for tests and
+// benchmarks that need big journals fast.
+func BulkPut(s *Store, recs []journal.Record) error {
+	for len(recs) > 0 {
+		n := min(len(recs), 10000)
+		chunk := recs[:n]
+		recs = recs[n:]
+		err := s.db.Update(func(tx *bbolt.Tx) error {
+			for i := range chunk {
+				r := &chunk[i]
+				if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PagesWritten is how many pages the store's commits have written.
+func PagesWritten(s *Store) int64 {
+	st := s.db.Stats()
+	return st.TxStats.GetWrite()
+}
+
+// FreshKeys is how many records the fresh bucket holds.
+func FreshKeys(s *Store) int {
+	n := 0
+	s.db.View(func(tx *bbolt.Tx) error {
+		n = countKeys(tx.Bucket(bucketFresh))
+		return nil
+	})
+	return n
+}
+
+// BoltStats is the bytes of the pages in use.
+func BoltStats(s *Store) int64 {
+	var n int64
+	s.db.View(func(tx *bbolt.Tx) error {
+		st := s.db.Stats()
+		n = tx.Size() - int64(st.FreePageN+st.PendingPageN)*int64(s.db.Info().PageSize)
+		return nil
+	})
+	return n
+}
+
+// SetMigrateBatch sets how many records one migration transaction
+// indexes, and a hook run after each, for a test.
+func SetMigrateBatch(n int, hook func(done int)) (restore func()) {
+	oldN, oldHook := migrateBatch, migrateHook
+	migrateBatch, migrateHook = n, hook
+	return func() { migrateBatch, migrateHook = oldN, oldHook }
+}
+
+// Legacy reports that a store reads every record for its queries: a
+// layout-1 journal opened read-only.
+func Legacy(s *Store) bool { return s.legacy }
+
+// SetNoSync turns fsync off (or on again) for a test that builds a big
+// journal fast.
+func SetNoSync(s *Store, on bool) { s.db.NoSync = on }
+
+// IndexRoot is the page id of the index bucket's root: it changes with
+// every commit that writes an index entry.
+func IndexRoot(s *Store) uint64 {
+	var root uint64
+	s.db.View(func(tx *bbolt.Tx) error {
+		root = uint64(tx.Bucket(bucketIndex).Root())
+		return nil
+	})
+	return root
+}
+
+// FreshMax is how many records the fresh bucket holds before a flush.
+const FreshMax = freshMax
+
+// CreateBolt is createBolt, for the race test.
+var CreateBolt = createBolt
+
+// EncodeRecord and DecodeRecord are journal's record encoding, for tests.
+var (
+	EncodeRecord = journal.Kit.EncodeRecord
+	DecodeRecord = journal.Kit.DecodeRecord
+)
+
+// EncodeLegacyRecord encodes r as a version without checksums wrote it:
+// the format byte, then the fields, without the 7-byte seal (tag, length
+// and CRC-32C) that follows the format byte today.
+func EncodeLegacyRecord(r *journal.Record) []byte {
+	const sealLen = 7
+	v := journal.Kit.EncodeRecord(nil, r)
+	return append(v[:1:1], v[sealLen:]...)
+}

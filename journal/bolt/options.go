@@ -1,0 +1,57 @@
+package bolt
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// Options configures a bbolt store. A nil *Options means defaults; each
+// field's zero value is its default.
+type Options struct {
+	// Journal holds the options every store shares: the namespace,
+	// read-only mode and the clock (journal.Options.Now). Nil means
+	// defaults.
+	Journal *journal.Options
+
+	// LockTimeout is how long Open waits for another process's file lock
+	// before returning journal.ErrInUse. Zero means 1 second.
+	LockTimeout time.Duration
+
+	// MaxBatchSize and MaxBatchDelay tune group commit: concurrent writes
+	// that arrive within MaxBatchDelay share one fsync, up to MaxBatchSize
+	// writes. Zero MaxBatchSize means 256. Zero MaxBatchDelay means no
+	// wait: a group holds the writes that queued while the previous group
+	// committed, so its size follows the concurrency and a lone write is
+	// committed at once.
+	MaxBatchSize  int
+	MaxBatchDelay time.Duration
+}
+
+func init() { journal.Register(journal.PathScheme, openLocation) }
+
+// openLocation is Open for journal.Open: location is a plain path or a
+// file:// URL, and jo.StoreOptions, when set, must be an *Options (its
+// Journal field is replaced by jo).
+func openLocation(_ context.Context, location string, jo *journal.Options) (journal.Store, error) {
+	if len(location) > len(journal.PathScheme)+3 && strings.EqualFold(location[:len(journal.PathScheme)+3], journal.PathScheme+"://") {
+		location = location[len(journal.PathScheme)+3:]
+	}
+	var o Options
+	if jo != nil {
+		switch so := jo.StoreOptions.(type) {
+		case nil:
+		case *Options:
+			if so != nil {
+				o = *so
+			}
+		default:
+			return nil, fmt.Errorf("journal %s: %w: Options.StoreOptions is a %T; a bbolt file takes a *bolt.Options", location, journal.ErrInvalid, so)
+		}
+		o.Journal = jo
+	}
+	return Open(location, &o)
+}

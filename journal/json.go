@@ -1,0 +1,255 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/keyderive"
+)
+
+// recordJSON is the one JSON form of a Record: agentctl's --json output,
+// export and import, and the inspection socket all use it. Change it only
+// by adding fields, and update agentctl's jsonSchemaHelp with it.
+type recordJSON struct {
+	Version       int    `json:"version"`
+	Key           string `json:"key"`
+	Tenant        string `json:"tenant"`
+	Session       string `json:"session"`
+	Turn          string `json:"turn"`
+	Tool          string `json:"tool"`
+	Discriminator string `json:"discriminator"`
+	Fingerprint   string `json:"fingerprint"`
+	Effect        string `json:"effect"`
+	State         string `json:"state"`
+	// Input and Output are embedded JSON, or null. Bytes that are not
+	// compact JSON go base64-encoded in the *_base64 field instead, so
+	// every record round-trips byte for byte.
+	Input        json.RawMessage `json:"input"`
+	InputBase64  *string         `json:"input_base64,omitempty"`
+	Output       json.RawMessage `json:"output"`
+	OutputBase64 *string         `json:"output_base64,omitempty"`
+	ErrorClass   string          `json:"error_class"`
+	ErrorMessage string          `json:"error_message"`
+	Attempts     []attemptJSON   `json:"attempts"`
+	Lease        leaseJSON       `json:"lease"`
+	Resolution   *resolutionJSON `json:"resolution"`
+	Created      time.Time       `json:"created"`
+	Updated      time.Time       `json:"updated"`
+	Expires      time.Time       `json:"expires"`
+}
+
+type attemptJSON struct {
+	ID      string     `json:"id"`
+	Start   time.Time  `json:"start"`
+	End     *time.Time `json:"end"`
+	Class   string     `json:"class"`
+	Error   string     `json:"error"`
+	QuietAt *time.Time `json:"quiet_at"`
+}
+
+type leaseJSON struct {
+	Owner   string     `json:"owner"`
+	Token   uint64     `json:"token"`
+	Expires *time.Time `json:"expires"`
+}
+
+type resolutionJSON struct {
+	State        string          `json:"state"`
+	Output       json.RawMessage `json:"output"`
+	OutputBase64 *string         `json:"output_base64,omitempty"`
+	Reason       string          `json:"reason"`
+	By           string          `json:"by"`
+	At           time.Time       `json:"at"`
+}
+
+// MarshalJSON encodes r in the one JSON form of a record, which carries
+// every field: state and effect by name, the key as a UUID string, the
+// fingerprint as lower-case hex ("" when none was computed), times in UTC
+// (null when not set, for an attempt's end and quiet time and the lease's
+// expiry), and input and output embedded as JSON when they are compact
+// JSON, else base64 in input_base64 and output_base64. agentctl help json
+// documents the schema; fields are only ever added. json.Marshal escapes
+// <, > and & in embedded input and output, as it escapes every value; an
+// Encoder with SetEscapeHTML(false) keeps them, byte for byte.
+func (r Record) MarshalJSON() ([]byte, error) {
+	j := recordJSON{
+		Version:       r.Version,
+		Key:           r.Key.String(),
+		Tenant:        r.Intent.Tenant,
+		Session:       r.Intent.Session,
+		Turn:          r.Intent.Turn,
+		Tool:          r.Intent.Tool,
+		Discriminator: r.Intent.Discriminator,
+		Effect:        r.Effect.String(),
+		State:         r.State.String(),
+		ErrorClass:    r.ErrorClass,
+		ErrorMessage:  r.ErrorMessage,
+		Attempts:      make([]attemptJSON, 0, len(r.Attempts)),
+		Lease: leaseJSON{
+			Owner:   r.Lease.Owner,
+			Token:   r.Lease.Token,
+			Expires: optTime(r.Lease.Expires),
+		},
+		Created: r.Created.UTC(),
+		Updated: r.Updated.UTC(),
+		Expires: r.Expires.UTC(),
+	}
+	if !r.Fingerprint.IsZero() {
+		j.Fingerprint = r.Fingerprint.String()
+	}
+	j.Input, j.InputBase64 = embedJSON(r.Input)
+	j.Output, j.OutputBase64 = embedJSON(r.Output)
+	for _, a := range r.Attempts {
+		j.Attempts = append(j.Attempts, attemptJSON{
+			ID: a.ID, Start: a.Start.UTC(), End: optTime(a.End), Class: a.Class, Error: a.Error,
+			QuietAt: optTime(a.QuietAt),
+		})
+	}
+	if res := r.Resolution; res != nil {
+		rj := &resolutionJSON{State: res.State.String(), Reason: res.Reason, By: res.By, At: res.At.UTC()}
+		rj.Output, rj.OutputBase64 = embedJSON(res.Output)
+		j.Resolution = rj
+	}
+	// Without HTML escaping: an encoder that wants it (json.Marshal) escapes
+	// these bytes itself; one that does not (SetEscapeHTML(false)) keeps them.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&j); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// UnmarshalJSON decodes the form MarshalJSON writes, checking every name
+// and encoding. It rejects an unknown field, so that nothing is dropped
+// silently. A record version above SchemaVersion, or a state or effect
+// kind this version does not know, is an error wrapping ErrNewerVersion; a
+// nil key or a missing created time is an error naming the field.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	var j recordJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return err
+	}
+	rec, err := fromRecordJSON(&j)
+	if err != nil {
+		return err
+	}
+	*r = rec
+	return nil
+}
+
+func fromRecordJSON(j *recordJSON) (Record, error) {
+	var r Record
+	var err error
+	r.Version = j.Version
+	if r.Version > SchemaVersion {
+		return r, fmt.Errorf("record version %d: %w (this version reads up to %d)", r.Version, ErrNewerVersion, SchemaVersion)
+	}
+	if r.Key, err = uuid.Parse(j.Key); err != nil {
+		return r, fmt.Errorf("key %q: %v", j.Key, err)
+	}
+	if r.Key == uuid.Nil {
+		return r, errors.New("key is the nil UUID")
+	}
+	r.Intent = keyderive.Intent{Tenant: j.Tenant, Session: j.Session, Turn: j.Turn, Tool: j.Tool, Discriminator: j.Discriminator}
+	if j.Fingerprint != "" {
+		b, err := hex.DecodeString(j.Fingerprint)
+		if err != nil || len(b) != len(r.Fingerprint) {
+			return r, fmt.Errorf("fingerprint %q: want %d hex digits", j.Fingerprint, 2*len(r.Fingerprint))
+		}
+		copy(r.Fingerprint[:], b)
+	}
+	if r.Effect, err = ParseEffect(j.Effect); err != nil {
+		return r, fmt.Errorf("%v: %w", err, ErrNewerVersion)
+	}
+	if r.State, err = ParseState(j.State); err != nil {
+		return r, fmt.Errorf("%v: %w", err, ErrNewerVersion)
+	}
+	if r.Input, err = unembedJSON("input", j.Input, j.InputBase64); err != nil {
+		return r, err
+	}
+	if r.Output, err = unembedJSON("output", j.Output, j.OutputBase64); err != nil {
+		return r, err
+	}
+	r.ErrorClass, r.ErrorMessage = j.ErrorClass, j.ErrorMessage
+	for _, a := range j.Attempts {
+		r.Attempts = append(r.Attempts, Attempt{
+			ID: a.ID, Start: a.Start.UTC(), End: fromOptTime(a.End), Class: a.Class, Error: a.Error,
+			QuietAt: fromOptTime(a.QuietAt),
+		})
+	}
+	r.Lease = Lease{Owner: j.Lease.Owner, Token: j.Lease.Token, Expires: fromOptTime(j.Lease.Expires)}
+	if rj := j.Resolution; rj != nil {
+		res := &Resolution{Reason: rj.Reason, By: rj.By, At: rj.At.UTC()}
+		if res.State, err = ParseState(rj.State); err != nil {
+			return r, fmt.Errorf("resolution: %v: %w", err, ErrNewerVersion)
+		}
+		if res.Output, err = unembedJSON("resolution output", rj.Output, rj.OutputBase64); err != nil {
+			return r, err
+		}
+		r.Resolution = res
+	}
+	r.Created, r.Updated, r.Expires = j.Created.UTC(), j.Updated.UTC(), j.Expires.UTC()
+	if r.Created.IsZero() {
+		return r, errors.New("created is missing")
+	}
+	return r, nil
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func fromOptTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// embedJSON returns b as embedded JSON when it is compact JSON (so encoding
+// it again gives the same bytes), else as base64 in the second result.
+func embedJSON(b []byte) (json.RawMessage, *string) {
+	if b == nil {
+		return nil, nil
+	}
+	if json.Valid(b) {
+		var c bytes.Buffer
+		if json.Compact(&c, b) == nil && bytes.Equal(c.Bytes(), b) {
+			return json.RawMessage(b), nil
+		}
+	}
+	s := base64.StdEncoding.EncodeToString(b)
+	return nil, &s
+}
+
+func unembedJSON(field string, raw json.RawMessage, b64 *string) ([]byte, error) {
+	if b64 != nil {
+		if len(raw) > 0 && string(raw) != "null" {
+			return nil, fmt.Errorf("both %s and %s_base64 are set", field, field)
+		}
+		b, err := base64.StdEncoding.DecodeString(*b64)
+		if err != nil {
+			return nil, fmt.Errorf("%s_base64: %v", field, err)
+		}
+		return b, nil
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	return bytes.Clone(raw), nil
+}
