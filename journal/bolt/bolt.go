@@ -13,7 +13,12 @@
 // the process, so a second Open of the same path in one process is
 // refused like another process's. Since the lock proves that no other
 // process holds the journal, every lease found at a writer's open belongs
-// to a process that stopped, and expireDeadLeases ends them as of the open.
+// to a process that stopped: a pending record read from the file that was
+// last written before the open (its Updated is before leasesEnded) has its
+// lease ended as of the open, as it is read (endStale), so that the open
+// itself reads and writes no record. The store's time never goes backward
+// across opens (clock.go), so a record this process writes is never taken
+// for an earlier one's.
 //
 // Non-durable writes: a pending record written with Durable false is kept
 // in its key's stripe overlay, which every call on the store consults, so
@@ -43,6 +48,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,8 +73,18 @@ type Store struct {
 	db       *bbolt.DB
 	lockWait time.Duration
 	ns       uuid.UUID
-	now      func() time.Time
+	clock    storeClock
 	readOnly bool
+	// leasesEnded is the store's time at a writer's open: the lease of a
+	// pending record last written before it ended then (see endStale).
+	// Zero for a reader.
+	leasesEnded time.Time
+	// lineDue is the clock's line (meta "clock") that the next write
+	// transaction records, nil when the file has it (see clock.go).
+	lineDue atomic.Pointer[[]byte]
+	// wrote is set by the first write transaction that commits: Close
+	// then records the clock's high-water mark.
+	wrote atomic.Bool
 
 	stripes [256]stripe
 	// legacy: a read-only store of a journal whose indexes are not built
@@ -117,8 +133,12 @@ func Open(path string, opts *Options) (s *Store, err error) {
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = time.Second
 	}
-	if jo.Now == nil {
-		jo.Now = time.Now
+	clk := storeClock{wall: jo.Now, mono: jo.Monotonic}
+	if clk.wall == nil {
+		clk.wall = time.Now
+		if clk.mono == nil {
+			clk.mono = hostMonotonic
+		}
 	}
 	if o.MaxBatchSize <= 0 {
 		o.MaxBatchSize = defaultMaxBatch
@@ -126,7 +146,7 @@ func Open(path string, opts *Options) (s *Store, err error) {
 	s = &Store{
 		path:     path,
 		lockWait: o.LockTimeout,
-		now:      jo.Now,
+		clock:    clk,
 		readOnly: jo.ReadOnly,
 		maxBatch: o.MaxBatchSize,
 		delay:    o.MaxBatchDelay,
@@ -182,72 +202,35 @@ func Open(path string, opts *Options) (s *Store, err error) {
 		return nil, err
 	}
 	if !jo.ReadOnly {
-		err := s.migrate()
-		if err == nil {
-			err = s.expireDeadLeases()
-		}
-		if err != nil {
+		if err := s.migrate(); err != nil {
 			_ = db.Close()
 			s.db = nil
 			return nil, err
 		}
 	}
+	opened, err := s.startClock()
+	if err != nil {
+		_ = db.Close()
+		s.db = nil
+		return nil, fmt.Errorf("journal %s: starting the clock: %w", path, err)
+	}
+	if !jo.ReadOnly {
+		s.leasesEnded = opened
+	}
 	return s, nil
 }
 
-// expireDeadLeases ends, as of now, every lease found in the file. The file
-// lock means that no other process has the journal open for writing, so
-// each of these leases belongs to a process that stopped without completing
-// (a crash); without this, a restarted agent would find its own intents "in
-// flight elsewhere" until their leases ran out.
-func (s *Store) expireDeadLeases() error {
-	now := s.now()
-	var pending []*ixEntry
-	err := s.view(func(tx *bbolt.Tx) error {
-		var err error
-		if pending, err = openKeys(tx.Bucket(bucketIndex), journal.StatePending); err != nil {
-			return err
-		}
-		// The fresh bucket's pending records, told by their entries: an
-		// open reads no record that it does not change.
-		fresh, err := s.freshEntries(tx)
-		for _, e := range fresh {
-			if e.state == journal.StatePending {
-				pending = append(pending, &ixEntry{key: e.key})
-			}
-		}
-		return err
-	})
-	if err == nil && len(pending) > 0 { // else an open writes nothing
-		err = s.writeTx(func(tx *bbolt.Tx) error { return s.endLeases(tx, pending, now) })
+// endStale ends, as of the open, the lease of r, read from the file, when
+// a process that stopped wrote it: the file lock means that no other
+// process has the journal open for writing, so a pending record last
+// written before this open belongs to a crashed owner. Without this, a
+// restarted agent would find its own intents "in flight elsewhere" until
+// their leases ran out. Nothing is written: the next write of the record
+// keeps the ended lease.
+func (s *Store) endStale(r *journal.Record) {
+	if r.State == journal.StatePending && r.Updated.Before(s.leasesEnded) && r.Lease.Expires.After(s.leasesEnded) {
+		r.Lease.Expires = s.leasesEnded
 	}
-	if err != nil {
-		return fmt.Errorf("journal %s: expiring the leases of a stopped process: %w", s.path, err)
-	}
-	return nil
-}
-
-// endLeases ends, as of now, the live leases of the pending records.
-func (s *Store) endLeases(tx *bbolt.Tx, pending []*ixEntry, now time.Time) error {
-	b := tx.Bucket(bucketRecords)
-	for _, e := range pending {
-		v := b.Get(e.key[:])
-		if v == nil {
-			continue
-		}
-		r, err := journal.Kit.DecodeRecord(v)
-		if err != nil {
-			return fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
-		}
-		if r.State != journal.StatePending || !r.Lease.Expires.After(now) {
-			continue
-		}
-		r.Lease.Expires = now
-		if err := s.indexPut(tx, &r, journal.Kit.EncodeRecord(nil, &r)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // openError turns an error of bbolt.Open into one of ours, naming the file.
@@ -353,9 +336,12 @@ func (s *Store) lockTimeout() time.Duration { return s.lockWait }
 // Path returns the journal file's path.
 func (s *Store) Path() string { return s.path }
 
-// Now returns the store's clock (Options.Now), by which it judges leases
-// and expiry.
+// Now returns the store's time, by which it judges leases and expiry:
+// journal.Options.Now and Monotonic combined as clock.go says, so that a
+// jump of the wall clock does not move it.
 func (s *Store) Now() time.Time { return s.now() }
+
+func (s *Store) now() time.Time { return s.clock.now() }
 
 // Namespace returns the journal's namespace.
 func (s *Store) Namespace() uuid.UUID { return s.ns }
@@ -407,6 +393,7 @@ func (s *Store) readTx(tx *bbolt.Tx, key uuid.UUID) (*journal.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
 	}
+	s.endStale(&d)
 	return &d, nil
 }
 
@@ -793,6 +780,7 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 					if err != nil {
 						return wrapKey(s.path, e.key[:], err)
 					}
+					s.endStale(&r)
 					skip[e.key] = &r
 				}
 			}
@@ -921,6 +909,7 @@ func (s *Store) readPage(tx *bbolt.Tx, chunk []*ixEntry, f *journal.Filter, over
 		if err != nil {
 			return nil, fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
 		}
+		s.endStale(&r)
 		// The record may have changed since the index was read.
 		if journal.Kit.MatchFilter(&r, f) {
 			page = append(page, &r)
@@ -1296,6 +1285,10 @@ func (s *Store) Close() error {
 		// Every call has returned, so no group commit is running.
 		if err = s.flushOverlay(); err != nil {
 			err = fmt.Errorf("journal %s: persisting non-durable records: %w", s.path, err)
+		} else if s.clock.mono != nil && s.wrote.Load() {
+			if err = s.writeTx(s.highWater); err != nil {
+				err = fmt.Errorf("journal %s: recording the clock's high-water mark: %w", s.path, err)
+			}
 		}
 	}
 	if cerr := s.db.Close(); cerr != nil && err == nil {
