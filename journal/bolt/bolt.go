@@ -641,7 +641,7 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 
 // Renew extends the caller's lease; see Store. The renewed record goes to
 // the overlay, never to the file: a renewal needs no fsync, because after a
-// crash the lease ends anyway (Open ends every lease it finds), so the
+// crash the lease ends anyway (the next open ends every lease it finds), so the
 // lease in the file never needs to be the renewed one. The next durable
 // write of the key, or Close, writes it.
 func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time, error) {
