@@ -385,16 +385,37 @@ func (s *Store) read(key uuid.UUID) (r *journal.Record, err error) {
 
 // readTx is read within the transaction tx.
 func (s *Store) readTx(tx *bbolt.Tx, key uuid.UUID) (*journal.Record, error) {
+	var d journal.Record
+	if ok, err := s.readInto(tx, key, &d); !ok || err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// readInto reads the committed record for key into dst within tx, and
+// reports whether there is one: the replay path's read, whose record stays
+// on the caller's stack.
+func (s *Store) readInto(tx *bbolt.Tx, key uuid.UUID, dst *journal.Record) (bool, error) {
 	v := tx.Bucket(bucketRecords).Get(key[:])
 	if v == nil {
-		return nil, nil
+		return false, nil
 	}
 	d, err := journal.Kit.DecodeRecord(v)
 	if err != nil {
-		return nil, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+		return false, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
 	}
 	s.endStale(&d)
-	return &d, nil
+	*dst = d
+	return true, nil
+}
+
+// readFile is readInto in a read transaction of its own.
+func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err error) {
+	err = s.view(func(tx *bbolt.Tx) error {
+		found, err = s.readInto(tx, key, dst)
+		return err
+	})
+	return found, err
 }
 
 // current returns the newest record for key: the overlay's, else the
@@ -452,17 +473,19 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	// The replay path. A live settled record in the file is the truth: the
 	// overlay only ever holds pending records, and only Retake (decided again
 	// below under the key's lock) replaces a live settled record.
-	cur, err := s.read(req.Key)
+	var file journal.Record
+	found, err := s.readFile(req.Key, &file)
 	if err != nil {
 		return journal.BeginResult{}, err
 	}
 	now := s.now()
-	if cur != nil && cur.State.Settled() && !journal.Expired(cur, now) {
-		if d := journal.Kit.DecideBegin(cur, &req, now); d.Write == nil && d.Suppress == nil {
+	if found && file.State.Settled() && !journal.Expired(&file, now) {
+		if d := journal.Kit.DecideBegin(&file, &req, now); d.Write == nil && d.Suppress == nil {
 			return d.Result, nil
 		}
 		// A Retake or a mismatch to record: decide again under the lock.
 	}
+	var cur *journal.Record
 
 	st := s.stripe(req.Key)
 	st.mu.Lock()
@@ -586,18 +609,21 @@ func (s *Store) guardTx(tx *bbolt.Tx, req *journal.BeginRequest, now time.Time) 
 			return nil
 		}
 		// The fresh bucket's suppressed records, which the guard index
-		// does not hold yet.
-		fresh, err := s.freshEntries(tx)
-		if err != nil {
-			return err
-		}
-		for _, e := range fresh {
-			if e.state != journal.StateSuppressed {
-				continue
-			}
-			if v := recs.Get(e.key[:]); v != nil {
-				if ok, err := check(v); ok || err != nil {
-					return wrapKey(s.path, e.key[:], err)
+		// does not hold yet: read from the bucket in place (a new call's
+		// Begin asks the guard, and finds none there most of the time).
+		if fresh := tx.Bucket(bucketFresh); fresh != nil {
+			c := fresh.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if len(k) != 16 || len(v) != freshValueLen {
+					return fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, k, v)
+				}
+				if journal.State(v[0]) != journal.StateSuppressed {
+					continue
+				}
+				if v := recs.Get(k); v != nil {
+					if ok, err := check(v); ok || err != nil {
+						return wrapKey(s.path, k, err)
+					}
 				}
 			}
 		}
@@ -718,15 +744,23 @@ func (s *Store) Get(ctx context.Context, key uuid.UUID) (journal.Record, error) 
 	if ok {
 		return c, nil
 	}
-	rec, err := s.read(key)
+	var rec journal.Record
+	found, err := s.readFile(key, &rec)
 	if err != nil {
 		return journal.Record{}, err
 	}
-	if rec == nil {
-		return journal.Record{}, fmt.Errorf("%w: %s", journal.ErrNotFound, key)
+	if !found {
+		// Not fmt.Errorf: a new call's first read is a miss.
+		return journal.Record{}, notFound(key)
 	}
-	return *rec, nil
+	return rec, nil
 }
+
+// notFound is ErrNotFound for key.
+type notFound uuid.UUID
+
+func (e notFound) Error() string { return journal.ErrNotFound.Error() + ": " + uuid.UUID(e).String() }
+func (e notFound) Unwrap() error { return journal.ErrNotFound }
 
 // overlaySnapshot copies every overlay record.
 func (s *Store) overlaySnapshot() map[uuid.UUID]*journal.Record {
@@ -771,7 +805,8 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 				return err
 			}
 			recs := tx.Bucket(bucketRecords)
-			for _, e := range fresh {
+			for i := range fresh {
+				e := &fresh[i]
 				if _, ok := skip[e.key]; ok || !e.mayMatch(&f) {
 					continue
 				}
