@@ -38,8 +38,9 @@ const maxTxRetries = 1000
 // field's zero value is its default.
 type Options struct {
 	// Journal holds the options common to every store (Namespace,
-	// ReadOnly, Now). Its Now, when set, stands in for the server's clock.
-	Journal journal.Options
+	// ReadOnly, Now); nil means defaults. Its Now, when set, stands in for
+	// the server's clock.
+	Journal *journal.Options
 
 	// Prefix is the first part of every key the store writes, inside a
 	// hash tag ("{agentonce}:…") so that a cluster keeps one journal in one
@@ -94,19 +95,23 @@ func New(ctx context.Context, c goredis.UniversalClient, opts *Options) (*Store,
 	if opts != nil {
 		o = *opts
 	}
+	var jo journal.Options
+	if o.Journal != nil {
+		jo = *o.Journal
+	}
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
 	if strings.ContainsAny(o.Prefix, "{}") {
 		return nil, fmt.Errorf("journal/redis: prefix %q: braces are not allowed (the store adds its own hash tag)", o.Prefix)
 	}
-	s := &Store{c: c, prefix: "{" + o.Prefix + "}:", readOnly: o.Journal.ReadOnly, testNow: o.Journal.Now}
-	if !o.AllowUnsyncedWrites && !o.Journal.ReadOnly {
+	s := &Store{c: c, prefix: "{" + o.Prefix + "}:", readOnly: jo.ReadOnly, testNow: jo.Now}
+	if !o.AllowUnsyncedWrites && !jo.ReadOnly {
 		if err := checkDurable(ctx, c); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.openMeta(ctx, o.Journal.Namespace); err != nil {
+	if err := s.openMeta(ctx, jo.Namespace); err != nil {
 		return nil, err
 	}
 	return s, nil
