@@ -138,7 +138,7 @@ func (h *Harness) left(ctx context.Context, p *prepared, cause error) Result {
 		err == nil && rec.Fingerprint != p.d.Fingerprint && !rec.Fingerprint.IsZero():
 		base.Status = Rejected
 		base.Err = fmt.Errorf("harness: tool %q key %s: the caller left before the tool started: %w", p.call.Tool, p.d.Key, cause)
-	case err == nil && rec.State.Settled() && p.tool.next(&rec, h.now()) == StepAnswer:
+	case err == nil && rec.State.Settled() && p.tool.next(&rec, h.now()) == journal.StepAnswer:
 		f := flight{h: h, p: p}
 		f.base = Event{Tool: p.tool.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
 		res := f.answer(ctx, f.fromRecord(rec))
@@ -173,7 +173,7 @@ func (h *Harness) emitJoined(ctx context.Context, p *prepared, res Result) {
 func (h *Harness) replay(ctx context.Context, p *prepared) (res Result, ok bool) {
 	rec, err := h.store.Get(ctx, p.d.Key)
 	if err != nil || !rec.State.Settled() || rec.Fingerprint != p.d.Fingerprint ||
-		p.tool.next(&rec, h.now()) != StepAnswer {
+		p.tool.next(&rec, h.now()) != journal.StepAnswer {
 		return Result{}, false
 	}
 	f := flight{h: h, p: p}

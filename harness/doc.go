@@ -48,8 +48,8 @@
 //
 // A caller whose context ends after the tool started is answered
 // InProgress: the intent goes on, and a re-issue gets its outcome.
-// ReissueStep says, for any record, what a re-issue does now; agentctl
-// replay asks the same function.
+// journal.Reissue says, for any record, what a re-issue does now; Begin,
+// the harness and agentctl replay ask the same function.
 //
 // # Effect kinds
 //

@@ -107,14 +107,14 @@ func (f *flight) own(ctx context.Context, br journal.BeginResult, body func(cont
 
 // takeover continues an intent whose earlier attempt ended without a
 // recorded answer (a crash, a lost answer) or whose recorded outcome a
-// re-issue runs or reconciles again (ReissueStep).
+// re-issue runs or reconciles again (journal.Reissue).
 func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 	t := f.p.tool
-	step := afterMaybe(&rec, t.Effect)
-	notExecuted := lastAttemptClass(&rec) == retryclass.NotExecuted
+	step := journal.TakeoverStep(&rec, t.Effect)
+	notExecuted := journal.LastAttemptNotExecuted(&rec)
 	f.mayHaveRun = mayHaveRun(&rec)
 	f.event(ctx, EventTakeover, nil)
-	if step == StepReconcile {
+	if step == journal.StepReconcile {
 		cause := errors.New("an earlier attempt ended without a recorded outcome (crash, lost answer or an unknown outcome)")
 		if res, settled := f.reconcile(ctx, cause); settled {
 			return res
@@ -135,7 +135,7 @@ func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 // every attempt that was not closed as provably not executed may have.
 func mayHaveRun(rec *journal.Record) bool {
 	for _, a := range rec.Attempts {
-		if classOf(a.Class) != retryclass.NotExecuted {
+		if a.Class != journal.ClassNotExecuted {
 			return true
 		}
 	}
