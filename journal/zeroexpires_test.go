@@ -40,8 +40,8 @@ func TestZeroExpiresIsAnswered(t *testing.T) {
 				rec := journal.Record{
 					Version: journal.SchemaVersion, Key: uuid.New(), Intent: in, Effect: journal.Unkeyed,
 					State: tc.st, ErrorClass: tc.class, Output: []byte(`{"paid":1}`),
-					Lease:    journal.Lease{Owner: "old", Token: 3},
-					Created:  now.Add(-time.Hour), Updated: now.Add(-time.Hour),
+					Lease:   journal.Lease{Owner: "old", Token: 3},
+					Created: now.Add(-time.Hour), Updated: now.Add(-time.Hour),
 					Attempts: []journal.Attempt{{ID: "a1", Start: now.Add(-time.Hour), End: now.Add(-time.Hour), Class: tc.class}},
 				}
 				if tc.st == journal.StateSucceeded {
