@@ -206,49 +206,43 @@ func (f *flight) tryFunc(ctx context.Context, attemptID string) (res Result, set
 	return Result{}, false, v, err
 }
 
-// afterFailure decides what a failed attempt's verdict means: settled with
-// the result when the call ends here, else the verdict to retry under.
+// afterFailure carries out failureTable's row for a failed attempt:
+// settled with the result when the call ends here, else the verdict to
+// retry under.
 func (f *flight) afterFailure(ctx context.Context, v retryclass.Verdict, err error) (retryclass.Verdict, Result, bool) {
-	switch v.Class {
-	case retryclass.Success:
-		// A classifier that calls an error a success is overruled: an
-		// error with no output cannot be recorded as a result.
+	if v.Class == retryclass.Success {
+		// A classifier that calls an error a success is overruled.
 		v.Class = retryclass.MaybeExecuted
-	case retryclass.Canceled:
-		// The caller gave up mid-attempt: the attempt may have run.
-		return v, f.completeErr(ctx, journal.StateUnknown, retryclass.Canceled, err), true
-	case retryclass.Terminal:
-		if f.mayHaveRun {
-			return v, f.refused(ctx, err), true
-		}
-		return v, f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err), true
-	case retryclass.Mismatch:
-		return v, f.completeErr(ctx, journal.StateSuppressed, retryclass.Mismatch, err), true
 	}
 	if v.Class == retryclass.MaybeExecuted {
 		f.mayHaveRun = true
-		if f.p.tool.Effect == journal.Unkeyed {
-			// Never retried blindly: it could double the effect. Once the
-			// downstream can no longer be acting on the attempt, the
-			// Reconcile hook is asked.
-			if res, settled := f.settleThenReconcile(ctx, err); settled {
-				return v, res, true
-			}
-			v.Class = retryclass.NotExecuted
+	}
+	rule := failureOf(f.p.tool.Effect, v.Class, f.mayHaveRun)
+	switch rule.step {
+	case recordNow:
+		return v, f.completeErr(ctx, rule.state, rule.record, rule.message(err)), true
+	case reconcileFirst:
+		// Never retried blindly: it could double the effect. Once the
+		// downstream can no longer be acting on the attempt, the
+		// Reconcile hook is asked.
+		if res, settled := f.settleThenReconcile(ctx, err); settled {
+			return v, res, true
 		}
+		v.Class = retryclass.NotExecuted
 	}
 	return v, Result{}, false
 }
 
 // inTxVerdict classifies the failure of an InTx effect, whose transaction
-// rolled back with it: nothing happened, whatever the error says.
+// rolled back with it (inTxClass).
 func (f *flight) inTxVerdict(ctx context.Context, err error) retryclass.Verdict {
 	v := f.p.tool.policy.Verdict(ctx, err)
 	var pe *PanicError
 	switch {
 	case errors.As(err, &pe):
 		v.Class = retryclass.Terminal // a bug: not retried
-	case v.Class == retryclass.Terminal, v.Class == retryclass.Mismatch, v.Class == retryclass.InFlight:
+	case int(v.Class) < len(inTxClass):
+		v.Class = inTxClass[v.Class]
 	default:
 		v.Class = retryclass.NotExecuted
 	}
@@ -275,35 +269,11 @@ func (f *flight) retry(ctx context.Context, v retryclass.Verdict, err error) (at
 }
 
 // giveUp records the outcome of a retryable failure whose budget is spent
-// (or whose caller left between attempts).
+// (or whose caller left between attempts): failureTable's, for the class
+// the last attempt left.
 func (f *flight) giveUp(ctx context.Context, c retryclass.Class, err error) Result {
-	switch {
-	case c == retryclass.InFlight:
-		return f.completeErr(ctx, journal.StateSuppressed, c, err)
-	case c == retryclass.NotExecuted && !f.mayHaveRun:
-		return f.completeErr(ctx, journal.StateFailed, c, err)
-	case c == retryclass.NotExecuted:
-		// This attempt did not execute, but an earlier one may have.
-		return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
-			fmt.Errorf("%w; an earlier attempt may have taken effect", err))
-	default:
-		return f.completeErr(ctx, journal.StateUnknown, c, err)
-	}
-}
-
-// refused records a definite refusal of a retry after an attempt that may
-// have taken effect: never "nothing was done". An Unkeyed intent becomes
-// unknown; a Keyed or Idempotent one is suppressed, since the downstream
-// refused a repeat of something that may already have happened.
-func (f *flight) refused(ctx context.Context, err error) Result {
-	err = fmt.Errorf("the downstream refused a retry of an action that may already have happened: %w", err)
-	switch f.p.tool.Effect {
-	case journal.Unkeyed:
-		return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted, err)
-	case journal.ReadOnly:
-		return f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err)
-	}
-	return f.completeErr(ctx, journal.StateSuppressed, retryclass.Mismatch, err)
+	rule := failureOf(f.p.tool.Effect, c, f.mayHaveRun)
+	return f.completeErr(ctx, rule.state, rule.record, rule.message(err))
 }
 
 // attemptInTx runs an InTx tool's effect in the transaction that records
