@@ -26,6 +26,13 @@ type flight struct {
 	lease      *leaseKeeper // set while this flight owns the intent
 }
 
+// newFlight is the flight of the prepared call p: the one place a flight
+// is made, whether it will own the intent, wait for it or answer it from
+// the journal.
+func (h *Harness) newFlight(p *prepared) *flight {
+	return &flight{h: h, p: p, base: p.event()}
+}
+
 func (f *flight) schedule() *retryclass.Schedule {
 	if f.sched == nil {
 		f.sched = f.p.tool.policy.NewSchedule()
@@ -37,8 +44,7 @@ func (f *flight) schedule() *retryclass.Schedule {
 // takes over, waits or answers.
 func (h *Harness) run(ctx context.Context, p *prepared) Result {
 	t := p.tool
-	f := &flight{h: h, p: p}
-	f.base = Event{Tool: t.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
+	f := h.newFlight(p)
 	req := journal.BeginRequest{
 		Key:         p.d.Key,
 		Intent:      intentOf(p.call),
@@ -287,17 +293,9 @@ func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result,
 			// The effect keeps the caller's context (its deadline and the
 			// key) and gains the store's transaction from txCtx.
 			actx := f.h.attemptContext(withValuesOf(ctx, txCtx), t, f.p, attemptID)
-			if t.timeout > 0 {
-				var cancel context.CancelFunc
-				actx, cancel = context.WithTimeout(actx, t.timeout)
-				defer cancel()
+			if pe := guarded(actx, t, func(actx context.Context) { out, effectErr = t.InTx(actx, f.p.call.Input) }); pe != nil {
+				return nil, pe
 			}
-			defer func() {
-				if r := recover(); r != nil {
-					out, err = nil, newPanicError(t.Name, r)
-				}
-			}()
-			out, effectErr = t.InTx(actx, f.p.call.Input)
 			return out, effectErr
 		})
 	effectClass := retryclass.Success
@@ -333,17 +331,29 @@ func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result,
 // call as after a crash.
 func (h *Harness) invoke(ctx context.Context, t *tool, p *prepared, attemptID string) (out json.RawMessage, err error) {
 	actx := h.attemptContext(ctx, t, p, attemptID)
+	if pe := guarded(actx, t, func(actx context.Context) { out, err = t.Func(actx, p.call.Input) }); pe != nil {
+		return nil, pe
+	}
+	return out, err
+}
+
+// guarded runs user code (the tool, its InTx effect, its Reconcile hook)
+// under the tool's timeout, and returns the *PanicError of a panic in it,
+// nil when fn returned. runtime.Goexit is not recovered: it ends the
+// flight's goroutine, as after a crash.
+func guarded(ctx context.Context, t *tool, fn func(context.Context)) (pe *PanicError) {
 	if t.timeout > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(actx, t.timeout)
+		ctx, cancel = context.WithTimeout(ctx, t.timeout)
 		defer cancel()
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = nil, newPanicError(t.Name, r)
+			pe = newPanicError(t.Name, r)
 		}
 	}()
-	return t.Func(actx, p.call.Input)
+	fn(ctx)
+	return nil
 }
 
 // attemptContext is the context a tool's attempt runs with: the key, the
@@ -357,8 +367,7 @@ func (h *Harness) attemptContext(ctx context.Context, t *tool, p *prepared, atte
 // retryable failure, nothing recorded.
 func (h *Harness) runUnjournaled(ctx context.Context, p *prepared) Result {
 	t := p.tool
-	f := &flight{h: h, p: p}
-	f.base = Event{Tool: t.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
+	f := h.newFlight(p)
 	for {
 		id := h.newAttemptID()
 		f.tries++

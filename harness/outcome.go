@@ -135,13 +135,20 @@ func ResultFromRecord(rec *journal.Record) Result {
 // answer fills the call's fields into res and reports it.
 func (f *flight) answer(ctx context.Context, res Result) Result {
 	res.Tool, res.Key, res.Attempts = f.p.tool.Name, f.p.d.Key, f.tries
-	e := f.base
-	e.Kind, e.Status, e.Source, e.Err, e.Tries = EventResult, res.Status, res.Source, res.Err, f.tries
+	f.h.emit(ctx, resultEvent(f.base, res))
+	return res
+}
+
+// resultEvent is the EventResult that reports res, extending base (the
+// call's tool, session, turn and key): the one way a result is reported,
+// whether a flight, a joined caller or an early refusal answers.
+func resultEvent(base Event, res Result) Event {
+	e := base
+	e.Kind, e.Status, e.Source, e.Err, e.Tries = EventResult, res.Status, res.Source, res.Err, res.Attempts
 	if oe, ok := res.Err.(*OutcomeError); ok {
 		e.Class = oe.Class
 	}
-	f.h.emit(ctx, e)
-	return res
+	return e
 }
 
 func (f *flight) event(ctx context.Context, k EventKind, err error) {
