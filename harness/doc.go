@@ -111,5 +111,5 @@
 //   - Open on a bbolt file serves agentctl over a unix socket beside it,
 //     "<journal>.sock" (mode 0600, the agent's own user only), so that
 //     agentctl can read, resolve and tail the running agent despite the
-//     file's lock; Options.Inspect turns it off or makes it required.
+//     file's lock; OpenOptions.Inspect turns it off or makes it required.
 package harness
