@@ -8,7 +8,7 @@ import (
 )
 
 // TestFailureTable walks failureTable over every effect kind, class and
-// may-have-executed, and checks what the design promises of each cell:
+// may-have-executed, and checks what docs/design.md promises of each cell:
 // every cell has a row of its own, no row is shadowed, a retryable class is
 // retried and the others recorded at once, an Unkeyed attempt that may have
 // executed is reconciled and never retried blindly, and "failed" (nothing
