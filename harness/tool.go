@@ -125,13 +125,13 @@ type tool struct {
 	retakeFn func(*journal.Record) bool // the journal's Retake, bound once
 }
 
-// next is ReissueStep for this tool at now: an Unkeyed intent to reconcile
-// whose tool has no Reconcile hook has nobody to ask, and is answered as
-// recorded (unknown) until an operator resolves it.
-func (t *tool) next(r *journal.Record, now time.Time) Step {
-	s := ReissueStep(r, t.Effect, now)
-	if s == StepReconcile && t.Reconcile == nil {
-		return StepAnswer
+// next is journal.Reissue for this tool at now: an Unkeyed intent to
+// reconcile whose tool has no Reconcile hook has nobody to ask, and is
+// answered as recorded (unknown) until an operator resolves it.
+func (t *tool) next(r *journal.Record, now time.Time) journal.Step {
+	s := journal.Reissue(r, t.Effect, now)
+	if s == journal.StepReconcile && t.Reconcile == nil {
+		return journal.StepAnswer
 	}
 	return s
 }
@@ -140,5 +140,5 @@ func (t *tool) next(r *journal.Record, now time.Time) Step {
 // taken over when a re-issue would run or reconcile it.
 func (t *tool) retake(r *journal.Record, now time.Time) bool {
 	s := t.next(r, now)
-	return s == StepRetry || s == StepReconcile
+	return s == journal.StepRetry || s == journal.StepReconcile
 }

@@ -101,7 +101,7 @@ func newFixture(t *testing.T, tools ...harness.Tool) *fixture {
 			f.runs.Add(1)
 		}
 	})
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &harness.Options{Observer: obs})
+	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &harness.OpenOptions{Options: harness.Options{Observer: obs}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func newFixture(t *testing.T, tools ...harness.Tool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.h, err = harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &harness.Options{
+	f.h, err = harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &harness.OpenOptions{Options: harness.Options{
 		Observer: harness.ObserverFunc(func(ctx context.Context, e harness.Event) {
 			obs.Observe(ctx, e)
 			if e.Kind == harness.EventResult {
@@ -50,7 +50,7 @@ func newFixture(t *testing.T, tools ...harness.Tool) *fixture {
 			}
 		}),
 		Retry: &retryclass.Policy{MaxAttempts: 5, InitialInterval: -1},
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

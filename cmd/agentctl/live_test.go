@@ -46,8 +46,8 @@ func TestHelperLiveAgent(t *testing.T) {
 		t.Skip("helper process for the live agent tests")
 	}
 	ctx := context.Background()
-	h, err := harness.Open(ctx, path, &harness.Options{Inspect: harness.InspectRequire, Retry: &retryclass.Policy{
-		MaxAttempts: 3, InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond}})
+	h, err := harness.Open(ctx, path, &harness.OpenOptions{Inspect: harness.InspectRequire, Options: harness.Options{Retry: &retryclass.Policy{
+		MaxAttempts: 3, InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond}}})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)

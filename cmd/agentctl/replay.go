@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -90,7 +89,7 @@ const (
 var replayActions = []string{actAnswer, actRetry, actWait, actBlock, actAnew}
 
 // previewRecord says what a re-issued call of r would do at now, in words.
-// The decision is harness.ReissueStep's, from the effect kind the record
+// The decision is journal.Reissue's, from the effect kind the record
 // keeps; this function only words it. The reason starts with the verdict.
 //
 // singleWriter says the journal has one writing process at a time (bbolt,
@@ -112,15 +111,15 @@ func previewRecord(r *journal.Record, now time.Time, singleWriter bool) (action,
 	case journal.StateSuppressed:
 		why = "the downstream was still processing it (in-flight suppression)"
 	}
-	switch harness.ReissueStep(r, r.Effect, now) {
-	case harness.StepWait:
+	switch journal.Reissue(r, r.Effect, now) {
+	case journal.StepWait:
 		return actWait, fmt.Sprintf("in flight elsewhere: %s holds the lease until %s",
 			orDash(r.Lease.Owner), r.Lease.Expires.UTC().Format(time.RFC3339))
-	case harness.StepAnew:
+	case journal.StepAnew:
 		return actAnew, "runs anew: the record expired at " + r.Expires.UTC().Format(time.RFC3339) + ", so the call is a new intent"
-	case harness.StepReconcile:
+	case journal.StepReconcile:
 		return actBlock, "blocked as unknown: " + why + " and the tool is unkeyed; the tool's Reconcile hook decides, else agentctl resolve " + r.Key.String()
-	case harness.StepRetry:
+	case journal.StepRetry:
 		switch {
 		case r.State == journal.StateFailed:
 			return actRetry, "run again with the same key: the failure provably did not execute (not-executed)"

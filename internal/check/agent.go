@@ -86,10 +86,12 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	if !o.Final && o.Slot < len(plan.Skews) {
 		skew = time.Duration(plan.Skews[o.Slot]) * time.Millisecond
 	}
-	hopts := &harness.Options{
-		Owner:    o.Proc,
-		LeaseTTL: time.Duration(plan.LeaseMS) * time.Millisecond,
-		Retry:    workerRetry,
+	hopts := &harness.OpenOptions{
+		Options: harness.Options{
+			Owner:    o.Proc,
+			LeaseTTL: time.Duration(plan.LeaseMS) * time.Millisecond,
+			Retry:    workerRetry,
+		},
 		Journal: &journal.Options{
 			Now:          func() time.Time { return time.Now().Add(skew) },
 			StoreOptions: &bolt.Options{LockTimeout: 20 * time.Second}, // the previous incarnation's lock goes with its death
