@@ -1,4 +1,4 @@
-package journal_test
+package bolt_test
 
 import (
 	"context"
