@@ -37,7 +37,7 @@ func (h *Harness) Call(ctx context.Context, c ToolCall) Result {
 // counts every call.
 func (h *Harness) rejectedEarly(ctx context.Context, c ToolCall, res Result) Result {
 	h.emit(ctx, Event{Kind: EventResult, Tool: c.Tool, Session: c.Session, Turn: c.Turn, Key: res.Key,
-		Status: Rejected, Err: res.Err})
+		CallID: c.ID, Status: Rejected, Err: res.Err})
 	return res
 }
 
@@ -47,6 +47,12 @@ type prepared struct {
 	tool *tool
 	d    keyderive.Derived
 	err  error
+}
+
+// event is the start of every Event of p's call.
+func (p *prepared) event() Event {
+	return Event{Tool: p.tool.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key,
+		CallID: p.call.ID, ToolDescription: p.tool.Description}
 }
 
 func (p *prepared) rejected() Result {
@@ -140,7 +146,7 @@ func (h *Harness) left(ctx context.Context, p *prepared, cause error) Result {
 		base.Err = fmt.Errorf("harness: tool %q key %s: the caller left before the tool started: %w", p.call.Tool, p.d.Key, cause)
 	case err == nil && rec.State.Settled() && p.tool.next(&rec, h.now()) == StepAnswer:
 		f := flight{h: h, p: p}
-		f.base = Event{Tool: p.tool.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
+		f.base = p.event()
 		res := f.answer(ctx, f.fromRecord(rec))
 		res.CallID = p.call.ID
 		return res
@@ -158,8 +164,8 @@ func (h *Harness) left(ctx context.Context, p *prepared, cause error) Result {
 // emitJoined reports the result of a call that did not report its own (it
 // shared another's flight, or left it).
 func (h *Harness) emitJoined(ctx context.Context, p *prepared, res Result) {
-	e := Event{Kind: EventResult, Tool: p.call.Tool, Session: p.call.Session, Turn: p.call.Turn,
-		Key: p.d.Key, Tries: res.Attempts, Status: res.Status, Source: res.Source, Err: res.Err}
+	e := p.event()
+	e.Kind, e.CallID, e.Tries, e.Status, e.Source, e.Err = EventResult, res.CallID, res.Attempts, res.Status, res.Source, res.Err
 	if oe, ok := res.Err.(*OutcomeError); ok {
 		e.Class = oe.Class
 	}
@@ -177,7 +183,7 @@ func (h *Harness) replay(ctx context.Context, p *prepared) (res Result, ok bool)
 		return Result{}, false
 	}
 	f := flight{h: h, p: p}
-	f.base = Event{Tool: p.tool.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
+	f.base = p.event()
 	res = f.answer(ctx, f.fromRecord(rec))
 	res.CallID = p.call.ID
 	return res, true

@@ -38,7 +38,7 @@ func (f *flight) schedule() *retryclass.Schedule {
 func (h *Harness) run(ctx context.Context, p *prepared) Result {
 	t := p.tool
 	f := &flight{h: h, p: p}
-	f.base = Event{Tool: t.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
+	f.base = p.event()
 	req := journal.BeginRequest{
 		Key:         p.d.Key,
 		Intent:      intentOf(p.call),
@@ -388,7 +388,7 @@ func (h *Harness) attemptContext(ctx context.Context, t *tool, p *prepared, atte
 func (h *Harness) runUnjournaled(ctx context.Context, p *prepared) Result {
 	t := p.tool
 	f := &flight{h: h, p: p}
-	f.base = Event{Tool: t.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
+	f.base = p.event()
 	for {
 		id := h.newAttemptID()
 		f.tries++
