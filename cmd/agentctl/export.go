@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"path/filepath"
@@ -23,7 +23,7 @@ new journal and export again gives identical lines.
 The export holds the namespace secret and the tools' inputs and outputs:
 keep it like the journal itself. --output writes the file with mode 0600,
 through a temporary file, so a failed export leaves no partial file.`,
-	main: withRun(exportMain, runExport),
+	main: withRun(exportCmd, runExport),
 }
 
 type exportOptions struct {
@@ -31,18 +31,16 @@ type exportOptions struct {
 	output  string
 }
 
-func exportMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[exportOptions]) error {
+func exportCmd(e *env, fs *pflag.FlagSet, run runFunc[exportOptions]) func(context.Context, []string) error {
 	var o exportOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.output, "output", "", "write to `FILE` instead of standard output")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usageErrorf("unexpected argument %q; export writes to standard output or --output FILE", pos[0])
+		}
+		return run(ctx, e, &o)
 	}
-	if len(pos) > 0 {
-		return usageErrorf("unexpected argument %q; export writes to standard output or --output FILE", pos[0])
-	}
-	return run(ctx, e, &o)
 }
 
 func runExport(ctx context.Context, e *env, o *exportOptions) error {

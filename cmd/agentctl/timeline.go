@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"os"
 	"slices"
 
@@ -35,7 +35,7 @@ timeline that fits 80 columns; otherwise tab-separated lines, one per intent
 Tab-separated columns: index, key, tenant, turn, tool, effect, state, status,
 attempt classes (comma-separated, in order; "running" or "stopped" for an
 attempt without an end), on re-issue, reason.`,
-	main: withRun(timelineMain, runTimeline),
+	main: withRun(timelineCmd, runTimeline),
 }
 
 type timelineOptions struct {
@@ -46,27 +46,25 @@ type timelineOptions struct {
 	json    bool
 }
 
-func timelineMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[timelineOptions]) error {
+func timelineCmd(e *env, fs *pflag.FlagSet, run runFunc[timelineOptions]) func(context.Context, []string) error {
 	var o timelineOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.session, "session", "", "the `SESSION` to draw (required)")
 	fs.StringVar(&o.tenant, "tenant", "", "only this `TENANT`'s intents in the session")
 	fs.StringVar(&o.html, "html", "", "write a self-contained HTML page to `FILE` (\"-\": standard output)")
 	fs.BoolVar(&o.json, "json", false, "print the timeline as one JSON object (see 'agentctl help json')")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usageErrorf("unexpected argument %q; timeline takes --session S", pos[0])
+		}
+		if o.session == "" {
+			return usageErrorf("--session is required; agentctl ls shows sessions")
+		}
+		if o.json && o.html != "" {
+			return usageErrorf("--json and --html are exclusive: pick one output")
+		}
+		return run(ctx, e, &o)
 	}
-	if len(pos) > 0 {
-		return usageErrorf("unexpected argument %q; timeline takes --session S", pos[0])
-	}
-	if o.session == "" {
-		return usageErrorf("--session is required; agentctl ls shows sessions")
-	}
-	if o.json && o.html != "" {
-		return usageErrorf("--json and --html are exclusive: pick one output")
-	}
-	return run(ctx, e, &o)
 }
 
 func runTimeline(ctx context.Context, e *env, o *timelineOptions) error {
