@@ -144,3 +144,16 @@ func TestCompletion(t *testing.T) {
 		}
 	}
 }
+
+// Terminal times show milliseconds: attempts a few milliseconds apart do
+// not read alike.
+func TestHumanTimeMilliseconds(t *testing.T) {
+	e, _, _ := testEnv(true)
+	a, b := t0.Add(4*time.Millisecond), t0.Add(9*time.Millisecond)
+	if got, want := e.humanTime(a), "2026-03-01 10:00:00.004"; got != want {
+		t.Errorf("humanTime(%v) = %q; want %q", a, got, want)
+	}
+	if e.humanTime(a) == e.humanTime(b) {
+		t.Errorf("humanTime(%v) = humanTime(%v) = %q; want them told apart", a, b, e.humanTime(a))
+	}
+}

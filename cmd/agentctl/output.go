@@ -9,12 +9,13 @@ import (
 	"time"
 )
 
-// humanTime formats t for a person: local time (env.loc), to the second.
+// humanTime formats t for a person: local time (env.loc), to the
+// millisecond (attempts a few milliseconds apart must not read alike).
 func (e *env) humanTime(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return t.In(e.loc).Format("2006-01-02 15:04:05")
+	return t.In(e.loc).Format("2006-01-02 15:04:05.000")
 }
 
 // machineTime formats t for tab-separated output: RFC 3339 in UTC with as

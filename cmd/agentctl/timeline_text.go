@@ -56,7 +56,7 @@ func writeTimelineText(w io.Writer, tl *timeline, loc *time.Location, width int)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Session %s%s: %d intents, %s to %s\n", tl.Session, tenantNote(tl.Tenant), len(tl.Intents),
-		tl.From.In(loc).Format("2006-01-02 15:04:05"), tl.To.In(loc).Format("15:04:05 MST"))
+		tl.From.In(loc).Format("2006-01-02 15:04:05.000"), tl.To.In(loc).Format("15:04:05.000 MST"))
 	fmt.Fprintf(&b, "%*s %-*s %-*s %-*s %s %s\n", textIndexW, "#", textToolW, "TOOL", textStatusW, "STATUS", textKeyW, "KEY",
 		padRunes("ATTEMPTS", barW+2), "NEXT")
 	cuts := make([]rune, barW)
