@@ -50,8 +50,11 @@ func runExport(ctx context.Context, e *env, o *exportOptions) error {
 	}
 	defer s.Close()
 	if o.output == "" {
-		_, err := exportTo(ctx, s, e.stdout)
-		return err
+		if _, err := exportTo(ctx, s, e.stdout); err != nil {
+			return err
+		}
+		warnNamespace(e, "standard output")
+		return nil
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(o.output), ".agentctl-export-*")
 	if err != nil {
@@ -74,7 +77,16 @@ func runExport(ctx context.Context, e *env, o *exportOptions) error {
 	if e.stderrTTY {
 		fmt.Fprintf(e.stderr, "exported %d records to %s\n", n, o.output)
 	}
+	warnNamespace(e, o.output)
 	return nil
+}
+
+// warnNamespace says, on standard error, that an export written to dest
+// carries the namespace: derive hides it unless asked (--show-namespace),
+// and export must not hand it out without a word.
+func warnNamespace(e *env, dest string) {
+	fmt.Fprintf(e.stderr, "agentctl export: warning: %s holds the journal's namespace, a secret that lets anyone "+
+		"predict this deployment's keys, and the tools' inputs and outputs: keep it like the journal itself\n", dest)
 }
 
 // exportTo writes the header and every record of s to w.
