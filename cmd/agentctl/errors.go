@@ -135,8 +135,9 @@ func errorLine(cmd string, err error) string {
 	if cmd != "" {
 		prefix = "agentctl " + cmd + ": "
 	}
-	// One line, whatever the wrapped errors held.
-	return prefix + strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(msg)
+	// One line, whatever the wrapped errors held, and nothing a terminal
+	// would act on (a tool name may carry an escape sequence).
+	return prefix + escapeText(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(msg))
 }
 
 func isNotFound(err error) bool { return errors.Is(err, journal.ErrNotFound) }

@@ -255,7 +255,7 @@ func tenantNote(t string) string {
 }
 
 func writeReplayHuman(e *env, out *replayJSON, recs []journal.Record) error {
-	fmt.Fprintf(e.stdout, "Restart preview of session %s%s at %s\n\n", out.Session, tenantNote(out.Tenant), e.humanTime(out.At))
+	fmt.Fprintf(e.stdout, "Restart preview of session %s%s at %s\n\n", escapeField(out.Session), tenantNote(out.Tenant), e.humanTime(out.At))
 	rw := newRowWriter(e.stdout, true)
 	rw.row("#", "CREATED", "TURN", "TOOL", "KEY", "STATE", "EFFECT", "ON RESTART")
 	for i, in := range out.Intents {

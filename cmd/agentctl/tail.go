@@ -118,7 +118,7 @@ func tailLine(e *env, ev *inspect.Event) string {
 		fields := []string{machineTime(ev.Time), ev.Kind, ev.Tool, ev.Session, ev.Turn, ev.Key, ev.Attempt,
 			strconv.Itoa(ev.Tries), ev.Class, delay, ev.Status, ev.Source, ev.Error}
 		for i, f := range fields {
-			fields[i] = fieldEscaper.Replace(f)
+			fields[i] = escapeField(f)
 		}
 		return strings.Join(fields, "\t")
 	}
@@ -141,7 +141,7 @@ func tailLine(e *env, ev *inspect.Event) string {
 		what = append(what, "error="+quoteShort(ev.Error))
 	}
 	return fmt.Sprintf("%s  %-18s  %-16s  %s/%s  %s  %s", ev.Time.In(e.loc).Format("15:04:05.000"), ev.Kind,
-		ev.Tool, ev.Session, ev.Turn, ev.Key, strings.Join(what, " "))
+		escapeField(ev.Tool), escapeField(ev.Session), escapeField(ev.Turn), ev.Key, escapeField(strings.Join(what, " ")))
 }
 
 // quoteShort quotes an error on one line, cut to a readable length.

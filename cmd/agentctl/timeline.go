@@ -135,7 +135,7 @@ func writeTimelineFile(e *env, path string, tl *timeline) error {
 		os.Remove(tmp)
 		return err
 	}
-	fmt.Fprintf(e.stdout, "wrote %s: %d intents of session %s%s, %s to %s\n", path, len(tl.Intents), tl.Session,
+	fmt.Fprintf(e.stdout, "wrote %s: %d intents of session %s%s, %s to %s\n", path, len(tl.Intents), escapeField(tl.Session),
 		tenantNote(tl.Tenant), e.humanTime(tl.From), e.humanTime(tl.To))
 	return nil
 }

@@ -79,7 +79,7 @@ func writeTimelineHTML(w io.Writer, tl *timeline, loc *time.Location) error {
 	lay := tl.axis.layout(pageChartW-20, pageGapW, pagePadW)
 	x := func(t time.Time) float64 { return pageLabelW + 10 + lay.x(t) }
 	var b strings.Builder
-	esc := html.EscapeString
+	esc := escapeHTML
 	title := "Session " + tl.Session + tenantNote(tl.Tenant)
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
 	b.WriteString("<meta name=\"viewport\" content=\"width=device-width\">\n")
@@ -115,7 +115,7 @@ func writeLegend(b *strings.Builder) {
 	b.WriteString("<div class=\"legend\">\n")
 	for _, c := range attemptClasses {
 		fmt.Fprintf(b, "<span title=\"%s\"><svg width=\"22\" height=\"12\"><rect class=\"c-%s\" x=\"0\" y=\"0\" width=\"22\" height=\"12\"/></svg>%s</span>\n",
-			html.EscapeString(c.meaning), c.class, html.EscapeString(c.label))
+			escapeHTML(c.meaning), c.class, escapeHTML(c.label))
 	}
 	b.WriteString(`<span><svg width="22" height="12"><line class="wait" x1="0" y1="6" x2="22" y2="6"/></svg>waited on a key in flight downstream</span>
 <span><svg width="12" height="16"><line class="retry" x1="6" y1="0" x2="6" y2="16"/></svg>retry with the same key (a bar runs until the next attempt starts, its backoff included)</span>
@@ -162,8 +162,8 @@ func writeAxis(b *strings.Builder, tl *timeline, lay *axisLayout, x func(time.Ti
 	for _, g := range tl.axis.gaps() {
 		mid := x(g.from.Add(g.dur() / 2))
 		fmt.Fprintf(b, "<g class=\"gap\"><title>idle %s, %s to %s: cut from the axis</title><rect class=\"cut\" x=\"%.1f\" y=\"0\" width=\"%.1f\" height=\"12\"/><text class=\"cut-label\" x=\"%.1f\" y=\"10\">%s</text></g>\n",
-			html.EscapeString(shortDuration(g.dur())), html.EscapeString(g.from.In(loc).Format("15:04:05")), html.EscapeString(g.to.In(loc).Format("15:04:05")),
-			mid-lay.gapW/2, lay.gapW, mid, html.EscapeString(shortDuration(g.dur())))
+			escapeHTML(shortDuration(g.dur())), escapeHTML(g.from.In(loc).Format("15:04:05")), escapeHTML(g.to.In(loc).Format("15:04:05")),
+			mid-lay.gapW/2, lay.gapW, mid, escapeHTML(shortDuration(g.dur())))
 	}
 	b.WriteString("</svg>\n")
 }
@@ -171,7 +171,7 @@ func writeAxis(b *strings.Builder, tl *timeline, lay *axisLayout, x func(time.Ti
 func writeTick(b *strings.Builder, x float64, label string) {
 	fmt.Fprintf(b, "<g class=\"tick\"><line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", x, pageAxisH-12, x, pageAxisH)
 	if label != "" {
-		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\">%s</text>", x, pageAxisH-16, html.EscapeString(label))
+		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\">%s</text>", x, pageAxisH-16, escapeHTML(label))
 	}
 	b.WriteString("</g>\n")
 }
@@ -196,18 +196,18 @@ func writeRows(b *strings.Builder, tl *timeline, lay *axisLayout, x func(time.Ti
 	for _, g := range tl.axis.gaps() {
 		mid := x(g.from.Add(g.dur() / 2))
 		fmt.Fprintf(b, "<rect class=\"cut\" x=\"%.1f\" y=\"0\" width=\"%.1f\" height=\"%d\"><title>idle %s, cut from the axis</title></rect>\n",
-			mid-lay.gapW/2, lay.gapW, h, html.EscapeString(shortDuration(g.dur())))
+			mid-lay.gapW/2, lay.gapW, h, escapeHTML(shortDuration(g.dur())))
 	}
 	if hasRunning(tl) {
 		nx := x(tl.At)
 		fmt.Fprintf(b, "<line class=\"now\" x1=\"%.1f\" y1=\"0\" x2=\"%.1f\" y2=\"%d\"><title>now, %s</title></line>\n",
-			nx, nx, h, html.EscapeString(tl.At.In(loc).Format("15:04:05 MST")))
+			nx, nx, h, escapeHTML(tl.At.In(loc).Format("15:04:05 MST")))
 	}
 	b.WriteString("</svg>\n")
 }
 
 func writeRow(b *strings.Builder, in *timelineIntent, i int, x func(time.Time) float64, loc *time.Location) {
-	esc := html.EscapeString
+	esc := escapeHTML
 	y := i * pageRowH
 	mid := float64(pageRowH) / 2
 	cls := "intent st-row-" + in.Status
@@ -313,3 +313,7 @@ func attemptTitle(a *timelineAttempt, loc *time.Location) string {
 	}
 	return b.String()
 }
+
+// escapeHTML escapes s for a page, and what a person must see as it is
+// (escapeText): a U+202E in a tool's name must not reverse the row.
+func escapeHTML(s string) string { return html.EscapeString(escapeText(s)) }

@@ -55,7 +55,7 @@ func writeTimelineText(w io.Writer, tl *timeline, loc *time.Location, width int)
 		return min(barW-1, max(0, int(math.Floor(lay.x(t)))))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Session %s%s: %d intents, %s to %s\n", tl.Session, tenantNote(tl.Tenant), len(tl.Intents),
+	fmt.Fprintf(&b, "Session %s%s: %d intents, %s to %s\n", escapeField(tl.Session), tenantNote(tl.Tenant), len(tl.Intents),
 		tl.From.In(loc).Format("2006-01-02 15:04:05.000"), tl.To.In(loc).Format("15:04:05.000 MST"))
 	fmt.Fprintf(&b, "%*s %-*s %-*s %-*s %s %s\n", textIndexW, "#", textToolW, "TOOL", textStatusW, "STATUS", textKeyW, "KEY",
 		padRunes("ATTEMPTS", barW+2), "NEXT")
@@ -89,7 +89,7 @@ func writeTimelineText(w io.Writer, tl *timeline, loc *time.Location, width int)
 		if in.Attention != "" {
 			status = strings.ToUpper(status)
 		}
-		fmt.Fprintf(&b, "%*d %-*s %-*s %-*s |%s| %s\n", textIndexW, i+1, textToolW, clipRunes(in.Tool, textToolW),
+		fmt.Fprintf(&b, "%*d %-*s %-*s %-*s |%s| %s\n", textIndexW, i+1, textToolW, clipRunes(escapeField(in.Tool), textToolW),
 			textStatusW, clipRunes(status, textStatusW), textKeyW, in.Key[:textKeyW], string(bar), clipRunes(in.Reissue, textNextW))
 	}
 	for _, g := range tl.Gaps {
