@@ -99,9 +99,9 @@ func runTimeline(ctx context.Context, e *env, o *timelineOptions) error {
 		}
 		return jw.flush()
 	case o.html == "-":
-		return writeTimelineHTML(e.stdout, tl, e.loc)
+		return writeTimelineHTML(e.stdout, tl, e.loc, o.journal.location)
 	case o.html != "":
-		return writeTimelineFile(e, o.html, tl)
+		return writeTimelineFile(e, o.html, tl, o.journal.location)
 	case e.stdoutTTY:
 		return writeTimelineText(e.stdout, tl, e.loc, textWidth)
 	}
@@ -116,13 +116,13 @@ func runTimeline(ctx context.Context, e *env, o *timelineOptions) error {
 // writeTimelineFile writes the page next to its final name and renames it
 // into place, so a browser that has the old page open never reads half of
 // the new one.
-func writeTimelineFile(e *env, path string, tl *timeline) error {
+func writeTimelineFile(e *env, path string, tl *timeline, journalLoc string) error {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
-	if err := writeTimelineHTML(f, tl, e.loc); err != nil {
+	if err := writeTimelineHTML(f, tl, e.loc, journalLoc); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return err
