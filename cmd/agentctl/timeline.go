@@ -25,10 +25,14 @@ intent stands out. The last column is what a re-issue would do now, as
 agentctl replay says it. Long idle stretches are cut out of the axis and
 labelled with their length.
 
---html FILE writes one self-contained HTML page (inline SVG and CSS, no
-script, nothing fetched from the network; open it from disk). Hovering a bar
-shows the attempt's id, times and error; hovering a row shows the key and the
-text the model was given. Without --html: on a terminal a compact text
+--html FILE writes one self-contained HTML page (inline CSS, SVG and one
+inline script; nothing fetched from the network; open it from disk), on an
+axis counted from the session's start. Click a row for its full key (with a
+copy button), attempts, the text the model was given and, on a blocked row,
+the agentctl resolve commands that settle it; rows that need a look are open
+from the start. The page filters by tool and status (#tool=T&status=S in
+its address) and reflows down to 800 px. Without --html: on a terminal a
+compact text
 timeline that fits 80 columns; otherwise tab-separated lines, one per intent
 (see below); --json prints the same data as one JSON object.
 

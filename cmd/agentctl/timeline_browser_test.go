@@ -96,6 +96,10 @@ func browser(t *testing.T, chromium string, proxy *countingProxy, page string, a
 func TestTimelineInBrowser(t *testing.T) {
 	chromium := chromiumPath(t)
 	proxy := newCountingProxy(t)
+	shotsDir := os.Getenv("AGENTONCE_TIMELINE_SHOTS")
+	if shotsDir != "" {
+		shotsDir, _ = filepath.Abs(shotsDir) // before the test moves to its own directory
+	}
 
 	// The proxy sees a page's fetches: a page with an image on the
 	// network must reach it, or the check below proves nothing.
@@ -106,8 +110,18 @@ func TestTimelineInBrowser(t *testing.T) {
 		t.Fatalf("the canary page's image did not reach the proxy (requests %q): the network check cannot see fetches", got)
 	}
 
-	path := buildTimelineJournal(t)
+	// The journal is named as an operator would name it, relative to the
+	// directory agentctl runs in; the resolve commands repeat that name.
 	dir := t.TempDir()
+	b, err := os.ReadFile(buildTimelineJournal(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "agent-journal.db"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	path := "agent-journal.db"
 	page := filepath.Join(dir, "timeline.html")
 	if r := timelineAt(t, false, "--journal", path, "--session", "demo", "--html", page); r.code != 0 {
 		t.Fatalf("timeline --html = %d, %s", r.code, r.stderr)
@@ -222,9 +236,9 @@ func TestTimelineInBrowser(t *testing.T) {
 				t.Errorf("%d px screenshot has %d pixels of the %s colour #%02x%02x%02x; want it drawn", w, colours[c], name, c[0], c[1], c[2])
 			}
 		}
-		if dst := os.Getenv("AGENTONCE_TIMELINE_SHOTS"); dst != "" {
+		if shotsDir != "" {
 			b, _ := os.ReadFile(shots[w])
-			if err := os.WriteFile(filepath.Join(dst, filepath.Base(shots[w])), b, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(shotsDir, filepath.Base(shots[w])), b, 0o644); err != nil {
 				t.Error(err)
 			}
 		}

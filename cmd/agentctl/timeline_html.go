@@ -112,7 +112,7 @@ rect.attempt{stroke:#fff;stroke-width:1.5}
 text.suppress,text.resolve{font-size:15px;text-anchor:middle;font-weight:bold}
 text.suppress{fill:#6c2f8a}text.resolve{fill:#0b7285}span.suppress{color:#6c2f8a;font-weight:bold}span.resolve{color:#0b7285}
 .cut{fill:url(#p-cut)}
-.tick line{stroke:#9aa5b1}.tick text{font-size:11px;fill:#52606d;text-anchor:middle}.tick text.first{text-anchor:start}
+.tick line{stroke:#9aa5b1}.tick text{font-size:11px;fill:#52606d;text-anchor:middle}.tick text.first{text-anchor:start}.tick text.last{text-anchor:end}
 .cut-label{font-size:10px;fill:#52606d;text-anchor:middle}
 .now{stroke:#1f2933;stroke-width:1;stroke-dasharray:2 2}
 .detail{padding:6px 12px 10px 44px;background:#fbfcfd;border-top:1px dashed #d9e0e7}
@@ -128,6 +128,7 @@ button.copy{font:inherit;font-size:11px;padding:0 6px;margin-left:6px;cursor:poi
 @media (max-width:980px){
 .grid{grid-template-columns:24px 96px 96px minmax(160px,1fr) 30px 50px 124px;column-gap:6px}
 .short,.colh.short{display:none}
+.tick text.alt{display:none}
 .detail{padding-left:30px}
 }
 `
@@ -325,36 +326,6 @@ func boundaryMark(in *timelineIntent, i int) string {
 func writeAxis(b *strings.Builder, tl *timeline, lay *axisLayout, pct func(time.Time) float64) {
 	b.WriteString("<div class=\"grid axis\"><span class=\"colh\">#</span><span class=\"colh\">tool</span><span class=\"colh\">status</span><span class=\"colh short\">key</span>\n")
 	b.WriteString("<svg class=\"chart\" height=\"30\">\n")
-	// Ticks at least 90 units (9 %) apart, labels at least 70 units.
-	step := lay.tickStep(90)
-	lastLabel := -1e9
-	tick := func(u float64, t time.Time) {
-		label := ""
-		if u-lastLabel >= 70 {
-			label, lastLabel = relLabel(t.Sub(tl.From)), u
-		}
-		cls := ""
-		if u < 20 {
-			cls = " class=\"first\""
-		}
-		p := u / chartUnits * 100
-		fmt.Fprintf(b, "<g class=\"tick\"><line x1=\"%.2f%%\" y1=\"20\" x2=\"%.2f%%\" y2=\"30\"/>", p, p)
-		if label != "" {
-			fmt.Fprintf(b, "<text%s x=\"%.2f%%\" y=\"15\">%s</text>", cls, p, escapeHTML(label))
-		}
-		b.WriteString("</g>\n")
-	}
-	for i, s := range tl.axis.segs {
-		tick(lay.x(s.from), s.from)
-		if step == 0 {
-			continue
-		}
-		for t := s.from.Truncate(step).Add(step); !t.After(s.to); t = t.Add(step) {
-			if u := lay.x(t); u-lastLabel >= 90 && lay.segEnd(i)-u >= 20 {
-				tick(u, t)
-			}
-		}
-	}
 	lastGap := -1e9
 	for _, g := range tl.axis.gaps() {
 		mid := pct(g.from.Add(g.dur() / 2))
@@ -365,6 +336,57 @@ func writeAxis(b *strings.Builder, tl *timeline, lay *axisLayout, pct func(time.
 		}
 		fmt.Fprintf(b, "<g class=\"gap\"><title>idle %s: cut from the axis</title><rect class=\"cut\" x=\"%.2f%%\" y=\"0\" width=\"%.2f%%\" height=\"30\"/><text class=\"cut-label\" x=\"%.2f%%\" y=\"27\">%s</text></g>\n",
 			escapeHTML(shortDuration(g.dur())), mid-w/2, w, mid, escapeHTML(label))
+	}
+	// Ticks at least 90 units (9 %) apart, labels at least 70 units.
+	step := lay.tickStep(90)
+	lastLabel := -1e9
+	// A segment's first label starts at its tick, to the right of the
+	// cut before it; the others are centred on theirs.
+	labels := 0
+	tick := func(u float64, t time.Time, segStart bool) {
+		anchor := ""
+		room := 70.0
+		switch {
+		case u > chartUnits-70:
+			anchor, room = "last", 140 // it would run into the next column: it ends at its tick
+		case segStart:
+			anchor = "first"
+		}
+		label := ""
+		if u-lastLabel >= room {
+			label, lastLabel = relLabel(t.Sub(tl.From)), u
+			labels++
+		}
+		// On a narrow page every other label goes (CSS), so they do not
+		// run into each other.
+		cls := ""
+		if labels%2 == 0 && anchor == "" {
+			anchor = "alt"
+		}
+		if anchor != "" {
+			cls = " class=\"" + anchor + "\""
+		}
+		p := u / chartUnits * 100
+		fmt.Fprintf(b, "<g class=\"tick\"><line x1=\"%.2f%%\" y1=\"20\" x2=\"%.2f%%\" y2=\"30\"/>", p, p)
+		if label != "" {
+			fmt.Fprintf(b, "<text%s x=\"%.2f%%\" y=\"15\">%s</text>", cls, p, escapeHTML(label))
+		}
+		b.WriteString("</g>\n")
+	}
+	for i, s := range tl.axis.segs {
+		if u := lay.x(s.from); i == 0 || lay.segEnd(i)-u >= 120 {
+			tick(u, s.from, true) // a segment too short for its label keeps it for the gap's hover
+		}
+		if step == 0 {
+			continue
+		}
+		// Round times since the session's start, not round clock times.
+		first := tl.From.Add((s.from.Sub(tl.From)/step + 1) * step)
+		for t := first; !t.After(s.to); t = t.Add(step) {
+			if u := lay.x(t); u-lastLabel >= 90 && lay.segEnd(i)-u >= 20 {
+				tick(u, t, false)
+			}
+		}
 	}
 	b.WriteString("</svg>\n<span class=\"colh num\" title=\"attempts\">tries</span><span class=\"colh num\" title=\"first attempt's start to the last one's end\">took</span><span class=\"colh\">on re-issue now</span></div>\n")
 }
