@@ -99,6 +99,14 @@ func writeTimelineText(w io.Writer, tl *timeline, loc *time.Location, width int)
 	b.WriteString("# success  - not-executed  ? maybe-executed  ~ in-flight (409)  x mismatch\n")
 	b.WriteString("! terminal  c canceled  > running  % owner stopped  S suppressed  R resolved\n")
 	b.WriteString("NEXT: what a re-issue would do now (as agentctl replay); CAPS: needs a look\n")
+	// What settles a blocked intent, once the downstream has been checked.
+	for i, in := range tl.Intents {
+		if in.Reissue != actBlock {
+			continue
+		}
+		fmt.Fprintf(&b, "%*d %s: agentctl resolve %s\n", textIndexW, i+1, clipRunes(escapeField(in.Tool), textToolW), in.Key)
+		fmt.Fprintf(&b, "%*s --succeeded [--output JSON], or --failed --reason TEXT\n", textIndexW+2, "")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
