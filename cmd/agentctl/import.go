@@ -6,8 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"io/fs"
 	"os"
@@ -38,7 +38,7 @@ The export's namespace must be the journal's, or keys derived later would
 not match the imported records. --create creates the journal (a bbolt file,
 or the PostgreSQL schema) when it does not exist, with the export's
 namespace.`,
-	main: withRun(importMain, runImport),
+	main: withRun(importCmd, runImport),
 }
 
 type importOptions struct {
@@ -47,23 +47,21 @@ type importOptions struct {
 	create  bool
 }
 
-func importMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[importOptions]) error {
+func importCmd(e *env, fs *pflag.FlagSet, run runFunc[importOptions]) func(context.Context, []string) error {
 	var o importOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.create, "create", false, "create the journal if it does not exist")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		switch len(pos) {
+		case 0:
+			o.input = "-"
+		case 1:
+			o.input = pos[0]
+		default:
+			return usageErrorf("want at most one FILE, got %d arguments", len(pos))
+		}
+		return run(ctx, e, &o)
 	}
-	switch len(pos) {
-	case 0:
-		o.input = "-"
-	case 1:
-		o.input = pos[0]
-	default:
-		return usageErrorf("want at most one FILE, got %d arguments", len(pos))
-	}
-	return run(ctx, e, &o)
 }
 
 // importWorkers write records concurrently, so that the store's group
