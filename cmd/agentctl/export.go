@@ -17,7 +17,8 @@ var exportCommand = &command{
 	summary: "write every record as JSON Lines (backup, audit, moving stores)",
 	long: `Writes the journal as JSON Lines: a header line with the journal's namespace,
 then one record per line, newest first, in the schema of 'agentctl help
-json'. agentctl import reads it back into any store; export, import into a
+json', each sealed by a last member "checksum": the SHA-256 of the line's
+bytes before it, so that import refuses a changed or damaged line. agentctl import reads it back into any store; export, import into a
 new journal and export again gives identical lines.
 
 The export holds the namespace secret and the tools' inputs and outputs:
@@ -92,7 +93,7 @@ func warnNamespace(e *env, dest string) {
 // exportTo writes the header and every record of s to w.
 func exportTo(ctx context.Context, s journal.Store, w io.Writer) (int, error) {
 	jw := newJSONWriter(w)
-	if err := jw.write(exportHeader{Export: exportFormat, Namespace: s.Namespace().String()}); err != nil {
+	if err := jw.write(exportHeader{Export: exportFormat, Namespace: s.Namespace().String(), Checksum: sealName}); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -100,7 +101,11 @@ func exportTo(ctx context.Context, s journal.Store, w io.Writer) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		if err := jw.write(&r); err != nil {
+		line, err := sealedLine(&r)
+		if err != nil {
+			return n, err
+		}
+		if _, err := jw.bw.Write(line); err != nil {
 			return n, err
 		}
 		n++
