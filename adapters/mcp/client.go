@@ -84,6 +84,11 @@ func remoteEffect(t *sdk.Tool, opts *ClientOptions) harness.Effect {
 	return mcpcall.EffectOf(h, dedupes)
 }
 
+// codeRejectedByTransport is the JSON-RPC code the go-sdk client gives a
+// request its transport could not complete (a connection reset after the
+// request was sent among them): not an answer of the server's.
+const codeRejectedByTransport = -32005
+
 // remoteFunc calls the remote tool name with the harness's key in _meta.
 func remoteFunc(cs *sdk.ClientSession, name, tenant string) harness.Func {
 	return func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
@@ -97,12 +102,14 @@ func remoteFunc(cs *sdk.ClientSession, name, tenant string) harness.Func {
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: in, Meta: meta})
 		if err != nil {
 			var werr *jsonrpc.Error
-			if errors.As(err, &werr) {
-				// The server answered the request with an error: the tool
-				// did not run.
+			if errors.As(err, &werr) && werr.Code != codeRejectedByTransport {
+				// The server answered the request with a protocol error
+				// (an unknown tool, invalid parameters): the tool did not
+				// run.
 				return nil, retryclass.Permanent(fmt.Errorf("remote tool %s: %w", name, err))
 			}
-			// No answer: the call may have run.
+			// No answer, or the SDK's transport failed: the call may have
+			// run.
 			return nil, fmt.Errorf("remote tool %s: %w", name, err)
 		}
 		return outputOf(name, res)
