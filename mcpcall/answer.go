@@ -3,10 +3,12 @@ package mcpcall
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/retryclass"
 )
 
 // Answer is what the client gets for a call, for an adapter to put into its
@@ -71,4 +73,16 @@ func Refusal(err error) Answer {
 func isObject(raw json.RawMessage) bool {
 	b := bytes.TrimSpace(raw)
 	return len(b) > 0 && b[0] == '{'
+}
+
+// UnderWay reports whether res says the intent is still being worked on —
+// InProgress, or suppressed because another caller holds it past the
+// in-flight budget — so that asking again later gets its outcome. A task
+// (the MCP tasks utility) stays working while this holds.
+func UnderWay(res harness.Result) bool {
+	if res.Status == harness.InProgress {
+		return true
+	}
+	var oe *harness.OutcomeError
+	return res.Status == harness.Suppressed && errors.As(res.Err, &oe) && oe.Class == retryclass.InFlight
 }

@@ -27,6 +27,19 @@
 // the text content is harness.Result.ForModel; IsError is set unless the
 // intent succeeded.
 //
+// # Tasks
+//
+// mcp-go v1.2 implements the MCP tasks utility (revision 2025-11-25). With
+// Options.Tasks, and a server made with server.WithTaskCapabilities, every
+// tool is offered with taskSupport "optional": a host that calls it as a
+// task gets the task at once and polls tasks/get while the call runs, and
+// the task stays working while the harness answers that the intent is
+// under way (InProgress, or held by another process: mcpcall.UnderWay),
+// re-asking until there is an outcome or MaxCall has passed; tasks/result
+// then gives the same answer a plain call would. mcp-go keeps tasks in
+// memory: a restart loses the task, not the intent, and the same call again
+// reads its outcome from the journal.
+//
 // # Cancellation
 //
 // The client's cancellation does not reach the call: it runs on a context
@@ -35,11 +48,9 @@
 //
 // # Caveats
 //
-//   - mcp-go v1.2 implements the MCP tasks utility (tasks/get,
-//     tasks/result); this adapter does not use it yet. A call still running
-//     when MaxCall or the tool's own budget ends is answered InProgress as a
-//     tool error whose text tells the model to call again with the same
-//     input, which returns the outcome.
+//   - A call still running when MaxCall ends is answered InProgress, a
+//     tool error telling the model to call again with the same input for
+//     the outcome.
 //   - A call outlives a client that gave up by up to Options.MaxCall, and
 //     harness.Harness.Close waits for it.
 package mcpgo

@@ -48,13 +48,28 @@ type Options struct {
 	// call runs on a context the client's cancellation does not reach).
 	// Zero means DefaultMaxCall.
 	MaxCall time.Duration
+	// Tasks offers every tool for task-augmented execution (the MCP tasks
+	// utility, taskSupport "optional"); the server must be made with
+	// server.WithTaskCapabilities(…, true). A call made as a task runs
+	// while the host polls tasks/get, and the task stays working while the
+	// harness answers that the intent is under way (mcpcall.UnderWay),
+	// re-asking it until it has an outcome or MaxCall has passed.
+	Tasks bool
 }
+
+// Task re-asks an intent that is under way after a pause that grows from
+// taskPollMin to taskPollMax.
+const (
+	taskPollMin = 50 * time.Millisecond
+	taskPollMax = 2 * time.Second
+)
 
 type srv struct {
 	h        *harness.Harness
 	resolver *mcpcall.Resolver
 	identity func(context.Context, mcp.CallToolRequest) (Identity, error)
 	trusted  bool
+	tasks    bool
 	maxCall  time.Duration
 }
 
@@ -62,7 +77,7 @@ func newSrv(h *harness.Harness, opts *Options) *srv {
 	s := &srv{h: h, maxCall: DefaultMaxCall}
 	ropts := &mcpcall.Options{}
 	if opts != nil {
-		s.identity, s.trusted, ropts.Window = opts.Identity, opts.TrustClientScope, opts.Window
+		s.identity, s.trusted, s.tasks, ropts.Window = opts.Identity, opts.TrustClientScope, opts.Tasks, opts.Window
 		if opts.MaxCall > 0 {
 			s.maxCall = opts.MaxCall
 		}
@@ -82,6 +97,9 @@ func AddTools(s *server.MCPServer, h *harness.Harness, opts *Options) error {
 		d, err := Definition(t)
 		if err != nil {
 			return err
+		}
+		if sv.tasks {
+			d.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
 		}
 		tools = append(tools, server.ServerTool{Tool: d, Handler: sv.handler(t.Name)})
 	}
@@ -111,6 +129,13 @@ func Handler(h *harness.Harness, tool string, opts *Options) server.ToolHandlerF
 
 func (s *srv) handler(tool string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		asTask := s.tasks && req.Params.Task != nil
+		if asTask {
+			// mcp-go runs a task's handler on the context of the request
+			// that created it, which ends as soon as the task is created;
+			// the task is over when the call is, within MaxCall.
+			ctx = context.WithoutCancel(ctx)
+		}
 		r := mcpcall.Request{Tool: tool, Arguments: req.Params.RawArguments}
 		if req.Params.Meta != nil {
 			r.Meta = req.Params.Meta.AdditionalFields
@@ -140,7 +165,7 @@ func (s *srv) handler(tool string) server.ToolHandlerFunc {
 		answered := make(chan harness.Result, 1)
 		go func() {
 			defer cancel()
-			answered <- s.h.Call(cctx, call.ToolCall)
+			answered <- s.call(cctx, call, asTask)
 		}()
 		select {
 		case res := <-answered:
@@ -150,6 +175,23 @@ func (s *srv) handler(tool string) server.ToolHandlerFunc {
 				tool, context.Cause(ctx))
 		}
 	}
+}
+
+// call runs the call; as a task, it re-asks an intent that is under way
+// until it has an outcome or ctx ends.
+func (s *srv) call(ctx context.Context, call mcpcall.Call, asTask bool) harness.Result {
+	res := s.h.Call(ctx, call.ToolCall)
+	for pause := taskPollMin; asTask && mcpcall.UnderWay(res); pause = min(2*pause, taskPollMax) {
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res
+		case <-t.C:
+		}
+		res = s.h.Call(ctx, call.ToolCall)
+	}
+	return res
 }
 
 func toResult(a mcpcall.Answer) *mcp.CallToolResult {

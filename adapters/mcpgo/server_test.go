@@ -33,7 +33,12 @@ type payments struct {
 	charges atomic.Int64
 	started chan struct{}
 	gate    chan struct{}
+	once    sync.Once
 }
+
+// release lets every held request finish; a test that fails early has its
+// cleanup release them, so the server can close.
+func (p *payments) release() { p.once.Do(func() { close(p.gate) }) }
 
 func newPayments(t *testing.T, hold bool) *payments {
 	p := &payments{started: make(chan struct{}, 64)}
@@ -49,6 +54,9 @@ func newPayments(t *testing.T, hold bool) *payments {
 		fmt.Fprintf(w, `{"charge_id":"ch_%d"}`, p.charges.Add(1))
 	}))
 	t.Cleanup(p.srv.Close)
+	if hold {
+		t.Cleanup(p.release)
+	}
 	return p
 }
 
@@ -108,8 +116,15 @@ func serve(t *testing.T, path string, tools ...harness.Tool) (url string, stop f
 	return srv.URL, stop
 }
 
-// connect starts an mcp-go client session sending token.
+// connect starts an mcp-go client session sending token, at the client's
+// latest protocol version.
 func connect(t *testing.T, url, token string) *client.Client {
+	t.Helper()
+	return connectAt(t, url, token, "")
+}
+
+// connectAt starts a client session at the given protocol version.
+func connectAt(t *testing.T, url, token, version string) *client.Client {
 	t.Helper()
 	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
 	if err != nil {
@@ -120,6 +135,7 @@ func connect(t *testing.T, url, token string) *client.Client {
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ClientInfo = mcp.Implementation{Name: "host", Version: "v0"}
+	init.Params.ProtocolVersion = version
 	if _, err := c.Initialize(context.Background(), init); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +196,7 @@ func TestParallelDuplicate(t *testing.T) {
 		})
 	}
 	wait(t, p.started, "the charge to start")
-	close(p.gate)
+	p.release()
 	wg.Wait()
 	for i, res := range results {
 		if res != nil && (res.IsError || !strings.Contains(text(res), `"ch_1"`)) {
@@ -220,7 +236,7 @@ func TestRetryAfterLostAnswer(t *testing.T) {
 		}
 		retry <- res
 	}()
-	close(p.gate)
+	p.release()
 	if res := <-retry; res != nil {
 		if res.IsError || !strings.Contains(text(res), `"ch_1"`) || !strings.Contains(text(res), "was not done again") {
 			t.Errorf("retry: IsError %v, text %q; want the first charge and a note saying so", res.IsError, text(res))
