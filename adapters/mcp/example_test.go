@@ -163,3 +163,47 @@ func ExampleHandler() {
 	// Output:
 	// false {"status":"shipped"}
 }
+
+// ClientTools wraps the tools of a remote MCP server as harness tools: an
+// agent's retry of a call is sent with the same key, and a server on
+// agentonce (trusted here, so its annotations are believed) answers it
+// from its journal.
+func ExampleClientTools() {
+	ctx := context.Background()
+	// The server: one Keyed tool, on an in-memory transport (trusted, as
+	// stdio is).
+	remote := harness.New(journal.NewMemory(nil), nil)
+	defer remote.Close()
+	sent := 0
+	remote.Register(harness.Tool{Name: "send_invoice", Effect: journal.Keyed,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			sent++
+			return json.RawMessage(`{"invoice":"in_1"}`), nil
+		}})
+	server := mcp.NewServer(&mcp.Implementation{Name: "billing", Version: "v1"}, nil)
+	agentmcp.AddTools(server, remote, nil)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, _ := server.Connect(ctx, st, nil)
+	defer ss.Close()
+
+	// The agent: its own harness, with the remote tools registered.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := agentmcp.ClientTools(ctx, cs, &agentmcp.ClientOptions{TrustAnnotations: true, Tenant: "acme"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	agent := harness.New(journal.NewMemory(nil), nil)
+	defer agent.Close()
+	agent.Register(tools...)
+	fmt.Println(tools[0].Name, tools[0].Effect)
+	res := agent.Call(ctx, harness.ToolCall{Tenant: "acme", Session: "conv-1", Turn: "1",
+		Tool: "send_invoice", Input: json.RawMessage(`{"to":"ada"}`)})
+	fmt.Println(res.Status, res.ForModel(), "invoices sent:", sent)
+	// Output:
+	// send_invoice keyed
+	// succeeded {"invoice":"in_1"} invoices sent: 1
+}
