@@ -205,3 +205,34 @@ func TestAnnotations(t *testing.T) {
 		t.Errorf("tools = %d; want %d", len(res.Tools), len(want))
 	}
 }
+
+// Eight identical calls in parallel from a host that sends no scope, each
+// on a session of its own: one charge, and every caller reads it.
+func TestStandardHostParallelDuplicates(t *testing.T) {
+	p := newPayments(t, true)
+	f := newFixtureOpts(t, identified(), chargeTool(p))
+	sessions := make([]*sdk.ClientSession, 8)
+	for i := range sessions {
+		sessions[i] = f.connectAs(t, "", "tok-bob")
+	}
+	results := make(chan *sdk.CallToolResult, len(sessions))
+	for _, cs := range sessions {
+		go func() {
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "charge_card", Arguments: map[string]any{"amount": 10}})
+			if err != nil {
+				t.Errorf("CallTool: %v", err)
+			}
+			results <- res
+		}()
+	}
+	wait(t, p.started, "the charge to start")
+	close(p.gate)
+	for range sessions {
+		if res := <-results; res != nil && (res.IsError || !strings.Contains(text(res), `"ch_1"`)) {
+			t.Errorf("IsError %v, text %q; want the one charge", res.IsError, text(res))
+		}
+	}
+	if n := p.charges.Load(); n != 1 {
+		t.Errorf("charges = %d; want 1", n)
+	}
+}
