@@ -1,0 +1,210 @@
+package eino
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/cloudwego/eino/compose"
+	"github.com/cloudwego/eino/schema"
+
+	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/retryclass"
+)
+
+// MaxStreamBytes bounds the output a streamable tool may send through the
+// middleware: the whole stream is read before it is recorded. A longer
+// stream ends the call as maybe executed (the tool may have acted).
+const MaxStreamBytes = 4 << 20
+
+// Options configures an Adapter. A nil *Options means defaults; each
+// field's zero value is its default.
+type Options struct {
+	// Tenant is the account the calls act for; it is part of every key.
+	// Zero means the empty tenant (one account per journal).
+	Tenant string
+	// Tools gives, by tool name, the harness settings of the tool: Effect,
+	// Timeout, Settle, Retry, Volatile, Schema, Reconcile, NoTurn. Name and
+	// Func are the adapter's (Func runs the eino tool). A tool not named
+	// here is journaled as journal.Unkeyed with the harness's defaults, the
+	// safest kind: never re-run after an attempt that may have acted.
+	Tools map[string]harness.Tool
+}
+
+// Adapter routes every tool call of an eino ToolsNode through a Harness.
+// It is safe for concurrent use.
+type Adapter struct {
+	h      *harness.Harness
+	tenant string
+	tools  map[string]harness.Tool
+
+	mu         sync.Mutex      // guards registered
+	registered map[string]bool // tool names this Adapter registered in h
+}
+
+// New returns an Adapter on h.
+func New(h *harness.Harness, opts *Options) *Adapter {
+	a := &Adapter{h: h, registered: make(map[string]bool)}
+	if opts != nil {
+		a.tenant = opts.Tenant
+		a.tools = opts.Tools
+	}
+	return a
+}
+
+// Middleware returns the tool-call middleware to put in
+// compose.ToolsNodeConfig.ToolCallMiddlewares (a react agent's
+// ToolsConfig, an adk ChatModelAgent's ToolsConfig, or a graph's
+// ToolsNode). Every call of an invokable or streamable tool then becomes a
+// harness.Harness.Call in the scope of the run's context (WithSession,
+// WithScope or the adk session values), with the model's tool call id as
+// ToolCall.ID, and answers the model with the result's text. A streamable
+// tool's stream is read whole, recorded, and sent as one chunk.
+//
+// Middlewares listed before it run outside the harness: put one that
+// interrupts the run (asks for approval) or rewrites arguments there, so
+// that an interrupt is not recorded as the call's outcome.
+func (a *Adapter) Middleware() compose.ToolMiddleware {
+	return compose.ToolMiddleware{Invokable: a.invokable, Streamable: a.streamable}
+}
+
+func (a *Adapter) invokable(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
+	run := func(ctx context.Context, in *compose.ToolInput) (string, error) {
+		out, err := next(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		return out.Result, nil
+	}
+	return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
+		return &compose.ToolOutput{Result: a.call(ctx, in, run)}, nil
+	}
+}
+
+func (a *Adapter) streamable(next compose.StreamableToolEndpoint) compose.StreamableToolEndpoint {
+	run := func(ctx context.Context, in *compose.ToolInput) (string, error) {
+		out, err := next(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		return readStream(in.Name, out.Result)
+	}
+	return func(ctx context.Context, in *compose.ToolInput) (*compose.StreamToolOutput, error) {
+		return &compose.StreamToolOutput{Result: schema.StreamReaderFromArray([]string{a.call(ctx, in, run)})}, nil
+	}
+}
+
+// readStream concatenates a tool's stream, up to MaxStreamBytes.
+func readStream(tool string, sr *schema.StreamReader[string]) (string, error) {
+	defer sr.Close()
+	var b strings.Builder
+	for {
+		chunk, err := sr.Recv()
+		if errors.Is(err, io.EOF) {
+			return b.String(), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if b.Len()+len(chunk) > MaxStreamBytes {
+			return "", retryclass.MarkMaybeExecuted(fmt.Errorf("eino: tool %q streamed more than %d bytes", tool, MaxStreamBytes))
+		}
+		b.WriteString(chunk)
+	}
+}
+
+// runFunc runs the eino tool behind the middleware.
+type runFunc func(ctx context.Context, in *compose.ToolInput) (string, error)
+
+// pending is what the harness's Func needs to run the eino tool: the call
+// as eino made it and the rest of the endpoint chain. It travels in the
+// call's context, which the harness hands to the Func.
+type pending struct {
+	in  *compose.ToolInput
+	run runFunc
+}
+
+type pendingKey struct{}
+
+// call runs one tool call through the harness and returns the text the
+// model reads.
+func (a *Adapter) call(ctx context.Context, in *compose.ToolInput, run runFunc) string {
+	if err := a.register(in.Name); err != nil {
+		return harness.Result{Tool: in.Name, Status: harness.Rejected, Err: err}.ForModel()
+	}
+	session, turn := scopeFrom(ctx)
+	args := in.Arguments
+	if strings.TrimSpace(args) == "" {
+		args = "{}" // a tool without parameters
+	}
+	ctx = context.WithValue(ctx, pendingKey{}, &pending{in: in, run: run})
+	r := a.h.Call(ctx, harness.ToolCall{
+		ID:      in.CallID,
+		Tenant:  a.tenant,
+		Session: session,
+		Turn:    turn,
+		Tool:    in.Name,
+		Input:   json.RawMessage(args),
+	})
+	return Text(r)
+}
+
+// register adds the tool named name to the Harness the first time it is
+// called, with the settings of Options.Tools. A tool of that name already
+// in the Harness (another Adapter's) is used as it is.
+func (a *Adapter) register(name string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.registered[name] {
+		return nil
+	}
+	t := a.tools[name]
+	t.Name, t.Func, t.InTx = name, runTool, nil
+	if err := a.h.Register(t); err != nil && !errors.Is(err, harness.ErrDuplicateTool) {
+		return err
+	}
+	a.registered[name] = true
+	return nil
+}
+
+// runTool is every tool's harness Func: it runs the eino tool the
+// middleware is wrapping, with the context the harness gives (it carries
+// the idempotency key for harness.Transport).
+func runTool(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
+	p, ok := ctx.Value(pendingKey{}).(*pending)
+	if !ok {
+		return nil, retryclass.Permanent(errors.New("eino: the tool was called outside the adapter's middleware, which holds the eino tool to run"))
+	}
+	text, err := p.run(ctx, p.in)
+	if err != nil {
+		return nil, err
+	}
+	return encodeText(text), nil
+}
+
+// encodeText is a tool's text as the journal keeps it: JSON as it is, any
+// other text as a JSON string. Text reverses it.
+func encodeText(text string) json.RawMessage {
+	if json.Valid([]byte(text)) {
+		return json.RawMessage(text)
+	}
+	b, _ := json.Marshal(text) // a string always marshals
+	return b
+}
+
+// Text returns the text the model reads for r: on success the tool's
+// result as the tool returned it (a JSON string output is shown as the
+// string itself), otherwise r.ForModel, the same on a replay.
+func Text(r harness.Result) string {
+	if r.OK() && len(r.Output) > 0 && r.Output[0] == '"' {
+		var s string
+		if json.Unmarshal(r.Output, &s) == nil {
+			return s
+		}
+	}
+	return r.ForModel()
+}
