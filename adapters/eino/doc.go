@@ -1,0 +1,47 @@
+// Package eino runs the tool calls of a CloudWeGo eino agent or graph
+// through an agentonce Harness, so that a model that asks for the same
+// action twice, a retry after a lost answer, a process that restarts
+// mid-run, or a run resumed from a checkpoint causes at most one side
+// effect, and the model is told what really happened.
+//
+// Adapter.Middleware is a compose.ToolMiddleware: put it in the
+// ToolsNodeConfig.ToolCallMiddlewares of a react agent, an adk
+// ChatModelAgent or a graph's ToolsNode, and every invokable or streamable
+// tool call becomes a harness.Harness.Call. The tools stay eino tools
+// (utils.InferTool and the like); the adapter registers each in the
+// Harness on its first call, with the settings Options.Tools gives its
+// name (the effect kind above all; Unkeyed by default).
+//
+// # Scope
+//
+// Tenant is Options.Tenant; ID is the model's tool call id. Session and
+// Turn come from the run's context: WithSession (the conversation id and
+// the input messages, whose user messages give the turn), WithScope, or
+// else the adk session values SessionKey and TurnKey. The turn is the
+// user's message, not the model's round trip: eino's loop calls the model
+// and the tools node many times while it answers one user message, and
+// each of those round trips must key the same charge alike, so that a
+// repeated call is answered from the journal; the same request in the
+// user's next message is a new intent. A call without a session or turn is
+// refused (harness.ErrNoTurn) and nothing runs. A resumed run
+// (compose.WithCheckPointID, Runner.Resume) must be given the scope of the
+// run it resumes.
+//
+// # What the model reads
+//
+// The tool message is Text(result): on success the tool's result as the
+// tool returned it, and otherwise harness.Result.ForModel, the same on a
+// replay. A failure, a suppression, an unknown outcome or a refusal is a
+// tool message, not an error: the run goes on and the model is told. The
+// harness decides retries; the tool's error is classified by retryclass
+// (an HTTP answer read with harness.ReadJSON keeps its status).
+//
+// # Caveats
+//
+// An interrupt raised inside a protected tool (tool.Interrupt) is recorded
+// as the call's outcome; interrupt before the tools node
+// (compose.WithInterruptBeforeNodes) or in a middleware listed before
+// Middleware. Enhanced (multimodal) tools are not covered and run
+// unprotected. A tool the Harness already has under the same name runs as
+// registered there. Text shows a JSON string result as the string itself.
+package eino
