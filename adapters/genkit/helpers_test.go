@@ -40,7 +40,7 @@ func (m *scriptedModel) define(g *genkit.Genkit) ai.Model {
 		m.read = append(m.read, lastToolOutputs(req))
 		n := len(m.read)
 		m.mu.Unlock()
-		return &ai.ModelResponse{Message: m.reply(n, req), FinishReason: ai.FinishReasonStop}, nil
+		return &ai.ModelResponse{Request: req, Message: m.reply(n, req), FinishReason: ai.FinishReasonStop}, nil
 	})
 }
 
