@@ -89,12 +89,16 @@ func run(ctx context.Context, w io.Writer, path string) error {
 		To    string `json:"to"`
 	}
 	charge, err := utils.InferTool("charge_card", "Charges the customer's card for an order.",
-		func(ctx context.Context, in chargeInput) (json.RawMessage, error) { return post(ctx, payAPI.URL+"/charges", in) })
+		func(ctx context.Context, in chargeInput) (json.RawMessage, error) {
+			return post(ctx, payAPI.URL+"/charges", in)
+		})
 	if err != nil {
 		return err
 	}
 	receipt, err := utils.InferTool("send_receipt", "Emails the receipt of an order.",
-		func(ctx context.Context, in receiptInput) (json.RawMessage, error) { return post(ctx, mailAPI.URL+"/send", in) })
+		func(ctx context.Context, in receiptInput) (json.RawMessage, error) {
+			return post(ctx, mailAPI.URL+"/send", in)
+		})
 	if err != nil {
 		return err
 	}
@@ -181,7 +185,9 @@ func (m *scriptedModel) Stream(ctx context.Context, in []*schema.Message, opts .
 	return schema.StreamReaderFromArray([]*schema.Message{msg}), err
 }
 
-func (m *scriptedModel) WithTools([]*schema.ToolInfo) (model.ToolCallingChatModel, error) { return m, nil }
+func (m *scriptedModel) WithTools([]*schema.ToolInfo) (model.ToolCallingChatModel, error) {
+	return m, nil
+}
 
 // toolResults returns the tool messages at the end of in.
 func toolResults(in []*schema.Message) []*schema.Message {

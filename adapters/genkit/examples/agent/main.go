@@ -99,10 +99,14 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	a := agentgenkit.New(h, &agentgenkit.Options{Tenant: "acme"})
 	charge := agentgenkit.DefineTool(g, a,
 		harness.Tool{Name: "charge_card", Description: "Charges the customer's card for an order.", Effect: journal.Keyed},
-		func(tc *ai.ToolContext, in chargeInput) (json.RawMessage, error) { return post(tc, payAPI.URL+"/charges", in) })
+		func(tc *ai.ToolContext, in chargeInput) (json.RawMessage, error) {
+			return post(tc, payAPI.URL+"/charges", in)
+		})
 	receipt := agentgenkit.DefineTool(g, a,
 		harness.Tool{Name: "send_receipt", Description: "Emails the receipt of an order.", Effect: journal.Unkeyed},
-		func(tc *ai.ToolContext, in receiptInput) (json.RawMessage, error) { return post(tc, mailAPI.URL+"/send", in) })
+		func(tc *ai.ToolContext, in receiptInput) (json.RawMessage, error) {
+			return post(tc, mailAPI.URL+"/send", in)
+		})
 	m := &scriptedModel{w: w}
 	llm := genkit.DefineModel(g, "demo/scripted", &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, Tools: true}}, m.generate)
 
