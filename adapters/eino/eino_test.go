@@ -2,9 +2,12 @@ package eino_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/cloudwego/eino/components/tool/utils"
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/agentonce/agentonce/adapters/eino"
@@ -141,4 +144,43 @@ func contents(msgs []*schema.Message) []string {
 		out[i] = m.Content
 	}
 	return out
+}
+
+// A streamable tool goes through the middleware too: its stream is read
+// whole and recorded, and the model asking twice in parallel gets the
+// one stream's text under both call ids.
+func TestStreamableTool(t *testing.T) {
+	var runs atomic.Int64
+	st, err := utils.InferStreamTool("count_to", "Counts aloud.", func(ctx context.Context, in struct{ N int }) (*schema.StreamReader[string], error) {
+		runs.Add(1)
+		parts := make([]string, in.N)
+		for i := range parts {
+			parts[i] = strconv.Itoa(i+1) + " "
+		}
+		return schema.StreamReaderFromArray(parts), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(id string) schema.ToolCall {
+		return schema.ToolCall{ID: id, Function: schema.FunctionCall{Name: "count_to", Arguments: `{"N":3}`}}
+	}
+	m := &scriptedModel{reply: func(n int, _ []*schema.Message) *schema.Message {
+		if n == 1 {
+			return toolCalls(call("call_1"), call("call_2"))
+		}
+		return schema.AssistantMessage("Done.", nil)
+	}}
+	agent := newAgent(t, m, eino.New(openHarness(t, journalPath(t)), nil), st)
+	msgs := []*schema.Message{schema.UserMessage("Count to 3.")}
+	if _, err := agent.Generate(eino.WithSession(context.Background(), "conv-1", msgs), msgs); err != nil {
+		t.Fatal(err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("tool runs = %d; want 1", n)
+	}
+	got := toolResults(m.input(t, 2))
+	if len(got) != 2 || got[0].Content != "1 2 3 " || got[1].Content != "1 2 3 " {
+		t.Errorf("the model read %q; want the stream's text twice", contents(got))
+	}
 }
