@@ -6,8 +6,8 @@
 //
 // Adapter.Middleware is a compose.ToolMiddleware: put it in the
 // ToolsNodeConfig.ToolCallMiddlewares of a react agent, an adk
-// ChatModelAgent or a graph's ToolsNode, and every invokable or streamable
-// tool call becomes a harness.Harness.Call. The tools stay eino tools
+// ChatModelAgent or a graph's ToolsNode, and every tool call (invokable,
+// streamable, enhanced) becomes a harness.Harness.Call. The tools stay eino tools
 // (utils.InferTool and the like); the adapter registers each in the
 // Harness on its first call, with the settings Options.Tools gives its
 // name (the effect kind above all; Unkeyed by default).
@@ -41,7 +41,8 @@
 // An interrupt raised inside a protected tool (tool.Interrupt) is recorded
 // as the call's outcome; interrupt before the tools node
 // (compose.WithInterruptBeforeNodes) or in a middleware listed before
-// Middleware. Enhanced (multimodal) tools are not covered and run
-// unprotected. A tool the Harness already has under the same name runs as
+// Middleware. A stream is recorded whole (MaxStreamBytes), so the model
+// reads it in one chunk. Tools that eino's UnknownToolsHandler answers do
+// not pass the middleware. A tool the Harness already has under the same name runs as
 // registered there. Text shows a JSON string result as the string itself.
 package eino

@@ -59,66 +59,121 @@ func New(h *harness.Harness, opts *Options) *Adapter {
 // Middleware returns the tool-call middleware to put in
 // compose.ToolsNodeConfig.ToolCallMiddlewares (a react agent's
 // ToolsConfig, an adk ChatModelAgent's ToolsConfig, or a graph's
-// ToolsNode). Every call of an invokable or streamable tool then becomes a
-// harness.Harness.Call in the scope of the run's context (WithSession,
-// WithScope or the adk session values), with the model's tool call id as
-// ToolCall.ID, and answers the model with the result's text. A streamable
-// tool's stream is read whole, recorded, and sent as one chunk.
+// ToolsNode). Every call of an invokable, streamable or enhanced
+// (multimodal) tool then becomes a harness.Harness.Call in the scope of
+// the run's context (WithSession, WithScope or the adk session values),
+// with the model's tool call id as ToolCall.ID, and answers the model with
+// the result: the tool's own output on success, else ForModel's text. A
+// stream is read whole, recorded, and sent as one chunk.
 //
 // Middlewares listed before it run outside the harness: put one that
 // interrupts the run (asks for approval) or rewrites arguments there, so
 // that an interrupt is not recorded as the call's outcome.
 func (a *Adapter) Middleware() compose.ToolMiddleware {
-	return compose.ToolMiddleware{Invokable: a.invokable, Streamable: a.streamable}
+	return compose.ToolMiddleware{
+		Invokable:          a.invokable,
+		Streamable:         a.streamable,
+		EnhancedInvokable:  a.enhancedInvokable,
+		EnhancedStreamable: a.enhancedStreamable,
+	}
 }
 
 func (a *Adapter) invokable(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
-	run := func(ctx context.Context, in *compose.ToolInput) (string, error) {
+	run := func(ctx context.Context, in *compose.ToolInput) (json.RawMessage, error) {
 		out, err := next(ctx, in)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		return out.Result, nil
+		return encodeText(out.Result), nil
 	}
 	return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
-		return &compose.ToolOutput{Result: a.call(ctx, in, run)}, nil
+		return &compose.ToolOutput{Result: Text(a.call(ctx, in, run))}, nil
 	}
 }
 
 func (a *Adapter) streamable(next compose.StreamableToolEndpoint) compose.StreamableToolEndpoint {
-	run := func(ctx context.Context, in *compose.ToolInput) (string, error) {
+	run := func(ctx context.Context, in *compose.ToolInput) (json.RawMessage, error) {
 		out, err := next(ctx, in)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		return readStream(in.Name, out.Result)
+		text, err := readStream(in.Name, out.Result, func(s string) int { return len(s) })
+		if err != nil {
+			return nil, err
+		}
+		return encodeText(strings.Join(text, "")), nil
 	}
 	return func(ctx context.Context, in *compose.ToolInput) (*compose.StreamToolOutput, error) {
-		return &compose.StreamToolOutput{Result: schema.StreamReaderFromArray([]string{a.call(ctx, in, run)})}, nil
+		text := Text(a.call(ctx, in, run))
+		return &compose.StreamToolOutput{Result: schema.StreamReaderFromArray([]string{text})}, nil
 	}
 }
 
-// readStream concatenates a tool's stream, up to MaxStreamBytes.
-func readStream(tool string, sr *schema.StreamReader[string]) (string, error) {
+func (a *Adapter) enhancedInvokable(next compose.EnhancedInvokableToolEndpoint) compose.EnhancedInvokableToolEndpoint {
+	run := func(ctx context.Context, in *compose.ToolInput) (json.RawMessage, error) {
+		out, err := next(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return encodeResult(in.Name, out.Result)
+	}
+	return func(ctx context.Context, in *compose.ToolInput) (*compose.EnhancedInvokableToolOutput, error) {
+		return &compose.EnhancedInvokableToolOutput{Result: toolResult(a.call(ctx, in, run))}, nil
+	}
+}
+
+func (a *Adapter) enhancedStreamable(next compose.EnhancedStreamableToolEndpoint) compose.EnhancedStreamableToolEndpoint {
+	run := func(ctx context.Context, in *compose.ToolInput) (json.RawMessage, error) {
+		out, err := next(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		chunks, err := readStream(in.Name, out.Result, resultSize)
+		if err != nil {
+			return nil, err
+		}
+		whole, err := schema.ConcatToolResults(chunks)
+		if err != nil {
+			return nil, retryclass.MarkMaybeExecuted(fmt.Errorf("eino: tool %q: its stream cannot be joined: %w", in.Name, err))
+		}
+		return encodeResult(in.Name, whole)
+	}
+	return func(ctx context.Context, in *compose.ToolInput) (*compose.EnhancedStreamableToolOutput, error) {
+		r := toolResult(a.call(ctx, in, run))
+		return &compose.EnhancedStreamableToolOutput{Result: schema.StreamReaderFromArray([]*schema.ToolResult{r})}, nil
+	}
+}
+
+// readStream reads a tool's stream whole, up to MaxStreamBytes as size
+// counts them.
+func readStream[T any](tool string, sr *schema.StreamReader[T], size func(T) int) ([]T, error) {
 	defer sr.Close()
-	var b strings.Builder
+	var chunks []T
+	n := 0
 	for {
 		chunk, err := sr.Recv()
 		if errors.Is(err, io.EOF) {
-			return b.String(), nil
+			return chunks, nil
 		}
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		if b.Len()+len(chunk) > MaxStreamBytes {
-			return "", retryclass.MarkMaybeExecuted(fmt.Errorf("eino: tool %q streamed more than %d bytes", tool, MaxStreamBytes))
+		if n += size(chunk); n > MaxStreamBytes {
+			return nil, retryclass.MarkMaybeExecuted(fmt.Errorf("eino: tool %q streamed more than %d bytes", tool, MaxStreamBytes))
 		}
-		b.WriteString(chunk)
+		chunks = append(chunks, chunk)
 	}
 }
 
-// runFunc runs the eino tool behind the middleware.
-type runFunc func(ctx context.Context, in *compose.ToolInput) (string, error)
+// resultSize is a multimodal chunk's size as the journal would keep it.
+func resultSize(r *schema.ToolResult) int {
+	b, _ := json.Marshal(r)
+	return len(b)
+}
+
+// runFunc runs the eino tool behind the middleware and returns its output
+// as the journal keeps it.
+type runFunc func(ctx context.Context, in *compose.ToolInput) (json.RawMessage, error)
 
 // pending is what the harness's Func needs to run the eino tool: the call
 // as eino made it and the rest of the endpoint chain. It travels in the
@@ -130,11 +185,10 @@ type pending struct {
 
 type pendingKey struct{}
 
-// call runs one tool call through the harness and returns the text the
-// model reads.
-func (a *Adapter) call(ctx context.Context, in *compose.ToolInput, run runFunc) string {
+// call runs one tool call through the harness.
+func (a *Adapter) call(ctx context.Context, in *compose.ToolInput, run runFunc) harness.Result {
 	if err := a.register(in.Name); err != nil {
-		return harness.Result{Tool: in.Name, Status: harness.Rejected, Err: err}.ForModel()
+		return harness.Result{CallID: in.CallID, Tool: in.Name, Status: harness.Rejected, Err: err}
 	}
 	session, turn := scopeFrom(ctx)
 	args := in.Arguments
@@ -142,7 +196,7 @@ func (a *Adapter) call(ctx context.Context, in *compose.ToolInput, run runFunc) 
 		args = "{}" // a tool without parameters
 	}
 	ctx = context.WithValue(ctx, pendingKey{}, &pending{in: in, run: run})
-	r := a.h.Call(ctx, harness.ToolCall{
+	return a.h.Call(ctx, harness.ToolCall{
 		ID:      in.CallID,
 		Tenant:  a.tenant,
 		Session: session,
@@ -150,7 +204,6 @@ func (a *Adapter) call(ctx context.Context, in *compose.ToolInput, run runFunc) 
 		Tool:    in.Name,
 		Input:   json.RawMessage(args),
 	})
-	return Text(r)
 }
 
 // register adds the tool named name to the Harness the first time it is
@@ -179,11 +232,7 @@ func runTool(ctx context.Context, input json.RawMessage) (json.RawMessage, error
 	if !ok {
 		return nil, retryclass.Permanent(errors.New("eino: the tool was called outside the adapter's middleware, which holds the eino tool to run"))
 	}
-	text, err := p.run(ctx, p.in)
-	if err != nil {
-		return nil, err
-	}
-	return encodeText(text), nil
+	return p.run(ctx, p.in)
 }
 
 // encodeText is a tool's text as the journal keeps it: JSON as it is, any
@@ -207,4 +256,26 @@ func Text(r harness.Result) string {
 		}
 	}
 	return r.ForModel()
+}
+
+// encodeResult is a multimodal result as the journal keeps it: its JSON.
+func encodeResult(tool string, r *schema.ToolResult) (json.RawMessage, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		// The tool acted; only its answer cannot be kept.
+		return nil, retryclass.MarkMaybeExecuted(fmt.Errorf("eino: tool %q: the result cannot be recorded: %w", tool, err))
+	}
+	return b, nil
+}
+
+// toolResult is the multimodal result the model reads for r: the recorded
+// result on success, else one text part, r.ForModel.
+func toolResult(r harness.Result) *schema.ToolResult {
+	if r.OK() {
+		var out schema.ToolResult
+		if json.Unmarshal(r.Output, &out) == nil {
+			return &out
+		}
+	}
+	return &schema.ToolResult{Parts: []schema.ToolOutputPart{{Type: schema.ToolPartTypeText, Text: r.ForModel()}}}
 }

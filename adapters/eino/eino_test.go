@@ -184,3 +184,43 @@ func TestStreamableTool(t *testing.T) {
 		t.Errorf("the model read %q; want the stream's text twice", contents(got))
 	}
 }
+
+// An enhanced (multimodal) tool goes through the middleware too: its
+// result is recorded as it is, and the model asking twice in parallel
+// reads the one result twice.
+func TestEnhancedTool(t *testing.T) {
+	var runs atomic.Int64
+	et, err := utils.InferEnhancedTool("draw_chart", "Draws a chart.", func(ctx context.Context, in struct{ Title string }) (*schema.ToolResult, error) {
+		n := runs.Add(1)
+		return &schema.ToolResult{Parts: []schema.ToolOutputPart{{Type: schema.ToolPartTypeText, Text: in.Title + " #" + strconv.FormatInt(n, 10)}}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(id string) schema.ToolCall {
+		return schema.ToolCall{ID: id, Function: schema.FunctionCall{Name: "draw_chart", Arguments: `{"Title":"sales"}`}}
+	}
+	m := &scriptedModel{reply: func(n int, _ []*schema.Message) *schema.Message {
+		if n == 1 {
+			return toolCalls(call("call_1"), call("call_2"))
+		}
+		return schema.AssistantMessage("Done.", nil)
+	}}
+	agent := newAgent(t, m, eino.New(openHarness(t, journalPath(t)), nil), et)
+	msgs := []*schema.Message{schema.UserMessage("Chart the sales.")}
+	if _, err := agent.Generate(eino.WithSession(context.Background(), "conv-1", msgs), msgs); err != nil {
+		t.Fatal(err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("tool runs = %d; want 1", n)
+	}
+	got := toolResults(m.input(t, 2))
+	if len(got) != 2 {
+		t.Fatalf("the model read %d tool results; want 2", len(got))
+	}
+	for i, msg := range got {
+		if len(msg.UserInputMultiContent) != 1 || msg.UserInputMultiContent[0].Text != "sales #1" {
+			t.Errorf("tool result %d = %+v; want the one chart, sales #1", i, msg)
+		}
+	}
+}
