@@ -42,7 +42,8 @@
 // as the call's outcome; interrupt before the tools node
 // (compose.WithInterruptBeforeNodes) or in a middleware listed before
 // Middleware. A stream is recorded whole (MaxStreamBytes), so the model
-// reads it in one chunk. Tools that eino's UnknownToolsHandler answers do
-// not pass the middleware. A tool the Harness already has under the same name runs as
-// registered there. Text shows a JSON string result as the string itself.
+// reads it in one chunk. Calls that eino's UnknownToolsHandler answers do
+// not pass the middleware. A tool the Harness already has under the same
+// name runs as registered there. Text shows a JSON string result as the
+// string itself.
 package eino
