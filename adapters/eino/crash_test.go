@@ -55,7 +55,10 @@ func child(part string) {
 		msgs := []*schema.Message{schema.UserMessage("Charge me $49.")}
 		_, err = newAgent(t, m, a, chargeTool(t, url, nil)).Generate(ctx, msgs)
 	case "resume":
-		_, err = newGraph(t, dir, m, a, url).Invoke(ctx, nil, compose.WithCheckPointID("conv-1"))
+		_, err = newGraph(t, dir, m, a, chargeTool(t, url, nil), true).Invoke(ctx, nil, compose.WithCheckPointID("conv-1"))
+	case "approve":
+		id, _ := os.ReadFile(filepath.Join(dir, "interrupt-id"))
+		_, err = newGraph(t, dir, m, a, approvalTool(t, url), false).Invoke(compose.ResumeWithData(ctx, string(id), true), nil, compose.WithCheckPointID("conv-1"))
 	}
 	os.Stderr.WriteString("child ended without crashing: " + errString(err) + "\n")
 	os.Exit(4)
@@ -131,7 +134,7 @@ func TestCheckpointResumeAfterCrash(t *testing.T) {
 		return toolCalls(callCharge("call_1", `{"amount":4900,"currency":"usd"}`))
 	}}
 	h := openHarness(t, filepath.Join(dir, "agent.journal"))
-	_, err := newGraph(t, dir, m, eino.New(h, keyed), s.URL).Invoke(ctx, []*schema.Message{schema.UserMessage("Charge me $49.")}, compose.WithCheckPointID("conv-1"))
+	_, err := newGraph(t, dir, m, eino.New(h, keyed), chargeTool(t, s.URL, nil), true).Invoke(ctx, []*schema.Message{schema.UserMessage("Charge me $49.")}, compose.WithCheckPointID("conv-1"))
 	if _, ok := compose.ExtractInterruptInfo(err); !ok {
 		t.Fatalf("first run: %v; want the interrupt before the tools node", err)
 	}
@@ -143,7 +146,7 @@ func TestCheckpointResumeAfterCrash(t *testing.T) {
 	}
 
 	a := eino.New(openHarness(t, filepath.Join(dir, "agent.journal")), keyed)
-	out, err := newGraph(t, dir, m, a, s.URL).Invoke(ctx, nil, compose.WithCheckPointID("conv-1"))
+	out, err := newGraph(t, dir, m, a, chargeTool(t, s.URL, nil), true).Invoke(ctx, nil, compose.WithCheckPointID("conv-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +161,85 @@ func TestCheckpointResumeAfterCrash(t *testing.T) {
 	}
 }
 
+// The tool itself asks for approval (tool.Interrupt) and the run stops;
+// resumed with the approval (compose.ResumeWithData), it charges, and the
+// process dies by SIGKILL while the model reads the charge. Resumed again
+// from the same checkpoint with the same approval, the harness answers
+// from the journal: one charge, and the model reads it. The interrupt
+// itself is recorded: the unapproved call, repeated, interrupts again.
+func TestToolInterruptResumeAfterCrash(t *testing.T) {
+	s := newShop(t)
+	dir := t.TempDir()
+	ctx := eino.WithScope(context.Background(), "conv-1", "1")
+	m := &scriptedModel{reply: func(n int, input []*schema.Message) *schema.Message {
+		if input[len(input)-1].Role == schema.Tool {
+			return schema.AssistantMessage("Charged $49.", nil)
+		}
+		return toolCalls(callCharge("call_1", `{"amount":4900,"currency":"usd"}`))
+	}}
+	h := openHarness(t, filepath.Join(dir, "agent.journal"))
+	_, err := newGraph(t, dir, m, eino.New(h, keyed), approvalTool(t, s.URL), false).Invoke(ctx,
+		[]*schema.Message{schema.UserMessage("Charge me $49.")}, compose.WithCheckPointID("conv-1"))
+	info, ok := compose.ExtractInterruptInfo(err)
+	if !ok {
+		t.Fatalf("first run: %v; want the tool's interrupt", err)
+	}
+	var id string
+	for _, ic := range info.InterruptContexts {
+		if ic.IsRootCause {
+			id = ic.ID
+			if ic.Info != "Charge $49?" {
+				t.Errorf("interrupt info = %v; want the tool's question", ic.Info)
+			}
+		}
+	}
+	if id == "" || s.Downstream.TotalEffects() != 0 {
+		t.Fatalf("interrupt id %q, charges %d; want the tool's interrupt and no charge", id, s.Downstream.TotalEffects())
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "interrupt-id"), []byte(id), 0o600))
+	h.Close()
+
+	runChild(t, "approve", dir, s.URL)
+	if n := s.Downstream.TotalEffects(); n != 1 {
+		t.Fatalf("charges after the crash = %d; want 1", n)
+	}
+
+	h = openHarness(t, filepath.Join(dir, "agent.journal"))
+	out, err := newGraph(t, dir, m, eino.New(h, keyed), approvalTool(t, s.URL), false).Invoke(
+		compose.ResumeWithData(ctx, id, true), nil, compose.WithCheckPointID("conv-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Content != "Charged $49." || s.Downstream.TotalEffects() != 1 {
+		t.Errorf("answer %q with %d charges; want %q with 1", out.Content, s.Downstream.TotalEffects(), "Charged $49.")
+	}
+	if got := toolResults(m.input(t, 2)); len(got) != 1 || got[0].Content != `{"id":"ch_1","amount":4900}` {
+		t.Errorf("after the resume the model read %v; want the dead process's charge ch_1", contents(got))
+	}
+
+	// The same call in the same turn, not a resume: the recorded interrupt.
+	_, err = newGraph(t, t.TempDir(), m, eino.New(h, keyed), approvalTool(t, s.URL), false).Invoke(ctx,
+		[]*schema.Message{schema.UserMessage("Charge me $49.")}, compose.WithCheckPointID("conv-2"))
+	if _, ok := compose.ExtractInterruptInfo(err); !ok || s.Downstream.TotalEffects() != 1 {
+		t.Errorf("unapproved repeat: %v with %d charges; want the interrupt again and 1 charge", err, s.Downstream.TotalEffects())
+	}
+}
+
+// approvalTool is the charge tool behind an approval: it interrupts the
+// run until it is resumed with true.
+func approvalTool(t testing.TB, url string) tool.BaseTool {
+	return approving{chargeTool(t, url, nil)}
+}
+
+type approving struct{ tool.InvokableTool }
+
+func (a approving) InvokableRun(ctx context.Context, args string, opts ...tool.Option) (string, error) {
+	if target, _, approved := tool.GetResumeContext[bool](ctx); !target || !approved {
+		return "", tool.Interrupt(ctx, "Charge $49?")
+	}
+	return a.InvokableTool.InvokableRun(ctx, args, opts...)
+}
+
 // convState is the graph's state: the conversation so far.
 type convState struct {
 	Messages []*schema.Message
@@ -166,12 +248,12 @@ type convState struct {
 func init() { schema.RegisterName[*convState]("agentonce_eino_test_state") }
 
 // newGraph is a react-style loop (chat → tools → chat) whose state lives
-// in checkpoints under dir, and which stops before the tools node for
-// approval.
-func newGraph(t testing.TB, dir string, m model.ToolCallingChatModel, a *eino.Adapter, url string) compose.Runnable[[]*schema.Message, *schema.Message] {
+// in checkpoints under dir; with approveBeforeTools it stops before the
+// tools node for approval.
+func newGraph(t testing.TB, dir string, m model.ToolCallingChatModel, a *eino.Adapter, charge tool.BaseTool, approveBeforeTools bool) compose.Runnable[[]*schema.Message, *schema.Message] {
 	ctx := context.Background()
 	tools, err := compose.NewToolNode(ctx, &compose.ToolsNodeConfig{
-		Tools:               []tool.BaseTool{chargeTool(t, url, nil)},
+		Tools:               []tool.BaseTool{charge},
 		ToolCallMiddlewares: []compose.ToolMiddleware{a.Middleware()},
 	})
 	if err != nil {
@@ -197,10 +279,11 @@ func newGraph(t testing.TB, dir string, m model.ToolCallingChatModel, a *eino.Ad
 		return compose.END, nil
 	}, map[string]bool{"tools": true, compose.END: true})))
 	must(t, g.AddEdge("tools", "chat"))
-	r, err := g.Compile(ctx,
-		compose.WithCheckPointStore(fileCheckPoints(dir)),
-		compose.WithInterruptBeforeNodes([]string{"tools"}),
-		compose.WithNodeTriggerMode(compose.AnyPredecessor))
+	opts := []compose.GraphCompileOption{compose.WithCheckPointStore(fileCheckPoints(dir)), compose.WithNodeTriggerMode(compose.AnyPredecessor)}
+	if approveBeforeTools {
+		opts = append(opts, compose.WithInterruptBeforeNodes([]string{"tools"}))
+	}
+	r, err := g.Compile(ctx, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

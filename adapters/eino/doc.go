@@ -36,12 +36,25 @@
 // harness decides retries; the tool's error is classified by retryclass
 // (an HTTP answer read with harness.ReadJSON keeps its status).
 //
+// # Interrupts and resumes
+//
+// A tool's interrupt (tool.Interrupt, tool.StatefulInterrupt) is recorded
+// as the outcome of the call it interrupted and reaches eino as it was
+// raised; the same call repeated in the turn interrupts again, with the
+// recorded info. A call that eino resumes as the target of a resume
+// (compose.ResumeWithData, Runner.ResumeWithParams) is a new intent whose
+// discriminator is the resume data: it runs once, and the same resume run
+// again (after a crash, from the same checkpoint) is answered from the
+// journal. An interrupt before the tools node
+// (compose.WithInterruptBeforeNodes) records nothing: the resumed tools
+// node's calls are the calls.
+//
 // # Caveats
 //
-// An interrupt raised inside a protected tool (tool.Interrupt) is recorded
-// as the call's outcome; interrupt before the tools node
-// (compose.WithInterruptBeforeNodes) or in a middleware listed before
-// Middleware. A stream is recorded whole (MaxStreamBytes), so the model
+// eino does not expose an interrupt's state: a recorded interrupt raised
+// again carries its info but not its state. A second interrupt of a call
+// resumed with the same data is answered from the journal (the first).
+// A stream is recorded whole (MaxStreamBytes), so the model
 // reads it in one chunk. Calls that eino's UnknownToolsHandler answers do
 // not pass the middleware. A tool the Harness already has under the same
 // name runs as registered there. Text shows a JSON string result as the

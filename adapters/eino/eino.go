@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cloudwego/eino/components/tool"
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
 
@@ -87,7 +88,11 @@ func (a *Adapter) invokable(next compose.InvokableToolEndpoint) compose.Invokabl
 		return encodeText(out.Result), nil
 	}
 	return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
-		return &compose.ToolOutput{Result: Text(a.call(ctx, in, run))}, nil
+		r, err := a.call(ctx, in, run)
+		if err != nil {
+			return nil, err
+		}
+		return &compose.ToolOutput{Result: Text(r)}, nil
 	}
 }
 
@@ -104,8 +109,11 @@ func (a *Adapter) streamable(next compose.StreamableToolEndpoint) compose.Stream
 		return encodeText(strings.Join(text, "")), nil
 	}
 	return func(ctx context.Context, in *compose.ToolInput) (*compose.StreamToolOutput, error) {
-		text := Text(a.call(ctx, in, run))
-		return &compose.StreamToolOutput{Result: schema.StreamReaderFromArray([]string{text})}, nil
+		r, err := a.call(ctx, in, run)
+		if err != nil {
+			return nil, err
+		}
+		return &compose.StreamToolOutput{Result: schema.StreamReaderFromArray([]string{Text(r)})}, nil
 	}
 }
 
@@ -118,7 +126,11 @@ func (a *Adapter) enhancedInvokable(next compose.EnhancedInvokableToolEndpoint) 
 		return encodeResult(in.Name, out.Result)
 	}
 	return func(ctx context.Context, in *compose.ToolInput) (*compose.EnhancedInvokableToolOutput, error) {
-		return &compose.EnhancedInvokableToolOutput{Result: toolResult(a.call(ctx, in, run))}, nil
+		r, err := a.call(ctx, in, run)
+		if err != nil {
+			return nil, err
+		}
+		return &compose.EnhancedInvokableToolOutput{Result: toolResult(r)}, nil
 	}
 }
 
@@ -139,8 +151,11 @@ func (a *Adapter) enhancedStreamable(next compose.EnhancedStreamableToolEndpoint
 		return encodeResult(in.Name, whole)
 	}
 	return func(ctx context.Context, in *compose.ToolInput) (*compose.EnhancedStreamableToolOutput, error) {
-		r := toolResult(a.call(ctx, in, run))
-		return &compose.EnhancedStreamableToolOutput{Result: schema.StreamReaderFromArray([]*schema.ToolResult{r})}, nil
+		r, err := a.call(ctx, in, run)
+		if err != nil {
+			return nil, err
+		}
+		return &compose.EnhancedStreamableToolOutput{Result: schema.StreamReaderFromArray([]*schema.ToolResult{toolResult(r)})}, nil
 	}
 }
 
@@ -181,29 +196,103 @@ type runFunc func(ctx context.Context, in *compose.ToolInput) (json.RawMessage, 
 type pending struct {
 	in  *compose.ToolInput
 	run runFunc
+	// interrupt is the tool's own interrupt, when this call ran the tool
+	// and it interrupted (written by the flight, read after it).
+	interrupt error
 }
 
 type pendingKey struct{}
 
-// call runs one tool call through the harness.
-func (a *Adapter) call(ctx context.Context, in *compose.ToolInput, run runFunc) harness.Result {
+// call runs one tool call through the harness. Its error is only ever an
+// interrupt of the run (the tool's, or a recorded one raised again).
+func (a *Adapter) call(ctx context.Context, in *compose.ToolInput, run runFunc) (harness.Result, error) {
 	if err := a.register(in.Name); err != nil {
-		return harness.Result{CallID: in.CallID, Tool: in.Name, Status: harness.Rejected, Err: err}
+		return harness.Result{CallID: in.CallID, Tool: in.Name, Status: harness.Rejected, Err: err}, nil
 	}
 	session, turn := scopeFrom(ctx)
 	args := in.Arguments
 	if strings.TrimSpace(args) == "" {
 		args = "{}" // a tool without parameters
 	}
-	ctx = context.WithValue(ctx, pendingKey{}, &pending{in: in, run: run})
-	return a.h.Call(ctx, harness.ToolCall{
+	tc := harness.ToolCall{
 		ID:      in.CallID,
 		Tenant:  a.tenant,
 		Session: session,
 		Turn:    turn,
 		Tool:    in.Name,
 		Input:   json.RawMessage(args),
-	})
+	}
+	if d, ok := resumed(ctx); ok {
+		tc.Discriminator = d
+	}
+	p := &pending{in: in, run: run}
+	r := a.h.Call(context.WithValue(ctx, pendingKey{}, p), tc)
+	if rec, ok := recordedInterrupt(r); ok {
+		if p.interrupt != nil {
+			return r, p.interrupt // this call's own, as the tool raised it
+		}
+		return r, tool.Interrupt(ctx, rec.Info)
+	}
+	return r, nil
+}
+
+// resumed tells a call that eino resumes as the target of a resume from
+// the call that interrupted, and from other resumes: the resume data as
+// JSON. A call eino only re-runs (a sibling of the resumed one) is not
+// told apart: its recorded interrupt is raised again, as it would be.
+func resumed(ctx context.Context) (string, bool) {
+	wasInterrupted, _, _ := tool.GetInterruptState[any](ctx)
+	if !wasInterrupted {
+		return "", false
+	}
+	target, _, data := tool.GetResumeContext[any](ctx)
+	if !target {
+		return "", false
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		b = []byte(fmt.Sprintf("%T", data)) // data JSON cannot encode: one resume per type
+	}
+	return "resumed:" + string(b), true
+}
+
+// interruptField marks a recorded outcome that is an interrupt: the tool
+// asked the run to stop instead of acting.
+const interruptField = "agentonce.interrupt"
+
+// interruptRecord is a tool's interrupt as the journal keeps it.
+type interruptRecord struct {
+	Info any `json:"info"`
+}
+
+// encodeInterrupt records err, a tool's interrupt, as the call's output:
+// its info (eino does not expose an interrupt's state; info that JSON
+// cannot encode is recorded as null).
+func encodeInterrupt(err error) json.RawMessage {
+	var rec interruptRecord
+	rec.Info, _ = compose.IsInterruptRerunError(err)
+	b, e := json.Marshal(map[string]interruptRecord{interruptField: rec})
+	if e != nil {
+		b, _ = json.Marshal(map[string]interruptRecord{interruptField: {}})
+	}
+	return b
+}
+
+// recordedInterrupt reports whether r is a recorded interrupt.
+func recordedInterrupt(r harness.Result) (interruptRecord, bool) {
+	if !r.OK() || len(r.Output) == 0 || r.Output[0] != '{' {
+		return interruptRecord{}, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(r.Output, &m) != nil || len(m) != 1 {
+		return interruptRecord{}, false
+	}
+	raw, ok := m[interruptField]
+	var rec interruptRecord
+	if !ok || json.Unmarshal(raw, &rec) != nil {
+		return interruptRecord{}, false
+	}
+	return rec, true
 }
 
 // register adds the tool named name to the Harness the first time it is
@@ -232,7 +321,12 @@ func runTool(ctx context.Context, input json.RawMessage) (json.RawMessage, error
 	if !ok {
 		return nil, retryclass.Permanent(errors.New("eino: the tool was called outside the adapter's middleware, which holds the eino tool to run"))
 	}
-	return p.run(ctx, p.in)
+	out, err := p.run(ctx, p.in)
+	if _, ok := compose.IsInterruptRerunError(err); ok {
+		p.interrupt = err
+		return encodeInterrupt(err), nil
+	}
+	return out, err
 }
 
 // encodeText is a tool's text as the journal keeps it: JSON as it is, any
