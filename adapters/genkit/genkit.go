@@ -87,6 +87,8 @@ type pending[In any] struct {
 
 type pendingKey struct{ tool string }
 
+// call is the genkit tool function: one harness call per tool request.
+// Its error is only ever an interrupt.
 func (t *tool[In, Out]) call(tc *ai.ToolContext, in In) (any, error) {
 	input, err := json.Marshal(in)
 	if err != nil {
