@@ -3,7 +3,7 @@ module github.com/agentonce/agentonce/adapters/mcpgo
 go 1.26.0
 
 require (
-	github.com/agentonce/agentonce v0.0.0
+	github.com/agentonce/agentonce v0.1.0
 	github.com/mark3labs/mcp-go v1.2.1
 )
 
@@ -19,4 +19,3 @@ require (
 	golang.org/x/text v0.41.0 // indirect
 )
 
-replace github.com/agentonce/agentonce => ../..

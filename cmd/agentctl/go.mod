@@ -3,7 +3,7 @@ module github.com/agentonce/agentonce/cmd/agentctl
 go 1.26.0
 
 require (
-	github.com/agentonce/agentonce v0.0.0
+	github.com/agentonce/agentonce v0.1.0
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
 	go.etcd.io/bbolt v1.5.0
@@ -20,7 +20,6 @@ require (
 	golang.org/x/text v0.41.0 // indirect
 )
 
-replace github.com/agentonce/agentonce => ../..
 
 require (
 	github.com/spf13/cobra v1.10.2
