@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentonce/agentonce/internal/inspect"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -44,7 +44,7 @@ type filePath interface {
 }
 
 // inspectServer is the running agent's end of the protocol of
-// internal/inspect. A nil *inspectServer serves nothing.
+// harness/inspect. A nil *inspectServer serves nothing.
 type inspectServer struct {
 	srv *inspect.Server
 }

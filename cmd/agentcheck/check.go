@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentonce/agentonce/internal/check"
+	"github.com/agentonce/agentonce/cmd/agentcheck/internal/check"
 )
 
 // Exit codes.

@@ -9,6 +9,13 @@
 // Client is a journal.Store whose reads and Resolve travel over the socket,
 // so agentctl's commands run unchanged against it.
 //
+// The package sits under harness because the agent that serves it is a
+// Harness: harness.Open starts the Server, and agentctl (cmd/agentctl) dials
+// the Client. It imports only journal and keyderive, never harness, so the
+// import arrows run one way (harness → inspect → journal). It is public
+// because agentctl lives outside harness's tree; its version-1 wire form is
+// the promise, and a tool of one's own may speak it through the Client.
+//
 // # Protocol, version 1
 //
 // Each message is one JSON object on one line. The client opens with a
