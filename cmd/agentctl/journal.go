@@ -136,6 +136,9 @@ func agentError(location string, err error) error {
 			hint: "run agentctl as the user the agent runs as"}
 	case errors.Is(err, inspect.ErrVersion):
 		return &cliError{code: exitCorrupt, err: fmt.Errorf("journal %s: %w", location, err)}
+	case errors.Is(err, inspect.ErrBusy):
+		return &cliError{code: exitInUse, err: fmt.Errorf("journal %s: %w", location, err),
+			hint: "other clients hold all of the agent's inspection connections (agentctl tail counts one each); try again when one ends"}
 	}
 	return err
 }
