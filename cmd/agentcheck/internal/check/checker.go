@@ -4,17 +4,27 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The rules Check applies to each intent. A violation of any of them fails
 // a run.
 const (
 	// RuleDuplicate: a Keyed or Unkeyed intent had more than one effect.
+	// An effect that broke its tool's declared window (RuleSettleBroken)
+	// is not counted against an attempt that began after the window.
 	RuleDuplicate = "duplicate-effect"
+	// RuleKeys: an intent's requests reached the downstream under more
+	// than one key (Idempotency-Key, or X-Agentonce-Key for an Unkeyed
+	// tool), or a Keyed intent's request without Idempotency-Key. One
+	// intent has one key; a downstream that dedupes by key would act
+	// once per key.
+	RuleKeys = "intent-under-two-keys"
 	// RuleNoEffect: a call was answered with a success, but the intent
 	// never had an effect.
 	RuleNoEffect = "success-without-effect"
@@ -43,7 +53,16 @@ const (
 )
 
 // Rules lists the rules in the order reports show them.
-var Rules = []string{RuleDuplicate, RuleNoEffect, RuleWrongOutput, RuleFailed, RuleRejected, RuleLost, RuleLeaseLost}
+var Rules = []string{RuleDuplicate, RuleKeys, RuleNoEffect, RuleWrongOutput, RuleFailed, RuleRejected, RuleLost, RuleLeaseLost}
+
+// RuleSettleBroken: an Unkeyed intent's effect landed after the window its
+// tool declares (the attempt's start + Timeout + Settle). The tool's
+// declaration was broken, by the downstream, not by the harness (on a
+// loaded machine the downstream's scheduler makes it late): it is listed in
+// Report.Broken, never among the violations, and does not fail a run. A
+// re-run after such an effect is not a duplicate; a re-run that began
+// inside the window still is.
+const RuleSettleBroken = "settle-window-broken"
 
 // SoftKnowable counts answers that are not violations but say less than
 // could be known: Unknown for an intent whose effect the downstream had
@@ -81,6 +100,9 @@ type Report struct {
 	ByRule     map[string]map[string]int `json:"by_rule"`
 	Soft       map[string]int            `json:"soft"`
 	Violations []Violation               `json:"violations"`
+	// Broken lists the effects that broke their tool's declaration
+	// (RuleSettleBroken): not the harness's violations.
+	Broken []Violation `json:"broken,omitempty"`
 	// Problems are failures of the run itself (a worker that exited with
 	// an error), which make its verdict incomplete.
 	Problems []string `json:"problems,omitempty"`
@@ -95,6 +117,9 @@ func (r *Report) Failed() bool { return len(r.Violations) > 0 || len(r.Problems)
 type attemptView struct {
 	proc       string
 	start, end int64
+	// quiet is the end of the window its tool declares (Unix ns), 0 when
+	// none is known.
+	quiet int64
 }
 
 type callView struct {
@@ -121,6 +146,10 @@ type intentView struct {
 	delivered map[string]int64
 	// sent counts the requests the downstream got per attempt id.
 	sent map[string]int
+	// keys counts the requests per key they carried; keyless counts a
+	// Keyed intent's requests without Idempotency-Key.
+	keys    map[string]int
+	keyless int
 }
 
 // Check decides, intent by intent, whether history (ordered by time, as
@@ -131,7 +160,7 @@ func Check(plan *Plan, history []Event) *Report {
 	views := make(map[string]*intentView, len(plan.Intents))
 	for i := range plan.Intents {
 		in := &plan.Intents[i]
-		views[in.ID] = &intentView{in: in, attempts: map[string]*attemptView{}, delivered: map[string]int64{}, sent: map[string]int{}}
+		views[in.ID] = &intentView{in: in, attempts: map[string]*attemptView{}, delivered: map[string]int64{}, sent: map[string]int{}, keys: map[string]int{}}
 	}
 	var runner []Event // process events and faults
 	for _, e := range history {
@@ -168,6 +197,10 @@ func Check(plan *Plan, history []Event) *Report {
 			found.Seed, found.Store = plan.Seed, plan.Store
 			found.Intent, found.Scenario, found.Tool = v.in.ID, v.in.Scenario, v.in.Tool
 			found.History = v.withFaults(runner)
+			if found.Rule == RuleSettleBroken {
+				r.Broken = append(r.Broken, found)
+				continue
+			}
 			r.Violations = append(r.Violations, found)
 			if r.ByRule[found.Rule] == nil {
 				r.ByRule[found.Rule] = map[string]int{}
@@ -218,7 +251,10 @@ func (v *intentView) add(e Event) {
 			}
 		}
 	case EvAttempt:
-		v.attempt(e.Attempt, e.Proc, e.T)
+		a := v.attempt(e.Attempt, e.Proc, e.T)
+		if e.QuietMS > 0 {
+			a.quiet = e.T + e.QuietMS*int64(time.Millisecond)
+		}
 	case EvAttemptEnd:
 		if a := v.attempts[e.Attempt]; a != nil {
 			a.end = e.T
@@ -226,6 +262,12 @@ func (v *intentView) add(e Event) {
 	case EvRequest:
 		v.attempt(e.Attempt, procOf(e.Attempt), e.T)
 		v.sent[e.Attempt]++
+		if e.Key != "" {
+			v.keys[e.Key]++
+		}
+		if v.in.Kind == Keyed && !strings.Contains(e.Note, "idempotency-key") {
+			v.keyless++
+		}
 	case EvEffect:
 		v.effects = append(v.effects, effectView{ev: e, attempt: v.attempt(e.Attempt, procOf(e.Attempt), e.T)})
 	case EvResponse:
@@ -270,9 +312,26 @@ func (v *intentView) check() []Violation {
 	if kind == ReadOnly {
 		return nil
 	}
-	if (kind == Keyed || kind == Unkeyed) && len(v.effects) > 1 {
+	late := v.lateEffects()
+	for _, e := range late {
+		add(RuleSettleBroken, "effect %d by attempt %s landed %s after the attempt began, past the %s its tool declares (Timeout + Settle): the downstream broke the tool's declaration",
+			e.ev.Effect, e.ev.Attempt, time.Duration(e.ev.T-e.attempt.start).Round(time.Millisecond),
+			time.Duration(e.attempt.quiet-e.attempt.start).Round(time.Millisecond))
+	}
+	if len(v.keys) > 1 || v.keyless > 0 {
+		var keys []string
+		for _, k := range slices.Sorted(maps.Keys(v.keys)) {
+			keys = append(keys, fmt.Sprintf("%s (%d requests)", k, v.keys[k]))
+		}
+		msg := fmt.Sprintf("its requests reached the downstream under %d keys: %s", len(v.keys), strings.Join(keys, ", "))
+		if v.keyless > 0 {
+			msg += fmt.Sprintf("; %d Keyed requests carried no Idempotency-Key", v.keyless)
+		}
+		add(RuleKeys, "%s", msg)
+	}
+	if dups := v.duplicates(late); (kind == Keyed || kind == Unkeyed) && len(dups) > 1 {
 		var by, twice []string
-		for _, e := range v.effects {
+		for _, e := range dups {
 			by = append(by, e.ev.Attempt)
 			if v.sent[e.ev.Attempt] > 1 && !slices.Contains(twice, e.ev.Attempt) {
 				twice = append(twice, e.ev.Attempt)
@@ -284,7 +343,7 @@ func (v *intentView) check() []Violation {
 			// resends a request it deems replayable after a broken connection).
 			note = fmt.Sprintf(" (attempt %s reached the downstream more than once)", strings.Join(twice, ", "))
 		}
-		add(RuleDuplicate, "%d effects, by attempts %s%s", len(v.effects), strings.Join(by, ", "), note)
+		add(RuleDuplicate, "%d effects, by attempts %s%s", len(dups), strings.Join(by, ", "), note)
 	}
 	var noEffect, wrong, failed, rejected, lost, leaseLost []string
 	for _, c := range v.calls {
@@ -341,6 +400,41 @@ func (v *intentView) check() []Violation {
 	}
 	if len(leaseLost) > 0 {
 		add(RuleLeaseLost, "%s", strings.Join(leaseLost, "; "))
+	}
+	return out
+}
+
+// lateEffects returns the Unkeyed intent's effects that landed after their
+// attempt's declared window.
+func (v *intentView) lateEffects() []effectView {
+	var late []effectView
+	for _, e := range v.effects {
+		if v.in.Kind == Unkeyed && e.attempt.quiet > 0 && e.ev.T > e.attempt.quiet {
+			late = append(late, e)
+		}
+	}
+	return late
+}
+
+// duplicates returns the effects that count towards RuleDuplicate: all but
+// the late ones that no other effect's attempt began inside the window of
+// (a harness may run again once the window has passed and the effect
+// provably did not happen).
+func (v *intentView) duplicates(late []effectView) []effectView {
+	var out []effectView
+	for _, e := range v.effects {
+		excused := false
+		if slices.ContainsFunc(late, func(l effectView) bool { return l.ev.Effect == e.ev.Effect }) {
+			excused = true
+			for _, o := range v.effects {
+				if o.ev.Effect != e.ev.Effect && o.attempt != e.attempt && o.attempt.start < e.attempt.quiet {
+					excused = false
+				}
+			}
+		}
+		if !excused {
+			out = append(out, e)
+		}
 	}
 	return out
 }
