@@ -19,12 +19,17 @@ const (
 	// An effect that broke its tool's declared window (RuleSettleBroken)
 	// is not counted against an attempt that began after the window.
 	RuleDuplicate = "duplicate-effect"
-	// RuleKeys: an intent's requests reached the downstream under more
-	// than one key (Idempotency-Key, or X-Agentonce-Key for an Unkeyed
-	// tool), or a Keyed intent's request without Idempotency-Key. One
-	// intent has one key; a downstream that dedupes by key would act
-	// once per key.
+	// RuleKeys: the requests of one intent's payload (of every payload,
+	// under a StepKey) reached the downstream under more than one key
+	// (Idempotency-Key, or X-Agentonce-Key for an Unkeyed tool), or a
+	// Keyed intent's request came without Idempotency-Key. One intent has
+	// one key; a downstream that dedupes by key would act once per key.
 	RuleKeys = "intent-under-two-keys"
+	// RuleGuard: an intent without a StepKey (each payload its own key)
+	// had an effect by an attempt that began after a call of another of
+	// its payloads, in the same turn and tool, was answered Suppressed:
+	// the suppression guard let an altered input run.
+	RuleGuard = "guard-bypassed"
 	// RuleNoEffect: a call was answered with a success, but the intent
 	// never had an effect.
 	RuleNoEffect = "success-without-effect"
@@ -53,7 +58,7 @@ const (
 )
 
 // Rules lists the rules in the order reports show them.
-var Rules = []string{RuleDuplicate, RuleKeys, RuleNoEffect, RuleWrongOutput, RuleFailed, RuleRejected, RuleLost, RuleLeaseLost}
+var Rules = []string{RuleDuplicate, RuleKeys, RuleGuard, RuleNoEffect, RuleWrongOutput, RuleFailed, RuleRejected, RuleLost, RuleLeaseLost}
 
 // RuleSettleBroken: an Unkeyed intent's effect landed after the window its
 // tool declares (the attempt's start + Timeout + Settle). The tool's
@@ -146,9 +151,10 @@ type intentView struct {
 	delivered map[string]int64
 	// sent counts the requests the downstream got per attempt id.
 	sent map[string]int
-	// keys counts the requests per key they carried; keyless counts a
-	// Keyed intent's requests without Idempotency-Key.
-	keys    map[string]int
+	// keys counts the requests per key they carried, by payload (all
+	// under 0 with a StepKey); keyless counts a Keyed intent's requests
+	// without Idempotency-Key.
+	keys    map[int]map[string]int
 	keyless int
 }
 
@@ -160,7 +166,7 @@ func Check(plan *Plan, history []Event) *Report {
 	views := make(map[string]*intentView, len(plan.Intents))
 	for i := range plan.Intents {
 		in := &plan.Intents[i]
-		views[in.ID] = &intentView{in: in, attempts: map[string]*attemptView{}, delivered: map[string]int64{}, sent: map[string]int{}, keys: map[string]int{}}
+		views[in.ID] = &intentView{in: in, attempts: map[string]*attemptView{}, delivered: map[string]int64{}, sent: map[string]int{}, keys: map[int]map[string]int{}}
 	}
 	var runner []Event // process events and faults
 	for _, e := range history {
@@ -263,7 +269,14 @@ func (v *intentView) add(e Event) {
 		v.attempt(e.Attempt, procOf(e.Attempt), e.T)
 		v.sent[e.Attempt]++
 		if e.Key != "" {
-			v.keys[e.Key]++
+			p := e.P
+			if v.in.StepKey != "" {
+				p = 0
+			}
+			if v.keys[p] == nil {
+				v.keys[p] = map[string]int{}
+			}
+			v.keys[p][e.Key]++
 		}
 		if v.in.Kind == Keyed && !strings.Contains(e.Note, "idempotency-key") {
 			v.keyless++
@@ -318,16 +331,24 @@ func (v *intentView) check() []Violation {
 			e.ev.Effect, e.ev.Attempt, time.Duration(e.ev.T-e.attempt.start).Round(time.Millisecond),
 			time.Duration(e.attempt.quiet-e.attempt.start).Round(time.Millisecond))
 	}
-	if len(v.keys) > 1 || v.keyless > 0 {
-		var keys []string
-		for _, k := range slices.Sorted(maps.Keys(v.keys)) {
-			keys = append(keys, fmt.Sprintf("%s (%d requests)", k, v.keys[k]))
+	var keyMsgs []string
+	for _, p := range slices.Sorted(maps.Keys(v.keys)) {
+		if byKey := v.keys[p]; len(byKey) > 1 {
+			var keys []string
+			for _, k := range slices.Sorted(maps.Keys(byKey)) {
+				keys = append(keys, fmt.Sprintf("%s (%d requests)", k, byKey[k]))
+			}
+			keyMsgs = append(keyMsgs, fmt.Sprintf("payload %d reached the downstream under %d keys: %s", p, len(byKey), strings.Join(keys, ", ")))
 		}
-		msg := fmt.Sprintf("its requests reached the downstream under %d keys: %s", len(v.keys), strings.Join(keys, ", "))
-		if v.keyless > 0 {
-			msg += fmt.Sprintf("; %d Keyed requests carried no Idempotency-Key", v.keyless)
-		}
-		add(RuleKeys, "%s", msg)
+	}
+	if v.keyless > 0 {
+		keyMsgs = append(keyMsgs, fmt.Sprintf("%d Keyed requests carried no Idempotency-Key", v.keyless))
+	}
+	if len(keyMsgs) > 0 {
+		add(RuleKeys, "%s", strings.Join(keyMsgs, "; "))
+	}
+	if msg := v.guardBypassed(); msg != "" {
+		add(RuleGuard, "%s", msg)
 	}
 	if dups := v.duplicates(late); (kind == Keyed || kind == Unkeyed) && len(dups) > 1 {
 		var by, twice []string
@@ -402,6 +423,25 @@ func (v *intentView) check() []Violation {
 		add(RuleLeaseLost, "%s", strings.Join(leaseLost, "; "))
 	}
 	return out
+}
+
+// guardBypassed says which effect ran past the suppression guard, or "".
+func (v *intentView) guardBypassed() string {
+	if v.in.StepKey != "" || v.in.Payloads < 2 {
+		return ""
+	}
+	for _, c := range v.calls {
+		if c.ans == nil || c.ans.Outcome != OutSuppressed {
+			continue
+		}
+		for _, e := range v.effects {
+			if e.ev.P != c.p && e.attempt.start > c.end {
+				return fmt.Sprintf("%s (payload %d) was answered suppressed; then effect %d of payload %d by attempt %s, begun after it",
+					c.id, c.p, e.ev.Effect, e.ev.P, e.ev.Attempt)
+			}
+		}
+	}
+	return ""
 }
 
 // lateEffects returns the Unkeyed intent's effects that landed after their

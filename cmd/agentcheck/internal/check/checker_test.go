@@ -189,6 +189,13 @@ func TestCheckRules(t *testing.T) {
 			effectEv(600_000, "w0.1#2", 0, 1),
 			effectEv(2_000_000, "w0.1#1", 0, 2),
 		}, []string{RuleDuplicate, RuleSettleBroken}},
+		{"an altered input run after a suppression", Keyed, []Event{
+			callEv(0, "w0.1", "c1", 0),
+			answerEv(5, "w0.1", "c1", 0, OutSuppressed, "", "", "suppressed"),
+			callEv(10, "w0.1", "c2", 1),
+			attemptEv(11, "w0.1", "w0.1#2", false),
+			effectEv(12, "w0.1#2", 1, 1),
+		}, []string{RuleGuard}},
 		{"rejected after a success is no answer", Keyed, with(executed,
 			callEv(20, "w1.1", "c2", 0),
 			answerEv(21, "w1.1", "c2", 0, OutRejected, "", "", "The tool call was rejected and did not run: journal: connection reset")), nil},
