@@ -350,7 +350,10 @@ func (v *intentView) check() []Violation {
 	if msg := v.guardBypassed(); msg != "" {
 		add(RuleGuard, "%s", msg)
 	}
-	if dups := v.duplicates(late); (kind == Keyed || kind == Unkeyed) && len(dups) > 1 {
+	for _, dups := range v.byKey(v.duplicates(late)) {
+		if (kind != Keyed && kind != Unkeyed) || len(dups) < 2 {
+			continue
+		}
 		var by, twice []string
 		for _, e := range dups {
 			by = append(by, e.ev.Attempt)
@@ -444,6 +447,21 @@ func (v *intentView) guardBypassed() string {
 	return ""
 }
 
+// byKey splits effects into those of each key: one group, or one per
+// payload when each payload is a key of its own.
+func (v *intentView) byKey(effects []effectView) [][]effectView {
+	if v.in.StepKey != "" || v.in.Payloads < 2 {
+		return [][]effectView{effects}
+	}
+	groups := make([][]effectView, v.in.Payloads)
+	for _, e := range effects {
+		if e.ev.P >= 0 && e.ev.P < len(groups) {
+			groups[e.ev.P] = append(groups[e.ev.P], e)
+		}
+	}
+	return groups
+}
+
 // lateEffects returns the Unkeyed intent's effects that landed after their
 // attempt's declared window.
 func (v *intentView) lateEffects() []effectView {
@@ -488,7 +506,7 @@ func (v *intentView) wrongOutput(c *callView) string {
 				return ""
 			}
 		}
-	} else if first := v.effects[0]; sameJSON(got, first.ev.Output) && first.ev.P == c.p {
+	} else if own := v.effectsOf(c.p); len(own) > 0 && sameJSON(got, own[0].ev.Output) && own[0].ev.P == c.p {
 		return ""
 	}
 	var o struct {
@@ -498,7 +516,26 @@ func (v *intentView) wrongOutput(c *callView) string {
 	if o.P != nil && *o.P != c.p {
 		return fmt.Sprintf("%s (payload %d) answered %s with the output of payload %d: %s", c.id, c.p, c.ans.Source, *o.P, got)
 	}
-	return fmt.Sprintf("%s answered %s with %s; the first effect's output is %s", c.id, c.ans.Source, got, v.effects[0].ev.Output)
+	if own := v.effectsOf(c.p); len(own) > 0 {
+		return fmt.Sprintf("%s answered %s with %s; the first effect's output is %s", c.id, c.ans.Source, got, own[0].ev.Output)
+	}
+	return fmt.Sprintf("%s answered %s with %s; its payload never had an effect", c.id, c.ans.Source, got)
+}
+
+// effectsOf returns the effects that share payload p's key: all of the
+// intent's, but only p's when each payload is a key of its own (several
+// payloads, no StepKey).
+func (v *intentView) effectsOf(p int) []effectView {
+	if v.in.StepKey != "" || v.in.Payloads < 2 {
+		return v.effects
+	}
+	var out []effectView
+	for _, e := range v.effects {
+		if e.ev.P == p {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // effectBefore returns an effect whose attempt began before call c did or
