@@ -30,10 +30,14 @@ type mutation struct {
 	// edits are applied in order, each to its file (relative to the
 	// module's root).
 	edits []edit
-	// The checker's run: store, seed, duration and scenarios.
+	// The checker's run: store, seed, duration, scenarios and more flags.
 	store, seed, duration, scenarios string
+	args                             []string
 	// catch lists the rules any of which counts as caught.
 	catch []string
+	// goTest, instead of a checker run, names the package whose tests
+	// must fail: for a bug no checker run of a minute can meet.
+	goTest string
 }
 
 type edit struct{ file, old, new string }
@@ -42,7 +46,7 @@ var mutations = []mutation{
 	{
 		name:  "transport sends the attempt id as the key",
 		edits: []edit{{"harness/transport.go", "r2.Header.Set(keyHeader, ai.key.String())", "r2.Header.Set(keyHeader, ai.attempt)"}},
-		store: "bolt", seed: "11", duration: "12s", scenarios: "refuse-retry,mixed,duplicates",
+		store: "bolt", seed: "11", duration: "8s", scenarios: "refuse-retry,duplicates",
 		catch: []string{check.RuleKeys, check.RuleDuplicate},
 	},
 	{
@@ -69,6 +73,20 @@ var mutations = []mutation{
 		edits: []edit{{"journal/machine.go", "	if s.State != StateSuppressed || s.Key == req.Key || Expired(s, now) {", "	if true || s.State != StateSuppressed || s.Key == req.Key || Expired(s, now) {"}},
 		store: "bolt", seed: "11", duration: "12s", scenarios: "guard",
 		catch: []string{check.RuleGuard},
+	},
+	{
+		name: "checksum not verified",
+		edits: []edit{{"journal/encoding.go", "		if err := checkSeal(val); err != nil {\n			return r, err\n		}",
+			"		_ = checkSeal(val)"}},
+		store: "bolt", seed: "11", duration: "8s", scenarios: "mixed,duplicates", args: []string{"-corrupt", "5"},
+		catch: []string{check.RuleWrongOutput},
+	},
+	{
+		// Records live for days (RecordTTL), so a checker run never sees
+		// one expire: the conformance suite, whose clock it owns, does.
+		name:   "expiry ignoring the state",
+		edits:  []edit{{"journal/machine.go", "	return expires(r.State) && !now.Before(r.Expires)", "	return !now.Before(r.Expires)"}},
+		goTest: "./journal",
 	},
 }
 
@@ -119,9 +137,26 @@ func TestMutations(t *testing.T) {
 			if out, err := build.CombinedOutput(); err != nil {
 				t.Fatalf("go build of the mutant: %v\n%s", err, out)
 			}
+			if m.goTest != "" {
+				test := exec.Command("go", "test", "-count=1", m.goTest)
+				test.Dir, test.Env = dir, build.Env
+				out, err := test.CombinedOutput()
+				if err == nil {
+					t.Errorf("%s: go test %s passed; want it to fail\n%s", m.name, m.goTest, out)
+				}
+				var failed []string
+				for l := range strings.SplitSeq(string(out), "\n") {
+					if strings.HasPrefix(l, "--- FAIL") {
+						failed = append(failed, strings.TrimPrefix(l, "--- FAIL: "))
+					}
+				}
+				t.Logf("%s: go test %s fails: %s", m.name, m.goTest, strings.Join(failed, ", "))
+				return
+			}
 			start := time.Now()
-			cmd := exec.Command(bin, "-json", "-store", m.store, "-seed", m.seed, "-duration", m.duration,
-				"-scenarios", m.scenarios, "-pg", pg, "-history", filepath.Join(dir, "history.jsonl"))
+			args := append([]string{"-json", "-store", m.store, "-seed", m.seed, "-duration", m.duration,
+				"-scenarios", m.scenarios, "-pg", pg, "-history", filepath.Join(dir, "history.jsonl")}, m.args...)
+			cmd := exec.Command(bin, args...)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()

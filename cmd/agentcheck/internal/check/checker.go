@@ -177,7 +177,9 @@ func Check(plan *Plan, history []Event) *Report {
 			}
 			runner = append(runner, e)
 		case EvFault:
-			r.Terminations++
+			if e.Intent == "" { // a corrupted record names its intent
+				r.Terminations++
+			}
 			runner = append(runner, e)
 		}
 		v := views[e.Intent]
