@@ -186,11 +186,12 @@ func TestInspectManyConnections(t *testing.T) {
 	callsWork(t, h, &effects, "during", 20)
 	// This process holds both ends: the agent's are the sockets beyond
 	// the n the client opened. The connections the agent has not taken
-	// yet wait in the kernel's backlog and hold none of its descriptors.
+	// yet wait in the kernel's backlog and hold none of its descriptors;
+	// one more may be in its hands, being told busy.
 	agentHeld := func() {
 		t.Helper()
-		if got := socketFDs(t) - before - n; got > inspect.DefaultMaxConns {
-			t.Errorf("the agent holds %d connections; want at most %d", got, inspect.DefaultMaxConns)
+		if got := socketFDs(t) - before - n; got > inspect.DefaultMaxConns+1 {
+			t.Errorf("the agent holds %d connections; want at most %d and the one it refuses", got, inspect.DefaultMaxConns)
 		}
 	}
 	agentHeld()

@@ -111,9 +111,12 @@ func (cl *Client) connect(ctx context.Context) (*clientConn, hello, error) {
 	// stray process on the path) must not hang the client.
 	c.SetDeadline(time.Now().Add(helloTimeout))
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
-	err = cc.enc.Encode(hello{Protocol: protocolName, Version: Version})
-	if err == nil {
-		err = cc.dec.Decode(&hi)
+	// An agent that refuses (busy, another user) answers without reading
+	// and closes: the hello it sent is read even when sending ours failed.
+	werr := cc.enc.Encode(hello{Protocol: protocolName, Version: Version})
+	err = cc.dec.Decode(&hi)
+	if err == nil && hi.Error == nil {
+		err = werr
 	}
 	if stop() {
 		c.SetDeadline(time.Time{})
