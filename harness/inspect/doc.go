@@ -34,17 +34,17 @@
 //
 // Any request may be answered {"error":{"code":C,"message":M}}; C names a
 // journal sentinel (not_found, not_resolvable, fenced, invalid, corrupt,
-// newer_version, read_only, closed) or refused, version, busy, internal. After
-// "events" the connection only carries events: {"dropped":N} says N events
+// newer_version, read_only, closed) or refused, version, busy, internal.
+// After "events" the connection only carries events: {"dropped":N} says N events
 // were lost because the client read too slowly, and {"bye":…} that the
 // agent is closing its journal. The record, stats and event forms are the
 // wire types of this package (Record, Stats, Event).
 //
 // # Bounds
 //
-// A client of the agent's own user may still be a stray script; it must
-// not be able to take the agent down. So the Server bounds what one client
-// makes it hold (ServerOptions; the harness serves with the defaults):
+// A client of the agent's own user may be a stray script, and must not be
+// able to take the agent down. The Server bounds what clients make it hold
+// (ServerOptions; the harness serves with the defaults):
 //
 //   - a message of at most 1 MiB (MaxFrame; the hello at most 4 KiB): a
 //     longer line is answered with an "invalid" error and the connection
@@ -59,14 +59,12 @@
 //     agent refuses at most 100 a second (the rest wait in the backlog).
 //
 // A connection that broke a bound keeps its slot, unread, for 100 ms
-// before it is closed, so that a client that dials and floods in a loop
-// makes the agent read little.
-//
-// The hello reports max_frame and idle_ms; the Client refuses to send a
-// longer request and dials again after a quiet spell. A client can thus
-// hold at most MaxConns × MaxFrame of the agent's memory, and
-// MaxConns descriptors; it can still fill every slot, which keeps agentctl
-// out but not the agent's calls.
+// before it is closed, so that flooding in a loop makes the agent read
+// little. Clients can thus hold at most MaxConns × MaxFrame of the agent's
+// memory and MaxConns descriptors; they can still fill every slot, which
+// keeps agentctl out, not the agent's calls. The hello reports max_frame
+// and idle_ms: the Client refuses to send a longer request and dials again
+// after a quiet spell.
 //
 // # Security
 //
