@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentonce/agentonce/internal/check"
+	"github.com/agentonce/agentonce/cmd/agentcheck/internal/check"
 )
 
 // Exit codes.
@@ -86,6 +86,7 @@ type options struct {
 	kill      bool
 	scenarios []string
 	history   string
+	corrupt   int
 	json      bool
 	verbose   bool
 }
@@ -120,6 +121,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.skew, "skew", true, "run one PostgreSQL worker with its journal clock 90s ahead")
 	fs.BoolVar(&o.kill, "kill", true, "kill workers with SIGKILL (and terminate PostgreSQL backends) at random moments")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(check.Scenarios(), ", ")+")")
+	fs.IntVar(&o.corrupt, "corrupt", 0, "bbolt: before the final pass, alter the stored output of this many intents in the journal file (the harness must refuse them)")
 	fs.StringVar(&o.history, "history", "", "merged history file (JSON Lines); with -store both, the store's name is added")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
 	fs.BoolVar(&o.verbose, "v", false, "print progress, and the history of every violation")
@@ -190,7 +192,7 @@ func runCheck(o options, stdout, stderr io.Writer) int {
 	var reports []*check.Report
 	for _, st := range stores {
 		ro := check.Options{Seed: o.seed, Store: st, PGURL: o.pg, Duration: o.duration,
-			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, NoKill: !o.kill, Scenarios: o.scenarios, Exe: exe, History: o.history}
+			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, NoKill: !o.kill, Scenarios: o.scenarios, Exe: exe, History: o.history, Corrupt: o.corrupt}
 		if o.history != "" && len(stores) > 1 {
 			ext := filepath.Ext(o.history)
 			ro.History = strings.TrimSuffix(o.history, ext) + "-" + st + ext

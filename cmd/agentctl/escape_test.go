@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentonce/agentonce/internal/inspect"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/keyderive"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentonce/agentonce/internal/inspect"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/journal/postgres"
@@ -142,6 +142,9 @@ func agentError(location string, err error) error {
 			hint: "run agentctl as the user the agent runs as"}
 	case errors.Is(err, inspect.ErrVersion):
 		return &cliError{code: exitCorrupt, err: fmt.Errorf("journal %s: %w", location, err)}
+	case errors.Is(err, inspect.ErrBusy):
+		return &cliError{code: exitInUse, err: fmt.Errorf("journal %s: %w", location, err),
+			hint: "other clients hold all of the agent's inspection connections (agentctl tail counts one each); try again when one ends"}
 	}
 	return err
 }

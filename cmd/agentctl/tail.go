@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentonce/agentonce/internal/inspect"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal/postgres"
 )
 

@@ -25,11 +25,15 @@ type hello struct {
 	Protocol string `json:"protocol"`
 	Version  int    `json:"version"`
 	// The server's hello says which agent answers.
-	Namespace string     `json:"namespace,omitempty"`
-	Journal   string     `json:"journal,omitempty"`
-	PID       int        `json:"pid,omitempty"`
-	Owner     string     `json:"owner,omitempty"`
-	Error     *wireError `json:"error,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Journal   string `json:"journal,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+	Owner     string `json:"owner,omitempty"`
+	// The server's bounds (ServerOptions), so that a client can keep to
+	// them: the longest message it reads, and how long it waits for one.
+	MaxFrame int        `json:"max_frame,omitempty"`
+	IdleMS   int64      `json:"idle_ms,omitempty"`
+	Error    *wireError `json:"error,omitempty"`
 }
 
 // request is one client request; Op says which fields matter.

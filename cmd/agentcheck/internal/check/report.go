@@ -32,6 +32,10 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 			fmt.Fprintf(w, "    %s\n", b)
 		}
 	}
+	for _, v := range r.Broken {
+		fmt.Fprintf(w, "declaration broken: seed %d, store %s, intent %s (%s, tool %s): %s\n",
+			v.Seed, v.Store, v.Intent, v.Scenario, v.Tool, v.Detail)
+	}
 	fmt.Fprintf(w, "store %s, seed %d: %d intents, %d calls, %d effects, %d kills, %d backends terminated\n",
 		r.Store, r.Seed, r.Intents, r.Calls, r.Effects, r.Kills, r.Terminations)
 	if r.History != "" {
@@ -50,6 +54,7 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\n", rule, n, strings.Join(parts, ", "))
 	}
 	fmt.Fprintf(tw, "%s (not a violation)\t%d\t\n", SoftKnowable, r.Soft[SoftKnowable])
+	fmt.Fprintf(tw, "%s (the tool's declaration, not the harness)\t%d\t\n", RuleSettleBroken, len(r.Broken))
 	tw.Flush()
 	var answers []string
 	for _, k := range slices.Sorted(maps.Keys(r.Answers)) {

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/agentonce/agentonce/internal/check"
+	"github.com/agentonce/agentonce/cmd/agentcheck/internal/check"
 )
 
 // Check reads a history against its plan: here an Unkeyed intent whose

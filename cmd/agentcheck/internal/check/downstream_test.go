@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,9 @@ func post(ctx context.Context, t *testing.T, url, body, key string) (int, string
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Idempotency-Key", key)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	req.Header.Set("X-Request-Id", "w0.1#1")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -87,7 +90,7 @@ func TestDownstreamActsAfterTheClientHangsUp(t *testing.T) {
 	url, d, history := serveTest(t, plan)
 	for range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		if _, _, err := post(ctx, t, url, `{"intent":"u","p":0}`, "U"); err == nil {
+		if _, _, err := post(ctx, t, url, `{"intent":"u","p":0}`, ""); err == nil {
 			t.Errorf("request with a 50ms deadline to a 200ms action: no error; want a timeout")
 		}
 		cancel()
@@ -134,5 +137,31 @@ func TestDownstreamLosesTheAnswerAfterCommitting(t *testing.T) {
 	}
 	if code, b, _ := post(context.Background(), t, url, `{"intent":"l","p":0}`, "L"); code != 200 || !strings.Contains(b, `"effect":1`) {
 		t.Errorf("retry after a lost answer: %d %s; want 200 with effect 1", code, b)
+	}
+}
+
+// TestDownstreamDedupesByKeyAlone: the downstream keeps the
+// Idempotency-Key contract by the key, as a real server does: one intent
+// sent under two keys acts twice, and a key reused for another intent is
+// refused with 422.
+func TestDownstreamDedupesByKeyAlone(t *testing.T) {
+	plan := &Plan{Intents: []Intent{{ID: "k", Kind: Keyed, Payloads: 1}, {ID: "j", Kind: Keyed, Payloads: 1}}}
+	url, d, history := serveTest(t, plan)
+	ctx := context.Background()
+	_, first, _ := post(ctx, t, url, `{"intent":"k","p":0}`, "K1")
+	if code, b, _ := post(ctx, t, url, `{"intent":"k","p":0}`, "K1"); code != 200 || b != first {
+		t.Errorf("the same key again: %d %s; want 200 and the stored %s", code, b, first)
+	}
+	if code, b, _ := post(ctx, t, url, `{"intent":"k","p":0}`, "K2"); code != 200 || b == first {
+		t.Errorf("another key for the same intent: %d %s; want 200 and a second effect", code, b)
+	}
+	if code, _, _ := post(ctx, t, url, `{"intent":"j","p":0}`, "K1"); code != http.StatusUnprocessableEntity {
+		t.Errorf("K1 reused for another intent: %d; want 422", code)
+	}
+	if n := d.Effects(); n != 2 {
+		t.Errorf("Effects() = %d; want 2 (one per key)", n)
+	}
+	if rep := Check(plan, history()); len(rep.Violations) == 0 || !slices.ContainsFunc(rep.Violations, func(v Violation) bool { return v.Rule == RuleKeys && v.Intent == "k" }) {
+		t.Errorf("Check found %+v; want %s for intent k", rep.Violations, RuleKeys)
 	}
 }

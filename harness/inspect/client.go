@@ -46,9 +46,10 @@ type Info struct {
 const helloTimeout = 5 * time.Second
 
 type clientConn struct {
-	c   *net.UnixConn
-	dec *json.Decoder
-	enc *json.Encoder
+	c    *net.UnixConn
+	dec  *json.Decoder
+	enc  *json.Encoder
+	used time.Time // the end of its last request
 }
 
 // Dial connects to the agent serving the socket at path and greets it. No
@@ -105,14 +106,17 @@ func (cl *Client) connect(ctx context.Context) (*clientConn, hello, error) {
 		return nil, hi, fmt.Errorf("%w: the agent serving %s runs as uid %d, and you are uid %d; run agentctl as the agent's user",
 			ErrForeignUser, cl.path, uid, os.Getuid())
 	}
-	cc := &clientConn{c: c, dec: json.NewDecoder(c), enc: json.NewEncoder(c)}
+	cc := &clientConn{c: c, dec: json.NewDecoder(c), enc: json.NewEncoder(c), used: time.Now()}
 	// An agent that accepts but never greets (stopped in a debugger, a
 	// stray process on the path) must not hang the client.
 	c.SetDeadline(time.Now().Add(helloTimeout))
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
-	err = cc.enc.Encode(hello{Protocol: protocolName, Version: Version})
-	if err == nil {
-		err = cc.dec.Decode(&hi)
+	// An agent that refuses (busy, another user) answers without reading
+	// and closes: the hello it sent is read even when sending ours failed.
+	werr := cc.enc.Encode(hello{Protocol: protocolName, Version: Version})
+	err = cc.dec.Decode(&hi)
+	if err == nil && hi.Error == nil {
+		err = werr
 	}
 	if stop() {
 		c.SetDeadline(time.Time{})
@@ -170,7 +174,23 @@ func (cl *Client) roundTrip(ctx context.Context, req *request) (*response, error
 		}
 		cl.c = c
 	}
+	if b, err := json.Marshal(req); err == nil && cl.info.MaxFrame > 0 && len(b) > cl.info.MaxFrame {
+		return nil, fmt.Errorf("%w: a %s request of %d bytes; the agent serving %s reads at most %d per message (resolve so large an output on the journal of the stopped agent)",
+			journal.ErrInvalid, req.Op, len(b), cl.path, cl.info.MaxFrame)
+	}
+	// A connection quiet for half the agent's idle timeout may be closed
+	// by the agent while this request travels: use a new one.
+	if idle := time.Duration(cl.info.IdleMS) * time.Millisecond; idle > 0 && time.Since(cl.c.used) > idle/2 {
+		cl.c.c.Close()
+		c, _, err := cl.connect(ctx)
+		if err != nil {
+			cl.c = nil
+			return nil, err
+		}
+		cl.c = c
+	}
 	c := cl.c
+	defer func() { c.used = time.Now() }()
 	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var resp response

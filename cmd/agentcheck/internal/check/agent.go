@@ -270,7 +270,7 @@ func (a *agent) tool(spec ToolSpec) harness.Tool {
 		}
 		attempt, _ := harness.AttemptFromContext(ctx)
 		key, _ := harness.KeyFromContext(ctx)
-		a.log.Add(Event{Ev: EvAttempt, Intent: b.Intent, P: b.P, Attempt: attempt, Key: key.String()})
+		a.log.Add(Event{Ev: EvAttempt, Intent: b.Intent, P: b.P, Attempt: attempt, Key: key.String(), QuietMS: quietMS(spec)})
 		out, err := a.send(ctx, spec.Kind, b, input)
 		end := Event{Ev: EvAttemptEnd, Intent: b.Intent, P: b.P, Attempt: attempt}
 		if err != nil {
@@ -300,6 +300,25 @@ func (a *agent) tool(spec ToolSpec) harness.Tool {
 		}
 	}
 	return t
+}
+
+// quietMS is the window an Unkeyed tool declares for each attempt, from
+// its start: Timeout + Settle, with the harness's defaults (Timeout
+// DefaultUnkeyedTimeout, Settle the Timeout). Zero for the other kinds,
+// which declare none.
+func quietMS(spec ToolSpec) int64 {
+	if spec.Kind != Unkeyed {
+		return 0
+	}
+	timeout := time.Duration(spec.TimeoutMS) * time.Millisecond
+	if timeout == 0 {
+		timeout = harness.DefaultUnkeyedTimeout
+	}
+	settle := time.Duration(spec.SettleMS) * time.Millisecond
+	if settle == 0 {
+		settle = timeout
+	}
+	return (timeout + max(settle, 0)).Milliseconds()
 }
 
 func effectOf(k Kind) harness.Effect {

@@ -34,6 +34,12 @@ type served struct {
 // unknown) and serves it.
 func serve(t *testing.T, n int) *served {
 	t.Helper()
+	return serveWith(t, n, &ServerOptions{})
+}
+
+// serveWith is serve with the given bounds.
+func serveWith(t *testing.T, n int, opts *ServerOptions) *served {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "j.db")
 	st, err := bolt.Open(path, nil)
 	if err != nil {
@@ -63,7 +69,8 @@ func serve(t *testing.T, n int) *served {
 		}
 		fx.keys = append(fx.keys, der.Key)
 	}
-	fx.srv, err = Listen(fx.sock, st, &ServerOptions{Journal: path, Owner: "agent-1"})
+	opts.Journal, opts.Owner = path, "agent-1"
+	fx.srv, err = Listen(fx.sock, st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,5 +456,96 @@ func TestCloseLeavesAnotherSocket(t *testing.T) {
 	defer c.Close()
 	if c.Namespace() != st2.Namespace() {
 		t.Errorf("answered by namespace %v; want the second server's %v", c.Namespace(), st2.Namespace())
+	}
+}
+
+// silentUntilClosed reads from c until the server closes it, and fails the
+// test when it has not within a minute.
+func silentUntilClosed(t *testing.T, c net.Conn, what string) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	var b [512]byte
+	for {
+		_, err := c.Read(b[:])
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("%s: the server kept the connection open", what)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// TestTimeouts: a connection that never greets is closed after the
+// handshake timeout, and one quiet after its hello after the idle timeout;
+// a Client quiet for longer dials again and is served.
+func TestTimeouts(t *testing.T) {
+	fx := serveWith(t, 1, &ServerOptions{HandshakeTimeout: 50 * time.Millisecond, IdleTimeout: 100 * time.Millisecond})
+	c, err := net.Dial("unix", fx.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	silentUntilClosed(t, c, "no hello")
+
+	hi := rawHello(t, fx.sock, Version)
+	if hi["idle_ms"] != float64(100) || hi["max_frame"] != float64(DefaultMaxFrame) {
+		t.Errorf("hello = %v; want idle_ms 100 and max_frame %d", hi, DefaultMaxFrame)
+	}
+	g, err := net.Dial("unix", fx.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	fmt.Fprintf(g, `{"protocol":%q,"version":%d}`+"\n", protocolName, Version)
+	silentUntilClosed(t, g, "a hello, then nothing")
+
+	cl := dial(t, fx.sock)
+	for range 3 {
+		if _, err := cl.Get(context.Background(), fx.keys[0]); err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		time.Sleep(150 * time.Millisecond) // past the idle timeout
+	}
+}
+
+// TestRequestTooLong: a request over the agent's bound is refused by the
+// Client before it is sent, naming the bound, and the connection serves on.
+func TestRequestTooLong(t *testing.T) {
+	fx := serveWith(t, 2, &ServerOptions{MaxFrame: 1000})
+	cl := dial(t, fx.sock)
+	ctx := context.Background()
+	big := journal.Resolution{State: journal.StateSucceeded, Output: []byte(`"` + strings.Repeat("x", 2000) + `"`), By: "op"}
+	if _, err := cl.Resolve(ctx, fx.keys[1], big); !errors.Is(err, journal.ErrInvalid) || !strings.Contains(err.Error(), "at most 1000") {
+		t.Errorf("Resolve with a 2 KB output = %v; want ErrInvalid naming the bound 1000", err)
+	}
+	if _, err := cl.Get(ctx, fx.keys[1]); err != nil {
+		t.Errorf("Get after the refusal: %v", err)
+	}
+}
+
+// TestBusy: a connection beyond MaxConns gets ErrBusy from Dial, and one
+// freed is taken again.
+func TestBusy(t *testing.T) {
+	fx := serveWith(t, 1, &ServerOptions{MaxConns: 2})
+	a, b := dial(t, fx.sock), dial(t, fx.sock)
+	if _, err := Dial(context.Background(), fx.sock); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "at most 2") {
+		t.Errorf("third Dial = %v; want ErrBusy naming the cap 2", err)
+	}
+	a.Close()
+	var err error
+	for range 200 {
+		var c *Client
+		if c, err = Dial(context.Background(), fx.sock); err == nil {
+			c.Close()
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		t.Errorf("Dial after one closed: %v", err)
+	}
+	if _, err := b.Stats(context.Background()); err != nil {
+		t.Errorf("Stats on a held connection: %v", err)
 	}
 }

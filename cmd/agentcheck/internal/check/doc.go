@@ -11,9 +11,9 @@
 //     intents, each with a scenario, a downstream script and the calls
 //     that issue it.
 //   - Downstream is the loopback service the tools call; it follows each
-//     intent's script, honours Idempotency-Key for Keyed tools, keeps
-//     acting after a client hangs up, and records requests, effects and
-//     responses.
+//     intent's script, honours Idempotency-Key by the key alone (as a real
+//     server does), keeps acting after a client hangs up, and records
+//     requests, effects and responses.
 //   - RunWorker is the body of one agent process (agentcheck worker): it
 //     drives the plan's calls through the public harness API and records
 //     calls and answers. It is the only file that uses harness types.
@@ -22,7 +22,8 @@
 //     a final pass that re-issues every intent, merges the histories and
 //     calls Check.
 //   - Check applies the rules (see Rules) to a history and returns a
-//     Report.
+//     Report; an effect later than its tool declared (RuleSettleBroken)
+//     is reported apart, as the downstream's fault, not the harness's.
 //
 // # Caveats
 //

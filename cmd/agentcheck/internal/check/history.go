@@ -71,6 +71,10 @@ type Event struct {
 	Code int `json:"code,omitempty"`
 	// Effect numbers an intent's effects from 1 (EvEffect).
 	Effect int `json:"effect,omitempty"`
+	// QuietMS is, for an Unkeyed tool's attempt (EvAttempt), the window
+	// its tool declares: from the attempt's start, Timeout + Settle, after
+	// which the downstream no longer acts on it.
+	QuietMS int64 `json:"quiet_ms,omitempty"`
 	// Subject is the worker process a runner's event is about (EvProc,
 	// EvFault).
 	Subject string `json:"subject,omitempty"`

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -20,14 +19,61 @@ import (
 	"github.com/agentonce/agentonce/journal"
 )
 
-// ServerOptions names the agent in its hello. A nil *ServerOptions means
-// the zero values.
+// ServerOptions names the agent in its hello and bounds what a client may
+// make it hold. A nil *ServerOptions means the zero values; a zero bound
+// means its default (see the package doc, "Bounds").
 type ServerOptions struct {
 	// Journal is the journal's path, as the hello reports it.
 	Journal string
 	// Owner is the harness's lease owner name.
 	Owner string
+
+	// MaxFrame bounds one message a client sends, in bytes, its newline
+	// not counted. A longer one is answered with an "invalid" error naming
+	// the bound, and the connection closed. Default DefaultMaxFrame.
+	MaxFrame int
+	// HandshakeTimeout bounds the time from accepting a connection to
+	// reading the client's hello. Default DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// IdleTimeout bounds the wait for the client's next request, and for
+	// the client to take any write the agent makes (an answer, an event).
+	// An event stream, on which the client sends nothing, is never idle by
+	// the first rule. Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxConns bounds the connections served at once. One more is told
+	// "busy" (ErrBusy on the client) and closed. Default DefaultMaxConns.
+	MaxConns int
 }
+
+// The default bounds of ServerOptions.
+const (
+	DefaultMaxFrame         = 1 << 20
+	DefaultHandshakeTimeout = 5 * time.Second
+	DefaultIdleTimeout      = 2 * time.Minute
+	DefaultMaxConns         = 32
+)
+
+// bounds returns opts's bounds with the defaults filled in.
+func (o *ServerOptions) bounds() ServerOptions {
+	b := *o
+	if b.MaxFrame <= 0 {
+		b.MaxFrame = DefaultMaxFrame
+	}
+	if b.HandshakeTimeout <= 0 {
+		b.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if b.IdleTimeout <= 0 {
+		b.IdleTimeout = DefaultIdleTimeout
+	}
+	if b.MaxConns <= 0 {
+		b.MaxConns = DefaultMaxConns
+	}
+	return b
+}
+
+// helloLimit bounds the client's hello, whatever MaxFrame says: it is a
+// few dozen bytes.
+const helloLimit = 4 << 10
 
 // subscriberBuffer is how many events a slow reader may fall behind before
 // events are dropped for it.
@@ -46,6 +92,7 @@ type Server struct {
 	file  os.FileInfo // the socket Listen made: Close removes only that one
 	info  hello
 	uid   int // the only uid served: this process's
+	lim   ServerOptions
 
 	ctx    context.Context // ends at Close: requests in progress stop
 	cancel context.CancelFunc
@@ -61,7 +108,21 @@ type Server struct {
 
 type serverConn struct {
 	c      *net.UnixConn
+	w      *deadlineWriter
 	events bool // streaming events: Close lets it say bye
+}
+
+// deadlineWriter gives every write to the connection a deadline of its
+// own, so that a client that stops reading is cut after that long, while
+// one that reads slowly is served.
+type deadlineWriter struct {
+	c     *net.UnixConn
+	limit atomic.Int64 // a time.Duration
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.c.SetWriteDeadline(time.Now().Add(time.Duration(d.limit.Load())))
+	return d.c.Write(p)
 }
 
 type subscriber struct {
@@ -104,10 +165,12 @@ func Listen(path string, store journal.Store, opts *ServerOptions) (*Server, err
 		ln.Close()
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
+	lim := opts.bounds()
 	s := &Server{
-		store: store, path: path, ln: ln, uid: os.Getuid(), file: fi,
+		store: store, path: path, ln: ln, uid: os.Getuid(), file: fi, lim: lim,
 		info: hello{Protocol: protocolName, Version: Version, Namespace: store.Namespace().String(),
-			Journal: opts.Journal, PID: os.Getpid(), Owner: opts.Owner},
+			Journal: opts.Journal, PID: os.Getpid(), Owner: opts.Owner,
+			MaxFrame: lim.MaxFrame, IdleMS: lim.IdleTimeout.Milliseconds()},
 		bye:   make(chan struct{}),
 		conns: map[*serverConn]struct{}{},
 		subs:  map[*subscriber]struct{}{},
@@ -191,6 +254,7 @@ func (s *Server) Close() error {
 	close(s.bye)
 	for sc := range s.conns {
 		if sc.events {
+			sc.w.limit.Store(int64(byeWait))
 			sc.c.SetWriteDeadline(time.Now().Add(byeWait))
 		} else {
 			sc.c.Close()
@@ -218,17 +282,77 @@ func (s *Server) accept() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		sc := &serverConn{c: c}
+		sc := &serverConn{c: c, w: &deadlineWriter{c: c}}
+		sc.w.limit.Store(int64(s.lim.IdleTimeout))
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			c.Close()
 			return
 		}
+		if len(s.conns) >= s.lim.MaxConns {
+			s.mu.Unlock()
+			s.refuseBusy(c)
+			// A client that dials in a loop is refused at most this
+			// often; the others wait in the kernel's backlog meanwhile,
+			// costing the agent nothing.
+			time.Sleep(penalty / 10)
+			continue
+		}
 		s.conns[sc] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serve(sc)
+	}
+}
+
+// refuseBusy tells a client beyond MaxConns so, without reading from it,
+// and closes its connection. The write goes to an empty socket buffer; the
+// deadline only guards against the unforeseen.
+func (s *Server) refuseBusy(c *net.UnixConn) {
+	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	b, _ := json.Marshal(hello{Protocol: protocolName, Version: Version, Error: &wireError{Code: codeBusy,
+		Message: fmt.Sprintf("busy: this agent serves at most %d inspection connections at once", s.lim.MaxConns)}})
+	c.Write(append(b, '\n'))
+	c.Close()
+}
+
+// penalty is how long a connection that broke a bound keeps its slot,
+// unread, before it is closed: a client that sends endless lines in a loop
+// makes the agent read MaxFrame bytes at most this often per slot.
+const penalty = 100 * time.Millisecond
+
+// penalize waits out the penalty, or until Close.
+func (s *Server) penalize() {
+	t := time.NewTimer(penalty)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.bye:
+	}
+}
+
+// errFrameTooLong is a client message longer than its bound.
+var errFrameTooLong = errors.New("message too long")
+
+// readFrame reads one message: a line of at most limit bytes, its newline
+// not counted. Only limit bytes and the reader's buffer are ever held.
+func readFrame(r *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			if len(line)-1 > limit {
+				return nil, errFrameTooLong
+			}
+			return line, nil
+		case !errors.Is(err, bufio.ErrBufferFull):
+			return nil, err
+		case len(line) > limit:
+			return nil, errFrameTooLong
+		}
 	}
 }
 
@@ -242,11 +366,37 @@ func (s *Server) serve(sc *serverConn) {
 		s.mu.Unlock()
 		sc.c.Close()
 	}()
-	w := bufio.NewWriter(sc.c)
+	w := bufio.NewWriter(sc.w)
 	enc := json.NewEncoder(w)
-	dec := json.NewDecoder(sc.c)
+	r := bufio.NewReaderSize(sc.c, 16<<10)
 	send := func(v any) bool { return enc.Encode(v) == nil }
 	flush := func() bool { return w.Flush() == nil }
+	// read reads one message into v, limit bytes at most, within the
+	// deadline. A message too long or not JSON is answered with an error
+	// (what the client reads first: a hello or a response) and ends the
+	// connection.
+	read := func(v any, limit int, timeout time.Duration, answer func(*wireError) any) bool {
+		sc.c.SetReadDeadline(time.Now().Add(timeout))
+		line, err := readFrame(r, limit)
+		if errors.Is(err, errFrameTooLong) {
+			send(answer(&wireError{Code: "invalid", Message: fmt.Sprintf(
+				"inspect: a message longer than %d bytes; the agent reads at most that many per line", limit)}))
+			flush()
+			s.penalize()
+			return false
+		}
+		if err != nil {
+			return false
+		}
+		if err := json.Unmarshal(line, v); err != nil {
+			send(answer(&wireError{Code: "invalid", Message: fmt.Sprintf("inspect: a message that is not one JSON object on one line: %v", err)}))
+			flush()
+			return false
+		}
+		return true
+	}
+	helloError := func(e *wireError) any { return hello{Protocol: protocolName, Version: Version, Error: e} }
+	responseError := func(e *wireError) any { return response{Error: e} }
 
 	uid, known, err := peerUID(sc.c)
 	if err != nil || (known && uid != s.uid) {
@@ -259,11 +409,9 @@ func (s *Server) serve(sc *serverConn) {
 		return
 	}
 	var hi hello
-	sc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if err := dec.Decode(&hi); err != nil {
+	if !read(&hi, helloLimit, s.lim.HandshakeTimeout, helloError) {
 		return
 	}
-	sc.c.SetReadDeadline(time.Time{})
 	if hi.Protocol != protocolName || hi.Version != Version {
 		send(hello{Protocol: protocolName, Version: Version, Error: &wireError{Code: codeVersion,
 			Message: fmt.Sprintf("the agent speaks inspection protocol %s version %d; the client spoke %q version %d",
@@ -276,7 +424,7 @@ func (s *Server) serve(sc *serverConn) {
 	}
 	for {
 		var req request
-		if err := dec.Decode(&req); err != nil {
+		if !read(&req, s.lim.MaxFrame, s.lim.IdleTimeout, responseError) {
 			return
 		}
 		if req.Op == opEvents {
@@ -369,10 +517,14 @@ func (s *Server) streamEvents(sc *serverConn, enc *json.Encoder, w *bufio.Writer
 		s.nsubs.Add(-1)
 		s.mu.Unlock()
 	}()
-	// The client sends nothing more; a read returns when it leaves.
+	// The client sends nothing more: a read returns when it leaves, or
+	// when it sends something it should not, which ends the stream too.
+	// The stream may be quiet for as long as the agent makes no calls.
+	sc.c.SetReadDeadline(time.Time{})
 	gone := make(chan struct{})
 	go func() {
-		io.Copy(io.Discard, sc.c)
+		var b [1]byte
+		sc.c.Read(b[:])
 		close(gone)
 	}()
 	send := func(e *Event) bool {

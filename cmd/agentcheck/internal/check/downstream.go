@@ -14,12 +14,14 @@ import (
 
 // Downstream is the loopback service the plan's tools call. For each
 // intent it follows the intent's script, request by request in arrival
-// order; for Keyed tools it also keeps the Idempotency-Key contract (a
-// stored response is replayed, a request while the first is still running
-// gets 409, the key with another payload 422). It never watches the
-// client: a request whose client hung up still commits its effect. Every
-// request, effect and response goes into its Log. It is safe for
-// concurrent use.
+// order. It keeps the Idempotency-Key contract as a real server does, by
+// the key the request carries and nothing else: the first request with a
+// key acts and its response is stored; a later one with that key gets the
+// stored response replayed, 409 while the first is still running, 422 when
+// its payload differs. A request without the header acts every time. It
+// never watches the client: a request whose client hung up still commits
+// its effect. Every request, effect and response goes into its Log. It is
+// safe for concurrent use.
 type Downstream struct {
 	intents map[string]*Intent
 	log     *Log
@@ -27,15 +29,17 @@ type Downstream struct {
 
 	mu      sync.Mutex         // guards the maps below
 	arrived map[string]int     // requests per intent
-	keyed   map[string]*stored // a Keyed intent's stored response
+	keyed   map[string]*stored // by Idempotency-Key: the stored response
 	effects map[string][]json.RawMessage
 }
 
-// stored is the idempotency record of a Keyed intent.
+// stored is the idempotency record of one Idempotency-Key: the payload
+// (intent and index) that first came with it, and its response.
 type stored struct {
-	p    int
-	done bool
-	body json.RawMessage
+	intent string
+	p      int
+	done   bool
+	body   json.RawMessage
 }
 
 // NewDownstream returns the downstream for plan, recording into log.
@@ -129,19 +133,27 @@ func (d *Downstream) next(in *Intent) (Action, int) {
 }
 
 func (d *Downstream) act(w http.ResponseWriter, r *http.Request, in *Intent, p int) {
-	base := Event{Ev: EvRequest, Intent: in.ID, P: p, Key: r.Header.Get("Idempotency-Key"), Attempt: r.Header.Get("X-Request-Id")}
+	key := r.Header.Get("Idempotency-Key")
+	base := Event{Ev: EvRequest, Intent: in.ID, P: p, Key: key, Attempt: r.Header.Get("X-Request-Id")}
+	if key == "" {
+		// An Unkeyed tool's key travels in a header a server ignores.
+		base.Key = r.Header.Get("X-Agentonce-Key")
+	}
 	d.mu.Lock()
 	a, n := d.next(in)
 	e := base
 	e.Note = fmt.Sprintf("#%d %s", n, a)
+	if key != "" {
+		e.Note += " idempotency-key"
+	}
 	d.log.Add(e)
 	var st *stored
-	if in.Kind == Keyed && a.Do != ActRefuse {
+	if key != "" && a.Do != ActRefuse {
 		// A refusal is the downstream's own decision, taken before its
 		// idempotency layer (a retry refused with 417 even though the key
 		// has a stored response).
-		if prev := d.keyed[in.ID]; prev != nil {
-			mismatch, running, stored := prev.p != p, !prev.done, prev.body
+		if prev := d.keyed[key]; prev != nil {
+			mismatch, running, stored := prev.intent != in.ID || prev.p != p, !prev.done, prev.body
 			d.mu.Unlock()
 			switch {
 			case mismatch:
@@ -154,8 +166,8 @@ func (d *Downstream) act(w http.ResponseWriter, r *http.Request, in *Intent, p i
 			}
 			return
 		}
-		st = &stored{p: p}
-		d.keyed[in.ID] = st
+		st = &stored{intent: in.ID, p: p}
+		d.keyed[key] = st
 	}
 	d.mu.Unlock()
 

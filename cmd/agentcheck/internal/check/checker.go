@@ -4,17 +4,32 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The rules Check applies to each intent. A violation of any of them fails
 // a run.
 const (
 	// RuleDuplicate: a Keyed or Unkeyed intent had more than one effect.
+	// An effect that broke its tool's declared window (RuleSettleBroken)
+	// is not counted against an attempt that began after the window.
 	RuleDuplicate = "duplicate-effect"
+	// RuleKeys: the requests of one intent's payload (of every payload,
+	// under a StepKey) reached the downstream under more than one key
+	// (Idempotency-Key, or X-Agentonce-Key for an Unkeyed tool), or a
+	// Keyed intent's request came without Idempotency-Key. One intent has
+	// one key; a downstream that dedupes by key would act once per key.
+	RuleKeys = "intent-under-two-keys"
+	// RuleGuard: an intent without a StepKey (each payload its own key)
+	// had an effect by an attempt that began after a call of another of
+	// its payloads, in the same turn and tool, was answered Suppressed:
+	// the suppression guard let an altered input run.
+	RuleGuard = "guard-bypassed"
 	// RuleNoEffect: a call was answered with a success, but the intent
 	// never had an effect.
 	RuleNoEffect = "success-without-effect"
@@ -43,7 +58,16 @@ const (
 )
 
 // Rules lists the rules in the order reports show them.
-var Rules = []string{RuleDuplicate, RuleNoEffect, RuleWrongOutput, RuleFailed, RuleRejected, RuleLost, RuleLeaseLost}
+var Rules = []string{RuleDuplicate, RuleKeys, RuleGuard, RuleNoEffect, RuleWrongOutput, RuleFailed, RuleRejected, RuleLost, RuleLeaseLost}
+
+// RuleSettleBroken: an Unkeyed intent's effect landed after the window its
+// tool declares (the attempt's start + Timeout + Settle). The tool's
+// declaration was broken, by the downstream, not by the harness (on a
+// loaded machine the downstream's scheduler makes it late): it is listed in
+// Report.Broken, never among the violations, and does not fail a run. A
+// re-run after such an effect is not a duplicate; a re-run that began
+// inside the window still is.
+const RuleSettleBroken = "settle-window-broken"
 
 // SoftKnowable counts answers that are not violations but say less than
 // could be known: Unknown for an intent whose effect the downstream had
@@ -81,6 +105,9 @@ type Report struct {
 	ByRule     map[string]map[string]int `json:"by_rule"`
 	Soft       map[string]int            `json:"soft"`
 	Violations []Violation               `json:"violations"`
+	// Broken lists the effects that broke their tool's declaration
+	// (RuleSettleBroken): not the harness's violations.
+	Broken []Violation `json:"broken,omitempty"`
 	// Problems are failures of the run itself (a worker that exited with
 	// an error), which make its verdict incomplete.
 	Problems []string `json:"problems,omitempty"`
@@ -95,6 +122,9 @@ func (r *Report) Failed() bool { return len(r.Violations) > 0 || len(r.Problems)
 type attemptView struct {
 	proc       string
 	start, end int64
+	// quiet is the end of the window its tool declares (Unix ns), 0 when
+	// none is known.
+	quiet int64
 }
 
 type callView struct {
@@ -121,6 +151,11 @@ type intentView struct {
 	delivered map[string]int64
 	// sent counts the requests the downstream got per attempt id.
 	sent map[string]int
+	// keys counts the requests per key they carried, by payload (all
+	// under 0 with a StepKey); keyless counts a Keyed intent's requests
+	// without Idempotency-Key.
+	keys    map[int]map[string]int
+	keyless int
 }
 
 // Check decides, intent by intent, whether history (ordered by time, as
@@ -131,7 +166,7 @@ func Check(plan *Plan, history []Event) *Report {
 	views := make(map[string]*intentView, len(plan.Intents))
 	for i := range plan.Intents {
 		in := &plan.Intents[i]
-		views[in.ID] = &intentView{in: in, attempts: map[string]*attemptView{}, delivered: map[string]int64{}, sent: map[string]int{}}
+		views[in.ID] = &intentView{in: in, attempts: map[string]*attemptView{}, delivered: map[string]int64{}, sent: map[string]int{}, keys: map[int]map[string]int{}}
 	}
 	var runner []Event // process events and faults
 	for _, e := range history {
@@ -142,7 +177,9 @@ func Check(plan *Plan, history []Event) *Report {
 			}
 			runner = append(runner, e)
 		case EvFault:
-			r.Terminations++
+			if e.Intent == "" { // a corrupted record names its intent
+				r.Terminations++
+			}
 			runner = append(runner, e)
 		}
 		v := views[e.Intent]
@@ -168,6 +205,10 @@ func Check(plan *Plan, history []Event) *Report {
 			found.Seed, found.Store = plan.Seed, plan.Store
 			found.Intent, found.Scenario, found.Tool = v.in.ID, v.in.Scenario, v.in.Tool
 			found.History = v.withFaults(runner)
+			if found.Rule == RuleSettleBroken {
+				r.Broken = append(r.Broken, found)
+				continue
+			}
 			r.Violations = append(r.Violations, found)
 			if r.ByRule[found.Rule] == nil {
 				r.ByRule[found.Rule] = map[string]int{}
@@ -218,7 +259,10 @@ func (v *intentView) add(e Event) {
 			}
 		}
 	case EvAttempt:
-		v.attempt(e.Attempt, e.Proc, e.T)
+		a := v.attempt(e.Attempt, e.Proc, e.T)
+		if e.QuietMS > 0 {
+			a.quiet = e.T + e.QuietMS*int64(time.Millisecond)
+		}
 	case EvAttemptEnd:
 		if a := v.attempts[e.Attempt]; a != nil {
 			a.end = e.T
@@ -226,6 +270,19 @@ func (v *intentView) add(e Event) {
 	case EvRequest:
 		v.attempt(e.Attempt, procOf(e.Attempt), e.T)
 		v.sent[e.Attempt]++
+		if e.Key != "" {
+			p := e.P
+			if v.in.StepKey != "" {
+				p = 0
+			}
+			if v.keys[p] == nil {
+				v.keys[p] = map[string]int{}
+			}
+			v.keys[p][e.Key]++
+		}
+		if v.in.Kind == Keyed && !strings.Contains(e.Note, "idempotency-key") {
+			v.keyless++
+		}
 	case EvEffect:
 		v.effects = append(v.effects, effectView{ev: e, attempt: v.attempt(e.Attempt, procOf(e.Attempt), e.T)})
 	case EvResponse:
@@ -270,9 +327,37 @@ func (v *intentView) check() []Violation {
 	if kind == ReadOnly {
 		return nil
 	}
-	if (kind == Keyed || kind == Unkeyed) && len(v.effects) > 1 {
+	late := v.lateEffects()
+	for _, e := range late {
+		add(RuleSettleBroken, "effect %d by attempt %s landed %s after the attempt began, past the %s its tool declares (Timeout + Settle): the downstream broke the tool's declaration",
+			e.ev.Effect, e.ev.Attempt, time.Duration(e.ev.T-e.attempt.start).Round(time.Millisecond),
+			time.Duration(e.attempt.quiet-e.attempt.start).Round(time.Millisecond))
+	}
+	var keyMsgs []string
+	for _, p := range slices.Sorted(maps.Keys(v.keys)) {
+		if byKey := v.keys[p]; len(byKey) > 1 {
+			var keys []string
+			for _, k := range slices.Sorted(maps.Keys(byKey)) {
+				keys = append(keys, fmt.Sprintf("%s (%d requests)", k, byKey[k]))
+			}
+			keyMsgs = append(keyMsgs, fmt.Sprintf("payload %d reached the downstream under %d keys: %s", p, len(byKey), strings.Join(keys, ", ")))
+		}
+	}
+	if v.keyless > 0 {
+		keyMsgs = append(keyMsgs, fmt.Sprintf("%d Keyed requests carried no Idempotency-Key", v.keyless))
+	}
+	if len(keyMsgs) > 0 {
+		add(RuleKeys, "%s", strings.Join(keyMsgs, "; "))
+	}
+	if msg := v.guardBypassed(); msg != "" {
+		add(RuleGuard, "%s", msg)
+	}
+	for _, dups := range v.byKey(v.duplicates(late)) {
+		if (kind != Keyed && kind != Unkeyed) || len(dups) < 2 {
+			continue
+		}
 		var by, twice []string
-		for _, e := range v.effects {
+		for _, e := range dups {
 			by = append(by, e.ev.Attempt)
 			if v.sent[e.ev.Attempt] > 1 && !slices.Contains(twice, e.ev.Attempt) {
 				twice = append(twice, e.ev.Attempt)
@@ -284,7 +369,7 @@ func (v *intentView) check() []Violation {
 			// resends a request it deems replayable after a broken connection).
 			note = fmt.Sprintf(" (attempt %s reached the downstream more than once)", strings.Join(twice, ", "))
 		}
-		add(RuleDuplicate, "%d effects, by attempts %s%s", len(v.effects), strings.Join(by, ", "), note)
+		add(RuleDuplicate, "%d effects, by attempts %s%s", len(dups), strings.Join(by, ", "), note)
 	}
 	var noEffect, wrong, failed, rejected, lost, leaseLost []string
 	for _, c := range v.calls {
@@ -345,6 +430,75 @@ func (v *intentView) check() []Violation {
 	return out
 }
 
+// guardBypassed says which effect ran past the suppression guard, or "".
+func (v *intentView) guardBypassed() string {
+	if v.in.StepKey != "" || v.in.Payloads < 2 {
+		return ""
+	}
+	for _, c := range v.calls {
+		if c.ans == nil || c.ans.Outcome != OutSuppressed {
+			continue
+		}
+		for _, e := range v.effects {
+			if e.ev.P != c.p && e.attempt.start > c.end {
+				return fmt.Sprintf("%s (payload %d) was answered suppressed; then effect %d of payload %d by attempt %s, begun after it",
+					c.id, c.p, e.ev.Effect, e.ev.P, e.ev.Attempt)
+			}
+		}
+	}
+	return ""
+}
+
+// byKey splits effects into those of each key: one group, or one per
+// payload when each payload is a key of its own.
+func (v *intentView) byKey(effects []effectView) [][]effectView {
+	if v.in.StepKey != "" || v.in.Payloads < 2 {
+		return [][]effectView{effects}
+	}
+	groups := make([][]effectView, v.in.Payloads)
+	for _, e := range effects {
+		if e.ev.P >= 0 && e.ev.P < len(groups) {
+			groups[e.ev.P] = append(groups[e.ev.P], e)
+		}
+	}
+	return groups
+}
+
+// lateEffects returns the Unkeyed intent's effects that landed after their
+// attempt's declared window.
+func (v *intentView) lateEffects() []effectView {
+	var late []effectView
+	for _, e := range v.effects {
+		if v.in.Kind == Unkeyed && e.attempt.quiet > 0 && e.ev.T > e.attempt.quiet {
+			late = append(late, e)
+		}
+	}
+	return late
+}
+
+// duplicates returns the effects that count towards RuleDuplicate: all but
+// the late ones that no other effect's attempt began inside the window of
+// (a harness may run again once the window has passed and the effect
+// provably did not happen).
+func (v *intentView) duplicates(late []effectView) []effectView {
+	var out []effectView
+	for _, e := range v.effects {
+		excused := false
+		if slices.ContainsFunc(late, func(l effectView) bool { return l.ev.Effect == e.ev.Effect }) {
+			excused = true
+			for _, o := range v.effects {
+				if o.ev.Effect != e.ev.Effect && o.attempt != e.attempt && o.attempt.start < e.attempt.quiet {
+					excused = false
+				}
+			}
+		}
+		if !excused {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // wrongOutput says what is wrong with a success answer's output, or "".
 func (v *intentView) wrongOutput(c *callView) string {
 	got := c.ans.Output
@@ -354,7 +508,7 @@ func (v *intentView) wrongOutput(c *callView) string {
 				return ""
 			}
 		}
-	} else if first := v.effects[0]; sameJSON(got, first.ev.Output) && first.ev.P == c.p {
+	} else if own := v.effectsOf(c.p); len(own) > 0 && sameJSON(got, own[0].ev.Output) && own[0].ev.P == c.p {
 		return ""
 	}
 	var o struct {
@@ -364,7 +518,26 @@ func (v *intentView) wrongOutput(c *callView) string {
 	if o.P != nil && *o.P != c.p {
 		return fmt.Sprintf("%s (payload %d) answered %s with the output of payload %d: %s", c.id, c.p, c.ans.Source, *o.P, got)
 	}
-	return fmt.Sprintf("%s answered %s with %s; the first effect's output is %s", c.id, c.ans.Source, got, v.effects[0].ev.Output)
+	if own := v.effectsOf(c.p); len(own) > 0 {
+		return fmt.Sprintf("%s answered %s with %s; the first effect's output is %s", c.id, c.ans.Source, got, own[0].ev.Output)
+	}
+	return fmt.Sprintf("%s answered %s with %s; its payload never had an effect", c.id, c.ans.Source, got)
+}
+
+// effectsOf returns the effects that share payload p's key: all of the
+// intent's, but only p's when each payload is a key of its own (several
+// payloads, no StepKey).
+func (v *intentView) effectsOf(p int) []effectView {
+	if v.in.StepKey != "" || v.in.Payloads < 2 {
+		return v.effects
+	}
+	var out []effectView
+	for _, e := range v.effects {
+		if e.ev.P == p {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // effectBefore returns an effect whose attempt began before call c did or

@@ -9,6 +9,13 @@
 // Client is a journal.Store whose reads and Resolve travel over the socket,
 // so agentctl's commands run unchanged against it.
 //
+// The package sits under harness because the agent that serves it is a
+// Harness: harness.Open starts the Server, and agentctl (cmd/agentctl) dials
+// the Client. It imports only journal and keyderive, never harness, so the
+// import arrows run one way (harness → inspect → journal). It is public
+// because agentctl lives outside harness's tree; its version-1 wire form is
+// the promise, and a tool of one's own may speak it through the Client.
+//
 // # Protocol, version 1
 //
 // Each message is one JSON object on one line. The client opens with a
@@ -27,11 +34,37 @@
 //
 // Any request may be answered {"error":{"code":C,"message":M}}; C names a
 // journal sentinel (not_found, not_resolvable, fenced, invalid, corrupt,
-// newer_version, read_only, closed) or refused, version, internal. After
-// "events" the connection only carries events: {"dropped":N} says N events
+// newer_version, read_only, closed) or refused, version, busy, internal.
+// After "events" the connection only carries events: {"dropped":N} says N events
 // were lost because the client read too slowly, and {"bye":…} that the
 // agent is closing its journal. The record, stats and event forms are the
 // wire types of this package (Record, Stats, Event).
+//
+// # Bounds
+//
+// A client of the agent's own user may be a stray script, and must not be
+// able to take the agent down. The Server bounds what clients make it hold
+// (ServerOptions; the harness serves with the defaults):
+//
+//   - a message of at most 1 MiB (MaxFrame; the hello at most 4 KiB): a
+//     longer line is answered with an "invalid" error and the connection
+//     closed, after at most that many bytes were read;
+//   - the hello within 5 s of connecting (HandshakeTimeout);
+//   - the next request within 2 min (IdleTimeout), and each write the agent
+//     makes taken by the client within as long: a client that stops
+//     reading mid-list or mid-stream is cut. An event stream may be quiet
+//     for any time;
+//   - at most 32 connections at once (MaxConns); one more is answered with
+//     a hello whose error code is "busy" (ErrBusy) and closed, and the
+//     agent refuses at most 100 a second (the rest wait in the backlog).
+//
+// A connection that broke a bound keeps its slot, unread, for 100 ms
+// before it is closed, so that flooding in a loop makes the agent read
+// little. Clients can thus hold at most MaxConns × MaxFrame of the agent's
+// memory and MaxConns descriptors; they can still fill every slot, which
+// keeps agentctl out, not the agent's calls. The hello reports max_frame
+// and idle_ms: the Client refuses to send a longer request and dials again
+// after a quiet spell.
 //
 // # Security
 //

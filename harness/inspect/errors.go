@@ -15,6 +15,9 @@ var (
 	// ErrVersion is returned when the agent and the client speak different
 	// versions of the protocol.
 	ErrVersion = errors.New("inspection protocol version mismatch")
+	// ErrBusy is returned when the agent already serves as many
+	// connections as it allows (ServerOptions.MaxConns).
+	ErrBusy = errors.New("the agent serves its maximum of inspection connections")
 )
 
 // Errors returned after connecting.

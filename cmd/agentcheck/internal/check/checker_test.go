@@ -34,6 +34,19 @@ func attemptEv(t int64, proc, attempt string, end bool) Event {
 	return e
 }
 
+// keyedRequest is a request that carried Idempotency-Key key.
+func keyedRequest(t int64, attempt, key string) Event {
+	return Event{T: t, Ev: EvRequest, Proc: "downstream", Intent: "i1", Attempt: attempt, Key: key, Note: "#1 ok 5ms idempotency-key"}
+}
+
+// quietAttempt is an Unkeyed attempt whose tool declares a window of
+// quietMS from its start.
+func quietAttempt(t int64, proc, attempt string, quietMS int64) Event {
+	e := attemptEv(t, proc, attempt, false)
+	e.QuietMS = quietMS
+	return e
+}
+
 func effectEv(t int64, attempt string, p, n int) Event {
 	return Event{T: t, Ev: EvEffect, Proc: "downstream", Intent: "i1", P: p, Attempt: attempt, Effect: n,
 		Output: json.RawMessage(out(p, n, attempt))}
@@ -152,6 +165,37 @@ func TestCheckRules(t *testing.T) {
 				e.Err = "tool t: unknown (maybe-executed): the outcome could not be recorded: lease lost: record owned by another attempt"
 				return e
 			}()}, []string{RuleLeaseLost}},
+		{"a Keyed intent under two keys", Keyed, with(executed,
+			keyedRequest(20, "w0.1#1", "K1"),
+			keyedRequest(30, "w1.1#1", "K2")), []string{RuleKeys}},
+		{"a Keyed request without Idempotency-Key", Keyed, with(executed,
+			Event{T: 20, Ev: EvRequest, Proc: "downstream", Intent: "i1", Attempt: "w0.1#1", Key: "K1", Note: "#1 ok 5ms"}), []string{RuleKeys}},
+		{"a Keyed intent under one key, twice", Keyed, with(executed,
+			keyedRequest(20, "w0.1#1", "K1"),
+			keyedRequest(30, "w1.1#1", "K1")), nil},
+		{"a late effect, then a run after the window", Unkeyed, []Event{
+			callEv(0, "w0.1", "c1", 0),
+			quietAttempt(1, "w0.1", "w0.1#1", 1),
+			attemptEv(2, "w0.1", "w0.1#1", true),
+			effectEv(2_000_000, "w0.1#1", 0, 1),
+			quietAttempt(3_000_000, "w0.1", "w0.1#2", 1),
+			effectEv(3_000_001, "w0.1#2", 0, 2),
+		}, []string{RuleSettleBroken}},
+		{"a late effect, and a run inside its window", Unkeyed, []Event{
+			callEv(0, "w0.1", "c1", 0),
+			quietAttempt(1, "w0.1", "w0.1#1", 1),
+			attemptEv(2, "w0.1", "w0.1#1", true),
+			quietAttempt(500_000, "w0.1", "w0.1#2", 1),
+			effectEv(600_000, "w0.1#2", 0, 1),
+			effectEv(2_000_000, "w0.1#1", 0, 2),
+		}, []string{RuleDuplicate, RuleSettleBroken}},
+		{"an altered input run after a suppression", Keyed, []Event{
+			callEv(0, "w0.1", "c1", 0),
+			answerEv(5, "w0.1", "c1", 0, OutSuppressed, "", "", "suppressed"),
+			callEv(10, "w0.1", "c2", 1),
+			attemptEv(11, "w0.1", "w0.1#2", false),
+			effectEv(12, "w0.1#2", 1, 1),
+		}, []string{RuleGuard}},
 		{"rejected after a success is no answer", Keyed, with(executed,
 			callEv(20, "w1.1", "c2", 0),
 			answerEv(21, "w1.1", "c2", 0, OutRejected, "", "", "The tool call was rejected and did not run: journal: connection reset")), nil},
@@ -168,8 +212,14 @@ func TestCheckRules(t *testing.T) {
 						v.Rule, v.Seed, v.Intent, len(v.History), len(tt.history))
 				}
 			}
+			for _, v := range rep.Broken {
+				got = append(got, v.Rule)
+			}
 			if !slices.Equal(got, tt.want) {
-				t.Errorf("Check rules = %v; want %v (violations: %+v)", got, tt.want, rep.Violations)
+				t.Errorf("Check rules = %v; want %v (violations: %+v, broken: %+v)", got, tt.want, rep.Violations, rep.Broken)
+			}
+			if rep.Failed() != (len(rep.Violations) > 0) {
+				t.Errorf("Failed() = %v with %d violations", rep.Failed(), len(rep.Violations))
 			}
 			for _, v := range rep.Violations {
 				if twice := strings.Contains(v.Detail, "more than once"); twice != strings.Contains(tt.name, "twice") {

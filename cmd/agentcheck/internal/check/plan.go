@@ -135,6 +135,7 @@ const (
 	ScDuplicates = "duplicates"    // parallel identical calls
 	ScReadOnly   = "readonly"      // a ReadOnly tool under faults
 	ScSkew       = "clock-ahead"   // a worker whose journal clock runs ahead calls during another's lease
+	ScGuard      = "guard"         // a call refused with 422, then the same tool in the turn with another input
 )
 
 // Plan is a whole schedule, made by Generate from a seed and shared with
@@ -312,7 +313,7 @@ type scenarioWeight struct {
 
 var scenarioWeights = []scenarioWeight{
 	{ScMixed, 28}, {ScLease, 12}, {ScHangup, 10}, {ScRefuse, 10},
-	{ScStepKey, 10}, {ScCancel, 10}, {ScDuplicates, 10}, {ScSkew, 6}, {ScReadOnly, 4},
+	{ScStepKey, 10}, {ScCancel, 10}, {ScDuplicates, 10}, {ScSkew, 6}, {ScReadOnly, 4}, {ScGuard, 5},
 }
 
 func (g *gen) scenario(i int) string {
@@ -423,6 +424,15 @@ func (g *gen) intent(i int) Intent {
 		if g.workers > 1 {
 			in.Issues = append(in.Issues, Issue{Worker: g.other(w), AfterMS: g.between(0, 30), Payloads: []int{0}, Dup: 1})
 		}
+	case ScGuard:
+		// The downstream refuses the first input with 422 (suppressed:
+		// the guard is armed for the turn); the model then asks the same
+		// tool in the same turn with an altered input, another key, which
+		// the guard must stop before it runs.
+		in.Tool = g.pick("keyed", "unkeyed_rec", "keyed")
+		in.Payloads = 2
+		in.Script = []Action{{Do: ActRefuse, DelayMS: g.between(1, 20), Code: 422}}
+		in.Issues = []Issue{one(0), {Worker: w, AfterMS: g.between(150, 400), Payloads: []int{1}}}
 	case ScReadOnly:
 		in.Tool = "readonly"
 		in.Script = []Action{{Do: ActRefuse, DelayMS: 3, Code: 503, RetryAfter: true}, g.action()}

@@ -12,6 +12,7 @@ const (
 	codeRefused  = "refused"
 	codeVersion  = "version"
 	codeInternal = "internal"
+	codeBusy     = "busy"
 )
 
 // codes pairs each journal sentinel a request may meet with its wire code.
@@ -52,6 +53,8 @@ func fromWire(w *wireError) error {
 		e.cause = ErrForeignUser
 	case codeVersion:
 		e.cause = ErrVersion
+	case codeBusy:
+		e.cause = ErrBusy
 	}
 	return e
 }

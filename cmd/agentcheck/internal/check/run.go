@@ -1,17 +1,20 @@
 package check
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	mrand "math/rand/v2"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,6 +54,10 @@ type Options struct {
 	History string
 	// Progress, when set, gets a line per process event.
 	Progress io.Writer
+	// Corrupt, on bbolt, alters the stored output of that many intents in
+	// the journal file before the final pass, as a disk that flips a bit
+	// would: the harness must refuse them, never answer with them.
+	Corrupt int
 }
 
 // Run runs one check: the plan for o.Seed against real worker processes,
@@ -192,6 +199,11 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		r.problem("downstream requests still running 15s after the workers ended")
 	}
 
+	if r.o.Corrupt > 0 && r.o.Store == "bolt" {
+		if err := r.corrupt(r.location("final"), r.o.Corrupt); err != nil {
+			r.problem("corrupt the journal: %v", err)
+		}
+	}
 	r.say("final pass")
 	// The final pass re-issues every intent; one that is in progress may
 	// wait out its in-flight budget, so the bound grows with the plan.
@@ -420,4 +432,42 @@ func (r *runner) terminate(ctx context.Context, stop <-chan struct{}) {
 			r.log.Add(Event{Ev: EvFault, Subject: proc, Note: fmt.Sprintf("pg_terminate_backend %d (%s)", b.pid, b.name)})
 		}
 	}
+}
+
+// corrupt changes, in the bbolt file at path, the first effect's number in
+// the stored output of up to n intents ("effect":1 becomes "effect":7,
+// wherever the file holds it), and records each as a fault. No process has
+// the file open.
+func (r *runner) corrupt(path string, n int) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	marker := []byte(`"effect":1,"intent":"`)
+	done := map[string]bool{}
+	for off := 0; ; {
+		i := bytes.Index(b[off:], marker)
+		if i < 0 {
+			break
+		}
+		at := off + i
+		off = at + len(marker)
+		end := bytes.IndexByte(b[off:], '"')
+		if end < 0 {
+			break
+		}
+		intent := string(b[off : off+end])
+		if !done[intent] && len(done) >= n {
+			continue
+		}
+		done[intent] = true
+		b[at+len(`"effect":`)] = '7'
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return err
+	}
+	for _, intent := range slices.Sorted(maps.Keys(done)) {
+		r.log.Add(Event{Ev: EvFault, Intent: intent, Subject: "final", Note: "corrupted the stored output of the intent in the journal file"})
+	}
+	return nil
 }
