@@ -57,8 +57,7 @@ var mutations = []mutation{
 	},
 	{
 		name: "Unkeyed maybe-executed retried",
-		edits: []edit{{"harness/flight.go", "		if f.p.tool.Effect == journal.Unkeyed {\n			// Never retried blindly",
-			"		if false && f.p.tool.Effect == journal.Unkeyed {\n			// Never retried blindly"}},
+		edits: []edit{{"harness/failure.go", "	{retryclass.MaybeExecuted, ranAny, unkeyed, reconcileFirst, journal.StateUnknown, retryclass.MaybeExecuted, \"\"},\n", ""}},
 		store: "bolt", seed: "11", duration: "12s", scenarios: "refuse-retry,mixed,hangup",
 		catch: []string{check.RuleDuplicate},
 	},
@@ -85,7 +84,7 @@ var mutations = []mutation{
 		// Records live for days (RecordTTL), so a checker run never sees
 		// one expire: the conformance suite, whose clock it owns, does.
 		name:   "expiry ignoring the state",
-		edits:  []edit{{"journal/machine.go", "	return expires(r.State) && !now.Before(r.Expires)", "	return !now.Before(r.Expires)"}},
+		edits:  []edit{{"journal/machine.go", "	return expires(r.State) && pastTTL(r, now)", "	return pastTTL(r, now)"}},
 		goTest: "./journal",
 	},
 }
@@ -217,4 +216,22 @@ func copyModule(root, dir string) error {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// TestMutationListCurrent: every mutation's text is in the tree once, so
+// that a refactor that moves the code fails here, in every run, rather
+// than only when the mutations run.
+func TestMutationListCurrent(t *testing.T) {
+	for _, m := range mutations {
+		for _, e := range m.edits {
+			b, err := os.ReadFile(filepath.Join("../..", e.file))
+			if err != nil {
+				t.Errorf("%s: %v", m.name, err)
+				continue
+			}
+			if n := bytes.Count(b, []byte(e.old)); n != 1 {
+				t.Errorf("%s: the text to change occurs %d times in %s; want once (update the list):\n%s", m.name, n, e.file, e.old)
+			}
+		}
+	}
 }
