@@ -40,7 +40,8 @@ type ClientOptions struct {
 // as harness tools to Register: each Func calls the remote tool through
 // cs, sending the harness's idempotency key in _meta (MetaKey) so that a
 // server on agentonce keys the call by the same intent and answers a
-// retry from its journal. See the package documentation for the effect
+// retry from its journal, with the call's session, turn and tenant
+// (MetaSession, MetaTurn, MetaTenant; ClientOptions.Tenant wins). See the package documentation for the effect
 // kinds and the results.
 func ClientTools(ctx context.Context, cs *sdk.ClientSession, opts *ClientOptions) ([]harness.Tool, error) {
 	if opts == nil {
@@ -92,9 +93,19 @@ const codeRejectedByTransport = -32005
 // remoteFunc calls the remote tool name with the harness's key in _meta.
 func remoteFunc(cs *sdk.ClientSession, name, tenant string) harness.Func {
 	return func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-		meta := sdk.Meta{}
+		meta, tenant := sdk.Meta{}, tenant
 		if key, ok := harness.KeyFromContext(ctx); ok {
 			meta[MetaKey] = key.String()
+		}
+		// The key alone places the call; the session and turn name it in
+		// the server's records (agentctl ls --session on either side).
+		if c, ok := harness.CallFromContext(ctx); ok {
+			if c.Session != "" && c.Turn != "" {
+				meta[MetaSession], meta[MetaTurn] = c.Session, c.Turn
+			}
+			if tenant == "" {
+				tenant = c.Tenant
+			}
 		}
 		if tenant != "" {
 			meta[MetaTenant] = tenant

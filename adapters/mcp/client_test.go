@@ -94,6 +94,11 @@ func TestAgentToAgentonceServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		sources = append(sources, rec.State.String())
+		// The agent's conversation names the server's record (under the
+		// authenticated principal), so either side's agentctl finds it.
+		if !strings.Contains(rec.Intent.Session, "conv-9") || rec.Intent.Turn != "1" {
+			t.Errorf("server record's session, turn = %q, %q; want the agent's conv-9, 1", rec.Intent.Session, rec.Intent.Turn)
+		}
 	}
 	if len(sources) != 1 {
 		t.Errorf("server journal records = %v; want one intent", sources)
