@@ -14,17 +14,17 @@ const ProblemBase = "https://github.com/agentonce/agentonce/blob/main/docs/serve
 
 // Problem types, the fragment after ProblemBase.
 const (
-	ProblemKeyRequired     = "key-required"             // 400
-	ProblemKeyInvalid      = "key-invalid"              // 400
-	ProblemUnauthenticated = "unauthenticated"          // 401
-	ProblemBodyTooLarge    = "body-too-large"           // 413
-	ProblemKeyReused       = "key-reused"               // 422
-	ProblemInFlight        = "in-flight"                // 409
-	ProblemOutcomeUnknown  = "outcome-unknown"          // 500
-	ProblemNotRecorded     = "outcome-not-recorded"     // 500
-	ProblemBodyUnavailable = "stored-body-unavailable"  // 500
-	ProblemJournal         = "journal-unavailable"      // 503
-	ProblemFailed          = "failed"                   // 500
+	ProblemKeyRequired     = "key-required"            // 400
+	ProblemKeyInvalid      = "key-invalid"             // 400
+	ProblemUnauthenticated = "unauthenticated"         // 401
+	ProblemBodyTooLarge    = "body-too-large"          // 413
+	ProblemKeyReused       = "key-reused"              // 422
+	ProblemInFlight        = "in-flight"               // 409
+	ProblemOutcomeUnknown  = "outcome-unknown"         // 500
+	ProblemNotRecorded     = "outcome-not-recorded"    // 500
+	ProblemBodyUnavailable = "stored-body-unavailable" // 500
+	ProblemJournal         = "journal-unavailable"     // 503
+	ProblemFailed          = "failed"                  // 500
 )
 
 // problem is an RFC 9457 problem-details body. Key and JournalKey let a
