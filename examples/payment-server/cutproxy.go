@@ -19,6 +19,10 @@ type cutProxy struct {
 	cuts atomic.Int64
 	cut  atomic.Int64 // answers lost so far
 	wg   sync.WaitGroup
+
+	mu     sync.Mutex // guards conns and closed
+	conns  map[net.Conn]bool
+	closed bool
 }
 
 func newCutProxy(to string) (*cutProxy, error) {
@@ -26,7 +30,7 @@ func newCutProxy(to string) (*cutProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &cutProxy{ln: ln, to: to}
+	p := &cutProxy{ln: ln, to: to, conns: map[net.Conn]bool{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -35,7 +39,35 @@ func newCutProxy(to string) (*cutProxy, error) {
 // URL is the proxy's base URL.
 func (p *cutProxy) URL() string { return "http://" + p.ln.Addr().String() }
 
-func (p *cutProxy) close() { p.ln.Close(); p.wg.Wait() }
+// close stops the proxy and closes the connections it holds (a client's
+// idle keep-alive connections among them).
+func (p *cutProxy) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// track adds c to the open connections, or closes it when the proxy is
+// closing; the returned func removes it.
+func (p *cutProxy) track(c net.Conn) func() {
+	p.mu.Lock()
+	if p.closed {
+		c.Close()
+	}
+	p.conns[c] = true
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		delete(p.conns, c)
+		p.mu.Unlock()
+		c.Close()
+	}
+}
 
 func (p *cutProxy) accept() {
 	defer p.wg.Done()
@@ -50,12 +82,12 @@ func (p *cutProxy) accept() {
 }
 
 func (p *cutProxy) serve(c net.Conn) {
-	defer c.Close()
+	defer p.track(c)()
 	s, err := net.Dial("tcp", p.to)
 	if err != nil {
 		return
 	}
-	defer s.Close()
+	defer p.track(s)()
 	go func() { _, _ = io.Copy(s, c); s.Close() }()
 	var first [1]byte
 	if _, err := io.ReadFull(s, first[:]); err != nil {
