@@ -211,16 +211,9 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 	ctx := r.Context()
 	deadline := time.Now().Add(m.o.Wait)
 	pause := 5 * time.Millisecond
+	retaken := false // set by req.Retake during the Begin that follows
 	for {
-		retaken := false
-		req.Retake = func(rec *journal.Record) bool {
-			// A record settled failed with nothing committed (released, or
-			// an operator's verdict that the effect did not happen): the
-			// next request runs the handler.
-			ok := rec.State == journal.StateFailed && (rec.ErrorClass == ClassReleased || rec.Resolution != nil)
-			retaken = retaken || ok
-			return ok
-		}
+		retaken = false
 		res, err := m.store.Begin(ctx, *req)
 		if err != nil {
 			writeProblem(w, http.StatusServiceUnavailable, ProblemJournal,
@@ -240,6 +233,16 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 			m.answerUnknown(w, c, "the server stopped while handling the first request with this key; whether it took effect is unknown")
 			return
 		case journal.Answered:
+			if req.Retake == nil && retakable(&res.Record) {
+				// Begin again, asking for the record: rare, so that the
+				// common replay does not pay for Retake's copy.
+				req.Retake = func(rec *journal.Record) bool {
+					ok := retakable(rec)
+					retaken = retaken || ok
+					return ok
+				}
+				continue
+			}
 			m.answer(w, c, &res.Record)
 			return
 		case journal.Mismatch, journal.Guarded:
@@ -263,6 +266,13 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 		}
 		pause = min(2*pause, 200*time.Millisecond)
 	}
+}
+
+// retakable reports whether a settled record is to run again: settled
+// failed with nothing committed (released, or an operator's verdict that
+// the effect did not happen).
+func retakable(rec *journal.Record) bool {
+	return rec.State == journal.StateFailed && (rec.ErrorClass == ClassReleased || rec.Resolution != nil)
 }
 
 // abandon settles a record whose owner died mid-request as unknown: it is

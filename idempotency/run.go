@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/agentonce/agentonce/journal"
 )
@@ -103,6 +104,9 @@ func (m *Middleware) record(ctx context.Context, cw *capture) (*response, error)
 	inline := len(resp.Body) <= m.o.MaxStoredBytes
 	if !inline && m.o.Blobs != nil && !m.released(resp) {
 		ref, err := m.o.Blobs.Put(ctx, resp.Sum, resp.Body)
+		if err == nil && (ref == "" || strings.ContainsAny(ref, " =\t\r\n")) {
+			err = fmt.Errorf("blob store returned the reference %q: it must be non-empty, without spaces, '=' or newlines", ref)
+		}
 		if err != nil {
 			return nil, err
 		}
