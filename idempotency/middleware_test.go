@@ -79,8 +79,15 @@ func TestContract(t *testing.T) {
 		if st, _, _ := post(t, srv.URL+"/v1/charges/ch_1/capture", "k1", body, auth...); st != 201 {
 			t.Errorf("same key, other route: %d; want 201", st)
 		}
-		if got := l.count(); got != 3 {
-			t.Errorf("effects = %d; want 3 (k1 for acme, for globex, and on capture)", got)
+		// The harness's Transport sends an Unkeyed tool's key in
+		// X-Agentonce-Key: honoured like Idempotency-Key.
+		for range 2 {
+			if st, _, b := post(t, url, "", body, append(auth, "X-Agentonce-Key", "0b6b8f9e-unkeyed")...); st != 201 {
+				t.Errorf("X-Agentonce-Key request = %d %s; want 201", st, b)
+			}
+		}
+		if got := l.count(); got != 4 {
+			t.Errorf("effects = %d; want 4 (k1 for acme, for globex, on capture, and the X-Agentonce-Key once)", got)
 		}
 	})
 }
