@@ -1,6 +1,7 @@
 package idempotency_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -33,8 +34,8 @@ func TestContract(t *testing.T) {
 		body := `{"amount":4900,"currency":"usd","trace":"a"}`
 
 		st1, h1, b1 := post(t, url, "k1", body, auth...)
-		if st1 != 201 || h1.Get("Idempotent-Replayed") != "" {
-			t.Fatalf("first request: %d replayed=%q %s; want 201, not replayed", st1, h1.Get("Idempotent-Replayed"), b1)
+		if st1 != 201 || h1.Get("Idempotent-Replayed") != "" || h1.Get("Set-Cookie") == "" {
+			t.Fatalf("first request: %d replayed=%q %s; want 201, not replayed, with the handler's Set-Cookie", st1, h1.Get("Idempotent-Replayed"), b1)
 		}
 		// The retry, reformatted and with another volatile field: the same
 		// request, answered byte for byte from the journal.
@@ -294,4 +295,54 @@ func TestSlowHandlerKeepsLease(t *testing.T) {
 			t.Errorf("after: %d, effects %d; want 201 replayed, 1", st, l.count())
 		}
 	})
+}
+
+// A client that gives up does not cut its handler off: the handler
+// finishes, its answer is recorded, and the client's retry gets it.
+func TestClientGoneHandlerFinishes(t *testing.T) {
+	var l ledger
+	entered, release := make(chan struct{}), make(chan struct{})
+	store := openAt(t, t.TempDir()+"/gone.journal")
+	var once sync.Once
+	srv := chargeServer(t, store, nil, &l, func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(entered) })
+		<-release
+		if err := r.Context().Err(); err != nil {
+			http.Error(w, "cancelled: "+err.Error(), 503) // a rolled-back effect
+			return
+		}
+		l.add("")
+		w.WriteHeader(201)
+		fmt.Fprint(w, `{"id":"ch_1"}`)
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/charges", strings.NewReader(`{}`))
+	req.Header.Set("Idempotency-Key", "gone")
+	req.Header.Set("Content-Type", "application/json")
+	errc := make(chan error)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	<-entered
+	cancel()
+	<-errc
+	close(release)
+	for range 100 { // until the first request has been recorded
+		st, _, b := post(t, srv.URL+"/v1/charges", "gone", `{}`)
+		if st == 409 {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if st != 201 || b != `{"id":"ch_1"}` {
+			t.Errorf("retry after the client gave up = %d %s; want the recorded 201", st, b)
+		}
+		break
+	}
+	if l.count() != 1 {
+		t.Errorf("effects = %d; want 1", l.count())
+	}
 }

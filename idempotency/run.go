@@ -26,9 +26,12 @@ var errRelease = errors.New("idempotency: handler's writes rolled back")
 // the handler's writes roll back with the panic, so the record is
 // released instead and the next request runs it again.
 func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64) {
-	ctx, stop := keepLease(r.Context(), m.store, c.jkey, token, m.o.LeaseTTL)
-	defer stop()
+	// The handler is not cancelled when the client goes away: a client
+	// that gave up retries, and its retry should find the answer recorded,
+	// not a handler cut off halfway.
 	bg := context.WithoutCancel(r.Context())
+	ctx, stop := keepLease(bg, m.store, c.jkey, token, m.o.LeaseTTL)
+	defer stop()
 	cw := newCapture(m.o.MaxResponseBytes)
 	done := false
 	defer func() {
@@ -54,12 +57,12 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 	}()
 
 	var resp *response
-	var err error
+	var err, recErr error
 	if m.inTx != nil {
 		_, err = m.inTx.CompleteWith(ctx, c.jkey, token, func(tctx context.Context) ([]byte, error) {
 			next.ServeHTTP(cw, r.WithContext(tctx))
-			if resp, err = m.record(tctx, cw); err != nil {
-				return nil, fmt.Errorf("%w: %w", errRelease, err)
+			if resp, recErr = m.record(tctx, cw); recErr != nil {
+				return nil, fmt.Errorf("%w: %w", errRelease, recErr)
 			}
 			if m.released(resp) {
 				return nil, errRelease
@@ -73,7 +76,11 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 	} else {
 		next.ServeHTTP(cw, r.WithContext(ctx))
 		done = true
+		stop() // no renewal may race the outcome
 		err = m.complete(bg, c, token, cw, &resp)
+	}
+	if err == nil && resp == nil { // InTx: the response could not be recorded, the writes rolled back
+		err = fmt.Errorf("%w; the handler's writes were rolled back and the next request runs again", recErr)
 	}
 	if err != nil {
 		m.o.ErrorLog("idempotency: key %s (%s): %v", c.jkey, c.tool, err)
@@ -81,6 +88,12 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 			Detail: "the handler ran but its response could not be recorded (" + err.Error() +
 				"); the key's outcome is for an operator to resolve", Key: c.key, JournalKey: c.jkey.String()}, 0)
 		return
+	}
+	// The first answer carries every header the handler set; a replay
+	// only the stored ones.
+	h := w.Header()
+	for k, v := range cw.header {
+		h[k] = v
 	}
 	resp.write(w, "")
 }
