@@ -199,9 +199,6 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if kind == kindJSON && len(canonical) <= m.o.MaxStoredBytes {
 		req.Input = canonical
 	}
-	if req.AttemptID == "" {
-		req.AttemptID = uuid.NewString()
-	}
 	m.decide(w, r, next, c, &req)
 }
 
@@ -209,6 +206,18 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 // it waits for a key in flight to settle.
 func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, req *journal.BeginRequest) {
 	ctx := r.Context()
+	// A replay is answered by a read alone: a settled record with this
+	// fingerprint that will not run again and is not near its expiry
+	// (judged on this clock, with a minute's margin for the store's) says
+	// what Begin would. Anything else goes through Begin.
+	if rec, err := m.store.Get(ctx, req.Key); err == nil && rec.State.Settled() && !retakable(&rec) &&
+		(rec.Fingerprint == req.Fingerprint || rec.Fingerprint.IsZero()) && time.Now().Before(rec.Expires.Add(-time.Minute)) {
+		m.answer(w, c, &rec)
+		return
+	}
+	if req.AttemptID == "" {
+		req.AttemptID = uuid.NewString()
+	}
 	deadline := time.Now().Add(m.o.Wait)
 	pause := 5 * time.Millisecond
 	retaken := false // set by req.Retake during the Begin that follows
