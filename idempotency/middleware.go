@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -352,7 +353,7 @@ func (m *Middleware) fetchBlob(w http.ResponseWriter, c *call, resp *response) e
 // succeeded with an output that is not a stored response: 200 with it.
 func operatorResponse(out []byte) *response {
 	ct := "application/octet-stream"
-	if len(out) > 0 && jsonValid(out) {
+	if len(out) > 0 && json.Valid(out) {
 		ct = "application/json"
 	}
 	return &response{Status: http.StatusOK, Header: http.Header{"Content-Type": {ct}}, Body: out}

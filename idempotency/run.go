@@ -3,7 +3,6 @@ package idempotency
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -165,5 +164,3 @@ func (m *Middleware) release(ctx context.Context, c *call, token uint64, resp *r
 		State: journal.StateFailed, ErrorClass: ClassReleased, ErrorMessage: msg})
 	return err
 }
-
-func jsonValid(b []byte) bool { return json.Valid(b) }
