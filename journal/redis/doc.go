@@ -1,7 +1,7 @@
 // Package redis is a journal.Store on Redis or Valkey, for teams that run
 // it already: the same state machine as every store (journal.DecideBegin
 // and the Apply functions), each decision made atomically with WATCH and
-// MULTI/EXEC on the record's key, and records kept with a CRC-32C.
+// MULTI/EXEC on the record's key, and records kept in a binary form sealed with a CRC-32C.
 //
 // Open connects, checks the server's durability, and creates or reads the
 // journal's namespace under a key prefix (Options.Prefix); importing the

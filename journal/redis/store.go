@@ -6,10 +6,8 @@ import (
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"iter"
 	"slices"
 	"sync/atomic"
@@ -177,56 +175,6 @@ func (s *Store) check(ctx context.Context) error {
 		return journal.ErrClosed
 	}
 	return ctx.Err()
-}
-
-// castagnoli is the CRC-32C table every record is sealed with.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// encode is a record's stored form: its CRC-32C in 8 hex digits, then its
-// JSON, with times in UTC.
-func encode(r *journal.Record) []byte {
-	c := *r
-	c.Version = journal.SchemaVersion
-	utc(&c)
-	b, _ := json.Marshal(&c) // plain data: cannot fail
-	var sum [4]byte
-	binary.BigEndian.PutUint32(sum[:], crc32.Checksum(b, castagnoli))
-	out := make([]byte, 8, 8+len(b))
-	hex.Encode(out, sum[:])
-	return append(out, b...)
-}
-
-func utc(r *journal.Record) {
-	r.Created, r.Updated, r.Expires = r.Created.UTC(), r.Updated.UTC(), r.Expires.UTC()
-	r.Lease.Expires = r.Lease.Expires.UTC()
-	r.Attempts = slices.Clone(r.Attempts)
-	for i := range r.Attempts {
-		a := &r.Attempts[i]
-		a.Start, a.End, a.QuietAt = a.Start.UTC(), a.End.UTC(), a.QuietAt.UTC()
-	}
-	if r.Resolution != nil {
-		res := *r.Resolution
-		res.At = res.At.UTC()
-		r.Resolution = &res
-	}
-}
-
-func decode(key string, v []byte) (journal.Record, error) {
-	var r journal.Record
-	if len(v) < 8 {
-		return r, fmt.Errorf("%w: %s: %d bytes", journal.ErrCorrupt, key, len(v))
-	}
-	var sum [4]byte
-	if _, err := hex.Decode(sum[:], v[:8]); err != nil || binary.BigEndian.Uint32(sum[:]) != crc32.Checksum(v[8:], castagnoli) {
-		return r, fmt.Errorf("%w: %s: checksum mismatch", journal.ErrCorrupt, key)
-	}
-	if err := json.Unmarshal(v[8:], &r); err != nil {
-		return r, fmt.Errorf("%w: %s: %v", journal.ErrCorrupt, key, err)
-	}
-	if r.Version > journal.SchemaVersion {
-		return r, fmt.Errorf("%w: %s: version %d", journal.ErrNewerVersion, key, r.Version)
-	}
-	return r, nil
 }
 
 // read returns the record under key through c (a Tx or the client), nil
