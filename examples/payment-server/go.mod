@@ -2,7 +2,16 @@ module github.com/agentonce/agentonce/examples/payment-server
 
 go 1.26.0
 
-require github.com/agentonce/agentonce v0.0.0
+require (
+	github.com/agentonce/agentonce v0.0.0
+	github.com/agentonce/agentonce/journal/redis v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.23.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+)
 
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
@@ -19,3 +28,5 @@ require (
 )
 
 replace github.com/agentonce/agentonce => ../..
+
+replace github.com/agentonce/agentonce/journal/redis => ../../journal/redis

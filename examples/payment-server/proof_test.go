@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/agentonce/agentonce/internal/pgtest"
@@ -24,12 +27,24 @@ import (
 )
 
 // locations runs fn with a fresh server journal on each store: a bbolt
-// file, and a PostgreSQL schema when AGENTONCE_PG_URL is set.
+// file, a PostgreSQL schema when AGENTONCE_PG_URL is set, a Redis key
+// prefix when AGENTONCE_REDIS_URL is.
 func locations(t *testing.T, fn func(t *testing.T, loc string)) {
 	t.Run("bbolt", func(t *testing.T) { fn(t, filepath.Join(t.TempDir(), "server.journal")) })
 	t.Run("postgres", func(t *testing.T) {
 		u := pgtest.URL(t)
 		fn(t, u+"&schema="+pgtest.Schema(t, "agentonce_pay_"))
+	})
+	t.Run("redis", func(t *testing.T) {
+		u := os.Getenv("AGENTONCE_REDIS_URL")
+		if u == "" {
+			t.Skip("AGENTONCE_REDIS_URL is not set: the Redis runs need a server (redis://127.0.0.1:6399/0)")
+		}
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		p := "agentonce-pay-" + hex.EncodeToString(b[:]) + ":"
+		t.Cleanup(func() { dropPrefix(u, p) })
+		fn(t, u+"?prefix="+p)
 	})
 }
 
@@ -296,4 +311,19 @@ func TestSIGKILL(t *testing.T) {
 			t.Errorf("charges = %d; want 2 (order-1 once, order-2 once)", n)
 		}
 	})
+}
+
+// dropPrefix deletes a test's Redis keys.
+func dropPrefix(url, p string) {
+	o, err := goredis.ParseURL(url)
+	if err != nil {
+		return
+	}
+	c := goredis.NewClient(o)
+	defer c.Close()
+	ctx := context.Background()
+	it := c.Scan(ctx, 0, p+"*", 512).Iterator()
+	for it.Next(ctx) {
+		c.Del(ctx, it.Val())
+	}
 }

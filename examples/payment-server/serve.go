@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentonce/agentonce/journal"
 	_ "github.com/agentonce/agentonce/journal/postgres" // postgres:// journals
+	_ "github.com/agentonce/agentonce/journal/redis"    // redis:// journals
 )
 
 // serveMain runs the payment API until ctx ends. It prints the address it
@@ -18,7 +19,7 @@ import (
 func serveMain(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:4242", "listen on `ADDR` (port 0 picks one)")
-	loc := fs.String("journal", "payment-server.journal", "the journal: a bbolt file `PATH` or a postgres:// URL")
+	loc := fs.String("journal", "payment-server.journal", "the journal: a bbolt file `PATH`, a postgres:// or a redis:// URL")
 	ledgerPath := fs.String("ledger", "", "the ledger `FILE` of charges made (default: the journal's path + .ledger, or payment-server.ledger)")
 	slow := fs.Duration("slow", 0, "wait `D` after committing a charge before answering (to be killed in)")
 	lease := fs.Duration("lease", 0, "the middleware's lease `TTL` (default its own)")

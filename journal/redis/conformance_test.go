@@ -56,3 +56,23 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
+
+// The prefix can travel in the location, as journal.Open receives it.
+func TestOpenLocationPrefix(t *testing.T) {
+	url := serverURL(t)
+	p := prefix(t, url)
+	s, err := journal.Open(context.Background(), url+"?prefix="+p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := s.Namespace()
+	s.Close()
+	s2, err := redis.Open(context.Background(), url, &redis.Options{Prefix: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if s2.Namespace() != ns {
+		t.Errorf("namespace under prefix %q = %s through Options, %s through the URL; want the same journal", p, s2.Namespace(), ns)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	neturl "net/url"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -61,9 +62,10 @@ var _ journal.Store = (*Store)(nil)
 // not make every write durable before it is acknowledged.
 var ErrNotDurable = errors.New("redis journal: the server does not fsync every write (need appendonly yes, appendfsync always)")
 
-// Open connects to the server at url (redis://host:port/db) and opens the
-// journal under opts.Prefix, creating its namespace if it has none.
-func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
+// Open connects to the server at rawURL (redis://host:port/db, with an
+// optional prefix=… parameter) and opens the journal under that prefix or
+// opts.Prefix, creating its namespace if it has none.
+func Open(ctx context.Context, rawURL string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -72,7 +74,21 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if o.Journal != nil {
 		jo = *o.Journal
 	}
-	ro, err := goredis.ParseURL(url)
+	// A "prefix" parameter in the URL (not one of go-redis's) names the
+	// prefix, so that one journal location string says everything.
+	if u, err := neturl.Parse(rawURL); err == nil {
+		q := u.Query()
+		if p := q.Get("prefix"); p != "" {
+			if o.Prefix != "" && o.Prefix != p {
+				return nil, fmt.Errorf("%w: redis journal: the URL names prefix %q and Options.Prefix %q", journal.ErrInvalid, p, o.Prefix)
+			}
+			o.Prefix = p
+			q.Del("prefix")
+			u.RawQuery = q.Encode()
+			rawURL = u.String()
+		}
+	}
+	ro, err := goredis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("redis journal: %w", err)
 	}
