@@ -78,7 +78,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 		r.h = harness.New(o.store, hopts)
 	} else {
 		var err error
-		r.h, err = harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), hopts)
+		r.h, err = harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &harness.OpenOptions{Options: *hopts})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +436,7 @@ func TestScenarioUnkeyedTool(t *testing.T) {
 					return harness.DidNotHappen()
 				}
 			}
-			h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &harness.Options{Retry: fastRetry})
+			h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &harness.OpenOptions{Options: harness.Options{Retry: fastRetry}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -36,8 +36,7 @@ func (h *Harness) Call(ctx context.Context, c ToolCall) Result {
 // harness, unknown tool, invalid input, no turn), so that an Observer
 // counts every call.
 func (h *Harness) rejectedEarly(ctx context.Context, c ToolCall, res Result) Result {
-	h.emit(ctx, Event{Kind: EventResult, Tool: c.Tool, Session: c.Session, Turn: c.Turn, Key: res.Key,
-		Status: Rejected, Err: res.Err})
+	h.emit(ctx, resultEvent(Event{Tool: c.Tool, Session: c.Session, Turn: c.Turn, Key: res.Key, CallID: c.ID}, res))
 	return res
 }
 
@@ -47,6 +46,12 @@ type prepared struct {
 	tool *tool
 	d    keyderive.Derived
 	err  error
+}
+
+// event is the start of every Event of p's call.
+func (p *prepared) event() Event {
+	return Event{Tool: p.tool.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key,
+		CallID: p.call.ID, ToolDescription: p.tool.Description}
 }
 
 func (p *prepared) rejected() Result {
@@ -138,9 +143,8 @@ func (h *Harness) left(ctx context.Context, p *prepared, cause error) Result {
 		err == nil && rec.Fingerprint != p.d.Fingerprint && !rec.Fingerprint.IsZero():
 		base.Status = Rejected
 		base.Err = fmt.Errorf("harness: tool %q key %s: the caller left before the tool started: %w", p.call.Tool, p.d.Key, cause)
-	case err == nil && rec.State.Settled() && p.tool.next(&rec, h.now()) == StepAnswer:
-		f := flight{h: h, p: p}
-		f.base = Event{Tool: p.tool.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
+	case err == nil && rec.State.Settled() && p.tool.next(&rec, h.now()) == journal.StepAnswer:
+		f := h.newFlight(p)
 		res := f.answer(ctx, f.fromRecord(rec))
 		res.CallID = p.call.ID
 		return res
@@ -158,12 +162,7 @@ func (h *Harness) left(ctx context.Context, p *prepared, cause error) Result {
 // emitJoined reports the result of a call that did not report its own (it
 // shared another's flight, or left it).
 func (h *Harness) emitJoined(ctx context.Context, p *prepared, res Result) {
-	e := Event{Kind: EventResult, Tool: p.call.Tool, Session: p.call.Session, Turn: p.call.Turn,
-		Key: p.d.Key, Tries: res.Attempts, Status: res.Status, Source: res.Source, Err: res.Err}
-	if oe, ok := res.Err.(*OutcomeError); ok {
-		e.Class = oe.Class
-	}
-	h.emit(ctx, e)
+	h.emit(ctx, resultEvent(p.event(), res))
 }
 
 // replay answers a call from a live settled record by one read, without
@@ -173,11 +172,10 @@ func (h *Harness) emitJoined(ctx context.Context, p *prepared, res Result) {
 func (h *Harness) replay(ctx context.Context, p *prepared) (res Result, ok bool) {
 	rec, err := h.store.Get(ctx, p.d.Key)
 	if err != nil || !rec.State.Settled() || rec.Fingerprint != p.d.Fingerprint ||
-		p.tool.next(&rec, h.now()) != StepAnswer {
+		p.tool.next(&rec, h.now()) != journal.StepAnswer {
 		return Result{}, false
 	}
-	f := flight{h: h, p: p}
-	f.base = Event{Tool: p.tool.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
+	f := h.newFlight(p)
 	res = f.answer(ctx, f.fromRecord(rec))
 	res.CallID = p.call.ID
 	return res, true

@@ -26,6 +26,13 @@ type flight struct {
 	lease      *leaseKeeper // set while this flight owns the intent
 }
 
+// newFlight is the flight of the prepared call p: the one place a flight
+// is made, whether it will own the intent, wait for it or answer it from
+// the journal.
+func (h *Harness) newFlight(p *prepared) *flight {
+	return &flight{h: h, p: p, base: p.event()}
+}
+
 func (f *flight) schedule() *retryclass.Schedule {
 	if f.sched == nil {
 		f.sched = f.p.tool.policy.NewSchedule()
@@ -37,8 +44,7 @@ func (f *flight) schedule() *retryclass.Schedule {
 // takes over, waits or answers.
 func (h *Harness) run(ctx context.Context, p *prepared) Result {
 	t := p.tool
-	f := &flight{h: h, p: p}
-	f.base = Event{Tool: t.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
+	f := h.newFlight(p)
 	req := journal.BeginRequest{
 		Key:         p.d.Key,
 		Intent:      intentOf(p.call),
@@ -107,14 +113,14 @@ func (f *flight) own(ctx context.Context, br journal.BeginResult, body func(cont
 
 // takeover continues an intent whose earlier attempt ended without a
 // recorded answer (a crash, a lost answer) or whose recorded outcome a
-// re-issue runs or reconciles again (ReissueStep).
+// re-issue runs or reconciles again (journal.Reissue).
 func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 	t := f.p.tool
-	step := afterMaybe(&rec, t.Effect)
-	notExecuted := lastAttemptClass(&rec) == retryclass.NotExecuted
+	step := journal.TakeoverStep(&rec, t.Effect)
+	notExecuted := journal.LastAttemptNotExecuted(&rec)
 	f.mayHaveRun = mayHaveRun(&rec)
 	f.event(ctx, EventTakeover, nil)
-	if step == StepReconcile {
+	if step == journal.StepReconcile {
 		cause := errors.New("an earlier attempt ended without a recorded outcome (crash, lost answer or an unknown outcome)")
 		if res, settled := f.reconcile(ctx, cause); settled {
 			return res
@@ -135,7 +141,7 @@ func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 // every attempt that was not closed as provably not executed may have.
 func mayHaveRun(rec *journal.Record) bool {
 	for _, a := range rec.Attempts {
-		if classOf(a.Class) != retryclass.NotExecuted {
+		if a.Class != journal.ClassNotExecuted {
 			return true
 		}
 	}
@@ -206,49 +212,43 @@ func (f *flight) tryFunc(ctx context.Context, attemptID string) (res Result, set
 	return Result{}, false, v, err
 }
 
-// afterFailure decides what a failed attempt's verdict means: settled with
-// the result when the call ends here, else the verdict to retry under.
+// afterFailure carries out failureTable's row for a failed attempt:
+// settled with the result when the call ends here, else the verdict to
+// retry under.
 func (f *flight) afterFailure(ctx context.Context, v retryclass.Verdict, err error) (retryclass.Verdict, Result, bool) {
-	switch v.Class {
-	case retryclass.Success:
-		// A classifier that calls an error a success is overruled: an
-		// error with no output cannot be recorded as a result.
+	if v.Class == retryclass.Success {
+		// A classifier that calls an error a success is overruled.
 		v.Class = retryclass.MaybeExecuted
-	case retryclass.Canceled:
-		// The caller gave up mid-attempt: the attempt may have run.
-		return v, f.completeErr(ctx, journal.StateUnknown, retryclass.Canceled, err), true
-	case retryclass.Terminal:
-		if f.mayHaveRun {
-			return v, f.refused(ctx, err), true
-		}
-		return v, f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err), true
-	case retryclass.Mismatch:
-		return v, f.completeErr(ctx, journal.StateSuppressed, retryclass.Mismatch, err), true
 	}
 	if v.Class == retryclass.MaybeExecuted {
 		f.mayHaveRun = true
-		if f.p.tool.Effect == journal.Unkeyed {
-			// Never retried blindly: it could double the effect. Once the
-			// downstream can no longer be acting on the attempt, the
-			// Reconcile hook is asked.
-			if res, settled := f.settleThenReconcile(ctx, err); settled {
-				return v, res, true
-			}
-			v.Class = retryclass.NotExecuted
+	}
+	rule := failureOf(f.p.tool.Effect, v.Class, f.mayHaveRun)
+	switch rule.step {
+	case recordNow:
+		return v, f.completeErr(ctx, rule.state, rule.record, rule.message(err)), true
+	case reconcileFirst:
+		// Never retried blindly: it could double the effect. Once the
+		// downstream can no longer be acting on the attempt, the
+		// Reconcile hook is asked.
+		if res, settled := f.settleThenReconcile(ctx, err); settled {
+			return v, res, true
 		}
+		v.Class = retryclass.NotExecuted
 	}
 	return v, Result{}, false
 }
 
 // inTxVerdict classifies the failure of an InTx effect, whose transaction
-// rolled back with it: nothing happened, whatever the error says.
+// rolled back with it (inTxClass).
 func (f *flight) inTxVerdict(ctx context.Context, err error) retryclass.Verdict {
 	v := f.p.tool.policy.Verdict(ctx, err)
 	var pe *PanicError
 	switch {
 	case errors.As(err, &pe):
 		v.Class = retryclass.Terminal // a bug: not retried
-	case v.Class == retryclass.Terminal, v.Class == retryclass.Mismatch, v.Class == retryclass.InFlight:
+	case int(v.Class) < len(inTxClass):
+		v.Class = inTxClass[v.Class]
 	default:
 		v.Class = retryclass.NotExecuted
 	}
@@ -275,35 +275,11 @@ func (f *flight) retry(ctx context.Context, v retryclass.Verdict, err error) (at
 }
 
 // giveUp records the outcome of a retryable failure whose budget is spent
-// (or whose caller left between attempts).
+// (or whose caller left between attempts): failureTable's, for the class
+// the last attempt left.
 func (f *flight) giveUp(ctx context.Context, c retryclass.Class, err error) Result {
-	switch {
-	case c == retryclass.InFlight:
-		return f.completeErr(ctx, journal.StateSuppressed, c, err)
-	case c == retryclass.NotExecuted && !f.mayHaveRun:
-		return f.completeErr(ctx, journal.StateFailed, c, err)
-	case c == retryclass.NotExecuted:
-		// This attempt did not execute, but an earlier one may have.
-		return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
-			fmt.Errorf("%w; an earlier attempt may have taken effect", err))
-	default:
-		return f.completeErr(ctx, journal.StateUnknown, c, err)
-	}
-}
-
-// refused records a definite refusal of a retry after an attempt that may
-// have taken effect: never "nothing was done". An Unkeyed intent becomes
-// unknown; a Keyed or Idempotent one is suppressed, since the downstream
-// refused a repeat of something that may already have happened.
-func (f *flight) refused(ctx context.Context, err error) Result {
-	err = fmt.Errorf("the downstream refused a retry of an action that may already have happened: %w", err)
-	switch f.p.tool.Effect {
-	case journal.Unkeyed:
-		return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted, err)
-	case journal.ReadOnly:
-		return f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err)
-	}
-	return f.completeErr(ctx, journal.StateSuppressed, retryclass.Mismatch, err)
+	rule := failureOf(f.p.tool.Effect, c, f.mayHaveRun)
+	return f.completeErr(ctx, rule.state, rule.record, rule.message(err))
 }
 
 // attemptInTx runs an InTx tool's effect in the transaction that records
@@ -317,17 +293,9 @@ func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result,
 			// The effect keeps the caller's context (its deadline and the
 			// key) and gains the store's transaction from txCtx.
 			actx := f.h.attemptContext(withValuesOf(ctx, txCtx), t, f.p, attemptID)
-			if t.timeout > 0 {
-				var cancel context.CancelFunc
-				actx, cancel = context.WithTimeout(actx, t.timeout)
-				defer cancel()
+			if pe := guarded(actx, t, func(actx context.Context) { out, effectErr = t.InTx(actx, f.p.call.Input) }); pe != nil {
+				return nil, pe
 			}
-			defer func() {
-				if r := recover(); r != nil {
-					out, err = nil, newPanicError(t.Name, r)
-				}
-			}()
-			out, effectErr = t.InTx(actx, f.p.call.Input)
 			return out, effectErr
 		})
 	effectClass := retryclass.Success
@@ -363,32 +331,43 @@ func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result,
 // call as after a crash.
 func (h *Harness) invoke(ctx context.Context, t *tool, p *prepared, attemptID string) (out json.RawMessage, err error) {
 	actx := h.attemptContext(ctx, t, p, attemptID)
+	if pe := guarded(actx, t, func(actx context.Context) { out, err = t.Func(actx, p.call.Input) }); pe != nil {
+		return nil, pe
+	}
+	return out, err
+}
+
+// guarded runs user code (the tool, its InTx effect, its Reconcile hook)
+// under the tool's timeout, and returns the *PanicError of a panic in it,
+// nil when fn returned. runtime.Goexit is not recovered: it ends the
+// flight's goroutine, as after a crash.
+func guarded(ctx context.Context, t *tool, fn func(context.Context)) (pe *PanicError) {
 	if t.timeout > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(actx, t.timeout)
+		ctx, cancel = context.WithTimeout(ctx, t.timeout)
 		defer cancel()
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = nil, newPanicError(t.Name, r)
+			pe = newPanicError(t.Name, r)
 		}
 	}()
-	return t.Func(actx, p.call.Input)
+	fn(ctx)
+	return nil
 }
 
 // attemptContext is the context a tool's attempt runs with: the key, the
 // attempt id and whether the downstream may be asked to deduplicate by key
 // (Transport reads it).
 func (h *Harness) attemptContext(ctx context.Context, t *tool, p *prepared, attemptID string) context.Context {
-	return context.WithValue(ctx, keyCtxKey, &attemptInfo{key: p.d.Key, attempt: attemptID, unkeyed: t.Effect == journal.Unkeyed})
+	return context.WithValue(ctx, keyCtxKey, &attemptInfo{key: p.d.Key, attempt: attemptID, unkeyed: t.Effect == journal.Unkeyed, call: placeOf(p.call)})
 }
 
 // runUnjournaled runs a ReadOnly tool that is not journaled: retried on any
 // retryable failure, nothing recorded.
 func (h *Harness) runUnjournaled(ctx context.Context, p *prepared) Result {
 	t := p.tool
-	f := &flight{h: h, p: p}
-	f.base = Event{Tool: t.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
+	f := h.newFlight(p)
 	for {
 		id := h.newAttemptID()
 		f.tries++

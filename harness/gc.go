@@ -7,12 +7,12 @@ import (
 
 // BatchGC is a store that removes expired records in bounded batches
 // (the bbolt store): the harness can then collect them in the background
-// without holding up calls (Options.GCEvery).
+// without holding up calls (OpenOptions.GCEvery).
 type BatchGC interface {
 	GCBatch(ctx context.Context, max int) (int, error)
 }
 
-// DefaultGCEvery is Options.GCEvery's default: how often a Harness that
+// DefaultGCEvery is OpenOptions.GCEvery's default: how often a Harness that
 // Open opened sweeps its journal's expired records.
 const DefaultGCEvery = time.Hour
 

@@ -20,8 +20,8 @@ func TestBackgroundGC(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &harness.Options{
-		Retry: fastRetry, RecordTTL: time.Hour, GCEvery: 10 * time.Millisecond,
+	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &harness.OpenOptions{
+		Options: harness.Options{Retry: fastRetry, RecordTTL: time.Hour}, GCEvery: 10 * time.Millisecond,
 		Journal: &journal.Options{Now: clock}})
 	if err != nil {
 		t.Fatal(err)

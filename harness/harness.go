@@ -21,8 +21,9 @@ import (
 	"github.com/agentonce/agentonce/singleflight"
 )
 
-// Options configures a Harness. A nil *Options means defaults; each
-// field's zero value is its default.
+// Options configures a Harness, from New or from Open (OpenOptions holds
+// it, beside how Open finds and keeps its journal). A nil *Options means
+// defaults; each field's zero value is its default.
 type Options struct {
 	// Owner names this process in journal leases. Zero means host name, pid
 	// and a random suffix, unique per Harness.
@@ -61,29 +62,6 @@ type Options struct {
 	// CacheSize bounds the memo of raw input → key; zero means 4096
 	// entries, negative disables it.
 	CacheSize int
-	// Journal configures the journal that Open opens (for example the
-	// namespace a fleet shares, or a lock timeout); nil means defaults. New
-	// ignores it: the store is already open.
-	Journal *journal.Options
-	// GCEvery is how often a Harness that Open opened removes its journal's
-	// expired records in the background, in small paced batches (calls
-	// meanwhile stay within about 1.2× their latency), when the store
-	// supports it (BatchGC: bbolt). Zero means DefaultGCEvery (1 hour);
-	// negative turns it off (run agentctl gc instead). Unknown and pending
-	// records are never removed. New ignores it.
-	GCEvery time.Duration
-	// RequireJournal makes Open fail with journal.ErrNoJournal instead of
-	// creating a journal that does not exist: for deployments that must not
-	// start empty (a lost disk would otherwise start a new journal, and
-	// with a random namespace, new keys). New ignores it.
-	RequireJournal bool
-	// Inspect says whether a Harness that Open opened on a bbolt file
-	// serves agentctl (read-only inspection, resolve and the event stream)
-	// over a unix socket beside the journal, "<journal>.sock", while the
-	// file is locked. Zero, InspectAuto, serves it when it can and
-	// otherwise runs without it, saying why to Logger; see InspectMode.
-	// A Harness from New, or on PostgreSQL, never serves it.
-	Inspect InspectMode
 }
 
 // Harness wraps an agent's tools so that one intent produces at most one
@@ -96,6 +74,10 @@ type Harness struct {
 	namespace [16]byte
 	flights   singleflight.Group[flightKey, Result]
 	memo      memo
+	// inspectMode and readOnly are Open's: whether to serve agentctl, and
+	// whether the journal was opened read-only (then it is not served).
+	inspectMode InspectMode
+	readOnly    bool
 	// localReads enables the replay fast path (see replay).
 	localReads bool
 	attemptN   atomic.Uint64

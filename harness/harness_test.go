@@ -321,7 +321,7 @@ func TestReplayAfterSuccessAndReopen(t *testing.T) {
 		}}
 	c := call("charge_card", `{"amount":4900,"currency":"usd"}`)
 
-	h, err := harness.Open(context.Background(), path, &harness.Options{Retry: fastRetry})
+	h, err := harness.Open(context.Background(), path, &harness.OpenOptions{Options: harness.Options{Retry: fastRetry}})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
@@ -344,7 +344,7 @@ func TestReplayAfterSuccessAndReopen(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 
-	h2, err := harness.Open(context.Background(), path, &harness.Options{Retry: fastRetry})
+	h2, err := harness.Open(context.Background(), path, &harness.OpenOptions{Options: harness.Options{Retry: fastRetry}})
 	if err != nil {
 		t.Fatalf("reopen %s: %v", path, err)
 	}

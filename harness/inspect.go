@@ -5,20 +5,23 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentonce/agentonce/internal/inspect"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
 // InspectMode says whether Open serves agentctl over a unix socket beside
-// a bbolt journal (Options.Inspect).
+// a bbolt journal (OpenOptions.Inspect).
 //
 // The socket is "<journal>.sock", mode 0600, and serves only the agent's
 // own user (on Linux the peer's uid is checked with SO_PEERCRED): agentctl
 // reads the journal through it (ls, show, stats, replay, export), resolves
 // unknown intents, and follows the events of every call (agentctl tail),
-// exactly as it would read the file of a stopped agent. A stale socket left
-// by an agent that died is removed at Open; Close removes the socket before
-// it releases the journal.
+// exactly as it would read the file of a stopped agent. The socket is
+// bounded (harness/inspect's defaults: 1 MiB a message, 32 connections,
+// hello within 5 s, 2 min idle), so a stray client cannot take the agent's
+// memory, descriptors or calls. A stale socket left by an agent that died
+// is removed at Open; Close removes the socket before it releases the
+// journal.
 type InspectMode uint8
 
 const (
@@ -44,22 +47,22 @@ type filePath interface {
 }
 
 // inspectServer is the running agent's end of the protocol of
-// internal/inspect. A nil *inspectServer serves nothing.
+// harness/inspect. A nil *inspectServer serves nothing.
 type inspectServer struct {
 	srv *inspect.Server
 }
 
-// serveInspect starts serving agentctl, as Options.Inspect says. It runs
+// serveInspect starts serving agentctl, as OpenOpenOptions.Inspect says. It runs
 // in Open, before the Harness is shared, so it may set h.opts.Observer.
 func (h *Harness) serveInspect() error {
 	fp, ok := h.store.(filePath)
-	if !ok || h.opts.Inspect == InspectOff || (h.opts.Journal != nil && h.opts.Journal.ReadOnly) {
+	if !ok || h.inspectMode == InspectOff || h.readOnly {
 		return nil
 	}
 	sock := inspect.SocketPath(fp.Path())
 	srv, err := inspect.Listen(sock, h.store, &inspect.ServerOptions{Journal: fp.Path(), Owner: h.owner})
 	if err != nil {
-		if h.opts.Inspect == InspectRequire {
+		if h.inspectMode == InspectRequire {
 			return fmt.Errorf("harness: serve agentctl at %s: %w", sock, err)
 		}
 		if h.opts.Logger != nil {
@@ -74,7 +77,7 @@ func (h *Harness) serveInspect() error {
 }
 
 // InspectSocket returns the path of the socket the Harness serves agentctl
-// on, or "" when it serves none (see Options.Inspect).
+// on, or "" when it serves none (see OpenOptions.Inspect).
 func (h *Harness) InspectSocket() string {
 	if h.inspect == nil {
 		return ""

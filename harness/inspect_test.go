@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/harness"
-	"github.com/agentonce/agentonce/internal/inspect"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 )
@@ -90,11 +90,11 @@ func TestInspectEvents(t *testing.T) {
 	var userEvents atomic.Int32
 	// The journal is new: Open's EventNewJournal comes before anyone can
 	// subscribe, so the caller's count leaves it out.
-	h, err := harness.Open(ctx, path, &harness.Options{Observer: harness.ObserverFunc(func(_ context.Context, e harness.Event) {
+	h, err := harness.Open(ctx, path, &harness.OpenOptions{Options: harness.Options{Observer: harness.ObserverFunc(func(_ context.Context, e harness.Event) {
 		if e.Kind != harness.EventNewJournal {
 			userEvents.Add(1)
 		}
-	})})
+	})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestInspectModes(t *testing.T) {
 	path := filepath.Join(dir, "j.db")
 	sock := path + ".sock"
 
-	h, err := harness.Open(ctx, path, &harness.Options{Inspect: harness.InspectOff})
+	h, err := harness.Open(ctx, path, &harness.OpenOptions{Inspect: harness.InspectOff})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestInspectModes(t *testing.T) {
 	}
 	ln.SetUnlinkOnClose(false)
 	ln.Close()
-	h, err = harness.Open(ctx, path, &harness.Options{Inspect: harness.InspectRequire})
+	h, err = harness.Open(ctx, path, &harness.OpenOptions{Inspect: harness.InspectRequire})
 	if err != nil {
 		t.Fatalf("Open over a stale socket: %v", err)
 	}
@@ -184,7 +184,7 @@ func TestInspectModes(t *testing.T) {
 
 	os.WriteFile(sock, []byte("not a socket"), 0o600)
 	var log bytes.Buffer
-	h, err = harness.Open(ctx, path, &harness.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	h, err = harness.Open(ctx, path, &harness.OpenOptions{Options: harness.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))}})
 	if err != nil {
 		t.Fatalf("InspectAuto with a file in the way: Open = %v; want the agent to start", err)
 	}
@@ -192,12 +192,12 @@ func TestInspectModes(t *testing.T) {
 		t.Errorf("InspectAuto with a file in the way: socket %q, log %q; want none and a warning", s, log.String())
 	}
 	h.Close()
-	_, err = harness.Open(ctx, path, &harness.Options{Inspect: harness.InspectRequire})
+	_, err = harness.Open(ctx, path, &harness.OpenOptions{Inspect: harness.InspectRequire})
 	if !errors.Is(err, inspect.ErrSocketInUse) || !strings.Contains(err.Error(), sock) {
 		t.Errorf("InspectRequire with a file in the way: Open error = %v; want ErrSocketInUse naming %s", err, sock)
 	}
 	// The failed Open released the journal.
-	h, err = harness.Open(ctx, path, &harness.Options{Inspect: harness.InspectOff, Journal: &journal.Options{StoreOptions: &bolt.Options{LockTimeout: 100 * time.Millisecond}}})
+	h, err = harness.Open(ctx, path, &harness.OpenOptions{Inspect: harness.InspectOff, Journal: &journal.Options{StoreOptions: &bolt.Options{LockTimeout: 100 * time.Millisecond}}})
 	if err != nil {
 		t.Fatalf("Open after a failed Open: %v", err)
 	}
@@ -221,7 +221,7 @@ func ExampleHarness_InspectSocket() {
 	fmt.Println(filepath.Base(h.InspectSocket()))
 	h.Close()
 
-	h, err = harness.Open(context.Background(), path, &harness.Options{Inspect: harness.InspectOff})
+	h, err = harness.Open(context.Background(), path, &harness.OpenOptions{Inspect: harness.InspectOff})
 	if err != nil {
 		panic(err)
 	}

@@ -19,12 +19,12 @@ import (
 
 // openRecordingNew opens a harness at location and returns the
 // EventNewJournal events Open reported.
-func openRecordingNew(t *testing.T, location string, opts *harness.Options) (*harness.Harness, []harness.Event, error) {
+func openRecordingNew(t *testing.T, location string, opts *harness.OpenOptions) (*harness.Harness, []harness.Event, error) {
 	t.Helper()
 	var mu sync.Mutex
 	var evs []harness.Event
 	if opts == nil {
-		opts = &harness.Options{}
+		opts = &harness.OpenOptions{}
 	}
 	opts.Observer = harness.ObserverFunc(func(_ context.Context, e harness.Event) {
 		if e.Kind == harness.EventNewJournal {
@@ -101,7 +101,7 @@ func TestNewRandomNamespaceIsReported(t *testing.T) {
 
 func TestRequireJournal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "agent.journal")
-	_, err := harness.Open(context.Background(), path, &harness.Options{RequireJournal: true})
+	_, err := harness.Open(context.Background(), path, &harness.OpenOptions{RequireJournal: true})
 	if !errors.Is(err, journal.ErrNoJournal) {
 		t.Fatalf("Open(missing, RequireJournal) = %v; want ErrNoJournal", err)
 	}
@@ -121,7 +121,7 @@ func TestRequireJournalPostgres(t *testing.T) {
 	if !strings.Contains(url, "?") {
 		loc = url + "?schema=" + schema
 	}
-	_, err := harness.Open(context.Background(), loc, &harness.Options{RequireJournal: true})
+	_, err := harness.Open(context.Background(), loc, &harness.OpenOptions{RequireJournal: true})
 	if !errors.Is(err, journal.ErrNoJournal) {
 		t.Fatalf("Open(empty schema, RequireJournal) = %v; want ErrNoJournal", err)
 	}
@@ -133,7 +133,7 @@ func TestRequireJournalPostgres(t *testing.T) {
 	if len(evs) != 1 {
 		t.Errorf("new-journal events on a new schema = %d; want 1", len(evs))
 	}
-	h, err = harness.Open(context.Background(), loc, &harness.Options{RequireJournal: true})
+	h, err = harness.Open(context.Background(), loc, &harness.OpenOptions{RequireJournal: true})
 	if err != nil {
 		t.Fatalf("Open(existing schema, RequireJournal) = %v", err)
 	}

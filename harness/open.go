@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -16,12 +17,44 @@ import (
 )
 
 // NamespaceEnv names the environment variable Open reads the journal's
-// namespace from when Options.Journal.Namespace is zero: a UUID. Keys are
+// namespace from when OpenOptions.Journal.Namespace is zero: a UUID. Keys are
 // derived under the namespace, so a fleet that shares one, or an agent
 // whose journal was lost, derives the same keys again, and a Keyed
 // downstream still recognises a retry. It is a secret: anyone who has it
 // can predict the deployment's keys.
 const NamespaceEnv = "AGENTONCE_NAMESPACE"
+
+// OpenOptions configures Open: the Harness's Options, as for New, and how
+// Open finds, opens and keeps its journal. A nil *OpenOptions means
+// defaults; each field's zero value is its default.
+type OpenOptions struct {
+	// Options configures the Harness itself, as New's do.
+	Options
+	// Journal configures the journal that Open opens (for example the
+	// namespace a fleet shares, or a lock timeout); nil means defaults.
+	// Its Namespace is the namespace of a journal Open creates; zero means
+	// NamespaceEnv, else a new random one.
+	Journal *journal.Options
+	// GCEvery is how often a Harness that Open opened removes its journal's
+	// expired records in the background, in small paced batches (calls
+	// meanwhile stay within about 1.2× their latency), when the store
+	// supports it (BatchGC: bbolt). Zero means DefaultGCEvery (1 hour);
+	// negative turns it off (run agentctl gc instead). Unknown and pending
+	// records are never removed.
+	GCEvery time.Duration
+	// RequireJournal makes Open fail with journal.ErrNoJournal instead of
+	// creating a journal that does not exist: for deployments that must not
+	// start empty (a lost disk would otherwise start a new journal, and
+	// with a random namespace, new keys). False, the default, creates it.
+	RequireJournal bool
+	// Inspect says whether a Harness that Open opened on a bbolt file
+	// serves agentctl (read-only inspection, resolve and the event stream)
+	// over a unix socket beside the journal, "<journal>.sock", while the
+	// file is locked. Zero, InspectAuto, serves it when it can and
+	// otherwise runs without it, saying why to Logger; see InspectMode.
+	// A Harness from New, or on PostgreSQL, never serves it.
+	Inspect InspectMode
+}
 
 // Open opens the journal at location with journal.Open and returns a
 // Harness on it; Close closes the journal too. A path is a bbolt file,
@@ -31,19 +64,19 @@ const NamespaceEnv = "AGENTONCE_NAMESPACE"
 //
 //	import _ "github.com/agentonce/agentonce/journal/postgres"
 //
-// The namespace comes from Options.Journal.Namespace, else from the
+// The namespace comes from OpenOptions.Journal.Namespace, else from the
 // NamespaceEnv environment variable, else it is made at random with a new
 // journal. A journal never silently replaces a lost one: with
-// Options.RequireJournal a missing journal is an error wrapping
+// OpenOptions.RequireJournal a missing journal is an error wrapping
 // journal.ErrNoJournal, and a new journal with a new random namespace is
 // reported (an EventNewJournal and a warning on Options.Logger), since
 // every key changes with it.
 //
 // On a bbolt file, the Harness also serves agentctl over a unix socket
-// beside it (Options.Inspect), since the file's lock keeps agentctl out
+// beside it (OpenOptions.Inspect), since the file's lock keeps agentctl out
 // while the agent runs.
-func Open(ctx context.Context, location string, opts *Options) (*Harness, error) {
-	var o Options
+func Open(ctx context.Context, location string, opts *OpenOptions) (*Harness, error) {
+	var o OpenOptions
 	if opts != nil {
 		o = *opts
 	}
@@ -73,7 +106,7 @@ func Open(ctx context.Context, location string, opts *Options) (*Harness, error)
 		}
 	}
 	if !exists && o.RequireJournal {
-		return nil, fmt.Errorf("harness: open %s: %w (Options.RequireJournal; a new journal would start with no record of what was done)", location, journal.ErrNoJournal)
+		return nil, fmt.Errorf("harness: open %s: %w (OpenOptions.RequireJournal; a new journal would start with no record of what was done)", location, journal.ErrNoJournal)
 	}
 	st, err := journal.Open(ctx, location, &jo)
 	if err != nil {
@@ -82,9 +115,9 @@ func Open(ctx context.Context, location string, opts *Options) (*Harness, error)
 	if c, ok := st.(interface{ Created() bool }); ok && remote {
 		exists = !c.Created()
 	}
-	o.Journal = &jo
-	h := New(st, &o)
+	h := New(st, &o.Options)
 	h.ownStore = true
+	h.inspectMode, h.readOnly = o.Inspect, jo.ReadOnly
 	if err := h.serveInspect(); err != nil {
 		st.Close()
 		return nil, err
@@ -147,10 +180,10 @@ func (h *Harness) reportNewJournal(ctx context.Context, location string, configu
 		h.opts.Logger.WarnContext(ctx, "agentonce created a new journal with a new random namespace",
 			slog.String("journal", location),
 			slog.String("why it matters", "keys of intents made before this journal do not carry over"),
-			slog.String("fix", "configure the namespace (harness Options.Journal.Namespace or "+NamespaceEnv+"), or Options.RequireJournal to refuse a missing journal"))
+			slog.String("fix", "configure the namespace (harness OpenOptions.Journal.Namespace or "+NamespaceEnv+"), or OpenOptions.RequireJournal to refuse a missing journal"))
 		return
 	}
-	src := "Options.Journal.Namespace"
+	src := "OpenOptions.Journal.Namespace"
 	if fromEnv {
 		src = NamespaceEnv
 	}

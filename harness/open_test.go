@@ -49,11 +49,11 @@ func TestOpenByLocation(t *testing.T) {
 	}
 }
 
-// Open passes Options.Journal to the journal it opens: a deployment can
+// Open passes OpenOptions.Journal to the journal it opens: a deployment can
 // supply its secret namespace from configuration.
 func TestOpenWithJournalOptions(t *testing.T) {
 	ns := uuid.MustParse("6f1c2e0a-3b7d-4c5e-9a8b-1d2e3f405162")
-	h, err := harness.Open(context.Background(), t.TempDir()+"/j", &harness.Options{Journal: &journal.Options{Namespace: ns}})
+	h, err := harness.Open(context.Background(), t.TempDir()+"/j", &harness.OpenOptions{Journal: &journal.Options{Namespace: ns}})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -73,7 +73,7 @@ func TestOpenBadJournal(t *testing.T) {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
 	defer h.Close()
-	_, err = harness.Open(ctx, path, &harness.Options{Journal: &journal.Options{StoreOptions: &bolt.Options{LockTimeout: 50 * time.Millisecond}}})
+	_, err = harness.Open(ctx, path, &harness.OpenOptions{Journal: &journal.Options{StoreOptions: &bolt.Options{LockTimeout: 50 * time.Millisecond}}})
 	if !errors.Is(err, journal.ErrInUse) {
 		t.Errorf("Open(held journal) = %v; want ErrInUse", err)
 	}

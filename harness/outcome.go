@@ -95,18 +95,30 @@ func (f *flight) inProgress(tries int, msg string) Result {
 }
 
 // fromRecord turns a settled record into a Result, replayed from the
-// journal.
+// journal, and counts its attempts as this flight's.
 func (f *flight) fromRecord(rec journal.Record) Result {
 	f.tries = len(rec.Attempts)
-	res := Result{Status: statusOf(rec.State), Source: Replayed}
-	if rec.State == journal.StateSucceeded {
+	return ResultFromRecord(&rec)
+}
+
+// ResultFromRecord is the Result a call answered from rec reports, in the
+// harness's words: what a re-issue of a settled record replays
+// (Source Replayed), and InProgress for a pending one. CallID is left
+// empty. A recorded class that is not a retry class (an operator's
+// resolution, a record from elsewhere) becomes what the state amounts to:
+// Terminal for a failure, Mismatch for a suppression, MaybeExecuted for
+// an unknown outcome. The timeline of agentctl shows the same Result.
+func ResultFromRecord(rec *journal.Record) Result {
+	res := Result{Tool: rec.Intent.Tool, Key: rec.Key, Status: statusOf(rec.State), Source: Replayed, Attempts: len(rec.Attempts)}
+	switch rec.State {
+	case journal.StateSucceeded:
 		res.Output = rec.Output
 		return res
+	case journal.StatePending:
+		res.Status = InProgress
 	}
 	c, err := retryclass.ParseClass(rec.ErrorClass)
 	if err != nil {
-		// Not a retry class: an operator's resolution ("resolved") or a
-		// record from elsewhere. The state says what it amounts to.
 		switch res.Status {
 		case Failed:
 			c = retryclass.Terminal
@@ -116,20 +128,30 @@ func (f *flight) fromRecord(rec journal.Record) Result {
 			c = retryclass.MaybeExecuted
 		}
 	}
-	res.Err = &OutcomeError{Tool: f.p.tool.Name, Key: rec.Key, Class: c, Message: rec.ErrorMessage, Status: res.Status}
+	res.Err = &OutcomeError{Tool: rec.Intent.Tool, Key: rec.Key, Class: c, Message: rec.ErrorMessage, Status: res.Status}
 	return res
 }
 
 // answer fills the call's fields into res and reports it.
 func (f *flight) answer(ctx context.Context, res Result) Result {
 	res.Tool, res.Key, res.Attempts = f.p.tool.Name, f.p.d.Key, f.tries
-	e := f.base
-	e.Kind, e.Status, e.Source, e.Err, e.Tries = EventResult, res.Status, res.Source, res.Err, f.tries
+	f.h.emit(ctx, resultEvent(f.base, res))
+	return res
+}
+
+// resultEvent is the EventResult that reports res, extending base (the
+// call's tool, session, turn and key): the one way a result is reported,
+// whether a flight, a joined caller or an early refusal answers.
+func resultEvent(base Event, res Result) Event {
+	e := base
+	e.Kind, e.Status, e.Source, e.Err, e.Tries = EventResult, res.Status, res.Source, res.Err, res.Attempts
+	if res.CallID != "" {
+		e.CallID = res.CallID
+	}
 	if oe, ok := res.Err.(*OutcomeError); ok {
 		e.Class = oe.Class
 	}
-	f.h.emit(ctx, e)
-	return res
+	return e
 }
 
 func (f *flight) event(ctx context.Context, k EventKind, err error) {

@@ -100,17 +100,10 @@ func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settle
 func (f *flight) askReconcile(ctx context.Context) (r Reconciliation) {
 	t := f.p.tool
 	rctx := f.h.attemptContext(ctx, t, f.p, "")
-	if t.timeout > 0 {
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(rctx, t.timeout)
-		defer cancel()
+	if pe := guarded(rctx, t, func(rctx context.Context) { r = t.Reconcile(rctx, f.p.d.Key, f.p.call.Input) }); pe != nil {
+		return CannotTell(pe)
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			r = CannotTell(newPanicError(t.Name, v))
-		}
-	}()
-	return t.Reconcile(rctx, f.p.d.Key, f.p.call.Input)
+	return r
 }
 
 // DefaultUnkeyedTimeout bounds each attempt of an Unkeyed tool whose Timeout

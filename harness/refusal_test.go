@@ -84,7 +84,7 @@ func TestRefusalAfterMaybeExecuted(t *testing.T) {
 	if isFailed(res) || saidNothingHappened(res) {
 		t.Errorf("result: %s; want neither failed nor \"nothing was done\" after a maybe-executed attempt", describe(res))
 	}
-	// DESIGN.md, retry classes: a refusal after a maybe-executed attempt
+	// docs/design.md, retry classes: a refusal after a maybe-executed attempt
 	// of a Keyed tool is suppressed.
 	if !isSuppressed(res) {
 		t.Errorf("result: %s; want suppressed", describe(res))

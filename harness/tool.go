@@ -11,11 +11,24 @@ import (
 	"github.com/agentonce/agentonce/retryclass"
 )
 
-// Effect is a tool's effect kind (journal.Unkeyed, journal.ReadOnly,
-// journal.Idempotent, journal.Keyed): what the harness may do after an
-// attempt whose outcome is unknown. The zero value is journal.Unkeyed, the
-// safest. The kinds are named once, in package journal, which records them.
+// Effect is a tool's effect kind: what the harness may do after an attempt
+// whose outcome is unknown. The zero value is Unkeyed, the safest. It is
+// journal.Effect (the journal records it), so that a program that only
+// registers tools needs no import of journal.
 type Effect = journal.Effect
+
+// The effect kinds, as journal names them.
+const (
+	// Unkeyed: the downstream has no protection; never re-run silently.
+	Unkeyed = journal.Unkeyed
+	// ReadOnly: no side effect; run again freely.
+	ReadOnly = journal.ReadOnly
+	// Idempotent: naturally idempotent (a PUT-like upsert); run again.
+	Idempotent = journal.Idempotent
+	// Keyed: the downstream honours the idempotency key; run again with
+	// the same key.
+	Keyed = journal.Keyed
+)
 
 // Func is a tool's implementation. Its context carries the idempotency key
 // and the attempt id (KeyFromContext, AttemptFromContext), and the
@@ -125,13 +138,13 @@ type tool struct {
 	retakeFn func(*journal.Record) bool // the journal's Retake, bound once
 }
 
-// next is ReissueStep for this tool at now: an Unkeyed intent to reconcile
-// whose tool has no Reconcile hook has nobody to ask, and is answered as
-// recorded (unknown) until an operator resolves it.
-func (t *tool) next(r *journal.Record, now time.Time) Step {
-	s := ReissueStep(r, t.Effect, now)
-	if s == StepReconcile && t.Reconcile == nil {
-		return StepAnswer
+// next is journal.Reissue for this tool at now: an Unkeyed intent to
+// reconcile whose tool has no Reconcile hook has nobody to ask, and is
+// answered as recorded (unknown) until an operator resolves it.
+func (t *tool) next(r *journal.Record, now time.Time) journal.Step {
+	s := journal.Reissue(r, t.Effect, now)
+	if s == journal.StepReconcile && t.Reconcile == nil {
+		return journal.StepAnswer
 	}
 	return s
 }
@@ -140,5 +153,5 @@ func (t *tool) next(r *journal.Record, now time.Time) Step {
 // taken over when a re-issue would run or reconcile it.
 func (t *tool) retake(r *journal.Record, now time.Time) bool {
 	s := t.next(r, now)
-	return s == StepRetry || s == StepReconcile
+	return s == journal.StepRetry || s == journal.StepReconcile
 }

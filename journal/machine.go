@@ -21,15 +21,23 @@ import (
 // suppressed). An unknown record, and a pending one (whose owner may be
 // gone, leaving an unknown outcome), never expire into a re-run: they wait
 // for an operator's Resolve, after which the verdict expires like any
-// other. See Overdue.
+// other. A zero Expires (a record imported from elsewhere, or written
+// before the field was kept) records no TTL, and never expires: running an
+// intent a second time on a guess about its age could repeat its effect.
+// See Overdue and Reissue.
 func Expired(r *Record, now time.Time) bool {
-	return expires(r.State) && !now.Before(r.Expires)
+	return expires(r.State) && pastTTL(r, now)
 }
 
 // Overdue reports whether r is past its TTL but kept because its outcome is
 // not known: an unknown or pending record that waits for an operator.
 func Overdue(r *Record, now time.Time) bool {
-	return !expires(r.State) && !now.Before(r.Expires)
+	return !expires(r.State) && pastTTL(r, now)
+}
+
+// pastTTL reports whether r records a TTL and now is past it.
+func pastTTL(r *Record, now time.Time) bool {
+	return !r.Expires.IsZero() && !now.Before(r.Expires)
 }
 
 // expires reports whether records in state st expire with their TTL.
@@ -87,7 +95,7 @@ func mismatchRecord(req *BeginRequest, now time.Time) Record {
 		Effect:       req.Effect,
 		Input:        req.Input,
 		State:        StateSuppressed,
-		ErrorClass:   "mismatch", // retryclass.Mismatch, which journal does not import
+		ErrorClass:   ClassMismatch,
 		ErrorMessage: fmt.Sprintf("key %s was already used with a different input; this input was suppressed, not run", req.Key),
 		Lease:        Lease{Owner: req.Owner, Token: 1},
 		Created:      now,
@@ -119,7 +127,11 @@ func placeSuppression(cur, s *Record, now time.Time) *Record {
 // durable differs. It does not modify cur, and calls req.Retake on a copy.
 func decideBegin(cur *Record, req *BeginRequest, now time.Time) BeginDecision {
 	var prevToken uint64
-	if cur != nil && Expired(cur, now) {
+	var step Step
+	if cur != nil {
+		step = Reissue(cur, req.Effect, now)
+	}
+	if step == StepAnew {
 		// An expired record is absent for Begin. Its token is carried on so
 		// that a late owner of the old record is fenced.
 		prevToken = cur.Lease.Token
@@ -143,9 +155,10 @@ func decideBegin(cur *Record, req *BeginRequest, now time.Time) BeginDecision {
 			return BeginDecision{Result: BeginResult{Outcome: Answered, Record: *cur}}
 		}
 		retaken = true
-	case now.Before(cur.Lease.Expires), now.Before(quietAt(cur)):
-		// A live owner, or an earlier attempt the downstream may still be
-		// acting on: nobody runs or reconciles the intent meanwhile.
+	case step == StepWait:
+		// A pending record with a live owner, or an earlier attempt the
+		// downstream may still be acting on: nobody runs or reconciles the
+		// intent meanwhile.
 		return BeginDecision{Result: BeginResult{Outcome: Held, Record: *cur}}
 	}
 	// Taken over: a pending record whose lease expired, or a settled one
@@ -380,7 +393,7 @@ func applyResolution(cur *Record, res Resolution, now time.Time) (Record, error)
 	}
 	r := *cur
 	r.Attempts = slices.Clone(cur.Attempts)
-	closeAttempt(&r, now, "resolved", res.Reason)
+	closeAttempt(&r, now, ClassResolved, res.Reason)
 	res.At = now
 	r.Resolution = &res
 	r.State = res.State
@@ -389,7 +402,7 @@ func applyResolution(cur *Record, res Resolution, now time.Time) (Record, error)
 	if res.State == StateSucceeded {
 		r.Output = res.Output
 	} else {
-		r.ErrorClass, r.ErrorMessage = "resolved", res.Reason
+		r.ErrorClass, r.ErrorMessage = ClassResolved, res.Reason
 	}
 	// The old owner, if alive, must not overwrite the verdict.
 	r.Lease.Token++
@@ -405,14 +418,8 @@ func applyResolution(cur *Record, res Resolution, now time.Time) (Record, error)
 
 // validateImport checks a record given to Import.
 func validateImport(r *Record) error {
-	if r.Key == uuid.Nil {
-		return fmt.Errorf("%w: import: zero key", ErrInvalid)
-	}
-	if r.Version > SchemaVersion {
-		return fmt.Errorf("%w: import %s: record version %d, this package writes %d", ErrNewerVersion, r.Key, r.Version, SchemaVersion)
-	}
-	if r.State < StatePending || r.State > StateUnknown {
-		return fmt.Errorf("%w: import %s: state %s", ErrInvalid, r.Key, r.State)
+	if err := validRecord(r); err != nil {
+		return fmt.Errorf("import: %w", err)
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func ExampleNew() {
 	}
 	dir, _ := os.MkdirTemp("", "agentotel")
 	defer os.RemoveAll(dir)
-	h, err := harness.Open(context.Background(), filepath.Join(dir, "journal.db"), &harness.Options{Observer: obs})
+	h, err := harness.Open(context.Background(), filepath.Join(dir, "journal.db"), &harness.OpenOptions{Options: harness.Options{Observer: obs}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -139,7 +138,7 @@ func buildIntent(r *journal.Record, now time.Time, singleWriter bool) timelineIn
 	action, reason := previewRecord(r, now, singleWriter)
 	in := timelineIntent{
 		Key: r.Key.String(), Tenant: r.Intent.Tenant, Turn: r.Intent.Turn, Tool: r.Intent.Tool,
-		Effect: r.Effect.String(), State: r.State.String(), Status: statusOfRecord(r).String(),
+		Effect: r.Effect.String(), State: r.State.String(), Status: harness.ResultFromRecord(r).Status.String(),
 		Created: r.Created.UTC(), Updated: r.Updated.UTC(),
 		Attempts: make([]timelineAttempt, 0, len(r.Attempts)), Marks: []timelineMark{},
 		ForModel: forModel(r), Reissue: action, ReissueReason: reason,
@@ -208,45 +207,10 @@ func buildIntent(r *journal.Record, now time.Time, singleWriter bool) timelineIn
 	return in
 }
 
-// statusOfRecord is the status a call answered from r reports: the
-// harness's for a settled record, in progress for a pending one.
-func statusOfRecord(r *journal.Record) harness.Status {
-	switch r.State {
-	case journal.StateSucceeded:
-		return harness.Succeeded
-	case journal.StateFailed:
-		return harness.Failed
-	case journal.StateSuppressed:
-		return harness.Suppressed
-	case journal.StatePending:
-		return harness.InProgress
-	}
-	return harness.Unknown
-}
-
 // forModel is the text the harness hands the model for a call answered
 // from r: the replayed Result's ForModel, so the words are the harness's.
 func forModel(r *journal.Record) string {
-	st := statusOfRecord(r)
-	res := harness.Result{Tool: r.Intent.Tool, Key: r.Key, Status: st, Source: harness.Replayed, Attempts: len(r.Attempts)}
-	if st == harness.Succeeded {
-		res.Output = json.RawMessage(r.Output)
-		return res.ForModel()
-	}
-	c, err := retryclass.ParseClass(r.ErrorClass)
-	if err != nil {
-		// An operator's resolution or a record from elsewhere: the state
-		// says what it amounts to, as when the harness replays it.
-		switch st {
-		case harness.Failed:
-			c = retryclass.Terminal
-		case harness.Suppressed:
-			c = retryclass.Mismatch
-		default:
-			c = retryclass.MaybeExecuted
-		}
-	}
-	res.Err = &harness.OutcomeError{Tool: r.Intent.Tool, Key: r.Key, Class: c, Message: r.ErrorMessage, Status: st}
+	res := harness.ResultFromRecord(r)
 	return res.ForModel()
 }
 

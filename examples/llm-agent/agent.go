@@ -299,7 +299,7 @@ func setup(ctx context.Context, o options) (*demo, error) {
 	mailClient := &http.Client{Transport: &harness.Transport{Base: d.mailFaults}}
 
 	d.obs = &observer{crashAt: crashPoint(o.crashAt), crashTool: o.crashTool, crashKill: o.crashKill}
-	hopts := &harness.Options{LeaseTTL: leaseTTL, Retry: demoPolicy, Observer: d.obs}
+	hopts := &harness.OpenOptions{Options: harness.Options{LeaseTTL: leaseTTL, Retry: demoPolicy, Observer: d.obs}}
 	if o.verbose {
 		hopts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

@@ -82,7 +82,7 @@ func callTimes(ctx context.Context, path string, k kind, hk hooks, n int) ([]ans
 			hk.beforeWriteAhead(e.Key.String())
 		}
 	})}
-	h, err := harness.Open(ctx, path, opts)
+	h, err := harness.Open(ctx, path, &harness.OpenOptions{Options: *opts})
 	if err != nil {
 		return nil, nil, err
 	}

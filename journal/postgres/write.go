@@ -192,7 +192,7 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 		return journal.Record{}, err
 	}
 	reason := cleanText(res.Reason)
-	closing, err := closeAttempt("resolved", reason)
+	closing, err := closeAttempt(journal.ClassResolved, reason)
 	if err != nil {
 		return journal.Record{}, err
 	}

@@ -1,0 +1,697 @@
+package redis
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// layoutVersion is the key layout this package writes; kept in the meta
+// hash so that a later layout can refuse or migrate an earlier one.
+const layoutVersion = 1
+
+// DefaultPrefix is the key prefix when Options.Prefix is empty.
+const DefaultPrefix = "agentonce"
+
+// maxTxRetries bounds the optimistic retries of one write whose watched
+// keys another writer changed meanwhile. Each retry means another writer
+// made progress on the same key, so running out takes a pathological
+// contention; the write then fails with an error that says so.
+const maxTxRetries = 1000
+
+// Options configures a Redis store. A nil *Options means defaults; each
+// field's zero value is its default.
+type Options struct {
+	// Journal holds the options common to every store (Namespace,
+	// ReadOnly, Now); nil means defaults. Its Now, when set, stands in for
+	// the server's clock.
+	Journal *journal.Options
+
+	// Prefix is the first part of every key the store writes, inside a
+	// hash tag ("{agentonce}:…") so that a cluster keeps one journal in one
+	// slot. Two journals on one server need two prefixes. Empty means
+	// DefaultPrefix.
+	Prefix string
+
+	// AllowUnsyncedWrites opens a server that does not fsync every write
+	// (appendonly no, or appendfsync other than always). Such a server can
+	// lose an acknowledged write-ahead record on a crash, after which an
+	// Unkeyed tool may run twice: the guarantee the journal exists for.
+	// False (the default) refuses that server with ErrNotDurable.
+	AllowUnsyncedWrites bool
+}
+
+// Store is a journal.Store on a Redis or Valkey server. It is safe for
+// concurrent use.
+type Store struct {
+	c        goredis.UniversalClient
+	own      bool // Close closes c
+	prefix   string
+	ns       uuid.UUID
+	readOnly bool
+	testNow  func() time.Time
+	closed   atomic.Bool
+}
+
+var _ journal.Store = (*Store)(nil)
+
+// Open opens the journal on the server at location
+// (redis://[user:pass@]host:port/db[?prefix=P], or rediss:// for TLS),
+// creating it when the server holds none under the prefix: Options.Prefix,
+// else the location's prefix parameter, else DefaultPrefix. The store owns
+// its client: Close closes it.
+func Open(ctx context.Context, location string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	u, err := url.Parse(location)
+	if err != nil {
+		return nil, fmt.Errorf("journal/redis: %w", err)
+	}
+	q := u.Query()
+	if p := q.Get("prefix"); p != "" && o.Prefix == "" {
+		o.Prefix = p
+	}
+	q.Del("prefix")
+	u.RawQuery = q.Encode()
+	co, err := goredis.ParseURL(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("journal/redis: %w", err)
+	}
+	c := goredis.NewClient(co)
+	s, err := New(ctx, c, &o)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	s.own = true
+	return s, nil
+}
+
+// New opens the journal on a client the caller owns and keeps: Close does
+// not close it.
+func New(ctx context.Context, c goredis.UniversalClient, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	var jo journal.Options
+	if o.Journal != nil {
+		jo = *o.Journal
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(o.Prefix, "{}") {
+		return nil, fmt.Errorf("journal/redis: prefix %q: braces are not allowed (the store adds its own hash tag)", o.Prefix)
+	}
+	s := &Store{c: c, prefix: "{" + o.Prefix + "}:", readOnly: jo.ReadOnly, testNow: jo.Now}
+	if !o.AllowUnsyncedWrites && !jo.ReadOnly {
+		if err := checkDurable(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.openMeta(ctx, jo.Namespace); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkDurable refuses a server that does not fsync every write.
+func checkDurable(ctx context.Context, c goredis.UniversalClient) error {
+	cfg, err := c.ConfigGet(ctx, "append*").Result()
+	if err != nil {
+		return fmt.Errorf("journal/redis: reading the server's durability settings (CONFIG GET append*): %w; "+
+			"a server that hides them can be opened with Options.AllowUnsyncedWrites, which gives up the write-ahead guarantee", err)
+	}
+	if cfg["appendonly"] != "yes" || cfg["appendfsync"] != "always" {
+		return fmt.Errorf("%w: appendonly=%q, appendfsync=%q; want appendonly yes and appendfsync always",
+			ErrNotDurable, cfg["appendonly"], cfg["appendfsync"])
+	}
+	return nil
+}
+
+// openMeta creates or reads the journal's meta hash: namespace and layout.
+func (s *Store) openMeta(ctx context.Context, want uuid.UUID) error {
+	meta := s.prefix + "meta"
+	if !s.readOnly {
+		ns := want
+		if ns == uuid.Nil {
+			ns = uuid.New()
+		}
+		// HSETNX twice in one MULTI would not tell us who won; a script
+		// would, but the two fields are written once and only ever read.
+		if _, err := s.c.HSetNX(ctx, meta, "namespace", ns.String()).Result(); err != nil {
+			return s.wrap("open", err)
+		}
+		if _, err := s.c.HSetNX(ctx, meta, "layout", strconv.Itoa(layoutVersion)).Result(); err != nil {
+			return s.wrap("open", err)
+		}
+	}
+	vals, err := s.c.HMGet(ctx, meta, "namespace", "layout").Result()
+	if err != nil {
+		return s.wrap("open", err)
+	}
+	nsText, _ := vals[0].(string)
+	layout, _ := vals[1].(string)
+	if nsText == "" {
+		return fmt.Errorf("%w: no journal under prefix %q on the server", journal.ErrNoJournal, strings.Trim(s.prefix, "{}:"))
+	}
+	if n, err := strconv.Atoi(layout); err != nil || n > layoutVersion {
+		return fmt.Errorf("%w: key layout %q under prefix %q, this package writes %d", journal.ErrNewerVersion, layout, s.prefix, layoutVersion)
+	}
+	ns, err := uuid.Parse(nsText)
+	if err != nil {
+		return fmt.Errorf("%w: namespace %q under prefix %q", journal.ErrCorrupt, nsText, s.prefix)
+	}
+	if want != uuid.Nil && want != ns {
+		return fmt.Errorf("%w: Options.Namespace %s, journal %s", journal.ErrNamespaceMismatch, want, ns)
+	}
+	s.ns = ns
+	return nil
+}
+
+// Namespace returns the journal's UUIDv5 namespace.
+func (s *Store) Namespace() uuid.UUID { return s.ns }
+
+// Now returns the clock the store judges leases and expiry by: the
+// server's (TIME), or Options.Journal.Now.
+func (s *Store) Now() time.Time {
+	t, err := s.now(context.Background(), s.c)
+	if err != nil {
+		return time.Now()
+	}
+	return t
+}
+
+type cmdable interface {
+	Time(ctx context.Context) *goredis.TimeCmd
+	Get(ctx context.Context, key string) *goredis.StringCmd
+	SMembers(ctx context.Context, key string) *goredis.StringSliceCmd
+}
+
+// now reads the server's clock, unless a test clock stands in for it.
+func (s *Store) now(ctx context.Context, c cmdable) (time.Time, error) {
+	if s.testNow != nil {
+		return s.testNow(), nil
+	}
+	return c.Time(ctx).Result()
+}
+
+func (s *Store) recordKey(k uuid.UUID) string { return s.prefix + "r:" + k.String() }
+func (s *Store) createdKey() string           { return s.prefix + "created" }
+func (s *Store) expiresKey() string           { return s.prefix + "expires" }
+
+// guardKey names the set of suppressed records' keys of one tenant,
+// session and tool: the scope the suppression guard searches.
+func (s *Store) guardKey(tenant, session, tool string) string {
+	h := sha256.New()
+	for _, f := range []string{tenant, session, tool} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return s.prefix + "g:" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// micros is a sorted-set score: microseconds since the epoch, exact in a
+// float64 for the next quarter of a million years.
+func micros(t time.Time) float64 { return float64(t.UnixMicro()) }
+
+// get reads and verifies the record for key; nil when there is none.
+func (s *Store) get(ctx context.Context, c cmdable, key uuid.UUID) (*journal.Record, error) {
+	b, err := c.Get(ctx, s.recordKey(key)).Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.wrap("get "+key.String(), err)
+	}
+	r, err := journal.Kit.DecodeRecord(b)
+	if err != nil {
+		return nil, fmt.Errorf("journal/redis: key %s: %w", key, err)
+	}
+	return &r, nil
+}
+
+// put queues the writes that store r and keep its indexes.
+func (s *Store) put(ctx context.Context, p goredis.Pipeliner, r *journal.Record) {
+	r.Version = journal.SchemaVersion
+	id := r.Key.String()
+	p.Set(ctx, s.recordKey(r.Key), journal.Kit.EncodeRecord(nil, r), 0)
+	p.ZAdd(ctx, s.createdKey(), goredis.Z{Score: micros(r.Created), Member: id})
+	p.ZAdd(ctx, s.expiresKey(), goredis.Z{Score: micros(r.Expires), Member: id})
+	g := s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool)
+	if r.State == journal.StateSuppressed {
+		p.SAdd(ctx, g, id)
+	} else {
+		p.SRem(ctx, g, id)
+	}
+}
+
+// tx runs fn in an optimistic transaction watching keys, again while
+// another writer changes them between the read and the write.
+func (s *Store) tx(ctx context.Context, op string, fn func(*goredis.Tx) error, keys ...string) error {
+	if s.closed.Load() {
+		return journal.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for range maxTxRetries {
+		err := s.c.Watch(ctx, fn, keys...)
+		if !errors.Is(err, goredis.TxFailedErr) {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("journal/redis: %s: the watched keys changed %d times in a row; giving up", op, maxTxRetries)
+}
+
+// Begin decides what happens to an intent; see journal.Store.
+func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
+	if err := journal.Kit.ValidateBegin(&req); err != nil {
+		return journal.BeginResult{}, err
+	}
+	var res journal.BeginResult
+	guard := s.guardKey(req.Intent.Tenant, req.Intent.Session, req.Intent.Tool)
+	err := s.tx(ctx, "begin "+req.Key.String(), func(tx *goredis.Tx) error {
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return s.wrap("begin", err)
+		}
+		cur, err := s.get(ctx, tx, req.Key)
+		if err != nil {
+			return err
+		}
+		d := journal.Kit.DecideBegin(cur, &req, now)
+		if d.Guard {
+			blocker, err := s.guarded(ctx, tx, guard, &req, now)
+			if err != nil {
+				return err
+			}
+			if blocker != nil {
+				res = journal.BeginResult{Outcome: journal.Guarded, Record: *blocker}
+				return nil
+			}
+		}
+		if s.readOnly {
+			if d.Write != nil {
+				return fmt.Errorf("%w: begin %s", journal.ErrReadOnly, req.Key)
+			}
+			res = d.Result
+			return nil
+		}
+		var sup *journal.Record
+		if d.Suppress != nil {
+			if err := tx.Watch(ctx, s.recordKey(d.Suppress.Key)).Err(); err != nil {
+				return s.wrap("begin", err)
+			}
+			sc, err := s.get(ctx, tx, d.Suppress.Key)
+			if err != nil {
+				return err
+			}
+			sup = journal.Kit.PlaceSuppression(sc, d.Suppress, now)
+		}
+		if d.Write == nil && sup == nil {
+			res = d.Result
+			return nil
+		}
+		_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			if sup != nil {
+				s.put(ctx, p, sup)
+			}
+			if d.Write != nil {
+				s.put(ctx, p, d.Write)
+			}
+			return nil
+		})
+		if err != nil {
+			return s.wrapWrite("begin "+req.Key.String(), err)
+		}
+		res = d.Result
+		return nil
+	}, s.recordKey(req.Key), guard)
+	return res, err
+}
+
+// guarded returns the suppressed record in the guard set that blocks req,
+// if any. The set is watched, so a suppression recorded meanwhile makes
+// the transaction run again.
+func (s *Store) guarded(ctx context.Context, tx *goredis.Tx, guard string, req *journal.BeginRequest, now time.Time) (*journal.Record, error) {
+	ids, err := tx.SMembers(ctx, guard).Result()
+	if err != nil {
+		return nil, s.wrap("begin", err)
+	}
+	for _, id := range ids {
+		k, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("%w: guard set %s holds %q", journal.ErrCorrupt, guard, id)
+		}
+		r, err := s.get(ctx, tx, k)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil && journal.Kit.GuardBlocks(r, req, now) {
+			return r, nil
+		}
+	}
+	return nil, nil
+}
+
+// StartAttempt records a new attempt; see journal.Store.
+func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) error {
+	_, err := s.update(ctx, req.Key, "start attempt", func(cur *journal.Record, now time.Time) (journal.Record, error) {
+		return journal.Kit.ApplyAttempt(cur, &req, now)
+	})
+	return err
+}
+
+// Renew extends the caller's lease; see journal.Store.
+func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time, error) {
+	if err := journal.Kit.ValidateRenew(&req); err != nil {
+		return time.Time{}, err
+	}
+	r, err := s.update(ctx, req.Key, "renew", func(cur *journal.Record, now time.Time) (journal.Record, error) {
+		return journal.Kit.ApplyRenew(cur, &req, now)
+	})
+	return r.Lease.Expires, err
+}
+
+// Complete records an outcome; see journal.Store.
+func (s *Store) Complete(ctx context.Context, c journal.Completion) (journal.Record, error) {
+	if err := journal.Kit.ValidateCompletion(&c); err != nil {
+		return journal.Record{}, err
+	}
+	return s.update(ctx, c.Key, "complete", func(cur *journal.Record, now time.Time) (journal.Record, error) {
+		return journal.Kit.ApplyCompletion(cur, &c, now)
+	})
+}
+
+// Resolve settles a pending or unknown record; see journal.Store.
+func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resolution) (journal.Record, error) {
+	return s.update(ctx, key, "resolve", func(cur *journal.Record, now time.Time) (journal.Record, error) {
+		return journal.Kit.ApplyResolution(cur, res, now)
+	})
+}
+
+// update applies fn to the record for key and stores the result, in one
+// optimistic transaction.
+func (s *Store) update(ctx context.Context, key uuid.UUID, op string, fn func(*journal.Record, time.Time) (journal.Record, error)) (journal.Record, error) {
+	if s.readOnly {
+		if s.closed.Load() {
+			return journal.Record{}, journal.ErrClosed
+		}
+		return journal.Record{}, fmt.Errorf("%w: %s %s", journal.ErrReadOnly, op, key)
+	}
+	var out journal.Record
+	err := s.tx(ctx, op+" "+key.String(), func(tx *goredis.Tx) error {
+		now, err := s.now(ctx, tx)
+		if err != nil {
+			return s.wrap(op, err)
+		}
+		cur, err := s.get(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		if cur == nil {
+			return fmt.Errorf("%w: %s %s", journal.ErrNotFound, op, key)
+		}
+		r, err := fn(cur, now)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			s.put(ctx, p, &r)
+			return nil
+		}); err != nil {
+			return s.wrapWrite(op+" "+key.String(), err)
+		}
+		out = r
+		return nil
+	}, s.recordKey(key))
+	return out, err
+}
+
+// Get returns the record for key.
+func (s *Store) Get(ctx context.Context, key uuid.UUID) (journal.Record, error) {
+	if s.closed.Load() {
+		return journal.Record{}, journal.ErrClosed
+	}
+	r, err := s.get(ctx, s.c, key)
+	if err != nil {
+		return journal.Record{}, err
+	}
+	if r == nil {
+		return journal.Record{}, fmt.Errorf("%w: %s", journal.ErrNotFound, key)
+	}
+	return *r, nil
+}
+
+// listPage is how many keys List reads per round trip.
+const listPage = 256
+
+// List yields the records matching f, newest first, walking the creation
+// index in pages; see journal.Store. It holds no transaction: a record
+// written while the loop runs may or may not be seen.
+func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Record, error] {
+	return func(yield func(journal.Record, error) bool) {
+		if s.closed.Load() {
+			yield(journal.Record{}, journal.ErrClosed)
+			return
+		}
+		max, min := "+inf", "-inf"
+		if !f.Until.IsZero() {
+			max = "(" + strconv.FormatInt(f.Until.UnixMicro(), 10)
+		}
+		if !f.Since.IsZero() {
+			min = strconv.FormatInt(f.Since.UnixMicro(), 10)
+		}
+		n := 0
+		for offset := int64(0); ; offset += listPage {
+			ids, err := s.c.ZRevRangeByScore(ctx, s.createdKey(), &goredis.ZRangeBy{Max: max, Min: min, Offset: offset, Count: listPage}).Result()
+			if err != nil {
+				yield(journal.Record{}, s.wrap("list", err))
+				return
+			}
+			recs, err := s.mget(ctx, ids)
+			if err != nil {
+				yield(journal.Record{}, err)
+				return
+			}
+			for i := range recs {
+				if recs[i] == nil || !journal.Kit.MatchFilter(recs[i], &f) {
+					continue
+				}
+				if !yield(*recs[i], nil) {
+					return
+				}
+				if n++; f.Limit > 0 && n >= f.Limit {
+					return
+				}
+			}
+			if len(ids) < listPage {
+				return
+			}
+		}
+	}
+}
+
+// mget reads the records of ids in one round trip; a record deleted
+// meanwhile is nil.
+func (s *Store) mget(ctx context.Context, ids []string) ([]*journal.Record, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = s.prefix + "r:" + id
+	}
+	vals, err := s.c.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, s.wrap("list", err)
+	}
+	out := make([]*journal.Record, len(vals))
+	for i, v := range vals {
+		b, ok := v.(string)
+		if !ok {
+			continue
+		}
+		r, err := journal.Kit.DecodeRecord([]byte(b))
+		if err != nil {
+			return nil, fmt.Errorf("journal/redis: key %s: %w", ids[i], err)
+		}
+		out[i] = &r
+	}
+	return out, nil
+}
+
+// GC removes expired records; see journal.Store. It reads only the
+// records the expiry index says are past their TTL.
+func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResult, error) {
+	if s.closed.Load() {
+		return journal.GCResult{}, journal.ErrClosed
+	}
+	if s.readOnly && !opts.DryRun {
+		return journal.GCResult{}, fmt.Errorf("%w: gc", journal.ErrReadOnly)
+	}
+	now, err := s.now(ctx, s.c)
+	if err != nil {
+		return journal.GCResult{}, s.wrap("gc", err)
+	}
+	ids, err := s.c.ZRangeByScore(ctx, s.expiresKey(), &goredis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now.UnixMicro(), 10)}).Result()
+	if err != nil {
+		return journal.GCResult{}, s.wrap("gc", err)
+	}
+	var res journal.GCResult
+	for _, id := range ids {
+		k, err := uuid.Parse(id)
+		if err != nil {
+			return res, fmt.Errorf("%w: expiry index holds %q", journal.ErrCorrupt, id)
+		}
+		err = s.tx(ctx, "gc "+id, func(tx *goredis.Tx) error {
+			r, err := s.get(ctx, tx, k)
+			if err != nil || r == nil {
+				return err
+			}
+			switch {
+			case journal.Expired(r, now):
+				res.Removed++
+				if opts.DryRun {
+					return nil
+				}
+				_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+					p.Del(ctx, s.recordKey(k))
+					p.ZRem(ctx, s.createdKey(), id)
+					p.ZRem(ctx, s.expiresKey(), id)
+					p.SRem(ctx, s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool), id)
+					return nil
+				})
+				if err != nil {
+					res.Removed--
+					return s.wrapWrite("gc "+id, err)
+				}
+			case journal.Overdue(r, now):
+				res.KeptUnknown++
+			}
+			return nil
+		}, s.recordKey(k))
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// Stats counts the journal's records by reading each of them: unlike the
+// bbolt and PostgreSQL stores it keeps no counts, so it costs a pass over
+// the journal. SizeBytes is the total size of the encoded records.
+func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
+	if s.closed.Load() {
+		return journal.Stats{}, journal.ErrClosed
+	}
+	now, err := s.now(ctx, s.c)
+	if err != nil {
+		return journal.Stats{}, s.wrap("stats", err)
+	}
+	st := journal.Kit.NewStats()
+	for offset := int64(0); ; offset += listPage {
+		ids, err := s.c.ZRange(ctx, s.createdKey(), offset, offset+listPage-1).Result()
+		if err != nil {
+			return st, s.wrap("stats", err)
+		}
+		recs, err := s.mget(ctx, ids)
+		if err != nil {
+			return st, err
+		}
+		for _, r := range recs {
+			if r != nil {
+				journal.Kit.AddStats(&st, r, now)
+				st.SizeBytes += int64(len(journal.Kit.EncodeRecord(nil, r)))
+			}
+		}
+		if len(ids) < listPage {
+			return st, nil
+		}
+	}
+}
+
+// Import writes r as it is; see journal.Store.
+func (s *Store) Import(ctx context.Context, r journal.Record) error {
+	if err := journal.Kit.ValidateImport(&r); err != nil {
+		return err
+	}
+	return s.tx(ctx, "import "+r.Key.String(), func(tx *goredis.Tx) error {
+		cur, err := s.get(ctx, tx, r.Key)
+		if err != nil {
+			return err
+		}
+		if cur != nil {
+			r.Version = journal.SchemaVersion
+			if string(journal.Kit.EncodeRecord(nil, cur)) == string(journal.Kit.EncodeRecord(nil, &r)) {
+				return nil
+			}
+			return fmt.Errorf("%w: %s", journal.ErrExists, r.Key)
+		}
+		if s.readOnly {
+			return fmt.Errorf("%w: import %s", journal.ErrReadOnly, r.Key)
+		}
+		_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			s.put(ctx, p, &r)
+			return nil
+		})
+		return s.wrapWrite("import "+r.Key.String(), err)
+	}, s.recordKey(r.Key))
+}
+
+// Close releases the store, and the client when Open made it.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return journal.ErrClosed
+	}
+	if s.own {
+		return s.c.Close()
+	}
+	return nil
+}
+
+// wrap names the operation in an error from the server or the network.
+func (s *Store) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("journal/redis: %s: %w", op, err)
+}
+
+// wrapWrite is wrap for the EXEC of a write: a connection lost after it
+// was sent leaves the write's outcome unknown, and says so.
+func (s *Store) wrapWrite(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("journal/redis: %s: %w: %w", op, journal.ErrOutcomeUncertain, err)
+	}
+	return s.wrap(op, err)
+}

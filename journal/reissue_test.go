@@ -1,0 +1,80 @@
+package journal_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// Reissue and DecideBegin decide from the same rules: for every record a
+// store can hold, what Begin does (without a Retake) is what Reissue's step
+// says a store decides alone.
+func TestReissueAgreesWithDecideBegin(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	past, future := now.Add(-time.Minute), now.Add(time.Minute)
+	type rec struct {
+		name string
+		r    journal.Record
+		want journal.Step // for an Unkeyed tool
+	}
+	base := func(st journal.State, class string, expires, lease, quiet time.Time, last string) journal.Record {
+		return journal.Record{Key: uuid.New(), State: st, ErrorClass: class, Expires: expires,
+			Lease:    journal.Lease{Owner: "o", Token: 2, Expires: lease},
+			Attempts: []journal.Attempt{{ID: "a", Start: past, QuietAt: quiet, Class: last}}}
+	}
+	var zero time.Time
+	cases := []rec{
+		{"succeeded", base(journal.StateSucceeded, "", future, zero, zero, "success"), journal.StepAnswer},
+		{"succeeded expired", base(journal.StateSucceeded, "", past, zero, zero, "success"), journal.StepAnew},
+		{"succeeded no TTL", base(journal.StateSucceeded, "", zero, zero, zero, "success"), journal.StepAnswer},
+		{"failed terminal", base(journal.StateFailed, "terminal", future, zero, zero, "terminal"), journal.StepAnswer},
+		{"failed not executed", base(journal.StateFailed, journal.ClassNotExecuted, future, zero, zero, journal.ClassNotExecuted), journal.StepRetry},
+		{"failed resolved", base(journal.StateFailed, journal.ClassResolved, future, zero, zero, journal.ClassResolved), journal.StepAnswer},
+		{"failed expired", base(journal.StateFailed, "terminal", past, zero, zero, "terminal"), journal.StepAnew},
+		{"failed no TTL", base(journal.StateFailed, "terminal", zero, zero, zero, "terminal"), journal.StepAnswer},
+		{"suppressed mismatch", base(journal.StateSuppressed, journal.ClassMismatch, future, zero, zero, ""), journal.StepAnswer},
+		{"suppressed in flight, settling", base(journal.StateSuppressed, journal.ClassInFlight, future, zero, future, journal.ClassInFlight), journal.StepWait},
+		{"suppressed in flight, quiet", base(journal.StateSuppressed, journal.ClassInFlight, future, zero, past, journal.ClassInFlight), journal.StepReconcile},
+		{"suppressed no TTL", base(journal.StateSuppressed, journal.ClassMismatch, zero, zero, zero, ""), journal.StepAnswer},
+		{"unknown, settling", base(journal.StateUnknown, "maybe-executed", future, zero, future, "maybe-executed"), journal.StepWait},
+		{"unknown, quiet", base(journal.StateUnknown, "maybe-executed", future, zero, past, "maybe-executed"), journal.StepReconcile},
+		{"unknown past TTL", base(journal.StateUnknown, "maybe-executed", past, zero, past, "maybe-executed"), journal.StepReconcile},
+		{"pending, live lease", base(journal.StatePending, "", future, future, zero, ""), journal.StepWait},
+		{"pending, settling", base(journal.StatePending, "", future, past, future, ""), journal.StepWait},
+		{"pending, owner stopped", base(journal.StatePending, "", future, past, past, ""), journal.StepReconcile},
+		{"pending, stopped after not executed", base(journal.StatePending, "", future, past, past, journal.ClassNotExecuted), journal.StepRetry},
+		{"pending past TTL", base(journal.StatePending, "", past, past, past, ""), journal.StepReconcile},
+		{"pending no TTL", base(journal.StatePending, "", zero, past, zero, ""), journal.StepReconcile},
+	}
+	for _, c := range cases {
+		r := c.r
+		if got := journal.Reissue(&r, journal.Unkeyed, now); got != c.want {
+			t.Errorf("Reissue(%s, Unkeyed) = %v; want %v", c.name, got, c.want)
+		}
+		step := journal.Reissue(&r, journal.Keyed, now)
+		if c.want == journal.StepReconcile && step != journal.StepRetry {
+			t.Errorf("Reissue(%s, Keyed) = %v; want retry (a keyed tool absorbs a repeat)", c.name, step)
+		}
+		d := journal.Kit.DecideBegin(&r, &journal.BeginRequest{Key: r.Key, Owner: "p", AttemptID: "b", Effect: journal.Unkeyed}, now)
+		var want journal.BeginOutcome
+		switch {
+		case step == journal.StepAnew:
+			want = journal.Started
+		case r.State == journal.StatePending && step == journal.StepWait:
+			want = journal.Held
+		case r.State == journal.StatePending:
+			want = journal.TakenOver
+		default:
+			want = journal.Answered
+		}
+		if d.Result.Outcome != want {
+			t.Errorf("DecideBegin(%s) = %v; Reissue says %v, so want %v", c.name, d.Result.Outcome, step, want)
+		}
+		if got := journal.Expired(&r, now); got != (step == journal.StepAnew) {
+			t.Errorf("Expired(%s) = %v; Reissue says %v", c.name, got, step)
+		}
+	}
+}
