@@ -40,7 +40,7 @@ type Options struct {
 	// clock; but with Now set and Monotonic nil, Now alone is the clock (a
 	// fake clock, such as the conformance suite's). docs/journal.md,
 	// "Clocks", says how the two are combined and what a jump can still
-	// do. The in-memory and PostgreSQL stores ignore it.
+	// do. The in-memory, PostgreSQL and Redis stores ignore it.
 	Monotonic func() (epoch uuid.UUID, elapsed time.Duration)
 
 	// StoreOptions, given to Open, is the options of the store the location
