@@ -10,7 +10,9 @@
 // on along it, however far the wall clock was set meanwhile. Only an open
 // in another epoch (after a reboot) consults the wall clock, and then
 // never below the journal's high-water mark: the newest record's creation
-// or the time at the last Close ("high-water"), whichever is later. The
+// or the time at the last Close ("high-water"), whichever is later
+// (within an epoch, a record imported with times ahead of the line does
+// not move it). The
 // store's time thus never goes backward across opens and moves forward
 // only as fast as the monotonic clock, except across a reboot, when a wall
 // clock set ahead is indistinguishable from real downtime.
@@ -109,12 +111,11 @@ func (s *Store) startClock() (time.Time, error) {
 		}
 	}
 	if !onLine {
-		base = c.wall().UnixNano()
-	}
-	if base <= high {
-		// Never below what the journal already holds: whatever the wall
-		// clock says, the open is after it.
-		base, onLine = high+1, false
+		// A new epoch (a reboot): the wall clock, but never below what
+		// the journal already holds. Within an epoch the line is above
+		// every time its processes wrote, and an imported record's times
+		// do not move it.
+		base = max(c.wall().UnixNano(), high+1)
 	}
 	c.base, c.baseMono = time.Unix(0, base).UTC(), m
 	if !onLine && !s.readOnly {
@@ -186,5 +187,7 @@ func bootClock() (id uuid.UUID, up time.Duration, ok bool) {
 	if err != nil || f < 0 {
 		return uuid.Nil, 0, false
 	}
-	return id, time.Duration(f * float64(time.Second)), true
+	// Rounded up by the file's resolution (10 ms): a reading may be ahead
+	// of the boot clock, never behind the last process's.
+	return id, time.Duration(f*float64(time.Second)) + 10*time.Millisecond, true
 }
