@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentonce/agentonce/journal"
 )
@@ -255,9 +254,9 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest) (res 
 	if found {
 		_, err = tx.Exec(ctx, s.sql.replace, w.args()...)
 	} else {
-		var tag pgconn.CommandTag
-		tag, err = tx.Exec(ctx, s.sql.importRow, w.args()...)
-		if err == nil && tag.RowsAffected() == 0 {
+		var n int
+		err = tx.QueryRow(ctx, s.sql.importRow, w.args()...).Scan(&n)
+		if err == nil && n == 0 {
 			return res, true, nil
 		}
 	}

@@ -33,6 +33,16 @@ const countShards = 64
 // setting only picks the cheaper one.
 const countRowsSetting = "agentonce.count_rows"
 
+// countSelf is countRowsSetting's value in the store's sessions (schema 4
+// on): their statements add what they change to the counts themselves
+// (countDelta), so neither the row nor the statement triggers count them.
+const countSelf = "self"
+
+// countedElsewhere is the condition under which the statement triggers
+// leave an INSERT or UPDATE uncounted: the session counts row by row, or
+// counts itself.
+const countedElsewhere = `coalesce(current_setting('` + countRowsSetting + `', true), '') IN ('on', '` + countSelf + `')`
+
 // countRows is the trigger condition of a session that counts row by row.
 const countRows = `coalesce(current_setting('` + countRowsSetting + `', true), '') = 'on'`
 
@@ -217,4 +227,26 @@ func countsStatsSQL(q string, rows bool) string {
 	}
 	return `SELECT tool, ` + perState(func(_ int, col string) string { return "sum(" + col + ")::bigint" }) + `,
 		sum(attempts)::bigint FROM ` + q + `.counts GROUP BY tool`
+}
+
+// countDelta is the SQL statement, for a CTE of a store's write, that adds
+// to the counts of schema q the rows of the query rows: columns key, tool,
+// state, n (1 for a record now in the table, -1 for one no longer in it,
+// 0 for one whose state the write did not change) and natt (the change in
+// its number of attempts). It upserts one counter row per shard and tool,
+// in the primary key's order, leaving out those it does not change, as the
+// statement triggers do for other sessions.
+func countDelta(q, rows string) string {
+	return `INSERT INTO ` + q + `.counts AS c (` + countColumns + `)
+		SELECT * FROM (
+			SELECT ` + shardSQL("d.key") + ` AS shard, d.tool,
+				` + perState(func(n int, col string) string {
+		return fmt.Sprintf("sum(CASE WHEN d.state = %d THEN d.n ELSE 0 END) AS %s", n, col)
+	}) + `,
+				sum(d.natt) AS attempts
+			FROM (` + rows + `) d GROUP BY 1, 2) g
+		WHERE (` + perState(func(_ int, col string) string { return col }) + `, attempts)
+			<> (` + perState(func(int, string) string { return "0" }) + `, 0)
+		ORDER BY shard, tool
+		` + countUpsert
 }
