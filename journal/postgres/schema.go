@@ -115,9 +115,24 @@ var writesMigration = []string{
 	// Room in each page for the row's outcome, so that Complete's new
 	// version fits beside the old one (a HOT update needs the same page).
 	`ALTER TABLE %[1]s.records SET (fillfactor = 80)`,
+	// A BEFORE UPDATE row trigger, even one whose WHEN is false, makes
+	// every UPDATE lock the row first (a WAL record of its own): an
+	// operator's sealed UPDATE is resealed after the statement instead,
+	// from its transition table, and only an INSERT is sealed before.
 	`DROP TRIGGER records_seal ON %[1]s.records`,
-	`CREATE TRIGGER records_seal BEFORE INSERT OR UPDATE ON %[1]s.records
-	FOR EACH ROW WHEN (current_setting('` + sealSetting + `', true) = 'on') EXECUTE FUNCTION %[1]s.seal_record()`,
+	`CREATE TRIGGER records_seal BEFORE INSERT ON %[1]s.records
+	FOR EACH ROW WHEN (` + sealOn + `) EXECUTE FUNCTION %[1]s.seal_record()`,
+	`CREATE FUNCTION %[1]s.reseal_records() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		IF pg_trigger_depth() = 1 THEN
+			UPDATE %[1]s.records r SET checksum = %[1]s.record_digest(r) FROM sealed_rows n WHERE r.key = n.key;
+		END IF;
+		RETURN NULL;
+	END
+	$$`,
+	`CREATE TRIGGER records_reseal AFTER UPDATE ON %[1]s.records
+	REFERENCING NEW TABLE AS sealed_rows FOR EACH STATEMENT WHEN (` + sealOn + `)
+	EXECUTE FUNCTION %[1]s.reseal_records()`,
 	`DROP TRIGGER records_count_inserts ON %[1]s.records`,
 	`DROP TRIGGER records_count_updates ON %[1]s.records`,
 	`CREATE TRIGGER records_count_inserts AFTER INSERT ON %[1]s.records
@@ -189,6 +204,9 @@ func digestColumns() []string {
 // setting it first: SET agentonce.seal = on.
 const sealSetting = "agentonce.seal"
 
+// sealOn is the condition of a session that seals its edits.
+const sealOn = `coalesce(current_setting('` + sealSetting + `', true), '') = 'on'`
+
 // lockKey is the first half of the advisory lock Open takes around
 // migrations; the second half is hashtext(schema), so journals in different
 // schemas do not wait for each other.
@@ -248,6 +266,15 @@ func migrate(ctx context.Context, pool interface {
 		}
 		if _, err = tx.Exec(ctx, `INSERT INTO `+q+`.meta (namespace, version, created_ns) VALUES ($1, 0, $2)`,
 			ns, createdNs); err != nil {
+			return uuid.Nil, false, err
+		}
+	}
+	if found && version >= 1 {
+		// Every migration from here on takes its strongest lock on records
+		// first (schema 4's ALTER TABLE rewrites it): a lock taken weaker
+		// and raised later would deadlock with a writer of the older
+		// release queued between the two.
+		if _, err = tx.Exec(ctx, `LOCK TABLE `+q+`.records IN ACCESS EXCLUSIVE MODE`); err != nil {
 			return uuid.Nil, false, err
 		}
 	}

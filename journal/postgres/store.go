@@ -355,7 +355,7 @@ func buildStatements(q string, version int) statements {
 		if version < 4 {
 			return ``
 		}
-		return `, cnt AS (` + countDelta(q, rows) + `)`
+		return `, ` + countDelta(q, rows)
 	}
 	suppressed := `g.suppressed AND g.state = 4`
 	if version < 4 {
@@ -392,6 +392,10 @@ func buildStatements(q string, version int) statements {
 			// placed at clk.now here. With a record present the INSERT
 			// selects no row, so nothing is written and the transaction
 			// never takes a transaction id: the replay path stays a read.
+			// A Begin of the same new key racing this one makes the INSERT
+			// fail on the primary key (no ON CONFLICT clause, whose
+			// speculative insertion costs a WAL record on every insert),
+			// and Begin decides again under the row lock.
 			vals := map[string]string{
 				"key": "$1::uuid", "version": "$2::integer", "tenant": "$3::text", "session": "$4::text",
 				"turn": "$5::text", "tool": "$6::text", "discriminator": "$7::text", "fingerprint": "$8::bytea",
@@ -409,7 +413,7 @@ func buildStatements(q string, version int) statements {
 			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now),
 				cur AS (SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1::uuid),
 				ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + strings.Join(exprs, ", ") + from +
-				where + ` AND NOT EXISTS (SELECT 1 FROM cur) ON CONFLICT (key) DO NOTHING RETURNING ` + columns + `)` +
+				where + ` AND NOT EXISTS (SELECT 1 FROM cur) RETURNING ` + columns + `)` +
 				counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM ins`) + `
 				SELECT true, clk.now, ins.* FROM ins, clk UNION ALL SELECT false, clk.now, cur.* FROM cur, clk`
 		}
