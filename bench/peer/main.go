@@ -16,6 +16,8 @@ func main() {
 	flag.IntVar(&cfg.steps, "steps", 2000, "steps per system, mode and repetition")
 	flag.IntVar(&cfg.workers, "workers", 16, "concurrent workers in the concurrent mode")
 	flag.StringVar(&cfg.only, "only", "", "comma-separated systems to run (default all: "+systemNames()+")")
+	flag.StringVar(&cfg.walDir, "waldir", "", "the server's pg_wal directory: count each segment's own WAL with pg_waldump (needs read access)")
+	flag.StringVar(&cfg.waldump, "waldump", "pg_waldump", "the pg_waldump program, for -waldir")
 	flag.Parse()
 	if cfg.url == "" {
 		fmt.Fprintln(os.Stderr, "peer: no server: set AGENTONCE_PG_URL or pass -url")

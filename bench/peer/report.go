@@ -13,21 +13,38 @@ import (
 // inside each repetition, with the targets.
 func report(out io.Writer, cfg config, chosen []system, results map[string]map[string][]segment) {
 	fmt.Fprintf(out, "%d repetitions × %d steps per system and mode; %d workers in conc\n\n", cfg.reps, cfg.steps, cfg.workers)
+	own := cfg.walDir != ""
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "system\tmode\tµs/step\tsteps/s\tWAL B/step\tmin\tWAL rec/step\tFPI/step\tcommits/step\t")
+	head := "system\tmode\tµs/step\tsteps/s\tWAL B/step\tmin\tWAL rec/step\tFPI/step\tcommits/step\t"
+	if own {
+		head += "own WAL B/step\town rec/step\town FPI/step\twrite commits/step\t"
+	}
+	fmt.Fprintln(w, head)
 	for _, sys := range chosen {
 		for _, mode := range []string{seqMode, concMode} {
 			segs := results[sys.name][mode]
-			fmt.Fprintf(w, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t\n", sys.name, mode,
+			fmt.Fprintf(w, "%s\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t", sys.name, mode,
 				median(segs, func(s segment) float64 { return float64(s.perStep()) / float64(time.Microsecond) }),
 				median(segs, segment.rate),
-				median(segs, segment.walPerStep), minimum(segs, segment.walPerStep),
+				median(segs, func(s segment) float64 { return s.delta.walBytes / float64(s.steps) }),
+				minimum(segs, func(s segment) float64 { return s.delta.walBytes / float64(s.steps) }),
 				median(segs, func(s segment) float64 { return s.per(s.delta.walRecords) }),
 				median(segs, func(s segment) float64 { return s.per(s.delta.walFPI) }),
 				median(segs, func(s segment) float64 { return s.per(s.delta.commits) }))
+			if own {
+				fmt.Fprintf(w, "%.0f\t%.1f\t%.2f\t%.2f\t",
+					median(segs, segment.walPerStep),
+					median(segs, func(s segment) float64 { return s.per(s.own.records) }),
+					median(segs, func(s segment) float64 { return s.per(s.own.fpi) }),
+					median(segs, func(s segment) float64 { return s.per(s.own.commits) }))
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	_ = w.Flush()
+	if own {
+		fmt.Fprintln(out, "\nown: the WAL of the benchmark's database and its transactions, read with pg_waldump; the WAL ratios below use it")
+	}
 
 	ours, ok := results["agentonce"]
 	if !ok {

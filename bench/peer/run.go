@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // config is what one run measures.
@@ -28,13 +29,19 @@ type config struct {
 	workers  int
 	only     string // comma-separated system names; empty: all
 	// settle is how long to wait after a segment before reading the
-	// server's counters: a backend publishes its statistics at most once a
-	// second. Zero means 1.1 s.
+	// server's counters, once the system's sessions were asked to publish
+	// their statistics. Zero means 300 ms (the WAL writer flushes
+	// asynchronous commits within 200 ms).
 	settle time.Duration
+	// walDir, when set, is the server's pg_wal directory, which waldump
+	// (pg_waldump) reads to count each segment's own WAL.
+	walDir  string
+	waldump string
 }
 
 // counters are the server's figures a segment is measured by.
 type counters struct {
+	lsn        string
 	walBytes   float64 // pg_current_wal_lsn
 	walRecords int64   // pg_stat_wal
 	walFPI     int64
@@ -46,12 +53,21 @@ type segment struct {
 	elapsed time.Duration
 	steps   int
 	delta   counters
+	own     *walShare // the segment's own WAL, with -waldir
 }
 
 func (s segment) perStep() time.Duration { return s.elapsed / time.Duration(s.steps) }
 func (s segment) rate() float64          { return float64(s.steps) / s.elapsed.Seconds() }
-func (s segment) walPerStep() float64    { return s.delta.walBytes / float64(s.steps) }
-func (s segment) per(n int64) float64    { return float64(n) / float64(s.steps) }
+
+// walPerStep is the segment's own WAL per step when it was read with
+// pg_waldump, else the server's.
+func (s segment) walPerStep() float64 {
+	if s.own != nil {
+		return float64(s.own.bytes) / float64(s.steps)
+	}
+	return s.delta.walBytes / float64(s.steps)
+}
+func (s segment) per(n int64) float64 { return float64(n) / float64(s.steps) }
 
 const (
 	seqMode  = "seq"
@@ -61,7 +77,7 @@ const (
 // run measures every system cfg names and writes the table to out.
 func run(ctx context.Context, cfg config, out io.Writer) error {
 	if cfg.settle == 0 {
-		cfg.settle = 1100 * time.Millisecond
+		cfg.settle = 300 * time.Millisecond
 	}
 	if cfg.workers < 1 || cfg.steps < 1 || cfg.reps < 1 {
 		return fmt.Errorf("reps, steps and workers must be positive (got %d, %d, %d)", cfg.reps, cfg.steps, cfg.workers)
@@ -82,6 +98,10 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if err := describeServer(ctx, mon, out); err != nil {
 		return err
 	}
+	var dbOID uint32
+	if err := mon.QueryRow(ctx, `SELECT oid FROM pg_database WHERE datname = current_database()`).Scan(&dbOID); err != nil {
+		return err
+	}
 	suffix := randomSuffix()
 	schemas := map[string]string{}
 	for _, sys := range chosen {
@@ -100,21 +120,21 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	for rep := range cfg.reps {
 		for i := range chosen {
 			sys := chosen[(i+rep)%len(chosen)] // each repetition starts with another system
-			step, closeFn, err := sys.open(ctx, dbURL, schemas[sys.name], cfg.workers+4)
+			o, err := sys.open(ctx, dbURL, schemas[sys.name], cfg.workers+4)
 			if err != nil {
 				return fmt.Errorf("%s: %w", sys.name, err)
 			}
 			// Warm up: connections, prepared statements, the first pages.
-			err = concurrent(ctx, step, cfg.workers, 2*cfg.workers)
+			err = concurrent(ctx, o.step, cfg.workers, 2*cfg.workers)
 			for _, mode := range []string{seqMode, concMode} {
 				if err != nil {
 					break
 				}
 				var seg segment
-				seg, err = measure(ctx, mon, cfg, step, mode)
+				seg, err = measure(ctx, mon, cfg, o, mode, dbOID)
 				results[sys.name][mode] = append(results[sys.name][mode], seg)
 			}
-			closeFn()
+			o.close()
 			if err != nil {
 				return fmt.Errorf("%s, repetition %d: %w", sys.name, rep+1, err)
 			}
@@ -126,8 +146,11 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 
 // measure runs cfg.steps steps in mode and reads the server's counters
 // around them.
-func measure(ctx context.Context, mon *pgx.Conn, cfg config, step func(context.Context) error, mode string) (segment, error) {
-	time.Sleep(cfg.settle) // let the warm-up's statistics arrive first
+func measure(ctx context.Context, mon *pgx.Conn, cfg config, o *opened, mode string, db uint32) (segment, error) {
+	if err := publish(ctx, o.pools); err != nil { // the warm-up's, or the last segment's
+		return segment{}, err
+	}
+	time.Sleep(cfg.settle)
 	before, err := readCounters(ctx, mon)
 	if err != nil {
 		return segment{}, err
@@ -135,27 +158,64 @@ func measure(ctx context.Context, mon *pgx.Conn, cfg config, step func(context.C
 	start := time.Now()
 	if mode == seqMode {
 		for range cfg.steps {
-			if err := step(ctx); err != nil {
+			if err := o.step(ctx); err != nil {
 				return segment{}, err
 			}
 		}
-	} else if err := concurrent(ctx, step, cfg.workers, cfg.steps); err != nil {
+	} else if err := concurrent(ctx, o.step, cfg.workers, cfg.steps); err != nil {
 		return segment{}, err
 	}
 	elapsed := time.Since(start)
+	if err := publish(ctx, o.pools); err != nil {
+		return segment{}, err
+	}
 	time.Sleep(cfg.settle)
 	after, err := readCounters(ctx, mon)
 	if err != nil {
 		return segment{}, err
 	}
-	return segment{elapsed: elapsed, steps: cfg.steps, delta: counters{
+	seg := segment{elapsed: elapsed, steps: cfg.steps, delta: counters{
 		walBytes:   after.walBytes - before.walBytes,
 		walRecords: after.walRecords - before.walRecords,
 		walFPI:     after.walFPI - before.walFPI,
-		// The monitor's first read is a transaction of the segment's
-		// too: it is taken back.
-		commits: after.commits - before.commits - 1,
-	}}, nil
+		// The monitor's first read and the publishing are transactions of
+		// the segment's too; they write nothing, and are taken back.
+		commits: after.commits - before.commits - 1 - int64(publishedSessions(o.pools)),
+	}}
+	if cfg.walDir != "" {
+		share, err := dumpShare(ctx, cfg.waldump, cfg.walDir, db, before.lsn, after.lsn)
+		if err != nil {
+			return segment{}, err
+		}
+		seg.own = &share
+	}
+	return seg, nil
+}
+
+// publish asks every idle session of pools to publish its statistics now
+// (a backend otherwise holds them up to 10 s), so that the counters read
+// next include the segment's.
+func publish(ctx context.Context, pools []*pgxpool.Pool) error {
+	for _, p := range pools {
+		for _, c := range p.AcquireAllIdle(ctx) {
+			_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+			c.Release()
+			if err != nil {
+				return fmt.Errorf("publishing statistics: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// publishedSessions is how many sessions publish asked, as far as it can
+// tell afterwards: the pools' idle connections.
+func publishedSessions(pools []*pgxpool.Pool) int {
+	n := 0
+	for _, p := range pools {
+		n += int(p.Stat().IdleConns())
+	}
+	return n
 }
 
 // concurrent runs n steps on workers goroutines.
@@ -179,9 +239,9 @@ func concurrent(ctx context.Context, step func(context.Context) error, workers, 
 
 func readCounters(ctx context.Context, mon *pgx.Conn) (counters, error) {
 	var c counters
-	err := mon.QueryRow(ctx, `SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::float8, w.wal_records, w.wal_fpi,
-		(SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())
-		FROM pg_stat_wal w`).Scan(&c.walBytes, &c.walRecords, &c.walFPI, &c.commits)
+	err := mon.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text, (pg_current_wal_lsn() - '0/0'::pg_lsn)::float8,
+		w.wal_records, w.wal_fpi, (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())
+		FROM pg_stat_wal w`).Scan(&c.lsn, &c.walBytes, &c.walRecords, &c.walFPI, &c.commits)
 	if err != nil {
 		return c, fmt.Errorf("reading the server's statistics: %w", err)
 	}

@@ -23,21 +23,28 @@ var (
 )
 
 // A system is one way of recording a step. open connects it to schema on
-// the server at url (its pool sized for the workers) and returns the step
-// and the function that closes it.
+// the server at url, its pool sized for the workers.
 type system struct {
 	name string
-	open func(ctx context.Context, url, schema string, conns int) (step func(context.Context) error, closeFn func(), err error)
+	open func(ctx context.Context, url, schema string, conns int) (*opened, error)
+}
+
+// opened is an open system: its step, its pools (whose sessions the
+// measurement asks to publish their statistics) and how to close it.
+type opened struct {
+	step  func(context.Context) error
+	pools []*pgxpool.Pool
+	close func()
 }
 
 // systems are the contenders, in the table's order.
 var systems = []system{
 	{"agentonce", openAgentonce},
 	{"dbos", openDBOS},
-	{"raw-sync", func(ctx context.Context, url, schema string, conns int) (func(context.Context) error, func(), error) {
+	{"raw-sync", func(ctx context.Context, url, schema string, conns int) (*opened, error) {
 		return openRaw(ctx, url, schema, conns, false)
 	}},
-	{"raw-async", func(ctx context.Context, url, schema string, conns int) (func(context.Context) error, func(), error) {
+	{"raw-async", func(ctx context.Context, url, schema string, conns int) (*opened, error) {
 		return openRaw(ctx, url, schema, conns, true)
 	}},
 }
@@ -53,10 +60,10 @@ func systemNames() string {
 // openAgentonce is the journal a harness writes for a Keyed tool: Begin of
 // a new intent, its write-ahead committed without waiting for the flush,
 // then Complete, committed synchronously.
-func openAgentonce(ctx context.Context, url, schema string, conns int) (func(context.Context) error, func(), error) {
+func openAgentonce(ctx context.Context, url, schema string, conns int) (*opened, error) {
 	s, err := postgres.Open(ctx, url, &postgres.Options{Schema: schema, MaxConns: int32(conns)})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	fp := keyderive.FingerprintOf(stepInput)
 	step := func(ctx context.Context) error {
@@ -79,26 +86,26 @@ func openAgentonce(ctx context.Context, url, schema string, conns int) (func(con
 		_, err = s.Complete(ctx, journal.Completion{Key: key, Token: res.Token, State: journal.StateSucceeded, Output: stepOutput})
 		return err
 	}
-	return step, func() { _ = s.Close() }, nil
+	return &opened{step: step, pools: []*pgxpool.Pool{s.Pool()}, close: func() { _ = s.Close() }}, nil
 }
 
 // openDBOS is a DBOS workflow of one step, run to its result, under a
 // workflow id of its own.
-func openDBOS(ctx context.Context, url, schema string, conns int) (func(context.Context) error, func(), error) {
+func openDBOS(ctx context.Context, url, schema string, conns int) (*opened, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cfg.MaxConns = int32(conns)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	dctx, err := dbos.NewContext(ctx, dbos.Config{AppName: "agentonce-peer", SystemDBPool: pool, DatabaseSchema: schema,
 		Logger: quietLogger()})
 	if err != nil {
 		pool.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	charge := func(ctx context.Context) (string, error) { return string(stepOutput), nil }
 	wf := func(ctx dbos.Context, input string) (string, error) {
@@ -107,7 +114,7 @@ func openDBOS(ctx context.Context, url, schema string, conns int) (func(context.
 	dbos.RegisterWorkflow(dctx, wf, dbos.WithWorkflowName("peer"))
 	if err := dbos.Launch(dctx); err != nil {
 		pool.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	step := func(ctx context.Context) error {
 		h, err := dbos.RunWorkflow(dctx, wf, string(stepInput), dbos.WithWorkflowID(uuid.NewString()))
@@ -121,7 +128,7 @@ func openDBOS(ctx context.Context, url, schema string, conns int) (func(context.
 		_ = dbos.Shutdown(dctx, 10*time.Second)
 		pool.Close()
 	}
-	return step, closeFn, nil
+	return &opened{step: step, pools: []*pgxpool.Pool{pool}, close: closeFn}, nil
 }
 
 // openRaw is the floor: a table of the columns a step must keep, its
@@ -129,20 +136,20 @@ func openDBOS(ctx context.Context, url, schema string, conns int) (func(context.
 // its own transaction. With async the INSERT's commit does not wait for
 // the WAL flush (synchronous_commit off for its transaction), as a Keyed
 // tool's write-ahead does not.
-func openRaw(ctx context.Context, url, schema string, conns int, async bool) (func(context.Context) error, func(), error) {
+func openRaw(ctx context.Context, url, schema string, conns int, async bool) (*opened, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cfg.MaxConns = int32(conns)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	t := pgx.Identifier{schema, "steps"}.Sanitize()
 	if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()); err != nil {
 		pool.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+t+` (
 		key        uuid PRIMARY KEY,
@@ -152,7 +159,7 @@ func openRaw(ctx context.Context, url, schema string, conns int, async bool) (fu
 		created_ns bigint NOT NULL,
 		updated_ns bigint NOT NULL)`); err != nil {
 		pool.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	insert := `INSERT INTO ` + t + ` (key, state, input, created_ns, updated_ns) VALUES ($1, 1, $2, $3, $3)`
 	if async {
@@ -170,5 +177,5 @@ func openRaw(ctx context.Context, url, schema string, conns int, async bool) (fu
 		_, err := pool.Exec(ctx, update, key, stepOutput, time.Now().UnixNano())
 		return err
 	}
-	return step, pool.Close, nil
+	return &opened{step: step, pools: []*pgxpool.Pool{pool}, close: pool.Close}, nil
 }
