@@ -65,8 +65,14 @@ func openAgentonce(ctx context.Context, url, schema string, conns int) (*opened,
 	if err != nil {
 		return nil, err
 	}
+	step := agentonceStep(s)
+	return &opened{step: step, pools: []*pgxpool.Pool{s.Pool()}, close: func() { _ = s.Close() }}, nil
+}
+
+// agentonceStep is one new intent on s: Begin, not durable, then Complete.
+func agentonceStep(s *postgres.Store) func(context.Context) error {
 	fp := keyderive.FingerprintOf(stepInput)
-	step := func(ctx context.Context) error {
+	return func(ctx context.Context) error {
 		key := uuid.New()
 		res, err := s.Begin(ctx, journal.BeginRequest{
 			Key:         key,
@@ -86,7 +92,6 @@ func openAgentonce(ctx context.Context, url, schema string, conns int) (*opened,
 		_, err = s.Complete(ctx, journal.Completion{Key: key, Token: res.Token, State: journal.StateSucceeded, Output: stepOutput})
 		return err
 	}
-	return &opened{step: step, pools: []*pgxpool.Pool{s.Pool()}, close: func() { _ = s.Close() }}, nil
 }
 
 // openDBOS is a DBOS workflow of one step, run to its result, under a
