@@ -129,11 +129,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if opts.schemaVersion != 0 {
 		target = opts.schemaVersion
 	}
-	if target >= 4 {
-		// This store's statements seal and count their own writes
-		// (sealExpr, countDelta): no trigger does it for them.
-		cfg.ConnConfig.RuntimeParams[countRowsSetting] = countSelf
-	} else {
+	if target < 4 {
 		// The tests' older schema: its triggers seal and count.
 		cfg.ConnConfig.RuntimeParams[sealSetting] = "on"
 		cfg.ConnConfig.RuntimeParams[countRowsSetting] = "on"
@@ -324,11 +320,6 @@ func statementNow(n int) string {
 	return fmt.Sprintf(`COALESCE($%d::bigint, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint * 1000)`, n)
 }
 
-// clockFrom is a FROM item naming the server's clock, read once, clk.now.
-func clockFrom(n int) string {
-	return `(SELECT ` + serverNow(n) + ` AS now) clk`
-}
-
 // newAttempt is the jsonb array of one attempt with id $id, started at
 // clk.now, quiet $settle nanoseconds later (none when NULL).
 func newAttempt(id, settle int) string {
@@ -349,13 +340,24 @@ const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS a
 func buildStatements(q string, version int) statements {
 	t := q + ".records"
 	s := statements{table: t}
-	// counted is the CTE cnt of countDelta(q, rows), or none before
-	// version 4; suppressed is the guard index's condition.
+	// counted is the CTEs of countDelta(q, rows), or none before version
+	// 4. self is the column that tells the triggers so, for the rest of
+	// the statement's transaction (countSelf): set by the statement
+	// itself, not by the session, so that a connection pooler that drops
+	// startup parameters cannot make the triggers count a write twice.
+	// suppressed is the guard index's condition.
 	counted := func(rows string) string {
 		if version < 4 {
 			return ``
 		}
 		return `, ` + countDelta(q, rows)
+	}
+	self := `, set_config('` + countRowsSetting + `', '` + countSelf + `', true) AS counted`
+	if version < 4 {
+		self = ``
+	}
+	clockFrom := func(n int) string {
+		return `(SELECT ` + serverNow(n) + ` AS now` + self + `) clk`
 	}
 	suppressed := `g.suppressed AND g.state = 4`
 	if version < 4 {
@@ -410,7 +412,7 @@ func buildStatements(q string, version int) statements {
 				exprs = append(exprs, "("+vals[c]+")::"+columnType[c])
 			}
 			exprs = append(exprs, sealExpr(func(c string) string { return vals[c] }))
-			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now),
+			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now` + self + `),
 				cur AS (SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1::uuid),
 				ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + strings.Join(exprs, ", ") + from +
 				where + ` AND NOT EXISTS (SELECT 1 FROM cur) RETURNING ` + columns + `)` +
@@ -424,8 +426,9 @@ func buildStatements(q string, version int) statements {
 	// A record written whole (Import, and a new record under the lock),
 	// sealed and counted by the statement; it returns how many it
 	// inserted, 0 when the key is taken.
-	s.importRow = `WITH ins AS (INSERT INTO ` + t + ` (` + columns + `) VALUES (` + strings.Join(params, ", ") +
-		`, ` + sealParams + `) ON CONFLICT (key) DO NOTHING RETURNING key, tool, state, attempts)` +
+	s.importRow = `WITH ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + strings.Join(params, ", ") +
+		`, ` + sealParams + ` FROM (SELECT true` + self + `) cfg ON CONFLICT (key) DO NOTHING
+		RETURNING key, tool, state, attempts)` +
 		counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM ins`) + `
 		SELECT count(*) FROM ins`
 	// A record rewritten whole, under the row lock its transaction holds,
@@ -436,7 +439,7 @@ func buildStatements(q string, version int) statements {
 	}
 	s.replace = `WITH old AS (SELECT key, tool, state, attempts FROM ` + t + ` WHERE key = $1),
 		upd AS (UPDATE ` + t + ` SET (` + strings.Join(sets[1:], ", ") + `) = (` + strings.Join(params[1:], ", ") +
-		`, ` + sealParams + `) WHERE key = $1 RETURNING key, tool, state, attempts)` +
+		`, ` + sealParams + `) FROM (SELECT true` + self + `) cfg WHERE key = $1 RETURNING key, tool, state, attempts)` +
 		counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM upd
 			UNION ALL SELECT key, tool, state, -1, -jsonb_array_length(attempts) FROM old`) + `
 		SELECT count(*) FROM upd`
