@@ -486,7 +486,7 @@ func buildStatements(q string, version int) statements {
 			UNION ALL SELECT key, tool, 1, -1, 0 FROM upd`) + `
 		SELECT * FROM upd`
 	s.fence = `SELECT state, lease_token FROM ` + t + ` WHERE key = $1`
-	s.lockState = s.fence + ` FOR UPDATE`
+	s.lockState = `SELECT state FROM ` + t + ` WHERE key = $1 FOR UPDATE`
 	// Resolve: an operator's verdict. It closes an open attempt as
 	// "resolved", advances the token so a live owner is fenced, and keeps
 	// the record as long again from the verdict as it was kept from its

@@ -221,8 +221,7 @@ func (s *Store) resolveLocked(ctx context.Context, key uuid.UUID, res journal.Re
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var state int16
-	var token int64
-	if err := tx.QueryRow(ctx, s.sql.lockState, key).Scan(&state, &token); err != nil {
+	if err := tx.QueryRow(ctx, s.sql.lockState, key).Scan(&state); err != nil {
 		return row{}, err
 	}
 	r, err := scanRow(tx.QueryRow(ctx, s.sql.resolve, key, int16(res.State), res.Output,
