@@ -61,9 +61,8 @@ func (f *flight) settleThenReconcile(ctx context.Context, cause error) (res Resu
 	}
 	if d := f.p.tool.settle; d > 0 {
 		f.eventDelay(ctx, EventSettle, retryclass.MaybeExecuted, d)
-		if err := retryclass.Wait(ctx, d); err != nil {
-			return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
-				fmt.Errorf("%w; the downstream may still be acting on it, so it was not reconciled yet (a re-issue reconciles)", cause)), true
+		if retryclass.Wait(ctx, d) != nil {
+			return f.interrupted(ctx, cause)
 		}
 	}
 	return f.reconcile(ctx, cause)
@@ -73,6 +72,12 @@ func (f *flight) settleThenReconcile(ctx context.Context, cause error) (res Resu
 // happened. settled reports that res answers the call (the effect happened,
 // or nobody can tell); false means it provably did not happen and the tool
 // may run.
+//
+// A "did not happen" is believed only when a second one, a settle window
+// later, agrees: a downstream slower than its tool declared has acted by
+// then, and the second answer says so (Happened), where a single one would
+// have let the tool run twice. A "happened" or a "cannot tell" is taken at
+// once: neither runs anything.
 func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settled bool) {
 	t := f.p.tool
 	if t.Reconcile == nil {
@@ -81,10 +86,23 @@ func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settle
 	}
 	f.event(ctx, EventReconcile, cause)
 	r := f.askReconcile(ctx)
+	if r.verdict == didNotHappen {
+		if d := t.settle; d > 0 {
+			f.eventDelay(ctx, EventSettle, retryclass.MaybeExecuted, d)
+			if retryclass.Wait(ctx, d) != nil {
+				return f.interrupted(ctx, cause)
+			}
+		}
+		f.event(ctx, EventReconcile, cause)
+		r = f.askReconcile(ctx)
+	}
 	switch r.verdict {
 	case happened:
 		return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: r.output}, Succeeded, Reconciled, r.output, nil), true
 	case didNotHappen:
+		// Twice, a settle window apart: no attempt of the intent took
+		// effect, so a failure of the next one is again "nothing was done".
+		f.mayHaveRun = false
 		return Result{}, false
 	}
 	why := r.why
@@ -93,6 +111,20 @@ func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settle
 	}
 	return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
 		fmt.Errorf("%w; reconcile cannot tell yet: %w", cause, why)), true
+}
+
+// reconcileEarly asks the Reconcile hook at once, before the settle window:
+// a "happened" is the truth whenever it comes, and settles the intent
+// without a wait (the common lost answer). Any other answer is not taken
+// yet: the downstream may still be acting. ok reports that res answers
+// the call.
+func (f *flight) reconcileEarly(ctx context.Context, cause error) (res Result, ok bool) {
+	f.event(ctx, EventReconcile, cause)
+	r := f.askReconcile(ctx)
+	if r.verdict != happened {
+		return Result{}, false
+	}
+	return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: r.output}, Succeeded, Reconciled, r.output, nil), true
 }
 
 // askReconcile runs the hook under the tool's timeout; a panic in it is a
