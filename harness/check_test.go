@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/keyderive"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -264,5 +265,60 @@ func TestCloseLeavesCheckPending(t *testing.T) {
 	}
 	if n := srv.mail.total(); n != 1 {
 		t.Errorf("mails sent = %d; want 1", n)
+	}
+}
+
+// Issue 23, item 6: a re-issue shortly after an owner stopped, while its
+// attempt's settle window is open, was told "in progress elsewhere" though
+// nothing runs anywhere. It must be told that an earlier attempt may still
+// be acting downstream, and when the intent will be checked.
+func TestSettleWindowIsSaid(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.journal")
+	c := probeCall("send_mail", `{"to":"ann@example.com"}`)
+	st := openBolt(t, path, nil)
+	d := keyderive.Deriver{Namespace: st.Namespace()}
+	dv, err := d.Derive(keyderive.Intent{Tenant: c.Tenant, Session: c.Session, Turn: c.Turn, Tool: c.Tool}, c.Input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An owner began the attempt (durably) and stopped: its lease ends with
+	// the next open, its settle window (10 minutes) does not.
+	br, err := st.Begin(context.Background(), journal.BeginRequest{Key: dv.Key, Fingerprint: dv.Fingerprint, Input: dv.Canonical,
+		Intent: keyderive.Intent{Tenant: c.Tenant, Session: c.Session, Turn: c.Turn, Tool: c.Tool}, Effect: journal.Unkeyed,
+		Owner: "stopped", AttemptID: "stopped#1", LeaseTTL: time.Minute, Settle: 10 * time.Minute, Durable: true})
+	if err != nil || br.Outcome != journal.Started {
+		t.Fatalf("Begin: %v, %v; want started", br.Outcome, err)
+	}
+	quiet := journal.QuietAt(&br.Record)
+	st.Close()
+
+	st2 := openBolt(t, path, nil)
+	defer st2.Close()
+	h := probeHarness(t, st2, nil)
+	var runs, asks int
+	probeRegister(t, h, harness.Tool{Name: "send_mail", Effect: journal.Unkeyed,
+		Func: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			runs++
+			return json.RawMessage(`{"sent":true}`), nil
+		},
+		Reconcile: func(context.Context, uuid.UUID, json.RawMessage) harness.Reconciliation {
+			asks++
+			return harness.DidNotHappen()
+		}})
+	res := h.Call(context.Background(), c)
+	oe, _ := res.Err.(*harness.OutcomeError)
+	if !isInProgress(res) || oe == nil || strings.Contains(oe.Message, "elsewhere") ||
+		!strings.Contains(oe.Message, "may still be acting downstream") || !strings.Contains(oe.Message, quiet.UTC().Format(time.RFC3339)) {
+		t.Errorf("re-issue in the settle window: %s; want in progress, saying an earlier attempt may still be acting downstream until %s",
+			describe(res), quiet.UTC().Format(time.RFC3339))
+	}
+	if oe != nil && !oe.CheckAt.Equal(quiet) {
+		t.Errorf("CheckAt = %v; want the settle window's end %v", oe.CheckAt, quiet)
+	}
+	if m := res.ForModel(); !strings.Contains(m, "being checked") || strings.Contains(m, "already in progress") {
+		t.Errorf("ForModel = %q; want it to say the outcome is being checked", m)
+	}
+	if runs != 0 || asks != 0 {
+		t.Errorf("tool runs = %d, Reconcile asks = %d; want 0 and 0 inside the settle window", runs, asks)
 	}
 }
