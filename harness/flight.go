@@ -272,10 +272,10 @@ func (f *flight) afterFailure(ctx context.Context, v retryclass.Verdict, err err
 			res, _ := f.reconcile(ctx, err) // records unknown: nobody to ask
 			return v, res, true
 		}
-		if res, ok := f.reconcileEarly(ctx, err); ok {
-			return v, res, true
-		}
 		return v, f.check(ctx, f.h.now().Add(f.p.tool.settle), func(ctx context.Context) Result {
+			if res, ok := f.reconcileEarly(ctx, err); ok {
+				return res
+			}
 			if res, settled := f.settleThenReconcile(ctx, err); settled {
 				return res
 			}

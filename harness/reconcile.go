@@ -16,9 +16,14 @@ import (
 // effect, "did the effect for this key happen?": Happened with the effect's
 // result, DidNotHappen if it provably did not (the harness then runs the
 // tool), or CannotTell (the outcome stays unknown and a later re-issue asks
-// again). The zero Reconciliation is CannotTell. It is asked only once the
-// tool's settle window has passed, so the downstream is no longer acting on
-// the attempt it asks about.
+// again). The zero Reconciliation is CannotTell.
+//
+// It may be asked as soon as an attempt ended without an answer, and a
+// Happened then settles the intent; a DidNotHappen counts only once the
+// tool's settle window has passed, and the tool runs again only when a
+// second DidNotHappen, a settle window later, agrees. So a hook need only
+// answer truthfully about the moment it is asked. It runs in a background
+// check (Options.CheckWait), one call at a time per intent.
 type ReconcileFunc func(ctx context.Context, key uuid.UUID, input json.RawMessage) Reconciliation
 
 // Reconciliation is a Reconcile hook's answer; make one with Happened,
@@ -139,6 +144,6 @@ func (f *flight) askReconcile(ctx context.Context) (r Reconciliation) {
 }
 
 // DefaultUnkeyedTimeout bounds each attempt of an Unkeyed tool whose Timeout
-// is zero, so that its settle window, and with it reconciliation and
-// takeover after a crash, has an end.
+// is zero, so that its quiet time (start + Timeout + Settle), and with it
+// reconciliation and takeover after a crash, has an end.
 const DefaultUnkeyedTimeout = 30 * time.Second

@@ -55,8 +55,12 @@ const (
 	// hook again where it has one, else an operator resolves it.
 	Unknown
 	// InProgress: the action is under way (this caller left after it
-	// started, or another owner is running it) and its outcome is not
-	// known yet. A re-issue is answered with its outcome.
+	// started, or another owner is running it) or its outcome is being
+	// checked (an Unkeyed attempt may have taken effect: the harness waits
+	// out its settle window and asks Reconcile, in the background; the
+	// OutcomeError's Class is MaybeExecuted and CheckAt says when), and
+	// its outcome is not known yet. Nothing is repeated meanwhile; a
+	// re-issue is answered with its outcome.
 	InProgress
 	// Rejected: the call itself was refused (unknown tool, invalid or
 	// oversize input, closed harness, a journal failure before anything
