@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -107,6 +108,7 @@ func (f *flight) check(ctx context.Context, checkAt time.Time, rest func(context
 	h.checks.m[k] = job
 	h.checks.mu.Unlock()
 	h.checks.wg.Add(1)
+	wait := f.waitLeft() // before the check owns f
 	go func() {
 		stop := context.AfterFunc(h.checks.ctx, func() { cancel(errClosing) })
 		defer func() {
@@ -125,7 +127,7 @@ func (f *flight) check(ctx context.Context, checkAt time.Time, rest func(context
 		}()
 		job.res = rest(bctx)
 	}()
-	res := h.await(ctx, job, f.p, f.waitLeft(), false)
+	res := h.await(ctx, job, f.p, wait, false)
 	h.emit(ctx, resultEvent(f.base, res))
 	return res
 }
@@ -180,7 +182,7 @@ func (f *flight) interrupted(ctx context.Context, cause error) (Result, bool) {
 				cause.Error()+")")), true
 	}
 	return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
-		errors.Join(cause, errors.New("the downstream may still be acting on it, so it was not reconciled yet (a re-issue reconciles)"))), true
+		fmt.Errorf("%w; the downstream may still be acting on it, so it was not reconciled yet (a re-issue reconciles)", cause)), true
 }
 
 // settling answers a call that found the intent held only because an
