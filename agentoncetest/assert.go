@@ -1,8 +1,10 @@
 package agentoncetest
 
 import (
+	"fmt"
+	"io"
 	"strings"
-	"testing"
+	"sync"
 
 	"github.com/agentonce/agentonce/harness"
 )
@@ -11,9 +13,52 @@ import (
 // guarantee at once, and return whether they held so that a test can stop
 // when later checks would make no sense.
 
+// Reporter is what the assertions report to: a *testing.T, *testing.B or
+// any testing.TB, or a *Report in a program that is not a test (a demo, a
+// smoke check run against staging).
+type Reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+}
+
+// Report is a Reporter for a main program: it writes each failure as one
+// line to its writer and counts them. Its zero value discards the lines
+// and still counts. It is safe for concurrent use.
+type Report struct {
+	mu sync.Mutex
+	w  io.Writer // guarded by mu
+	n  int       // failures so far; guarded by mu
+}
+
+// NewReport returns a Report that writes its failures to w.
+func NewReport(w io.Writer) *Report { return &Report{w: w} }
+
+// Helper does nothing: a Report has no call stack to trim.
+func (r *Report) Helper() {}
+
+// Errorf records one failure and writes it, with a newline, to the writer.
+func (r *Report) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	if r.w != nil {
+		fmt.Fprintf(r.w, format+"\n", args...)
+	}
+}
+
+// Failures is how many failures were reported.
+func (r *Report) Failures() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// Failed reports whether any failure was reported.
+func (r *Report) Failed() bool { return r.Failures() > 0 }
+
 // AssertNoDuplicates checks that d performed no side effect twice for one
 // (client, key).
-func AssertNoDuplicates(tb testing.TB, d *Downstream) bool {
+func AssertNoDuplicates(tb Reporter, d *Downstream) bool {
 	tb.Helper()
 	if n := d.Duplicates(); n != 0 {
 		tb.Errorf("downstream Duplicates() = %d; want 0 (a side effect happened twice for one key)", n)
@@ -25,7 +70,7 @@ func AssertNoDuplicates(tb testing.TB, d *Downstream) bool {
 // AssertEffects checks that d performed exactly want side effects for
 // the intent of each result (its key, as harness.Transport sends it).
 // Results that share a key (collapsed, replayed) are checked once.
-func AssertEffects(tb testing.TB, d *Downstream, want int, results ...harness.Result) bool {
+func AssertEffects(tb Reporter, d *Downstream, want int, results ...harness.Result) bool {
 	tb.Helper()
 	ok := true
 	seen := map[string]bool{}
@@ -53,7 +98,7 @@ type Outcome interface {
 // AssertStatuses checks each result against want, in order:
 // AssertStatuses(t, res, harness.Executed, harness.Collapsed) asserts a
 // success that ran and one that joined it. A success needs a nil error.
-func AssertStatuses[O Outcome](tb testing.TB, results []harness.Result, want ...O) bool {
+func AssertStatuses[O Outcome](tb Reporter, results []harness.Result, want ...O) bool {
 	tb.Helper()
 	if len(results) != len(want) {
 		tb.Errorf("got %d results %s; want %d %v", len(results), statusList(results), len(want), want)
@@ -75,7 +120,7 @@ func AssertStatuses[O Outcome](tb testing.TB, results []harness.Result, want ...
 }
 
 // AssertStatus checks every result against want (see AssertStatuses).
-func AssertStatus[O Outcome](tb testing.TB, want O, results ...harness.Result) bool {
+func AssertStatus[O Outcome](tb Reporter, want O, results ...harness.Result) bool {
 	tb.Helper()
 	ws := make([]O, len(results))
 	for i := range ws {
@@ -104,7 +149,7 @@ func describe(r harness.Result) string {
 
 // AssertSameAnswer checks that a replayed (or collapsed) result says to
 // the model what the first one said, with the same key and output.
-func AssertSameAnswer(tb testing.TB, first, again harness.Result) bool {
+func AssertSameAnswer(tb Reporter, first, again harness.Result) bool {
 	tb.Helper()
 	ok := true
 	if first.Key != again.Key {

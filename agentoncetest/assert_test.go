@@ -1,7 +1,12 @@
 package agentoncetest_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +14,7 @@ import (
 
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
 )
 
 // recordingTB records the failures an assertion reports instead of
@@ -70,5 +76,66 @@ func TestAssertions(t *testing.T) {
 		if tc.errHas != "" && !strings.Contains(strings.Join(rec.errs, "\n"), tc.errHas) {
 			t.Errorf("%s: failures %q; want one containing %q", tc.name, rec.errs, tc.errHas)
 		}
+	}
+}
+
+// An Unkeyed tool's key reaches its downstream in X-Agentonce-Key, as the
+// Downstream's documentation says: a Passthrough Downstream with that
+// KeyHeader counts the call's effect under the call's key, and a Report
+// (the Reporter of a main program) finds nothing wrong.
+func TestUnkeyedToolKeyHeader(t *testing.T) {
+	srv, err := agentoncetest.StartServer(&charges{}, &agentoncetest.DownstreamOptions{
+		Passthrough: true, KeyHeader: harness.DefaultUnkeyedKeyHeader,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	client := &http.Client{Transport: &harness.Transport{Base: srv.Client().Transport}}
+	err = h.Register(harness.Tool{Name: "email", Effect: journal.Unkeyed,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			req, err := http.NewRequestWithContext(ctx, "POST", srv.URL+"/emails", bytes.NewReader(in))
+			if err != nil {
+				return nil, err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return nil, err
+			}
+			resp.Body.Close()
+			return json.RawMessage(`{"sent":true}`), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := h.Call(context.Background(), harness.ToolCall{ID: "c1", Session: "s", Turn: "1", Tool: "email", Input: json.RawMessage(`{"to":"a"}`)})
+	report := agentoncetest.NewReport(nil)
+	agentoncetest.AssertStatus(report, harness.Executed, res)
+	agentoncetest.AssertEffects(report, srv.Downstream, 1, res)
+	agentoncetest.AssertNoDuplicates(report, srv.Downstream)
+	if report.Failed() {
+		t.Errorf("Report has %d failures; want 0 (effects under the key %s: %d, under none: %d)",
+			report.Failures(), res.Key, srv.Downstream.Effects(res.Key.String()), srv.Downstream.Effects(""))
+	}
+	// Under the default KeyHeader the same call counts under no key.
+	plain, err := agentoncetest.StartServer(&charges{}, &agentoncetest.DownstreamOptions{Passthrough: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	req, _ := http.NewRequest("POST", plain.URL, strings.NewReader("{}"))
+	req.Header.Set(harness.DefaultUnkeyedKeyHeader, res.Key.String())
+	resp, err := plain.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := plain.Downstream.Effects(res.Key.String()); got != 0 {
+		t.Errorf("default KeyHeader: Effects(key) = %d; want 0 (X-Agentonce-Key is not Idempotency-Key)", got)
 	}
 }

@@ -25,7 +25,10 @@
 // (application/problem+json). It is meant to be put in front of real
 // handlers, not only in tests. With DownstreamOptions.Passthrough it
 // enforces nothing and only counts: the unprotected API of an Unkeyed tool,
-// where Duplicates shows what a blind re-run would have cost.
+// where Duplicates shows what a blind re-run would have cost. An Unkeyed
+// tool's key arrives in X-Agentonce-Key (harness.DefaultUnkeyedKeyHeader),
+// not Idempotency-Key, so such a Downstream is made with KeyHeader set to
+// it to count per intent.
 //
 // A side effect is a call into the wrapped handler whose response was
 // stored with a status below 400 (DownstreamOptions.IsEffect changes the
@@ -67,8 +70,10 @@
 //
 // AssertNoDuplicates, AssertEffects (effects per intent, by the results'
 // keys), AssertStatuses / AssertStatus and AssertSameAnswer (a replay says
-// what the first answer said) report through testing.TB and return whether
-// they held. The package's own scenarios_test.go runs the scenarios of
+// what the first answer said) report through a Reporter (any testing.TB,
+// or a *Report in a main program) and return whether they held.
+// StartServer is NewServer without a test: the kit runs in a demo or a
+// smoke check as it does in a test. The package's own scenarios_test.go runs the scenarios of
 // docs/design.md, "What the tests prove", through them; the crash matrix,
 // which needs a process that really dies, is in examples/llm-agent.
 //

@@ -41,7 +41,12 @@ const ProblemType = "https://github.com/agentonce/agentonce/agentoncetest#idempo
 // defaults; each field's zero value is its default.
 type DownstreamOptions struct {
 	// KeyHeader is the request header carrying the key. Empty means
-	// DefaultKeyHeader ("Idempotency-Key").
+	// DefaultKeyHeader ("Idempotency-Key"), where harness.Transport puts a
+	// Keyed or Idempotent tool's key. An Unkeyed tool's key arrives in
+	// harness.DefaultUnkeyedKeyHeader ("X-Agentonce-Key", or
+	// Transport.UnkeyedKeyHeader) instead, so that the API does not take it
+	// for a promise to de-duplicate: set KeyHeader to it, with
+	// Passthrough, to count an Unkeyed tool's effects per intent.
 	KeyHeader string
 
 	// ReplayedHeader is set to "true" on a replayed response. Empty means
@@ -88,9 +93,13 @@ type DownstreamOptions struct {
 
 	// Passthrough turns the protection off: keys are neither required nor
 	// enforced, nothing is stored or replayed, and every request runs the
-	// handler. Effects are still counted per key, so Duplicates shows what
-	// an unprotected API does with the retries it gets: the downstream of
-	// an Unkeyed tool. False (the default) enforces the contract.
+	// handler. Effects are still counted per key (read from KeyHeader), so
+	// Duplicates shows what an unprotected API does with the retries it
+	// gets: the downstream of an Unkeyed tool, whose key harness.Transport
+	// sends in X-Agentonce-Key (set KeyHeader to
+	// harness.DefaultUnkeyedKeyHeader; under the default KeyHeader every
+	// request of an Unkeyed tool counts under no key). False (the default)
+	// enforces the contract.
 	Passthrough bool
 
 	// Now is the clock, a test seam. Nil means time.Now.
@@ -216,16 +225,26 @@ type Server struct {
 	Downstream *Downstream
 }
 
-// NewServer starts a loopback server running a Downstream in front of h
-// and closes it when tb's test ends. It fails tb if the Downstream cannot
-// be made (an unreadable opts.StateFile).
+// StartServer starts a loopback server running a Downstream in front of h,
+// for a program that is not a test (a demo, a local stand-in for a real
+// API); the caller closes it. It fails only if the Downstream cannot be
+// made (an unreadable opts.StateFile).
+func StartServer(h http.Handler, opts *DownstreamOptions) (*Server, error) {
+	d, err := NewDownstream(h, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Server: httptest.NewServer(d), Downstream: d}, nil
+}
+
+// NewServer is StartServer for a test: it closes the server when tb's
+// test ends, and fails tb if the Downstream cannot be made.
 func NewServer(tb testing.TB, h http.Handler, opts *DownstreamOptions) *Server {
 	tb.Helper()
-	d, err := NewDownstream(h, opts)
+	s, err := StartServer(h, opts)
 	if err != nil {
 		tb.Fatalf("agentoncetest.NewServer: %v", err)
 	}
-	s := &Server{Server: httptest.NewServer(d), Downstream: d}
 	tb.Cleanup(s.Close)
 	return s
 }

@@ -36,7 +36,7 @@ func (h *Harness) Call(ctx context.Context, c ToolCall) Result {
 // harness, unknown tool, invalid input, no turn), so that an Observer
 // counts every call.
 func (h *Harness) rejectedEarly(ctx context.Context, c ToolCall, res Result) Result {
-	h.emit(ctx, resultEvent(Event{Tool: c.Tool, Session: c.Session, Turn: c.Turn, Key: res.Key}, res))
+	h.emit(ctx, resultEvent(Event{Tool: c.Tool, Session: c.Session, Turn: c.Turn, Key: res.Key, CallID: c.ID}, res))
 	return res
 }
 
@@ -48,9 +48,10 @@ type prepared struct {
 	err  error
 }
 
-// event is the Event of p's call that every event of its flight extends.
+// event is the start of every Event of p's call.
 func (p *prepared) event() Event {
-	return Event{Tool: p.call.Tool, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key}
+	return Event{Tool: p.tool.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key,
+		CallID: p.call.ID, ToolDescription: p.tool.Description}
 }
 
 func (p *prepared) rejected() Result {

@@ -19,6 +19,25 @@ type attemptInfo struct {
 	// unkeyed says the tool is Unkeyed: its downstream does not
 	// deduplicate, so Transport must not mark its requests replayable.
 	unkeyed bool
+	// call is the call's place (CallFromContext).
+	call ToolCall
+}
+
+// CallFromContext returns the call whose tool runs with ctx: its ID,
+// Tenant, Session, Turn, Tool and Discriminator (Input and StepKey are
+// left out). A tool that calls another agentonce service passes them on,
+// so that the service's records name the same conversation.
+func CallFromContext(ctx context.Context) (ToolCall, bool) {
+	ai, ok := ctx.Value(keyCtxKey).(*attemptInfo)
+	if !ok {
+		return ToolCall{}, false
+	}
+	return ai.call, true
+}
+
+// placeOf is c without its input and step key.
+func placeOf(c ToolCall) ToolCall {
+	return ToolCall{ID: c.ID, Tenant: c.Tenant, Session: c.Session, Turn: c.Turn, Tool: c.Tool, Discriminator: c.Discriminator}
 }
 
 // KeyFromContext returns the idempotency key of the call whose tool runs

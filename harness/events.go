@@ -64,6 +64,13 @@ type Event struct {
 	Session string
 	Turn    string
 	Key     uuid.UUID
+	// CallID is the model's tool-call id (ToolCall.ID), empty if the caller
+	// gave none. The events of a flight carry its first caller's id; the
+	// EventResult of each call joined to it carries that call's own.
+	CallID string
+	// ToolDescription is the registered tool's Description, empty for a
+	// call refused before its tool was found.
+	ToolDescription string
 	// Attempt is the attempt id, where one is running.
 	Attempt string
 	// Tries counts the attempts so far.

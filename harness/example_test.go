@@ -38,7 +38,7 @@ func Example() {
 	defer h.Close()
 	err = h.Register(harness.Tool{
 		Name:   "charge_card",
-		Effect: journal.Keyed,
+		Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, api.URL, nil)
 			resp, err := client.Do(req)
@@ -79,7 +79,7 @@ func ExampleHarness_CallAll() {
 	h := harness.New(journal.NewMemory(nil), nil)
 	defer h.Close()
 	var sent atomic.Int32 // distinct calls run concurrently
-	h.Register(harness.Tool{Name: "send_email", Effect: journal.Keyed,
+	h.Register(harness.Tool{Name: "send_email", Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			sent.Add(1)
 			return json.RawMessage(`"sent"`), nil
@@ -109,7 +109,7 @@ func ExampleTyped() {
 	}
 	h := harness.New(journal.NewMemory(nil), nil)
 	defer h.Close()
-	h.Register(harness.Typed("refund", journal.Keyed, func(ctx context.Context, r refund) (string, error) {
+	h.Register(harness.Typed("refund", harness.Keyed, func(ctx context.Context, r refund) (string, error) {
 		return fmt.Sprintf("refunded %d on %s", r.Amount, r.Order), nil
 	}))
 	for _, in := range []string{`{"order":"A-1","amount":500}`, `{"order":"A-1","amont":500}`} {

@@ -411,7 +411,7 @@ func guarded(ctx context.Context, t *tool, fn func(context.Context)) (pe *PanicE
 // attempt id and whether the downstream may be asked to deduplicate by key
 // (Transport reads it).
 func (h *Harness) attemptContext(ctx context.Context, t *tool, p *prepared, attemptID string) context.Context {
-	return context.WithValue(ctx, keyCtxKey, &attemptInfo{key: p.d.Key, attempt: attemptID, unkeyed: t.Effect == journal.Unkeyed})
+	return context.WithValue(ctx, keyCtxKey, &attemptInfo{key: p.d.Key, attempt: attemptID, unkeyed: t.Effect == journal.Unkeyed, call: placeOf(p.call)})
 }
 
 // runUnjournaled runs a ReadOnly tool that is not journaled: retried on any

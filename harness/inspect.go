@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentonce/agentonce/internal/inspect"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -16,9 +16,12 @@ import (
 // own user (on Linux the peer's uid is checked with SO_PEERCRED): agentctl
 // reads the journal through it (ls, show, stats, replay, export), resolves
 // unknown intents, and follows the events of every call (agentctl tail),
-// exactly as it would read the file of a stopped agent. A stale socket left
-// by an agent that died is removed at Open; Close removes the socket before
-// it releases the journal.
+// exactly as it would read the file of a stopped agent. The socket is
+// bounded (harness/inspect's defaults: 1 MiB a message, 32 connections,
+// hello within 5 s, 2 min idle), so a stray client cannot take the agent's
+// memory, descriptors or calls. A stale socket left by an agent that died
+// is removed at Open; Close removes the socket before it releases the
+// journal.
 type InspectMode uint8
 
 const (
@@ -44,7 +47,7 @@ type filePath interface {
 }
 
 // inspectServer is the running agent's end of the protocol of
-// internal/inspect. A nil *inspectServer serves nothing.
+// harness/inspect. A nil *inspectServer serves nothing.
 type inspectServer struct {
 	srv *inspect.Server
 }

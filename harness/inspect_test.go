@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/harness"
-	"github.com/agentonce/agentonce/internal/inspect"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 )

@@ -147,6 +147,9 @@ func (f *flight) answer(ctx context.Context, res Result) Result {
 func resultEvent(base Event, res Result) Event {
 	e := base
 	e.Kind, e.Status, e.Source, e.Err, e.Tries = EventResult, res.Status, res.Source, res.Err, res.Attempts
+	if res.CallID != "" {
+		e.CallID = res.CallID
+	}
 	if oe, ok := res.Err.(*OutcomeError); ok {
 		e.Class = oe.Class
 	}

@@ -11,11 +11,24 @@ import (
 	"github.com/agentonce/agentonce/retryclass"
 )
 
-// Effect is a tool's effect kind (journal.Unkeyed, journal.ReadOnly,
-// journal.Idempotent, journal.Keyed): what the harness may do after an
-// attempt whose outcome is unknown. The zero value is journal.Unkeyed, the
-// safest. The kinds are named once, in package journal, which records them.
+// Effect is a tool's effect kind: what the harness may do after an attempt
+// whose outcome is unknown. The zero value is Unkeyed, the safest. It is
+// journal.Effect (the journal records it), so that a program that only
+// registers tools needs no import of journal.
 type Effect = journal.Effect
+
+// The effect kinds, as journal names them.
+const (
+	// Unkeyed: the downstream has no protection; never re-run silently.
+	Unkeyed = journal.Unkeyed
+	// ReadOnly: no side effect; run again freely.
+	ReadOnly = journal.ReadOnly
+	// Idempotent: naturally idempotent (a PUT-like upsert); run again.
+	Idempotent = journal.Idempotent
+	// Keyed: the downstream honours the idempotency key; run again with
+	// the same key.
+	Keyed = journal.Keyed
+)
 
 // Func is a tool's implementation. Its context carries the idempotency key
 // and the attempt id (KeyFromContext, AttemptFromContext), and the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -46,7 +47,6 @@ func TestZeroExpiresRecordIsNotRunAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	old.Close()
-	rec.Expires = time.Time{}
 
 	for name, wrap := range map[string]func(journal.Store) journal.Store{
 		"replay fast path": func(s journal.Store) journal.Store { return s },
@@ -54,13 +54,25 @@ func TestZeroExpiresRecordIsNotRunAgain(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			runs.Store(0)
-			st, err := bolt.Open(filepath.Join(t.TempDir(), "new.db"), &bolt.Options{Journal: &journal.Options{Namespace: ns}})
+			path := filepath.Join(t.TempDir(), "new.db")
+			st, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: ns}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Import(ctx, rec); err != nil {
+				t.Fatalf("Import: %v", err)
+			}
+			st.Close()
+			// Import refuses a record with no expiry (the state machine never
+			// writes one), so the file is changed as an older version left it.
+			clearExpires(t, path, rec.Key)
+			st, err = bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: ns}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			if err := st.Import(ctx, rec); err != nil {
-				t.Fatalf("Import: %v", err)
+			if got, err := st.Get(ctx, rec.Key); err != nil || !got.Expires.IsZero() {
+				t.Fatalf("Get after clearing Expires = %v, %v; want a zero Expires", got.Expires, err)
 			}
 			h := harness.New(wrap(st), &harness.Options{Retry: fastRetry})
 			mustRegister(t, h, pay)
@@ -72,5 +84,28 @@ func TestZeroExpiresRecordIsNotRunAgain(t *testing.T) {
 				t.Fatalf("re-issue = %v %v %s, %v; want the recorded success, replayed", again.Status, again.Source, again.Output, again.Err)
 			}
 		})
+	}
+}
+
+// clearExpires rewrites the record for key in the bbolt file at path with
+// a zero Expires, sealed again, behind the store's back.
+func clearExpires(t *testing.T, path string, key uuid.UUID) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte("records"))
+		r, err := journal.Kit.DecodeRecord(b.Get(key[:]))
+		if err != nil {
+			return err
+		}
+		r.Expires = time.Time{}
+		return b.Put(key[:], journal.Kit.EncodeRecord(nil, &r))
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -418,14 +418,8 @@ func applyResolution(cur *Record, res Resolution, now time.Time) (Record, error)
 
 // validateImport checks a record given to Import.
 func validateImport(r *Record) error {
-	if r.Key == uuid.Nil {
-		return fmt.Errorf("%w: import: zero key", ErrInvalid)
-	}
-	if r.Version > SchemaVersion {
-		return fmt.Errorf("%w: import %s: record version %d, this package writes %d", ErrNewerVersion, r.Key, r.Version, SchemaVersion)
-	}
-	if r.State < StatePending || r.State > StateUnknown {
-		return fmt.Errorf("%w: import %s: state %s", ErrInvalid, r.Key, r.State)
+	if err := validRecord(r); err != nil {
+		return fmt.Errorf("import: %w", err)
 	}
 	return nil
 }

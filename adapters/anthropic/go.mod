@@ -3,7 +3,7 @@ module github.com/agentonce/agentonce/adapters/anthropic
 go 1.26.0
 
 require (
-	github.com/agentonce/agentonce v0.0.0
+	github.com/agentonce/agentonce v0.1.0
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 )
 
@@ -30,5 +30,3 @@ require (
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )
-
-replace github.com/agentonce/agentonce => ../..

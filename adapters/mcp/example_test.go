@@ -9,8 +9,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
@@ -18,8 +20,11 @@ import (
 	"github.com/agentonce/agentonce/journal"
 )
 
-// A server offers a harness's tools over streamable HTTP; a client sends
-// the same call twice with the same scope, and the tool runs once.
+// A server offers a harness's tools over streamable HTTP behind bearer
+// tokens, the caller's identity taken from the token. A host that sends no
+// agentonce _meta (as Claude Desktop or an IDE) sends the same call twice,
+// reconnecting in between, and the email goes out once: identical calls of
+// one user inside the window are one intent.
 func ExampleAddTools() {
 	dir, _ := os.MkdirTemp("", "agentmcp")
 	defer os.RemoveAll(dir)
@@ -42,32 +47,53 @@ func ExampleAddTools() {
 	})
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "mail", Version: "v1"}, nil)
-	if err := agentmcp.AddTools(server, h, nil); err != nil {
+	opts := &agentmcp.Options{Identity: agentmcp.TokenIdentity("org")}
+	if err := agentmcp.AddTools(server, h, opts); err != nil {
 		log.Fatal(err)
 	}
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
-	defer srv.Close()
-
-	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+	handler, err := agentmcp.HTTPHandler(server, opts, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer cs.Close()
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		if token != "token-of-ada" { // a real verifier checks a signature or asks the issuer
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: "ada", Extra: map[string]any{"org": "acme"}, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(handler))
+	defer srv.Close()
+
 	for range 2 {
-		params := &mcp.CallToolParams{Name: "send_email", Arguments: map[string]any{"to": "ada@example.com"}}
-		agentmcp.SetScope(params, agentmcp.Scope{Tenant: "acme", Session: "conversation-42", Turn: "1"})
-		res, err := cs.CallTool(ctx, params)
+		client := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "v1"}, nil)
+		transport := &mcp.StreamableClientTransport{Endpoint: srv.URL,
+			HTTPClient: &http.Client{Transport: withToken{"token-of-ada"}}}
+		cs, err := client.Connect(ctx, transport, nil)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(res.Meta[agentmcp.MetaSource], res.IsError, res.Content[0].(*mcp.TextContent).Text)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send_email", Arguments: map[string]any{"to": "ada@example.com"}})
+		if err != nil {
+			log.Fatal(err)
+		}
+		text, note, _ := strings.Cut(res.Content[0].(*mcp.TextContent).Text, "\n\n")
+		fmt.Println(res.Meta[agentmcp.MetaSource], res.IsError, text, strings.Contains(note, agentmcp.RepeatArgument))
+		cs.Close()
 	}
 	fmt.Println("emails sent:", emails)
 	// Output:
-	// executed false {"sent":true}
-	// replayed false {"sent":true}
+	// executed false {"sent":true} false
+	// replayed false {"sent":true} true
 	// emails sent: 1
+}
+
+// withToken sends a bearer token, as a host configured with one does.
+type withToken struct{ token string }
+
+func (w withToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+w.token)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // SetScope puts the call's scope into the request's _meta, where the
@@ -136,4 +162,48 @@ func ExampleHandler() {
 	fmt.Println(res.IsError, res.Content[0].(*mcp.TextContent).Text)
 	// Output:
 	// false {"status":"shipped"}
+}
+
+// ClientTools wraps the tools of a remote MCP server as harness tools: an
+// agent's retry of a call is sent with the same key, and a server on
+// agentonce (trusted here, so its annotations are believed) answers it
+// from its journal.
+func ExampleClientTools() {
+	ctx := context.Background()
+	// The server: one Keyed tool, on an in-memory transport (trusted, as
+	// stdio is).
+	remote := harness.New(journal.NewMemory(nil), nil)
+	defer remote.Close()
+	sent := 0
+	remote.Register(harness.Tool{Name: "send_invoice", Effect: journal.Keyed,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			sent++
+			return json.RawMessage(`{"invoice":"in_1"}`), nil
+		}})
+	server := mcp.NewServer(&mcp.Implementation{Name: "billing", Version: "v1"}, nil)
+	agentmcp.AddTools(server, remote, nil)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, _ := server.Connect(ctx, st, nil)
+	defer ss.Close()
+
+	// The agent: its own harness, with the remote tools registered.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := agentmcp.ClientTools(ctx, cs, &agentmcp.ClientOptions{TrustAnnotations: true, Tenant: "acme"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	agent := harness.New(journal.NewMemory(nil), nil)
+	defer agent.Close()
+	agent.Register(tools...)
+	fmt.Println(tools[0].Name, tools[0].Effect)
+	res := agent.Call(ctx, harness.ToolCall{Tenant: "acme", Session: "conv-1", Turn: "1",
+		Tool: "send_invoice", Input: json.RawMessage(`{"to":"ada"}`)})
+	fmt.Println(res.Status, res.ForModel(), "invoices sent:", sent)
+	// Output:
+	// send_invoice keyed
+	// succeeded {"invoice":"in_1"} invoices sent: 1
 }

@@ -3,7 +3,7 @@ module github.com/agentonce/agentonce/adapters/mcp
 go 1.26.0
 
 require (
-	github.com/agentonce/agentonce v0.0.0
+	github.com/agentonce/agentonce v0.1.0
 	github.com/google/uuid v1.6.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 )
@@ -20,5 +20,3 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )
-
-replace github.com/agentonce/agentonce => ../..

@@ -1,16 +1,18 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/mcpcall"
 )
 
 // DefaultMaxCall is Options.MaxCall's default.
@@ -19,12 +21,25 @@ const DefaultMaxCall = 5 * time.Minute
 // Options configure the tools AddTools and Handler serve. A nil *Options
 // means every default.
 type Options struct {
-	// Tenant, when set, gives each call's tenant, typically from the
-	// request's authentication (req.Extra.TokenInfo); the MetaTenant key is
-	// then neither needed nor read. An error is answered as a tool error
-	// and the tool does not run. Nil means the tenant is read from
-	// MetaTenant, which the client asserts.
-	Tenant func(ctx context.Context, req *sdk.CallToolRequest) (string, error)
+	// Identity gives each call's tenant and principal from the request's
+	// authentication (req.Extra.TokenInfo; see TokenIdentity). The
+	// client's session and turn are then scoped under the principal and
+	// MetaTenant is not read. An error is answered as a tool error and the
+	// tool does not run. Nil means the client is trusted: the tenant is
+	// MetaTenant's and there is no principal, which a call that arrived
+	// over HTTP gets only with TrustClientScope.
+	Identity func(ctx context.Context, req *sdk.CallToolRequest) (Identity, error)
+	// TrustClientScope says every client that can reach the listener may
+	// name any tenant, session and turn (a private network of the
+	// operator's own agents). Without it, and without Identity, a call
+	// that arrived over HTTP is refused with ErrNoIdentity. stdio and
+	// in-memory transports are trusted by default: their one client is
+	// the process that started the server.
+	TrustClientScope bool
+	// Window is how long identical calls without a scope in _meta (as
+	// standard hosts send them) are one intent; see mcpcall.Options.
+	// Zero means mcpcall.DefaultWindow.
+	Window time.Duration
 	// MaxCall bounds a call from its start, whatever the client does: the
 	// call runs on a context that the client's cancellation does not reach
 	// (a client that gives up and retries must find the first attempt
@@ -41,82 +56,98 @@ func (o *Options) maxCall() time.Duration {
 	return o.MaxCall
 }
 
+// server is what every handler of one AddTools shares.
+type server struct {
+	h        *harness.Harness
+	resolver *mcpcall.Resolver
+	identity func(context.Context, *sdk.CallToolRequest) (Identity, error)
+	trusted  bool
+	maxCall  time.Duration
+}
+
+func newServer(h *harness.Harness, opts *Options) *server {
+	s := &server{h: h, maxCall: opts.maxCall()}
+	ropts := &mcpcall.Options{}
+	if opts != nil {
+		s.identity, s.trusted, ropts.Window = opts.Identity, opts.TrustClientScope, opts.Window
+	}
+	s.resolver = mcpcall.NewResolver(h, ropts)
+	return s
+}
+
 // AddTools registers every tool of h (harness.Harness.Tools) on s, each
-// with its name, description and input schema, served by Handler. A tool
-// without a Schema is offered as {"type":"object"}. It adds nothing and
-// returns an error if a schema is not a JSON object of type "object", which
-// MCP requires of an input schema.
+// with its name, description, input schema (with RepeatArgument added) and
+// annotations (mcpcall.HintsOf), served by Handler. A tool without a
+// Schema is offered as {"type":"object"}. It adds nothing and returns an
+// error if a schema is not a JSON object of type "object", which MCP
+// requires of an input schema.
 func AddTools(s *sdk.Server, h *harness.Harness, opts *Options) error {
 	tools := h.Tools()
 	defs := make([]*sdk.Tool, 0, len(tools))
 	for _, t := range tools {
-		d, err := definition(t)
+		d, err := Definition(t)
 		if err != nil {
 			return err
 		}
 		defs = append(defs, d)
 	}
+	srv := newServer(h, opts)
 	for _, d := range defs {
-		s.AddTool(d, Handler(h, d.Name, opts))
+		s.AddTool(d, srv.handler(d.Name))
 	}
 	return nil
 }
 
-// definition is the MCP tool definition of t.
-func definition(t harness.Tool) (*sdk.Tool, error) {
-	schema := t.Schema
-	if len(bytes.TrimSpace(schema)) == 0 {
-		schema = json.RawMessage(`{"type":"object"}`)
+// Definition is the MCP tool definition AddTools offers for t.
+func Definition(t harness.Tool) (*sdk.Tool, error) {
+	schema, err := mcpcall.InputSchema(t)
+	if err != nil {
+		return nil, err
 	}
-	var head struct {
-		Type any `json:"type"`
-	}
-	if err := json.Unmarshal(schema, &head); err != nil {
-		return nil, fmt.Errorf("agentonce mcp: tool %s: input schema is not a JSON object: %w", t.Name, err)
-	}
-	if head.Type != "object" {
-		return nil, fmt.Errorf("agentonce mcp: tool %s: input schema has type %v; MCP needs \"object\"", t.Name, head.Type)
-	}
-	return &sdk.Tool{Name: t.Name, Description: t.Description, InputSchema: schema}, nil
+	hints := mcpcall.HintsOf(t.Effect)
+	return &sdk.Tool{
+		Name: t.Name, Description: t.Description, InputSchema: json.RawMessage(schema),
+		Annotations: &sdk.ToolAnnotations{
+			ReadOnlyHint: *hints.ReadOnly, IdempotentHint: *hints.Idempotent,
+			DestructiveHint: hints.Destructive, OpenWorldHint: hints.OpenWorld,
+		},
+		Meta: sdk.Meta{MetaDedupes: true},
+	}, nil
 }
 
-// Handler serves calls of the harness tool named tool: it reads the scope
-// from the request's _meta (see MetaTenant, MetaSession, MetaTurn), runs
-// harness.Harness.Call on a context detached from the request's
-// cancellation and bounded by Options.MaxCall, and answers the Result as a
-// CallToolResult (see the package documentation for the mapping). Use it to
-// register a tool with a definition of your own; AddTools uses it for
-// every tool.
+// Handler serves calls of the harness tool named tool: it places the call
+// (mcpcall.Resolver.Resolve: identity, _meta scope or the de-duplication
+// window), runs harness.Harness.Call on a context detached from the
+// request's cancellation and bounded by Options.MaxCall, and answers the
+// Result as a CallToolResult (mcpcall.AnswerOf). Use it to register a tool
+// with a definition of your own; AddTools uses it for every tool. Handlers
+// made by separate calls keep separate windows in memory (the journal is
+// shared); AddTools's share one.
 func Handler(h *harness.Harness, tool string, opts *Options) sdk.ToolHandler {
-	var tenantOf func(context.Context, *sdk.CallToolRequest) (string, error)
-	if opts != nil {
-		tenantOf = opts.Tenant
-	}
-	maxCall := opts.maxCall()
-	needTurn := !noTurn(h, tool)
+	return newServer(h, opts).handler(tool)
+}
+
+func (s *server) handler(tool string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		var meta map[string]any
-		var args json.RawMessage
+		r := mcpcall.Request{Tool: tool}
 		if req.Params != nil {
-			meta, args = req.Params.GetMeta(), req.Params.Arguments
+			r.Meta, r.Arguments = req.Params.GetMeta(), req.Params.Arguments
 		}
-		scope, err := scopeOf(tool, meta, tenantOf == nil, needTurn)
-		if err != nil {
-			return refused(err), nil
-		}
-		if tenantOf != nil {
-			if scope.Tenant, err = tenantOf(ctx, req); err != nil {
-				return refused(fmt.Errorf("agentonce: tool %s: no tenant for the call, so the tool did not run: %w", tool, err)), nil
+		switch {
+		case s.identity != nil:
+			id, err := s.identity(ctx, req)
+			if err != nil {
+				return toResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: the caller is not identified, so the tool did not run: %w", tool, err))), nil
 			}
+			r.Identity = &id
+		case !s.trusted && req.Extra != nil && (req.Extra.Header != nil || req.Extra.TokenInfo != nil):
+			return toResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: %w; the tool did not run", tool, ErrNoIdentity))), nil
 		}
-		if len(bytes.TrimSpace(args)) == 0 {
-			args = json.RawMessage(`{}`)
+		call, err := s.resolver.Resolve(ctx, r)
+		if err != nil {
+			return toResult(mcpcall.Refusal(err)), nil
 		}
-		call := harness.ToolCall{
-			Tenant: scope.Tenant, Session: scope.Session, Turn: scope.Turn,
-			Discriminator: scope.Discriminator, Tool: tool, Input: args,
-		}
-		return detached(ctx, h, call, maxCall)
+		return detached(ctx, s.h, call, s.maxCall)
 	}
 }
 
@@ -126,16 +157,16 @@ func Handler(h *harness.Harness, tool string, opts *Options) sdk.ToolHandler {
 // outcome. The handler itself returns when the request ends, so that the
 // SDK can close a session without waiting for the call; the call goes on
 // until it is answered or maxCall has passed since its start.
-func detached(ctx context.Context, h *harness.Harness, call harness.ToolCall, maxCall time.Duration) (*sdk.CallToolResult, error) {
+func detached(ctx context.Context, h *harness.Harness, call mcpcall.Call, maxCall time.Duration) (*sdk.CallToolResult, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxCall)
 	answered := make(chan harness.Result, 1)
 	go func() {
 		defer cancel()
-		answered <- h.Call(cctx, call)
+		answered <- h.Call(cctx, call.ToolCall)
 	}()
 	select {
 	case res := <-answered:
-		return CallToolResult(res), nil
+		return toResult(mcpcall.AnswerOf(res, call)), nil
 	case <-ctx.Done():
 		// Nobody reads this answer: the request is over.
 		return nil, fmt.Errorf("agentonce: tool %s: the request ended while the call was running; it goes on, and the same call again is answered with its outcome: %w",
@@ -143,50 +174,64 @@ func detached(ctx context.Context, h *harness.Harness, call harness.ToolCall, ma
 	}
 }
 
-// noTurn reports whether the harness tool named tool may be called without
-// a session or turn. A tool registered after Handler was made counts as
-// needing both; an unregistered name is answered by the harness.
-func noTurn(h *harness.Harness, tool string) bool {
-	for _, t := range h.Tools() {
-		if t.Name == tool {
-			return t.NoTurn
-		}
-	}
-	return false
+// CallToolResult turns a harness Result into the CallToolResult the client
+// gets (mcpcall.AnswerOf): the text content is Result.ForModel, IsError is
+// set unless the intent succeeded, the structured content is the output of
+// a success that is a JSON object, and the result's _meta carries
+// MetaStatus, MetaSource and MetaKey for the client program.
+func CallToolResult(res harness.Result) *sdk.CallToolResult {
+	return toResult(mcpcall.AnswerOf(res, mcpcall.Call{}))
 }
 
-// CallToolResult turns a harness Result into the CallToolResult the client gets:
-// the text content is Result.ForModel, IsError is set unless the intent
-// succeeded, the structured content is the output of a success that is a
-// JSON object, and the result's _meta carries MetaStatus, MetaSource and
-// MetaKey for the client program.
-func CallToolResult(res harness.Result) *sdk.CallToolResult {
+func toResult(a mcpcall.Answer) *sdk.CallToolResult {
 	out := &sdk.CallToolResult{
-		Content: []sdk.Content{&sdk.TextContent{Text: res.ForModel()}},
-		IsError: !res.OK(),
-		Meta:    sdk.Meta{MetaStatus: res.Status.String(), MetaSource: res.Source.String()},
+		Content: []sdk.Content{&sdk.TextContent{Text: a.Text}},
+		IsError: a.IsError,
+		Meta:    sdk.Meta(a.Meta),
 	}
-	if res.Key != uuid.Nil {
-		out.Meta[MetaKey] = res.Key.String()
-	}
-	if res.OK() && isObject(res.Output) {
-		out.StructuredContent = res.Output
+	if a.Structured != nil {
+		out.StructuredContent = a.Structured
 	}
 	return out
 }
 
-// refused is the tool error for a call that was not run.
-func refused(err error) *sdk.CallToolResult {
-	return &sdk.CallToolResult{
-		Content: []sdk.Content{&sdk.TextContent{Text: err.Error()}},
-		IsError: true,
-		Meta:    sdk.Meta{MetaStatus: harness.Rejected.String(), MetaSource: harness.NoSource.String()},
+// HTTPHandler is the SDK's Streamable HTTP handler serving s, after
+// checking that opts (those given to AddTools) identify the caller: it
+// returns ErrNoIdentity when they have neither Identity nor
+// TrustClientScope. Wrap it in the authentication that Identity reads
+// (auth.RequireBearerToken for TokenIdentity).
+func HTTPHandler(s *sdk.Server, opts *Options, httpOpts *sdk.StreamableHTTPOptions) (http.Handler, error) {
+	if opts == nil || (opts.Identity == nil && !opts.TrustClientScope) {
+		return nil, ErrNoIdentity
 	}
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, httpOpts), nil
 }
 
-// isObject reports whether raw is a JSON object: MCP clients of the
-// 2025-06-18 revision accept no other structured content.
-func isObject(raw json.RawMessage) bool {
-	b := bytes.TrimSpace(raw)
-	return len(b) > 0 && b[0] == '{'
+// TokenIdentity is an Options.Identity that reads the bearer token's
+// verified information (req.Extra.TokenInfo, which auth.RequireBearerToken
+// sets): the principal is its UserID (the token's subject), the tenant its
+// Extra[tenantClaim] (a string; with tenantClaim "" every caller is in
+// tenant ""). A call without a token, a UserID or the claim is refused.
+func TokenIdentity(tenantClaim string) func(context.Context, *sdk.CallToolRequest) (Identity, error) {
+	return func(_ context.Context, req *sdk.CallToolRequest) (Identity, error) {
+		var ti *auth.TokenInfo
+		if req.Extra != nil {
+			ti = req.Extra.TokenInfo
+		}
+		if ti == nil {
+			return Identity{}, errors.New("no verified bearer token")
+		}
+		if ti.UserID == "" {
+			return Identity{}, errors.New("the bearer token names no user (TokenInfo.UserID)")
+		}
+		id := Identity{Principal: ti.UserID}
+		if tenantClaim != "" {
+			t, ok := ti.Extra[tenantClaim].(string)
+			if !ok || t == "" {
+				return Identity{}, fmt.Errorf("the bearer token has no %q claim naming a tenant", tenantClaim)
+			}
+			id.Tenant = t
+		}
+		return id, nil
+	}
 }

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
@@ -95,6 +97,29 @@ type fixture struct {
 
 func newFixture(t *testing.T, tools ...harness.Tool) *fixture {
 	t.Helper()
+	return newFixtureOpts(t, &agentmcp.Options{TrustClientScope: true}, tools...)
+}
+
+// tokens are the bearer tokens the fixture's verifier accepts: the user
+// and the tenant each names.
+var tokens = map[string][2]string{
+	"tok-alice": {"alice", "acme"},
+	"tok-bob":   {"bob", "acme"},
+	"tok-carol": {"carol", "beta"},
+}
+
+func verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	u, ok := tokens[token]
+	if !ok {
+		return nil, auth.ErrInvalidToken
+	}
+	return &auth.TokenInfo{UserID: u[0], Extra: map[string]any{"org": u[1]}, Expiration: time.Now().Add(time.Hour)}, nil
+}
+
+// newFixtureOpts serves tools with opts; with an Identity, behind the SDK's
+// bearer-token middleware.
+func newFixtureOpts(t *testing.T, opts *agentmcp.Options, tools ...harness.Tool) *fixture {
+	t.Helper()
 	f := &fixture{leftEarly: make(chan struct{}, 64)}
 	obs := harness.ObserverFunc(func(_ context.Context, e harness.Event) {
 		if e.Kind == harness.EventBeforeWriteAhead {
@@ -110,7 +135,7 @@ func newFixture(t *testing.T, tools ...harness.Tool) *fixture {
 		t.Fatal(err)
 	}
 	s := sdk.NewServer(&sdk.Implementation{Name: "agentonce-test", Version: "v0.0.1"}, nil)
-	if err := agentmcp.AddTools(s, h, nil); err != nil {
+	if err := agentmcp.AddTools(s, h, opts); err != nil {
 		t.Fatal(err)
 	}
 	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
@@ -128,8 +153,14 @@ func newFixture(t *testing.T, tools ...harness.Tool) *fixture {
 	// PropagateRequestCancellation makes a client that gives up cancel the
 	// handler's context under the 2026-07-28 protocol too, as it always
 	// does under the older ones: the worst case for an effect in flight.
-	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
-		&sdk.StreamableHTTPOptions{PropagateRequestCancellation: true}))
+	handler, err := agentmcp.HTTPHandler(s, opts, &sdk.StreamableHTTPOptions{PropagateRequestCancellation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Identity != nil {
+		handler = auth.RequireBearerToken(verify, nil)(handler)
+	}
+	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
 	f.h, f.url = h, srv.URL
 	return f
@@ -139,8 +170,31 @@ func newFixture(t *testing.T, tools ...harness.Tool) *fixture {
 // protocol version ("" is the SDK's latest).
 func (f *fixture) connect(t *testing.T, version string) *sdk.ClientSession {
 	t.Helper()
+	return f.connectAs(t, version, "")
+}
+
+// bearer adds a bearer token to every request, as a host configured with
+// one does.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// connectAs opens a client session sending token ("" for none).
+func (f *fixture) connectAs(t *testing.T, version, token string) *sdk.ClientSession {
+	t.Helper()
 	c := sdk.NewClient(&sdk.Implementation{Name: "agentonce-test-client", Version: "v0.0.1"}, nil)
-	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: f.url, DisableStandaloneSSE: true},
+	tr := &sdk.StreamableClientTransport{Endpoint: f.url, DisableStandaloneSSE: true}
+	if token != "" {
+		tr.HTTPClient = &http.Client{Transport: bearer{token, http.DefaultTransport}}
+	}
+	cs, err := c.Connect(context.Background(), tr,
 		&sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("Connect(%q): %v", version, err)
@@ -342,11 +396,10 @@ func TestMissingScope(t *testing.T) {
 		missing []string
 		invalid []string
 	}{
-		{"no meta", nil, []string{agentmcp.MetaTenant, agentmcp.MetaSession, agentmcp.MetaTurn}, nil},
 		{"no turn", map[string]any{agentmcp.MetaTenant: "acme", agentmcp.MetaSession: "s"}, []string{agentmcp.MetaTurn}, nil},
 		{"empty session", map[string]any{agentmcp.MetaTenant: "acme", agentmcp.MetaSession: "", agentmcp.MetaTurn: "1"}, []string{agentmcp.MetaSession}, nil},
 		{"turn not a string", map[string]any{agentmcp.MetaTenant: "acme", agentmcp.MetaSession: "s", agentmcp.MetaTurn: true}, nil, []string{agentmcp.MetaTurn}},
-		{"tenant only", map[string]any{agentmcp.MetaTenant: "acme"}, []string{agentmcp.MetaSession, agentmcp.MetaTurn}, nil},
+		{"turn only", map[string]any{agentmcp.MetaTenant: "acme", agentmcp.MetaTurn: "1"}, []string{agentmcp.MetaSession}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -399,8 +452,8 @@ func TestToolList(t *testing.T) {
 		got[tool.Name] = tool.Description + " " + string(b)
 	}
 	want := map[string]string{
-		"charge_card": `Charge the customer's card. {"properties":{"amount":{"type":"integer"}},"required":["amount"],"type":"object"}`,
-		"ping":        ` {"type":"object"}`,
+		"charge_card": `Charge the customer's card. {"properties":{"agentonce_repeat":` + repeatSchema + `,"amount":{"type":"integer"}},"required":["amount"],"type":"object"}`,
+		"ping":        ` {"properties":{"agentonce_repeat":` + repeatSchema + `},"type":"object"}`,
 	}
 	for name, w := range want {
 		if got[name] != w {
@@ -509,110 +562,51 @@ func TestStatusMapping(t *testing.T) {
 	}
 }
 
-// Options.Tenant supplies the tenant, which _meta then need not carry and
-// cannot override; its error is a tool error and nothing runs.
-func TestTenantOption(t *testing.T) {
-	var runs atomic.Int64
-	tool := harness.Tool{Name: "note", Effect: journal.Keyed,
-		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-			runs.Add(1)
-			return json.RawMessage(`{"ok":true}`), nil
-		}}
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if err := h.Register(tool); err != nil {
-		t.Fatal(err)
-	}
-	s := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "v0"}, nil)
-	opts := &agentmcp.Options{Tenant: func(_ context.Context, req *sdk.CallToolRequest) (string, error) {
-		if req.Params.GetMeta()["x-test-auth"] == "bad" {
-			return "", errors.New("no valid token")
+// Options.MaxCall bounds a detached call: a tool that never answers is
+// cancelled once it has passed, and the client is told the action is in
+// progress, not that it failed. The budget runs on synctest's clock, so a
+// loaded machine that is slow to reach the tool cannot spend it first.
+func TestMaxCallBounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cancelled := make(chan struct{})
+		tool := harness.Tool{Name: "hang", Effect: journal.Keyed,
+			Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+				<-ctx.Done()
+				close(cancelled)
+				return nil, ctx.Err()
+			}}
+		h := harness.New(journal.NewMemory(nil), nil)
+		defer h.Close()
+		if err := h.Register(tool); err != nil {
+			t.Fatal(err)
 		}
-		return "from-auth", nil
-	}}
-	if err := agentmcp.AddTools(s, h, opts); err != nil {
-		t.Fatal(err)
-	}
-	ct, st := sdk.NewInMemoryTransports()
-	ss, err := s.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	call := func(tenant, auth string) *sdk.CallToolResult {
-		p := &sdk.CallToolParams{Name: "note", Arguments: map[string]any{"n": 1}}
-		agentmcp.SetScope(p, agentmcp.Scope{Tenant: tenant, Session: "s", Turn: "1"})
-		if auth != "" {
-			p.Meta["x-test-auth"] = auth
+		s := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "v0"}, nil)
+		if err := agentmcp.AddTools(s, h, &agentmcp.Options{MaxCall: 20 * time.Millisecond}); err != nil {
+			t.Fatal(err)
 		}
+		ct, st := sdk.NewInMemoryTransports()
+		ss, err := s.Connect(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ss.Close()
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		p := &sdk.CallToolParams{Name: "hang", Arguments: map[string]any{}}
+		agentmcp.SetScope(p, agentmcp.Scope{Tenant: "acme", Session: "s", Turn: "1"})
 		res, err := cs.CallTool(context.Background(), p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res
-	}
-	a, b := call("", ""), call("spoofed", "")
-	if a.IsError || b.IsError || metaOf(a, agentmcp.MetaKey) != metaOf(b, agentmcp.MetaKey) {
-		t.Errorf("keys %q and %q (errors %v, %v); want one key: the _meta tenant is ignored", metaOf(a, agentmcp.MetaKey), metaOf(b, agentmcp.MetaKey), a.IsError, b.IsError)
-	}
-	if res := call("", "bad"); !res.IsError || !strings.Contains(text(res), "no valid token") {
-		t.Errorf("call with a bad token: IsError %v, text %q; want a tool error with the reason", res.IsError, text(res))
-	}
-	if n := runs.Load(); n != 1 {
-		t.Errorf("tool runs = %d; want 1", n)
-	}
+		if !res.IsError || metaOf(res, agentmcp.MetaStatus) != "in-progress" {
+			t.Errorf("CallTool past MaxCall = IsError %v, status %q (%s); want an in-progress error", res.IsError, metaOf(res, agentmcp.MetaStatus), text(res))
+		}
+		<-cancelled
+	})
 }
 
-// Options.MaxCall bounds a detached call: a tool that never answers is
-// cancelled once it has passed, and the client is told the action is in
-// progress, not that it failed.
-func TestMaxCallBounds(t *testing.T) {
-	cancelled := make(chan struct{})
-	tool := harness.Tool{Name: "hang", Effect: journal.Keyed,
-		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-			<-ctx.Done()
-			close(cancelled)
-			return nil, ctx.Err()
-		}}
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if err := h.Register(tool); err != nil {
-		t.Fatal(err)
-	}
-	s := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "v0"}, nil)
-	if err := agentmcp.AddTools(s, h, &agentmcp.Options{MaxCall: 20 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	ct, st := sdk.NewInMemoryTransports()
-	ss, err := s.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	p := &sdk.CallToolParams{Name: "hang", Arguments: map[string]any{}}
-	agentmcp.SetScope(p, agentmcp.Scope{Tenant: "acme", Session: "s", Turn: "1"})
-	res, err := cs.CallTool(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.IsError || metaOf(res, agentmcp.MetaStatus) != "in-progress" {
-		t.Errorf("CallTool past MaxCall = IsError %v, status %q (%s); want an in-progress error", res.IsError, metaOf(res, agentmcp.MetaStatus), text(res))
-	}
-	wait(t, cancelled, "the tool's context to end after MaxCall")
-}
+// repeatSchema is the RepeatArgument property every tool is offered with.
+const repeatSchema = `{"description":"Leave this out. Set it, to a value not used before, only to do again on purpose an action already done with the same input.","type":"string"}`

@@ -3,7 +3,7 @@ module github.com/agentonce/agentonce/adapters/openai
 go 1.26.0
 
 require (
-	github.com/agentonce/agentonce v0.0.0
+	github.com/agentonce/agentonce v0.1.0
 	github.com/openai/openai-go/v3 v3.99.0
 )
 
@@ -18,5 +18,3 @@ require (
 	go.etcd.io/bbolt v1.5.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )
-
-replace github.com/agentonce/agentonce => ../..

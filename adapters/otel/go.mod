@@ -3,7 +3,7 @@ module github.com/agentonce/agentonce/adapters/otel
 go 1.26.0
 
 require (
-	github.com/agentonce/agentonce v0.0.0
+	github.com/agentonce/agentonce v0.1.0
 	github.com/google/uuid v1.6.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
@@ -22,5 +22,3 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )
-
-replace github.com/agentonce/agentonce => ../..

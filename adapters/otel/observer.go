@@ -19,11 +19,19 @@ import (
 // ScopeName is the instrumentation scope of the tracer and the meter.
 const ScopeName = "github.com/agentonce/agentonce/adapters/otel"
 
-// Attribute keys. Tool names follow the OpenTelemetry GenAI conventions;
-// the rest are agentonce's own.
+// Attribute keys. The gen_ai.* and error.type keys are those of the
+// OpenTelemetry GenAI conventions for an execute_tool span; the rest are
+// agentonce's own.
 const (
-	AttrOperation = attribute.Key("gen_ai.operation.name") // always "execute_tool"
-	AttrTool      = attribute.Key("gen_ai.tool.name")
+	AttrOperation   = attribute.Key("gen_ai.operation.name") // always "execute_tool"
+	AttrTool        = attribute.Key("gen_ai.tool.name")
+	AttrToolType    = attribute.Key("gen_ai.tool.type") // always "function"
+	AttrCallID      = attribute.Key("gen_ai.tool.call.id")
+	AttrDescription = attribute.Key("gen_ai.tool.description")
+	// AttrErrorType is set on every span whose status is Error: the retry
+	// class of the failure, or the call's status when it has no class
+	// (a rejected or suppressed call).
+	AttrErrorType = attribute.Key("error.type")
 	AttrKey       = attribute.Key("agentonce.key")
 	AttrStatus    = attribute.Key("agentonce.status")
 	AttrSource    = attribute.Key("agentonce.source")
@@ -146,9 +154,16 @@ func (o *Observer) Observe(ctx context.Context, e harness.Event) {
 // EventBeforeWriteAhead, so its start time is the call's.
 func (o *Observer) start(ctx context.Context, e harness.Event, journaled bool) *span {
 	now := time.Now()
+	attrs := []attribute.KeyValue{AttrOperation.String("execute_tool"), AttrTool.String(e.Tool),
+		AttrToolType.String("function"), AttrKey.String(e.Key.String())}
+	if e.CallID != "" {
+		attrs = append(attrs, AttrCallID.String(e.CallID))
+	}
+	if e.ToolDescription != "" {
+		attrs = append(attrs, AttrDescription.String(e.ToolDescription))
+	}
 	sctx, s := o.tracer.Start(ctx, "execute_tool "+e.Tool, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(now), trace.WithAttributes(AttrOperation.String("execute_tool"),
-			AttrTool.String(e.Tool), AttrKey.String(e.Key.String())))
+		trace.WithTimestamp(now), trace.WithAttributes(attrs...))
 	return &span{Span: s, ctx: sctx, start: now, journaled: journaled}
 }
 
@@ -209,7 +224,7 @@ func (o *Observer) attemptEnded(ctx context.Context, e harness.Event) {
 	if e.Err != nil {
 		// The class, not the error text: the text may quote the
 		// downstream's answer.
-		a.SetAttributes(AttrClass.String(e.Class.String()))
+		a.SetAttributes(AttrClass.String(e.Class.String()), AttrErrorType.String(e.Class.String()))
 		a.SetStatus(codes.Error, e.Class.String())
 	}
 	a.End()
@@ -264,6 +279,11 @@ func (o *Observer) result(ctx context.Context, e harness.Event) {
 		sp.SetAttributes(AttrClass.String(e.Class.String()))
 	}
 	if e.Status != harness.Succeeded {
+		errType := e.Status.String()
+		if e.Class != retryclass.Success {
+			errType = e.Class.String()
+		}
+		sp.SetAttributes(AttrErrorType.String(errType))
 		sp.SetStatus(codes.Error, e.Status.String())
 	}
 	end := time.Now()

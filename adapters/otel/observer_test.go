@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -422,4 +423,72 @@ func TestConcurrentCalls(t *testing.T) {
 		t.Errorf("%s = %d; want %d", agentotel.MetricCalls, got, done.Load())
 	}
 	assertAllEnded(t, f)
+}
+
+// Every call span carries the GenAI conventions' attributes: the model's
+// call id (each collapsed or replayed call its own), the registered tool's
+// description and type; a failed call and its failed attempt carry
+// error.type, the retry class.
+func TestGenAIConventions(t *testing.T) {
+	var runs atomic.Int64
+	tool := harness.Tool{Name: "refund", Description: "Refund a charge.", Effect: journal.Keyed,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			runs.Add(1)
+			return nil, retryclass.Permanent(errors.New("card SECRET declined"))
+		}}
+	f := newFixture(t, tool)
+	first, second, third := call("refund", `{"a":1}`), call("refund", `{"a":1}`), call("refund", `{"a":1}`)
+	first.ID, second.ID, third.ID = "call_first", "call_second", "call_third"
+	res := f.h.CallAll(context.Background(), []harness.ToolCall{first, second})
+	if res[0].Status != harness.Failed || res[1].Source != harness.Collapsed {
+		t.Fatalf("CallAll = %v/%v, %v/%v; want failed/executed, failed/collapsed", res[0].Status, res[0].Source, res[1].Status, res[1].Source)
+	}
+	if res := f.h.Call(context.Background(), third); res.Source != harness.Replayed {
+		t.Fatalf("third Call source = %v; want replayed", res.Source)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("tool runs = %d; want 1", n)
+	}
+	ids := map[string]string{}
+	for _, s := range f.calls() {
+		ids[attr(s, agentotel.AttrSource)] = attr(s, agentotel.AttrCallID)
+		if got := attr(s, agentotel.AttrDescription); got != "Refund a charge." {
+			t.Errorf("%s span %s = %q; want the tool's description", attr(s, agentotel.AttrSource), agentotel.AttrDescription, got)
+		}
+		if got := attr(s, agentotel.AttrToolType); got != "function" {
+			t.Errorf("%s span %s = %q; want function", attr(s, agentotel.AttrSource), agentotel.AttrToolType, got)
+		}
+		if got := attr(s, agentotel.AttrErrorType); got != "terminal" || s.Status().Code != codes.Error {
+			t.Errorf("%s span %s = %q, status %v; want terminal, Error", attr(s, agentotel.AttrSource), agentotel.AttrErrorType, got, s.Status().Code)
+		}
+		for _, a := range f.children(s) {
+			if got := attr(a, agentotel.AttrErrorType); got != "terminal" {
+				t.Errorf("attempt span %s = %q; want terminal", agentotel.AttrErrorType, got)
+			}
+		}
+	}
+	want := map[string]string{"executed": "call_first", "collapsed": "call_second", "replayed": "call_third"}
+	if fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("call ids by source = %v; want %v", ids, want)
+	}
+	assertAllEnded(t, f)
+	assertNoSecrets(t, f, f.collect(t))
+}
+
+// A call refused before its tool is found carries its call id and error.type
+// "rejected" (it has no retry class).
+func TestRejectedCallErrorType(t *testing.T) {
+	f := newFixture(t, flaky("charge", 0, new(atomic.Int64)))
+	c := call("nosuch", `{}`)
+	c.ID = "call_x"
+	if res := f.h.Call(context.Background(), c); res.Status != harness.Rejected {
+		t.Fatalf("Call = %v; want rejected", res.Status)
+	}
+	spans := f.calls()
+	if len(spans) != 1 {
+		t.Fatalf("spans = %d; want 1", len(spans))
+	}
+	if got := [2]string{attr(spans[0], agentotel.AttrCallID), attr(spans[0], agentotel.AttrErrorType)}; got != [2]string{"call_x", "rejected"} {
+		t.Errorf("call id, error.type = %q; want call_x, rejected", got)
+	}
 }

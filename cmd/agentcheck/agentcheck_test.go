@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentonce/agentonce/internal/check"
+	"github.com/agentonce/agentonce/cmd/agentcheck/internal/check"
 	"github.com/agentonce/agentonce/internal/pgtest"
 )
 
@@ -77,6 +77,11 @@ func TestCheck(t *testing.T) {
 				for _, p := range rep.Problems {
 					t.Errorf("seed %d %s: problem: %s", rep.Seed, rep.Store, p)
 				}
+				// The downstream was later than its tool declared (a
+				// loaded machine): said, not failed.
+				for _, v := range rep.Broken {
+					t.Logf("seed %d %s: %s, intent %s (%s, %s): %s", v.Seed, v.Store, v.Rule, v.Intent, v.Scenario, v.Tool, v.Detail)
+				}
 			}
 			if err != nil && !t.Failed() {
 				t.Errorf("agentcheck exited with %v and no violation\nstderr:\n%s", err, stderr.String())
@@ -85,6 +90,22 @@ func TestCheck(t *testing.T) {
 				t.Logf("history: %s", hist)
 			}
 		})
+	}
+}
+
+// TestHelp checks that -help says what agentcheck does, its flags and its
+// exit codes on stdout, and exits 0.
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "-help", "--help"} {
+		var stdout, stderr bytes.Buffer
+		if got := run([]string{arg}, &stdout, &stderr); got != exitOK {
+			t.Errorf("run(%q) = %d, stderr %q; want %d", arg, got, stderr.String(), exitOK)
+		}
+		for _, want := range []string{"seeded fault checker", "-store S", "-scenarios LIST", "Exit codes:", "3  the check could not run"} {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("run(%q) stdout lacks %q:\n%s", arg, want, stdout.String())
+			}
+		}
 	}
 }
 
@@ -100,7 +121,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"-scenarios", "hangup,nosuch"}, exitUsage, `unknown scenario "nosuch"`},
 		{[]string{"-nosuchflag"}, exitUsage, "nosuchflag"},
 		{[]string{"extra"}, exitUsage, `unexpected argument "extra"`},
-		{[]string{"-store", "postgres", "-pg", ""}, exitCannotRun, "needs -pg URL"},
+		{[]string{"-store", "postgres", "-pg", ""}, exitUsage, "needs -pg URL"},
+		{[]string{"-store", "both", "-pg", ""}, exitUsage, "needs -pg URL"},
 		{[]string{"worker"}, exitUsage, "-plan, -journal, -history and -proc are required"},
 	}
 	for _, tt := range tests {

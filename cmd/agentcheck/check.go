@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentonce/agentonce/internal/check"
+	"github.com/agentonce/agentonce/cmd/agentcheck/internal/check"
 )
 
 // Exit codes.
@@ -26,6 +27,50 @@ const (
 	exitUsage     = 2
 	exitCannotRun = 3
 )
+
+// errHelp is returned by parseFlags when -h or -help was asked for.
+var errHelp = errors.New("help requested")
+
+// usage is what -help prints: what the tool does, its flags and its exit
+// codes. Keep it in step with doc.go and README.md.
+const usage = `agentcheck: a seeded fault checker for agentonce.
+
+From a seed it generates a schedule of intents and faults, runs it against
+real agent processes, a real journal (bbolt or PostgreSQL) and a loopback
+downstream that counts effects, and checks every answer the agents got
+against the history of what happened. The seed is printed first; the same
+seed gives the same schedule.
+
+Usage:
+  agentcheck [flags]
+
+Flags:
+  -seed N          schedule seed (default random, printed)
+  -duration D      how long issues and faults go on, per store (default 20s)
+  -store S         journal: bolt, postgres or both (default bolt)
+  -pg URL          PostgreSQL server URL (default $AGENTONCE_PG_URL);
+                   required with -store postgres or both
+  -workers N       agent processes at once on PostgreSQL (default 3)
+  -intents N       intents per store (default 10 per second of -duration)
+  -lease D         the workers' lease, harness Options.LeaseTTL (default 500ms)
+  -skew=false      do not run a PostgreSQL worker with its clock 90s ahead
+  -kill=false      do not SIGKILL workers or terminate PostgreSQL backends
+  -scenarios LIST  comma-separated scenarios to run (default all)
+  -history FILE    merged history file, JSON Lines (default in the temp dir)
+  -json            print the result as one JSON object
+  -v               print progress, and the history of every violation
+
+Exit codes:
+  0  no violation
+  1  at least one violation, or a run whose workers failed
+  2  usage: a bad flag or value, or -store postgres without a URL
+  3  the check could not run (PostgreSQL unreachable, no temporary
+     directory, its own binary not found)
+
+Example:
+  agentcheck -seed 1 -store bolt
+  AGENTONCE_PG_URL=postgres://... agentcheck -seed 1 -store both
+`
 
 // options are the flags of a check.
 type options struct {
@@ -41,6 +86,7 @@ type options struct {
 	kill      bool
 	scenarios []string
 	history   string
+	corrupt   int
 	json      bool
 	verbose   bool
 }
@@ -50,6 +96,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runWorker(args[1:], stderr)
 	}
 	o, err := parseFlags(args, stderr)
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
 	if err != nil {
 		return exitUsage
 	}
@@ -60,6 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("agentcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, "Run 'agentcheck -help' for the flags and exit codes.") }
 	fs.Int64Var(&o.seed, "seed", 0, "schedule seed (default random, printed)")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "how long issues and faults go on, per store")
 	fs.StringVar(&o.store, "store", "bolt", "journal: bolt, postgres or both")
@@ -70,10 +121,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.skew, "skew", true, "run one PostgreSQL worker with its journal clock 90s ahead")
 	fs.BoolVar(&o.kill, "kill", true, "kill workers with SIGKILL (and terminate PostgreSQL backends) at random moments")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(check.Scenarios(), ", ")+")")
+	fs.IntVar(&o.corrupt, "corrupt", 0, "bbolt: before the final pass, alter the stored output of this many intents in the journal file (the harness must refuse them)")
 	fs.StringVar(&o.history, "history", "", "merged history file (JSON Lines); with -store both, the store's name is added")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
 	fs.BoolVar(&o.verbose, "v", false, "print progress, and the history of every violation")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, errHelp
+		}
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -109,6 +164,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintln(stderr, "agentcheck: -lease must be at least 100ms")
 		return o, flag.ErrHelp
 	}
+	if o.store != "bolt" && o.pg == "" {
+		fmt.Fprintf(stderr, "agentcheck: -store %s needs -pg URL or AGENTONCE_PG_URL\n", o.store)
+		return o, flag.ErrHelp
+	}
 	return o, nil
 }
 
@@ -128,16 +187,12 @@ func runCheck(o options, stdout, stderr io.Writer) int {
 	if o.store == "both" {
 		stores = []string{"bolt", "postgres"}
 	}
-	if o.store != "bolt" && o.pg == "" {
-		fmt.Fprintln(stderr, "agentcheck: -store postgres needs -pg URL or AGENTONCE_PG_URL")
-		return exitCannotRun
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var reports []*check.Report
 	for _, st := range stores {
 		ro := check.Options{Seed: o.seed, Store: st, PGURL: o.pg, Duration: o.duration,
-			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, NoKill: !o.kill, Scenarios: o.scenarios, Exe: exe, History: o.history}
+			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, NoKill: !o.kill, Scenarios: o.scenarios, Exe: exe, History: o.history, Corrupt: o.corrupt}
 		if o.history != "" && len(stores) > 1 {
 			ext := filepath.Ext(o.history)
 			ro.History = strings.TrimSuffix(o.history, ext) + "-" + st + ext

@@ -29,7 +29,7 @@
 // written as JSON Lines to -history (default: a file named for the store
 // and seed in the temporary directory).
 //
-// Exit codes: 0 no violation; 1 at least one violation, or a run whose
-// workers failed; 2 usage; 3 the check could not run (no PostgreSQL server,
-// no temporary directory).
+// Exit codes: 0 no violation (and -help); 1 at least one violation, or a
+// run whose workers failed; 2 usage, a missing PostgreSQL URL included; 3
+// the check could not run (no PostgreSQL server, no temporary directory).
 package main

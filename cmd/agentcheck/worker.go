@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/agentonce/agentonce/internal/check"
+	"github.com/agentonce/agentonce/cmd/agentcheck/internal/check"
 )
 
 // runWorker is "agentcheck worker": one agent process of a check, started

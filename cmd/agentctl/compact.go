@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"io/fs"
 	"os"
@@ -31,7 +31,7 @@ copy and the replacement would write into the replaced file.
 
 On a terminal, a progress bar is drawn on standard error for journals of
 16 MiB and more.`,
-	main: withRun(compactMain, runCompact),
+	main: withRun(compactCmd, runCompact),
 }
 
 type compactOptions struct {
@@ -43,18 +43,16 @@ type compactOptions struct {
 // variable for tests).
 var progressMinBytes int64 = 16 << 20
 
-func compactMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[compactOptions]) error {
+func compactCmd(e *env, fs *pflag.FlagSet, run runFunc[compactOptions]) func(context.Context, []string) error {
 	var o compactOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.output, "output", "", "write the compacted journal to `FILE` (which must not exist) and leave the journal as it is")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usageErrorf("unexpected argument %q; compact takes only flags", pos[0])
+		}
+		return run(ctx, e, &o)
 	}
-	if len(pos) > 0 {
-		return usageErrorf("unexpected argument %q; compact takes only flags", pos[0])
-	}
-	return run(ctx, e, &o)
 }
 
 func runCompact(ctx context.Context, e *env, o *compactOptions) error {

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"regexp"
@@ -40,7 +40,7 @@ compares their intent fields.
 --schema and --volatile apply the tool's schema-aware normalization, as
 the harness does when the tool declares them. --namespace derives without a
 journal (and then KEY inputs are not available).`,
-	main: withRun(deriveMain, runDerive),
+	main: withRun(deriveCmd, runDerive),
 }
 
 type deriveOptions struct {
@@ -56,7 +56,7 @@ type deriveOptions struct {
 	inputs    []string
 }
 
-func deriveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[deriveOptions]) error {
+func deriveCmd(e *env, fs *pflag.FlagSet, run runFunc[deriveOptions]) func(context.Context, []string) error {
 	var o deriveOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.intent.Tenant, "tenant", "", "the intent's `TENANT`")
@@ -71,25 +71,23 @@ func deriveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, ru
 	fs.BoolVar(&o.showNS, "show-namespace", false, "print the namespace, a secret that lets anyone predict this deployment's keys")
 	fs.BoolVar(&o.diff, "diff", false, "compare two inputs and show where their canonical forms differ")
 	fs.BoolVar(&o.json, "json", false, "print the derivation as JSON (see 'agentctl help json')")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	want := 1
-	if o.diff {
-		want = 2
-	}
-	if len(pos) != want {
+	return func(ctx context.Context, pos []string) error {
+		want := 1
 		if o.diff {
-			return usageErrorf("--diff wants two INPUTs, got %d", len(pos))
+			want = 2
 		}
-		return usageErrorf("want one INPUT (JSON, @FILE or -), got %d arguments", len(pos))
+		if len(pos) != want {
+			if o.diff {
+				return usageErrorf("--diff wants two INPUTs, got %d", len(pos))
+			}
+			return usageErrorf("want one INPUT (JSON, @FILE or -), got %d arguments", len(pos))
+		}
+		if o.diff && pos[0] == "-" && pos[1] == "-" {
+			return usageErrorf("only one INPUT can be - (standard input)")
+		}
+		o.inputs = pos
+		return run(ctx, e, &o)
 	}
-	if o.diff && pos[0] == "-" && pos[1] == "-" {
-		return usageErrorf("only one INPUT can be - (standard input)")
-	}
-	o.inputs = pos
-	return run(ctx, e, &o)
 }
 
 // side is one derivation: the intent, the raw input, and what came of it.

@@ -24,7 +24,9 @@
 // On a terminal, reads print aligned tables in local time. Otherwise they
 // print tab-separated lines with RFC 3339 UTC times, one record per line,
 // in a fixed column order (backslash, tab, newline and carriage return in
-// values are escaped as \\, \t, \n and \r). --json prints the documented
+// values are escaped as \\, \t, \n and \r; control and bidirectional
+// characters as \xHH and \uHHHH, in every human-readable output, so that
+// a tool name cannot drive the terminal). --json prints the documented
 // schema: one record per line for ls and export, one object otherwise.
 // Errors are one line on standard error, saying what is wrong and what to
 // do next, and a documented exit code (errors.go).

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentonce/agentonce/internal/inspect"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -22,6 +22,7 @@ const (
 	exitNotFound    = 6  // no record for the key
 	exitConflict    = 7  // resolve of a settled or in-flight record; import of a different record
 	exitAgentGone   = 8  // the running agent went away mid-command; tail found no running agent
+	exitUnreachable = 9  // the PostgreSQL server cannot be reached
 	exitReplayRun   = 10 // replay: some intent would execute again, nothing is blocked
 	exitReplayBlock = 11 // replay: some intent is blocked (unknown outcome, needs reconcile or resolve)
 )
@@ -39,6 +40,7 @@ var exitCodes = []struct {
 	{exitNotFound, "no record for the key (replay: no intent recorded for the session)"},
 	{exitConflict, "conflict: resolve of a record that is settled or in flight; import of a record that differs from the stored one, or of another journal's namespace"},
 	{exitAgentGone, "agent gone: the running agent serving the journal went away mid-command (the output is incomplete), or tail found no running agent"},
+	{exitUnreachable, "cannot reach the PostgreSQL server of a postgres:// journal (no server at the URL's host and port, or the name does not resolve)"},
 	{exitReplayRun, "replay: at least one intent would execute again (retry with the same key, or anew after expiry); none is blocked"},
 	{exitReplayBlock, "replay: at least one intent is blocked (outcome unknown: reconcile, or agentctl resolve)"},
 }
@@ -102,6 +104,11 @@ func hintFor(err error) string {
 		return ""
 	}
 	switch {
+	case errors.Is(err, inspect.ErrNotServed):
+		// A live agent holds the journal for good: waiting longer for its
+		// lock cannot help.
+		return "a live agent holds the journal, so a longer --lock-timeout would not help: " +
+			"use what its socket serves (the reads, resolve, gc --dry-run), or stop the agent and run the command again"
 	case errors.Is(err, journal.ErrInUse):
 		return "stop the process using it (an agent holds it open), or retry with a longer --lock-timeout"
 	case errors.Is(err, journal.ErrCorrupt):
@@ -128,8 +135,9 @@ func errorLine(cmd string, err error) string {
 	if cmd != "" {
 		prefix = "agentctl " + cmd + ": "
 	}
-	// One line, whatever the wrapped errors held.
-	return prefix + strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(msg)
+	// One line, whatever the wrapped errors held, and nothing a terminal
+	// would act on (a tool name may carry an escape sequence).
+	return prefix + escapeText(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(msg))
 }
 
 func isNotFound(err error) bool { return errors.Is(err, journal.ErrNotFound) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if n := strings.Count(first, "\n"); n != fixtureSize+1 {
 		t.Fatalf("export has %d lines; want a header and %d records", n, fixtureSize)
 	}
-	if !strings.HasPrefix(first, `{"agentonce_export":1,"namespace":"`+testNS.String()+`"}`+"\n") {
+	if !strings.HasPrefix(first, `{"agentonce_export":2,"namespace":"`+testNS.String()+`","checksum":"sha256"}`+"\n") {
 		t.Errorf("export header = %q", strings.SplitN(first, "\n", 2)[0])
 	}
 
@@ -128,15 +129,25 @@ func TestImportRejectsAndWritesNothing(t *testing.T) {
 		want    string
 	}{
 		{"bad json", header + "\n" + recs[0] + "\n{\"key\":\n", "", exitUsage, "line 3"},
-		{"unknown field", header + "\n" + strings.Replace(recs[0], `"version":1`, `"version":1,"colour":"red"`, 1) + "\n", "", exitUsage, `line 2: json: unknown field "colour"`},
-		{"bad state", header + "\n" + strings.Replace(recs[0], `"state":"`, `"state":"x`, 1) + "\n", "", exitUsage, "line 2: unknown state"},
-		{"bad effect", header + "\n" + strings.Replace(recs[0], `"effect":"`, `"effect":"x`, 1) + "\n", "", exitUsage, "line 2: unknown effect"},
+		{"unknown field", header + "\n" + reseal(t, strings.Replace(recs[0], `"version":1`, `"version":1,"colour":"red"`, 1)) + "\n", "", exitUsage, `line 2: json: unknown field "colour"`},
+		{"bad state", header + "\n" + reseal(t, strings.Replace(recs[0], `"state":"`, `"state":"x`, 1)) + "\n", "", exitUsage, "line 2: unknown state"},
+		{"bad effect", header + "\n" + reseal(t, strings.Replace(recs[0], `"effect":"`, `"effect":"x`, 1)) + "\n", "", exitUsage, "line 2: unknown effect"},
 		{"duplicate", header + "\n" + recs[0] + "\n" + recs[0] + "\n", "", exitUsage, "line 3: key"},
 		{"other namespace", strings.Replace(header, testNS.String(), uuid.NewString(), 1) + "\n" + recs[0] + "\n", changed, exitConflict, "another namespace"},
-		{"different record", header + "\n" + recs[0] + "\n" + strings.Replace(recs[3], `"turn":"`, `"turn":"9`, 1) + "\n", changed, exitConflict, "line 3"},
-		{"nil key", header + "\n" + recs[0] + "\n" + strings.Replace(recs[1], keyOfLine(recs[1]), uuid.Nil.String(), 1) + "\n", "", exitUsage, "line 3: key is the nil UUID"},
-		{"newer version", header + "\n" + strings.Replace(recs[0], `"version":1`, `"version":99`, 1) + "\n", "", exitUsage, "line 2: record version 99"},
+		{"different record", header + "\n" + recs[0] + "\n" + reseal(t, strings.Replace(recs[3], `"turn":"`, `"turn":"9`, 1)) + "\n", changed, exitConflict, "line 3"},
+		{"nil key", header + "\n" + recs[0] + "\n" + reseal(t, strings.Replace(recs[1], keyOfLine(recs[1]), uuid.Nil.String(), 1)) + "\n", "", exitUsage, "line 3: key is the nil UUID"},
+		{"newer version", header + "\n" + reseal(t, strings.Replace(recs[0], `"version":1`, `"version":99`, 1)) + "\n", "", exitUsage, "line 2: record version 99"},
 		{"no header on create", strings.Join(recs, "\n") + "\n", "", exitUsage, "no export header"},
+		// The issue-23 probes: a tampered output replayed as the answer, a
+		// file without a header into an existing journal (no namespace
+		// check), an unsealed line, and a record the state machine could
+		// not have produced.
+		{"tampered output", header + "\n" + tamperOutput(t, recs) + "\n", "", exitUsage, "does not match its checksum"},
+		{"no header into a journal", strings.Join(recs, "\n") + "\n", changed, exitUsage, "no export header"},
+		{"unsealed line", header + "\n" + unseal(t, recs[0]) + "\n", "", exitUsage, "line 2: the record has no checksum"},
+		{"format 1", strings.Replace(strings.Replace(header, `"agentonce_export":2`, `"agentonce_export":1`, 1), `,"checksum":"sha256"`, "", 1) + "\n" + unseal(t, recs[0]) + "\n", "", exitUsage, "export format 1"},
+		{"token 0", header + "\n" + editLine(t, recs[0], func(m map[string]any) { m["lease"].(map[string]any)["token"] = 0 }) + "\n", "", exitUsage, "line 2: import: invalid request"},
+		{"attempt ends before it starts", header + "\n" + endBeforeStart(t, recs) + "\n", "", exitUsage, "ends"},
 	}
 	for _, tt := range tests {
 		dst := tt.journal
@@ -191,4 +202,72 @@ func TestExportOutputFile(t *testing.T) {
 // keyOfLine returns the "key" of an exported record line.
 func keyOfLine(line string) string {
 	return strings.SplitN(strings.SplitN(line, `"key":"`, 2)[1], `"`, 2)[0]
+}
+
+// unseal drops a line's checksum member.
+func unseal(t *testing.T, line string) string {
+	t.Helper()
+	i := strings.LastIndex(line, `,"checksum":"`)
+	if i < 0 {
+		t.Fatalf("line has no checksum: %s", line)
+	}
+	return line[:i] + "}"
+}
+
+// reseal gives an edited line a checksum that matches it again, as someone
+// who edits an export on purpose would.
+func reseal(t *testing.T, line string) string {
+	t.Helper()
+	obj := unseal(t, line)
+	return obj[:len(obj)-1] + checksumMember + sealOf([]byte(obj)) + `"}`
+}
+
+// tamperOutput changes the output of the export's first succeeded record,
+// keeping its old checksum.
+func tamperOutput(t *testing.T, recs []string) string {
+	t.Helper()
+	for _, l := range recs {
+		if strings.Contains(l, `"state":"succeeded"`) && strings.Contains(l, `"output":`) {
+			i := strings.Index(l, `"output":`) + len(`"output":`)
+			return l[:i] + `{"charged":999999},"was":` + l[i:]
+		}
+	}
+	t.Fatal("no succeeded record with an output in the fixture")
+	return ""
+}
+
+// editLine changes a line's record through f and seals it again.
+func editLine(t *testing.T, line string, f func(m map[string]any)) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(unseal(t, line)), &m); err != nil {
+		t.Fatal(err)
+	}
+	f(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reseal(t, string(b[:len(b)-1])+`,"checksum":""}`)
+}
+
+// endBeforeStart: the first closed attempt's end moved before its start,
+// sealed again.
+func endBeforeStart(t *testing.T, recs []string) string {
+	t.Helper()
+	for _, l := range recs {
+		if !strings.Contains(l, `"end":"`) {
+			continue
+		}
+		return editLine(t, l, func(m map[string]any) {
+			for _, a := range m["attempts"].([]any) {
+				if att := a.(map[string]any); att["end"] != nil {
+					att["end"] = "2000-01-01T00:00:00Z"
+					return
+				}
+			}
+		})
+	}
+	t.Fatal("no record with a closed attempt in the fixture")
+	return ""
 }

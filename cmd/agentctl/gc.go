@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 
 	"github.com/agentonce/agentonce/journal"
 )
@@ -18,7 +18,7 @@ anew, as a new intent. --dry-run opens the journal read-only and only counts.
 
 bbolt does not shrink its file when records are removed; run agentctl
 compact afterwards to give the space back.`,
-	main: withRun(gcMain, runGC),
+	main: withRun(gcCmd, runGC),
 }
 
 type gcOptions struct {
@@ -27,19 +27,17 @@ type gcOptions struct {
 	json    bool
 }
 
-func gcMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[gcOptions]) error {
+func gcCmd(e *env, fs *pflag.FlagSet, run runFunc[gcOptions]) func(context.Context, []string) error {
 	var o gcOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.dryRun, "dry-run", false, "count what would be removed; change nothing")
 	fs.BoolVar(&o.json, "json", false, `print {"dry_run": BOOL, "removed": N}`)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usageErrorf("unexpected argument %q; gc takes only flags", pos[0])
+		}
+		return run(ctx, e, &o)
 	}
-	if len(pos) > 0 {
-		return usageErrorf("unexpected argument %q; gc takes only flags", pos[0])
-	}
-	return run(ctx, e, &o)
 }
 
 func runGC(ctx context.Context, e *env, o *gcOptions) error {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"github.com/spf13/pflag"
 	"os"
 	"strings"
 	"testing"
@@ -30,7 +32,7 @@ func TestReadmeExitCodes(t *testing.T) {
 func TestHelp(t *testing.T) {
 	for _, c := range commands() {
 		r := agentctl(t, false, "help", c.name)
-		if r.code != 0 || !strings.Contains(r.stdout, "agentctl "+c.name) || !strings.Contains(r.stdout, "--journal PATH") {
+		if r.code != 0 || !strings.Contains(r.stdout, "agentctl "+c.name) || (c.name != "completion" && !strings.Contains(r.stdout, "--journal PATH")) {
 			t.Errorf("help %s = %d, %q", c.name, r.code, r.stdout)
 		}
 		r2 := agentctl(t, false, c.name, "--help")
@@ -65,14 +67,20 @@ func TestParseFlagsInterspersed(t *testing.T) {
 		{nil, "", "", false},
 	}
 	for _, tt := range tests {
-		fs := newTestFlagSet()
 		var session string
 		var js bool
-		fs.StringVar(&session, "session", "", "")
-		fs.BoolVar(&js, "json", false, "")
-		pos, err := parseFlags(fs, tt.args)
+		var pos []string
+		e, _, _ := testEnv(false)
+		err := parseWith(e, func(_ *env, fs *pflag.FlagSet) func(context.Context, []string) error {
+			fs.StringVar(&session, "session", "", "")
+			fs.BoolVar(&js, "json", false, "")
+			return func(_ context.Context, args []string) error {
+				pos = args
+				return nil
+			}
+		}, tt.args...)
 		if err != nil || strings.Join(pos, ",") != tt.pos || session != tt.session || js != tt.json {
-			t.Errorf("parseFlags(%q) = %q session %q json %v, %v; want %q %q %v", tt.args, pos, session, js, err, tt.pos, tt.session, tt.json)
+			t.Errorf("parse(%q) = %q session %q json %v, %v; want %q %q %v", tt.args, pos, session, js, err, tt.pos, tt.session, tt.json)
 		}
 	}
 }

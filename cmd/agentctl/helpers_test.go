@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -249,9 +248,3 @@ func golden(t *testing.T, name, got string) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
-
-func newTestFlagSet() *flag.FlagSet {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return fs
-}

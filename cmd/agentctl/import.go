@@ -6,8 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"io/fs"
 	"os"
@@ -27,9 +27,12 @@ var importCommand = &command{
 	long: `Reads an export (agentctl export) from FILE or standard input and writes its
 records into the journal as they are: state, attempts and times kept.
 
-Nothing is written until the whole input has been read and checked: every
-line must parse, and every record must either be new or identical to the
-one the journal already holds (identical ones are skipped). A bad line or
+Nothing is written until the whole input has been read and checked: the
+header must be there (it names the namespace), every line must parse and
+match its checksum, every record must be one the journal's state machine
+could have produced (the check every store's Import makes), and every
+record must either be new or identical to the one the journal already
+holds (identical ones are skipped). A bad line or
 a conflicting record is reported with its line number and nothing is
 imported. The input is read twice (standard input is first copied to a
 temporary file), so memory does not grow with the export's size.
@@ -38,7 +41,7 @@ The export's namespace must be the journal's, or keys derived later would
 not match the imported records. --create creates the journal (a bbolt file,
 or the PostgreSQL schema) when it does not exist, with the export's
 namespace.`,
-	main: withRun(importMain, runImport),
+	main: withRun(importCmd, runImport),
 }
 
 type importOptions struct {
@@ -47,23 +50,21 @@ type importOptions struct {
 	create  bool
 }
 
-func importMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[importOptions]) error {
+func importCmd(e *env, fs *pflag.FlagSet, run runFunc[importOptions]) func(context.Context, []string) error {
 	var o importOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.create, "create", false, "create the journal if it does not exist")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		switch len(pos) {
+		case 0:
+			o.input = "-"
+		case 1:
+			o.input = pos[0]
+		default:
+			return usageErrorf("want at most one FILE, got %d arguments", len(pos))
+		}
+		return run(ctx, e, &o)
 	}
-	switch len(pos) {
-	case 0:
-		o.input = "-"
-	case 1:
-		o.input = pos[0]
-	default:
-		return usageErrorf("want at most one FILE, got %d arguments", len(pos))
-	}
-	return run(ctx, e, &o)
 }
 
 // importWorkers write records concurrently, so that the store's group
@@ -159,12 +160,10 @@ func checkImport(ctx context.Context, e *env, o *importOptions, in io.Reader, na
 	}
 	plan.ns = ns
 	switch {
-	case check != nil && ns != uuid.Nil && ns != check.Namespace():
+	case check != nil && ns != check.Namespace():
 		return nil, &cliError{code: exitConflict,
 			err:  fmt.Errorf("%s was exported from a journal with another namespace than %s", name, o.journal.location),
 			hint: "its keys would not match: import into a new journal with --create"}
-	case create && ns == uuid.Nil:
-		return nil, usageErrorf("%s has no export header, so its namespace is unknown; import it into an existing journal", name)
 	}
 	if check != nil {
 		if err := check.Close(); err != nil {
@@ -280,10 +279,13 @@ func sameRecord(a, b *journal.Record) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
-// scanExport parses an export: an optional header line, then records,
-// calling fn for each record with the header's namespace (zero when there
-// is none). A line that does not parse, or a key seen twice, stops it with
-// an error naming the line.
+// scanExport parses an export: its header line, then records, calling fn
+// for each record with the header's namespace. Everything is checked
+// before fn sees a record: the header (required: it carries the namespace
+// and says the lines are sealed), each line's checksum, and that the
+// record is one the journal's state machine could have produced (the
+// validator every store's Import applies). A line that fails, or a key
+// seen twice, stops it with an error naming the line.
 func scanExport(r io.Reader, name string, fn func(ns uuid.UUID, line int, rec *journal.Record) error) (uuid.UUID, error) {
 	var ns uuid.UUID
 	seen := map[uuid.UUID]int{}
@@ -291,7 +293,7 @@ func scanExport(r io.Reader, name string, fn func(ns uuid.UUID, line int, rec *j
 	sc.Buffer(make([]byte, 0, 64<<10), 256<<20)
 	line := 0
 	bad := func(format string, args ...any) error {
-		return usageErrorf("%s line %d: %s", name, line, fmt.Sprintf(format, args...))
+		return usageErrorf("%s line %d: %s; nothing was imported", name, line, fmt.Sprintf(format, args...))
 	}
 	for sc.Scan() {
 		line++
@@ -299,30 +301,23 @@ func scanExport(r io.Reader, name string, fn func(ns uuid.UUID, line int, rec *j
 		if len(b) == 0 {
 			continue
 		}
-		if line == 1 && bytes.Contains(b, []byte(`"agentonce_export"`)) {
-			var h exportHeader
-			dec := json.NewDecoder(bytes.NewReader(b))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&h); err != nil {
-				return ns, bad("export header: %v", err)
-			}
-			if h.Export != exportFormat {
-				return ns, bad("export format %d; this agentctl reads format %d", h.Export, exportFormat)
-			}
-			u, err := uuid.Parse(h.Namespace)
-			if err != nil || u == uuid.Nil {
-				return ns, bad("export header: namespace %q is not a UUID", h.Namespace)
+		if ns == uuid.Nil {
+			u, err := readHeader(b)
+			if err != nil {
+				return ns, bad("%v", err)
 			}
 			ns = u
 			continue
 		}
-		var rec journal.Record
-		dec := json.NewDecoder(bytes.NewReader(b))
-		if err := dec.Decode(&rec); err != nil {
+		rec, err := unsealLine(b)
+		switch {
+		case errors.Is(err, errUnsealed):
+			return ns, bad("the record has no checksum")
+		case err != nil:
 			return ns, bad("%v", err)
 		}
-		if dec.More() {
-			return ns, bad("more than one JSON value on the line")
+		if err := journal.Kit.ValidateImport(&rec); err != nil {
+			return ns, bad("%v", err)
 		}
 		if prev, dup := seen[rec.Key]; dup {
 			return ns, bad("key %s again (first on line %d)", rec.Key, prev)
@@ -335,7 +330,35 @@ func scanExport(r io.Reader, name string, fn func(ns uuid.UUID, line int, rec *j
 	if err := sc.Err(); err != nil {
 		return ns, fmt.Errorf("reading %s after line %d: %w", name, line, err)
 	}
+	if ns == uuid.Nil {
+		return ns, usageErrorf("%s is empty: an export starts with its header line; nothing was imported", name)
+	}
 	return ns, nil
+}
+
+// readHeader parses an export's first line and returns its namespace.
+func readHeader(b []byte) (uuid.UUID, error) {
+	if !bytes.Contains(b, []byte(`"agentonce_export"`)) {
+		return uuid.Nil, errors.New("no export header (the first line of agentctl export names the format and the journal's namespace); " +
+			"a file without one cannot be checked against the journal's namespace")
+	}
+	var h exportHeader
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&h); err != nil {
+		return uuid.Nil, fmt.Errorf("export header: %v", err)
+	}
+	if h.Export != exportFormat {
+		return uuid.Nil, fmt.Errorf("export format %d; this agentctl reads format %d (sealed lines): export again with this agentctl", h.Export, exportFormat)
+	}
+	if h.Checksum != sealName {
+		return uuid.Nil, fmt.Errorf("export header: checksum %q; this agentctl reads %q", h.Checksum, sealName)
+	}
+	u, err := uuid.Parse(h.Namespace)
+	if err != nil || u == uuid.Nil {
+		return uuid.Nil, fmt.Errorf("export header: namespace %q is not a UUID", h.Namespace)
+	}
+	return u, nil
 }
 
 // readExport parses a whole export into memory (for tests and small

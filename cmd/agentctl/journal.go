@@ -5,13 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	neturl "net/url"
 	"os"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/google/uuid"
 
-	"github.com/agentonce/agentonce/internal/inspect"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/journal/postgres"
@@ -137,6 +142,9 @@ func agentError(location string, err error) error {
 			hint: "run agentctl as the user the agent runs as"}
 	case errors.Is(err, inspect.ErrVersion):
 		return &cliError{code: exitCorrupt, err: fmt.Errorf("journal %s: %w", location, err)}
+	case errors.Is(err, inspect.ErrBusy):
+		return &cliError{code: exitInUse, err: fmt.Errorf("journal %s: %w", location, err),
+			hint: "other clients hold all of the agent's inspection connections (agentctl tail counts one each); try again when one ends"}
 	}
 	return err
 }
@@ -171,7 +179,7 @@ func openPostgres(ctx context.Context, location string, opts *journal.Options, c
 				hint: "check the URL and its schema parameter (agentctl never creates a journal, except import --create)"}
 		}
 		if err != nil {
-			return nil, err
+			return nil, unreachable(err)
 		}
 		return s, nil
 	}
@@ -185,6 +193,36 @@ func openPostgres(ctx context.Context, location string, opts *journal.Options, c
 		s.Close()
 	}
 	return open(opts)
+}
+
+// unreachable turns a failure to connect to the PostgreSQL server (no
+// server, a wrong host or port, a name that does not resolve) into one
+// line naming host and port, with exit code 9; anything else, an
+// authentication failure from a server that answered included, is
+// returned as it is.
+func unreachable(err error) error {
+	var ce *pgconn.ConnectError
+	var pe *pgconn.PgError
+	if !errors.As(err, &ce) || errors.As(err, &pe) || ce.Config == nil {
+		return err
+	}
+	var dns *net.DNSError
+	var op *net.OpError
+	cause := "no connection"
+	switch {
+	case errors.As(err, &dns):
+		cause = "cannot resolve " + dns.Name + ": " + dns.Err
+	case errors.As(err, &op):
+		cause = op.Err.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		cause = "timed out"
+	}
+	addr := net.JoinHostPort(ce.Config.Host, strconv.Itoa(int(ce.Config.Port)))
+	if strings.HasPrefix(ce.Config.Host, "/") {
+		addr = ce.Config.Host + " (port " + strconv.Itoa(int(ce.Config.Port)) + ")"
+	}
+	return &cliError{code: exitUnreachable, err: fmt.Errorf("cannot reach PostgreSQL at %s: %s", addr, cause),
+		hint: "check the URL's host and port, and that the server is running (pg_isready -h HOST -p PORT)"}
 }
 
 // splitSchema removes the "schema" query parameter from a PostgreSQL URL.

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/harness"
-	"github.com/agentonce/agentonce/internal/inspect"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -345,8 +345,9 @@ func TestLiveAgent(t *testing.T) {
 
 	// Writes the agent keeps for itself: "in use", as before.
 	r = liveCtl(t, append([]string{"gc"}, j...)...)
-	if r.code != exitInUse || !strings.Contains(r.stderr, "serves reads and resolve") {
-		t.Errorf("gc of a running agent = %d, %q; want %d", r.code, r.stderr, exitInUse)
+	if r.code != exitInUse || !strings.Contains(r.stderr, "serves reads and resolve") ||
+		!strings.Contains(r.stderr, "a live agent holds the journal") || strings.Contains(r.stderr, "retry with a longer --lock-timeout") {
+		t.Errorf("gc of a running agent = %d, %q; want %d, the live agent named and no --lock-timeout advice", r.code, r.stderr, exitInUse)
 	}
 
 	// Same output from the running agent and from its file once stopped.

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"strconv"
 	"time"
 
@@ -21,7 +21,7 @@ the journal's. --since and --until take RFC 3339 times or durations back
 from now (e.g. 2h).
 
 Columns: CREATED KEY TENANT SESSION TURN TOOL STATE ATTEMPTS.`,
-	main: withRun(lsMain, runLs),
+	main: withRun(lsCmd, runLs),
 }
 
 type lsOptions struct {
@@ -33,7 +33,7 @@ type lsOptions struct {
 	json         bool
 }
 
-func lsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[lsOptions]) error {
+func lsCmd(e *env, fs *pflag.FlagSet, run runFunc[lsOptions]) func(context.Context, []string) error {
 	var o lsOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.filter.Tenant, "tenant", "", "only this `TENANT`")
@@ -45,31 +45,30 @@ func lsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run ru
 	fs.StringVar(&o.until, "until", "", "only intents created before `TIME` (RFC 3339, or a duration ago)")
 	fs.IntVar(&o.limit, "limit", 100, "show at most `N` intents; 0 for all")
 	fs.BoolVar(&o.json, "json", false, "print one JSON record per line (see 'agentctl help json')")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("unexpected argument %q; ls takes only flags", pos[0])
-	}
-	if o.state != "" {
-		if o.filter.State, err = journal.ParseState(o.state); err != nil {
-			return usageErrorf("--state: %v", err)
+	return func(ctx context.Context, pos []string) error {
+		var err error
+		if len(pos) > 0 {
+			return usageErrorf("unexpected argument %q; ls takes only flags", pos[0])
 		}
+		if o.state != "" {
+			if o.filter.State, err = journal.ParseState(o.state); err != nil {
+				return usageErrorf("--state: %v", err)
+			}
+		}
+		if o.filter.Since, err = parseTimeFlag(e, "since", o.since); err != nil {
+			return err
+		}
+		if o.filter.Until, err = parseTimeFlag(e, "until", o.until); err != nil {
+			return err
+		}
+		if o.filter.Turn != "" && o.filter.Session == "" {
+			return usageErrorf("--turn needs --session")
+		}
+		if o.limit < 0 {
+			return usageErrorf("--limit %d: want 0 (all) or more", o.limit)
+		}
+		return run(ctx, e, &o)
 	}
-	if o.filter.Since, err = parseTimeFlag(e, "since", o.since); err != nil {
-		return err
-	}
-	if o.filter.Until, err = parseTimeFlag(e, "until", o.until); err != nil {
-		return err
-	}
-	if o.filter.Turn != "" && o.filter.Session == "" {
-		return usageErrorf("--turn needs --session")
-	}
-	if o.limit < 0 {
-		return usageErrorf("--limit %d: want 0 (all) or more", o.limit)
-	}
-	return run(ctx, e, &o)
 }
 
 // parseTimeFlag reads an RFC 3339 time or a duration back from now.

@@ -10,9 +10,13 @@ import "time"
 type exportHeader struct {
 	Export    int    `json:"agentonce_export"`
 	Namespace string `json:"namespace"`
+	// Checksum names how each record line is sealed (sealName).
+	Checksum string `json:"checksum"`
 }
 
-const exportFormat = 1
+// exportFormat 2 seals every record line with a checksum; format 1 (no
+// checksums) is refused.
+const exportFormat = 2
 
 const jsonSchemaHelp = `JSON output
 

@@ -32,15 +32,11 @@ func TestExportOutputRoundTrip(t *testing.T) {
 			b = []byte(tt.in)
 		}
 		// Through the writer export uses and the reader import uses.
-		r := journal.Record{Version: 1, State: journal.StateSucceeded, Output: b, Created: time.Unix(1, 0)}
+		t0 := time.Unix(1, 0)
+		r := journal.Record{Version: 1, State: journal.StateSucceeded, Output: b, Created: t0, Updated: t0, Expires: t0.Add(time.Hour),
+			Attempts: []journal.Attempt{{ID: "a1", Start: t0, End: t0}}, Lease: journal.Lease{Token: 1}}
 		r.Key[15] = 1
-		var buf bytes.Buffer
-		jw := newJSONWriter(&buf)
-		if err := jw.write(&r); err != nil {
-			t.Fatal(err)
-		}
-		jw.flush()
-		_, recs, err := readExport(&buf, "test")
+		recs, err := throughExport(t, r)
 		if err != nil || len(recs) != 1 || !bytes.Equal(recs[0].rec.Output, b) || (recs[0].rec.Output == nil) != (b == nil) {
 			t.Errorf("export/import of output %q = %+v, %v", tt.in, recs, err)
 		}
@@ -98,17 +94,30 @@ func FuzzImportLine(f *testing.F) {
 // an imported journal let a takeover run while the attempt could still act).
 func TestExportKeepsQuietAt(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	r := journal.Record{Version: 1, State: journal.StatePending, Created: t0,
-		Attempts: []journal.Attempt{{ID: "a1", Start: t0, QuietAt: t0.Add(5 * time.Minute)}}}
+	r := journal.Record{Version: 1, State: journal.StatePending, Created: t0, Updated: t0, Expires: t0.Add(time.Hour),
+		Attempts: []journal.Attempt{{ID: "a1", Start: t0, QuietAt: t0.Add(5 * time.Minute)}}, Lease: journal.Lease{Token: 1}}
 	r.Key[15] = 7
-	var buf bytes.Buffer
-	jw := newJSONWriter(&buf)
-	if err := jw.write(&r); err != nil {
-		t.Fatal(err)
-	}
-	jw.flush()
-	_, recs, err := readExport(&buf, "test")
+	recs, err := throughExport(t, r)
 	if err != nil || len(recs) != 1 || len(recs[0].rec.Attempts) != 1 || !recs[0].rec.Attempts[0].QuietAt.Equal(r.Attempts[0].QuietAt) {
 		t.Fatalf("export/import of an attempt quiet until %v = %+v, %v", r.Attempts[0].QuietAt, recs, err)
 	}
+}
+
+// throughExport writes r as export writes it (header and sealed line) and
+// reads it back as import reads it.
+func throughExport(t *testing.T, r journal.Record) ([]importLine, error) {
+	t.Helper()
+	var buf bytes.Buffer
+	jw := newJSONWriter(&buf)
+	if err := jw.write(exportHeader{Export: exportFormat, Namespace: testNS.String(), Checksum: sealName}); err != nil {
+		t.Fatal(err)
+	}
+	jw.flush()
+	line, err := sealedLine(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf.Write(line)
+	_, recs, err := readExport(&buf, "test")
+	return recs, err
 }

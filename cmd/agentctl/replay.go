@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"slices"
 	"strconv"
 	"time"
@@ -44,7 +44,7 @@ Then a summary. The exit code says what a restart would do: 0 nothing
 would execute again and nothing is blocked; 10 something would execute
 again; 11 something is blocked (this wins over 10). --at previews a
 later moment (leases and TTLs that will have expired by then).`,
-	main: withRun(replayMain, runReplay),
+	main: withRun(replayCmd, runReplay),
 }
 
 type replayOptions struct {
@@ -55,29 +55,27 @@ type replayOptions struct {
 	json    bool
 }
 
-func replayMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[replayOptions]) error {
+func replayCmd(e *env, fs *pflag.FlagSet, run runFunc[replayOptions]) func(context.Context, []string) error {
 	var o replayOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.session, "session", "", "the `SESSION` to preview (required)")
 	fs.StringVar(&o.tenant, "tenant", "", "only this `TENANT`'s intents in the session")
 	fs.StringVar(&o.at, "at", "", "preview at `TIME` (RFC 3339) instead of now")
 	fs.BoolVar(&o.json, "json", false, "print the preview as one JSON object (see 'agentctl help json')")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("unexpected argument %q; replay takes --session S", pos[0])
-	}
-	if o.session == "" {
-		return usageErrorf("--session is required; agentctl ls shows sessions")
-	}
-	if o.at != "" {
-		if _, err := time.Parse(time.RFC3339Nano, o.at); err != nil {
-			return usageErrorf("--at %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", o.at)
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usageErrorf("unexpected argument %q; replay takes --session S", pos[0])
 		}
+		if o.session == "" {
+			return usageErrorf("--session is required; agentctl ls shows sessions")
+		}
+		if o.at != "" {
+			if _, err := time.Parse(time.RFC3339Nano, o.at); err != nil {
+				return usageErrorf("--at %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", o.at)
+			}
+		}
+		return run(ctx, e, &o)
 	}
-	return run(ctx, e, &o)
 }
 
 // Replay actions, as --json names them.
@@ -268,7 +266,7 @@ func tenantNote(t string) string {
 }
 
 func writeReplayHuman(e *env, out *replayJSON, recs []journal.Record) error {
-	fmt.Fprintf(e.stdout, "Restart preview of session %s%s at %s\n\n", out.Session, tenantNote(out.Tenant), e.humanTime(out.At))
+	fmt.Fprintf(e.stdout, "Restart preview of session %s%s at %s\n\n", escapeField(out.Session), tenantNote(out.Tenant), e.humanTime(out.At))
 	rw := newRowWriter(e.stdout, true)
 	rw.row("#", "CREATED", "TURN", "TOOL", "KEY", "STATE", "EFFECT", "ON RESTART")
 	for i, in := range out.Intents {

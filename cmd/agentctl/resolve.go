@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
 )
@@ -29,12 +27,12 @@ whose lease is still live is in flight in another process: resolving it
 would fence that process out mid-call, so it is refused unless --force. (A
 bbolt journal that agentctl can open for writing has no agent.) Settled intents (succeeded, failed, suppressed) cannot be
 resolved.`,
-	main: withRun(resolveMain, runResolve),
+	main: withRun(resolveCmd, runResolve),
 }
 
 type resolveOptions struct {
 	journal   journalFlags
-	key       uuid.UUID
+	key       keyArg
 	succeeded bool
 	failed    bool
 	output    string
@@ -43,7 +41,7 @@ type resolveOptions struct {
 	force     bool
 }
 
-func resolveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[resolveOptions]) error {
+func resolveCmd(e *env, fs *pflag.FlagSet, run runFunc[resolveOptions]) func(context.Context, []string) error {
 	var o resolveOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.succeeded, "succeeded", false, "the effect happened: settle as succeeded")
@@ -52,30 +50,29 @@ func resolveMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, r
 	fs.StringVar(&o.reason, "reason", "", "`TEXT` saying why (required with --failed)")
 	fs.StringVar(&o.by, "by", "", "`WHO` resolves it (default $USER@hostname)")
 	fs.BoolVar(&o.force, "force", false, "resolve a pending intent even though its lease is live")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		var err error
+		if len(pos) != 1 {
+			return usageErrorf("want exactly one KEY, got %d arguments", len(pos))
+		}
+		if o.key, err = parseKeyArg(pos[0]); err != nil {
+			return err
+		}
+		switch {
+		case o.succeeded == o.failed:
+			return usageErrorf("pass exactly one of --succeeded or --failed")
+		case o.failed && o.reason == "":
+			return usageErrorf("--failed needs --reason TEXT saying why the effect did not happen")
+		case o.failed && o.output != "":
+			return usageErrorf("--output goes with --succeeded, not --failed")
+		case o.output != "" && !json.Valid([]byte(o.output)):
+			return usageErrorf("--output is not valid JSON")
+		}
+		if o.by == "" {
+			o.by = e.user()
+		}
+		return run(ctx, e, &o)
 	}
-	if len(pos) != 1 {
-		return usageErrorf("want exactly one KEY, got %d arguments", len(pos))
-	}
-	if o.key, err = parseKey(pos[0]); err != nil {
-		return err
-	}
-	switch {
-	case o.succeeded == o.failed:
-		return usageErrorf("pass exactly one of --succeeded or --failed")
-	case o.failed && o.reason == "":
-		return usageErrorf("--failed needs --reason TEXT saying why the effect did not happen")
-	case o.failed && o.output != "":
-		return usageErrorf("--output goes with --succeeded, not --failed")
-	case o.output != "" && !json.Valid([]byte(o.output)):
-		return usageErrorf("--output is not valid JSON")
-	}
-	if o.by == "" {
-		o.by = e.user()
-	}
-	return run(ctx, e, &o)
 }
 
 func runResolve(ctx context.Context, e *env, o *resolveOptions) error {
@@ -85,10 +82,14 @@ func runResolve(ctx context.Context, e *env, o *resolveOptions) error {
 	}
 	defer s.Close()
 
-	r, err := s.Get(ctx, o.key)
+	key, err := o.key.find(ctx, s)
+	if err != nil {
+		return err
+	}
+	r, err := s.Get(ctx, key)
 	if err != nil {
 		if isNotFound(err) {
-			return notFound(o.key, err)
+			return notFound(key, err)
 		}
 		return err
 	}
@@ -97,7 +98,7 @@ func runResolve(ctx context.Context, e *env, o *resolveOptions) error {
 	// stopped process's.
 	if liveWriters(o.journal.location, s) && r.State == journal.StatePending && e.now().Before(r.Lease.Expires) && !o.force {
 		return &cliError{code: exitConflict,
-			err: fmt.Errorf("intent %s is in flight: %s holds its lease until %s", o.key, orDash(r.Lease.Owner),
+			err: fmt.Errorf("intent %s is in flight: %s holds its lease until %s", key, orDash(r.Lease.Owner),
 				r.Lease.Expires.UTC().Format(time.RFC3339)),
 			hint: "wait for it to finish or its lease to expire, or pass --force to fence the owner out"}
 	}
@@ -108,15 +109,15 @@ func runResolve(ctx context.Context, e *env, o *resolveOptions) error {
 			res.Output = []byte(o.output)
 		}
 	}
-	done, err := s.Resolve(ctx, o.key, res)
+	done, err := s.Resolve(ctx, key, res)
 	if err != nil {
 		if errors.Is(err, journal.ErrNotResolvable) {
 			return &cliError{code: exitConflict,
-				err:  fmt.Errorf("intent %s is already settled as %s: %w", o.key, r.State, err),
+				err:  fmt.Errorf("intent %s is already settled as %s: %w", key, r.State, err),
 				hint: "only pending or unknown intents can be resolved (agentctl show KEY)"}
 		}
 		return err
 	}
-	fmt.Fprintf(e.stdout, "resolved %s as %s by %s\n", o.key, done.State, o.by)
+	fmt.Fprintf(e.stdout, "resolved %s as %s by %s\n", key, done.State, o.by)
 	return nil
 }

@@ -3,13 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // env is everything a command touches outside its arguments. main fills it
@@ -66,27 +68,29 @@ func defaultUser() string {
 	return u + "@" + h
 }
 
-// command is one agentctl verb. main parses its flags into its options
-// struct and calls its run function; see the files named after each verb.
+// command is one agentctl verb: a cobra command whose flags its setup
+// registers and whose run it returns; see the files named after each verb.
 type command struct {
 	name    string
 	args    string // synopsis after the name, e.g. "KEY [flags]"
 	summary string // one line for "agentctl help"
 	long    string // the rest of "agentctl help NAME"
-	// main parses args and runs the command.
-	main func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
+	// main registers the command's flags on fs, bound to a fresh options
+	// struct, and returns what runs it once the flags are parsed, with the
+	// positional arguments.
+	main func(e *env, fs *pflag.FlagSet) func(ctx context.Context, args []string) error
 }
 
-// runFunc runs one command with its parsed options. Each command's main
-// parses flags into its options and calls the runFunc it is given, so that
-// a test can check the parsing with a recording runFunc and never open a
-// journal (gh's NewCmdX(f, runF)).
+// runFunc runs one command with its parsed options. Each command's setup
+// checks the parsed flags and arguments into its options and calls the
+// runFunc it is given, so that a test can check the parsing with a
+// recording runFunc and never open a journal (gh's NewCmdX(f, runF)).
 type runFunc[O any] func(ctx context.Context, e *env, o *O) error
 
-// withRun makes a command's main from its flag parser and its run function.
-func withRun[O any](parse func(context.Context, *env, *flag.FlagSet, []string, runFunc[O]) error, run runFunc[O]) func(context.Context, *env, *flag.FlagSet, []string) error {
-	return func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-		return parse(ctx, e, fs, args, run)
+// withRun makes a command's main from its setup and its run function.
+func withRun[O any](setup func(*env, *pflag.FlagSet, runFunc[O]) func(context.Context, []string) error, run runFunc[O]) func(*env, *pflag.FlagSet) func(context.Context, []string) error {
+	return func(e *env, fs *pflag.FlagSet) func(context.Context, []string) error {
+		return setup(e, fs, run)
 	}
 }
 
@@ -96,7 +100,7 @@ func commands() []*command {
 	return []*command{
 		lsCommand, showCommand, statsCommand, deriveCommand, replayCommand,
 		resolveCommand, gcCommand, compactCommand, exportCommand, importCommand, tailCommand,
-		verifyCommand, timelineCommand,
+		verifyCommand, timelineCommand, completionCommand(),
 	}
 }
 
@@ -121,40 +125,151 @@ func run(ctx context.Context, e *env, args []string) int {
 	case "help", "-h", "-help", "--help":
 		return runHelp(e, rest)
 	}
-	c := lookup(name)
-	if c == nil {
-		fmt.Fprintln(e.stderr, errorLine("", fmt.Errorf("unknown command %q; run 'agentctl help' for the list", name)))
+	root := newRoot(e)
+	if c := lookup(name); c == nil && name != cobra.ShellCompRequestCmd && name != cobra.ShellCompNoDescRequestCmd {
+		fmt.Fprintln(e.stderr, errorLine("", unknownCommand(root, name)))
 		return exitUsage
 	}
-	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	err := c.main(ctx, e, fs, rest)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(e.stdout, commandUsage(c, fs))
-		return exitOK
-	}
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil {
 		var ce *cliError
 		if !errors.As(err, &ce) || !ce.quiet {
-			fmt.Fprintln(e.stderr, errorLine(c.name, err))
+			fmt.Fprintln(e.stderr, errorLine(cmd.Name(), err))
 		}
 		return exitCodeOf(err)
 	}
 	return exitOK
 }
 
+// unknownCommand is the usage error for a name that is no command, with
+// the closest ones (cobra's suggestions: edit distance 2, or a prefix).
+func unknownCommand(root *cobra.Command, name string) error {
+	if strings.HasPrefix(name, "-") {
+		return usageErrorf("%s before the command: only --journal may come first; run 'agentctl help'", name)
+	}
+	if sug := root.SuggestionsFor(name); len(sug) > 0 {
+		return usageErrorf("unknown command %q; did you mean %s? (run 'agentctl help' for the list)", name, strings.Join(sug, " or "))
+	}
+	return usageErrorf("unknown command %q; run 'agentctl help' for the list", name)
+}
+
+// newRoot builds the cobra tree: one command per entry of commands(), each
+// with its flags, help, completion and run. Flags may follow arguments;
+// "--" ends them.
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "agentctl",
+		Short:         "inspect, replay and maintain agentonce journals",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// "agentctl help" and unknown commands are answered before
+		// cobra runs; its own help command would only duplicate them.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		// Cobra's own default, set where it would read it (Find sets it
+		// only on the way to an error message of its own).
+		SuggestionsMinimumDistance: 2,
+	}
+	root.SetHelpCommand(&cobra.Command{Hidden: true})
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetFlagErrorFunc(flagError)
+	for _, c := range commands() {
+		root.AddCommand(newCobraCommand(e, c))
+	}
+	return root
+}
+
+func newCobraCommand(e *env, c *command) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:               c.name + " " + c.args,
+		Short:             c.summary,
+		Args:              cobra.ArbitraryArgs, // each command checks its own
+		ValidArgsFunction: completeArgs(e, c.name),
+	}
+	exec := c.main(e, cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return exec(cmd.Context(), args)
+	}
+	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
+		fmt.Fprint(e.stdout, commandUsage(c, cmd.Flags()))
+	})
+	registerFlagCompletion(e, cmd)
+	return cmd
+}
+
+// flagError makes a flag parse error a usage error, with the closest flag
+// the command has when the flag is unknown.
+func flagError(cmd *cobra.Command, err error) error {
+	var ne *pflag.NotExistError
+	if errors.As(err, &ne) {
+		if sug := closestFlag(cmd.Flags(), ne.GetSpecifiedName()); sug != "" {
+			return usageErrorf("%v; did you mean --%s? (run 'agentctl help %s')", err, sug, cmd.Name())
+		}
+	}
+	return usageErrorf("%v; run 'agentctl help %s'", err, cmd.Name())
+}
+
+// closestFlag is the flag of fs nearest to name: within edit distance 2
+// (one less for names of up to three letters), or the one flag name
+// starts. "" when none is close.
+func closestFlag(fs *pflag.FlagSet, name string) string {
+	best, bestD := "", 3
+	if len(name) <= 3 {
+		bestD = 2
+	}
+	var prefixed []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Name == "help" {
+			return
+		}
+		if strings.HasPrefix(f.Name, name) {
+			prefixed = append(prefixed, f.Name)
+		}
+		if d := editDistance(name, f.Name); d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	if best == "" && len(prefixed) == 1 {
+		best = prefixed[0]
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, by bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
 // journalFlagFirst moves a --journal flag written before the command
-// ("agentctl --journal J ls") to after it, where the command parses it.
+// ("agentctl --journal J ls") to after it, where the command parses it. A
+// single-dash -journal (the standard flag package's spelling, which
+// agentctl took before it moved to cobra) is written --journal.
 func journalFlagFirst(args []string) []string {
 	var global []string
 	for len(args) > 0 {
 		a := args[0]
 		switch {
 		case (a == "--journal" || a == "-journal") && len(args) > 1:
-			global, args = append(global, a, args[1]), args[2:]
+			global, args = append(global, "--journal", args[1]), args[2:]
 		case strings.HasPrefix(a, "--journal=") || strings.HasPrefix(a, "-journal="):
-			global, args = append(global, a), args[1:]
+			global, args = append(global, "--"+strings.TrimLeft(a, "-")), args[1:]
 		default:
 			if len(global) == 0 || len(args) == 0 {
 				return args
@@ -165,41 +280,13 @@ func journalFlagFirst(args []string) []string {
 	return global // no command: the usage error names what is missing
 }
 
-// parseFlags parses fs over args, allowing flags after positional
-// arguments (the standard flag package stops at the first one): it parses,
-// moves the first positional argument aside, and parses the rest again.
-// "--" ends flag parsing; everything after it is positional.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		before := args
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usageErrorf("%v; run 'agentctl help %s'", err, fs.Name())
-		}
-		args = fs.Args()
-		// The flag package consumes a "--" that stops it; if it did, the
-		// rest is positional.
-		if n := len(before) - len(args); n > 0 && before[n-1] == "--" {
-			return append(pos, args...), nil
-		}
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
 // journalFlags are on every command.
 type journalFlags struct {
 	location    string
 	lockTimeout time.Duration
 }
 
-func (j *journalFlags) register(fs *flag.FlagSet) {
+func (j *journalFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&j.location, "journal", "", "the journal: a bbolt file `PATH` or a postgres:// URL (default $AGENTONCE_JOURNAL)")
 	fs.DurationVar(&j.lockTimeout, "lock-timeout", time.Second, "how long to wait for another process's lock on the journal")
 }
@@ -225,7 +312,7 @@ Usage:
 Commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-10s  %s\n", c.name, c.summary)
 	}
 	b.WriteString(`
 Every command takes the journal as --journal LOCATION or $AGENTONCE_JOURNAL:
@@ -251,7 +338,7 @@ More help:
 	return b.String()
 }
 
-func commandUsage(c *command, fs *flag.FlagSet) string {
+func commandUsage(c *command, fs *pflag.FlagSet) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\nUsage:\n  agentctl %s %s\n", c.summary, c.name, c.args)
 	if c.long != "" {
@@ -260,8 +347,11 @@ func commandUsage(c *command, fs *flag.FlagSet) string {
 	type row struct{ name, text string }
 	var rows []row
 	width := 0
-	fs.VisitAll(func(f *flag.Flag) {
-		typ, usage := flag.UnquoteUsage(f)
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Name == "help" { // cobra's own, on every command
+			return
+		}
+		typ, usage := pflag.UnquoteUsage(f)
 		typ = strings.ToUpper(typ) // "duration" → "DURATION", like the named ones
 		name := "--" + f.Name
 		if typ != "" {
@@ -301,11 +391,8 @@ func runHelp(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, errorLine("help", fmt.Errorf("no help for %q; run 'agentctl help' for the list", args[0])))
 		return exitUsage
 	}
-	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	// Registering the flags is the first thing every command's main does;
-	// "-h" makes it stop there.
-	_ = c.main(context.Background(), e, fs, []string{"-h"})
+	fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)
+	c.main(e, fs)
 	fmt.Fprint(e.stdout, commandUsage(c, fs))
 	return exitOK
 }

@@ -9,7 +9,8 @@ func TestJournalFlagFirst(t *testing.T) {
 	for _, tc := range []struct{ in, want []string }{
 		{[]string{"--journal", "j.db", "ls", "--session", "s"}, []string{"ls", "--journal", "j.db", "--session", "s"}},
 		{[]string{"--journal=j.db", "show", "K"}, []string{"show", "--journal=j.db", "K"}},
-		{[]string{"-journal", "j.db", "stats"}, []string{"stats", "-journal", "j.db"}},
+		{[]string{"-journal", "j.db", "stats"}, []string{"stats", "--journal", "j.db"}},
+		{[]string{"-journal=j.db", "stats"}, []string{"stats", "--journal=j.db"}},
 		{[]string{"ls", "--journal", "j.db"}, []string{"ls", "--journal", "j.db"}},
 		{[]string{"help"}, []string{"help"}},
 	} {

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/spf13/pflag"
 
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/keyderive"
@@ -21,15 +21,29 @@ import (
 // parseOnly runs a command's main over args with a recording run function.
 // It returns the options run was given (nil when run was not called) and
 // main's error.
-func parseOnly[O any](main func(context.Context, *env, *flag.FlagSet, []string, runFunc[O]) error, args ...string) (*O, error) {
+func parseOnly[O any](setup setupFunc[O], args ...string) (*O, error) {
 	e, _, _ := testEnv(false)
 	var got *O
 	record := func(_ context.Context, _ *env, o *O) error {
 		got = o
 		return nil
 	}
-	err := main(context.Background(), e, newTestFlagSet(), args, record)
+	err := parseWith(e, withRun(setup, record), args...)
 	return got, err
+}
+
+// setupFunc is a command's setup: it registers its flags and returns its
+// run over the positional arguments.
+type setupFunc[O any] = func(*env, *pflag.FlagSet, runFunc[O]) func(context.Context, []string) error
+
+// parseWith runs main as agentctl runs a command (cobra parses the flags)
+// and returns its error.
+func parseWith(e *env, main func(*env, *pflag.FlagSet) func(context.Context, []string) error, args ...string) error {
+	cmd := newCobraCommand(e, &command{name: "test", main: main})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetFlagErrorFunc(flagError)
+	cmd.SetArgs(args)
+	return cmd.ExecuteContext(context.Background())
 }
 
 // seamCase is one parse: args, and the options run must receive; a nil
@@ -40,25 +54,25 @@ type seamCase[O any] struct {
 	wantErr string
 }
 
-func checkSeam[O any](t *testing.T, name string, main func(context.Context, *env, *flag.FlagSet, []string, runFunc[O]) error, cases []seamCase[O]) {
+func checkSeam[O any](t *testing.T, name string, main setupFunc[O], cases []seamCase[O]) {
 	t.Helper()
 	for _, c := range cases {
 		got, err := parseOnly(main, c.args...)
 		if c.want == nil {
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-				t.Errorf("%sMain(%q) error = %v; want one containing %q", name, c.args, err, c.wantErr)
+				t.Errorf("%s(%q) error = %v; want one containing %q", name, c.args, err, c.wantErr)
 			}
 			if got != nil {
-				t.Errorf("%sMain(%q) ran with %+v; want no run after a bad parse", name, c.args, *got)
+				t.Errorf("%s(%q) ran with %+v; want no run after a bad parse", name, c.args, *got)
 			}
 			continue
 		}
 		if err != nil {
-			t.Errorf("%sMain(%q) error = %v; want nil", name, c.args, err)
+			t.Errorf("%s(%q) error = %v; want nil", name, c.args, err)
 			continue
 		}
 		if got == nil || !reflect.DeepEqual(*got, *c.want) {
-			t.Errorf("%sMain(%q) ran with %+v; want %+v", name, c.args, got, *c.want)
+			t.Errorf("%s(%q) ran with %+v; want %+v", name, c.args, got, *c.want)
 		}
 	}
 }
@@ -68,7 +82,7 @@ func checkSeam[O any](t *testing.T, name string, main func(context.Context, *env
 func jf(path string) journalFlags { return journalFlags{location: path, lockTimeout: time.Second} }
 
 func TestSeamLs(t *testing.T) {
-	checkSeam(t, "ls", lsMain, []seamCase[lsOptions]{
+	checkSeam(t, "ls", lsCmd, []seamCase[lsOptions]{
 		{args: []string{"--journal", "j.db"}, want: &lsOptions{journal: jf("j.db"), limit: 100}},
 		{args: []string{"--journal=j.db", "--session", "s-1", "--turn", "3", "--tool", "charge",
 			"--tenant", "acme", "--state", "unknown", "--since", "2h", "--until", "2026-03-01T10:00:00Z",
@@ -89,22 +103,26 @@ func TestSeamLs(t *testing.T) {
 
 func TestSeamShow(t *testing.T) {
 	k := uuid.MustParse("0b9e4c2e-6a4f-5d7e-9f00-1a2b3c4d5e6f")
-	checkSeam(t, "show", showMain, []seamCase[showOptions]{
-		{args: []string{k.String(), "--journal", "j.db", "--json"}, want: &showOptions{journal: jf("j.db"), key: k, json: true}},
-		{args: []string{"not-a-key"}, wantErr: "is not a UUID"},
+	checkSeam(t, "show", showCmd, []seamCase[showOptions]{
+		{args: []string{k.String(), "--journal", "j.db", "--json"}, want: &showOptions{journal: jf("j.db"), key: keyArg{key: k}, json: true}},
+		{args: []string{"0B9E4C2E", "--journal", "j.db"}, want: &showOptions{journal: jf("j.db"), key: keyArg{prefix: "0b9e4c2e"}}},
+		{args: []string{"0b9e4c2e-6a4f"}, want: &showOptions{journal: jf(""), key: keyArg{prefix: "0b9e4c2e6a4f"}}},
+		{args: []string{"not-a-key"}, wantErr: "is neither a key"},
+		{args: []string{"0b9"}, wantErr: "first 4 or more hex digits"},
+		{args: []string{"0b9e-4c2e"}, wantErr: "is neither a key"},
 		{args: nil, wantErr: "want exactly one KEY, got 0"},
 	})
 }
 
 func TestSeamStats(t *testing.T) {
-	checkSeam(t, "stats", statsMain, []seamCase[statsOptions]{
+	checkSeam(t, "stats", statsCmd, []seamCase[statsOptions]{
 		{args: []string{"--json", "--journal", "postgres://h/db"}, want: &statsOptions{journal: jf("postgres://h/db"), json: true}},
 		{args: []string{"x"}, wantErr: "stats takes only flags"},
 	})
 }
 
 func TestSeamDerive(t *testing.T) {
-	checkSeam(t, "derive", deriveMain, []seamCase[deriveOptions]{
+	checkSeam(t, "derive", deriveCmd, []seamCase[deriveOptions]{
 		{args: []string{"--tool", "charge", "--session", "s-42", "--turn", "3", "--tenant", "acme",
 			"--discriminator", "d", `{"amount":"49.00"}`, "--namespace", testNS.String(), "--show-namespace",
 			"--schema", "s.json", "--volatile", "a,b", "--step", "st", "--json"},
@@ -122,7 +140,7 @@ func TestSeamDerive(t *testing.T) {
 }
 
 func TestSeamReplay(t *testing.T) {
-	checkSeam(t, "replay", replayMain, []seamCase[replayOptions]{
+	checkSeam(t, "replay", replayCmd, []seamCase[replayOptions]{
 		{args: []string{"--session", "s-42", "--tenant", "acme", "--at", "2026-03-01T10:00:00Z", "--json"},
 			want: &replayOptions{journal: jf(""), session: "s-42", tenant: "acme", at: "2026-03-01T10:00:00Z", json: true}},
 		{args: nil, wantErr: "--session is required"},
@@ -132,11 +150,11 @@ func TestSeamReplay(t *testing.T) {
 
 func TestSeamResolve(t *testing.T) {
 	k := uuid.MustParse("0b9e4c2e-6a4f-5d7e-9f00-1a2b3c4d5e6f")
-	checkSeam(t, "resolve", resolveMain, []seamCase[resolveOptions]{
+	checkSeam(t, "resolve", resolveCmd, []seamCase[resolveOptions]{
 		{args: []string{k.String(), "--succeeded", "--output", `{"id":"ch_1"}`},
-			want: &resolveOptions{journal: jf(""), key: k, succeeded: true, output: `{"id":"ch_1"}`, by: "alice@host1"}},
+			want: &resolveOptions{journal: jf(""), key: keyArg{key: k}, succeeded: true, output: `{"id":"ch_1"}`, by: "alice@host1"}},
 		{args: []string{k.String(), "--failed", "--reason", "card declined", "--by", "bob", "--force"},
-			want: &resolveOptions{journal: jf(""), key: k, failed: true, reason: "card declined", by: "bob", force: true}},
+			want: &resolveOptions{journal: jf(""), key: keyArg{key: k}, failed: true, reason: "card declined", by: "bob", force: true}},
 		{args: []string{k.String(), "--succeeded", "--failed"}, wantErr: "exactly one of --succeeded or --failed"},
 		{args: []string{k.String(), "--failed"}, wantErr: "--failed needs --reason"},
 		{args: []string{k.String(), "--succeeded", "--output", "{"}, wantErr: "not valid JSON"},
@@ -144,28 +162,28 @@ func TestSeamResolve(t *testing.T) {
 }
 
 func TestSeamGC(t *testing.T) {
-	checkSeam(t, "gc", gcMain, []seamCase[gcOptions]{
+	checkSeam(t, "gc", gcCmd, []seamCase[gcOptions]{
 		{args: []string{"--dry-run", "--json"}, want: &gcOptions{journal: jf(""), dryRun: true, json: true}},
 		{args: []string{"now"}, wantErr: "gc takes only flags"},
 	})
 }
 
 func TestSeamCompact(t *testing.T) {
-	checkSeam(t, "compact", compactMain, []seamCase[compactOptions]{
+	checkSeam(t, "compact", compactCmd, []seamCase[compactOptions]{
 		{args: []string{"--output", "small.db", "--journal", "j.db"}, want: &compactOptions{journal: jf("j.db"), output: "small.db"}},
 		{args: []string{"small.db"}, wantErr: "compact takes only flags"},
 	})
 }
 
 func TestSeamExport(t *testing.T) {
-	checkSeam(t, "export", exportMain, []seamCase[exportOptions]{
+	checkSeam(t, "export", exportCmd, []seamCase[exportOptions]{
 		{args: []string{"--output", "backup.jsonl"}, want: &exportOptions{journal: jf(""), output: "backup.jsonl"}},
 		{args: []string{"backup.jsonl"}, wantErr: "--output FILE"},
 	})
 }
 
 func TestSeamImport(t *testing.T) {
-	checkSeam(t, "import", importMain, []seamCase[importOptions]{
+	checkSeam(t, "import", importCmd, []seamCase[importOptions]{
 		{args: nil, want: &importOptions{journal: jf(""), input: "-"}},
 		{args: []string{"backup.jsonl", "--create"}, want: &importOptions{journal: jf(""), input: "backup.jsonl", create: true}},
 		{args: []string{"a", "b"}, wantErr: "want at most one FILE, got 2"},
@@ -173,14 +191,14 @@ func TestSeamImport(t *testing.T) {
 }
 
 func TestSeamVerify(t *testing.T) {
-	checkSeam(t, "verify", verifyMain, []seamCase[verifyOptions]{
+	checkSeam(t, "verify", verifyCmd, []seamCase[verifyOptions]{
 		{args: []string{"--json"}, want: &verifyOptions{journal: jf(""), json: true}},
 		{args: []string{"j.db"}, wantErr: "verify takes only flags"},
 	})
 }
 
 func TestSeamTimeline(t *testing.T) {
-	checkSeam(t, "timeline", timelineMain, []seamCase[timelineOptions]{
+	checkSeam(t, "timeline", timelineCmd, []seamCase[timelineOptions]{
 		{args: []string{"--session", "demo", "--tenant", "acme", "--html", "t.html"},
 			want: &timelineOptions{journal: jf(""), session: "demo", tenant: "acme", html: "t.html"}},
 		{args: nil, wantErr: "--session is required"},

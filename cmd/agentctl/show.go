@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/base64"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"strconv"
 	"unicode/utf8"
 
@@ -21,38 +21,29 @@ var showCommand = &command{
 effect kind, state, fingerprint, canonical input (when stored), output or
 error, every attempt with its id, times and retry class, the lease, and an
 operator's resolution.`,
-	main: withRun(showMain, runShow),
+	main: withRun(showCmd, runShow),
 }
 
 type showOptions struct {
 	journal journalFlags
-	key     uuid.UUID
+	key     keyArg
 	json    bool
 }
 
-func showMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[showOptions]) error {
+func showCmd(e *env, fs *pflag.FlagSet, run runFunc[showOptions]) func(context.Context, []string) error {
 	var o showOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.json, "json", false, "print the record as JSON (see 'agentctl help json')")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		var err error
+		if len(pos) != 1 {
+			return usageErrorf("want exactly one KEY, got %d arguments; agentctl ls lists keys", len(pos))
+		}
+		if o.key, err = parseKeyArg(pos[0]); err != nil {
+			return err
+		}
+		return run(ctx, e, &o)
 	}
-	if len(pos) != 1 {
-		return usageErrorf("want exactly one KEY, got %d arguments; agentctl ls lists keys", len(pos))
-	}
-	if o.key, err = parseKey(pos[0]); err != nil {
-		return err
-	}
-	return run(ctx, e, &o)
-}
-
-func parseKey(s string) (uuid.UUID, error) {
-	k, err := uuid.Parse(s)
-	if err != nil {
-		return k, usageErrorf("key %q is not a UUID (%v); agentctl ls lists keys", s, err)
-	}
-	return k, nil
 }
 
 // notFound names the key that has no record. The store's error says the
@@ -68,10 +59,14 @@ func runShow(ctx context.Context, e *env, o *showOptions) error {
 		return err
 	}
 	defer s.Close()
-	r, err := s.Get(ctx, o.key)
+	key, err := o.key.find(ctx, s)
+	if err != nil {
+		return err
+	}
+	r, err := s.Get(ctx, key)
 	if err != nil {
 		if isNotFound(err) {
-			return notFound(o.key, err)
+			return notFound(key, err)
 		}
 		return err
 	}

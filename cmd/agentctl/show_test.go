@@ -66,7 +66,7 @@ func TestShowErrors(t *testing.T) {
 		want string // in stderr
 	}{
 		{[]string{"show", "--journal", fx.path, "00000000-0000-5000-8000-000000000001"}, exitNotFound, "no record for key 00000000-0000-5000-8000-000000000001"},
-		{[]string{"show", "--journal", fx.path, "not-a-key"}, exitUsage, `key "not-a-key" is not a UUID`},
+		{[]string{"show", "--journal", fx.path, "not-a-key"}, exitUsage, `key "not-a-key" is neither a key`},
 		{[]string{"show", "--journal", fx.path}, exitUsage, "want exactly one KEY"},
 		{[]string{"show", "--journal", fx.path + ".typo", fx.keys[fxBook].String()}, exitNoJournal, "not found"},
 	}

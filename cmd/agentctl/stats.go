@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"sort"
 	"strconv"
 	"time"
@@ -21,7 +21,7 @@ that gc has not removed yet.
 
 The counts come from counters the journal keeps; --scan recounts them by
 reading every record instead (a check: both must agree).`,
-	main: withRun(statsMain, runStats),
+	main: withRun(statsCmd, runStats),
 }
 
 type statsOptions struct {
@@ -30,19 +30,17 @@ type statsOptions struct {
 	scan    bool
 }
 
-func statsMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[statsOptions]) error {
+func statsCmd(e *env, fs *pflag.FlagSet, run runFunc[statsOptions]) func(context.Context, []string) error {
 	var o statsOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.json, "json", false, "print the counts as one JSON object (see 'agentctl help json')")
 	fs.BoolVar(&o.scan, "scan", false, "count by reading every record instead of from the journal's counters")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usageErrorf("unexpected argument %q; stats takes only flags", pos[0])
+		}
+		return run(ctx, e, &o)
 	}
-	if len(pos) > 0 {
-		return usageErrorf("unexpected argument %q; stats takes only flags", pos[0])
-	}
-	return run(ctx, e, &o)
 }
 
 type statsJSON struct {

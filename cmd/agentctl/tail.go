@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/agentonce/agentonce/internal/inspect"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal/postgres"
 )
 
@@ -32,7 +32,7 @@ tail runs until interrupted (exit 0) or until the agent closes its journal
 (exit 0). An agent that dies mid-stream, or no running agent at all, is
 exit 8. A reader too slow for the agent loses events, and is told how many
 on standard error: the agent never waits for it.`,
-	main: tailMain,
+	main: withRun(tailCmd, runTail),
 }
 
 type tailOptions struct {
@@ -42,20 +42,18 @@ type tailOptions struct {
 	json    bool
 }
 
-func tailMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+func tailCmd(e *env, fs *pflag.FlagSet, run runFunc[tailOptions]) func(context.Context, []string) error {
 	var o tailOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.session, "session", "", "only this `SESSION`'s calls")
 	fs.StringVar(&o.tool, "tool", "", "only this `TOOL`'s calls")
 	fs.BoolVar(&o.json, "json", false, "print one JSON event per line (see 'agentctl help json')")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usageErrorf("unexpected argument %q; tail takes only flags", pos[0])
+		}
+		return run(ctx, e, &o)
 	}
-	if len(pos) > 0 {
-		return usageErrorf("unexpected argument %q; tail takes only flags", pos[0])
-	}
-	return runTail(ctx, e, &o)
 }
 
 func runTail(ctx context.Context, e *env, o *tailOptions) error {
@@ -120,7 +118,7 @@ func tailLine(e *env, ev *inspect.Event) string {
 		fields := []string{machineTime(ev.Time), ev.Kind, ev.Tool, ev.Session, ev.Turn, ev.Key, ev.Attempt,
 			strconv.Itoa(ev.Tries), ev.Class, delay, ev.Status, ev.Source, ev.Error}
 		for i, f := range fields {
-			fields[i] = fieldEscaper.Replace(f)
+			fields[i] = escapeField(f)
 		}
 		return strings.Join(fields, "\t")
 	}
@@ -143,7 +141,7 @@ func tailLine(e *env, ev *inspect.Event) string {
 		what = append(what, "error="+quoteShort(ev.Error))
 	}
 	return fmt.Sprintf("%s  %-18s  %-16s  %s/%s  %s  %s", ev.Time.In(e.loc).Format("15:04:05.000"), ev.Kind,
-		ev.Tool, ev.Session, ev.Turn, ev.Key, strings.Join(what, " "))
+		escapeField(ev.Tool), escapeField(ev.Session), escapeField(ev.Turn), ev.Key, escapeField(strings.Join(what, " ")))
 }
 
 // quoteShort quotes an error on one line, cut to a readable length.

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"os"
 	"slices"
 
@@ -25,17 +25,21 @@ intent stands out. The last column is what a re-issue would do now, as
 agentctl replay says it. Long idle stretches are cut out of the axis and
 labelled with their length.
 
---html FILE writes one self-contained HTML page (inline SVG and CSS, no
-script, nothing fetched from the network; open it from disk). Hovering a bar
-shows the attempt's id, times and error; hovering a row shows the key and the
-text the model was given. Without --html: on a terminal a compact text
+--html FILE writes one self-contained HTML page (inline CSS, SVG and one
+inline script; nothing fetched from the network; open it from disk), on an
+axis counted from the session's start. Click a row for its full key (with a
+copy button), attempts, the text the model was given and, on a blocked row,
+the agentctl resolve commands that settle it; rows that need a look are open
+from the start. The page filters by tool and status (#tool=T&status=S in
+its address) and reflows down to 800 px. Without --html: on a terminal a
+compact text
 timeline that fits 80 columns; otherwise tab-separated lines, one per intent
 (see below); --json prints the same data as one JSON object.
 
 Tab-separated columns: index, key, tenant, turn, tool, effect, state, status,
 attempt classes (comma-separated, in order; "running" or "stopped" for an
 attempt without an end), on re-issue, reason.`,
-	main: withRun(timelineMain, runTimeline),
+	main: withRun(timelineCmd, runTimeline),
 }
 
 type timelineOptions struct {
@@ -46,27 +50,25 @@ type timelineOptions struct {
 	json    bool
 }
 
-func timelineMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[timelineOptions]) error {
+func timelineCmd(e *env, fs *pflag.FlagSet, run runFunc[timelineOptions]) func(context.Context, []string) error {
 	var o timelineOptions
 	o.journal.register(fs)
 	fs.StringVar(&o.session, "session", "", "the `SESSION` to draw (required)")
 	fs.StringVar(&o.tenant, "tenant", "", "only this `TENANT`'s intents in the session")
 	fs.StringVar(&o.html, "html", "", "write a self-contained HTML page to `FILE` (\"-\": standard output)")
 	fs.BoolVar(&o.json, "json", false, "print the timeline as one JSON object (see 'agentctl help json')")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usageErrorf("unexpected argument %q; timeline takes --session S", pos[0])
+		}
+		if o.session == "" {
+			return usageErrorf("--session is required; agentctl ls shows sessions")
+		}
+		if o.json && o.html != "" {
+			return usageErrorf("--json and --html are exclusive: pick one output")
+		}
+		return run(ctx, e, &o)
 	}
-	if len(pos) > 0 {
-		return usageErrorf("unexpected argument %q; timeline takes --session S", pos[0])
-	}
-	if o.session == "" {
-		return usageErrorf("--session is required; agentctl ls shows sessions")
-	}
-	if o.json && o.html != "" {
-		return usageErrorf("--json and --html are exclusive: pick one output")
-	}
-	return run(ctx, e, &o)
 }
 
 func runTimeline(ctx context.Context, e *env, o *timelineOptions) error {
@@ -101,9 +103,9 @@ func runTimeline(ctx context.Context, e *env, o *timelineOptions) error {
 		}
 		return jw.flush()
 	case o.html == "-":
-		return writeTimelineHTML(e.stdout, tl, e.loc)
+		return writeTimelineHTML(e.stdout, tl, e.loc, o.journal.location)
 	case o.html != "":
-		return writeTimelineFile(e, o.html, tl)
+		return writeTimelineFile(e, o.html, tl, o.journal.location)
 	case e.stdoutTTY:
 		return writeTimelineText(e.stdout, tl, e.loc, textWidth)
 	}
@@ -118,13 +120,13 @@ func runTimeline(ctx context.Context, e *env, o *timelineOptions) error {
 // writeTimelineFile writes the page next to its final name and renames it
 // into place, so a browser that has the old page open never reads half of
 // the new one.
-func writeTimelineFile(e *env, path string, tl *timeline) error {
+func writeTimelineFile(e *env, path string, tl *timeline, journalLoc string) error {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
-	if err := writeTimelineHTML(f, tl, e.loc); err != nil {
+	if err := writeTimelineHTML(f, tl, e.loc, journalLoc); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return err
@@ -137,7 +139,7 @@ func writeTimelineFile(e *env, path string, tl *timeline) error {
 		os.Remove(tmp)
 		return err
 	}
-	fmt.Fprintf(e.stdout, "wrote %s: %d intents of session %s%s, %s to %s\n", path, len(tl.Intents), tl.Session,
+	fmt.Fprintf(e.stdout, "wrote %s: %d intents of session %s%s, %s to %s\n", path, len(tl.Intents), escapeField(tl.Session),
 		tenantNote(tl.Tenant), e.humanTime(tl.From), e.humanTime(tl.To))
 	return nil
 }

@@ -86,12 +86,20 @@ func browser(t *testing.T, chromium string, proxy *countingProxy, page string, a
 
 // TestTimelineInBrowser renders the fixture's timeline, loads it from disk
 // in headless chromium, and checks what a person would see: the page
-// makes no network request, has one row per intent with the right status
-// after the browser parsed it, and paints a picture with the classes'
-// colours, not a blank page.
+// makes no network request; the DOM chromium built has one row per intent
+// with the right status, a bar per attempt, every full key, the resolve
+// commands open on the rows that need a look, and a legend of only what is
+// drawn; the filters (tool, status; kept in the address's fragment) hide
+// the other rows; and screenshots at 1400 and 800 px paint the classes'
+// colours and keep the last column in view. With
+// AGENTONCE_TIMELINE_SHOTS=DIR the screenshots are kept there (docs/).
 func TestTimelineInBrowser(t *testing.T) {
 	chromium := chromiumPath(t)
 	proxy := newCountingProxy(t)
+	shotsDir := os.Getenv("AGENTONCE_TIMELINE_SHOTS")
+	if shotsDir != "" {
+		shotsDir, _ = filepath.Abs(shotsDir) // before the test moves to its own directory
+	}
 
 	// The proxy sees a page's fetches: a page with an image on the
 	// network must reach it, or the check below proves nothing.
@@ -102,16 +110,29 @@ func TestTimelineInBrowser(t *testing.T) {
 		t.Fatalf("the canary page's image did not reach the proxy (requests %q): the network check cannot see fetches", got)
 	}
 
-	path := buildTimelineJournal(t)
+	// The journal is named as an operator would name it, relative to the
+	// directory agentctl runs in; the resolve commands repeat that name.
 	dir := t.TempDir()
+	b, err := os.ReadFile(buildTimelineJournal(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "agent-journal.db"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	path := "agent-journal.db"
 	page := filepath.Join(dir, "timeline.html")
 	if r := timelineAt(t, false, "--journal", path, "--session", "demo", "--html", page); r.code != 0 {
 		t.Fatalf("timeline --html = %d, %s", r.code, r.stderr)
 	}
 	before := len(proxy.requests())
 	dom := string(browser(t, chromium, proxy, page, "--dump-dom"))
-	shot := filepath.Join(dir, "timeline.png")
-	browser(t, chromium, proxy, page, "--screenshot="+shot, fmt.Sprintf("--window-size=1220,%d", 240+pageRowH*len(tlIntents)))
+	shots := map[int]string{}
+	for _, w := range []int{1400, 800} {
+		shots[w] = filepath.Join(dir, fmt.Sprintf("timeline-%d.png", w))
+		browser(t, chromium, proxy, page, "--screenshot="+shots[w], fmt.Sprintf("--window-size=%d,1250", w), "--hide-scrollbars")
+	}
 	if got := pageRequests(proxy.requests()[before:]); len(got) > 0 {
 		t.Errorf("loading the timeline made network requests: %q; want none", got)
 	}
@@ -119,47 +140,150 @@ func TestTimelineInBrowser(t *testing.T) {
 	checkSelfContained(t, string(page2))
 
 	// The DOM as chromium parsed it: one row per intent, in order, with
-	// its status and re-issue verdict; the unknown and blocked rows marked.
-	rows := regexp.MustCompile(`<g class="intent ([^"]*)" data-key="([^"]+)" data-status="([^"]+)" data-reissue="([^"]+)"`).FindAllStringSubmatch(dom, -1)
+	// its status and re-issue verdict; the unknown and blocked rows marked
+	// and open, with the commands that settle them.
+	rows := domRows(dom)
 	if len(rows) != len(tlIntents) {
 		t.Fatalf("the browser's DOM has %d intent rows; want %d\n%s", len(rows), len(tlIntents), dom)
 	}
 	for i, want := range tlIntents {
-		cls, status, reissue := rows[i][1], rows[i][3], rows[i][4]
-		if status != want.wantStatus || reissue != want.wantReissue {
-			t.Errorf("row %d in the DOM: status %s, re-issue %s; want %s, %s", i+1, status, reissue, want.wantStatus, want.wantReissue)
+		r := rows[i]
+		if r.attr["data-status"] != want.wantStatus || r.attr["data-reissue"] != want.wantReissue || r.attr["data-tool"] != want.tool {
+			t.Errorf("row %d in the DOM: status %s, re-issue %s, tool %s; want %s, %s, %s", i+1,
+				r.attr["data-status"], r.attr["data-reissue"], r.attr["data-tool"], want.wantStatus, want.wantReissue, want.tool)
 		}
-		if hasAttention := strings.Contains(cls, "a-"+want.wantAttention); want.wantAttention != "" && !hasAttention {
-			t.Errorf("row %d class %q; want a-%s (it must stand out)", i+1, cls, want.wantAttention)
+		key := r.attr["data-key"]
+		if !strings.Contains(r.body, `<code class="key">`+key+`</code>`) || !strings.Contains(r.body, `data-copy="`+key+`"`) {
+			t.Errorf("row %d: the full key %s is not shown with a copy button", i+1, key)
+		}
+		if n := strings.Count(r.body, `<rect class="attempt `); n != len(want.tries) {
+			t.Errorf("row %d: %d attempt bars; want %d, one per attempt", i+1, n, len(want.tries))
+		}
+		_, open := r.attr["open"]
+		cmd := "resolve " + key + " --succeeded"
+		switch {
+		case want.wantAttention != "":
+			if !strings.Contains(r.attr["class"], "a-"+want.wantAttention) || !open {
+				t.Errorf("row %d class %q, open %v; want a-%s and open (it must stand out, its details shown)", i+1, r.attr["class"], open, want.wantAttention)
+			}
+		case open:
+			t.Errorf("row %d is open; want only the rows that need a look open", i+1)
+		}
+		if blocked := want.wantReissue == "block"; blocked != strings.Contains(r.body, cmd) {
+			t.Errorf("row %d (re-issue %s): resolve command shown %v; want %v", i+1, want.wantReissue, !blocked, blocked)
+		}
+		if want.wantReissue == "block" && !strings.Contains(r.body, "agentctl --journal "+path+" "+cmd) {
+			t.Errorf("row %d: no exact resolve command for %s in\n%s", i+1, key, r.body)
 		}
 	}
-	if n := strings.Count(dom, `<g class="attempt `); n != countAttempts() {
-		t.Errorf("the DOM has %d attempt bars; want %d", n, countAttempts())
+	// The legend names only what is drawn.
+	drawn := map[string]bool{}
+	for _, m := range regexp.MustCompile(`<rect class="attempt c-([a-z-]+)"`).FindAllStringSubmatch(dom, -1) {
+		drawn[m[1]] = true
+	}
+	legend := map[string]bool{}
+	for _, m := range regexp.MustCompile(`<span title="[^"]*"><svg width="22" height="12"><rect class="c-([a-z-]+)"`).FindAllStringSubmatch(dom, -1) {
+		legend[m[1]] = true
+	}
+	if fmt.Sprint(drawn) != fmt.Sprint(legend) {
+		t.Errorf("legend lists %v; want exactly the drawn classes %v", legend, drawn)
 	}
 
-	f, err := os.Open(shot)
+	// The filters, set from the address's fragment, hide the other rows.
+	for _, f := range []struct {
+		frag string
+		show func(tlIntent) bool
+	}{
+		{"status=unknown", func(in tlIntent) bool { return in.wantStatus == "unknown" }},
+		{"tool=charge_card", func(in tlIntent) bool { return in.tool == "charge_card" }},
+		{"tool=charge_card&status=succeeded", func(in tlIntent) bool { return in.tool == "charge_card" && in.wantStatus == "succeeded" }},
+		{"status=look", func(in tlIntent) bool { return in.wantAttention != "" }},
+	} {
+		rows := domRows(string(browser(t, chromium, proxy, page+"#"+f.frag, "--dump-dom")))
+		if len(rows) != len(tlIntents) {
+			t.Fatalf("#%s: %d rows in the DOM; want %d", f.frag, len(rows), len(tlIntents))
+		}
+		shown := 0
+		for i, want := range tlIntents {
+			_, hidden := rows[i].attr["hidden"]
+			if hidden == f.show(want) {
+				t.Errorf("#%s: row %d (%s, %s) hidden %v; want %v", f.frag, i+1, want.tool, want.wantStatus, hidden, !f.show(want))
+			}
+			if !hidden {
+				shown++
+			}
+		}
+		if shown == 0 || shown == len(tlIntents) {
+			t.Errorf("#%s shows %d of %d rows; the case proves nothing", f.frag, shown, len(tlIntents))
+		}
+	}
+
+	for _, w := range []int{1400, 800} {
+		img := readPNG(t, shots[w])
+		colours := paletteOf(img)
+		if len(colours) < 50 {
+			t.Errorf("%d px screenshot has %d colours; want a drawn page, not a blank one", w, len(colours))
+		}
+		// The solid fills of the bars, of the rows that need a look, and
+		// of the last column's "block" badge: at 800 px too, the page
+		// reflows instead of scrolling the last column away.
+		for name, c := range map[string][3]uint8{
+			"success": {0x1a, 0x98, 0x50}, "maybe-executed": {0xf3, 0x9c, 0x12}, "in-flight": {0x4c, 0x7d, 0xdc},
+			"mismatch": {0x8e, 0x44, 0xad}, "terminal": {0xd7, 0x30, 0x27}, "not-executed": {0xa6, 0xad, 0xb4},
+			"unknown row": {0xff, 0xf1, 0xc7}, "blocked row": {0xfd, 0xe0, 0xdc}, "block badge": {0xa6, 0x1b, 0x1b},
+		} {
+			if colours[c] < 20 {
+				t.Errorf("%d px screenshot has %d pixels of the %s colour #%02x%02x%02x; want it drawn", w, colours[c], name, c[0], c[1], c[2])
+			}
+		}
+		if shotsDir != "" {
+			b, _ := os.ReadFile(shots[w])
+			if err := os.WriteFile(filepath.Join(shotsDir, filepath.Base(shots[w])), b, 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+// domRow is one intent row of a parsed page: its <details> attributes and
+// its markup up to the next row.
+type domRow struct {
+	attr map[string]string
+	body string
+}
+
+func domRows(dom string) []domRow {
+	var rows []domRow
+	starts := regexp.MustCompile(`<details ([^>]*)>`).FindAllStringSubmatchIndex(dom, -1)
+	attrRe := regexp.MustCompile(`([a-z-]+)(?:="([^"]*)")?`)
+	for n, s := range starts {
+		end := len(dom)
+		if n+1 < len(starts) {
+			end = starts[n+1][0]
+		}
+		r := domRow{attr: map[string]string{}, body: dom[s[1]:end]}
+		for _, a := range attrRe.FindAllStringSubmatch(dom[s[2]:s[3]], -1) {
+			r.attr[a[1]] = a[2]
+		}
+		if strings.Contains(r.attr["class"], "intent") {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+func readPNG(t *testing.T, path string) image.Image {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
 	defer f.Close()
 	img, err := png.Decode(f)
 	if err != nil {
-		t.Fatalf("screenshot %s: %v", shot, err)
+		t.Fatalf("screenshot %s: %v", path, err)
 	}
-	colours := paletteOf(img)
-	if len(colours) < 50 {
-		t.Errorf("screenshot has %d colours; want a drawn page, not a blank one", len(colours))
-	}
-	// The solid fills of the bars and of the rows that need a look.
-	for name, c := range map[string][3]uint8{
-		"success": {0x1a, 0x98, 0x50}, "maybe-executed": {0xf3, 0x9c, 0x12}, "in-flight": {0x4c, 0x7d, 0xdc},
-		"mismatch": {0x8e, 0x44, 0xad}, "terminal": {0xd7, 0x30, 0x27}, "not-executed": {0xa6, 0xad, 0xb4},
-		"unknown row": {0xff, 0xf1, 0xc7}, "blocked row": {0xfd, 0xe0, 0xdc},
-	} {
-		if colours[c] < 20 {
-			t.Errorf("screenshot has %d pixels of the %s colour #%02x%02x%02x; want it drawn", colours[c], name, c[0], c[1], c[2])
-		}
-	}
+	return img
 }
 
 // browserServices are the hosts headless chromium itself calls, whatever
@@ -198,14 +322,6 @@ func hasRequestTo(reqs []string, host string) bool {
 		}
 	}
 	return false
-}
-
-func countAttempts() int {
-	n := 0
-	for _, in := range tlIntents {
-		n += len(in.tries)
-	}
-	return n
 }
 
 // paletteOf counts the pixels of each colour of img.

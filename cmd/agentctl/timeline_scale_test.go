@@ -64,17 +64,17 @@ func TestTimelineScale(t *testing.T) {
 			t.Errorf("%d intents: %d cuts; want the idle stretches cut", n, len(tl.Gaps))
 		}
 		var page bytes.Buffer
-		if err := writeTimelineHTML(&page, tl, time.UTC); err != nil {
+		if err := writeTimelineHTML(&page, tl, time.UTC, "agent.journal"); err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Count(page.String(), `<g class="intent `); got != n {
+		if got := strings.Count(page.String(), `<details class="intent`); got != n {
 			t.Errorf("%d intents: %d rows on the page", n, got)
 		}
-		lo, hi := float64(pageLabelW), float64(pageLabelW+pageChartW)
-		for _, m := range regexp.MustCompile(`<g class="attempt [^"]*" data-id="[^"]*"><title>[^<]*</title><rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)"`).FindAllStringSubmatch(page.String(), -1) {
+		lo, hi := 0.0, 100.0 // percent of the chart column
+		for _, m := range regexp.MustCompile(`<rect class="attempt [^"]*" data-id="[^"]*" x="([0-9.]+)%" y="[0-9.]+" width="([0-9.]+)%"`).FindAllStringSubmatch(page.String(), -1) {
 			x, _ := strconv.ParseFloat(m[1], 64)
 			w, _ := strconv.ParseFloat(m[2], 64)
-			if x < lo || x+w > hi+pageMinBar {
+			if x < lo || x+w > hi+chartMinW {
 				t.Errorf("%d intents: a bar at %v..%v, outside the chart %v..%v", n, x, x+w, lo, hi)
 				break
 			}
@@ -108,10 +108,10 @@ func TestTimelineEscapes(t *testing.T) {
 	recs[2].Output = []byte(`{"html":"` + strings.ReplaceAll(evil, `"`, `\"`) + `"}`)
 	tl := buildTimeline(recs, "big", "", recs[2].Updated, true)
 	var page bytes.Buffer
-	if err := writeTimelineHTML(&page, tl, time.UTC); err != nil {
+	if err := writeTimelineHTML(&page, tl, time.UTC, "agent.journal"); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"<script", "<img"} {
+	for _, bad := range []string{"<script>alert", "<img"} {
 		if strings.Contains(page.String(), bad) {
 			t.Errorf("page contains %q: recorded text was not escaped", bad)
 		}
@@ -120,4 +120,38 @@ func TestTimelineEscapes(t *testing.T) {
 		t.Errorf("page lacks the escaped tool name")
 	}
 	svgStructure(t, page.String()) // fails the test if the SVG is not well-formed
+}
+
+// A restart's takeover (an attempt after one its dead owner left, which
+// the takeover closed as unknown) is marked on its row and in the legend;
+// a page without one (nor a resolve, a suppression, a terminal or running
+// attempt) has none of them in its legend.
+func TestTimelineTakeoverAndLegend(t *testing.T) {
+	recs := scaleRecords(3)
+	r := &recs[1]
+	mid := r.Attempts[0].Start.Add(200 * time.Millisecond)
+	r.Attempts = []journal.Attempt{
+		{ID: "a", Start: r.Attempts[0].Start, End: mid, Class: "unknown"},
+		{ID: "b", Start: mid, End: mid.Add(100 * time.Millisecond)},
+	}
+	render := func(recs []journal.Record) string {
+		tl := buildTimeline(recs, "big", "", recs[len(recs)-1].Updated, true)
+		var page bytes.Buffer
+		if err := writeTimelineHTML(&page, tl, time.UTC, "agent.journal"); err != nil {
+			t.Fatal(err)
+		}
+		return page.String()
+	}
+	page := render(recs)
+	for _, want := range []string{`class="mark takeover"`, `class="lg-takeover"`, "<b>taken over</b>", `<rect class="c-unknown"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page with a takeover lacks %q", want)
+		}
+	}
+	plain := render(scaleRecords(3))
+	for _, absent := range []string{"lg-takeover", "lg-resolve", "lg-suppress", `rect class="c-terminal"`, `rect class="c-running"`} {
+		if strings.Contains(plain, absent) {
+			t.Errorf("page of three plain intents has %q in its legend; want only what it draws", absent)
+		}
+	}
 }

@@ -55,8 +55,8 @@ func writeTimelineText(w io.Writer, tl *timeline, loc *time.Location, width int)
 		return min(barW-1, max(0, int(math.Floor(lay.x(t)))))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Session %s%s: %d intents, %s to %s\n", tl.Session, tenantNote(tl.Tenant), len(tl.Intents),
-		tl.From.In(loc).Format("2006-01-02 15:04:05"), tl.To.In(loc).Format("15:04:05 MST"))
+	fmt.Fprintf(&b, "Session %s%s: %d intents, %s to %s\n", escapeField(tl.Session), tenantNote(tl.Tenant), len(tl.Intents),
+		tl.From.In(loc).Format("2006-01-02 15:04:05.000"), tl.To.In(loc).Format("15:04:05.000 MST"))
 	fmt.Fprintf(&b, "%*s %-*s %-*s %-*s %s %s\n", textIndexW, "#", textToolW, "TOOL", textStatusW, "STATUS", textKeyW, "KEY",
 		padRunes("ATTEMPTS", barW+2), "NEXT")
 	cuts := make([]rune, barW)
@@ -89,7 +89,7 @@ func writeTimelineText(w io.Writer, tl *timeline, loc *time.Location, width int)
 		if in.Attention != "" {
 			status = strings.ToUpper(status)
 		}
-		fmt.Fprintf(&b, "%*d %-*s %-*s %-*s |%s| %s\n", textIndexW, i+1, textToolW, clipRunes(in.Tool, textToolW),
+		fmt.Fprintf(&b, "%*d %-*s %-*s %-*s |%s| %s\n", textIndexW, i+1, textToolW, clipRunes(escapeField(in.Tool), textToolW),
 			textStatusW, clipRunes(status, textStatusW), textKeyW, in.Key[:textKeyW], string(bar), clipRunes(in.Reissue, textNextW))
 	}
 	for _, g := range tl.Gaps {
@@ -99,6 +99,14 @@ func writeTimelineText(w io.Writer, tl *timeline, loc *time.Location, width int)
 	b.WriteString("# success  - not-executed  ? maybe-executed  ~ in-flight (409)  x mismatch\n")
 	b.WriteString("! terminal  c canceled  > running  % owner stopped  S suppressed  R resolved\n")
 	b.WriteString("NEXT: what a re-issue would do now (as agentctl replay); CAPS: needs a look\n")
+	// What settles a blocked intent, once the downstream has been checked.
+	for i, in := range tl.Intents {
+		if in.Reissue != actBlock {
+			continue
+		}
+		fmt.Fprintf(&b, "%*d %s: agentctl resolve %s\n", textIndexW, i+1, clipRunes(escapeField(in.Tool), textToolW), in.Key)
+		fmt.Fprintf(&b, "%*s --succeeded [--output JSON], or --failed --reason TEXT\n", textIndexW+2, "")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 
 	"github.com/google/uuid"
 
@@ -27,7 +27,7 @@ of it seals it.
 
 Without a terminal, each damaged record is a line KEY<TAB>PROBLEM and the
 last line is "# N records, M damaged".`,
-	main: withRun(verifyMain, runVerify),
+	main: withRun(verifyCmd, runVerify),
 }
 
 type verifyOptions struct {
@@ -35,18 +35,16 @@ type verifyOptions struct {
 	json    bool
 }
 
-func verifyMain(ctx context.Context, e *env, fs *flag.FlagSet, args []string, run runFunc[verifyOptions]) error {
+func verifyCmd(e *env, fs *pflag.FlagSet, run runFunc[verifyOptions]) func(context.Context, []string) error {
 	var o verifyOptions
 	o.journal.register(fs)
 	fs.BoolVar(&o.json, "json", false, "print the report as one JSON object (see 'agentctl help json')")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usageErrorf("unexpected argument %q; verify takes only flags", pos[0])
+		}
+		return run(ctx, e, &o)
 	}
-	if len(pos) > 0 {
-		return usageErrorf("unexpected argument %q; verify takes only flags", pos[0])
-	}
-	return run(ctx, e, &o)
 }
 
 // verifier is a store that can scan its records for damage (the

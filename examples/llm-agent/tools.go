@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/harness"
-	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -57,13 +56,13 @@ const toolTimeout = 300 * time.Millisecond
 // tools returns the agent's tools. apiClient and mailClient carry the
 // harness.Transport (key and request id) over the fault injectors.
 func tools(baseURL string, apiClient, mailClient *http.Client) []harness.Tool {
-	charge := harness.Typed("charge_card", journal.Keyed,
+	charge := harness.Typed("charge_card", harness.Keyed,
 		func(ctx context.Context, in chargeInput) (json.RawMessage, error) {
 			return doJSON(ctx, apiClient, http.MethodPost, baseURL+"/charges", in)
 		})
 	charge.Timeout = toolTimeout
 
-	email := harness.Typed("send_email", journal.Unkeyed,
+	email := harness.Typed("send_email", harness.Unkeyed,
 		func(ctx context.Context, in emailInput) (json.RawMessage, error) {
 			return doJSON(ctx, mailClient, http.MethodPost, baseURL+"/emails", in)
 		})
@@ -88,13 +87,13 @@ func tools(baseURL string, apiClient, mailClient *http.Client) []harness.Tool {
 		return harness.CannotTell(err) // the outcome stays unknown; a re-issue asks again
 	}
 
-	address := harness.Typed("set_shipping_address", journal.Idempotent,
+	address := harness.Typed("set_shipping_address", harness.Idempotent,
 		func(ctx context.Context, in addressInput) (json.RawMessage, error) {
 			return doJSON(ctx, apiClient, http.MethodPut, baseURL+"/customers/"+in.Customer+"/address", in)
 		})
 	address.Timeout = toolTimeout
 
-	lookup := harness.Typed("lookup_customer", journal.ReadOnly,
+	lookup := harness.Typed("lookup_customer", harness.ReadOnly,
 		func(ctx context.Context, in lookupInput) (json.RawMessage, error) {
 			return doJSON(ctx, apiClient, http.MethodGet, baseURL+"/customers/"+in.Customer, nil)
 		})

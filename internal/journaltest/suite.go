@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T, opts *journal.Options) journal.St
 		{"List", testList},
 		{"Stats", testStats},
 		{"Import", testImport},
+		{"ImportRefusesImpossible", testImportRefusesImpossible},
 		{"NotFound", testNotFound},
 		{"Invalid", testInvalid},
 		{"Closed", testClosed},
@@ -901,7 +902,7 @@ func testImport(e *env) {
 			{ID: "a1", Start: t0, End: t0.Add(time.Second), Class: "retryable", Error: "503"},
 			{ID: "a2", Start: t0.Add(2 * time.Second), End: t0.Add(3 * time.Second), Class: "maybe-executed", Error: "timeout"},
 		},
-		Lease:   journal.Lease{Owner: "host-1", Token: 7, Expires: t0.Add(time.Minute)},
+		Lease:   journal.Lease{Owner: "host-1", Token: 7, Expires: t0.Add(3 * time.Second)},
 		Created: t0, Updated: t0.Add(3 * time.Second), Expires: t0.Add(journal.DefaultTTL),
 	}
 	if err := e.s.Import(e.ctx, rec); err != nil {
@@ -1344,6 +1345,64 @@ func testMismatchRace(e *env) {
 	for _, r := range reqs {
 		if got := e.get(journal.Kit.MismatchKey(r.Key, alt)); got.State != journal.StateSuppressed {
 			e.t.Fatalf("Get(MismatchKey(%s)) = %s; want suppressed", r.Key, got.State)
+		}
+	}
+}
+
+// testImportRefusesImpossible: Import refuses, with ErrInvalid, every record
+// the state machine could not have produced, and writes nothing.
+func testImportRefusesImpossible(e *env) {
+	t0 := e.clk.Now().Add(-time.Hour)
+	good := func() journal.Record {
+		return journal.Record{
+			Version: journal.SchemaVersion, Key: uuid.New(),
+			Intent: keyderive.Intent{Tenant: "acme", Session: "s8", Turn: "1", Tool: "charge"},
+			State:  journal.StateSucceeded, Output: []byte(`{"ok":true}`),
+			Attempts: []journal.Attempt{{ID: "a1", Start: t0, End: t0.Add(time.Second)}},
+			Lease:    journal.Lease{Owner: "host-1", Token: 1, Expires: t0.Add(time.Second)},
+			Created:  t0, Updated: t0.Add(time.Second), Expires: t0.Add(journal.DefaultTTL),
+		}
+	}
+	if r := good(); e.s.Import(e.ctx, r) != nil {
+		e.t.Fatalf("Import of a possible record: %v", e.s.Import(e.ctx, r))
+	}
+	tests := []struct {
+		name string
+		bad  func(r *journal.Record)
+	}{
+		{"succeeded with no attempt", func(r *journal.Record) { r.Attempts = nil }},
+		{"a lease to year 9999", func(r *journal.Record) {
+			r.State, r.Output = journal.StatePending, nil
+			r.Attempts[0].End = time.Time{}
+			r.Lease.Expires = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+		}},
+		{"an attempt that ends before it starts", func(r *journal.Record) { r.Attempts[0].End = t0.Add(-time.Second) }},
+		{"a zero expiry", func(r *journal.Record) { r.Expires = time.Time{} }},
+		{"token 2^64-1", func(r *journal.Record) { r.Lease.Token = 1<<64 - 1 }},
+		{"token 0", func(r *journal.Record) { r.Lease.Token = 0 }},
+		{"a resolution on a pending record", func(r *journal.Record) {
+			r.State, r.Output = journal.StatePending, nil
+			r.Attempts[0].End = time.Time{}
+			r.Resolution = &journal.Resolution{State: journal.StateSucceeded, At: t0.Add(time.Second)}
+		}},
+		{"a settled record with a live lease", func(r *journal.Record) { r.Lease.Expires = t0.Add(time.Hour) }},
+		{"an attempt before the record", func(r *journal.Record) { r.Attempts[0].Start = t0.Add(-time.Minute) }},
+		{"an open attempt in a settled record", func(r *journal.Record) { r.Attempts[0].End = time.Time{} }},
+		{"updated before created", func(r *journal.Record) { r.Updated = t0.Add(-time.Second) }},
+		{"quiet before it starts", func(r *journal.Record) { r.Attempts[0].QuietAt = t0.Add(-time.Second) }},
+		{"a failure with an output", func(r *journal.Record) { r.State, r.ErrorClass = journal.StateFailed, "terminal" }},
+		{"an unknown effect kind", func(r *journal.Record) { r.Effect = 200 }},
+	}
+	for _, tt := range tests {
+		r := good()
+		tt.bad(&r)
+		err := e.s.Import(e.ctx, r)
+		if !errors.Is(err, journal.ErrInvalid) {
+			e.t.Errorf("Import(%s) = %v; want ErrInvalid", tt.name, err)
+			continue
+		}
+		if _, err := e.s.Get(e.ctx, r.Key); !errors.Is(err, journal.ErrNotFound) {
+			e.t.Errorf("Get after the refused Import(%s) = %v; want ErrNotFound (nothing written)", tt.name, err)
 		}
 	}
 }

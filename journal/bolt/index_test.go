@@ -173,6 +173,7 @@ func TestIndexesFollowTheRecords(t *testing.T) {
 			pending = nil // the reopen ended their leases
 		default:
 			r := journal.Record{Key: uuid.New(), Intent: keyderive.Intent{Session: "s1", Tool: "mail"}, State: journal.StateSucceeded,
+				Attempts: []journal.Attempt{{ID: "a1", Start: now.Add(-time.Hour), End: now}}, Lease: journal.Lease{Token: 1, Expires: now},
 				Created: now.Add(-time.Hour), Updated: now, Expires: now.Add(time.Hour)}
 			if err := s.Import(ctx, r); err != nil {
 				t.Fatal(err)

@@ -124,7 +124,7 @@ func TestClientClockDoesNotHideExpiry(t *testing.T) {
 	abandoned := old
 	abandoned.Key, abandoned.Intent.Discriminator = request(3, `{}`).Key, "3"
 	abandoned.State, abandoned.Attempts = journal.StatePending, []journal.Attempt{{ID: "a1", Start: now.Add(-2 * time.Minute)}}
-	abandoned.Expires = now.Add(time.Hour)
+	abandoned.Updated, abandoned.Expires = now.Add(-2*time.Minute), now.Add(time.Hour)
 	abandoned.Lease.Expires = now.Add(-time.Minute)
 	for _, r := range []journal.Record{old, abandoned} {
 		if err := behind.Import(ctx, r); err != nil {

@@ -198,8 +198,9 @@ func (w *workload) complete(ctx context.Context, key uuid.UUID, token uint64) er
 	return nil
 }
 
-// importNew imports a record of its own key, in any state, with zero to
-// three attempts, created up to a day ago.
+// importNew imports a record of its own key, in any state, with one to
+// three attempts, created up to a day ago: a record the state machine could
+// have produced (Import refuses any other).
 func (w *workload) importNew(ctx context.Context) error {
 	r := w.rng
 	now := w.clock.Now()
@@ -209,13 +210,21 @@ func (w *workload) importNew(ctx context.Context) error {
 		Intent:      keyderive.Intent{Tenant: "acme", Session: "imported", Turn: "1", Tool: workTools[r.IntN(len(workTools))]},
 		Fingerprint: keyderive.FingerprintOf([]byte(`{}`)),
 		State:       journal.State(1 + r.IntN(5)),
-		Lease:       journal.Lease{Owner: "elsewhere", Token: 1, Expires: created.Add(time.Minute)},
+		Lease:       journal.Lease{Owner: "elsewhere", Token: 1, Expires: created.Add(time.Second)},
 		Created:     created,
-		Updated:     created,
+		Updated:     created.Add(time.Second),
 		Expires:     created.Add(time.Duration(1+r.IntN(48)) * time.Hour),
 	}
-	for a := range r.IntN(4) {
+	for a := range 1 + r.IntN(3) {
 		rec.Attempts = append(rec.Attempts, journal.Attempt{ID: fmt.Sprint("a", a+1), Start: created, End: created.Add(time.Second)})
+	}
+	switch rec.State {
+	case journal.StatePending:
+		rec.Attempts[len(rec.Attempts)-1].End = time.Time{}
+		rec.Lease.Expires = created.Add(time.Minute)
+	case journal.StateSucceeded:
+	default:
+		rec.ErrorClass = "terminal"
 	}
 	if err := w.s.Import(ctx, rec); err != nil {
 		return fmt.Errorf("Import(%s): %w", rec.Key, err)

@@ -486,10 +486,10 @@ func TestImport(t *testing.T) {
 		Key:     uuid.New(),
 		Intent:  keyderive.Intent{Tenant: "t", Session: "s", Turn: "3", Tool: "mail"},
 		Effect:  journal.Keyed,
-		State:   journal.StateUnknown, ErrorClass: "maybe-executed", ErrorMessage: "timeout",
+		State:   journal.StateFailed, ErrorClass: "resolved", ErrorMessage: "r",
 		Attempts:   []journal.Attempt{{ID: "a1", Start: at, End: at.Add(time.Second), Class: "maybe-executed", Error: "timeout"}},
-		Lease:      journal.Lease{Owner: "w1", Token: 7, Expires: at.Add(time.Minute)},
-		Resolution: &journal.Resolution{State: journal.StateFailed, Reason: "r", By: "b", At: at},
+		Lease:      journal.Lease{Owner: "w1", Token: 7, Expires: at.Add(time.Second)},
+		Resolution: &journal.Resolution{State: journal.StateFailed, Reason: "r", By: "b", At: at.Add(time.Second)},
 		Created:    at, Updated: at.Add(time.Second), Expires: at.Add(journal.DefaultTTL),
 	}
 	rec.Fingerprint = keyderive.FingerprintOf([]byte("x"))
@@ -501,8 +501,8 @@ func TestImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Times come back to the nanosecond.
-	if !got.Attempts[0].Start.Equal(at) || got.Lease.Token != 7 || got.Resolution == nil || !got.Resolution.At.Equal(at) ||
-		got.Input != nil || got.Output != nil || got.State != journal.StateUnknown {
+	if !got.Attempts[0].Start.Equal(at) || got.Lease.Token != 7 || got.Resolution == nil || !got.Resolution.At.Equal(at.Add(time.Second)) ||
+		got.Input != nil || got.Output != nil || got.State != journal.StateFailed {
 		t.Fatalf("Get(imported) = %+v; want the record as imported", got)
 	}
 	if err := s.Import(ctx, rec); err != nil {

@@ -10,9 +10,8 @@ require (
 )
 
 require (
-	github.com/agentonce/agentonce v0.0.0
+	github.com/agentonce/agentonce v0.1.0
 	github.com/google/uuid v1.6.0
 	github.com/redis/go-redis/v9 v9.23.0
 )
 
-replace github.com/agentonce/agentonce => ../..

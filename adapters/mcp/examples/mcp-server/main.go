@@ -1,7 +1,9 @@
 // Command mcp-server serves a payment tool over MCP through agentonce and
-// drives it with a real MCP client that does what clients do: gives up on
-// a slow call and retries it, reconnects and re-sends, and forgets the
-// scope once. Everything runs in this process on loopback: the payment API,
+// drives it with real MCP clients that do what clients do: an agent that
+// sends its scope gives up on a slow call and retries it, reconnects and
+// re-sends; a standard host that sends no scope (as Claude Desktop or an
+// IDE) sends a call, reconnects and sends it again. Both authenticate with
+// a bearer token, from which the server takes tenant and principal. Everything runs in this process on loopback: the payment API,
 // the MCP server (streamable HTTP) and the client. It ends by printing the
 // charges the payment API really made.
 package main
@@ -19,7 +21,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
@@ -78,6 +82,24 @@ func (p *paymentAPI) counts() (charges, duplicates int) {
 	return charges, duplicates
 }
 
+// verifyToken stands for the server's token verifier (a JWT check, an
+// introspection call): the one token it knows is Ada's, of tenant acme.
+func verifyToken(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	if token != "token-of-ada" {
+		return nil, auth.ErrInvalidToken
+	}
+	return &auth.TokenInfo{UserID: "ada", Extra: map[string]any{"org": "acme"}, Expiration: time.Now().Add(time.Hour)}, nil
+}
+
+// withToken sends a bearer token, as a configured client does.
+type withToken struct{ token string }
+
+func (w withToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+w.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 func run(ctx context.Context, out io.Writer, journalPath string) error {
 	if journalPath == "" {
 		dir, err := os.MkdirTemp("", "mcp-server")
@@ -113,16 +135,23 @@ func run(ctx context.Context, out io.Writer, journalPath string) error {
 		return err
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "payments", Version: "v1"}, nil)
-	if err := agentmcp.AddTools(server, h, nil); err != nil {
+	// The tenant and principal come from the bearer token ("org" claim and
+	// subject); a client's session and turn are scoped under them.
+	opts := &agentmcp.Options{Identity: agentmcp.TokenIdentity("org")}
+	if err := agentmcp.AddTools(server, h, opts); err != nil {
 		return err
 	}
-	mcpSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{PropagateRequestCancellation: true}))
+	handler, err := agentmcp.HTTPHandler(server, opts, &mcp.StreamableHTTPOptions{PropagateRequestCancellation: true})
+	if err != nil {
+		return err
+	}
+	mcpSrv := httptest.NewServer(auth.RequireBearerToken(verifyToken, nil)(handler))
 	defer mcpSrv.Close()
 
 	connect := func() (*mcp.ClientSession, error) {
 		c := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v1"}, nil)
-		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: mcpSrv.URL, DisableStandaloneSSE: true}, nil)
+		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: mcpSrv.URL, DisableStandaloneSSE: true,
+			HTTPClient: &http.Client{Transport: withToken{"token-of-ada"}}}, nil)
 	}
 	scope := agentmcp.Scope{Tenant: "acme", Session: "conversation-42", Turn: "1"}
 	charge := func(s agentmcp.Scope, amount int) *mcp.CallToolParams {
@@ -131,7 +160,10 @@ func run(ctx context.Context, out io.Writer, journalPath string) error {
 		return p
 	}
 	show := func(what string, res *mcp.CallToolResult) {
-		text := res.Content[0].(*mcp.TextContent).Text
+		text, note, _ := strings.Cut(res.Content[0].(*mcp.TextContent).Text, "\n\n")
+		if note != "" {
+			text += " [+ a note: " + note[:strings.Index(note, ",")] + "…]"
+		}
 		fmt.Fprintf(out, "%-34s %-10s %-9s error=%-5v %s\n", what, res.Meta[agentmcp.MetaStatus], res.Meta[agentmcp.MetaSource], res.IsError, text)
 	}
 
@@ -179,11 +211,23 @@ func run(ctx context.Context, out io.Writer, journalPath string) error {
 	}
 	show("re-sent after reconnecting:", res)
 
-	// 4. A call without its scope is refused: nothing runs.
-	if res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "charge_card", Arguments: map[string]any{"amount": 100}}); err != nil {
+	// 4. A standard host sends no scope: the window places the call, and
+	// the same call again after a reconnect is the same intent. The model
+	// reads that it was not done again and how to repeat on purpose.
+	host := &mcp.CallToolParams{Name: "charge_card", Arguments: map[string]any{"amount": 100}}
+	if res, err = cs.CallTool(ctx, host); err != nil {
 		return err
 	}
-	show("call without _meta scope:", res)
+	show("host call without _meta scope:", res)
+	cs.Close()
+	if cs, err = connect(); err != nil {
+		return err
+	}
+	defer cs.Close()
+	if res, err = cs.CallTool(ctx, host); err != nil {
+		return err
+	}
+	show("host re-sends after reconnecting:", res)
 
 	// 5. The next user turn charges again: a new intent.
 	next := scope
@@ -194,10 +238,10 @@ func run(ctx context.Context, out io.Writer, journalPath string) error {
 	show("next turn, new charge:", res)
 
 	charges, dups := api.counts()
-	fmt.Fprintf(out, "charges made by the payment API: %d (intents: 2)\n", charges)
+	fmt.Fprintf(out, "charges made by the payment API: %d (intents: 3)\n", charges)
 	fmt.Fprintf(out, "duplicate side effects: %d\n", dups)
-	if dups != 0 || charges != 2 {
-		return fmt.Errorf("%d charges, %d duplicates; want 2 and 0", charges, dups)
+	if dups != 0 || charges != 3 {
+		return fmt.Errorf("%d charges, %d duplicates; want 3 and 0", charges, dups)
 	}
 	return nil
 }

@@ -21,9 +21,11 @@ func TestRun(t *testing.T) {
 	for _, want := range []string{
 		"retry after giving up:",
 		`re-sent after reconnecting: succeeded replayed error=false {"charge_id":"ch_1"`,
-		"call without _meta scope: rejected none error=true agentonce: tool charge_card: the call's scope is not given",
-		`next turn, new charge: succeeded executed error=false {"charge_id":"ch_2"`,
-		"charges made by the payment API: 2 (intents: 2)",
+		`host call without _meta scope: succeeded executed error=false {"charge_id":"ch_2"`,
+		`host re-sends after reconnecting: succeeded replayed error=false {"charge_id":"ch_2"`,
+		"a note: Note: an identical charge_card call (same input) was made in the last 10m0s",
+		`next turn, new charge: succeeded executed error=false {"charge_id":"ch_3"`,
+		"charges made by the payment API: 3 (intents: 3)",
 		"duplicate side effects: 0",
 	} {
 		if !strings.Contains(got, want) {

@@ -1,0 +1,73 @@
+package genkit
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/firebase/genkit/go/ai"
+	"github.com/firebase/genkit/go/core"
+)
+
+// The keys of a flow's action context (core.ActionContext, set by a
+// context provider of a flow served over HTTP, or core.WithActionContext)
+// that the tools read their scope from when the context has no WithScope.
+// Their values are strings.
+const (
+	TenantKey  = "agentonce.tenant"
+	SessionKey = "agentonce.session"
+	TurnKey    = "agentonce.turn"
+)
+
+type scope struct{ session, turn string }
+
+type scopeKey struct{}
+
+// WithScope returns a context whose tool calls run in session and turn:
+// session is the application's conversation id, the same across restarts;
+// turn names the user message being answered, the same for every model
+// round trip until the next user message. Pass it to genkit.Generate (or
+// run the flow with it), and the same scope again to a resumed generation
+// (ai.WithToolRestarts).
+func WithScope(ctx context.Context, session, turn string) context.Context {
+	return context.WithValue(ctx, scopeKey{}, scope{session, turn})
+}
+
+// WithSession is WithScope with the turn that history ends in (UserTurn):
+// the messages the generation is given.
+func WithSession(ctx context.Context, session string, history []*ai.Message) context.Context {
+	return WithScope(ctx, session, UserTurn(history))
+}
+
+// UserTurn returns the user turn that history ends in: the number, from 1,
+// of its user messages that are not empty. Tool responses (ai.RoleTool),
+// model and system messages do not count. It returns "" for a history with
+// no user message, which the Harness rejects (harness.ErrNoTurn).
+func UserTurn(history []*ai.Message) string {
+	n := 0
+	for _, m := range history {
+		if m != nil && m.Role == ai.RoleUser && len(m.Content) > 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+// scopeFrom returns a call's tenant, session and turn: WithScope's
+// session and turn, else the action context's; the action context's
+// tenant, else Options.Tenant.
+func (a *Adapter) scopeFrom(ctx context.Context) (tenant, session, turn string) {
+	tenant = a.tenant
+	ac := core.FromContext(ctx)
+	if v, ok := ac[TenantKey].(string); ok && v != "" {
+		tenant = v
+	}
+	if s, ok := ctx.Value(scopeKey{}).(scope); ok {
+		return tenant, s.session, s.turn
+	}
+	session, _ = ac[SessionKey].(string)
+	turn, _ = ac[TurnKey].(string)
+	return tenant, session, turn
+}

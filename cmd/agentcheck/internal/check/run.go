@@ -1,0 +1,473 @@
+package check
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	mrand "math/rand/v2"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Options configures Run. Zero values are defaults where a field says so.
+type Options struct {
+	Seed int64
+	// Store is "bolt" or "postgres".
+	Store string
+	// PGURL is the PostgreSQL server (a postgres:// URL) for Store
+	// "postgres"; Run works in a schema of its own and drops it.
+	PGURL string
+	// Duration is how long issues keep coming and workers keep being
+	// killed; the final pass and the check come after it.
+	Duration time.Duration
+	// Workers is the number of agent processes running at once on
+	// PostgreSQL; zero means 3. bbolt always runs one at a time.
+	Workers int
+	// Intents is the number of intents; zero means 10 per second.
+	Intents int
+	// Lease is the workers' Options.LeaseTTL; zero means 500ms.
+	Lease time.Duration
+	// NoSkew keeps every worker's journal clock true.
+	NoSkew bool
+	// NoKill turns off the SIGKILLs and the backend terminations.
+	NoKill bool
+	// Scenarios restricts the plan to these scenarios; empty means all.
+	Scenarios []string
+	// Exe is the agentcheck binary, started as "Exe worker …".
+	Exe string
+	// History is where the merged history is written; empty means a file
+	// named for the store and seed in the system's temporary directory.
+	History string
+	// Progress, when set, gets a line per process event.
+	Progress io.Writer
+	// Corrupt, on bbolt, alters the stored output of that many intents in
+	// the journal file before the final pass, as a disk that flips a bit
+	// would: the harness must refuse them, never answer with them.
+	Corrupt int
+}
+
+// Run runs one check: the plan for o.Seed against real worker processes,
+// the journal of o.Store and a loopback downstream, and returns the
+// report. An error means the run could not be made at all.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Store != "bolt" && o.Store != "postgres" {
+		return nil, fmt.Errorf("store %q: want bolt or postgres", o.Store)
+	}
+	if o.Workers <= 0 {
+		o.Workers = 3
+	}
+	dir, err := os.MkdirTemp("", "agentcheck-")
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{o: o, dir: dir, rng: mrand.New(mrand.NewPCG(uint64(o.Seed), 0x72756e))}
+	rep, err := r.run(ctx)
+	if err == nil && !rep.Failed() {
+		os.RemoveAll(dir)
+	} else if rep != nil {
+		rep.WorkDir = dir
+	}
+	return rep, err
+}
+
+type runner struct {
+	o    Options
+	dir  string
+	plan *Plan
+	log  *Log
+	// location returns the journal location for a process.
+	location func(proc string) string
+	schema   string
+	end      time.Time
+
+	rmu sync.Mutex // guards rng
+	rng *mrand.Rand
+
+	mu       sync.Mutex // guards procs, problems and halted
+	procs    map[int]*running
+	problems []string
+	halted   bool // no more restarts
+}
+
+// running is a worker process in its slot.
+type running struct {
+	cmd  *exec.Cmd
+	proc string
+}
+
+// randInt draws from [lo, hi].
+func (r *runner) randInt(lo, hi int) int {
+	r.rmu.Lock()
+	defer r.rmu.Unlock()
+	return lo + r.rng.IntN(hi-lo+1)
+}
+
+// randMS draws a duration from [lo, hi] milliseconds.
+func (r *runner) randMS(lo, hi int) time.Duration {
+	return time.Duration(r.randInt(lo, hi)) * time.Millisecond
+}
+
+func (r *runner) problem(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.problems = append(r.problems, fmt.Sprintf(format, args...))
+}
+
+func (r *runner) say(format string, args ...any) {
+	if r.o.Progress != nil {
+		fmt.Fprintf(r.o.Progress, "agentcheck: "+format+"\n", args...)
+	}
+}
+
+func (r *runner) run(ctx context.Context) (*Report, error) {
+	r.plan = Generate(r.o.Seed, GenOptions{Store: r.o.Store, Workers: r.o.Workers, Duration: r.o.Duration,
+		Intents: r.o.Intents, Lease: r.o.Lease, NoSkew: r.o.NoSkew, Scenarios: r.o.Scenarios})
+	var err error
+	if r.log, err = OpenLog(filepath.Join(r.dir, "runner.jsonl"), "runner"); err != nil {
+		return nil, err
+	}
+	defer r.log.Close()
+	dlog, err := OpenLog(filepath.Join(r.dir, "downstream.jsonl"), "downstream")
+	if err != nil {
+		return nil, err
+	}
+	defer dlog.Close()
+	ds := NewDownstream(r.plan, dlog)
+	dsURL, closeDS, err := Serve(ds)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDS()
+	r.plan.Downstream = dsURL
+
+	if err := r.prepareJournal(ctx); err != nil {
+		return nil, err
+	}
+	if r.schema != "" {
+		defer r.dropSchema()
+	}
+	// The workers need a moment to start before the first issue falls.
+	epoch := time.Now().Add(700 * time.Millisecond)
+	r.plan.Epoch = epoch.UnixNano()
+	r.end = epoch.Add(r.o.Duration)
+	planFile := filepath.Join(r.dir, "plan.json")
+	if err := WritePlan(planFile, r.plan); err != nil {
+		return nil, err
+	}
+	r.say("%s seed %d: %d intents, %d workers, downstream %s, work in %s",
+		r.o.Store, r.o.Seed, len(r.plan.Intents), r.plan.Workers, dsURL, r.dir)
+
+	r.procs = map[int]*running{}
+	stop := make(chan struct{})
+	var faults sync.WaitGroup
+	if !r.o.NoKill {
+		faults.Go(func() { r.kill(stop) })
+		if r.schema != "" {
+			faults.Go(func() { r.terminate(ctx, stop) })
+		}
+	}
+	var workers sync.WaitGroup
+	for slot := range r.plan.Workers {
+		workers.Go(func() { r.supervise(planFile, slot) })
+	}
+	hard := time.AfterFunc(time.Until(r.end)+90*time.Second, func() {
+		r.problem("workers still running 90s after the end: killed")
+		r.mu.Lock()
+		r.halted = true
+		r.mu.Unlock()
+		r.killAll()
+	})
+	workers.Wait()
+	hard.Stop()
+	close(stop)
+	faults.Wait()
+	if !ds.Wait(15 * time.Second) {
+		r.problem("downstream requests still running 15s after the workers ended")
+	}
+
+	if r.o.Corrupt > 0 && r.o.Store == "bolt" {
+		if err := r.corrupt(r.location("final"), r.o.Corrupt); err != nil {
+			r.problem("corrupt the journal: %v", err)
+		}
+	}
+	r.say("final pass")
+	// The final pass re-issues every intent; one that is in progress may
+	// wait out its in-flight budget, so the bound grows with the plan.
+	final := max(90*time.Second, time.Duration(len(r.plan.Intents))*50*time.Millisecond)
+	if err := r.runProc(planFile, 0, "final", true, final); err != nil {
+		r.problem("final pass: %v", err)
+	}
+	ds.Wait(15 * time.Second)
+
+	paths, _ := filepath.Glob(filepath.Join(r.dir, "*.jsonl"))
+	events, err := ReadHistory(paths...)
+	if err != nil {
+		return nil, err
+	}
+	hist := r.o.History
+	if hist == "" {
+		hist = filepath.Join(os.TempDir(), fmt.Sprintf("agentcheck-%s-%d.jsonl", r.o.Store, r.o.Seed))
+	}
+	if err := WriteHistory(hist, events); err != nil {
+		return nil, err
+	}
+	rep := Check(r.plan, events)
+	rep.History = hist
+	r.mu.Lock()
+	rep.Problems = append(rep.Problems, r.problems...)
+	r.mu.Unlock()
+	return rep, nil
+}
+
+// prepareJournal picks the journal location: a bbolt file in the work
+// directory, or a new schema on the PostgreSQL server.
+func (r *runner) prepareJournal(ctx context.Context) error {
+	if r.o.Store == "bolt" {
+		path := filepath.Join(r.dir, "agent.journal")
+		r.location = func(string) string { return path }
+		return nil
+	}
+	if r.o.PGURL == "" {
+		return errors.New("store postgres needs -pg URL or AGENTONCE_PG_URL")
+	}
+	u, err := url.Parse(r.o.PGURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return fmt.Errorf("-pg %q: want a postgres:// URL", r.o.PGURL)
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	r.schema = fmt.Sprintf("agentcheck_%d_%s", uint64(r.o.Seed)%1_000_000, hex.EncodeToString(b[:]))
+	conn, err := pgx.Connect(ctx, r.o.PGURL)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	conn.Close(ctx)
+	r.location = func(proc string) string {
+		q := u.Query()
+		q.Set("schema", r.schema)
+		// The terminator finds a run's backends by this name.
+		q.Set("application_name", r.schema+"/"+proc)
+		v := *u
+		v.RawQuery = q.Encode()
+		return v.String()
+	}
+	return nil
+}
+
+func (r *runner) dropSchema() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, r.o.PGURL)
+	if err != nil {
+		r.problem("dropping schema %s: %v", r.schema, err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{r.schema}.Sanitize()+` CASCADE`); err != nil {
+		r.problem("dropping schema %s: %v", r.schema, err)
+	}
+}
+
+// supervise runs a worker slot: it restarts the worker after each kill
+// until the run's end.
+func (r *runner) supervise(planFile string, slot int) {
+	for inc := 1; ; inc++ {
+		proc := fmt.Sprintf("w%d.%d", slot, inc)
+		err := r.runProc(planFile, slot, proc, false, 0)
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			r.mu.Lock()
+			halted := r.halted
+			r.mu.Unlock()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && !halted {
+				// Killed: the next incarnation re-issues what it left.
+				time.Sleep(r.randMS(50, 300))
+				continue
+			}
+		}
+		if err != nil {
+			r.problem("worker %s: %v (log in %s)", proc, err, filepath.Join(r.dir, proc+".log"))
+		}
+		return
+	}
+}
+
+// runProc runs one worker process to its end. timeout > 0 kills it after
+// that long.
+func (r *runner) runProc(planFile string, slot int, proc string, final bool, timeout time.Duration) error {
+	args := []string{"worker", "-plan", planFile, "-journal", r.location(proc),
+		"-history", filepath.Join(r.dir, "hist-"+proc+".jsonl"), "-proc", proc, "-slot", fmt.Sprint(slot)}
+	if final {
+		args = append(args, "-final")
+	}
+	out, err := os.Create(filepath.Join(r.dir, proc+".log"))
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	cmd := exec.Command(r.o.Exe, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	r.log.Add(Event{Ev: EvProc, Subject: proc, Note: fmt.Sprintf("start %s pid %d", proc, cmd.Process.Pid)})
+	r.say("start %s", proc)
+	if !final {
+		r.mu.Lock()
+		r.procs[slot] = &running{cmd: cmd, proc: proc}
+		r.mu.Unlock()
+	}
+	if timeout > 0 {
+		t := time.AfterFunc(timeout, func() { _ = cmd.Process.Kill() })
+		defer t.Stop()
+	}
+	err = cmd.Wait()
+	if !final {
+		r.mu.Lock()
+		if p := r.procs[slot]; p != nil && p.cmd == cmd {
+			delete(r.procs, slot)
+		}
+		r.mu.Unlock()
+	}
+	r.log.Add(Event{Ev: EvProc, Subject: proc, Note: fmt.Sprintf("exit %s: %v", proc, errText(err))})
+	return err
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
+}
+
+// kill sends SIGKILL to a random worker every 1.5 to 4 seconds until the
+// run's end.
+func (r *runner) kill(stop <-chan struct{}) {
+	for {
+		wait := r.randMS(1500, 4000)
+		if time.Now().Add(wait).After(r.end) {
+			return
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(wait):
+		}
+		slot := int(r.randInt(0, r.plan.Workers-1))
+		r.mu.Lock()
+		p := r.procs[slot]
+		r.mu.Unlock()
+		if p == nil {
+			continue
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err == nil {
+			r.log.Add(Event{Ev: EvProc, Subject: p.proc, Note: fmt.Sprintf("kill %s pid %d", p.proc, p.cmd.Process.Pid)})
+			r.say("kill %s", p.proc)
+		}
+	}
+}
+
+func (r *runner) killAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.procs {
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// terminate ends a random backend of the run's workers every 1 to 3
+// seconds until the run's end.
+func (r *runner) terminate(ctx context.Context, stop <-chan struct{}) {
+	conn, err := pgx.Connect(ctx, r.o.PGURL)
+	if err != nil {
+		r.problem("terminator: %v", err)
+		return
+	}
+	defer conn.Close(context.Background())
+	for {
+		wait := r.randMS(1000, 3000)
+		if time.Now().Add(wait).After(r.end) {
+			return
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(wait):
+		}
+		rows, err := conn.Query(ctx, `SELECT pid, application_name FROM pg_stat_activity
+			WHERE starts_with(application_name, $1) ORDER BY pid`, r.schema+"/")
+		if err != nil {
+			r.problem("terminator: %v", err)
+			return
+		}
+		type backend struct {
+			pid  int32
+			name string
+		}
+		bs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (backend, error) {
+			var b backend
+			return b, row.Scan(&b.pid, &b.name)
+		})
+		if err != nil || len(bs) == 0 {
+			continue
+		}
+		b := bs[r.randInt(0, len(bs)-1)]
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, b.pid).Scan(&ok); err == nil && ok {
+			_, proc, _ := strings.Cut(b.name, "/")
+			r.log.Add(Event{Ev: EvFault, Subject: proc, Note: fmt.Sprintf("pg_terminate_backend %d (%s)", b.pid, b.name)})
+		}
+	}
+}
+
+// corrupt changes, in the bbolt file at path, the first effect's number in
+// the stored output of up to n intents ("effect":1 becomes "effect":7,
+// wherever the file holds it), and records each as a fault. No process has
+// the file open.
+func (r *runner) corrupt(path string, n int) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	marker := []byte(`"effect":1,"intent":"`)
+	done := map[string]bool{}
+	for off := 0; ; {
+		i := bytes.Index(b[off:], marker)
+		if i < 0 {
+			break
+		}
+		at := off + i
+		off = at + len(marker)
+		end := bytes.IndexByte(b[off:], '"')
+		if end < 0 {
+			break
+		}
+		intent := string(b[off : off+end])
+		if !done[intent] && len(done) >= n {
+			continue
+		}
+		done[intent] = true
+		b[at+len(`"effect":`)] = '7'
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return err
+	}
+	for _, intent := range slices.Sorted(maps.Keys(done)) {
+		r.log.Add(Event{Ev: EvFault, Intent: intent, Subject: "final", Note: "corrupted the stored output of the intent in the journal file"})
+	}
+	return nil
+}

@@ -1,0 +1,221 @@
+package inspect
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// Version is the protocol version this package speaks; both ends must
+// speak the same one.
+const Version = 1
+
+// protocolName opens every hello, so that a stray peer is told apart from
+// an agent of another version.
+const protocolName = "agentonce-inspect"
+
+// SocketPath is where the agent whose journal is the bbolt file at
+// journalPath serves the protocol: the journal's path with ".sock" added.
+func SocketPath(journalPath string) string { return journalPath + ".sock" }
+
+// hello opens a connection, from each end.
+type hello struct {
+	Protocol string `json:"protocol"`
+	Version  int    `json:"version"`
+	// The server's hello says which agent answers.
+	Namespace string `json:"namespace,omitempty"`
+	Journal   string `json:"journal,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+	Owner     string `json:"owner,omitempty"`
+	// The server's bounds (ServerOptions), so that a client can keep to
+	// them: the longest message it reads, and how long it waits for one.
+	MaxFrame int        `json:"max_frame,omitempty"`
+	IdleMS   int64      `json:"idle_ms,omitempty"`
+	Error    *wireError `json:"error,omitempty"`
+}
+
+// request is one client request; Op says which fields matter.
+type request struct {
+	Op         string      `json:"op"`
+	Key        string      `json:"key,omitempty"`
+	Filter     *Filter     `json:"filter,omitempty"`
+	Resolution *Resolution `json:"resolution,omitempty"`
+}
+
+// Request ops.
+const (
+	opGet     = "get"
+	opList    = "list"
+	opStats   = "stats"
+	opGC      = "gc_dry_run"
+	opResolve = "resolve"
+	opEvents  = "events"
+)
+
+// response is one server line; exactly one field is set.
+type response struct {
+	Record *Record `json:"record,omitempty"`
+	Stats  *Stats  `json:"stats,omitempty"`
+	GC     *GC     `json:"gc,omitempty"`
+	End    bool    `json:"end,omitempty"`
+	// Subscribed acknowledges "events": every event from now on follows.
+	Subscribed bool       `json:"subscribed,omitempty"`
+	Event      *Event     `json:"event,omitempty"`
+	Dropped    int        `json:"dropped,omitempty"`
+	Bye        string     `json:"bye,omitempty"`
+	Error      *wireError `json:"error,omitempty"`
+}
+
+type wireError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Record is a journal.Record on the wire, in journal's one JSON form
+// (journal.Record.MarshalJSON), which carries every field. It is decoded
+// by ToRecord, so that a record this version cannot read is an error of
+// that record, not of the connection.
+type Record struct{ json.RawMessage }
+
+// Resolution is a journal.Resolution on the wire.
+type Resolution struct {
+	State  string    `json:"state"`
+	Output []byte    `json:"output"`
+	Reason string    `json:"reason"`
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+}
+
+// Filter is a journal.Filter on the wire.
+type Filter struct {
+	Tenant  string    `json:"tenant,omitempty"`
+	Session string    `json:"session,omitempty"`
+	Turn    string    `json:"turn,omitempty"`
+	Tool    string    `json:"tool,omitempty"`
+	State   string    `json:"state,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+	Until   time.Time `json:"until,omitzero"`
+	Limit   int       `json:"limit,omitempty"`
+}
+
+// Stats is a journal.Stats on the wire.
+type Stats struct {
+	Records        int            `json:"records"`
+	ByState        map[string]int `json:"by_state"`
+	ByTool         map[string]int `json:"by_tool"`
+	Attempts       int            `json:"attempts"`
+	Expired        int            `json:"expired"`
+	OverdueUnknown int            `json:"overdue_unknown"`
+	Oldest         time.Time      `json:"oldest"`
+	Newest         time.Time      `json:"newest"`
+	SizeBytes      int64          `json:"size_bytes"`
+}
+
+// GC is a journal.GCResult on the wire.
+type GC struct {
+	Removed     int `json:"removed"`
+	KeptUnknown int `json:"kept_unknown"`
+}
+
+// Event is one step of one call of the agent, as the harness observed it
+// (harness.Event). Kind, Status, Source and Class are the names the
+// harness prints; empty when not set.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"`
+	Tool    string    `json:"tool"`
+	Session string    `json:"session"`
+	Turn    string    `json:"turn"`
+	Key     string    `json:"key"`
+	Attempt string    `json:"attempt,omitempty"`
+	Tries   int       `json:"tries"`
+	Class   string    `json:"class,omitempty"`
+	// DelayMS is the wait before the next try, in milliseconds.
+	DelayMS int64  `json:"delay_ms,omitempty"`
+	Status  string `json:"status,omitempty"`
+	Source  string `json:"source,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// FromRecord converts a record to its wire form.
+func FromRecord(r *journal.Record) *Record {
+	b, err := json.Marshal(r)
+	if err != nil { // journal.Record.MarshalJSON fails on nothing
+		panic(fmt.Sprintf("inspect: encoding record %s: %v", r.Key, err))
+	}
+	return &Record{b}
+}
+
+func fromResolution(res *journal.Resolution) *Resolution {
+	return &Resolution{State: res.State.String(), Output: res.Output, Reason: res.Reason, By: res.By, At: res.At}
+}
+
+// ToRecord converts a wire record back; a field this version cannot read
+// (a state or effect kind it does not know) is an error wrapping
+// journal.ErrNewerVersion.
+func (w *Record) ToRecord() (journal.Record, error) {
+	var r journal.Record
+	if err := json.Unmarshal(w.RawMessage, &r); err != nil {
+		return journal.Record{}, fmt.Errorf("record from the agent: %w", err)
+	}
+	return r, nil
+}
+
+func (w *Resolution) toResolution() (journal.Resolution, error) {
+	st, err := journal.ParseState(w.State)
+	if err != nil {
+		return journal.Resolution{}, fmt.Errorf("%w: resolution: %v", journal.ErrNewerVersion, err)
+	}
+	return journal.Resolution{State: st, Output: w.Output, Reason: w.Reason, By: w.By, At: w.At}, nil
+}
+
+func fromFilter(f *journal.Filter) *Filter {
+	w := &Filter{Tenant: f.Tenant, Session: f.Session, Turn: f.Turn, Tool: f.Tool,
+		Since: f.Since, Until: f.Until, Limit: f.Limit}
+	if f.State != 0 {
+		w.State = f.State.String()
+	}
+	return w
+}
+
+func (w *Filter) toFilter() (journal.Filter, error) {
+	f := journal.Filter{Tenant: w.Tenant, Session: w.Session, Turn: w.Turn, Tool: w.Tool,
+		Since: w.Since, Until: w.Until, Limit: w.Limit}
+	if w.State != "" {
+		st, err := journal.ParseState(w.State)
+		if err != nil {
+			return f, fmt.Errorf("%w: filter: %v", journal.ErrInvalid, err)
+		}
+		f.State = st
+	}
+	return f, nil
+}
+
+func fromStats(st *journal.Stats) *Stats {
+	w := &Stats{Records: st.Records, ByState: map[string]int{}, ByTool: st.ByTool, Attempts: st.Attempts,
+		Expired: st.Expired, OverdueUnknown: st.OverdueUnknown, Oldest: st.Oldest, Newest: st.Newest,
+		SizeBytes: st.SizeBytes}
+	for s, n := range st.ByState {
+		w.ByState[s.String()] = n
+	}
+	return w
+}
+
+func (w *Stats) toStats() (journal.Stats, error) {
+	st := journal.Stats{Records: w.Records, ByState: map[journal.State]int{}, ByTool: w.ByTool,
+		Attempts: w.Attempts, Expired: w.Expired, OverdueUnknown: w.OverdueUnknown,
+		Oldest: w.Oldest, Newest: w.Newest, SizeBytes: w.SizeBytes}
+	if st.ByTool == nil {
+		st.ByTool = map[string]int{}
+	}
+	for name, n := range w.ByState {
+		s, err := journal.ParseState(name)
+		if err != nil {
+			return st, fmt.Errorf("stats: %w: %v", journal.ErrNewerVersion, err)
+		}
+		st.ByState[s] = n
+	}
+	return st, nil
+}

@@ -1,0 +1,112 @@
+package journal
+
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+)
+
+// maxToken bounds a fencing token a record may hold: every transition adds
+// one, so a token near 2^64 would wrap to a value an old owner held.
+const maxToken = 1 << 62
+
+// validRecord reports why r is a record the state machine could not have
+// produced, or nil. Import refuses such a record in every store, so that a
+// damaged or hand-made export can never become an answer or a lease.
+//
+// It checks what every transition keeps: times that are set and in order,
+// a lease that ends with a settled outcome and never outlives its record,
+// attempts that start after the record and end after they start (only a
+// pending record's last one may still be open), a resolution only on a
+// settled success or failure, and a token far from overflow.
+func validRecord(r *Record) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: record %s: %s", ErrInvalid, r.Key, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case r.Key == uuid.Nil:
+		return fmt.Errorf("%w: zero key", ErrInvalid)
+	case r.Version > SchemaVersion:
+		return fmt.Errorf("%w: record %s: version %d, this package writes %d", ErrNewerVersion, r.Key, r.Version, SchemaVersion)
+	case r.State < StatePending || r.State > StateUnknown:
+		return bad("state %s", r.State)
+	case int(r.Effect) >= len(effectNames):
+		return bad("effect kind %d", r.Effect)
+	case r.Created.IsZero() || r.Updated.IsZero() || r.Expires.IsZero():
+		return bad("created, updated and expires must all be set (created %s, updated %s, expires %s)",
+			fmtTime(r.Created), fmtTime(r.Updated), fmtTime(r.Expires))
+	case r.Updated.Before(r.Created):
+		return bad("updated %s before created %s", fmtTime(r.Updated), fmtTime(r.Created))
+	case !r.Expires.After(r.Created):
+		return bad("expires %s not after created %s", fmtTime(r.Expires), fmtTime(r.Created))
+	case r.Lease.Token == 0 || r.Lease.Token >= maxToken:
+		return bad("fencing token %d (want 1 to %d)", r.Lease.Token, uint64(maxToken-1))
+	case r.State == StatePending && (r.Output != nil || r.Resolution != nil || r.ErrorClass != ""):
+		return bad("pending with an outcome (output, error class or resolution)")
+	case r.State == StatePending && r.Lease.Expires.After(r.Expires):
+		return bad("lease until %s outlives the record (expires %s)", fmtTime(r.Lease.Expires), fmtTime(r.Expires))
+	case r.State != StatePending && r.Lease.Expires.After(r.Updated):
+		return bad("%s with a lease until %s after its last change %s", r.State, fmtTime(r.Lease.Expires), fmtTime(r.Updated))
+	case r.State != StateSucceeded && r.Output != nil:
+		return bad("%s with an output", r.State)
+	}
+	if err := validResolution(r); err != nil {
+		return bad("%v", err)
+	}
+	return validAttempts(r, bad)
+}
+
+// validResolution checks an operator's verdict against the record.
+func validResolution(r *Record) error {
+	res := r.Resolution
+	switch {
+	case res == nil:
+		return nil
+	case r.State != StateSucceeded && r.State != StateFailed:
+		return fmt.Errorf("a resolution on a %s record", r.State)
+	case res.State != r.State:
+		return fmt.Errorf("resolved as %s but %s", res.State, r.State)
+	case res.At.IsZero() || res.At.Before(r.Created) || res.At.After(r.Updated):
+		return fmt.Errorf("resolved at %s, outside created %s to updated %s", fmtTime(res.At), fmtTime(r.Created), fmtTime(r.Updated))
+	}
+	return nil
+}
+
+// validAttempts checks the attempts' times and order. Only the suppression
+// of a payload mismatch has none: nothing ran.
+func validAttempts(r *Record, bad func(string, ...any) error) error {
+	if len(r.Attempts) == 0 {
+		if r.State == StateSuppressed && r.ErrorClass == ClassMismatch {
+			return nil
+		}
+		return bad("%s with no attempt", r.State)
+	}
+	for i := range r.Attempts {
+		a := &r.Attempts[i]
+		n := i + 1
+		switch {
+		case a.Start.IsZero():
+			return bad("attempt %d has no start", n)
+		case a.Start.Before(r.Created):
+			return bad("attempt %d starts %s, before the record was created %s", n, fmtTime(a.Start), fmtTime(r.Created))
+		case a.Start.After(r.Updated):
+			return bad("attempt %d starts %s, after the record's last change %s", n, fmtTime(a.Start), fmtTime(r.Updated))
+		case i > 0 && a.Start.Before(r.Attempts[i-1].Start):
+			return bad("attempt %d starts before attempt %d", n, i)
+		case !a.End.IsZero() && a.End.Before(a.Start):
+			return bad("attempt %d ends %s, before it starts %s", n, fmtTime(a.End), fmtTime(a.Start))
+		case !a.End.IsZero() && a.End.After(r.Updated):
+			return bad("attempt %d ends %s, after the record's last change %s", n, fmtTime(a.End), fmtTime(r.Updated))
+		case !a.QuietAt.IsZero() && a.QuietAt.Before(a.Start):
+			return bad("attempt %d is quiet at %s, before it starts %s", n, fmtTime(a.QuietAt), fmtTime(a.Start))
+		case a.End.IsZero() && (r.State != StatePending || n != len(r.Attempts)):
+			return bad("attempt %d is still open in a %s record", n, r.State)
+		}
+	}
+	return nil
+}
+
+// fmtTime writes a time for an error message.
+func fmtTime(t interface{ Format(string) string }) string {
+	return t.Format("2006-01-02T15:04:05.000Z07:00")
+}
