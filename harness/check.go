@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentonce/agentonce/journal"
@@ -46,6 +47,7 @@ type checks struct {
 
 	mu sync.Mutex // guards m
 	m  map[flightKey]*checkJob
+	n  atomic.Int32 // len(m), read without mu: most calls find no check
 }
 
 // checkJob is one background check.
@@ -62,6 +64,9 @@ func (c *checks) init() {
 }
 
 func (c *checks) find(k flightKey) *checkJob {
+	if c.n.Load() == 0 {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m[k]
@@ -105,6 +110,9 @@ func (f *flight) check(ctx context.Context, checkAt time.Time, rest func(context
 	f.lease.rebind(cancel)
 	f.detached = true
 	h.checks.mu.Lock()
+	if _, dup := h.checks.m[k]; !dup {
+		h.checks.n.Add(1)
+	}
 	h.checks.m[k] = job
 	h.checks.mu.Unlock()
 	h.checks.wg.Add(1)
@@ -120,7 +128,10 @@ func (f *flight) check(ctx context.Context, checkAt time.Time, rest func(context
 					"the check ended without an outcome (runtime.Goexit in the tool); the intent stays pending until its lease expires")
 			}
 			h.checks.mu.Lock()
-			delete(h.checks.m, k)
+			if h.checks.m[k] == job {
+				delete(h.checks.m, k)
+				h.checks.n.Add(-1)
+			}
 			h.checks.mu.Unlock()
 			close(job.done)
 			h.checks.wg.Done()
