@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/journal/bolt"
-	"github.com/agentonce/agentonce/journal/postgres"
 )
 
 var compactCommand = &command{
@@ -60,8 +59,8 @@ func runCompact(ctx context.Context, e *env, o *compactOptions) error {
 		return err
 	}
 	src := o.journal.location
-	if postgres.IsURL(src) {
-		return usageErrorf("compact applies to bbolt journal files; PostgreSQL reclaims space with VACUUM")
+	if isRemote(src) {
+		return usageErrorf("compact applies to bbolt journal files; PostgreSQL reclaims space with VACUUM, Redis by itself")
 	}
 	before, err := os.Stat(src)
 	if errors.Is(err, fs.ErrNotExist) {

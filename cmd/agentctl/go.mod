@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	github.com/agentonce/agentonce v0.1.0
+	github.com/agentonce/agentonce/journal/redis v0.1.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
 	go.etcd.io/bbolt v1.5.0

@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/postgres"
 )
 
 var importCommand = &command{
@@ -256,7 +255,7 @@ type importLine struct {
 // journalExists reports whether the journal is there: the file exists, or
 // the PostgreSQL schema holds a journal.
 func journalExists(ctx context.Context, e *env, j *journalFlags) (bool, error) {
-	if !postgres.IsURL(j.location) {
+	if !isRemote(j.location) {
 		_, err := os.Stat(j.location)
 		return !errors.Is(err, fs.ErrNotExist), nil
 	}

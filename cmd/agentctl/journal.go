@@ -39,6 +39,9 @@ func openJournalOpts(ctx context.Context, location string, opts *journal.Options
 	if postgres.IsURL(location) {
 		return openPostgres(ctx, location, opts, false)
 	}
+	if isRedisURL(location) {
+		return openRedis(ctx, location, opts, false)
+	}
 	if err := checkBoltFile(location); err != nil {
 		return nil, err
 	}
@@ -89,6 +92,9 @@ func createJournal(ctx context.Context, location string, ns uuid.UUID, lockTimeo
 	if postgres.IsURL(location) {
 		return openPostgres(ctx, location, &journal.Options{Namespace: ns, Now: now}, true)
 	}
+	if isRedisURL(location) {
+		return openRedis(ctx, location, &journal.Options{Namespace: ns, Now: now}, true)
+	}
 	return openBolt(location, &bolt.Options{Journal: &journal.Options{Namespace: ns, Now: now}, LockTimeout: lockTimeout})
 }
 
@@ -100,7 +106,7 @@ func (j *journalFlags) open(ctx context.Context, e *env, readOnly bool) (journal
 	if err := j.resolve(e); err != nil {
 		return nil, err
 	}
-	if !postgres.IsURL(j.location) {
+	if !isRemote(j.location) {
 		if err := checkBoltFile(j.location); err != nil {
 			return nil, err
 		}
@@ -111,7 +117,7 @@ func (j *journalFlags) open(ctx context.Context, e *env, readOnly bool) (journal
 	// The store runs on the command's clock, so that expiry in stats, gc
 	// and replay agrees with what the command prints.
 	s, err := openJournalOpts(ctx, j.location, &journal.Options{ReadOnly: readOnly, Now: e.now}, j.lockTimeout)
-	if errors.Is(err, journal.ErrInUse) && !postgres.IsURL(j.location) {
+	if errors.Is(err, journal.ErrInUse) && !isRemote(j.location) {
 		return nil, &cliError{code: exitInUse, err: err,
 			hint: "no agent answers at " + inspect.SocketPath(j.location) + " (its inspection is off, or it predates it): " +
 				"stop the process using it (an agent holds it open), or retry with a longer --lock-timeout"}
@@ -155,7 +161,7 @@ func agentError(location string, err error) error {
 // journal agentctl could open has no other writer.
 func liveWriters(location string, s journal.Store) bool {
 	_, served := s.(*inspect.Client)
-	return served || postgres.IsURL(location)
+	return served || isRemote(location)
 }
 
 // openPostgres opens the PostgreSQL journal at url. Unless create is set,

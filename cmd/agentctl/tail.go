@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/harness/inspect"
-	"github.com/agentonce/agentonce/journal/postgres"
 )
 
 var tailCommand = &command{
@@ -60,8 +59,8 @@ func runTail(ctx context.Context, e *env, o *tailOptions) error {
 	if err := o.journal.resolve(e); err != nil {
 		return err
 	}
-	if postgres.IsURL(o.journal.location) {
-		return usageErrorf("tail follows the agent of a bbolt journal; agents on PostgreSQL serve no socket (use their Observer or logs)")
+	if isRemote(o.journal.location) {
+		return usageErrorf("tail follows the agent of a bbolt journal; agents on PostgreSQL or Redis serve no socket (use their Observer or logs)")
 	}
 	if err := checkBoltFile(o.journal.location); err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/postgres"
 )
 
 var timelineCommand = &command{
@@ -93,7 +92,7 @@ func runTimeline(ctx context.Context, e *env, o *timelineOptions) error {
 	// List is newest first; the timeline reads top to bottom in the order
 	// the agent made the calls.
 	slices.Reverse(recs)
-	tl := buildTimeline(recs, o.session, o.tenant, now, !postgres.IsURL(o.journal.location))
+	tl := buildTimeline(recs, o.session, o.tenant, now, !isRemote(o.journal.location))
 
 	switch {
 	case o.json:

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/agentonce/agentonce/journal/postgres"
 )
 
 // The page is HTML rows, each a <details> element: its summary is the
@@ -553,7 +551,7 @@ func resolveCommands(journalLoc, key string) []string {
 // PostgreSQL URL loses its password (the operator has it; a page should
 // not).
 func commandJournal(loc string) string {
-	if !postgres.IsURL(loc) {
+	if !isRemote(loc) {
 		return loc
 	}
 	u, err := url.Parse(loc)

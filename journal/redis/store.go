@@ -10,6 +10,7 @@ import (
 	"io"
 	"iter"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -70,16 +71,32 @@ type Store struct {
 
 var _ journal.Store = (*Store)(nil)
 
-// Open opens the journal on the server at url (redis://[user:pass@]host:port/db,
-// or rediss:// for TLS), creating it when the server holds none under the
-// prefix. The store owns its client: Close closes it.
-func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
-	o, err := goredis.ParseURL(url)
+// Open opens the journal on the server at location
+// (redis://[user:pass@]host:port/db[?prefix=P], or rediss:// for TLS),
+// creating it when the server holds none under the prefix: Options.Prefix,
+// else the location's prefix parameter, else DefaultPrefix. The store owns
+// its client: Close closes it.
+func Open(ctx context.Context, location string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	u, err := url.Parse(location)
 	if err != nil {
 		return nil, fmt.Errorf("journal/redis: %w", err)
 	}
-	c := goredis.NewClient(o)
-	s, err := New(ctx, c, opts)
+	q := u.Query()
+	if p := q.Get("prefix"); p != "" && o.Prefix == "" {
+		o.Prefix = p
+	}
+	q.Del("prefix")
+	u.RawQuery = q.Encode()
+	co, err := goredis.ParseURL(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("journal/redis: %w", err)
+	}
+	c := goredis.NewClient(co)
+	s, err := New(ctx, c, &o)
 	if err != nil {
 		_ = c.Close()
 		return nil, err

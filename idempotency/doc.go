@@ -1,0 +1,40 @@
+// Package idempotency is the server side of the Idempotency-Key contract
+// (IETF draft-ietf-httpapi-idempotency-key-header) as net/http middleware,
+// on the same journal.Store as agentonce's agents.
+//
+// New returns a Middleware; its Handler wraps the handlers of a ServeMux,
+// whose route pattern (r.Pattern) scopes the key. For a request carrying
+// Idempotency-Key (or the harness's X-Agentonce-Key), with a method other
+// than GET, HEAD, OPTIONS or TRACE:
+//
+//   - the key is scoped by tenant (Options.Tenant, from the request's
+//     authentication), method and route, never used alone;
+//   - the body is fingerprinted canonically (JSON through keyderive, forms
+//     sorted, other bodies by their bytes), less the route's Volatile fields;
+//   - the first request runs; its complete response (status, the headers
+//     that matter, body) is recorded durably before the client sees it, and
+//     replayed byte for byte, with Idempotent-Replayed: true, to any request
+//     with the same key and fingerprint until Options.TTL;
+//   - another fingerprint gets 422; a request while the first runs gets 409
+//     with Retry-After, or with Options.Wait the first one's answer; a
+//     missing key where Options.Require says one is needed gets 400. These
+//     bodies are RFC 9457 problem details.
+//
+// A handler that panics, and a process that dies mid-request, leave the
+// record unknown: the retry gets 500 (outcome-unknown) naming the journal
+// key, never a second run, until an operator resolves it (agentctl
+// resolve). The records are ordinary journal records: Tenant is the
+// tenant, Session the client's key, Tool the method and route, so agentctl
+// ls, show, timeline and resolve work on them. NewInbox applies the same
+// machinery to webhook deliveries, keyed by event id.
+//
+// # Caveats
+//
+// A handler's response is buffered (Options.MaxResponseBytes): no
+// streaming, no Flush or Hijack. Two durable writes surround every new key
+// (the write-ahead and the outcome); with Options.InTx on PostgreSQL the
+// handler's own writes commit with the second. A 5xx is not stored unless
+// Options.StoreServerErrors: the handler must mean "nothing committed" by
+// it. Body-over-cap blobs are not removed by the journal's GC. The long
+// form, with the decisions behind each choice, is docs/server.md.
+package idempotency

@@ -1,0 +1,13 @@
+package idempotency
+
+import "errors"
+
+// ErrResponseTooLarge is returned by the ResponseWriter a protected
+// handler writes to once its body exceeds Options.MaxResponseBytes.
+var ErrResponseTooLarge = errors.New("idempotency: response body exceeds MaxResponseBytes")
+
+// ErrLeaseLost is the cause of a protected handler's context when its
+// lease on the key was lost: an operator resolved the key, or the journal
+// could not be reached to renew it. The handler should stop; its response
+// is not recorded, and the client gets 500 (outcome-not-recorded).
+var ErrLeaseLost = errors.New("idempotency: lease on the key lost")

@@ -1,0 +1,109 @@
+package idempotency_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentonce/agentonce/idempotency"
+	"github.com/agentonce/agentonce/journal"
+)
+
+// A charge endpoint behind the middleware: the retry of a request whose
+// answer was lost is answered from the journal, and the card is charged
+// once.
+func Example() {
+	dir, _ := os.MkdirTemp("", "idempotency-example")
+	defer os.RemoveAll(dir)
+	store, err := journal.Open(context.Background(), filepath.Join(dir, "server.journal"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	m, err := idempotency.New(store, &idempotency.Options{
+		Tenant:  func(r *http.Request) (string, error) { return r.Header.Get("Authorization"), nil },
+		Require: func(r *http.Request) bool { return true },
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	charges := 0
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/charges", m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		charges++
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"ch_%d"}`, charges)
+	})))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	for _, body := range []string{`{"amount":4900}`, `{ "amount": 4900 }`, `{"amount":100}`} {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/charges", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer sk_test_1")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "order-55102")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%d replayed=%q %s\n", resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), strings.SplitN(string(b), ",", 2)[0])
+	}
+	fmt.Println("charges:", charges)
+	// Output:
+	// 200 replayed="" {"id":"ch_1"}
+	// 200 replayed="true" {"id":"ch_1"}
+	// 422 replayed="" {"type":"https://github.com/agentonce/agentonce/blob/main/docs/server.md#key-reused"
+	// charges: 1
+}
+
+// A Stripe webhook endpoint: each event is processed once, however often
+// Stripe delivers it.
+func ExampleNewInbox() {
+	dir, _ := os.MkdirTemp("", "inbox-example")
+	defer os.RemoveAll(dir)
+	store, err := journal.Open(context.Background(), filepath.Join(dir, "inbox.journal"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	const secret = "whsec_example"
+	inbox, err := idempotency.NewInbox(store, idempotency.StripeEvent(secret, 0), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	processed := 0
+	mux := http.NewServeMux()
+	mux.Handle("POST /webhooks/stripe", inbox.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		processed++ // start the agent's work for this event
+		w.WriteHeader(http.StatusNoContent)
+	})))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	event := []byte(`{"id":"evt_1","type":"invoice.paid"}`)
+	for range 3 { // Stripe redelivers
+		req, _ := http.NewRequest("POST", srv.URL+"/webhooks/stripe", strings.NewReader(string(event)))
+		req.Header.Set("Stripe-Signature", idempotency.SignStripe(secret, time.Now(), event))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+		fmt.Printf("%d replayed=%q\n", resp.StatusCode, resp.Header.Get("Idempotent-Replayed"))
+	}
+	fmt.Println("processed:", processed)
+	// Output:
+	// 204 replayed=""
+	// 204 replayed="true"
+	// 204 replayed="true"
+	// processed: 1
+}

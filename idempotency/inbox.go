@@ -1,0 +1,141 @@
+package idempotency
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// ErrSignature is wrapped by an EventID function's error when a delivery's
+// signature is missing or wrong; the middleware answers 401.
+var ErrSignature = errors.New("idempotency: webhook signature invalid")
+
+// EventID takes a delivery's event id from its request and body: the key
+// an inbox processes at most once.
+type EventID func(r *http.Request, body []byte) (string, error)
+
+// NewInbox returns a Middleware for an endpoint that receives triggers:
+// webhook deliveries or queue messages, each carrying an event id that id
+// extracts (StripeEvent, GitHubDelivery, HeaderEvent). Every request must
+// carry one; the handler runs at most once per id, a redelivery of a
+// processed event gets the stored answer again, and a redelivery while the
+// first is being processed gets 409 with Retry-After: a sender that
+// retries on any non-2xx (Stripe) redelivers later and then gets the
+// stored answer, and nothing is acknowledged before it is committed. On
+// PostgreSQL set opts.InTx so that the handler's writes and the inbox
+// record commit in one transaction. opts may be nil; its Key is replaced.
+func NewInbox(store journal.Store, id EventID, opts *Options) (*Middleware, error) {
+	if id == nil {
+		return nil, errors.New("idempotency.NewInbox: nil EventID")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Key = id
+	return New(store, &o)
+}
+
+// HeaderEvent takes the event id from a request header (a queue's message
+// id, say).
+func HeaderEvent(name string) EventID {
+	return func(r *http.Request, _ []byte) (string, error) {
+		v := r.Header.Get(name)
+		if v == "" {
+			return "", fmt.Errorf("the delivery has no %s header", name)
+		}
+		return v, nil
+	}
+}
+
+// GitHubDelivery takes the event id from X-GitHub-Delivery, after checking
+// X-Hub-Signature-256 (HMAC-SHA256 of the body) when secret is not empty.
+func GitHubDelivery(secret string) EventID {
+	return func(r *http.Request, body []byte) (string, error) {
+		if secret != "" {
+			sig, ok := strings.CutPrefix(r.Header.Get("X-Hub-Signature-256"), "sha256=")
+			if !ok || !validMAC(secret, body, sig) {
+				return "", fmt.Errorf("%w: X-Hub-Signature-256 does not match the body", ErrSignature)
+			}
+		}
+		return HeaderEvent("X-GitHub-Delivery")(r, body)
+	}
+}
+
+// DefaultStripeTolerance is how old a Stripe-Signature timestamp may be,
+// as Stripe's own libraries allow.
+const DefaultStripeTolerance = 5 * time.Minute
+
+// StripeEvent takes the event id ("evt_…", the body's "id") from a Stripe
+// webhook after checking its Stripe-Signature header: an HMAC-SHA256 with
+// the endpoint's signing secret of the timestamp, a dot and the body, no
+// older than tolerance (zero means DefaultStripeTolerance).
+func StripeEvent(secret string, tolerance time.Duration) EventID {
+	if tolerance <= 0 {
+		tolerance = DefaultStripeTolerance
+	}
+	return func(r *http.Request, body []byte) (string, error) {
+		var ts string
+		var sigs []string
+		for part := range strings.SplitSeq(r.Header.Get("Stripe-Signature"), ",") {
+			k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+			switch k {
+			case "t":
+				ts = v
+			case "v1":
+				sigs = append(sigs, v)
+			}
+		}
+		t, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil || len(sigs) == 0 {
+			return "", fmt.Errorf("%w: Stripe-Signature has no t= timestamp or no v1= signature", ErrSignature)
+		}
+		if age := time.Since(time.Unix(t, 0)); age > tolerance || age < -tolerance {
+			return "", fmt.Errorf("%w: Stripe-Signature's timestamp is %s away, more than %s", ErrSignature, age.Round(time.Second), tolerance)
+		}
+		signed := append([]byte(ts+"."), body...)
+		ok := false
+		for _, s := range sigs {
+			ok = ok || validMAC(secret, signed, s)
+		}
+		if !ok {
+			return "", fmt.Errorf("%w: no v1 signature of Stripe-Signature matches the body", ErrSignature)
+		}
+		var ev struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(body, &ev); err != nil || !strings.HasPrefix(ev.ID, "evt_") {
+			return "", fmt.Errorf("the Stripe event has no \"id\" starting with evt_")
+		}
+		return ev.ID, nil
+	}
+}
+
+// SignStripe returns a Stripe-Signature header value for body at t, as
+// Stripe signs a delivery: for tests and for senders of your own.
+func SignStripe(secret string, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ts + "."))
+	mac.Write(body)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+func validMAC(secret string, msg []byte, hexSig string) bool {
+	want, err := hex.DecodeString(hexSig)
+	if err != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(msg)
+	return hmac.Equal(mac.Sum(nil), want)
+}

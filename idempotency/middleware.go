@@ -1,0 +1,361 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+	_ "github.com/agentonce/agentonce/journal/bolt" // plain paths: bbolt files, the default store, as for the harness
+	"github.com/agentonce/agentonce/keyderive"
+)
+
+// Error classes the middleware writes into journal records.
+const (
+	// ClassReleased marks a record settled failed because the handler
+	// answered 5xx (and Options.StoreServerErrors is off) or, under InTx,
+	// panicked: nothing was committed, and the next request runs again.
+	ClassReleased = "released"
+	// ClassPanic marks a record whose handler panicked (outcome unknown).
+	ClassPanic = "panic"
+	// ClassCrashed marks a record whose process stopped mid-request: the
+	// next request with its key found it pending with an expired lease.
+	ClassCrashed = "unknown"
+	// ClassTooLarge marks a record whose response outgrew
+	// Options.MaxResponseBytes (outcome unknown: the handler ran).
+	ClassTooLarge = "response-too-large"
+)
+
+// Middleware makes the handlers it wraps answer each idempotency key once,
+// on a journal.Store. It is safe for concurrent use; one Middleware may
+// wrap many handlers.
+type Middleware struct {
+	store       journal.Store
+	ns          uuid.UUID
+	o           Options // defaults filled in
+	normalizers map[string]*keyderive.Normalizer
+	inTx        effectCompleter // set when o.InTx
+}
+
+// effectCompleter is the capability of a store that runs an effect in the
+// transaction recording its outcome (journal/postgres.Store).
+type effectCompleter interface {
+	CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
+		effect func(ctx context.Context) ([]byte, error)) (journal.Record, error)
+}
+
+// New returns a Middleware on store. It fails when a Volatile path is
+// invalid or InTx is asked of a store without the capability.
+func New(store journal.Store, opts *Options) (*Middleware, error) {
+	if store == nil {
+		return nil, errors.New("idempotency.New: nil store")
+	}
+	m := &Middleware{store: store, ns: store.Namespace(), normalizers: map[string]*keyderive.Normalizer{}}
+	if opts != nil {
+		m.o = *opts
+	}
+	o := &m.o
+	if o.RetryAfter <= 0 {
+		o.RetryAfter = DefaultRetryAfter
+	}
+	if o.TTL <= 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxStoredBytes <= 0 {
+		o.MaxStoredBytes = DefaultMaxStoredBytes
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if o.ReplayedHeader == "" {
+		o.ReplayedHeader = DefaultReplayedHeader
+	}
+	if o.Owner == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		o.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if o.ErrorLog == nil {
+		o.ErrorLog = log.Printf
+	}
+	o.StoredHeaders = append(append([]string(nil), keptHeaders...), o.StoredHeaders...)
+	for pattern, paths := range o.Volatile {
+		n, err := keyderive.NewNormalizer(nil, paths)
+		if err != nil {
+			return nil, fmt.Errorf("idempotency.New: volatile fields of %q: %w", pattern, err)
+		}
+		m.normalizers[pattern] = n
+	}
+	if o.InTx {
+		c, ok := store.(effectCompleter)
+		if !ok {
+			return nil, fmt.Errorf("idempotency.New: InTx needs a store that runs an effect in its completion's transaction (journal/postgres); %T does not", store)
+		}
+		m.inTx = c
+	}
+	return m, nil
+}
+
+// Handler wraps next. Register the result on a ServeMux (mux.Handle(
+// "POST /v1/charges", m.Handler(charge))) so that the route pattern is
+// known: wrapping the mux itself scopes keys by path instead.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serve(w, r, next) })
+}
+
+// call is one protected request on its way through the journal.
+type call struct {
+	key    string // the client's key
+	tenant string
+	tool   string // method and route
+	jkey   uuid.UUID
+}
+
+func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if safeMethod(r.Method) && m.o.Key == nil {
+		next.ServeHTTP(w, r)
+		return
+	}
+	c := &call{tool: r.Method + " " + route(r)}
+	var body []byte
+	var err error
+	if m.o.Key == nil {
+		var ok bool
+		c.key, ok, err = requestKey(r)
+		if err != nil {
+			writeProblem(w, http.StatusBadRequest, ProblemKeyInvalid, problem{Detail: err.Error()}, 0)
+			return
+		}
+		if !ok {
+			if m.o.Require != nil && m.o.Require(r) {
+				writeProblem(w, http.StatusBadRequest, ProblemKeyRequired,
+					problem{Detail: c.tool + " requires an Idempotency-Key header"}, 0)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+	}
+	if body, err = readBody(r, m.o.MaxBodyBytes); err != nil {
+		if errors.Is(err, errBodyTooLarge) {
+			writeProblem(w, http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,
+				problem{Detail: fmt.Sprintf("the body exceeds %d bytes", m.o.MaxBodyBytes)}, 0)
+		} else {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if m.o.Key != nil {
+		if c.key, err = m.o.Key(r, body); err == nil && (c.key == "" || len(c.key) > MaxKeyLength) {
+			err = fmt.Errorf("the event id must be 1 to %d bytes, got %d", MaxKeyLength, len(c.key))
+		}
+		if err != nil {
+			status, kind := http.StatusBadRequest, ProblemKeyInvalid
+			if errors.Is(err, ErrSignature) {
+				status, kind = http.StatusUnauthorized, ProblemUnauthenticated
+			}
+			writeProblem(w, status, kind, problem{Detail: err.Error()}, 0)
+			return
+		}
+	}
+	if m.o.Tenant != nil {
+		if c.tenant, err = m.o.Tenant(r); err != nil {
+			writeProblem(w, http.StatusUnauthorized, ProblemUnauthenticated, problem{Detail: err.Error()}, 0)
+			return
+		}
+	}
+	kind, canonical := m.canonicalBody(r, body)
+	c.jkey = keyderive.ExplicitKey(m.ns, c.tenant, stepKey(c.tool, c.key))
+	req := journal.BeginRequest{
+		Key:         c.jkey,
+		Intent:      keyderive.Intent{Tenant: c.tenant, Session: c.key, Tool: c.tool},
+		Fingerprint: fingerprint(r, kind, canonical),
+		Effect:      journal.Keyed,
+		Owner:       m.o.Owner,
+		AttemptID:   r.Header.Get(RequestIDHeader),
+		LeaseTTL:    m.o.LeaseTTL,
+		RecordTTL:   m.o.TTL,
+		Durable:     true, // the write-ahead: a crash mid-handler must leave the record
+		Guard:       journal.GuardOff,
+	}
+	if kind == kindJSON && len(canonical) <= m.o.MaxStoredBytes {
+		req.Input = canonical
+	}
+	m.decide(w, r, next, c, &req)
+}
+
+// decide carries out what Begin decided for the request; with Options.Wait
+// it waits for a key in flight to settle.
+func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, req *journal.BeginRequest) {
+	ctx := r.Context()
+	// A replay is answered by a read alone: a settled record with this
+	// fingerprint that will not run again and is not near its expiry
+	// (judged on this clock, with a minute's margin for the store's) says
+	// what Begin would. Anything else goes through Begin.
+	if rec, err := m.store.Get(ctx, req.Key); err == nil && rec.State.Settled() && !retakable(&rec) &&
+		(rec.Fingerprint == req.Fingerprint || rec.Fingerprint.IsZero()) && time.Now().Before(rec.Expires.Add(-time.Minute)) {
+		m.answer(w, c, &rec)
+		return
+	}
+	if req.AttemptID == "" {
+		req.AttemptID = uuid.NewString()
+	}
+	deadline := time.Now().Add(m.o.Wait)
+	pause := 5 * time.Millisecond
+	retaken := false // set by req.Retake during the Begin that follows
+	for {
+		retaken = false
+		res, err := m.store.Begin(ctx, *req)
+		if err != nil {
+			writeProblem(w, http.StatusServiceUnavailable, ProblemJournal,
+				problem{Detail: "the request was not run: " + err.Error(), Key: c.key}, m.o.RetryAfter)
+			return
+		}
+		switch res.Outcome {
+		case journal.Started:
+			m.run(w, r, next, c, res.Token)
+			return
+		case journal.TakenOver:
+			if retaken || m.inTx != nil { // under InTx a dead process's writes were rolled back
+				m.run(w, r, next, c, res.Token)
+				return
+			}
+			m.abandon(ctx, c, res.Token)
+			m.answerUnknown(w, c, "the server stopped while handling the first request with this key; whether it took effect is unknown")
+			return
+		case journal.Answered:
+			if req.Retake == nil && retakable(&res.Record) {
+				// Begin again, asking for the record: rare, so that the
+				// common replay does not pay for Retake's copy.
+				req.Retake = func(rec *journal.Record) bool {
+					ok := retakable(rec)
+					retaken = retaken || ok
+					return ok
+				}
+				continue
+			}
+			m.answer(w, c, &res.Record)
+			return
+		case journal.Mismatch, journal.Guarded:
+			writeProblem(w, http.StatusUnprocessableEntity, ProblemKeyReused, problem{
+				Detail: "this key was first used with a different request body, path or query", Key: c.key,
+				JournalKey: c.jkey.String()}, 0)
+			return
+		}
+		// Held: the first request is running (or its process may still be).
+		if m.o.Wait <= 0 || !time.Now().Add(pause).Before(deadline) {
+			writeProblem(w, http.StatusConflict, ProblemInFlight, problem{
+				Detail: "retry after the first request has been answered", Key: c.key}, m.o.RetryAfter)
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
+}
+
+// retakable reports whether a settled record is to run again: settled
+// failed with nothing committed (released, or an operator's verdict that
+// the effect did not happen).
+func retakable(rec *journal.Record) bool {
+	return rec.State == journal.StateFailed && (rec.ErrorClass == ClassReleased || rec.Resolution != nil)
+}
+
+// abandon settles a record whose owner died mid-request as unknown: it is
+// what an operator must look at (agentctl ls --state unknown).
+func (m *Middleware) abandon(ctx context.Context, c *call, token uint64) {
+	_, err := m.store.Complete(context.WithoutCancel(ctx), journal.Completion{Key: c.jkey, Token: token,
+		State: journal.StateUnknown, ErrorClass: ClassCrashed,
+		ErrorMessage: "the server stopped while the handler ran (its lease expired); resolve with agentctl after checking the effect"})
+	if err != nil {
+		m.o.ErrorLog("idempotency: key %s (%s): recording an unknown outcome: %v", c.jkey, c.tool, err)
+	}
+}
+
+func (m *Middleware) answerUnknown(w http.ResponseWriter, c *call, detail string) {
+	writeProblem(w, http.StatusInternalServerError, ProblemOutcomeUnknown, problem{
+		Detail: detail + "; an operator resolves it with: agentctl resolve " + c.jkey.String(),
+		Key:    c.key, JournalKey: c.jkey.String()}, 0)
+}
+
+// answer replies from a settled record.
+func (m *Middleware) answer(w http.ResponseWriter, c *call, rec *journal.Record) {
+	switch rec.State {
+	case journal.StateSucceeded:
+		resp, err := decodeResponse(rec.Output)
+		if errors.Is(err, errNotEnvelope) {
+			// An operator's verdict with an output of their own: send it.
+			resp = operatorResponse(rec.Output)
+		} else if err != nil {
+			m.o.ErrorLog("idempotency: key %s (%s): %v", c.jkey, c.tool, err)
+			writeProblem(w, http.StatusInternalServerError, ProblemBodyUnavailable,
+				problem{Detail: err.Error(), Key: c.key, JournalKey: c.jkey.String()}, 0)
+			return
+		}
+		if resp.Body == nil && resp.Sum != sha256.Sum256(nil) {
+			if err := m.fetchBlob(w, c, resp); err != nil {
+				return
+			}
+		}
+		resp.write(w, m.o.ReplayedHeader)
+	case journal.StateUnknown:
+		m.answerUnknown(w, c, "the first request with this key ended without a recorded answer ("+rec.ErrorMessage+")")
+	default: // failed or suppressed and not to be run again
+		writeProblem(w, http.StatusInternalServerError, ProblemFailed, problem{
+			Detail: rec.ErrorMessage, Key: c.key, JournalKey: c.jkey.String()}, 0)
+	}
+}
+
+// fetchBlob fills resp.Body from the blob store, or answers the problem.
+func (m *Middleware) fetchBlob(w http.ResponseWriter, c *call, resp *response) error {
+	err := errors.New("the body was larger than MaxStoredBytes and no BlobStore kept it")
+	if m.o.Blobs != nil && resp.Blob != "" {
+		var b []byte
+		if b, err = m.o.Blobs.Get(context.Background(), resp.Blob, int64(m.o.MaxResponseBytes)); err == nil {
+			if sha256.Sum256(b) != resp.Sum {
+				err = fmt.Errorf("blob %s does not match the stored sha256", resp.Blob)
+			}
+			resp.Body = b
+		}
+	}
+	if err != nil {
+		writeProblem(w, http.StatusInternalServerError, ProblemBodyUnavailable,
+			problem{Detail: err.Error(), Key: c.key, JournalKey: c.jkey.String()}, 0)
+	}
+	return err
+}
+
+// operatorResponse is the answer for a record an operator settled as
+// succeeded with an output that is not a stored response: 200 with it.
+func operatorResponse(out []byte) *response {
+	ct := "application/octet-stream"
+	if len(out) > 0 && json.Valid(out) {
+		ct = "application/json"
+	}
+	return &response{Status: http.StatusOK, Header: http.Header{"Content-Type": {ct}}, Body: out}
+}

@@ -1,0 +1,68 @@
+package idempotency
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// ProblemBase prefixes the "type" of every problem-details body the
+// middleware writes; each type's fragment names a section of
+// docs/server.md.
+const ProblemBase = "https://github.com/agentonce/agentonce/blob/main/docs/server.md#"
+
+// Problem types, the fragment after ProblemBase.
+const (
+	ProblemKeyRequired     = "key-required"            // 400
+	ProblemKeyInvalid      = "key-invalid"             // 400
+	ProblemUnauthenticated = "unauthenticated"         // 401
+	ProblemBodyTooLarge    = "body-too-large"          // 413
+	ProblemKeyReused       = "key-reused"              // 422
+	ProblemInFlight        = "in-flight"               // 409
+	ProblemOutcomeUnknown  = "outcome-unknown"         // 500
+	ProblemNotRecorded     = "outcome-not-recorded"    // 500
+	ProblemBodyUnavailable = "stored-body-unavailable" // 500
+	ProblemJournal         = "journal-unavailable"     // 503
+	ProblemFailed          = "failed"                  // 500
+)
+
+// problem is an RFC 9457 problem-details body. Key and JournalKey let a
+// client quote, and an operator find, the record concerned.
+type problem struct {
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Status     int    `json:"status"`
+	Detail     string `json:"detail,omitempty"`
+	Key        string `json:"idempotency_key,omitempty"`
+	JournalKey string `json:"journal_key,omitempty"`
+}
+
+var problemTitles = map[string]string{
+	ProblemKeyRequired:     "Idempotency-Key is required",
+	ProblemKeyInvalid:      "Idempotency-Key is malformed",
+	ProblemUnauthenticated: "The request's client could not be identified",
+	ProblemBodyTooLarge:    "Request body too large",
+	ProblemKeyReused:       "Idempotency-Key reused with a different request",
+	ProblemInFlight:        "A request with this Idempotency-Key is being processed",
+	ProblemOutcomeUnknown:  "The outcome of the first request with this Idempotency-Key is unknown",
+	ProblemNotRecorded:     "The response could not be recorded",
+	ProblemBodyUnavailable: "The stored response body is not available",
+	ProblemJournal:         "The idempotency journal is unavailable",
+	ProblemFailed:          "The first request with this Idempotency-Key failed",
+}
+
+// writeProblem sends a problem-details response; retryAfter, when
+// positive, is sent as Retry-After in whole seconds (rounded up).
+func writeProblem(w http.ResponseWriter, status int, kind string, p problem, retryAfter time.Duration) {
+	p.Type, p.Title, p.Status = ProblemBase+kind, problemTitles[kind], status
+	body, _ := json.Marshal(p) // strings and an int: cannot fail
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if retryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

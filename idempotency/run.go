@@ -1,0 +1,166 @@
+package idempotency
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// errRelease makes CompleteWith roll back a handler's writes: the handler
+// answered 5xx (or panicked) under InTx.
+var errRelease = errors.New("idempotency: handler's writes rolled back")
+
+// run runs the handler for a key this process now owns, records its
+// response and sends it. The record is completed before the client sees a
+// byte, so an answer lost on the way is replayed to the retry.
+//
+// Panic policy: a panic (or runtime.Goexit) in the handler settles the
+// record unknown, since the handler may have had its effect, and is then
+// re-raised so that net/http logs it and drops the connection. Under InTx
+// the handler's writes roll back with the panic, so the record is
+// released instead and the next request runs it again.
+func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64) {
+	// The handler is not cancelled when the client goes away: a client
+	// that gave up retries, and its retry should find the answer recorded,
+	// not a handler cut off halfway.
+	bg := context.WithoutCancel(r.Context())
+	ctx, stop := keepLease(bg, m.store, c.jkey, token, m.o.LeaseTTL)
+	defer stop()
+	cw := newCapture(m.o.MaxResponseBytes)
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		v := recover()
+		msg := fmt.Sprintf("the handler panicked: %v", v)
+		if v == nil {
+			msg = "the handler exited (runtime.Goexit) without answering"
+		}
+		st, class := journal.StateUnknown, ClassPanic
+		if m.inTx != nil {
+			st, class = journal.StateFailed, ClassReleased
+		}
+		if _, err := m.store.Complete(bg, journal.Completion{Key: c.jkey, Token: token,
+			State: st, ErrorClass: class, ErrorMessage: msg}); err != nil {
+			m.o.ErrorLog("idempotency: key %s (%s): recording the handler's panic: %v", c.jkey, c.tool, err)
+		}
+		if v != nil {
+			panic(v)
+		}
+	}()
+
+	var resp *response
+	var err, recErr error
+	if m.inTx != nil {
+		_, err = m.inTx.CompleteWith(ctx, c.jkey, token, func(tctx context.Context) ([]byte, error) {
+			next.ServeHTTP(cw, r.WithContext(tctx))
+			if resp, recErr = m.record(tctx, cw); recErr != nil {
+				return nil, fmt.Errorf("%w: %w", errRelease, recErr)
+			}
+			if m.released(resp) {
+				return nil, errRelease
+			}
+			return resp.output, nil
+		})
+		done = true
+		if errors.Is(err, errRelease) {
+			err = m.release(bg, c, token, resp)
+		}
+	} else {
+		next.ServeHTTP(cw, r.WithContext(ctx))
+		done = true
+		stop() // no renewal may race the outcome
+		err = m.complete(bg, c, token, cw, &resp)
+	}
+	if err == nil && resp == nil { // InTx: the response could not be recorded, the writes rolled back
+		err = fmt.Errorf("%w; the handler's writes were rolled back and the next request runs again", recErr)
+	}
+	if err != nil {
+		m.o.ErrorLog("idempotency: key %s (%s): %v", c.jkey, c.tool, err)
+		writeProblem(w, http.StatusInternalServerError, ProblemNotRecorded, problem{
+			Detail: "the handler ran but its response could not be recorded (" + err.Error() +
+				"); the key's outcome is for an operator to resolve", Key: c.key, JournalKey: c.jkey.String()}, 0)
+		return
+	}
+	// The first answer carries every header the handler set; a replay
+	// only the stored ones.
+	h := w.Header()
+	for k, v := range cw.header {
+		h[k] = v
+	}
+	resp.write(w, "")
+}
+
+// record builds the response to store from what the handler wrote, and
+// moves a body over MaxStoredBytes to the blob store.
+func (m *Middleware) record(ctx context.Context, cw *capture) (*response, error) {
+	if cw.err != nil {
+		return nil, cw.err
+	}
+	resp := &response{Status: cw.status, Header: http.Header{}, Body: cw.body.Bytes()}
+	if resp.Status == 0 {
+		resp.Status = http.StatusOK
+	}
+	for _, name := range m.o.StoredHeaders {
+		if v := cw.header.Values(name); len(v) > 0 {
+			resp.Header[http.CanonicalHeaderKey(name)] = v
+		}
+	}
+	resp.Sum = sha256.Sum256(resp.Body)
+	inline := len(resp.Body) <= m.o.MaxStoredBytes
+	if !inline && m.o.Blobs != nil && !m.released(resp) {
+		ref, err := m.o.Blobs.Put(ctx, resp.Sum, resp.Body)
+		if err == nil && (ref == "" || strings.ContainsAny(ref, " =\t\r\n")) {
+			err = fmt.Errorf("blob store returned the reference %q: it must be non-empty, without spaces, '=' or newlines", ref)
+		}
+		if err != nil {
+			return nil, err
+		}
+		resp.Blob = ref
+	}
+	resp.output = resp.encode(inline)
+	return resp, nil
+}
+
+// released reports whether resp is a 5xx the middleware does not store.
+func (m *Middleware) released(resp *response) bool {
+	return resp.Status >= 500 && !m.o.StoreServerErrors
+}
+
+// complete records the handler's response outside a transaction.
+func (m *Middleware) complete(ctx context.Context, c *call, token uint64, cw *capture, out **response) error {
+	resp, err := m.record(ctx, cw)
+	if err != nil {
+		class := ClassTooLarge
+		if !errors.Is(err, ErrResponseTooLarge) {
+			class = "blob"
+		}
+		_, cerr := m.store.Complete(ctx, journal.Completion{Key: c.jkey, Token: token,
+			State: journal.StateUnknown, ErrorClass: class, ErrorMessage: err.Error()})
+		return errors.Join(err, cerr)
+	}
+	*out = resp
+	if m.released(resp) {
+		return m.release(ctx, c, token, resp)
+	}
+	_, err = m.store.Complete(ctx, journal.Completion{Key: c.jkey, Token: token,
+		State: journal.StateSucceeded, Output: resp.output})
+	return err
+}
+
+// release settles a 5xx as failed-released: the next request runs again.
+func (m *Middleware) release(ctx context.Context, c *call, token uint64, resp *response) error {
+	msg := "the handler answered a server error; nothing is stored and the next request runs again"
+	if resp != nil {
+		msg = fmt.Sprintf("the handler answered %d; nothing is stored and the next request runs again", resp.Status)
+	}
+	_, err := m.store.Complete(ctx, journal.Completion{Key: c.jkey, Token: token,
+		State: journal.StateFailed, ErrorClass: ClassReleased, ErrorMessage: msg})
+	return err
+}
