@@ -95,7 +95,16 @@ func (h *Harness) do(ctx context.Context, p prepared) Result {
 			return res
 		}
 	}
-	res, err, joined := h.flights.Do(ctx, flightKey{p.d.Key, p.d.Fingerprint}, func(fctx context.Context) (Result, error) {
+	fk := flightKey{p.d.Key, p.d.Fingerprint}
+	if job := h.checks.find(fk); job != nil {
+		// Its outcome is being checked in the background: wait for that,
+		// within the budget, rather than find the intent held.
+		res := h.await(ctx, job, &p, h.checkWait(), true)
+		res.CallID = p.call.ID
+		h.emitJoined(ctx, &p, res)
+		return res
+	}
+	res, err, joined := h.flights.Do(ctx, fk, func(fctx context.Context) (Result, error) {
 		// The flight counts itself in: it may outlive every caller (they
 		// leave when their contexts end), and Close must wait for it so
 		// that its outcome is recorded before the journal closes.

@@ -88,7 +88,10 @@ type Event struct {
 }
 
 // Observer receives every event of every call, synchronously, on the
-// call's goroutine: it must be quick and safe for concurrent use. It is the
+// call's goroutine (a background check's, on the check's: check.go): it
+// must be quick and safe for concurrent use. A check that outlives its
+// caller reports its steps and EventAfterOutcome, but no second
+// EventResult: the caller's InProgress was the call's result. It is the
 // hook for metrics and for tests; an Observer may end the process (the
 // crash tests do) but must not call back into the Harness.
 type Observer interface {

@@ -135,7 +135,9 @@ func ResultFromRecord(rec *journal.Record) Result {
 // answer fills the call's fields into res and reports it.
 func (f *flight) answer(ctx context.Context, res Result) Result {
 	res.Tool, res.Key, res.Attempts = f.p.tool.Name, f.p.d.Key, f.tries
-	f.h.emit(ctx, resultEvent(f.base, res))
+	if !f.detached { // a background check's outcome answers no call itself
+		f.h.emit(ctx, resultEvent(f.base, res))
+	}
 	return res
 }
 
