@@ -73,8 +73,8 @@ type Event struct {
 	ToolDescription string
 	// Attempt is the attempt id, where one is running.
 	Attempt string
-	// Tries counts the attempts so far.
-	Tries int
+	// Attempts counts the attempts so far.
+	Attempts int
 	// Class is the retry class of the failure behind a retry, in-flight
 	// wait or result.
 	Class retryclass.Class
@@ -150,7 +150,7 @@ func (h *Harness) log(ctx context.Context, e Event) {
 		slog.String("session", e.Session),
 		slog.String("turn", e.Turn),
 		slog.String("key", e.Key.String()),
-		slog.Int("tries", e.Tries),
+		slog.Int("attempts", e.Attempts),
 	}
 	if e.Attempt != "" {
 		attrs = append(attrs, slog.String("attempt", e.Attempt))
