@@ -112,10 +112,20 @@ func (h *Harness) do(ctx context.Context, p prepared) Result {
 			return Result{Tool: p.call.Tool, Key: p.d.Key, Status: Rejected, Err: err}, nil
 		}
 		defer h.exit()
+		var res Result
 		if !p.tool.journal {
-			return h.runUnjournaled(fctx, &p), nil
+			res = h.runUnjournaled(fctx, &p)
+		} else {
+			res = h.run(fctx, &p)
 		}
-		return h.run(fctx, &p), nil
+		// Every caller left and fctx was cancelled: a refusal or an "in
+		// progress" now is an artefact of that cancellation, not the
+		// intent's answer. Returned as an error, it is not shared with a
+		// caller that joins the dying flight: that one runs its own.
+		if cause := context.Cause(fctx); fctx.Err() != nil && (res.Status == Rejected || res.Status == InProgress) {
+			return res, cause
+		}
+		return res, nil
 	})
 	if err != nil {
 		return h.left(ctx, &p, err)
