@@ -158,10 +158,15 @@ func (h *Harness) left(ctx context.Context, p *prepared, cause error) Result {
 	defer cancel()
 	rec, err := h.store.Get(gctx, p.d.Key)
 	switch {
-	case errors.Is(err, journal.ErrNotFound),
-		err == nil && rec.Fingerprint != p.d.Fingerprint && !rec.Fingerprint.IsZero():
+	case err == nil && rec.Fingerprint != p.d.Fingerprint && !rec.Fingerprint.IsZero():
 		base.Status = Rejected
 		base.Err = fmt.Errorf("harness: tool %q key %s: the caller left before the tool started: %w", p.call.Tool, p.d.Key, cause)
+	case errors.Is(err, journal.ErrNotFound):
+		// Nothing is recorded yet, but the flight the caller left goes on
+		// and may still begin and run the tool: "nothing started" could be
+		// false a moment later.
+		oe.Status, oe.Message = InProgress, "the caller left before the action was recorded; it may still start ("+cause.Error()+")"
+		base.Status, base.Err = InProgress, oe
 	case err == nil && rec.State.Settled() && p.tool.next(&rec, h.now()) == journal.StepAnswer:
 		f := h.newFlight(p)
 		res := f.answer(ctx, f.fromRecord(rec))

@@ -64,8 +64,9 @@ const (
 	InProgress
 	// Rejected: the call itself was refused (unknown tool, invalid or
 	// oversize input, closed harness, a journal failure before anything
-	// was written, or the caller left before the tool started). Provably
-	// nothing started; Err says why.
+	// was written). Provably nothing started; Err says why. A caller that
+	// leaves its flight before anything was recorded is told InProgress:
+	// the flight goes on and may still start.
 	Rejected
 )
 
