@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/agentonce/agentonce/cmd/agentcheck/internal/check"
@@ -90,45 +89,5 @@ func TestCheck(t *testing.T) {
 				t.Logf("history: %s", hist)
 			}
 		})
-	}
-}
-
-// TestHelp checks that -help says what agentcheck does, its flags and its
-// exit codes on stdout, and exits 0.
-func TestHelp(t *testing.T) {
-	for _, arg := range []string{"-h", "-help", "--help"} {
-		var stdout, stderr bytes.Buffer
-		if got := run([]string{arg}, &stdout, &stderr); got != exitOK {
-			t.Errorf("run(%q) = %d, stderr %q; want %d", arg, got, stderr.String(), exitOK)
-		}
-		for _, want := range []string{"seeded fault checker", "-store S", "-scenarios LIST", "Exit codes:", "3  the check could not run"} {
-			if !strings.Contains(stdout.String(), want) {
-				t.Errorf("run(%q) stdout lacks %q:\n%s", arg, want, stdout.String())
-			}
-		}
-	}
-}
-
-func TestUsage(t *testing.T) {
-	tests := []struct {
-		args []string
-		want int
-		say  string
-	}{
-		{[]string{"-store", "sqlite"}, exitUsage, `-store "sqlite"`},
-		{[]string{"-duration", "0s"}, exitUsage, "-duration must be positive"},
-		{[]string{"-lease", "10ms"}, exitUsage, "-lease must be at least 100ms"},
-		{[]string{"-scenarios", "hangup,nosuch"}, exitUsage, `unknown scenario "nosuch"`},
-		{[]string{"-nosuchflag"}, exitUsage, "nosuchflag"},
-		{[]string{"extra"}, exitUsage, `unexpected argument "extra"`},
-		{[]string{"-store", "postgres", "-pg", ""}, exitUsage, "needs -pg URL"},
-		{[]string{"-store", "both", "-pg", ""}, exitUsage, "needs -pg URL"},
-		{[]string{"worker"}, exitUsage, "-plan, -journal, -history and -proc are required"},
-	}
-	for _, tt := range tests {
-		var stdout, stderr bytes.Buffer
-		if got := run(tt.args, &stdout, &stderr); got != tt.want || !strings.Contains(stderr.String(), tt.say) {
-			t.Errorf("run(%q) = %d, stderr %q; want %d and %q", tt.args, got, stderr.String(), tt.want, tt.say)
-		}
 	}
 }

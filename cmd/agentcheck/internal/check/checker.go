@@ -89,12 +89,15 @@ type Violation struct {
 
 // Report is what Check found in one history.
 type Report struct {
-	Seed    int64  `json:"seed"`
-	Store   string `json:"store"`
-	History string `json:"history,omitempty"`
-	Intents int    `json:"intents"`
-	Calls   int    `json:"calls"`
-	Effects int    `json:"effects"`
+	Seed  int64  `json:"seed"`
+	Store string `json:"store"`
+	// Downstream is, in ModeMiddleware, "middleware/" and the
+	// middleware's store; empty for the builtin downstream.
+	Downstream string `json:"downstream,omitempty"`
+	History    string `json:"history,omitempty"`
+	Intents    int    `json:"intents"`
+	Calls      int    `json:"calls"`
+	Effects    int    `json:"effects"`
 	// Answers counts answers by outcome (and source, for successes).
 	Answers map[string]int `json:"answers"`
 	// Kills and Terminations count SIGKILLs and PostgreSQL backends

@@ -31,6 +31,10 @@ type Downstream struct {
 	arrived map[string]int     // requests per intent
 	keyed   map[string]*stored // by Idempotency-Key: the stored response
 	effects map[string][]json.RawMessage
+
+	// mw, in ModeMiddleware, is the idempotency middleware (on a ServeMux)
+	// that replaces the bookkeeping by key (see NewMiddlewareDownstream).
+	mw http.Handler
 }
 
 // stored is the idempotency record of one Idempotency-Key: the payload
@@ -96,6 +100,10 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in := d.intents[b.Intent]
 		if err != nil || in == nil {
 			http.Error(w, fmt.Sprintf("no such intent %q (%v)", b.Intent, err), http.StatusBadRequest)
+			return
+		}
+		if d.mw != nil {
+			d.actMiddleware(w, r, in, b.P, raw)
 			return
 		}
 		d.act(w, r, in, b.P)
@@ -177,22 +185,7 @@ func (d *Downstream) act(w http.ResponseWriter, r *http.Request, in *Intent, p i
 		d.respond(w, r, base, a.Code, a.RetryAfter, "refused")
 		return
 	}
-	d.mu.Lock()
-	num := len(d.effects[in.ID]) + 1
-	var out []byte
-	if in.Kind == Idempotent {
-		out, _ = json.Marshal(map[string]any{"intent": in.ID, "p": p, "put": true})
-	} else {
-		out, _ = json.Marshal(map[string]any{"intent": in.ID, "p": p, "effect": num, "attempt": base.Attempt})
-	}
-	d.effects[in.ID] = append(d.effects[in.ID], out)
-	if st != nil {
-		st.done, st.body = true, out
-	}
-	e = base
-	e.Ev, e.Effect, e.Output = EvEffect, num, out
-	d.log.Add(e)
-	d.mu.Unlock()
+	out := d.commit(in, p, base, st)
 	d.deliver(w, r, base, a, out, "")
 }
 
