@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentonce/agentonce/cmd/agentcheck/internal/check"
+	"github.com/agentonce/agentonce/cmd/agentcheck/internal/checktest"
 	"github.com/agentonce/agentonce/internal/pgtest"
 )
 
@@ -88,6 +89,40 @@ func TestCheck(t *testing.T) {
 			if t.Failed() {
 				t.Logf("history: %s", hist)
 			}
+		})
+	}
+}
+
+// TestCheckMiddleware runs agentcheck -downstream middleware: the
+// idempotency middleware on a bbolt journal (and, when AGENTONCE_PG_URL is
+// set, on PostgreSQL, with the agents on PostgreSQL too) keeps the
+// Idempotency-Key contract behind the fault script. About 15 s a store; on
+// Redis, cmd/agentcheck/redis's test runs it.
+func TestCheckMiddleware(t *testing.T) {
+	if os.Getenv(checkEnv) != "1" {
+		t.Skip(checkEnv + "=1 runs the fault checker (.ci/run does)")
+	}
+	dir, err := os.MkdirTemp("", "agentcheck-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		}
+	})
+	bin := filepath.Join(dir, "agentcheck")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	pg := os.Getenv(pgtest.URLEnv)
+	for _, st := range []string{"bolt", "postgres"} {
+		t.Run(st, func(t *testing.T) {
+			if st == "postgres" && pg == "" {
+				t.Skip(pgtest.URLEnv + " is not set")
+			}
+			checktest.Run(t, bin, filepath.Join(dir, "middleware-"+st+".jsonl"),
+				"-store", st, "-downstream", "middleware", "-server-store", st, "-seed", "3", "-duration", "10s", "-pg", pg)
 		})
 	}
 }

@@ -35,6 +35,8 @@ type Downstream struct {
 	// mw, in ModeMiddleware, is the idempotency middleware (on a ServeMux)
 	// that replaces the bookkeeping by key (see NewMiddlewareDownstream).
 	mw http.Handler
+	// handlerFails makes a fail-after action the handler's (ServerOptions).
+	handlerFails bool
 }
 
 // stored is the idempotency record of one Idempotency-Key: the payload

@@ -75,6 +75,8 @@ type Options struct {
 	// DropRedis, when set, removes a Redis journal's keys after the run:
 	// location is the journal's, with its prefix parameter.
 	DropRedis func(ctx context.Context, location string) error
+	// Server holds ModeMiddleware's other choices.
+	Server ServerOptions
 }
 
 // Run runs one check: the plan for o.Seed against real worker processes,
@@ -186,7 +188,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 			return nil, err
 		}
 		defer errLog.Close()
-		if ds, err = NewMiddlewareDownstream(r.plan, dlog, srv, errLog); err != nil {
+		if ds, err = NewMiddlewareDownstream(r.plan, dlog, srv, r.o.Server, errLog); err != nil {
 			return nil, err
 		}
 	}
@@ -272,6 +274,12 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	rep.History = hist
 	if r.o.Downstream == ModeMiddleware {
 		rep.Downstream = ModeMiddleware + "/" + r.o.ServerStore
+		if r.o.Server.HandlerFailAfter {
+			rep.Downstream += " handler-5xx"
+		}
+		if r.o.Server.StoreServerErrors {
+			rep.Downstream += " store-5xx"
+		}
 	}
 	r.mu.Lock()
 	rep.Problems = append(rep.Problems, r.problems...)

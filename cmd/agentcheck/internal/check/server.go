@@ -50,12 +50,19 @@ const mwRoute = "POST /act"
 // what the script says, as the network or a gateway would: loses it (the
 // connection reset), answers a 5xx in its place, or sends it late.
 //
-// errLog receives what the middleware cannot tell a client.
-func NewMiddlewareDownstream(plan *Plan, log *Log, store journal.Store, errLog io.Writer) (*Downstream, error) {
+// With o.HandlerFailAfter, a "fail-after" action is the handler's own
+// instead: it commits the effect and answers the 5xx, which the
+// middleware, unless o.StoreServerErrors, takes for "nothing committed"
+// and does not store, so the next request runs the handler again. That
+// breaks the middleware's documented precondition on purpose, to show what
+// it costs. errLog receives what the middleware cannot tell a client.
+func NewMiddlewareDownstream(plan *Plan, log *Log, store journal.Store, o ServerOptions, errLog io.Writer) (*Downstream, error) {
 	d := NewDownstream(plan, log)
+	d.handlerFails = o.HandlerFailAfter
 	var mu sync.Mutex // errLog's writes
 	m, err := idempotency.New(store, &idempotency.Options{
-		Owner: "agentcheck-downstream",
+		StoreServerErrors: o.StoreServerErrors,
+		Owner:             "agentcheck-downstream",
 		ErrorLog: func(format string, args ...any) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -69,6 +76,17 @@ func NewMiddlewareDownstream(plan *Plan, log *Log, store journal.Store, errLog i
 	mux.Handle(mwRoute, m.Handler(http.HandlerFunc(d.handle)))
 	d.mw = mux
 	return d, nil
+}
+
+// ServerOptions are the choices of ModeMiddleware beyond its store.
+type ServerOptions struct {
+	// HandlerFailAfter makes a fail-after action the handler's: it commits
+	// the effect, then answers the 5xx through the middleware. False (the
+	// default) makes it a gateway's, after the middleware has recorded the
+	// handler's 200.
+	HandlerFailAfter bool
+	// StoreServerErrors is idempotency.Options.StoreServerErrors.
+	StoreServerErrors bool
 }
 
 // mwCall carries a request's action from the front to the handler.
@@ -136,8 +154,14 @@ func (d *Downstream) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.ran = true
+	out := d.commit(c.in, c.p, c.base, nil)
+	if c.a.Do == ActFailAfter && d.handlerFails {
+		// Committed, then a 5xx: what the middleware's default forbids.
+		http.Error(w, "failed after commit, by the handler", c.a.Code)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(d.commit(c.in, c.p, c.base, nil))
+	_, _ = w.Write(out)
 }
 
 // commit makes one effect of in's payload p and logs it; st, when set,
@@ -175,6 +199,8 @@ func (d *Downstream) forward(w http.ResponseWriter, r *http.Request, c *mwCall, 
 		what += " replayed"
 	case c.refused:
 		what += " (the handler refused)"
+	case c.ran && status >= 500:
+		what += " (the handler failed after its effect)"
 	case !c.ran && status != http.StatusOK:
 		what += " without running the handler"
 	}
@@ -189,8 +215,10 @@ func (d *Downstream) forward(w http.ResponseWriter, r *http.Request, c *mwCall, 
 		reset(w)
 		return
 	case ActFailAfter:
-		d.respond(w, r, c.base, c.a.Code, false, what+"; a gateway answered in its place")
-		return
+		if !d.handlerFails {
+			d.respond(w, r, c.base, c.a.Code, false, what+"; a gateway answered in its place")
+			return
+		}
 	case ActLate:
 		time.Sleep(time.Duration(c.a.AfterMS) * time.Millisecond)
 	}

@@ -72,6 +72,10 @@ Flags:
                    (a schema of its own on -pg) or redis (a key prefix of
                    its own on -redis; needs cmd/agentcheck/redis)
   -redis URL       Redis server URL (default $AGENTONCE_REDIS_URL)
+  -handler-5xx     with -downstream middleware, a "fail-after" step is the
+                   handler's (it commits, then answers the 5xx through the
+                   middleware), not a gateway's after the middleware
+  -store-5xx       the middleware stores 5xx answers (StoreServerErrors)
   -history FILE    merged history file, JSON Lines (default in the temp dir)
   -json            print the result as one JSON object
   -v               print progress, and the history of every violation
@@ -111,6 +115,7 @@ type options struct {
 	downstream  string
 	serverStore string
 	redis       string
+	server      check.ServerOptions
 }
 
 // Run runs agentcheck with args (without the program's name), and returns
@@ -152,6 +157,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.verbose, "v", false, "print progress, and the history of every violation")
 	fs.StringVar(&o.downstream, "downstream", check.ModeBuiltin, "builtin, or middleware: package idempotency on a real journal keeps the Idempotency-Key contract")
 	fs.StringVar(&o.serverStore, "server-store", "bolt", "with -downstream middleware, the middleware's journal: bolt, postgres or redis")
+	fs.BoolVar(&o.server.HandlerFailAfter, "handler-5xx", false, "with -downstream middleware, a fail-after step is the handler's: it commits, then answers the 5xx through the middleware")
+	fs.BoolVar(&o.server.StoreServerErrors, "store-5xx", false, "with -downstream middleware, the middleware stores 5xx answers (idempotency.Options.StoreServerErrors)")
 	fs.StringVar(&o.redis, "redis", os.Getenv("AGENTONCE_REDIS_URL"), "Redis server URL for -server-store redis (default $AGENTONCE_REDIS_URL)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -246,7 +253,7 @@ func runCheck(o options, stdout, stderr io.Writer) int {
 	for _, st := range stores {
 		ro := check.Options{Seed: o.seed, Store: st, PGURL: o.pg, Duration: o.duration,
 			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, NoKill: !o.kill, Scenarios: o.scenarios, Exe: exe, History: o.history, Corrupt: o.corrupt,
-			Downstream: o.downstream, ServerStore: o.serverStore, RedisURL: o.redis, DropRedis: DropRedis}
+			Downstream: o.downstream, ServerStore: o.serverStore, RedisURL: o.redis, DropRedis: DropRedis, Server: o.server}
 		if o.history != "" && len(stores) > 1 {
 			ext := filepath.Ext(o.history)
 			ro.History = strings.TrimSuffix(o.history, ext) + "-" + st + ext
