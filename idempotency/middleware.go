@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	_ "github.com/agentonce/agentonce/journal/bolt" // plain paths: bbolt files, the default store, as for the harness
 	"github.com/agentonce/agentonce/keyderive"
 )
 

@@ -22,11 +22,26 @@ type Options struct {
 	// ErrReadOnly and the journal is never modified.
 	ReadOnly bool
 
-	// Now is the store's clock, by which it judges leases, settle windows
-	// and TTLs: a test seam. Nil means time.Now. The bbolt and in-memory
+	// Now is the wall clock, a test seam: nil means time.Now. Alone (with
+	// Monotonic nil), it is the store's clock, trusted as it is, by which
+	// the store judges leases, settle windows and TTLs: every move of a
+	// fake clock counts as real time passing. The bbolt and in-memory
 	// stores use it; the PostgreSQL store ignores it (the database server's
 	// clock decides; postgres.Options.TestClock stands in for that one).
 	Now func() time.Time
+
+	// Monotonic, a test seam beside Now, is the clock by which the bbolt
+	// store measures how much real time passed, so that a jump of the wall
+	// clock (Now) moves none of its judgments: it returns the clock's epoch
+	// (its origin: readings of one epoch are comparable, across processes)
+	// and the time elapsed since it, which never goes backward within an
+	// epoch. Nil means the host's: on Linux the boot's id and the time
+	// since boot (CLOCK_BOOTTIME), elsewhere the process and Go's monotonic
+	// clock; but with Now set and Monotonic nil, Now alone is the clock (a
+	// fake clock, such as the conformance suite's). docs/journal.md,
+	// "Clocks", says how the two are combined and what a jump can still
+	// do. The in-memory, PostgreSQL and Redis stores ignore it.
+	Monotonic func() (epoch uuid.UUID, elapsed time.Duration)
 
 	// StoreOptions, given to Open, is the options of the store the location
 	// picks: a *bolt.Options for a bbolt file, a *postgres.Options for

@@ -285,6 +285,32 @@ func BenchmarkPaired(b *testing.B) {
 			pairedWrites(b, benchStore(b), rawDB(b), durable)
 		})
 	}
+	// get: Store.Get of a completed record, what the harness reads to
+	// answer a re-issued call, against the same raw View+Get.
+	b.Run("get", func(b *testing.B) {
+		s, recs := replayStore(b)
+		db, keys := replayRaw(b)
+		ctx := context.Background()
+		var ours, base time.Duration
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			t0 := time.Now()
+			r, err := s.Get(ctx, recs[i%len(recs)].Key)
+			if err != nil || r.State != journal.StateSucceeded {
+				b.Fatalf("Get = %v, %v", r.State, err)
+			}
+			t1 := time.Now()
+			replayBase(b, db, keys[i%len(keys)])
+			t2 := time.Now()
+			ours += t1.Sub(t0)
+			base += t2.Sub(t1)
+			i += 7919
+		}
+		b.ReportMetric(float64(ours)/float64(base), "x")
+		b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "ns-ours/op")
+		b.ReportMetric(float64(base.Nanoseconds())/float64(b.N), "ns-base/op")
+	})
 	b.Run("replay", func(b *testing.B) {
 		s, recs := replayStore(b)
 		db, keys := replayRaw(b)

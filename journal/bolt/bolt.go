@@ -13,7 +13,12 @@
 // the process, so a second Open of the same path in one process is
 // refused like another process's. Since the lock proves that no other
 // process holds the journal, every lease found at a writer's open belongs
-// to a process that stopped, and expireDeadLeases ends them as of the open.
+// to a process that stopped: a pending record read from the file that was
+// last written before the open (its Updated is before leasesEnded) has its
+// lease ended as of the open, as it is read (endStale), so that the open
+// itself reads and writes no record. The store's time never goes backward
+// across opens (clock.go), so a record this process writes is never taken
+// for an earlier one's.
 //
 // Non-durable writes: a pending record written with Durable false is kept
 // in its key's stripe overlay, which every call on the store consults, so
@@ -43,6 +48,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,8 +73,18 @@ type Store struct {
 	db       *bbolt.DB
 	lockWait time.Duration
 	ns       uuid.UUID
-	now      func() time.Time
+	clock    storeClock
 	readOnly bool
+	// leasesEnded is the store's time at a writer's open: the lease of a
+	// pending record last written before it ended then (see endStale).
+	// Zero for a reader.
+	leasesEnded time.Time
+	// lineDue is the clock's line (meta "clock") that the next write
+	// transaction records, nil when the file has it (see clock.go).
+	lineDue atomic.Pointer[[]byte]
+	// wrote is set by the first write transaction that commits: Close
+	// then records the clock's high-water mark.
+	wrote atomic.Bool
 
 	stripes [256]stripe
 	// legacy: a read-only store of a journal whose indexes are not built
@@ -117,8 +133,12 @@ func Open(path string, opts *Options) (s *Store, err error) {
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = time.Second
 	}
-	if jo.Now == nil {
-		jo.Now = time.Now
+	clk := storeClock{wall: jo.Now, mono: jo.Monotonic}
+	if clk.wall == nil {
+		clk.wall = time.Now
+		if clk.mono == nil {
+			clk.mono = hostMonotonic
+		}
 	}
 	if o.MaxBatchSize <= 0 {
 		o.MaxBatchSize = defaultMaxBatch
@@ -126,7 +146,7 @@ func Open(path string, opts *Options) (s *Store, err error) {
 	s = &Store{
 		path:     path,
 		lockWait: o.LockTimeout,
-		now:      jo.Now,
+		clock:    clk,
 		readOnly: jo.ReadOnly,
 		maxBatch: o.MaxBatchSize,
 		delay:    o.MaxBatchDelay,
@@ -182,72 +202,35 @@ func Open(path string, opts *Options) (s *Store, err error) {
 		return nil, err
 	}
 	if !jo.ReadOnly {
-		err := s.migrate()
-		if err == nil {
-			err = s.expireDeadLeases()
-		}
-		if err != nil {
+		if err := s.migrate(); err != nil {
 			_ = db.Close()
 			s.db = nil
 			return nil, err
 		}
 	}
+	opened, err := s.startClock()
+	if err != nil {
+		_ = db.Close()
+		s.db = nil
+		return nil, fmt.Errorf("journal %s: starting the clock: %w", path, err)
+	}
+	if !jo.ReadOnly {
+		s.leasesEnded = opened
+	}
 	return s, nil
 }
 
-// expireDeadLeases ends, as of now, every lease found in the file. The file
-// lock means that no other process has the journal open for writing, so
-// each of these leases belongs to a process that stopped without completing
-// (a crash); without this, a restarted agent would find its own intents "in
-// flight elsewhere" until their leases ran out.
-func (s *Store) expireDeadLeases() error {
-	now := s.now()
-	var pending []*ixEntry
-	err := s.view(func(tx *bbolt.Tx) error {
-		var err error
-		if pending, err = openKeys(tx.Bucket(bucketIndex), journal.StatePending); err != nil {
-			return err
-		}
-		// The fresh bucket's pending records, told by their entries: an
-		// open reads no record that it does not change.
-		fresh, err := s.freshEntries(tx)
-		for _, e := range fresh {
-			if e.state == journal.StatePending {
-				pending = append(pending, &ixEntry{key: e.key})
-			}
-		}
-		return err
-	})
-	if err == nil && len(pending) > 0 { // else an open writes nothing
-		err = s.writeTx(func(tx *bbolt.Tx) error { return s.endLeases(tx, pending, now) })
+// endStale ends, as of the open, the lease of r, read from the file, when
+// a process that stopped wrote it: the file lock means that no other
+// process has the journal open for writing, so a pending record last
+// written before this open belongs to a crashed owner. Without this, a
+// restarted agent would find its own intents "in flight elsewhere" until
+// their leases ran out. Nothing is written: the next write of the record
+// keeps the ended lease.
+func (s *Store) endStale(r *journal.Record) {
+	if r.State == journal.StatePending && r.Updated.Before(s.leasesEnded) && r.Lease.Expires.After(s.leasesEnded) {
+		r.Lease.Expires = s.leasesEnded
 	}
-	if err != nil {
-		return fmt.Errorf("journal %s: expiring the leases of a stopped process: %w", s.path, err)
-	}
-	return nil
-}
-
-// endLeases ends, as of now, the live leases of the pending records.
-func (s *Store) endLeases(tx *bbolt.Tx, pending []*ixEntry, now time.Time) error {
-	b := tx.Bucket(bucketRecords)
-	for _, e := range pending {
-		v := b.Get(e.key[:])
-		if v == nil {
-			continue
-		}
-		r, err := journal.Kit.DecodeRecord(v)
-		if err != nil {
-			return fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
-		}
-		if r.State != journal.StatePending || !r.Lease.Expires.After(now) {
-			continue
-		}
-		r.Lease.Expires = now
-		if err := s.indexPut(tx, &r, journal.Kit.EncodeRecord(nil, &r)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // openError turns an error of bbolt.Open into one of ours, naming the file.
@@ -353,9 +336,12 @@ func (s *Store) lockTimeout() time.Duration { return s.lockWait }
 // Path returns the journal file's path.
 func (s *Store) Path() string { return s.path }
 
-// Now returns the store's clock (Options.Now), by which it judges leases
-// and expiry.
+// Now returns the store's time, by which it judges leases and expiry:
+// journal.Options.Now and Monotonic combined as clock.go says, so that a
+// jump of the wall clock does not move it.
 func (s *Store) Now() time.Time { return s.now() }
+
+func (s *Store) now() time.Time { return s.clock.now() }
 
 // Namespace returns the journal's namespace.
 func (s *Store) Namespace() uuid.UUID { return s.ns }
@@ -399,15 +385,37 @@ func (s *Store) read(key uuid.UUID) (r *journal.Record, err error) {
 
 // readTx is read within the transaction tx.
 func (s *Store) readTx(tx *bbolt.Tx, key uuid.UUID) (*journal.Record, error) {
+	var d journal.Record
+	if ok, err := s.readInto(tx, key, &d); !ok || err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// readInto reads the committed record for key into dst within tx, and
+// reports whether there is one: the replay path's read, whose record stays
+// on the caller's stack.
+func (s *Store) readInto(tx *bbolt.Tx, key uuid.UUID, dst *journal.Record) (bool, error) {
 	v := tx.Bucket(bucketRecords).Get(key[:])
 	if v == nil {
-		return nil, nil
+		return false, nil
 	}
 	d, err := journal.Kit.DecodeRecord(v)
 	if err != nil {
-		return nil, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+		return false, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
 	}
-	return &d, nil
+	s.endStale(&d)
+	*dst = d
+	return true, nil
+}
+
+// readFile is readInto in a read transaction of its own.
+func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err error) {
+	err = s.view(func(tx *bbolt.Tx) error {
+		found, err = s.readInto(tx, key, dst)
+		return err
+	})
+	return found, err
 }
 
 // current returns the newest record for key: the overlay's, else the
@@ -465,17 +473,19 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	// The replay path. A live settled record in the file is the truth: the
 	// overlay only ever holds pending records, and only Retake (decided again
 	// below under the key's lock) replaces a live settled record.
-	cur, err := s.read(req.Key)
+	var file journal.Record
+	found, err := s.readFile(req.Key, &file)
 	if err != nil {
 		return journal.BeginResult{}, err
 	}
 	now := s.now()
-	if cur != nil && cur.State.Settled() && !journal.Expired(cur, now) {
-		if d := journal.Kit.DecideBegin(cur, &req, now); d.Write == nil && d.Suppress == nil {
+	if found && file.State.Settled() && !journal.Expired(&file, now) {
+		if d := journal.Kit.DecideBegin(&file, &req, now); d.Write == nil && d.Suppress == nil {
 			return d.Result, nil
 		}
 		// A Retake or a mismatch to record: decide again under the lock.
 	}
+	var cur *journal.Record
 
 	st := s.stripe(req.Key)
 	st.mu.Lock()
@@ -599,18 +609,21 @@ func (s *Store) guardTx(tx *bbolt.Tx, req *journal.BeginRequest, now time.Time) 
 			return nil
 		}
 		// The fresh bucket's suppressed records, which the guard index
-		// does not hold yet.
-		fresh, err := s.freshEntries(tx)
-		if err != nil {
-			return err
-		}
-		for _, e := range fresh {
-			if e.state != journal.StateSuppressed {
-				continue
-			}
-			if v := recs.Get(e.key[:]); v != nil {
-				if ok, err := check(v); ok || err != nil {
-					return wrapKey(s.path, e.key[:], err)
+		// does not hold yet: read from the bucket in place (a new call's
+		// Begin asks the guard, and finds none there most of the time).
+		if fresh := tx.Bucket(bucketFresh); fresh != nil {
+			c := fresh.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if len(k) != 16 || len(v) != freshValueLen {
+					return fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, k, v)
+				}
+				if journal.State(v[0]) != journal.StateSuppressed {
+					continue
+				}
+				if v := recs.Get(k); v != nil {
+					if ok, err := check(v); ok || err != nil {
+						return wrapKey(s.path, k, err)
+					}
 				}
 			}
 		}
@@ -654,7 +667,7 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 
 // Renew extends the caller's lease; see Store. The renewed record goes to
 // the overlay, never to the file: a renewal needs no fsync, because after a
-// crash the lease ends anyway (Open ends every lease it finds), so the
+// crash the lease ends anyway (the next open ends every lease it finds), so the
 // lease in the file never needs to be the renewed one. The next durable
 // write of the key, or Close, writes it.
 func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time, error) {
@@ -731,15 +744,23 @@ func (s *Store) Get(ctx context.Context, key uuid.UUID) (journal.Record, error) 
 	if ok {
 		return c, nil
 	}
-	rec, err := s.read(key)
+	var rec journal.Record
+	found, err := s.readFile(key, &rec)
 	if err != nil {
 		return journal.Record{}, err
 	}
-	if rec == nil {
-		return journal.Record{}, fmt.Errorf("%w: %s", journal.ErrNotFound, key)
+	if !found {
+		// Not fmt.Errorf: a new call's first read is a miss.
+		return journal.Record{}, notFound(key)
 	}
-	return *rec, nil
+	return rec, nil
 }
+
+// notFound is ErrNotFound for key.
+type notFound uuid.UUID
+
+func (e notFound) Error() string { return journal.ErrNotFound.Error() + ": " + uuid.UUID(e).String() }
+func (e notFound) Unwrap() error { return journal.ErrNotFound }
 
 // overlaySnapshot copies every overlay record.
 func (s *Store) overlaySnapshot() map[uuid.UUID]*journal.Record {
@@ -784,7 +805,8 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 				return err
 			}
 			recs := tx.Bucket(bucketRecords)
-			for _, e := range fresh {
+			for i := range fresh {
+				e := &fresh[i]
 				if _, ok := skip[e.key]; ok || !e.mayMatch(&f) {
 					continue
 				}
@@ -793,6 +815,7 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 					if err != nil {
 						return wrapKey(s.path, e.key[:], err)
 					}
+					s.endStale(&r)
 					skip[e.key] = &r
 				}
 			}
@@ -921,6 +944,7 @@ func (s *Store) readPage(tx *bbolt.Tx, chunk []*ixEntry, f *journal.Filter, over
 		if err != nil {
 			return nil, fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
 		}
+		s.endStale(&r)
 		// The record may have changed since the index was read.
 		if journal.Kit.MatchFilter(&r, f) {
 			page = append(page, &r)
@@ -1296,6 +1320,10 @@ func (s *Store) Close() error {
 		// Every call has returned, so no group commit is running.
 		if err = s.flushOverlay(); err != nil {
 			err = fmt.Errorf("journal %s: persisting non-durable records: %w", s.path, err)
+		} else if s.clock.mono != nil && s.wrote.Load() {
+			if err = s.writeTx(s.highWater); err != nil {
+				err = fmt.Errorf("journal %s: recording the clock's high-water mark: %w", s.path, err)
+			}
 		}
 	}
 	if cerr := s.db.Close(); cerr != nil && err == nil {

@@ -25,7 +25,7 @@ import (
 	"github.com/agentonce/agentonce/journal/bolt"
 )
 
-func mustOpen(t *testing.T, path string, opts *bolt.Options) *bolt.Store {
+func mustOpen(t testing.TB, path string, opts *bolt.Options) *bolt.Store {
 	t.Helper()
 	s, err := bolt.Open(path, opts)
 	if err != nil {

@@ -119,5 +119,20 @@ func (s *Store) writeTx(fn func(tx *bbolt.Tx) error) (err error) {
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return s.db.Update(fn)
+	line := s.lineDue.Load() // the clock's new line rides on the first write
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		if line != nil {
+			if err := tx.Bucket(bucketMeta).Put(metaClock, *line); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
+	if err == nil {
+		s.wrote.Store(true)
+		if line != nil {
+			s.lineDue.CompareAndSwap(line, nil)
+		}
+	}
+	return err
 }

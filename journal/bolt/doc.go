@@ -19,7 +19,10 @@
 // wrapping journal.ErrCorrupt naming the key and the file, never an
 // answer, and [Verify] lists it. Opening reads no record: the indexes and
 // the counters Stats reads are written with their record, so an open costs
-// the same at ten records and at ten million.
+// the same at ten records and at ten million. The store's time moves with
+// the monotonic clock (journal.Options.Monotonic), kept in the file across
+// restarts, so that setting the wall clock neither expires a record nor
+// ends a live lease.
 //
 // docs/journal.md, "The bbolt file", has the long form: the indexes and
 // why a new record's wait, migration, checksums and compaction.
@@ -33,6 +36,10 @@
 //     complete or the store is closed.
 //   - List without a Session filter walks the time index newest first,
 //     reading each record.
+//   - A wall clock set ahead across a reboot is indistinguishable from
+//     downtime: records may expire. Within a boot the journal's time keeps
+//     its first open's origin, even after the clock is corrected
+//     (docs/journal.md, "Clocks").
 //   - An empty file is refused as corrupt rather than made a new journal.
 //   - The first writer of a layout-1 journal reads every record once to
 //     build the indexes; layout 2 is refused by older versions.

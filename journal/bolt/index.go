@@ -17,8 +17,7 @@
 //	                            session, one range
 //	'u' state expires key → created  unknown and pending records (never
 //	                            expire): Stats.OverdueUnknown, GC's
-//	                            KeptUnknown, the leases ended at open,
-//	                            List by those states
+//	                            KeptUnknown, List by those states
 //
 // The counters are a bucket of their own, "counts": 't' tool → the tool's
 // records in each state and their attempts, six uvarints, so that a new

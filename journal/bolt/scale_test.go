@@ -38,8 +38,10 @@ var scaleNow = time.Date(2031, 6, 1, 0, 0, 0, 0, time.UTC)
 // tools, one in 50 unknown, one in 100 suppressed; expired records are
 // spread evenly (every n/expired-th), so that GC removes them from all over
 // the records bucket, as it does in a journal of random keys. Keys ascend
-// with i so that the build appends.
-func scaleRecord(i, n, expired int, rng *rand.Rand) journal.Record {
+// with i so that the build appends. With pending, one record in twenty is
+// pending with a lease that ended long ago, as crashed owners leave them
+// (the shape of cmd/agentctl's TestBuildBigJournal).
+func scaleRecord(i, n, expired int, pending bool, rng *rand.Rand) journal.Record {
 	var key uuid.UUID
 	binary.BigEndian.PutUint64(key[:8], uint64(i)*(^uint64(0)/uint64(n)))
 	binary.BigEndian.PutUint64(key[8:], rng.Uint64())
@@ -58,6 +60,10 @@ func scaleRecord(i, n, expired int, rng *rand.Rand) journal.Record {
 		r.State, r.Output, r.ErrorClass = journal.StateUnknown, nil, "timeout"
 	case i%100 == 3:
 		r.State, r.Output, r.ErrorClass = journal.StateSuppressed, nil, "conflict"
+	case pending && i%20 == 2:
+		r.State, r.Output = journal.StatePending, nil
+		r.Attempts[0].End = time.Time{}
+		r.Lease.Expires = created.Add(30 * time.Second)
 	}
 	if expired > 0 && i%(n/expired) == 0 {
 		r.Expires = scaleNow.Add(-time.Hour)
@@ -69,7 +75,19 @@ func scaleRecord(i, n, expired int, rng *rand.Rand) journal.Record {
 // expired of them expired at scaleNow), building it if it is not cached.
 func scaleJournal(tb testing.TB, n, expired int) string {
 	tb.Helper()
-	path := filepath.Join(scaleDir, fmt.Sprintf("j-%d-%d-spread.db", n, expired))
+	return buildScaleJournal(tb, filepath.Join(scaleDir, fmt.Sprintf("j-%d-%d-spread.db", n, expired)), n, expired, false)
+}
+
+// scalePendingJournal returns the path of a journal of n records, one in
+// twenty of them pending (see scaleRecord), building it if it is not
+// cached.
+func scalePendingJournal(tb testing.TB, n int) string {
+	tb.Helper()
+	return buildScaleJournal(tb, filepath.Join(scaleDir, fmt.Sprintf("j-%d-pending.db", n)), n, 0, true)
+}
+
+func buildScaleJournal(tb testing.TB, path string, n, expired int, pending bool) string {
+	tb.Helper()
 	if _, err := os.Stat(path + ".done"); err == nil {
 		return path
 	}
@@ -88,7 +106,7 @@ func scaleJournal(tb testing.TB, n, expired int) string {
 	for i := 0; i < n; i += cap(chunk) {
 		chunk = chunk[:0]
 		for j := i; j < min(n, i+cap(chunk)); j++ {
-			chunk = append(chunk, scaleRecord(j, n, expired, rng))
+			chunk = append(chunk, scaleRecord(j, n, expired, pending, rng))
 		}
 		if err := bolt.BulkPut(s, chunk); err != nil {
 			tb.Fatal(err)
@@ -124,27 +142,59 @@ func scaleSizes(tb testing.TB) []int {
 	return out
 }
 
-// BenchmarkOpen opens a journal for writing and closes it: an empty one,
-// and the scale journals.
+// BenchmarkOpen opens a journal for writing and closes it, on the host's
+// clock (as an agent does): an empty one, the scale journals, and the
+// scale journals of which one record in twenty is pending (rss-MiB: the
+// resident set the open adds, the file's pages it faulted in).
 func BenchmarkOpen(b *testing.B) {
 	sizes := append([]int{0}, scaleSizes(b)...)
 	for _, n := range sizes {
-		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), "empty.db")
-			if n > 0 {
-				path = scaleJournal(b, n, 0)
-			} else {
-				s := mustOpenB(b, path)
-				s.Close()
+		for _, pending := range []bool{false, true} {
+			if pending && n == 0 {
+				continue
 			}
-			for b.Loop() {
-				s := mustOpenB(b, path)
-				if err := s.Close(); err != nil {
-					b.Fatal(err)
+			name := fmt.Sprintf("records=%d", n)
+			if pending {
+				name += "/pending=5%"
+			}
+			b.Run(name, func(b *testing.B) {
+				path := filepath.Join(b.TempDir(), "empty.db")
+				switch {
+				case pending:
+					path = scalePendingJournal(b, n)
+				case n > 0:
+					path = scaleJournal(b, n, 0)
+				default:
+					s := mustOpen(b, path, nil)
+					s.Close()
 				}
-			}
-		})
+				var rss int64
+				for b.Loop() {
+					before := residentKiB(b)
+					s := mustOpen(b, path, nil)
+					rss += residentKiB(b) - before
+					if err := s.Close(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(rss)/1024/float64(b.N), "rss-MiB")
+			})
+		}
 	}
+}
+
+// residentKiB is the process's resident set now (/proc/self/statm).
+func residentKiB(tb testing.TB) int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		tb.Skip("no /proc/self/statm")
+	}
+	f := strings.Fields(string(b))
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pages * int64(os.Getpagesize()) / 1024
 }
 
 func mustOpenB(b *testing.B, path string) *bolt.Store {
@@ -238,7 +288,7 @@ func rawJournal(tb testing.TB, n int) string {
 	}
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
 	val := bolt.EncodeRecord(nil, &journal.Record{})
-	if r := scaleRecord(0, n, 0, rng); true {
+	if r := scaleRecord(0, n, 0, false, rng); true {
 		val = bolt.EncodeRecord(nil, &r)
 	}
 	for i := 0; i < n; i += 10000 {
@@ -377,13 +427,21 @@ func TestScaleOpenRSS(t *testing.T) {
 	e, eo := rssChild(t, empty)
 	t.Logf("peak RSS: test binary alone %d KiB; empty journal %d KiB (open %v)", bare, e, eo)
 	for _, n := range sizes {
-		path := scaleJournal(t, n, 0)
-		cp := filepath.Join(t.TempDir(), fmt.Sprintf("j-%d.db", n))
-		copyFile(t, path, cp)
-		kib, open := rssChild(t, cp)
-		t.Logf("peak RSS: %d records %d KiB (open %v)", n, kib, open)
-		if kib > 64<<10 {
-			t.Errorf("peak RSS with %d records = %d KiB; want under 64 MiB", n, kib)
+		for _, pending := range []bool{false, true} {
+			path, shape := scaleJournal(t, n, 0), ""
+			if pending {
+				path, shape = scalePendingJournal(t, n), ", one in twenty pending"
+			}
+			cp := filepath.Join(t.TempDir(), fmt.Sprintf("j-%d.db", n))
+			copyFile(t, path, cp)
+			// Twice: the first writer's open of a file is not special.
+			for range 2 {
+				kib, open := rssChild(t, cp)
+				t.Logf("peak RSS: %d records%s %d KiB (open %v)", n, shape, kib, open)
+				if kib > 64<<10 {
+					t.Errorf("peak RSS with %d records%s = %d KiB; want under 64 MiB", n, shape, kib)
+				}
+			}
 		}
 	}
 }
@@ -398,7 +456,7 @@ func BenchmarkGCWhileCalling(b *testing.B) {
 	src := scaleJournal(b, 2*expired, expired)
 	wantRemoved := 0 // unknown records never expire
 	for i := range 2 * expired {
-		if r := scaleRecord(i, 2*expired, expired, rand.New(rand.NewPCG(1, 1))); journal.Expired(&r, scaleNow) {
+		if r := scaleRecord(i, 2*expired, expired, false, rand.New(rand.NewPCG(1, 1))); journal.Expired(&r, scaleNow) {
 			wantRemoved++
 		}
 	}

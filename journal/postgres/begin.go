@@ -54,6 +54,8 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		if d := journal.Kit.DecideBegin(&rec, &req, fromNanos(nowNs)); d.Write == nil && d.Suppress == nil && !d.Guard {
 			return d.Result, nil
 		}
+	case isUniqueViolation(err):
+		// Another Begin inserted the record first: decided below.
 	case !errors.Is(err, pgx.ErrNoRows):
 		return journal.BeginResult{}, s.fail("begin", req.Key, true, err)
 	}
@@ -72,6 +74,13 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		}
 	}
 	return journal.BeginResult{}, fmt.Errorf("postgres journal: begin %s: the record kept changing under concurrent writers", req.Key)
+}
+
+// isUniqueViolation reports whether err is PostgreSQL's unique_violation:
+// the fast path's INSERT of a key another Begin inserted first.
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
 // epoch is the instant beginFastArgs decides a new record at, so that its
@@ -255,9 +264,9 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest) (res 
 	if found {
 		_, err = tx.Exec(ctx, s.sql.replace, w.args()...)
 	} else {
-		var tag pgconn.CommandTag
-		tag, err = tx.Exec(ctx, s.sql.importRow, w.args()...)
-		if err == nil && tag.RowsAffected() == 0 {
+		var n int
+		err = tx.QueryRow(ctx, s.sql.importRow, w.args()...).Scan(&n)
+		if err == nil && n == 0 {
 			return res, true, nil
 		}
 	}

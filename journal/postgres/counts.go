@@ -33,6 +33,16 @@ const countShards = 64
 // setting only picks the cheaper one.
 const countRowsSetting = "agentonce.count_rows"
 
+// countSelf is countRowsSetting's value in the store's sessions (schema 4
+// on): their statements add what they change to the counts themselves
+// (countDelta), so neither the row nor the statement triggers count them.
+const countSelf = "self"
+
+// countedElsewhere is the condition under which the statement triggers
+// leave an INSERT or UPDATE uncounted: the session counts row by row, or
+// counts itself.
+const countedElsewhere = `coalesce(current_setting('` + countRowsSetting + `', true), '') IN ('on', '` + countSelf + `')`
+
 // countRows is the trigger condition of a session that counts row by row.
 const countRows = `coalesce(current_setting('` + countRowsSetting + `', true), '') = 'on'`
 
@@ -217,4 +227,37 @@ func countsStatsSQL(q string, rows bool) string {
 	}
 	return `SELECT tool, ` + perState(func(_ int, col string) string { return "sum(" + col + ")::bigint" }) + `,
 		sum(attempts)::bigint FROM ` + q + `.counts GROUP BY tool`
+}
+
+// countDelta is the SQL, for the CTEs of a store's write, that adds to the
+// counts of schema q the rows of the query rows: columns key, tool, state,
+// n (1 for a record now in the table, -1 for one no longer in it, 0 for
+// one whose state the write did not change) and natt (the change in its
+// number of attempts). It is three CTEs: cnt_d, the change per shard and
+// tool, leaving out those it does not change; cnt_u, an UPDATE of the
+// counter rows that exist (the common case: a plain UPDATE, which writes
+// less WAL than ON CONFLICT DO UPDATE, whose row lock is a record of its
+// own); and cnt_i, the upsert of those that do not, for a new tool or
+// shard, in the primary key's order as the statement triggers do.
+func countDelta(q, rows string) string {
+	cols := append(append([]string{}, countStates...), "attempts")
+	sets := make([]string, len(cols))
+	for i, c := range cols {
+		sets[i] = c + " = c." + c + " + d." + c
+	}
+	return `cnt_d AS (SELECT * FROM (
+			SELECT ` + shardSQL("d.key") + ` AS shard, d.tool,
+				` + perState(func(n int, col string) string {
+		return fmt.Sprintf("sum(CASE WHEN d.state = %d THEN d.n ELSE 0 END) AS %s", n, col)
+	}) + `,
+				sum(d.natt) AS attempts
+			FROM (` + rows + `) d GROUP BY 1, 2) g
+		WHERE (` + perState(func(_ int, col string) string { return col }) + `, attempts)
+			<> (` + perState(func(int, string) string { return "0" }) + `, 0)),
+		cnt_u AS (UPDATE ` + q + `.counts c SET ` + strings.Join(sets, ", ") + `
+			FROM cnt_d d WHERE c.shard = d.shard AND c.tool = d.tool RETURNING c.shard, c.tool),
+		cnt_i AS (INSERT INTO ` + q + `.counts AS c (` + countColumns + `)
+			SELECT * FROM cnt_d d WHERE NOT EXISTS (SELECT 1 FROM cnt_u u WHERE (u.shard, u.tool) = (d.shard, d.tool))
+			ORDER BY shard, tool
+			` + countUpsert + `)`
 }

@@ -400,8 +400,9 @@ func TestCountsFollowSQL(t *testing.T) {
 	// copyRows is an INSERT of the rows matching where, each with a new
 	// key (the old one hashed with salt) and the given tool.
 	copyRows := func(salt, tool, where string) string {
-		return `INSERT INTO ` + r + ` SELECT (jsonb_populate_record(r, jsonb_build_object(
-			'key', md5(r.key::text || '` + salt + `')::uuid, 'tool', ` + tool + `))).* FROM ` + r + ` r WHERE ` + where
+		return `INSERT INTO ` + r + ` (` + postgres.RecordColumns + `) SELECT ` + postgres.RecordColumns + `
+			FROM (SELECT (jsonb_populate_record(r, jsonb_build_object(
+			'key', md5(r.key::text || '` + salt + `')::uuid, 'tool', ` + tool + `))).* FROM ` + r + ` r WHERE ` + where + `) p`
 	}
 	one := `key = (SELECT key FROM ` + r + ` ORDER BY key LIMIT 1)`
 	for _, tc := range []struct {

@@ -17,7 +17,9 @@
 // records its outcome. A write whose connection failed after it was sent
 // wraps ErrOutcomeUncertain, never a guess. Every row carries a checksum
 // checked on every read (journal.ErrCorrupt names the key), and Stats reads
-// counts kept by triggers in the transaction of every write.
+// counts kept in the transaction of every write: each of the store's write
+// statements seals its row and updates the counts itself (schema 4), and
+// triggers do the same for anyone else's statements.
 //
 // docs/postgres.md has the long form: leases and fencing, the clock,
 // connection loss, durability, integrity, the counts, the migrations and
@@ -33,11 +35,12 @@
 //   - CompleteInTx holds the record's row lock while the effect runs.
 //   - List holds a pooled connection until the loop ends.
 //   - Behind a pooler in transaction mode, add default_query_exec_mode=exec
-//     to the URL and pass on agentonce.seal and agentonce.count_rows (or set
-//     them for the agents' role): without agentonce.seal every write reads
-//     as corrupt.
-//   - Counts drift if the triggers do not fire (disabled, or
-//     session_replication_role = replica); ScanStats still tells the truth.
+//     to the URL; the store sends no startup parameter a pooler must pass.
+//   - Counts drift if the triggers do not fire for others' writes
+//     (disabled, or session_replication_role = replica); ScanStats still
+//     tells the truth.
+//   - Expiry is by DELETE (GC), not by dropping partitions: a partitioned
+//     table could hold two records of one key (docs/postgres-scale.md).
 //   - Stop processes older than the checksums before a newer one migrates
 //     the schema.
 package postgres

@@ -39,7 +39,7 @@ var columnTypes = []string{"uuid", "integer", "text", "text", "text", "text", "t
 // row is a record as stored: one field per column, times in nanoseconds
 // since the Unix epoch (nil for the zero time). It is also the canonical
 // form Import compares records in. The checksum column is not a field: the
-// trigger writes it, and scanning checks it.
+// writing statement computes it, and scanning checks it.
 type row struct {
 	Key           uuid.UUID
 	Version       int32
@@ -84,8 +84,7 @@ func (r *row) args() []any {
 		r.Fingerprint, r.Effect, r.Input, r.State, r.Output, r.ErrorClass, r.ErrorMessage,
 		string(r.Attempts), r.LeaseOwner, r.LeaseToken, r.LeaseExpires,
 		r.ResState, r.ResOutput, r.ResReason, r.ResBy, r.ResAt,
-		r.Created, r.Updated, r.Expires,
-		nil} // checksum: sealed by the trigger from the row as written
+		r.Created, r.Updated, r.Expires} // the checksum: sealed by the statement (sealExpr)
 }
 
 func scanRow(s pgx.Row) (row, error) {

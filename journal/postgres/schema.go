@@ -15,7 +15,7 @@ import (
 // SchemaVersion is the table layout this package creates and reads: the
 // version kept in the meta table. Open migrates an older schema up to it and
 // refuses a newer one with journal.ErrNewerVersion.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrations[v-1] are the statements that bring the schema from version v-1
 // to v. %[1]s is the quoted schema name. Each runs inside Open's
@@ -85,6 +85,62 @@ var migrations = [][]string{
 	// 3: the counts that Stats reads, kept by triggers on records (see
 	// counts.go).
 	countsMigration,
+
+	// 4: the store's own writes seal and count themselves (sealExpr,
+	// countDelta), so no trigger runs for them; three indexes fewer, and
+	// none on a column Complete changes, so that its UPDATE is a
+	// heap-only (HOT) update that writes no index entry. See
+	// docs/postgres-scale.md for the figures.
+	writesMigration,
+}
+
+// writesMigration is migration 4. The guard's index moves from the
+// predicate state = 4 to a stored column derived from it, suppressed:
+// PostgreSQL rules out a HOT update when any column an index names (in its
+// key or its predicate) changes, and state changes on every Complete,
+// while suppressed does not (a record is suppressed from its insert on,
+// and only a replacing write changes that). The indexes by tool and by
+// state go: a List by tool or state alone reads records_created_idx
+// newest first and filters. The seal trigger stays for an operator's
+// deliberate edit (SET agentonce.seal = on), now called only then; the
+// statement triggers that count other sessions' writes skip the store's
+// sessions, whose statements count themselves (countSelf).
+var writesMigration = []string{
+	`DROP INDEX %[1]s.records_tool_idx`,
+	`DROP INDEX %[1]s.records_state_idx`,
+	`DROP INDEX %[1]s.records_guard_idx`,
+	`ALTER TABLE %[1]s.records ADD COLUMN suppressed boolean GENERATED ALWAYS AS (state = 4) STORED`,
+	`CREATE INDEX records_guard_idx ON %[1]s.records (tenant, session, tool, turn, created_ns DESC)
+	WHERE suppressed`,
+	// Room in each page for the row's outcome, so that Complete's new
+	// version fits beside the old one (a HOT update needs the same page).
+	`ALTER TABLE %[1]s.records SET (fillfactor = 80)`,
+	// A BEFORE UPDATE row trigger, even one whose WHEN is false, makes
+	// every UPDATE lock the row first (a WAL record of its own): an
+	// operator's sealed UPDATE is resealed after the statement instead,
+	// from its transition table, and only an INSERT is sealed before.
+	`DROP TRIGGER records_seal ON %[1]s.records`,
+	`CREATE TRIGGER records_seal BEFORE INSERT ON %[1]s.records
+	FOR EACH ROW WHEN (` + sealOn + `) EXECUTE FUNCTION %[1]s.seal_record()`,
+	`CREATE FUNCTION %[1]s.reseal_records() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		IF pg_trigger_depth() = 1 THEN
+			UPDATE %[1]s.records r SET checksum = %[1]s.record_digest(r) FROM sealed_rows n WHERE r.key = n.key;
+		END IF;
+		RETURN NULL;
+	END
+	$$`,
+	`CREATE TRIGGER records_reseal AFTER UPDATE ON %[1]s.records
+	REFERENCING NEW TABLE AS sealed_rows FOR EACH STATEMENT WHEN (` + sealOn + `)
+	EXECUTE FUNCTION %[1]s.reseal_records()`,
+	`DROP TRIGGER records_count_inserts ON %[1]s.records`,
+	`DROP TRIGGER records_count_updates ON %[1]s.records`,
+	`CREATE TRIGGER records_count_inserts AFTER INSERT ON %[1]s.records
+	REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (NOT ` + countedElsewhere + `)
+	EXECUTE FUNCTION %[1]s.count_statement()`,
+	`CREATE TRIGGER records_count_updates AFTER UPDATE ON %[1]s.records
+	REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (NOT ` + countedElsewhere + `)
+	EXECUTE FUNCTION %[1]s.count_statement()`,
 }
 
 // digestSQL is the expression whose value is the checksum of the row
@@ -102,6 +158,31 @@ func digestSQL(v string) string {
 	return "sha256(record_send(ROW(" + strings.Join(cols, ", ") + ")))"
 }
 
+// sealExpr is the SQL expression of the checksum of the row whose column c
+// has the value expr(c): digestSQL's expression over expressions, each cast
+// to its column's type so that record_send writes what it writes for the
+// stored row. A write statement stores it as the row's checksum, so the
+// seal costs no trigger: an INSERT passes the expressions of its values, an
+// UPDATE those of the columns it sets and the plain column names of the
+// others (which, in SET, are the old row's values, the same version the
+// UPDATE writes over).
+func sealExpr(expr func(col string) string) string {
+	cols := digestColumns()
+	for i, c := range cols {
+		cols[i] = "(" + expr(c) + ")::" + columnType[c]
+	}
+	return "sha256(record_send(ROW(" + strings.Join(cols, ", ") + ")))"
+}
+
+// columnType is the SQL type of each record column.
+var columnType = func() map[string]string {
+	m := map[string]string{}
+	for i, c := range strings.Split(columns, ",") {
+		m[strings.TrimSpace(c)] = columnTypes[i]
+	}
+	return m
+}()
+
 // digestColumns is the record columns without the checksum. A migration
 // that adds a column must add it to row.digest as well and recreate both
 // functions that use digestSQL, which fix the column list when created.
@@ -116,12 +197,15 @@ func digestColumns() []string {
 }
 
 // sealSetting is the session setting under which the records table's
-// trigger seals a written row. The store sets it on each of its
-// connections; a session without it (psql, another program) that changes
-// a row leaves the row's checksum stale, so the store reports the row as
-// damaged. A deliberate edit is sealed by setting it first:
-// SET agentonce.seal = on.
+// trigger seals a written row. The store's own statements compute the
+// checksum themselves (sealExpr); a session without the setting (psql,
+// another program) that changes a row leaves the row's checksum stale, so
+// the store reports the row as damaged. A deliberate edit is sealed by
+// setting it first: SET agentonce.seal = on.
 const sealSetting = "agentonce.seal"
+
+// sealOn is the condition of a session that seals its edits.
+const sealOn = `coalesce(current_setting('` + sealSetting + `', true), '') = 'on'`
 
 // lockKey is the first half of the advisory lock Open takes around
 // migrations; the second half is hashtext(schema), so journals in different
@@ -182,6 +266,15 @@ func migrate(ctx context.Context, pool interface {
 		}
 		if _, err = tx.Exec(ctx, `INSERT INTO `+q+`.meta (namespace, version, created_ns) VALUES ($1, 0, $2)`,
 			ns, createdNs); err != nil {
+			return uuid.Nil, false, err
+		}
+	}
+	if found && version >= 1 {
+		// Every migration from here on takes its strongest lock on records
+		// first (schema 4's ALTER TABLE rewrites it): a lock taken weaker
+		// and raised later would deadlock with a writer of the older
+		// release queued between the two.
+		if _, err = tx.Exec(ctx, `LOCK TABLE `+q+`.records IN ACCESS EXCLUSIVE MODE`); err != nil {
 			return uuid.Nil, false, err
 		}
 	}

@@ -125,9 +125,17 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if jo.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
-	cfg.ConnConfig.RuntimeParams[sealSetting] = "on"      // the trigger seals this store's writes
-	cfg.ConnConfig.RuntimeParams[countRowsSetting] = "on" // and counts them row by row
-	s := &Store{schema: schema, readOnly: jo.ReadOnly, testNow: opts.TestClock, sql: buildStatements(pgx.Identifier{schema}.Sanitize())}
+	target := SchemaVersion
+	if opts.schemaVersion != 0 {
+		target = opts.schemaVersion
+	}
+	if target < 4 {
+		// The tests' older schema: its triggers seal and count.
+		cfg.ConnConfig.RuntimeParams[sealSetting] = "on"
+		cfg.ConnConfig.RuntimeParams[countRowsSetting] = "on"
+	}
+	s := &Store{schema: schema, readOnly: jo.ReadOnly, testNow: opts.TestClock,
+		sql: buildStatements(pgx.Identifier{schema}.Sanitize(), target)}
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres journal schema %q: %w", schema, err)
@@ -135,10 +143,6 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if jo.ReadOnly {
 		err = s.openReadOnly(ctx, jo.Namespace)
 	} else {
-		target := SchemaVersion
-		if opts.schemaVersion != 0 {
-			target = opts.schemaVersion
-		}
 		s.ns, s.created, err = migrate(ctx, s.pool, schema, jo.Namespace, time.Now().UnixNano(), target)
 	}
 	if err != nil {
@@ -282,6 +286,7 @@ type statements struct {
 	renew            string
 	complete         string
 	fence            string
+	lockState        string
 	resolve          string
 	importRow        string
 	gcPredicate      string
@@ -315,11 +320,6 @@ func statementNow(n int) string {
 	return fmt.Sprintf(`COALESCE($%d::bigint, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint * 1000)`, n)
 }
 
-// clockFrom is a FROM item naming the server's clock, read once, clk.now.
-func clockFrom(n int) string {
-	return `(SELECT ` + serverNow(n) + ` AS now) clk`
-}
-
 // newAttempt is the jsonb array of one attempt with id $id, started at
 // clk.now, quiet $settle nanoseconds later (none when NULL).
 func newAttempt(id, settle int) string {
@@ -334,17 +334,46 @@ func newAttempt(id, settle int) string {
 // lose it.
 const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`
 
-func buildStatements(q string) statements {
+// buildStatements builds the statements of schema q at version (always
+// SchemaVersion but in the tests, whose older schemas count and seal by
+// triggers and have no suppressed column).
+func buildStatements(q string, version int) statements {
 	t := q + ".records"
 	s := statements{table: t}
+	// counted is the CTEs of countDelta(q, rows), or none before version
+	// 4. self is the column that tells the triggers so, for the rest of
+	// the statement's transaction (countSelf): set by the statement
+	// itself, not by the session, so that a connection pooler that drops
+	// startup parameters cannot make the triggers count a write twice.
+	// suppressed is the guard index's condition.
+	counted := func(rows string) string {
+		if version < 4 {
+			return ``
+		}
+		return `, ` + countDelta(q, rows)
+	}
+	self := `, set_config('` + countRowsSetting + `', '` + countSelf + `', true) AS counted`
+	if version < 4 {
+		self = ``
+	}
+	clockFrom := func(n int) string {
+		return `(SELECT ` + serverNow(n) + ` AS now` + self + `) clk`
+	}
+	suppressed := `g.suppressed AND g.state = 4`
+	if version < 4 {
+		suppressed = `g.state = 4`
+	}
 	s.get = `SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1`
 	s.lockForTx = s.get + ` FOR UPDATE`
 	s.now = `SELECT ` + serverNow(1)
 
-	params := make([]string, len(columnTypes))
-	for i, typ := range columnTypes {
-		params[i] = fmt.Sprintf("$%d::%s", i+1, typ)
+	params := make([]string, len(columnTypes)-1) // all but the checksum
+	byCol := map[string]string{}
+	for i, c := range digestColumns() {
+		params[i] = fmt.Sprintf("$%d::%s", i+1, columnTypes[i])
+		byCol[c] = params[i]
 	}
+	sealParams := sealExpr(func(c string) string { return byCol[c] })
 	for guard := range 2 {
 		for durable := range 2 {
 			from, where := ` FROM clk`, ` WHERE true`
@@ -355,69 +384,129 @@ func buildStatements(q string) statements {
 				// Any suppressed record of the tool in the session sends
 				// Begin to the locked path, where journal.Kit.GuardBlocks
 				// decides: this is a filter, not the rule.
-				where = ` WHERE NOT EXISTS (SELECT 1 FROM ` + t + ` g WHERE g.state = 4 AND g.tenant = $3
-					AND g.session = $4 AND g.tool = $6 AND g.key <> $1)`
+				where = ` WHERE NOT EXISTS (SELECT 1 FROM ` + t + ` g WHERE ` + suppressed + `
+					AND g.tenant = $3 AND g.session = $4 AND g.tool = $6 AND g.key <> $1)`
 			}
 			// One round trip: the server's clock, and the current record
-			// if there is one, else the inserted one. The new record is
-			// journal.Kit.DecideBegin's, made relative to the Unix epoch in Go
-			// (beginFastArgs) and placed at clk.now here. With a record
-			// present the INSERT selects no row, so nothing is written and
-			// the transaction never takes a transaction id: the replay path
-			// stays a read. The last column, the checksum, is NULL: the
-			// trigger seals the row as written.
-			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now),
+			// if there is one, else the inserted one, sealed and counted
+			// by the statement. The new record is journal.Kit.DecideBegin's,
+			// made relative to the Unix epoch in Go (beginFastArgs) and
+			// placed at clk.now here. With a record present the INSERT
+			// selects no row, so nothing is written and the transaction
+			// never takes a transaction id: the replay path stays a read.
+			// A Begin of the same new key racing this one makes the INSERT
+			// fail on the primary key (no ON CONFLICT clause, whose
+			// speculative insertion costs a WAL record on every insert),
+			// and Begin decides again under the row lock.
+			vals := map[string]string{
+				"key": "$1::uuid", "version": "$2::integer", "tenant": "$3::text", "session": "$4::text",
+				"turn": "$5::text", "tool": "$6::text", "discriminator": "$7::text", "fingerprint": "$8::bytea",
+				"effect": "$9::smallint", "input": "$10::bytea", "state": "1", "output": "NULL",
+				"error_class": "''", "error_message": "''", "attempts": newAttempt(11, 15),
+				"lease_owner": "$12::text", "lease_token": "$13::bigint", "lease_expires_ns": "clk.now + $14::bigint",
+				"res_state": "NULL", "res_output": "NULL", "res_reason": "NULL", "res_by": "NULL", "res_at_ns": "NULL",
+				"created_ns": "clk.now", "updated_ns": "clk.now", "expires_ns": "clk.now + $16::bigint",
+			}
+			var exprs []string
+			for _, c := range digestColumns() {
+				exprs = append(exprs, "("+vals[c]+")::"+columnType[c])
+			}
+			exprs = append(exprs, sealExpr(func(c string) string { return vals[c] }))
+			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now` + self + `),
 				cur AS (SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1::uuid),
-				ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT $1::uuid, $2::integer, $3::text, $4::text,
-					$5::text, $6::text, $7::text, $8::bytea, $9::smallint, $10::bytea, 1, NULL, '', '',
-					` + newAttempt(11, 15) + `, $12::text, $13::bigint, clk.now + $14::bigint,
-					NULL, NULL, NULL, NULL, NULL, clk.now, clk.now, clk.now + $16::bigint,
-					NULL` + from +
-				where + ` AND NOT EXISTS (SELECT 1 FROM cur) ON CONFLICT (key) DO NOTHING RETURNING ` + columns + `)
+				ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + strings.Join(exprs, ", ") + from +
+				where + ` AND NOT EXISTS (SELECT 1 FROM cur) RETURNING ` + columns + `)` +
+				counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM ins`) + `
 				SELECT true, clk.now, ins.* FROM ins, clk UNION ALL SELECT false, clk.now, cur.* FROM cur, clk`
 		}
 	}
 	// The guard's candidates, newest first, through records_guard_idx.
-	s.guard = `SELECT ` + columns + ` FROM ` + t + ` g WHERE g.state = 4 AND g.tenant = $1 AND g.session = $2
-		AND g.tool = $3 AND g.key <> $4 ORDER BY g.created_ns DESC, g.key DESC`
-	s.importRow = `INSERT INTO ` + t + ` (` + columns + `) VALUES (` + strings.Join(params, ", ") +
-		`) ON CONFLICT (key) DO NOTHING`
+	s.guard = `SELECT ` + columns + ` FROM ` + t + ` g WHERE ` + suppressed + ` AND g.tenant = $1
+		AND g.session = $2 AND g.tool = $3 AND g.key <> $4 ORDER BY g.created_ns DESC, g.key DESC`
+	// A record written whole (Import, and a new record under the lock),
+	// sealed and counted by the statement; it returns how many it
+	// inserted, 0 when the key is taken.
+	s.importRow = `WITH ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + strings.Join(params, ", ") +
+		`, ` + sealParams + ` FROM (SELECT true` + self + `) cfg ON CONFLICT (key) DO NOTHING
+		RETURNING key, tool, state, attempts)` +
+		counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM ins`) + `
+		SELECT count(*) FROM ins`
+	// A record rewritten whole, under the row lock its transaction holds,
+	// so that old reads the version it replaces.
 	sets := strings.Split(columns, ",")
 	for i := range sets {
 		sets[i] = strings.TrimSpace(sets[i])
 	}
-	s.replace = `UPDATE ` + t + ` SET (` + strings.Join(sets[1:], ", ") + `) = (` + strings.Join(params[1:], ", ") +
-		`) WHERE key = $1`
+	s.replace = `WITH old AS (SELECT key, tool, state, attempts FROM ` + t + ` WHERE key = $1),
+		upd AS (UPDATE ` + t + ` SET (` + strings.Join(sets[1:], ", ") + `) = (` + strings.Join(params[1:], ", ") +
+		`, ` + sealParams + `) FROM (SELECT true` + self + `) cfg WHERE key = $1 RETURNING key, tool, state, attempts)` +
+		counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM upd
+			UNION ALL SELECT key, tool, state, -1, -jsonb_array_length(attempts) FROM old`) + `
+		SELECT count(*) FROM upd`
+	// update is an UPDATE of the record $1 setting the columns of set
+	// (column: expression) and the checksum they make, from the FROM
+	// list from, where where holds, returning ret.
+	update := func(set map[string]string, from, where, ret string) string {
+		var parts []string
+		for _, c := range digestColumns() {
+			if e, ok := set[c]; ok {
+				parts = append(parts, c+" = "+e)
+			}
+		}
+		seal := sealExpr(func(c string) string {
+			if e, ok := set[c]; ok {
+				return e
+			}
+			return c // in SET, the old row's value
+		})
+		return `UPDATE ` + t + ` SET ` + strings.Join(parts, ", ") + `, checksum = ` + seal +
+			` FROM ` + from + ` WHERE ` + where + ` RETURNING ` + ret
+	}
 	for durable := range 2 {
-		from := ` FROM ` + clockFrom(7)
+		from := clockFrom(7)
 		if durable == 0 {
 			from += `, ` + asyncCommit
 		}
-		s.startAtt[durable] = `UPDATE ` + t + ` SET attempts = (` + closeLast(3, "clk.now") + `) || ` + newAttempt(4, 6) + `,
-			lease_expires_ns = clk.now + $5::bigint, updated_ns = clk.now` + from + `
-			WHERE key = $1 AND state = 1 AND lease_token = $2`
+		s.startAtt[durable] = `WITH upd AS (` + update(map[string]string{
+			"attempts":         `(` + closeLast(3, "clk.now") + `) || ` + newAttempt(4, 6),
+			"lease_expires_ns": `clk.now + $5::bigint`, "updated_ns": `clk.now`},
+			from, `key = $1 AND state = 1 AND lease_token = $2`, `key, tool, state`) + `)` +
+			counted(`SELECT key, tool, state, 0 AS n, 1 AS natt FROM upd`) + `
+			SELECT count(*) FROM upd`
 	}
-	s.renew = `UPDATE ` + t + ` SET lease_expires_ns = clk.now + $3::bigint FROM ` + clockFrom(4) + `, ` + asyncCommit + `
-		WHERE key = $1 AND state = 1 AND lease_token = $2 RETURNING lease_expires_ns`
-	s.complete = `UPDATE ` + t + ` SET state = $3, output = $4, error_class = $5, error_message = $6,
-		attempts = ` + closeLast(7, "clk.now") + `, lease_expires_ns = clk.now, updated_ns = clk.now
-		FROM ` + clockFrom(8) + `
-		WHERE key = $1 AND state = 1 AND lease_token = $2 RETURNING ` + columns
+	s.renew = update(map[string]string{"lease_expires_ns": `clk.now + $3::bigint`},
+		clockFrom(4)+`, `+asyncCommit, `key = $1 AND state = 1 AND lease_token = $2`, `lease_expires_ns`)
+	// Complete changes no indexed column: a HOT update. The record was
+	// pending (the WHERE says so) and keeps its attempts' number.
+	s.complete = `WITH upd AS (` + update(map[string]string{
+		"state": `$3::smallint`, "output": `$4::bytea`, "error_class": `$5::text`, "error_message": `$6::text`,
+		"attempts": closeLast(7, "clk.now"), "lease_expires_ns": `clk.now`, "updated_ns": `clk.now`},
+		clockFrom(8), `key = $1 AND state = 1 AND lease_token = $2`, columns) + `)` +
+		counted(`SELECT key, tool, state, 1 AS n, 0 AS natt FROM upd
+			UNION ALL SELECT key, tool, 1, -1, 0 FROM upd`) + `
+		SELECT * FROM upd`
 	s.fence = `SELECT state, lease_token FROM ` + t + ` WHERE key = $1`
+	s.lockState = `SELECT state FROM ` + t + ` WHERE key = $1 FOR UPDATE`
 	// Resolve: an operator's verdict. It closes an open attempt as
 	// "resolved", advances the token so a live owner is fenced, and keeps
 	// the record as long again from the verdict as it was kept from its
-	// creation.
-	s.resolve = `UPDATE ` + t + ` SET state = $2::smallint,
-		output = CASE WHEN $2::smallint = 2 THEN $3::bytea END,
-		error_class = CASE WHEN $2::smallint = 2 THEN '' ELSE 'resolved' END,
-		error_message = CASE WHEN $2::smallint = 2 THEN '' ELSE $4::text END,
-		attempts = ` + closeLast(7, "clk.now") + `,
-		lease_token = lease_token + 1, lease_expires_ns = clk.now, updated_ns = clk.now,
-		expires_ns = GREATEST(expires_ns, clk.now + (expires_ns - created_ns)),
-		res_state = $2, res_output = $3, res_reason = $4, res_by = $5, res_at_ns = clk.now
-		FROM ` + clockFrom(6) + `
-		WHERE key = $1 AND state IN (1, 5) RETURNING ` + columns
+	// creation. It runs under the row lock of lockState, which read the
+	// state it replaces, $8.
+	s.resolve = `WITH upd AS (` + update(map[string]string{
+		"state":            `$2::smallint`,
+		"output":           `CASE WHEN $2::smallint = 2 THEN $3::bytea END`,
+		"error_class":      `CASE WHEN $2::smallint = 2 THEN '' ELSE 'resolved' END`,
+		"error_message":    `CASE WHEN $2::smallint = 2 THEN '' ELSE $4::text END`,
+		"attempts":         closeLast(7, "clk.now"),
+		"lease_token":      `lease_token + 1`,
+		"lease_expires_ns": `clk.now`, "updated_ns": `clk.now`,
+		"expires_ns": `GREATEST(expires_ns, clk.now + (expires_ns - created_ns))`,
+		"res_state":  `$2::smallint`, "res_output": `$3::bytea`, "res_reason": `$4::text`, "res_by": `$5::text`,
+		"res_at_ns": `clk.now`},
+		clockFrom(6), `key = $1 AND state IN (1, 5) AND state = $8::smallint`, columns) + `)` +
+		counted(`SELECT key, tool, state, 1 AS n, 0 AS natt FROM upd
+			UNION ALL SELECT key, tool, $8::smallint, -1, 0 FROM upd`) + `
+		SELECT * FROM upd`
 	// journal.Expired and journal.Overdue in SQL: only succeeded (2),
 	// failed (3) and suppressed (4) records expire; pending (1) and
 	// unknown (5) ones past their TTL are kept and counted. Every record

@@ -124,7 +124,7 @@ func TestCompleteConnectionLost(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, nil)
 	table := pgx.Identifier{s.Schema()}.Sanitize() + ".records"
-	blocked := `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE '||$1::text||'%'`
+	blocked := `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE '||$1::text||'%'`
 
 	for i, how := range []string{"terminate", "cancel"} {
 		t.Run(how, func(t *testing.T) {

@@ -32,12 +32,13 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 		n := int64(req.Settle)
 		settle = &n
 	}
-	tag, err := s.pool.Exec(ctx, s.sql.startAtt[durableIdx(req.Durable)], req.Key, int64(req.Token), closing,
-		cleanText(req.ID), int64(journal.Kit.LeaseTTL(req.LeaseTTL)), settle, s.clockArg())
+	var n int
+	err = s.pool.QueryRow(ctx, s.sql.startAtt[durableIdx(req.Durable)], req.Key, int64(req.Token), closing,
+		cleanText(req.ID), int64(journal.Kit.LeaseTTL(req.LeaseTTL)), settle, s.clockArg()).Scan(&n)
 	if err != nil {
 		return s.fail("start attempt", req.Key, true, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return s.whyNot(ctx, "start attempt", req.Key)
 	}
 	return nil
@@ -196,8 +197,7 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 	if err != nil {
 		return journal.Record{}, err
 	}
-	r, err := scanRow(s.pool.QueryRow(ctx, s.sql.resolve, key, int16(res.State), res.Output,
-		reason, cleanText(res.By), s.clockArg(), closing))
+	r, err := s.resolveLocked(ctx, key, res, reason, closing)
 	if errors.Is(err, pgx.ErrNoRows) {
 		rec, err := s.get(ctx, key)
 		if err != nil {
@@ -209,6 +209,30 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 		return journal.Record{}, s.fail("resolve", key, true, err)
 	}
 	return r.record()
+}
+
+// resolveLocked runs Resolve's UPDATE under the record's row lock, taken
+// by reading the state it replaces, which the counts need. It returns
+// pgx.ErrNoRows when the record is gone or not resolvable.
+func (s *Store) resolveLocked(ctx context.Context, key uuid.UUID, res journal.Resolution, reason, closing string) (row, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return row{}, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var state int16
+	if err := tx.QueryRow(ctx, s.sql.lockState, key).Scan(&state); err != nil {
+		return row{}, err
+	}
+	r, err := scanRow(tx.QueryRow(ctx, s.sql.resolve, key, int16(res.State), res.Output,
+		reason, cleanText(res.By), s.clockArg(), closing, state))
+	if err != nil {
+		return row{}, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return row{}, &commitError{err}
+	}
+	return r, nil
 }
 
 // Import writes rec as it is. A record already stored under its key is left
@@ -233,11 +257,11 @@ func (s *Store) Import(ctx context.Context, rec journal.Record) error {
 	// an operator deleted it meanwhile): then the insert is tried again.
 	for range 8 {
 		if !s.readOnly {
-			tag, err := s.pool.Exec(ctx, s.sql.importRow, r.args()...)
-			if err != nil {
+			var n int
+			if err := s.pool.QueryRow(ctx, s.sql.importRow, r.args()...).Scan(&n); err != nil {
 				return s.fail("import", rec.Key, true, err)
 			}
-			if tag.RowsAffected() == 1 {
+			if n == 1 {
 				return nil
 			}
 		}

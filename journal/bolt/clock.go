@@ -1,0 +1,193 @@
+// The store's clock. Expiry, leases and settle windows are judged by it,
+// so a jump of the wall clock must not move it: a record re-runs only
+// when real time passed.
+//
+// The store's time is a line drawn through a monotonic clock: at open it
+// is fixed as base at the monotonic reading baseMono, and then moves with
+// the monotonic clock alone. The line is kept in meta ("clock": the
+// monotonic clock's epoch, the reading and the store's time), so that the
+// next open in the same epoch (on the host's clock, the same boot) carries
+// on along it, however far the wall clock was set meanwhile. Only an open
+// in another epoch (after a reboot) consults the wall clock, and then
+// never below the journal's high-water mark: the newest record's creation
+// or the time at the last Close ("high-water"), whichever is later
+// (within an epoch, a record imported with times ahead of the line does
+// not move it). The
+// store's time thus never goes backward across opens and moves forward
+// only as fast as the monotonic clock, except across a reboot, when a wall
+// clock set ahead is indistinguishable from real downtime.
+
+package bolt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"go.etcd.io/bbolt"
+)
+
+var (
+	// metaClock is the store's time line: the monotonic clock's epoch (16
+	// bytes), a reading of it and the store's time then (Unix nanoseconds,
+	// 8 bytes each, big-endian).
+	metaClock = []byte("clock")
+	// metaHighWater is the store's time at the last Close (8 bytes).
+	metaHighWater = []byte("high-water")
+)
+
+// storeClock is the store's clock. Its fields are set by Open and read
+// only afterwards.
+type storeClock struct {
+	wall func() time.Time
+	// mono is the monotonic clock; nil: wall alone is the clock (a test's
+	// fake, journal.Options.Now without Monotonic).
+	mono     func() (uuid.UUID, time.Duration)
+	base     time.Time     // the store's time at baseMono
+	baseMono time.Duration // a reading of mono
+}
+
+// now is the store's time.
+func (c *storeClock) now() time.Time {
+	if c.mono == nil {
+		return c.wall()
+	}
+	_, m := c.mono()
+	return c.base.Add(max(m-c.baseMono, 0))
+}
+
+// startClock draws the store's time line at open and returns the store's
+// time then. A writer records a new line in meta with its first write; a
+// reader writes nothing.
+func (s *Store) startClock() (time.Time, error) {
+	c := &s.clock
+	if c.mono == nil {
+		return c.wall(), nil
+	}
+	epoch, m := c.mono()
+	var line []byte
+	var high int64
+	err := s.view(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		line = bytes.Clone(meta.Get(metaClock))
+		if v := meta.Get(metaHighWater); len(v) == 8 {
+			high = int64(binary.BigEndian.Uint64(v))
+		}
+		if s.legacy {
+			return nil
+		}
+		// The newest record's creation, which a crashed process left no
+		// high-water mark above.
+		ck := tx.Bucket(bucketIndex).Cursor()
+		k, _ := ck.Seek([]byte{pfxTime + 1})
+		if k == nil {
+			k, _ = ck.Last()
+		} else {
+			k, _ = ck.Prev()
+		}
+		if len(k) == 25 && k[0] == pfxTime {
+			high = max(high, readTime(k[1:9]))
+		}
+		fresh, err := s.freshEntries(tx)
+		for _, e := range fresh {
+			high = max(high, e.created)
+		}
+		return err
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	var base int64
+	onLine := false
+	if len(line) == 32 && uuid.UUID(line[:16]) == epoch {
+		if m0 := int64(binary.BigEndian.Uint64(line[16:24])); int64(m) >= m0 {
+			base = int64(binary.BigEndian.Uint64(line[24:32])) + int64(m) - m0
+			onLine = true
+		}
+	}
+	if !onLine {
+		// A new epoch (a reboot): the wall clock, but never below what
+		// the journal already holds. Within an epoch the line is above
+		// every time its processes wrote, and an imported record's times
+		// do not move it.
+		base = max(c.wall().UnixNano(), high+1)
+	}
+	c.base, c.baseMono = time.Unix(0, base).UTC(), m
+	if !onLine && !s.readOnly {
+		// Written with the first write (writeTx), not by the open: an open
+		// writes nothing, and every record this process makes durable is
+		// committed with the line that its times are on.
+		v := make([]byte, 0, 32)
+		v = append(v, epoch[:]...)
+		v = binary.BigEndian.AppendUint64(v, uint64(m))
+		v = binary.BigEndian.AppendUint64(v, uint64(base))
+		s.lineDue.Store(&v)
+	}
+	return c.base, nil
+}
+
+// highWater records the store's time as the journal's high-water mark in
+// tx: Close's last write.
+func (s *Store) highWater(tx *bbolt.Tx) error {
+	if s.clock.mono == nil {
+		return nil
+	}
+	return tx.Bucket(bucketMeta).Put(metaHighWater, binary.BigEndian.AppendUint64(nil, uint64(s.clock.now().UnixNano())))
+}
+
+// hostClock is the host's monotonic clock, read once per process: the
+// boot's id and the time since boot (suspensions included) where the
+// system says them, else an epoch of the process's own. Within the
+// process it moves with Go's monotonic clock.
+var hostClock = sync.OnceValue(func() *hostMono {
+	h := &hostMono{start: time.Now()}
+	if id, up, ok := bootClock(); ok {
+		h.epoch, h.base = id, up
+	} else {
+		h.epoch = uuid.New()
+	}
+	return h
+})
+
+type hostMono struct {
+	epoch uuid.UUID
+	base  time.Duration // the time since the epoch at start
+	start time.Time
+}
+
+// hostMonotonic is journal.Options.Monotonic's default.
+func hostMonotonic() (uuid.UUID, time.Duration) {
+	h := hostClock()
+	return h.epoch, h.base + time.Since(h.start)
+}
+
+// bootClock reads Linux's boot id and uptime; ok is false elsewhere.
+func bootClock() (id uuid.UUID, up time.Duration, ok bool) {
+	read := func(name string) string {
+		f, err := os.Open(name)
+		if err != nil {
+			return ""
+		}
+		defer f.Close()
+		b := make([]byte, 128) // both files are one short line
+		n, _ := f.Read(b)
+		return strings.TrimSpace(string(b[:n]))
+	}
+	id, err := uuid.Parse(read("/proc/sys/kernel/random/boot_id"))
+	if err != nil {
+		return uuid.Nil, 0, false
+	}
+	secs, _, _ := strings.Cut(read("/proc/uptime"), " ")
+	f, err := strconv.ParseFloat(secs, 64)
+	if err != nil || f < 0 {
+		return uuid.Nil, 0, false
+	}
+	// Rounded up by the file's resolution (10 ms): a reading may be ahead
+	// of the boot clock, never behind the last process's.
+	return id, time.Duration(f*float64(time.Second)) + 10*time.Millisecond, true
+}
