@@ -114,6 +114,10 @@ type Report struct {
 	// Problems are failures of the run itself (a worker that exited with
 	// an error), which make its verdict incomplete.
 	Problems []string `json:"problems,omitempty"`
+	// ServerLog holds, in ModeMiddleware, what the middleware logged
+	// because it could not tell a client (a response it could not
+	// record): not a violation, but worth reading beside them.
+	ServerLog []string `json:"server_log,omitempty"`
 	// WorkDir is the run's kept work directory (plan, per-process
 	// histories and logs, the bbolt journal) when the run failed.
 	WorkDir string `json:"work_dir,omitempty"`

@@ -71,6 +71,9 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "problem: %s\n", p)
 	}
+	for _, l := range r.ServerLog {
+		fmt.Fprintf(w, "middleware logged: %s\n", l)
+	}
 }
 
 // Totals sums reports: intents, effects and violations.

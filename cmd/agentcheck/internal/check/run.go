@@ -274,6 +274,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	rep.History = hist
 	if r.o.Downstream == ModeMiddleware {
 		rep.Downstream = ModeMiddleware + "/" + r.o.ServerStore
+		rep.ServerLog = readServerLog(filepath.Join(r.dir, "server.log"))
 		if r.o.Server.HandlerFailAfter {
 			rep.Downstream += " handler-5xx"
 		}

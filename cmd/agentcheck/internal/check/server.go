@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -286,6 +287,23 @@ func (r *recorder) Write(b []byte) (int, error) {
 		r.status = http.StatusOK
 	}
 	return r.body.Write(b)
+}
+
+// readServerLog returns the lines of the middleware's log, at most 100 of
+// them (the last says how many more there were).
+func readServerLog(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return nil
+	}
+	if n := len(lines); n > 100 {
+		lines = append(lines[:99], fmt.Sprintf("… and %d more lines in %s", n-99, path))
+	}
+	return lines
 }
 
 // serverErrLog opens the file the middleware's ErrorLog writes to.
