@@ -117,6 +117,10 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		d.read(w, r, in, p)
+	case r.Method == http.MethodGet && r.URL.Path == "/running":
+		// How many requests are in progress besides this one (a server
+		// process's Wait, asked by the runner).
+		fmt.Fprint(w, d.running.Load()-1)
 	case r.Method == http.MethodGet && r.URL.Path == "/effects":
 		d.mu.Lock()
 		effects := d.effects[r.URL.Query().Get("intent")]

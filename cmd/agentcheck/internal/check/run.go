@@ -77,6 +77,10 @@ type Options struct {
 	DropRedis func(ctx context.Context, location string) error
 	// Server holds ModeMiddleware's other choices.
 	Server ServerOptions
+	// KillServer, in ModeMiddleware, runs the server (middleware and
+	// handler) in a process of its own, "Exe server …", killed with
+	// SIGKILL every 2 to 5 seconds until the end and restarted.
+	KillServer bool
 }
 
 // Run runs one check: the plan for o.Seed against real worker processes,
@@ -176,27 +180,45 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 	defer dlog.Close()
 	ds := NewDownstream(r.plan, dlog)
-	if r.o.Downstream == ModeMiddleware {
-		srv, drop, err := r.openServer(ctx)
+	var dsURL string
+	var srvProc *serverProc
+	if r.o.Downstream == ModeMiddleware && r.o.KillServer {
+		// The server's process writes the downstream's history itself.
+		dlog.Close()
+		location, drop, err := r.serverLocation()
 		if err != nil {
 			return nil, err
 		}
 		defer drop()
-		defer srv.Close()
-		errLog, err := serverErrLog(filepath.Join(r.dir, "server.log"))
+		if srvProc, err = r.startServer(location); err != nil {
+			return nil, err
+		}
+		defer srvProc.stop()
+		dsURL = "http://" + srvProc.addr
+	} else {
+		if r.o.Downstream == ModeMiddleware {
+			srv, drop, err := r.openServer(ctx)
+			if err != nil {
+				return nil, err
+			}
+			defer drop()
+			defer srv.Close()
+			errLog, err := serverErrLog(filepath.Join(r.dir, "server.log"))
+			if err != nil {
+				return nil, err
+			}
+			defer errLog.Close()
+			if ds, err = NewMiddlewareDownstream(r.plan, dlog, srv, r.o.Server, errLog); err != nil {
+				return nil, err
+			}
+		}
+		url, closeDS, err := Serve(ds)
 		if err != nil {
 			return nil, err
 		}
-		defer errLog.Close()
-		if ds, err = NewMiddlewareDownstream(r.plan, dlog, srv, r.o.Server, errLog); err != nil {
-			return nil, err
-		}
+		defer closeDS()
+		dsURL = url
 	}
-	dsURL, closeDS, err := Serve(ds)
-	if err != nil {
-		return nil, err
-	}
-	defer closeDS()
 	r.plan.Downstream = dsURL
 
 	if err := r.prepareJournal(ctx); err != nil {
@@ -219,6 +241,9 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	r.procs = map[int]*running{}
 	stop := make(chan struct{})
 	var faults sync.WaitGroup
+	if srvProc != nil {
+		faults.Go(func() { srvProc.killLoop(r, stop) })
+	}
 	if !r.o.NoKill {
 		faults.Go(func() { r.kill(stop) })
 		if r.schema != "" {
@@ -240,7 +265,11 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	hard.Stop()
 	close(stop)
 	faults.Wait()
-	if !ds.Wait(15 * time.Second) {
+	wait := ds.Wait
+	if srvProc != nil {
+		wait = srvProc.wait
+	}
+	if !wait(15 * time.Second) {
 		r.problem("downstream requests still running 15s after the workers ended")
 	}
 
@@ -256,7 +285,10 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if err := r.runProc(planFile, 0, "final", true, final); err != nil {
 		r.problem("final pass: %v", err)
 	}
-	ds.Wait(15 * time.Second)
+	wait(15 * time.Second)
+	if srvProc != nil {
+		srvProc.stop()
+	}
 
 	paths, _ := filepath.Glob(filepath.Join(r.dir, "*.jsonl"))
 	events, err := ReadHistory(paths...)
@@ -535,18 +567,32 @@ func (r *runner) corrupt(path string, n int) error {
 // prefix of its own, never the agents' journal. drop removes the schema
 // or the keys; call it after closing the store.
 func (r *runner) openServer(ctx context.Context) (store journal.Store, drop func(), err error) {
+	location, drop, err := r.serverLocation()
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err = journal.Open(ctx, location, nil)
+	if err != nil {
+		drop()
+		return nil, nil, fmt.Errorf("server journal: %w", err)
+	}
+	return store, drop, nil
+}
+
+// serverLocation names the middleware's journal, and returns the function
+// that removes it (a schema, Redis keys) after the run.
+func (r *runner) serverLocation() (location string, drop func(), err error) {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := fmt.Sprintf("agentcheck_server_%d_%s", uint64(r.o.Seed)%1_000_000, hex.EncodeToString(b[:]))
 	drop = func() {}
-	var location string
 	switch r.o.ServerStore {
 	case "bolt":
 		location = filepath.Join(r.dir, "server.journal")
 	case "postgres":
 		u, err := url.Parse(r.o.PGURL)
 		if r.o.PGURL == "" || err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-			return nil, nil, fmt.Errorf("server store postgres: -pg %q: want a postgres:// URL", r.o.PGURL)
+			return "", nil, fmt.Errorf("server store postgres: -pg %q: want a postgres:// URL", r.o.PGURL)
 		}
 		q := u.Query()
 		q.Set("schema", name)
@@ -559,7 +605,7 @@ func (r *runner) openServer(ctx context.Context) (store journal.Store, drop func
 	case "redis":
 		u, err := url.Parse(r.o.RedisURL)
 		if r.o.RedisURL == "" || err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-			return nil, nil, fmt.Errorf("server store redis: %q: want a redis:// URL (-redis or AGENTONCE_REDIS_URL)", r.o.RedisURL)
+			return "", nil, fmt.Errorf("server store redis: %q: want a redis:// URL (-redis or AGENTONCE_REDIS_URL)", r.o.RedisURL)
 		}
 		q := u.Query()
 		q.Set("prefix", name)
@@ -575,11 +621,7 @@ func (r *runner) openServer(ctx context.Context) (store journal.Store, drop func
 			}
 		}
 	default:
-		return nil, nil, fmt.Errorf("server store %q: want bolt, postgres or redis", r.o.ServerStore)
+		return "", nil, fmt.Errorf("server store %q: want bolt, postgres or redis", r.o.ServerStore)
 	}
-	store, err = journal.Open(ctx, location, nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("server journal: %w", err)
-	}
-	return store, drop, nil
+	return location, drop, nil
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 // Downstream modes (Options.Downstream).
@@ -60,10 +63,13 @@ const mwRoute = "POST /act"
 func NewMiddlewareDownstream(plan *Plan, log *Log, store journal.Store, o ServerOptions, errLog io.Writer) (*Downstream, error) {
 	d := NewDownstream(plan, log)
 	d.handlerFails = o.HandlerFailAfter
+	if o.Owner == "" {
+		o.Owner = "agentcheck-downstream"
+	}
 	var mu sync.Mutex // errLog's writes
 	m, err := idempotency.New(store, &idempotency.Options{
 		StoreServerErrors: o.StoreServerErrors,
-		Owner:             "agentcheck-downstream",
+		Owner:             o.Owner,
 		ErrorLog: func(format string, args ...any) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -88,6 +94,10 @@ type ServerOptions struct {
 	HandlerFailAfter bool
 	// StoreServerErrors is idempotency.Options.StoreServerErrors.
 	StoreServerErrors bool
+	// Owner names the server process in the journal's leases; empty
+	// means "agentcheck-downstream". Each incarnation of a server that is
+	// killed and restarted needs its own.
+	Owner string
 }
 
 // mwCall carries a request's action from the front to the handler.
@@ -309,4 +319,88 @@ func readServerLog(path string) []string {
 // serverErrLog opens the file the middleware's ErrorLog writes to.
 func serverErrLog(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+}
+
+// ServerProcOptions are the inputs of a server process (agentcheck
+// server): the middleware downstream run apart from the checker, so that
+// the checker can kill it with SIGKILL.
+type ServerProcOptions struct {
+	// Plan is the path of the plan file.
+	Plan string
+	// Journal is the middleware's journal location.
+	Journal string
+	// Log is the downstream's history file, appended to; a restarted
+	// server reads it back to resume the scripts and the effects.
+	Log string
+	// Addr is the loopback address to listen on, the same for every
+	// incarnation.
+	Addr string
+	// ErrLog is the file the middleware's ErrorLog appends to.
+	ErrLog string
+	Server ServerOptions
+}
+
+// RunServer is the body of a server process: it resumes the downstream's
+// state from its log, opens the journal, and serves until it is killed.
+func RunServer(ctx context.Context, o ServerProcOptions) error {
+	plan, err := ReadPlan(o.Plan)
+	if err != nil {
+		return err
+	}
+	past, err := ReadHistory(o.Log)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	log, err := OpenLog(o.Log, "downstream")
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	var jopts *journal.Options
+	if _, ok := journal.Scheme(o.Journal); !ok {
+		// The previous incarnation's lock goes with its death.
+		jopts = &journal.Options{StoreOptions: &bolt.Options{LockTimeout: 20 * time.Second}}
+	}
+	store, err := journal.Open(ctx, o.Journal, jopts)
+	if err != nil {
+		return fmt.Errorf("server journal: %w", err)
+	}
+	defer store.Close()
+	errLog, err := serverErrLog(o.ErrLog)
+	if err != nil {
+		return err
+	}
+	defer errLog.Close()
+	d, err := NewMiddlewareDownstream(plan, log, store, o.Server, errLog)
+	if err != nil {
+		return err
+	}
+	d.resume(past)
+	var ln net.Listener
+	for try := 0; ; try++ {
+		if ln, err = net.Listen("tcp", o.Addr); err == nil || try == 50 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	srv := &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second}
+	return srv.Serve(ln)
+}
+
+// resume takes back what an earlier incarnation did: how many requests of
+// each intent arrived (where its script stands) and the effects.
+func (d *Downstream) resume(past []Event) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, e := range past {
+		switch e.Ev {
+		case EvRequest:
+			d.arrived[e.Intent]++
+		case EvEffect:
+			d.effects[e.Intent] = append(d.effects[e.Intent], e.Output)
+		}
+	}
 }

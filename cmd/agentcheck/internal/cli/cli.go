@@ -76,6 +76,8 @@ Flags:
                    handler's (it commits, then answers the 5xx through the
                    middleware), not a gateway's after the middleware
   -store-5xx       the middleware stores 5xx answers (StoreServerErrors)
+  -kill-server     with -downstream middleware, run the server in a process
+                   of its own and SIGKILL it every 2 to 5 s
   -history FILE    merged history file, JSON Lines (default in the temp dir)
   -json            print the result as one JSON object
   -v               print progress, and the history of every violation
@@ -116,6 +118,7 @@ type options struct {
 	serverStore string
 	redis       string
 	server      check.ServerOptions
+	killServer  bool
 }
 
 // Run runs agentcheck with args (without the program's name), and returns
@@ -124,6 +127,9 @@ type options struct {
 func Run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "worker" {
 		return runWorker(args[1:], stderr)
+	}
+	if len(args) > 0 && args[0] == "server" {
+		return runServer(args[1:], stderr)
 	}
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, errHelp) {
@@ -159,6 +165,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.serverStore, "server-store", "bolt", "with -downstream middleware, the middleware's journal: bolt, postgres or redis")
 	fs.BoolVar(&o.server.HandlerFailAfter, "handler-5xx", false, "with -downstream middleware, a fail-after step is the handler's: it commits, then answers the 5xx through the middleware")
 	fs.BoolVar(&o.server.StoreServerErrors, "store-5xx", false, "with -downstream middleware, the middleware stores 5xx answers (idempotency.Options.StoreServerErrors)")
+	fs.BoolVar(&o.killServer, "kill-server", false, "with -downstream middleware, run the server in a process of its own and kill it with SIGKILL at random moments")
 	fs.StringVar(&o.redis, "redis", os.Getenv("AGENTONCE_REDIS_URL"), "Redis server URL for -server-store redis (default $AGENTONCE_REDIS_URL)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -207,6 +214,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintf(stderr, "agentcheck: -downstream %q: want %s or %s\n", o.downstream, check.ModeBuiltin, check.ModeMiddleware)
 		return o, flag.ErrHelp
 	}
+	if o.killServer && o.downstream != check.ModeMiddleware {
+		fmt.Fprintln(stderr, "agentcheck: -kill-server needs -downstream middleware (the builtin downstream runs in the checker's process)")
+		return o, flag.ErrHelp
+	}
 	switch o.serverStore {
 	case "bolt":
 	case "postgres":
@@ -253,7 +264,7 @@ func runCheck(o options, stdout, stderr io.Writer) int {
 	for _, st := range stores {
 		ro := check.Options{Seed: o.seed, Store: st, PGURL: o.pg, Duration: o.duration,
 			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, NoKill: !o.kill, Scenarios: o.scenarios, Exe: exe, History: o.history, Corrupt: o.corrupt,
-			Downstream: o.downstream, ServerStore: o.serverStore, RedisURL: o.redis, DropRedis: DropRedis, Server: o.server}
+			Downstream: o.downstream, ServerStore: o.serverStore, RedisURL: o.redis, DropRedis: DropRedis, Server: o.server, KillServer: o.killServer}
 		if o.history != "" && len(stores) > 1 {
 			ext := filepath.Ext(o.history)
 			ro.History = strings.TrimSuffix(o.history, ext) + "-" + st + ext

@@ -38,6 +38,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"-store", "both", "-pg", ""}, exitUsage, "needs -pg URL"},
 		{[]string{"worker"}, exitUsage, "-plan, -journal, -history and -proc are required"},
 		{[]string{"-downstream", "proxy"}, exitUsage, `-downstream "proxy"`},
+		{[]string{"-kill-server"}, exitUsage, "-kill-server needs -downstream middleware"},
+		{[]string{"server", "-plan", "p"}, exitUsage, "-plan, -journal, -log, -errlog and -addr are required"},
 		{[]string{"-downstream", "middleware", "-server-store", "sqlite"}, exitUsage, `-server-store "sqlite"`},
 		{[]string{"-downstream", "middleware", "-server-store", "postgres", "-pg", ""}, exitUsage, "-server-store postgres needs -pg URL"},
 		{[]string{"-downstream", "middleware", "-server-store", "redis", "-redis", "redis://127.0.0.1:1/0"}, exitUsage, "no Redis journal linked in"},

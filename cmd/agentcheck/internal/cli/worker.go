@@ -34,3 +34,31 @@ func runWorker(args []string, stderr io.Writer) int {
 	}
 	return exitOK
 }
+
+// runServer is "agentcheck server": the middleware downstream in a process
+// of its own (-kill-server), started and killed by the check itself.
+func runServer(args []string, stderr io.Writer) int {
+	var o check.ServerProcOptions
+	fs := flag.NewFlagSet("agentcheck server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.Plan, "plan", "", "plan file")
+	fs.StringVar(&o.Journal, "journal", "", "the middleware's journal location")
+	fs.StringVar(&o.Log, "log", "", "the downstream's history file")
+	fs.StringVar(&o.ErrLog, "errlog", "", "the middleware's error log")
+	fs.StringVar(&o.Addr, "addr", "", "loopback address to listen on")
+	fs.StringVar(&o.Server.Owner, "owner", "", "lease owner")
+	fs.BoolVar(&o.Server.HandlerFailAfter, "handler-5xx", false, "a fail-after step is the handler's")
+	fs.BoolVar(&o.Server.StoreServerErrors, "store-5xx", false, "store 5xx answers")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if o.Plan == "" || o.Journal == "" || o.Log == "" || o.ErrLog == "" || o.Addr == "" {
+		fmt.Fprintln(stderr, "agentcheck server: -plan, -journal, -log, -errlog and -addr are required (the check starts servers itself)")
+		return exitUsage
+	}
+	if err := check.RunServer(context.Background(), o); err != nil {
+		fmt.Fprintf(stderr, "agentcheck server: %v\n", err)
+		return exitCannotRun
+	}
+	return exitOK
+}
