@@ -11,7 +11,7 @@
 //	           [-workers 3] [-intents 0] [-lease 500ms] [-skew=true] [-kill=true]
 //	           [-scenarios LIST] [-history FILE] [-json] [-v]
 //	           [-downstream builtin|middleware] [-server-store bolt|postgres|redis]
-//	           [-redis URL] [-handler-5xx] [-store-5xx]
+//	           [-redis URL] [-handler-5xx] [-store-5xx] [-kill-server]
 //
 // On bbolt one agent process runs at a time and is killed and restarted; on
 // PostgreSQL several run at once, are killed and restarted, have their
@@ -25,6 +25,8 @@
 // -server-store of its own, between the downstream's fault script and the
 // handler that makes the effect, so that harness and middleware are judged
 // together; the script's faults are applied to the middleware's answers.
+// -kill-server runs that server in a process of its own and kills it with
+// SIGKILL every few seconds.
 // -server-store redis needs cmd/agentcheck/redis, this command with the
 // Redis journal linked in.
 //
