@@ -70,6 +70,7 @@ func NewMiddlewareDownstream(plan *Plan, log *Log, store journal.Store, o Server
 	m, err := idempotency.New(store, &idempotency.Options{
 		StoreServerErrors: o.StoreServerErrors,
 		Owner:             o.Owner,
+		LeaseTTL:          o.LeaseTTL,
 		ErrorLog: func(format string, args ...any) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -98,6 +99,10 @@ type ServerOptions struct {
 	// means "agentcheck-downstream". Each incarnation of a server that is
 	// killed and restarted needs its own.
 	Owner string
+	// LeaseTTL is idempotency.Options.LeaseTTL: how long the key of a
+	// request whose server died stays in flight. Zero means the
+	// middleware's default (30 s).
+	LeaseTTL time.Duration
 }
 
 // mwCall carries a request's action from the front to the handler.

@@ -15,6 +15,9 @@ import (
 	"time"
 )
 
+// serverLease is the middleware's lease in a server process.
+const serverLease = 2 * time.Second
+
 // serverProc is the middleware downstream in a process of its own
 // (Options.KillServer), on one loopback address for all its incarnations.
 type serverProc struct {
@@ -38,7 +41,12 @@ func (r *runner) startServer(location string) (*serverProc, error) {
 	ln.Close()
 	s := &serverProc{r: r, addr: addr, args: []string{"server", "-plan", filepath.Join(r.dir, "plan.json"),
 		"-journal", location, "-log", filepath.Join(r.dir, "downstream.jsonl"),
-		"-errlog", filepath.Join(r.dir, "server.log"), "-addr", addr}}
+		"-errlog", filepath.Join(r.dir, "server.log"), "-addr", addr,
+		// A dead server's keys stay in flight for the lease: 2 s, not the
+		// middleware's 30, or a run would see little but 409s after each
+		// kill on PostgreSQL and Redis (bbolt's reopening ends them at
+		// once).
+		"-lease", serverLease.String()}}
 	if r.o.Server.HandlerFailAfter {
 		s.args = append(s.args, "-handler-5xx")
 	}

@@ -47,6 +47,7 @@ func runServer(args []string, stderr io.Writer) int {
 	fs.StringVar(&o.ErrLog, "errlog", "", "the middleware's error log")
 	fs.StringVar(&o.Addr, "addr", "", "loopback address to listen on")
 	fs.StringVar(&o.Server.Owner, "owner", "", "lease owner")
+	fs.DurationVar(&o.Server.LeaseTTL, "lease", 0, "the middleware's lease (default its own, 30s)")
 	fs.BoolVar(&o.Server.HandlerFailAfter, "handler-5xx", false, "a fail-after step is the handler's")
 	fs.BoolVar(&o.Server.StoreServerErrors, "store-5xx", false, "store 5xx answers")
 	if err := fs.Parse(args); err != nil {
