@@ -95,7 +95,16 @@ func (h *Harness) do(ctx context.Context, p prepared) Result {
 			return res
 		}
 	}
-	res, err, joined := h.flights.Do(ctx, flightKey{p.d.Key, p.d.Fingerprint}, func(fctx context.Context) (Result, error) {
+	fk := flightKey{p.d.Key, p.d.Fingerprint}
+	if job := h.checks.find(fk); job != nil {
+		// Its outcome is being checked in the background: wait for that,
+		// within the budget, rather than find the intent held.
+		res := h.await(ctx, job, &p, h.checkWait(), true)
+		res.CallID = p.call.ID
+		h.emitJoined(ctx, &p, res)
+		return res
+	}
+	res, err, joined := h.flights.Do(ctx, fk, func(fctx context.Context) (Result, error) {
 		// The flight counts itself in: it may outlive every caller (they
 		// leave when their contexts end), and Close must wait for it so
 		// that its outcome is recorded before the journal closes.
@@ -103,10 +112,20 @@ func (h *Harness) do(ctx context.Context, p prepared) Result {
 			return Result{Tool: p.call.Tool, Key: p.d.Key, Status: Rejected, Err: err}, nil
 		}
 		defer h.exit()
+		var res Result
 		if !p.tool.journal {
-			return h.runUnjournaled(fctx, &p), nil
+			res = h.runUnjournaled(fctx, &p)
+		} else {
+			res = h.run(fctx, &p)
 		}
-		return h.run(fctx, &p), nil
+		// Every caller left and fctx was cancelled: a refusal or an "in
+		// progress" now is an artefact of that cancellation, not the
+		// intent's answer. Returned as an error, it is not shared with a
+		// caller that joins the dying flight: that one runs its own.
+		if cause := context.Cause(fctx); fctx.Err() != nil && (res.Status == Rejected || res.Status == InProgress) {
+			return res, cause
+		}
+		return res, nil
 	})
 	if err != nil {
 		return h.left(ctx, &p, err)

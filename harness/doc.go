@@ -21,8 +21,13 @@
 // Replayed, Collapsed, Reconciled). What a re-issue does is
 // journal.Reissue's. A tool's effect kind says what may follow an attempt
 // whose outcome is unknown: an Unkeyed tool is never run again silently
-// (its Reconcile hook is asked), and once an attempt may have executed, no
-// later refusal is reported as "nothing was done".
+// (its Reconcile hook is asked, and only two "did not happen" a settle
+// window apart, after a settle window of DefaultSettle unless the tool
+// claims a shorter one, let it run again), and once an attempt may have
+// executed, no later refusal is reported as "nothing was done". No caller
+// waits for that check beyond Options.CheckWait: it is answered
+// InProgress, the check goes on in the background, and a re-issue gets its
+// outcome.
 //
 // A tool's panic becomes a *PanicError inside the Result's *OutcomeError
 // and is not retried; runtime.Goexit is not recovered, and the intent stays

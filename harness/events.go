@@ -73,8 +73,8 @@ type Event struct {
 	ToolDescription string
 	// Attempt is the attempt id, where one is running.
 	Attempt string
-	// Tries counts the attempts so far.
-	Tries int
+	// Attempts counts the attempts so far.
+	Attempts int
 	// Class is the retry class of the failure behind a retry, in-flight
 	// wait or result.
 	Class retryclass.Class
@@ -88,7 +88,10 @@ type Event struct {
 }
 
 // Observer receives every event of every call, synchronously, on the
-// call's goroutine: it must be quick and safe for concurrent use. It is the
+// call's goroutine (a background check's, on the check's: check.go): it
+// must be quick and safe for concurrent use. A check that outlives its
+// caller reports its steps and EventAfterOutcome, but no second
+// EventResult: the caller's InProgress was the call's result. It is the
 // hook for metrics and for tests; an Observer may end the process (the
 // crash tests do) but must not call back into the Harness.
 type Observer interface {
@@ -147,7 +150,7 @@ func (h *Harness) log(ctx context.Context, e Event) {
 		slog.String("session", e.Session),
 		slog.String("turn", e.Turn),
 		slog.String("key", e.Key.String()),
-		slog.Int("tries", e.Tries),
+		slog.Int("attempts", e.Attempts),
 	}
 	if e.Attempt != "" {
 		attrs = append(attrs, slog.String("attempt", e.Attempt))

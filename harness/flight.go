@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
@@ -24,6 +25,13 @@ type flight struct {
 	sched      *retryclass.Schedule // made on first need: the replay path has none
 	base       Event
 	lease      *leaseKeeper // set while this flight owns the intent
+	// detached says the flight went on as a background check (check.go):
+	// from then on only that goroutine uses the flight, and its answer is
+	// the check's, not a call's.
+	detached bool
+	// waitUntil ends the caller's wait for an outcome being checked
+	// (Options.CheckWait); set on first need.
+	waitUntil time.Time
 }
 
 // newFlight is the flight of the prepared call p: the one place a flight
@@ -80,6 +88,15 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 				fmt.Sprintf("an earlier call of %s in this turn was suppressed (key %s); a call with altered input is refused too",
 					t.Name, br.Record.Key)))
 		case journal.Held:
+			if journal.Settling(&br.Record, h.now()) {
+				// Nobody holds it: an earlier attempt's settle window is
+				// open, and "in progress elsewhere" would be untrue.
+				res, again := f.settling(ctx, &br.Record)
+				if again {
+					continue
+				}
+				return res
+			}
 			v := retryclass.Verdict{Class: retryclass.InFlight}
 			delay, ok := f.schedule().Next(ctx, v)
 			if !ok {
@@ -107,7 +124,11 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 func (f *flight) own(ctx context.Context, br journal.BeginResult, body func(context.Context) Result) Result {
 	f.token, f.tries = br.Token, len(br.Record.Attempts)
 	ctx, stop := f.keepLease(ctx)
-	defer stop()
+	defer func() {
+		if !f.detached { // else the background check renews it until it ends
+			stop()
+		}
+	}()
 	return body(ctx)
 }
 
@@ -120,17 +141,32 @@ func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 	notExecuted := journal.LastAttemptNotExecuted(&rec)
 	f.mayHaveRun = mayHaveRun(&rec)
 	f.event(ctx, EventTakeover, nil)
-	if step == journal.StepReconcile {
-		cause := errors.New("an earlier attempt ended without a recorded outcome (crash, lost answer or an unknown outcome)")
-		if res, settled := f.reconcile(ctx, cause); settled {
-			return res
-		}
-	}
-	id := f.h.newAttemptID()
 	prevClass, prevErr := "unknown", "no outcome recorded before the lease expired"
 	if notExecuted {
 		prevClass, prevErr = "", ""
 	}
+	if step == journal.StepReconcile {
+		cause := errors.New("an earlier attempt ended without a recorded outcome (crash, lost answer or an unknown outcome)")
+		if t.Reconcile == nil {
+			res, _ := f.reconcile(ctx, cause) // records unknown: nobody to ask
+			return res
+		}
+		// Its settle window has passed (Begin waited for it); the check
+		// may still take a confirming settle window.
+		return f.check(ctx, f.h.now(), func(ctx context.Context) Result {
+			if res, settled := f.reconcile(ctx, cause); settled {
+				return res
+			}
+			return f.rerun(ctx, journal.ClassNotExecuted, "the Reconcile hook said twice, a settle window apart, that it did not happen")
+		})
+	}
+	return f.rerun(ctx, prevClass, prevErr)
+}
+
+// rerun starts a new attempt of a taken-over intent, closing the earlier
+// one with prevClass, and executes it.
+func (f *flight) rerun(ctx context.Context, prevClass, prevErr string) Result {
+	id := f.h.newAttemptID()
 	if err := f.startAttempt(ctx, id, prevClass, prevErr); err != nil {
 		return f.lost(ctx, err, nil)
 	}
@@ -230,11 +266,26 @@ func (f *flight) afterFailure(ctx context.Context, v retryclass.Verdict, err err
 	case reconcileFirst:
 		// Never retried blindly: it could double the effect. Once the
 		// downstream can no longer be acting on the attempt, the
-		// Reconcile hook is asked.
-		if res, settled := f.settleThenReconcile(ctx, err); settled {
+		// Reconcile hook is asked, in a background check the caller
+		// does not wait for beyond its budget.
+		if f.p.tool.Reconcile == nil {
+			res, _ := f.reconcile(ctx, err) // records unknown: nobody to ask
 			return v, res, true
 		}
-		v.Class = retryclass.NotExecuted
+		return v, f.check(ctx, f.h.now().Add(f.p.tool.settle), func(ctx context.Context) Result {
+			if res, ok := f.reconcileEarly(ctx, err); ok {
+				return res
+			}
+			if res, settled := f.settleThenReconcile(ctx, err); settled {
+				return res
+			}
+			v.Class = retryclass.NotExecuted
+			next, ok := f.retry(ctx, v, err)
+			if !ok {
+				return f.giveUp(ctx, v.Class, err)
+			}
+			return f.execute(ctx, next)
+		}), true
 	}
 	return v, Result{}, false
 }

@@ -62,6 +62,12 @@ type Options struct {
 	// CacheSize bounds the memo of raw input → key; zero means 4096
 	// entries, negative disables it.
 	CacheSize int
+	// CheckWait is how long a caller waits for the outcome of an Unkeyed
+	// attempt that is being checked (its settle window, then its Reconcile
+	// hook) before it is answered InProgress; the check goes on in the
+	// background and a re-issue gets its outcome. Zero means
+	// DefaultCheckWait (2 s); negative means no wait.
+	CheckWait time.Duration
 }
 
 // Harness wraps an agent's tools so that one intent produces at most one
@@ -88,6 +94,9 @@ type Harness struct {
 	running sync.WaitGroup // calls in progress; Add only under mu with !closed
 	// inspect serves agentctl, when Open started it; Close stops it.
 	inspect *inspectServer
+	// checks are the background checks of Unkeyed outcomes (check.go);
+	// Close ends them.
+	checks checks
 	// stopGC ends the background GC Open started (nil if none); gcDone is
 	// closed when it has ended.
 	stopGC context.CancelFunc
@@ -98,6 +107,7 @@ type Harness struct {
 // store.
 func New(store journal.Store, opts *Options) *Harness {
 	h := &Harness{store: store, tools: make(map[string]*tool)}
+	h.checks.init()
 	if opts != nil {
 		h.opts = *opts
 	}
@@ -205,7 +215,7 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	if t.Effect == journal.Unkeyed {
 		pt.settle = t.Settle
 		if pt.settle == 0 {
-			pt.settle = pt.timeout
+			pt.settle = DefaultSettle
 		}
 		pt.settle = max(pt.settle, 0)
 		pt.quiet = pt.timeout + pt.settle
@@ -236,7 +246,10 @@ func (h *Harness) Owner() string { return h.owner }
 // Close refuses new calls, waits for the calls in progress to finish, and
 // for the flights whose callers left (their outcomes are recorded), and
 // then, when the Harness opened its journal (Open), closes it. A tool that
-// never returns keeps Close waiting.
+// never returns keeps Close waiting. Background checks of Unkeyed outcomes
+// still waiting out a settle window are ended, and their records left
+// pending, as a crash would leave them: the next owner (the next Open, or
+// another process) checks them once the window has passed.
 func (h *Harness) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -245,7 +258,9 @@ func (h *Harness) Close() error {
 	}
 	h.closed = true
 	h.mu.Unlock()
+	h.checks.stop()
 	h.running.Wait()
+	h.checks.wg.Wait()
 	if h.stopGC != nil {
 		h.stopGC()
 		<-h.gcDone

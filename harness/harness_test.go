@@ -579,7 +579,9 @@ const (
 // the Unkeyed settle window (timeout + settle, during which the restart
 // must not take over) short.
 func crashPay(effect harness.Effect, fn harness.Func) harness.Tool {
-	return harness.Tool{Name: "pay", Effect: effect, Timeout: 10 * time.Millisecond, Func: fn}
+	// The Unkeyed pay declares a short settle window (its downstream is a
+	// file), so that the restarted process need not wait DefaultSettle.
+	return harness.Tool{Name: "pay", Effect: effect, Timeout: 10 * time.Millisecond, Settle: 10 * time.Millisecond, Func: fn}
 }
 
 // TestTakeoverAfterCrashChild is the process TestTakeoverAfterCrash kills:

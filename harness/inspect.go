@@ -108,7 +108,7 @@ func (o *inspectObserver) Observe(ctx context.Context, e Event) {
 		return
 	}
 	w := inspect.Event{Time: time.Now().UTC(), Kind: e.Kind.String(), Tool: e.Tool, Session: e.Session,
-		Turn: e.Turn, Key: e.Key.String(), Attempt: e.Attempt, Tries: e.Tries, DelayMS: e.Delay.Milliseconds()}
+		Turn: e.Turn, Key: e.Key.String(), Attempt: e.Attempt, Attempts: e.Attempts, DelayMS: e.Delay.Milliseconds()}
 	if e.Class != retryclass.Success {
 		w.Class = e.Class.String()
 	}

@@ -27,11 +27,11 @@ import (
 // a timer, not a goroutine of its own: a call shorter than LeaseTTL/3 (most
 // are) costs one timer armed and stopped.
 type leaseKeeper struct {
-	f      *flight
-	ttl    time.Duration
-	cancel context.CancelCauseFunc
+	f   *flight
+	ttl time.Duration
 
-	mu       sync.Mutex // guards stopped and timer, and the deadline below
+	mu       sync.Mutex              // guards cancel, stopped and timer, and the deadline below
+	cancel   context.CancelCauseFunc // what a lost lease cancels (rebind moves it)
 	stopped  bool
 	timer    *time.Timer
 	deadline time.Time // when the lease runs out unless renewed (monotonic)
@@ -87,6 +87,14 @@ func (k *leaseKeeper) tick(ctx context.Context) {
 	default:
 		k.timer.Reset(min(interval/4, time.Until(k.deadline)/2))
 	}
+}
+
+// rebind makes a lost lease cancel cancel instead: the flight moved to a
+// background check with a context of its own (check.go).
+func (k *leaseKeeper) rebind(cancel context.CancelCauseFunc) {
+	k.mu.Lock()
+	k.cancel = cancel
+	k.mu.Unlock()
 }
 
 // release stops renewing; it is safe on a nil keeper and more than once. A

@@ -135,7 +135,9 @@ func ResultFromRecord(rec *journal.Record) Result {
 // answer fills the call's fields into res and reports it.
 func (f *flight) answer(ctx context.Context, res Result) Result {
 	res.Tool, res.Key, res.Attempts = f.p.tool.Name, f.p.d.Key, f.tries
-	f.h.emit(ctx, resultEvent(f.base, res))
+	if !f.detached { // a background check's outcome answers no call itself
+		f.h.emit(ctx, resultEvent(f.base, res))
+	}
 	return res
 }
 
@@ -144,7 +146,7 @@ func (f *flight) answer(ctx context.Context, res Result) Result {
 // whether a flight, a joined caller or an early refusal answers.
 func resultEvent(base Event, res Result) Event {
 	e := base
-	e.Kind, e.Status, e.Source, e.Err, e.Tries = EventResult, res.Status, res.Source, res.Err, res.Attempts
+	e.Kind, e.Status, e.Source, e.Err, e.Attempts = EventResult, res.Status, res.Source, res.Err, res.Attempts
 	if res.CallID != "" {
 		e.CallID = res.CallID
 	}
@@ -156,13 +158,13 @@ func resultEvent(base Event, res Result) Event {
 
 func (f *flight) event(ctx context.Context, k EventKind, err error) {
 	e := f.base
-	e.Kind, e.Err, e.Tries = k, err, f.tries
+	e.Kind, e.Err, e.Attempts = k, err, f.tries
 	f.h.emit(ctx, e)
 }
 
 func (f *flight) eventAttempt(ctx context.Context, k EventKind, attempt string) {
 	e := f.base
-	e.Kind, e.Attempt, e.Tries = k, attempt, f.tries
+	e.Kind, e.Attempt, e.Attempts = k, attempt, f.tries
 	f.h.emit(ctx, e)
 }
 
@@ -170,18 +172,18 @@ func (f *flight) eventAttempt(ctx context.Context, k EventKind, attempt string) 
 // failed, and are empty when the tool succeeded.
 func (f *flight) eventEffect(ctx context.Context, attempt string, c retryclass.Class, err error) {
 	e := f.base
-	e.Kind, e.Attempt, e.Tries, e.Class, e.Err = EventAfterEffect, attempt, f.tries, c, err
+	e.Kind, e.Attempt, e.Attempts, e.Class, e.Err = EventAfterEffect, attempt, f.tries, c, err
 	f.h.emit(ctx, e)
 }
 
 func (f *flight) eventDelay(ctx context.Context, k EventKind, c retryclass.Class, d time.Duration) {
 	e := f.base
-	e.Kind, e.Class, e.Delay, e.Tries = k, c, d, f.tries
+	e.Kind, e.Class, e.Delay, e.Attempts = k, c, d, f.tries
 	f.h.emit(ctx, e)
 }
 
 func (f *flight) eventRetry(ctx context.Context, c retryclass.Class, d time.Duration, err error) {
 	e := f.base
-	e.Kind, e.Class, e.Delay, e.Tries, e.Err = EventRetry, c, d, f.tries, err
+	e.Kind, e.Class, e.Delay, e.Attempts, e.Err = EventRetry, c, d, f.tries, err
 	f.h.emit(ctx, e)
 }

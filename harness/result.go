@@ -3,6 +3,7 @@ package harness
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -54,8 +55,12 @@ const (
 	// hook again where it has one, else an operator resolves it.
 	Unknown
 	// InProgress: the action is under way (this caller left after it
-	// started, or another owner is running it) and its outcome is not
-	// known yet. A re-issue is answered with its outcome.
+	// started, or another owner is running it) or its outcome is being
+	// checked (an Unkeyed attempt may have taken effect: the harness waits
+	// out its settle window and asks Reconcile, in the background; the
+	// OutcomeError's Class is MaybeExecuted and CheckAt says when), and
+	// its outcome is not known yet. Nothing is repeated meanwhile; a
+	// re-issue is answered with its outcome.
 	InProgress
 	// Rejected: the call itself was refused (unknown tool, invalid or
 	// oversize input, closed harness, a journal failure before anything
@@ -144,6 +149,10 @@ type OutcomeError struct {
 	Message string
 	// Status is Failed, Suppressed, Unknown or InProgress.
 	Status Status
+	// CheckAt is, for an InProgress outcome being checked (Class
+	// MaybeExecuted: an attempt may have taken effect), when the check is
+	// due: the end of the settle window. Zero when it is not known.
+	CheckAt time.Time
 	// cause is the live error, when the outcome happened in this call.
 	cause error
 }
@@ -190,6 +199,14 @@ func (r Result) ForModel() string {
 		return "The outcome of this action is unknown: it may or may not have taken effect, and it was not repeated. " +
 			"Do not retry it or change its input. Tell the user it needs checking (reference " + r.Key.String() + ")."
 	case InProgress:
+		if oe != nil && oe.Class == retryclass.MaybeExecuted {
+			when := ""
+			if !oe.CheckAt.IsZero() {
+				when = " (from " + oe.CheckAt.UTC().Format(time.RFC3339) + ")"
+			}
+			return "The outcome of this action is being checked" + when + ": an attempt may have taken effect, and nothing is repeated before the check says it did not. " +
+				"Do not retry it or change its input; calling this tool again with the same input returns its outcome once known (reference " + r.Key.String() + ")."
+		}
 		return "This action is under way and its outcome is not known yet. Do not change its input or start it another way; " +
 			"calling this tool again with the same input returns its outcome (reference " + r.Key.String() + ")."
 	case Rejected:

@@ -63,9 +63,10 @@ type Tool struct {
 	// as "reason" that the model rewrites on every retry.
 	Volatile []string
 	// Reconcile is asked after an attempt of an Unkeyed tool may have taken
-	// effect (a timeout, a lost answer, a crash), once its settle window has
-	// passed. Nil means the outcome stays unknown until resolved (agentctl
-	// resolve).
+	// effect (a timeout, a lost answer, a crash). Its "happened" is taken
+	// whenever it comes; its "did not happen" only once the settle window
+	// has passed and a second one, a settle window later, agrees. Nil means
+	// the outcome stays unknown until resolved (agentctl resolve).
 	Reconcile ReconcileFunc
 	// Timeout bounds each attempt. Zero means no timeout of the harness's
 	// own for Keyed, Idempotent and ReadOnly tools (the caller's context
@@ -74,11 +75,14 @@ type Tool struct {
 	Timeout time.Duration
 	// Settle is how long after an attempt ended without an answer the
 	// downstream may still be acting on it (a request it is still
-	// processing after the client gave up). An Unkeyed tool's Reconcile is
-	// not asked, and an attempt that crashed is not taken over, before its
-	// start + Timeout + Settle has passed; meanwhile callers are answered
-	// "in progress" or "unknown", never with a re-run. Zero means the
-	// tool's Timeout; negative means no wait. Only Unkeyed tools wait:
+	// processing after the client gave up). An Unkeyed tool's "did not
+	// happen" is not believed, and an attempt that crashed is not taken
+	// over, before its start + Timeout + Settle has passed; meanwhile
+	// callers are answered InProgress (the outcome is being checked),
+	// never with a re-run. Zero means DefaultSettle (2 minutes), whatever
+	// the Timeout: a downstream's pace is not the client's patience. A
+	// shorter window is a claim about the downstream that the tool makes
+	// explicitly; negative means no wait at all. Only Unkeyed tools wait:
 	// the other kinds absorb a repeat.
 	Settle time.Duration
 	// Retry is the retry policy; nil means the harness's Options.Retry.

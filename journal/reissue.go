@@ -157,3 +157,20 @@ func leaseLive(rec *Record, now time.Time) bool {
 func stillActing(rec *Record, now time.Time) bool {
 	return now.Before(quietAt(rec))
 }
+
+// QuietAt is when no attempt of rec can still be acting downstream: the
+// latest QuietAt of its attempts (zero when none declared a settle
+// window). Until then nobody runs or reconciles the intent.
+func QuietAt(rec *Record) time.Time { return quietAt(rec) }
+
+// Settling reports that Reissue waits for rec at now only because an
+// earlier attempt's settle window is open: no owner holds a live lease (or
+// the outcome is recorded), yet an attempt may still be acting downstream
+// until QuietAt. A caller is then told that, not that the intent is in
+// progress elsewhere.
+func Settling(rec *Record, now time.Time) bool {
+	if rec.State == StatePending && leaseLive(rec, now) {
+		return false
+	}
+	return stillActing(rec, now)
+}

@@ -136,10 +136,10 @@ func ExamplePolicy_NewSchedule() {
 		v := p.Verdict(ctx, err)
 		delay, ok := s.Next(ctx, v)
 		if !ok {
-			fmt.Printf("stop after %d tries (%v): %v\n", s.Tries(), s.StopReason(), v)
+			fmt.Printf("stop after %d attempts (%v): %v\n", s.Attempts(), s.StopReason(), v)
 			return
 		}
-		fmt.Printf("try %d failed (%v); wait %v\n", s.Tries()-1, v, delay)
+		fmt.Printf("try %d failed (%v); wait %v\n", s.Attempts()-1, v, delay)
 		if err := retryclass.Wait(ctx, delay); err != nil {
 			return
 		}
@@ -148,7 +148,7 @@ func ExamplePolicy_NewSchedule() {
 	// try 1 failed (maybe-executed); wait 1ms
 	// try 2 failed (maybe-executed); wait 2ms
 	// try 3 failed (maybe-executed); wait 4ms
-	// stop after 4 tries (attempts): maybe-executed
+	// stop after 4 attempts (attempts): maybe-executed
 }
 
 // A payment API known to answer 503 only before it does any work: for this

@@ -246,9 +246,10 @@ func (s *Schedule) stop(r StopReason) (time.Duration, bool) {
 	return 0, false
 }
 
-// Tries reports how many tries the schedule has allowed: 1 for the first,
-// plus one for each Next that returned ok. In-flight polls are included.
-func (s *Schedule) Tries() int { return s.tries }
+// Attempts reports how many attempts the schedule has allowed: 1 for the
+// first, plus one for each Next that returned ok. In-flight polls are
+// included.
+func (s *Schedule) Attempts() int { return s.tries }
 
 // Elapsed reports the time since NewSchedule.
 func (s *Schedule) Elapsed() time.Duration { return time.Since(s.start) }

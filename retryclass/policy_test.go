@@ -45,8 +45,8 @@ func TestNextStopsOnClass(t *testing.T) {
 		if d, ok := s.Next(context.Background(), retryclass.Verdict{Class: c}); ok || d != 0 {
 			t.Errorf("Next(%v) = %v, %v; want 0, false", c, d, ok)
 		}
-		if s.StopReason() != retryclass.StopClass || s.Tries() != 1 {
-			t.Errorf("after Next(%v): StopReason = %v, Tries = %d; want class, 1", c, s.StopReason(), s.Tries())
+		if s.StopReason() != retryclass.StopClass || s.Attempts() != 1 {
+			t.Errorf("after Next(%v): StopReason = %v, Attempts = %d; want class, 1", c, s.StopReason(), s.Attempts())
 		}
 	}
 }
@@ -74,8 +74,8 @@ func TestMaxAttemptsCountsTries(t *testing.T) {
 			p := &retryclass.Policy{MaxAttempts: tt.maxAttempts, MaxElapsed: time.Hour}
 			s := p.NewSchedule()
 			delays, _ := retryLoop(t, context.Background(), s, maybe)
-			if s.Tries() != tt.wantTries || len(delays) != tt.wantTries-1 {
-				t.Errorf("MaxAttempts %d: Tries() = %d, retries = %d; want %d, %d", tt.maxAttempts, s.Tries(), len(delays), tt.wantTries, tt.wantTries-1)
+			if s.Attempts() != tt.wantTries || len(delays) != tt.wantTries-1 {
+				t.Errorf("MaxAttempts %d: Attempts() = %d, retries = %d; want %d, %d", tt.maxAttempts, s.Attempts(), len(delays), tt.wantTries, tt.wantTries-1)
 			}
 			if s.StopReason() != retryclass.StopAttempts {
 				t.Errorf("MaxAttempts %d: StopReason = %v; want attempts", tt.maxAttempts, s.StopReason())
@@ -203,8 +203,8 @@ func TestElapsedBudget(t *testing.T) {
 		if len(starts) != 4 || starts[3] != 2*time.Second {
 			t.Errorf("retries started at %v; want 4, the last at 2s", starts)
 		}
-		if s.StopReason() != retryclass.StopElapsed || s.Tries() != 5 {
-			t.Errorf("StopReason = %v, Tries = %d; want elapsed, 5", s.StopReason(), s.Tries())
+		if s.StopReason() != retryclass.StopElapsed || s.Attempts() != 5 {
+			t.Errorf("StopReason = %v, Attempts = %d; want elapsed, 5", s.StopReason(), s.Attempts())
 		}
 	})
 }
@@ -263,8 +263,8 @@ func TestInFlightBudget(t *testing.T) {
 		if len(delays) != len(want) || delays[0] != want[0] || delays[1] != want[1] || delays[2] != want[2] {
 			t.Fatalf("in-flight delays = %v; want %v", delays, want)
 		}
-		if s.StopReason() != retryclass.StopInFlight || s.Tries() != 4 {
-			t.Errorf("StopReason = %v, Tries = %d; want in-flight, 4", s.StopReason(), s.Tries())
+		if s.StopReason() != retryclass.StopInFlight || s.Attempts() != 4 {
+			t.Errorf("StopReason = %v, Attempts = %d; want in-flight, 4", s.StopReason(), s.Attempts())
 		}
 		// The in-flight budget is spent, but the attempt budget is not.
 		if _, ok := s.Next(context.Background(), notExecuted); !ok {

@@ -51,7 +51,7 @@ func ExampleNew() {
 		fmt.Println(line)
 	}
 	// Output:
-	// agentonce.attempt
+	// agentonce.attempt agentonce.attempts=1
 	// execute_tool send_email agentonce.status=succeeded agentonce.source=executed agentonce.attempts=1
 	// execute_tool send_email agentonce.status=succeeded agentonce.source=replayed agentonce.attempts=1
 }

@@ -210,7 +210,7 @@ func (o *Observer) attemptStarted(ctx context.Context, e harness.Event) {
 	sp := o.current(ctx, e)
 	o.attempts.Add(ctx, 1, metric.WithAttributes(AttrTool.String(e.Tool)))
 	_, a := o.tracer.Start(sp.ctx, "agentonce.attempt", trace.WithAttributes(
-		AttrTool.String(e.Tool), AttrAttempt.String(e.Attempt), attribute.Int("agentonce.attempt.number", e.Tries)))
+		AttrTool.String(e.Tool), AttrAttempt.String(e.Attempt), AttrAttempts.Int(e.Attempts)))
 	if prev := o.swapAttempt(sp, a); prev != nil {
 		prev.End() // an attempt that reported no effect (in a transaction)
 	}
@@ -241,7 +241,7 @@ func (o *Observer) swapAttempt(sp *span, a trace.Span) trace.Span {
 }
 
 func (o *Observer) spanEvent(ctx context.Context, e harness.Event, name string) {
-	attrs := []attribute.KeyValue{attribute.Int("agentonce.tries", e.Tries)}
+	attrs := []attribute.KeyValue{AttrAttempts.Int(e.Attempts)}
 	if e.Class != retryclass.Success {
 		attrs = append(attrs, AttrClass.String(e.Class.String()))
 	}
@@ -268,13 +268,13 @@ func (o *Observer) result(ctx context.Context, e harness.Event) {
 	if !sp.journaled && e.Source == harness.Executed && !leftRunning {
 		// An unjournaled tool reports no attempt events; its tries are
 		// this call's own.
-		o.attempts.Add(ctx, int64(e.Tries), metric.WithAttributes(AttrTool.String(e.Tool)))
+		o.attempts.Add(ctx, int64(e.Attempts), metric.WithAttributes(AttrTool.String(e.Tool)))
 	}
 	if a := o.swapAttempt(sp, nil); a != nil {
 		a.End()
 	}
 	status, source := AttrStatus.String(e.Status.String()), AttrSource.String(e.Source.String())
-	sp.SetAttributes(status, source, AttrAttempts.Int(e.Tries))
+	sp.SetAttributes(status, source, AttrAttempts.Int(e.Attempts))
 	if e.Class != retryclass.Success {
 		sp.SetAttributes(AttrClass.String(e.Class.String()))
 	}

@@ -98,7 +98,7 @@ gc --json: {"dry_run": BOOL, "removed": N}
 tail --json, one event per line:
   {"time": TIME, "kind": "before-write-ahead|after-write-ahead|after-effect|
    after-outcome|retry|in-flight|takeover|reconcile|settle|result",
-   "tool": "", "session": "", "turn": "", "key": "UUID", "tries": N,
+   "tool": "", "session": "", "turn": "", "key": "UUID", "attempts": N,
    "attempt": "", "class": "", "delay_ms": N, "status": "", "source": "",
    "error": ""}  where attempt, class, delay_ms, status, source and error
    are left out when not set; status and source are set on "result"

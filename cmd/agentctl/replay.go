@@ -30,7 +30,10 @@ now, from the record's state, lease, expiry and the tool's effect kind:
           harness waits, then answers "in progress". PostgreSQL journals,
           and a running agent's (read through its socket) only: a bbolt
           journal agentctl can open has no agent, so a live lease belongs
-          to a process that stopped, and the restarted agent's open ends it
+          to a process that stopped, and the restarted agent's open ends it.
+          Or an earlier attempt's settle window is open: it may still be
+          acting downstream, and nothing runs or is reconciled before the
+          window's end, which the reason gives
   block   blocked as unknown: an unkeyed tool whose attempt may have
           happened (or a read-only one recorded unknown); the harness calls
           the tool's Reconcile hook if it has one, else answers unknown
@@ -111,6 +114,15 @@ func previewRecord(r *journal.Record, now time.Time, singleWriter bool) (action,
 	}
 	switch journal.Reissue(r, r.Effect, now) {
 	case journal.StepWait:
+		if journal.Settling(r, now) {
+			// Nobody holds it: an earlier attempt's settle window is open.
+			then := "it runs again with the same key"
+			if journal.TakeoverStep(r, r.Effect) == journal.StepReconcile {
+				then = "the tool's Reconcile hook is asked (else agentctl resolve " + r.Key.String() + ")"
+			}
+			return actWait, "settle window open until " + journal.QuietAt(r).UTC().Format(time.RFC3339) +
+				": an earlier attempt may still be acting downstream, so nothing runs or is reconciled before then; after it, " + then
+		}
 		return actWait, fmt.Sprintf("in flight elsewhere: %s holds the lease until %s",
 			orDash(r.Lease.Owner), r.Lease.Expires.UTC().Format(time.RFC3339))
 	case journal.StepAnew:

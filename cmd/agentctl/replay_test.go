@@ -154,6 +154,43 @@ func TestPreviewRecord(t *testing.T) {
 	}
 }
 
+// Issue 23, item 6: an unknown record inside its settle window was
+// explained as "o holds the lease until <a time already past>". It must
+// name the settle window and its end; a live lease keeps its wording.
+func TestPreviewSettleWindow(t *testing.T) {
+	now := testNow
+	quiet := now.Add(90 * time.Second)
+	attempts := []journal.Attempt{{ID: "1", Start: now.Add(-time.Minute), End: now.Add(-50 * time.Second), QuietAt: quiet}}
+	for _, tt := range []struct {
+		name         string
+		state        journal.State
+		lease        time.Time
+		singleWriter bool
+		settle       bool // the reason names the settle window, else the lease
+	}{
+		{"unknown, lease long past", journal.StateUnknown, now.Add(-time.Minute), false, true},
+		{"pending, lease past", journal.StatePending, now.Add(-time.Second), false, true},
+		{"pending, a stopped owner's lease (bbolt)", journal.StatePending, now.Add(time.Minute), true, true},
+		{"pending, live lease", journal.StatePending, now.Add(time.Minute), false, false},
+	} {
+		r := journal.Record{Key: uuid.New(), State: tt.state, Effect: journal.Unkeyed, Attempts: attempts,
+			Lease: journal.Lease{Owner: "o", Expires: tt.lease}, Expires: now.Add(time.Hour)}
+		action, reason := previewRecord(&r, now, tt.singleWriter)
+		if action != actWait {
+			t.Errorf("previewRecord(%s) = %s (%q); want %s", tt.name, action, reason, actWait)
+		}
+		named := strings.Contains(reason, "settle window open until "+quiet.UTC().Format(time.RFC3339)) &&
+			strings.Contains(reason, "may still be acting downstream") && !strings.Contains(reason, "holds the lease")
+		if named != tt.settle {
+			t.Errorf("previewRecord(%s) reason = %q; want it to name the settle window: %v", tt.name, reason, tt.settle)
+		}
+		// The timeline explains a record in the same words.
+		if in := buildIntent(&r, now, tt.singleWriter); in.ReissueReason != reason {
+			t.Errorf("timeline(%s) reason = %q; want replay's %q", tt.name, in.ReissueReason, reason)
+		}
+	}
+}
+
 func TestReplayBlockedNamesResolve(t *testing.T) {
 	fx := buildFixture(t)
 	r := agentctl(t, false, "replay", "--journal", fx.path, "--session", "s1")

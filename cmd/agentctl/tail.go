@@ -115,7 +115,7 @@ func tailLine(e *env, ev *inspect.Event) string {
 	}
 	if !e.stdoutTTY {
 		fields := []string{machineTime(ev.Time), ev.Kind, ev.Tool, ev.Session, ev.Turn, ev.Key, ev.Attempt,
-			strconv.Itoa(ev.Tries), ev.Class, delay, ev.Status, ev.Source, ev.Error}
+			strconv.Itoa(ev.Attempts), ev.Class, delay, ev.Status, ev.Source, ev.Error}
 		for i, f := range fields {
 			fields[i] = escapeField(f)
 		}
@@ -129,7 +129,7 @@ func tailLine(e *env, ev *inspect.Event) string {
 		}
 		what = append(what, s)
 	}
-	what = append(what, "tries="+strconv.Itoa(ev.Tries))
+	what = append(what, "attempts="+strconv.Itoa(ev.Attempts))
 	if ev.Class != "" {
 		what = append(what, "class="+ev.Class)
 	}

@@ -386,7 +386,7 @@ func writeAxis(b *strings.Builder, tl *timeline, lay *axisLayout, pct func(time.
 			}
 		}
 	}
-	b.WriteString("</svg>\n<span class=\"colh num\" title=\"attempts\">tries</span><span class=\"colh num\" title=\"first attempt's start to the last one's end\">took</span><span class=\"colh\">on re-issue now</span></div>\n")
+	b.WriteString("</svg>\n<span class=\"colh num\" title=\"attempts of the intent\">attempts</span><span class=\"colh num\" title=\"first attempt's start to the last one's end\">took</span><span class=\"colh\">on re-issue now</span></div>\n")
 }
 
 // roundDuration is a cut gap's label, short enough for its band: "59m",

@@ -67,6 +67,11 @@ func tools(baseURL string, apiClient, mailClient *http.Client) []harness.Tool {
 			return doJSON(ctx, mailClient, http.MethodPost, baseURL+"/emails", in)
 		})
 	email.Timeout = toolTimeout
+	// The mail API answers as soon as it has the request (it does no slow
+	// work after the client gives up), so the tool claims a short settle
+	// window; without the claim the harness would wait harness.DefaultSettle
+	// (minutes) before it trusted a "not sent".
+	email.Settle = toolTimeout
 	// The mail API keeps the key as the message's reference and can be
 	// asked about it: after a crash or a lost answer the harness asks
 	// instead of sending again.

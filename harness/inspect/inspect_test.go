@@ -398,7 +398,7 @@ func TestEventsDropped(t *testing.T) {
 	<-ready
 	const total = 20 * subscriberBuffer
 	for i := range total {
-		fx.srv.Publish(Event{Kind: "result", Tries: i})
+		fx.srv.Publish(Event{Kind: "result", Attempts: i})
 	}
 	close(release)
 	fx.srv.Close()

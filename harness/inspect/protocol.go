@@ -123,15 +123,15 @@ type GC struct {
 // (harness.Event). Kind, Status, Source and Class are the names the
 // harness prints; empty when not set.
 type Event struct {
-	Time    time.Time `json:"time"`
-	Kind    string    `json:"kind"`
-	Tool    string    `json:"tool"`
-	Session string    `json:"session"`
-	Turn    string    `json:"turn"`
-	Key     string    `json:"key"`
-	Attempt string    `json:"attempt,omitempty"`
-	Tries   int       `json:"tries"`
-	Class   string    `json:"class,omitempty"`
+	Time     time.Time `json:"time"`
+	Kind     string    `json:"kind"`
+	Tool     string    `json:"tool"`
+	Session  string    `json:"session"`
+	Turn     string    `json:"turn"`
+	Key      string    `json:"key"`
+	Attempt  string    `json:"attempt,omitempty"`
+	Attempts int       `json:"attempts"`
+	Class    string    `json:"class,omitempty"`
 	// DelayMS is the wait before the next try, in milliseconds.
 	DelayMS int64  `json:"delay_ms,omitempty"`
 	Status  string `json:"status,omitempty"`

@@ -86,9 +86,10 @@ func callTimes(ctx context.Context, path string, k kind, hk hooks, n int) ([]ans
 	if err != nil {
 		return nil, nil, err
 	}
-	// A short timeout keeps an Unkeyed attempt's settle window (start +
+	// A short timeout and a short declared settle window (the downstream
+	// is this process) keep an Unkeyed attempt's quiet time (start +
 	// timeout + settle, in which no restart takes it over) short.
-	tool := harness.Tool{Name: matrixTool, Effect: k.effect, Timeout: 100 * time.Millisecond,
+	tool := harness.Tool{Name: matrixTool, Effect: k.effect, Timeout: 100 * time.Millisecond, Settle: 100 * time.Millisecond,
 		Func: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
 			key, _ := harness.KeyFromContext(ctx)
 			return json.RawMessage(hk.run(key.String())), nil

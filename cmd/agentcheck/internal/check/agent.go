@@ -304,7 +304,7 @@ func (a *agent) tool(spec ToolSpec) harness.Tool {
 
 // quietMS is the window an Unkeyed tool declares for each attempt, from
 // its start: Timeout + Settle, with the harness's defaults (Timeout
-// DefaultUnkeyedTimeout, Settle the Timeout). Zero for the other kinds,
+// DefaultUnkeyedTimeout, Settle DefaultSettle). Zero for the other kinds,
 // which declare none.
 func quietMS(spec ToolSpec) int64 {
 	if spec.Kind != Unkeyed {
@@ -316,7 +316,7 @@ func quietMS(spec ToolSpec) int64 {
 	}
 	settle := time.Duration(spec.SettleMS) * time.Millisecond
 	if settle == 0 {
-		settle = timeout
+		settle = harness.DefaultSettle
 	}
 	return (timeout + max(settle, 0)).Milliseconds()
 }

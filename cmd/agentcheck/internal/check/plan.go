@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/agentonce/agentonce/harness"
 )
 
 // Kind is a tool's effect kind in the plan's words; agent.go maps it to
@@ -38,7 +40,7 @@ type ToolSpec struct {
 	TimeoutMS int `json:"timeout_ms,omitempty"`
 	// SettleMS is Tool.Settle in milliseconds: how long the tool declares
 	// its downstream may act after the client gave up; 0 means the
-	// harness's default (the timeout).
+	// harness's default (harness.DefaultSettle).
 	SettleMS int `json:"settle_ms,omitempty"`
 }
 
@@ -464,7 +466,7 @@ func keepPromise(in *Intent) {
 		}
 		settle := t.SettleMS
 		if settle == 0 {
-			settle = t.TimeoutMS
+			settle = int(harness.DefaultSettle / time.Millisecond)
 		}
 		limit := t.TimeoutMS + settle - 50 // a margin for the scheduler
 		for i := range in.Script {

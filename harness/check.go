@@ -1,0 +1,220 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/retryclass"
+)
+
+// An Unkeyed attempt that ended without an answer is checked before
+// anything else happens to its intent: the harness waits out the tool's
+// settle window, asks its Reconcile hook, and runs the tool again only on a
+// "did not happen" that a second one, a settle window later, confirms. That
+// takes minutes under the default window, and no caller waits for it: the
+// check goes on in a goroutine the Harness owns, the caller is answered
+// InProgress once Options.CheckWait has passed, and a re-issue in this
+// process joins the check (elsewhere it finds the intent held). Close ends
+// the checks still waiting and leaves their records pending, for the next
+// owner to check once the settle window has passed.
+
+const (
+	// DefaultSettle is an Unkeyed tool's settle window when Tool.Settle is
+	// zero. It is not derived from the tool's Timeout, which says how long
+	// the client waits, not how long the downstream may go on: a server
+	// that accepted a request usually finishes it within its own timeouts
+	// (a minute is common), so two minutes past the client's is a
+	// conservative guess. A shorter window is the tool's explicit claim.
+	DefaultSettle = 2 * time.Minute
+	// DefaultCheckWait is Options.CheckWait when it is zero.
+	DefaultCheckWait = 2 * time.Second
+)
+
+// errClosing is the cause a background check's context ends with when the
+// Harness closes.
+var errClosing = errors.New("harness closing")
+
+// checks are a Harness's background checks.
+type checks struct {
+	ctx  context.Context // ends when the Harness closes
+	stop context.CancelFunc
+	wg   sync.WaitGroup // checks running; Add only from a flight Close waits for
+
+	mu sync.Mutex // guards m
+	m  map[flightKey]*checkJob
+	n  atomic.Int32 // len(m), read without mu: most calls find no check
+}
+
+// checkJob is one background check.
+type checkJob struct {
+	done    chan struct{} // closed once res is set and the job left checks.m
+	res     Result
+	checkAt time.Time // when the outcome is checked (its settle window ends)
+	tries   int       // the attempts when the check started
+}
+
+func (c *checks) init() {
+	c.ctx, c.stop = context.WithCancel(context.Background())
+	c.m = make(map[flightKey]*checkJob)
+}
+
+func (c *checks) find(k flightKey) *checkJob {
+	if c.n.Load() == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k]
+}
+
+// checkWait is how long a caller waits for an outcome being checked.
+func (h *Harness) checkWait() time.Duration {
+	switch w := h.opts.CheckWait; {
+	case w == 0:
+		return DefaultCheckWait
+	case w < 0:
+		return 0
+	default:
+		return w
+	}
+}
+
+// waitLeft is what is left of this call's wait for an outcome being
+// checked; the budget starts at the call's first such wait.
+func (f *flight) waitLeft() time.Duration {
+	if f.waitUntil.IsZero() {
+		f.waitUntil = time.Now().Add(f.h.checkWait())
+	}
+	return time.Until(f.waitUntil)
+}
+
+// check goes on with rest (the settle window, Reconcile, a run on a
+// confirmed "did not happen") on a goroutine the Harness owns, and answers
+// the caller with its outcome if that comes within the call's wait budget,
+// else InProgress. The flight's lease is renewed until rest returns;
+// checkAt is when the outcome will first be checked. A flight already in
+// the background runs rest itself.
+func (f *flight) check(ctx context.Context, checkAt time.Time, rest func(context.Context) Result) Result {
+	if f.detached {
+		return rest(ctx)
+	}
+	h := f.h
+	k := flightKey{f.p.d.Key, f.p.d.Fingerprint}
+	job := &checkJob{done: make(chan struct{}), checkAt: checkAt, tries: f.tries}
+	bctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	f.lease.rebind(cancel)
+	f.detached = true
+	h.checks.mu.Lock()
+	if _, dup := h.checks.m[k]; !dup {
+		h.checks.n.Add(1)
+	}
+	h.checks.m[k] = job
+	h.checks.mu.Unlock()
+	h.checks.wg.Add(1)
+	wait := f.waitLeft() // before the check owns f
+	go func() {
+		stop := context.AfterFunc(h.checks.ctx, func() { cancel(errClosing) })
+		defer func() {
+			stop()
+			f.lease.release()
+			cancel(nil)
+			if job.res.Status == 0 { // rest ended by runtime.Goexit in the tool
+				job.res = checking(f.p, f.tries, time.Time{},
+					"the check ended without an outcome (runtime.Goexit in the tool); the intent stays pending until its lease expires")
+			}
+			h.checks.mu.Lock()
+			if h.checks.m[k] == job {
+				delete(h.checks.m, k)
+				h.checks.n.Add(-1)
+			}
+			h.checks.mu.Unlock()
+			close(job.done)
+			h.checks.wg.Done()
+		}()
+		job.res = rest(bctx)
+	}()
+	res := h.await(ctx, job, f.p, wait, false)
+	h.emit(ctx, resultEvent(f.base, res))
+	return res
+}
+
+// await waits up to wait (or until ctx ends) for job's outcome and answers
+// it; past that, InProgress. joined says the caller did not start the
+// check.
+func (h *Harness) await(ctx context.Context, job *checkJob, p *prepared, wait time.Duration, joined bool) Result {
+	t := time.NewTimer(max(wait, 0))
+	defer t.Stop()
+	select {
+	case <-job.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	select {
+	case <-job.done:
+		res := job.res
+		if joined && res.Source == Executed {
+			res.Source = Collapsed
+		}
+		return res
+	default:
+	}
+	res := checking(p, job.tries, job.checkAt,
+		"an attempt may have taken effect and its outcome is being checked: once the downstream can no longer be acting on it, "+
+			"the tool's Reconcile hook is asked, and the tool runs again only if the hook says twice, a settle window apart, that nothing happened")
+	if joined {
+		res.Source = NoSource
+	}
+	return res
+}
+
+// checking is the InProgress answer for an intent whose outcome is being
+// checked (or will be, from checkAt): an attempt may have taken effect.
+func checking(p *prepared, tries int, checkAt time.Time, msg string) Result {
+	return Result{Tool: p.tool.Name, Key: p.d.Key, Status: InProgress, Source: Executed, Attempts: tries,
+		Err: &OutcomeError{Tool: p.tool.Name, Key: p.d.Key, Class: retryclass.MaybeExecuted, Status: InProgress,
+			Message: msg, CheckAt: checkAt}}
+}
+
+// interrupted answers a check whose wait (a settle window, or the interval
+// before a confirming Reconcile) ended early. When the Harness is closing,
+// the record is left pending, as a crash would leave it: the next owner
+// checks it once the settle window has passed. Otherwise (the lease was
+// lost) the outcome is unknown, as far as this flight can record it.
+func (f *flight) interrupted(ctx context.Context, cause error) (Result, bool) {
+	if errors.Is(context.Cause(ctx), errClosing) {
+		f.lease.release()
+		return f.answer(ctx, checking(f.p, f.tries, time.Time{},
+			"the harness closed before this outcome was checked: the intent stays pending, and the first call once its settle window has passed checks it ("+
+				cause.Error()+")")), true
+	}
+	return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
+		fmt.Errorf("%w; the downstream may still be acting on it, so it was not reconciled yet (a re-issue reconciles)", cause)), true
+}
+
+// settling answers a call that found the intent held only because an
+// earlier attempt's settle window is open (nobody holds its lease): it
+// waits for the window to close if that comes within the call's wait
+// budget (again is true: ask Begin again), else it says so.
+func (f *flight) settling(ctx context.Context, rec *journal.Record) (res Result, again bool) {
+	q := journal.QuietAt(rec)
+	if d := q.Sub(f.h.now()); d <= f.waitLeft() {
+		f.eventDelay(ctx, EventSettle, retryclass.MaybeExecuted, d)
+		if retryclass.Wait(ctx, d+time.Millisecond) == nil {
+			return Result{}, true
+		}
+	}
+	then := "the first call after then asks the tool's Reconcile hook before anything runs again"
+	if f.p.tool.Effect == journal.Unkeyed && f.p.tool.Reconcile == nil {
+		then = "a call after then is answered unknown (the tool has no Reconcile hook) until an operator resolves it"
+	} else if f.p.tool.Effect != journal.Unkeyed {
+		then = "a call after then runs it again with the same key"
+	}
+	return f.answer(ctx, checking(f.p, len(rec.Attempts), q,
+		"no process is running this action now, but an earlier attempt may still be acting downstream until "+
+			q.UTC().Format(time.RFC3339)+" (its settle window); "+then)), false
+}
