@@ -96,7 +96,7 @@ func TestCheck(t *testing.T) {
 // TestCheckMiddleware runs agentcheck -downstream middleware: the
 // idempotency middleware on a bbolt journal (and, when AGENTONCE_PG_URL is
 // set, on PostgreSQL) keeps the Idempotency-Key contract behind the fault
-// script, 8 s of faults each, about 20 s a store. The agents' journal is
+// script, 8 s of faults each, 7–20 s a store by the load. The agents' journal is
 // bbolt in both (TestCheck runs them on PostgreSQL): the server's store is
 // what is under test. On Redis, cmd/agentcheck/redis's test runs it.
 func TestCheckMiddleware(t *testing.T) {
