@@ -10,6 +10,8 @@
 //	agentcheck [-seed N] [-duration 20s] [-store bolt|postgres|both] [-pg URL]
 //	           [-workers 3] [-intents 0] [-lease 500ms] [-skew=true] [-kill=true]
 //	           [-scenarios LIST] [-history FILE] [-json] [-v]
+//	           [-downstream builtin|middleware] [-server-store bolt|postgres|redis]
+//	           [-redis URL] [-handler-5xx] [-store-5xx] [-kill-server]
 //
 // On bbolt one agent process runs at a time and is killed and restarted; on
 // PostgreSQL several run at once, are killed and restarted, have their
@@ -18,6 +20,15 @@
 // terminations, and -scenarios runs only the named scenarios. After
 // -duration a final process re-issues every intent once. The seed (random
 // unless given) is printed first; the same seed gives the same schedule.
+//
+// -downstream middleware puts package idempotency, on a journal of
+// -server-store of its own, between the downstream's fault script and the
+// handler that makes the effect, so that harness and middleware are judged
+// together; the script's faults are applied to the middleware's answers.
+// -kill-server runs that server in a process of its own and kills it with
+// SIGKILL every few seconds.
+// -server-store redis needs cmd/agentcheck/redis, this command with the
+// Redis journal linked in.
 //
 // The output lists each violation with the seed, the rule and the
 // intent's history lines (the first two per rule; -v prints all), then a

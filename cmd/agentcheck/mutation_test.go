@@ -81,6 +81,15 @@ var mutations = []mutation{
 		catch: []string{check.RuleWrongOutput},
 	},
 	{
+		// The server side, judged with the harness in -downstream
+		// middleware: a middleware that stores no answer runs every retry.
+		name:  "middleware stores no answer",
+		edits: []edit{{"idempotency/run.go", "return resp.Status >= 500 && !m.o.StoreServerErrors", "return resp.Status >= 200 && !m.o.StoreServerErrors"}},
+		store: "bolt", seed: "11", duration: "8s", scenarios: "refuse-retry,mixed",
+		args:  []string{"-downstream", "middleware", "-server-store", "bolt"},
+		catch: []string{check.RuleDuplicate},
+	},
+	{
 		// Records live for days (RecordTTL), so a checker run never sees
 		// one expire: the conformance suite, whose clock it owns, does.
 		name:   "expiry ignoring the state",

@@ -89,12 +89,15 @@ type Violation struct {
 
 // Report is what Check found in one history.
 type Report struct {
-	Seed    int64  `json:"seed"`
-	Store   string `json:"store"`
-	History string `json:"history,omitempty"`
-	Intents int    `json:"intents"`
-	Calls   int    `json:"calls"`
-	Effects int    `json:"effects"`
+	Seed  int64  `json:"seed"`
+	Store string `json:"store"`
+	// Downstream is, in ModeMiddleware, "middleware/" and the
+	// middleware's store; empty for the builtin downstream.
+	Downstream string `json:"downstream,omitempty"`
+	History    string `json:"history,omitempty"`
+	Intents    int    `json:"intents"`
+	Calls      int    `json:"calls"`
+	Effects    int    `json:"effects"`
 	// Answers counts answers by outcome (and source, for successes).
 	Answers map[string]int `json:"answers"`
 	// Kills and Terminations count SIGKILLs and PostgreSQL backends
@@ -111,6 +114,10 @@ type Report struct {
 	// Problems are failures of the run itself (a worker that exited with
 	// an error), which make its verdict incomplete.
 	Problems []string `json:"problems,omitempty"`
+	// ServerLog holds, in ModeMiddleware, what the middleware logged
+	// because it could not tell a client (a response it could not
+	// record): not a violation, but worth reading beside them.
+	ServerLog []string `json:"server_log,omitempty"`
 	// WorkDir is the run's kept work directory (plan, per-process
 	// histories and logs, the bbolt journal) when the run failed.
 	WorkDir string `json:"work_dir,omitempty"`

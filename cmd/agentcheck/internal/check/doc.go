@@ -13,7 +13,10 @@
 //   - Downstream is the loopback service the tools call; it follows each
 //     intent's script, honours Idempotency-Key by the key alone (as a real
 //     server does), keeps acting after a client hangs up, and records
-//     requests, effects and responses.
+//     requests, effects and responses. NewMiddlewareDownstream hands its
+//     Idempotency-Key bookkeeping to package idempotency on a real
+//     journal, and applies the script's faults to the middleware's
+//     answers (ModeMiddleware).
 //   - RunWorker is the body of one agent process (agentcheck worker): it
 //     drives the plan's calls through the public harness API and records
 //     calls and answers. It is the only file that uses harness types.

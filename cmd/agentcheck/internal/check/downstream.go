@@ -31,6 +31,12 @@ type Downstream struct {
 	arrived map[string]int     // requests per intent
 	keyed   map[string]*stored // by Idempotency-Key: the stored response
 	effects map[string][]json.RawMessage
+
+	// mw, in ModeMiddleware, is the idempotency middleware (on a ServeMux)
+	// that replaces the bookkeeping by key (see NewMiddlewareDownstream).
+	mw http.Handler
+	// handlerFails makes a fail-after action the handler's (ServerOptions).
+	handlerFails bool
 }
 
 // stored is the idempotency record of one Idempotency-Key: the payload
@@ -98,6 +104,10 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("no such intent %q (%v)", b.Intent, err), http.StatusBadRequest)
 			return
 		}
+		if d.mw != nil {
+			d.actMiddleware(w, r, in, b.P, raw)
+			return
+		}
 		d.act(w, r, in, b.P)
 	case r.Method == http.MethodGet && r.URL.Path == "/read":
 		p, _ := strconv.Atoi(r.URL.Query().Get("p"))
@@ -107,6 +117,10 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		d.read(w, r, in, p)
+	case r.Method == http.MethodGet && r.URL.Path == "/running":
+		// How many requests are in progress besides this one (a server
+		// process's Wait, asked by the runner).
+		fmt.Fprint(w, d.running.Load()-1)
 	case r.Method == http.MethodGet && r.URL.Path == "/effects":
 		d.mu.Lock()
 		effects := d.effects[r.URL.Query().Get("intent")]
@@ -177,22 +191,7 @@ func (d *Downstream) act(w http.ResponseWriter, r *http.Request, in *Intent, p i
 		d.respond(w, r, base, a.Code, a.RetryAfter, "refused")
 		return
 	}
-	d.mu.Lock()
-	num := len(d.effects[in.ID]) + 1
-	var out []byte
-	if in.Kind == Idempotent {
-		out, _ = json.Marshal(map[string]any{"intent": in.ID, "p": p, "put": true})
-	} else {
-		out, _ = json.Marshal(map[string]any{"intent": in.ID, "p": p, "effect": num, "attempt": base.Attempt})
-	}
-	d.effects[in.ID] = append(d.effects[in.ID], out)
-	if st != nil {
-		st.done, st.body = true, out
-	}
-	e = base
-	e.Ev, e.Effect, e.Output = EvEffect, num, out
-	d.log.Add(e)
-	d.mu.Unlock()
+	out := d.commit(in, p, base, st)
 	d.deliver(w, r, base, a, out, "")
 }
 

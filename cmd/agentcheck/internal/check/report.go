@@ -36,8 +36,12 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 		fmt.Fprintf(w, "declaration broken: seed %d, store %s, intent %s (%s, tool %s): %s\n",
 			v.Seed, v.Store, v.Intent, v.Scenario, v.Tool, v.Detail)
 	}
-	fmt.Fprintf(w, "store %s, seed %d: %d intents, %d calls, %d effects, %d kills, %d backends terminated\n",
-		r.Store, r.Seed, r.Intents, r.Calls, r.Effects, r.Kills, r.Terminations)
+	ds := ""
+	if r.Downstream != "" {
+		ds = ", downstream " + r.Downstream
+	}
+	fmt.Fprintf(w, "store %s%s, seed %d: %d intents, %d calls, %d effects, %d kills, %d backends terminated\n",
+		r.Store, ds, r.Seed, r.Intents, r.Calls, r.Effects, r.Kills, r.Terminations)
 	if r.History != "" {
 		fmt.Fprintf(w, "history %s\n", r.History)
 	}
@@ -66,6 +70,9 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "problem: %s\n", p)
+	}
+	for _, l := range r.ServerLog {
+		fmt.Fprintf(w, "middleware logged: %s\n", l)
 	}
 }
 

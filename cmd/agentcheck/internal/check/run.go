@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentonce/agentonce/journal"
 )
 
 // Options configures Run. Zero values are defaults where a field says so.
@@ -58,6 +60,27 @@ type Options struct {
 	// the journal file before the final pass, as a disk that flips a bit
 	// would: the harness must refuse them, never answer with them.
 	Corrupt int
+	// Downstream is the downstream's mode: ModeBuiltin (the default when
+	// empty) or ModeMiddleware.
+	Downstream string
+	// ServerStore is, in ModeMiddleware, the middleware's journal:
+	// "bolt" (a file in the work directory; the default when empty),
+	// "postgres" (a schema of its own on PGURL, dropped after) or "redis"
+	// (a key prefix of its own on RedisURL, removed by DropRedis).
+	ServerStore string
+	// RedisURL is the Redis server (redis://host:port/db) for ServerStore
+	// "redis". The program must have registered the redis:// scheme with
+	// journal.Register (by importing journal/redis).
+	RedisURL string
+	// DropRedis, when set, removes a Redis journal's keys after the run:
+	// location is the journal's, with its prefix parameter.
+	DropRedis func(ctx context.Context, location string) error
+	// Server holds ModeMiddleware's other choices.
+	Server ServerOptions
+	// KillServer, in ModeMiddleware, runs the server (middleware and
+	// handler) in a process of its own, "Exe server …", killed with
+	// SIGKILL every 2 to 5 seconds until the end and restarted.
+	KillServer bool
 }
 
 // Run runs one check: the plan for o.Seed against real worker processes,
@@ -69,6 +92,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if o.Workers <= 0 {
 		o.Workers = 3
+	}
+	switch o.Downstream {
+	case "":
+		o.Downstream = ModeBuiltin
+	case ModeBuiltin, ModeMiddleware:
+	default:
+		return nil, fmt.Errorf("downstream %q: want %s or %s", o.Downstream, ModeBuiltin, ModeMiddleware)
+	}
+	if o.Downstream == ModeMiddleware && o.ServerStore == "" {
+		o.ServerStore = "bolt"
 	}
 	dir, err := os.MkdirTemp("", "agentcheck-")
 	if err != nil {
@@ -147,11 +180,45 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 	defer dlog.Close()
 	ds := NewDownstream(r.plan, dlog)
-	dsURL, closeDS, err := Serve(ds)
-	if err != nil {
-		return nil, err
+	var dsURL string
+	var srvProc *serverProc
+	if r.o.Downstream == ModeMiddleware && r.o.KillServer {
+		// The server's process writes the downstream's history itself.
+		dlog.Close()
+		location, drop, err := r.serverLocation()
+		if err != nil {
+			return nil, err
+		}
+		defer drop()
+		if srvProc, err = r.startServer(location); err != nil {
+			return nil, err
+		}
+		defer srvProc.stop()
+		dsURL = "http://" + srvProc.addr
+	} else {
+		if r.o.Downstream == ModeMiddleware {
+			srv, drop, err := r.openServer(ctx)
+			if err != nil {
+				return nil, err
+			}
+			defer drop()
+			defer srv.Close()
+			errLog, err := serverErrLog(filepath.Join(r.dir, "server.log"))
+			if err != nil {
+				return nil, err
+			}
+			defer errLog.Close()
+			if ds, err = NewMiddlewareDownstream(r.plan, dlog, srv, r.o.Server, errLog); err != nil {
+				return nil, err
+			}
+		}
+		url, closeDS, err := Serve(ds)
+		if err != nil {
+			return nil, err
+		}
+		defer closeDS()
+		dsURL = url
 	}
-	defer closeDS()
 	r.plan.Downstream = dsURL
 
 	if err := r.prepareJournal(ctx); err != nil {
@@ -168,12 +235,15 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if err := WritePlan(planFile, r.plan); err != nil {
 		return nil, err
 	}
-	r.say("%s seed %d: %d intents, %d workers, downstream %s, work in %s",
-		r.o.Store, r.o.Seed, len(r.plan.Intents), r.plan.Workers, dsURL, r.dir)
+	r.say("%s seed %d: %d intents, %d workers, downstream %s (%s %s), work in %s",
+		r.o.Store, r.o.Seed, len(r.plan.Intents), r.plan.Workers, dsURL, r.o.Downstream, r.o.ServerStore, r.dir)
 
 	r.procs = map[int]*running{}
 	stop := make(chan struct{})
 	var faults sync.WaitGroup
+	if srvProc != nil {
+		faults.Go(func() { srvProc.killLoop(r, stop) })
+	}
 	if !r.o.NoKill {
 		faults.Go(func() { r.kill(stop) })
 		if r.schema != "" {
@@ -195,7 +265,11 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	hard.Stop()
 	close(stop)
 	faults.Wait()
-	if !ds.Wait(15 * time.Second) {
+	wait := ds.Wait
+	if srvProc != nil {
+		wait = srvProc.wait
+	}
+	if !wait(15 * time.Second) {
 		r.problem("downstream requests still running 15s after the workers ended")
 	}
 
@@ -211,7 +285,10 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if err := r.runProc(planFile, 0, "final", true, final); err != nil {
 		r.problem("final pass: %v", err)
 	}
-	ds.Wait(15 * time.Second)
+	wait(15 * time.Second)
+	if srvProc != nil {
+		srvProc.stop()
+	}
 
 	paths, _ := filepath.Glob(filepath.Join(r.dir, "*.jsonl"))
 	events, err := ReadHistory(paths...)
@@ -227,6 +304,16 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 	rep := Check(r.plan, events)
 	rep.History = hist
+	if r.o.Downstream == ModeMiddleware {
+		rep.Downstream = ModeMiddleware + "/" + r.o.ServerStore
+		rep.ServerLog = readServerLog(filepath.Join(r.dir, "server.log"))
+		if r.o.Server.HandlerFailAfter {
+			rep.Downstream += " handler-5xx"
+		}
+		if r.o.Server.StoreServerErrors {
+			rep.Downstream += " store-5xx"
+		}
+	}
 	r.mu.Lock()
 	rep.Problems = append(rep.Problems, r.problems...)
 	r.mu.Unlock()
@@ -268,17 +355,20 @@ func (r *runner) prepareJournal(ctx context.Context) error {
 	return nil
 }
 
-func (r *runner) dropSchema() {
+func (r *runner) dropSchema() { r.dropPGSchema(r.schema) }
+
+// dropPGSchema drops a schema of the run from the PostgreSQL server.
+func (r *runner) dropPGSchema(schema string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, r.o.PGURL)
 	if err != nil {
-		r.problem("dropping schema %s: %v", r.schema, err)
+		r.problem("dropping schema %s: %v", schema, err)
 		return
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{r.schema}.Sanitize()+` CASCADE`); err != nil {
-		r.problem("dropping schema %s: %v", r.schema, err)
+	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+		r.problem("dropping schema %s: %v", schema, err)
 	}
 }
 
@@ -470,4 +560,68 @@ func (r *runner) corrupt(path string, n int) error {
 		r.log.Add(Event{Ev: EvFault, Intent: intent, Subject: "final", Note: "corrupted the stored output of the intent in the journal file"})
 	}
 	return nil
+}
+
+// openServer opens the middleware's journal (ModeMiddleware): a bbolt file
+// in the work directory, a PostgreSQL schema of its own or a Redis key
+// prefix of its own, never the agents' journal. drop removes the schema
+// or the keys; call it after closing the store.
+func (r *runner) openServer(ctx context.Context) (store journal.Store, drop func(), err error) {
+	location, drop, err := r.serverLocation()
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err = journal.Open(ctx, location, nil)
+	if err != nil {
+		drop()
+		return nil, nil, fmt.Errorf("server journal: %w", err)
+	}
+	return store, drop, nil
+}
+
+// serverLocation names the middleware's journal, and returns the function
+// that removes it (a schema, Redis keys) after the run.
+func (r *runner) serverLocation() (location string, drop func(), err error) {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := fmt.Sprintf("agentcheck_server_%d_%s", uint64(r.o.Seed)%1_000_000, hex.EncodeToString(b[:]))
+	drop = func() {}
+	switch r.o.ServerStore {
+	case "bolt":
+		location = filepath.Join(r.dir, "server.journal")
+	case "postgres":
+		u, err := url.Parse(r.o.PGURL)
+		if r.o.PGURL == "" || err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			return "", nil, fmt.Errorf("server store postgres: -pg %q: want a postgres:// URL", r.o.PGURL)
+		}
+		q := u.Query()
+		q.Set("schema", name)
+		// Not the agents' application name: the terminator leaves the
+		// server's backends alone.
+		q.Set("application_name", name)
+		u.RawQuery = q.Encode()
+		location = u.String()
+		drop = func() { r.dropPGSchema(name) }
+	case "redis":
+		u, err := url.Parse(r.o.RedisURL)
+		if r.o.RedisURL == "" || err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+			return "", nil, fmt.Errorf("server store redis: %q: want a redis:// URL (-redis or AGENTONCE_REDIS_URL)", r.o.RedisURL)
+		}
+		q := u.Query()
+		q.Set("prefix", name)
+		u.RawQuery = q.Encode()
+		location = u.String()
+		if r.o.DropRedis != nil {
+			drop = func() {
+				dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := r.o.DropRedis(dctx, location); err != nil {
+					r.problem("removing the server journal's keys (prefix %s): %v", name, err)
+				}
+			}
+		}
+	default:
+		return "", nil, fmt.Errorf("server store %q: want bolt, postgres or redis", r.o.ServerStore)
+	}
+	return location, drop, nil
 }

@@ -1,4 +1,7 @@
-package main
+// Package cli is agentcheck's command line: its flags, its output and its
+// exit codes, as Run. cmd/agentcheck calls it; so does cmd/agentcheck/redis,
+// the same command with the Redis journal linked in.
+package cli
 
 import (
 	"context"
@@ -28,6 +31,11 @@ const (
 	exitCannotRun = 3
 )
 
+// DropRedis removes a Redis journal's keys (location names its prefix). A
+// program that links the Redis journal in (cmd/agentcheck/redis) sets it;
+// while it is nil, -server-store redis is refused.
+var DropRedis func(ctx context.Context, location string) error
+
 // errHelp is returned by parseFlags when -h or -help was asked for.
 var errHelp = errors.New("help requested")
 
@@ -56,6 +64,20 @@ Flags:
   -skew=false      do not run a PostgreSQL worker with its clock 90s ahead
   -kill=false      do not SIGKILL workers or terminate PostgreSQL backends
   -scenarios LIST  comma-separated scenarios to run (default all)
+  -downstream M    builtin (default): the downstream keeps the
+                   Idempotency-Key contract itself; middleware: package
+                   idempotency on a real journal does, between the fault
+                   script and the handler that makes the effect
+  -server-store S  the middleware's journal: bolt (default), postgres
+                   (a schema of its own on -pg) or redis (a key prefix of
+                   its own on -redis; needs cmd/agentcheck/redis)
+  -redis URL       Redis server URL (default $AGENTONCE_REDIS_URL)
+  -handler-5xx     with -downstream middleware, a "fail-after" step is the
+                   handler's (it commits, then answers the 5xx through the
+                   middleware), not a gateway's after the middleware
+  -store-5xx       the middleware stores 5xx answers (StoreServerErrors)
+  -kill-server     with -downstream middleware, run the server in a process
+                   of its own and SIGKILL it every 2 to 5 s
   -history FILE    merged history file, JSON Lines (default in the temp dir)
   -json            print the result as one JSON object
   -v               print progress, and the history of every violation
@@ -63,13 +85,15 @@ Flags:
 Exit codes:
   0  no violation
   1  at least one violation, or a run whose workers failed
-  2  usage: a bad flag or value, or -store postgres without a URL
+  2  usage: a bad flag or value, or -store postgres (or -server-store
+     postgres, redis) without a URL
   3  the check could not run (PostgreSQL unreachable, no temporary
      directory, its own binary not found)
 
 Example:
   agentcheck -seed 1 -store bolt
   AGENTONCE_PG_URL=postgres://... agentcheck -seed 1 -store both
+  agentcheck -seed 1 -downstream middleware -server-store bolt
 `
 
 // options are the flags of a check.
@@ -89,11 +113,23 @@ type options struct {
 	corrupt   int
 	json      bool
 	verbose   bool
+	// The downstream's mode, the middleware's store and Redis's URL.
+	downstream  string
+	serverStore string
+	redis       string
+	server      check.ServerOptions
+	killServer  bool
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// Run runs agentcheck with args (without the program's name), and returns
+// its exit code. "worker" as the first argument is one agent process of a
+// check, started by the check itself.
+func Run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "worker" {
 		return runWorker(args[1:], stderr)
+	}
+	if len(args) > 0 && args[0] == "server" {
+		return runServer(args[1:], stderr)
 	}
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, errHelp) {
@@ -125,6 +161,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.history, "history", "", "merged history file (JSON Lines); with -store both, the store's name is added")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
 	fs.BoolVar(&o.verbose, "v", false, "print progress, and the history of every violation")
+	fs.StringVar(&o.downstream, "downstream", check.ModeBuiltin, "builtin, or middleware: package idempotency on a real journal keeps the Idempotency-Key contract")
+	fs.StringVar(&o.serverStore, "server-store", "bolt", "with -downstream middleware, the middleware's journal: bolt, postgres or redis")
+	fs.BoolVar(&o.server.HandlerFailAfter, "handler-5xx", false, "with -downstream middleware, a fail-after step is the handler's: it commits, then answers the 5xx through the middleware")
+	fs.BoolVar(&o.server.StoreServerErrors, "store-5xx", false, "with -downstream middleware, the middleware stores 5xx answers (idempotency.Options.StoreServerErrors)")
+	fs.BoolVar(&o.killServer, "kill-server", false, "with -downstream middleware, run the server in a process of its own and kill it with SIGKILL at random moments")
+	fs.StringVar(&o.redis, "redis", os.Getenv("AGENTONCE_REDIS_URL"), "Redis server URL for -server-store redis (default $AGENTONCE_REDIS_URL)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, errHelp
@@ -168,6 +210,35 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintf(stderr, "agentcheck: -store %s needs -pg URL or AGENTONCE_PG_URL\n", o.store)
 		return o, flag.ErrHelp
 	}
+	if o.downstream != check.ModeBuiltin && o.downstream != check.ModeMiddleware {
+		fmt.Fprintf(stderr, "agentcheck: -downstream %q: want %s or %s\n", o.downstream, check.ModeBuiltin, check.ModeMiddleware)
+		return o, flag.ErrHelp
+	}
+	if o.killServer && o.downstream != check.ModeMiddleware {
+		fmt.Fprintln(stderr, "agentcheck: -kill-server needs -downstream middleware (the builtin downstream runs in the checker's process)")
+		return o, flag.ErrHelp
+	}
+	switch o.serverStore {
+	case "bolt":
+	case "postgres":
+		if o.downstream == check.ModeMiddleware && o.pg == "" {
+			fmt.Fprintln(stderr, "agentcheck: -server-store postgres needs -pg URL or AGENTONCE_PG_URL")
+			return o, flag.ErrHelp
+		}
+	case "redis":
+		switch {
+		case o.downstream != check.ModeMiddleware:
+		case DropRedis == nil:
+			fmt.Fprintln(stderr, "agentcheck: -server-store redis: this agentcheck has no Redis journal linked in; run the one that has: go run ./cmd/agentcheck/redis -downstream middleware -server-store redis")
+			return o, flag.ErrHelp
+		case o.redis == "":
+			fmt.Fprintln(stderr, "agentcheck: -server-store redis needs -redis URL or AGENTONCE_REDIS_URL")
+			return o, flag.ErrHelp
+		}
+	default:
+		fmt.Fprintf(stderr, "agentcheck: -server-store %q: want bolt, postgres or redis\n", o.serverStore)
+		return o, flag.ErrHelp
+	}
 	return o, nil
 }
 
@@ -192,7 +263,8 @@ func runCheck(o options, stdout, stderr io.Writer) int {
 	var reports []*check.Report
 	for _, st := range stores {
 		ro := check.Options{Seed: o.seed, Store: st, PGURL: o.pg, Duration: o.duration,
-			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, NoKill: !o.kill, Scenarios: o.scenarios, Exe: exe, History: o.history, Corrupt: o.corrupt}
+			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, NoKill: !o.kill, Scenarios: o.scenarios, Exe: exe, History: o.history, Corrupt: o.corrupt,
+			Downstream: o.downstream, ServerStore: o.serverStore, RedisURL: o.redis, DropRedis: DropRedis, Server: o.server, KillServer: o.killServer}
 		if o.history != "" && len(stores) > 1 {
 			ext := filepath.Ext(o.history)
 			ro.History = strings.TrimSuffix(o.history, ext) + "-" + st + ext

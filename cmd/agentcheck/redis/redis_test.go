@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentonce/agentonce/cmd/agentcheck/internal/checktest"
+)
+
+// TestCheckMiddlewareRedis runs agentcheck -downstream middleware
+// -server-store redis for 8 s of faults (10–25 s in all), with
+// AGENTONCE_CHECK=1 and AGENTONCE_REDIS_URL set (.ci/run sets both), and
+// fails on any violation.
+// It then checks that the run removed its server journal's keys.
+func TestCheckMiddlewareRedis(t *testing.T) {
+	if os.Getenv("AGENTONCE_CHECK") != "1" {
+		t.Skip("AGENTONCE_CHECK=1 runs the fault checker (.ci/run does)")
+	}
+	u := os.Getenv("AGENTONCE_REDIS_URL")
+	if u == "" {
+		if os.Getenv("AGENTONCE_REQUIRE_REDIS") != "" {
+			t.Fatal("AGENTONCE_REQUIRE_REDIS is set but AGENTONCE_REDIS_URL is empty")
+		}
+		t.Skip("AGENTONCE_REDIS_URL is not set")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "agentcheck-redis")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	hist := filepath.Join(os.TempDir(), "agentcheck-middleware-redis-4.jsonl")
+	checktest.Run(t, bin, hist, "-downstream", "middleware", "-server-store", "redis", "-redis", u, "-seed", "4", "-duration", "8s")
+	if !t.Failed() {
+		os.Remove(hist)
+	}
+
+	o, err := goredis.ParseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := goredis.NewClient(o)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	it := c.Scan(ctx, 0, "{agentcheck_server_4_*", 1000).Iterator()
+	if it.Next(ctx) {
+		t.Errorf("the run left keys of its server journal behind, e.g. %s", it.Val())
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
