@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 )
@@ -21,6 +22,11 @@ type attemptInfo struct {
 	unkeyed bool
 	// call is the call's place (CallFromContext).
 	call ToolCall
+	// resent is set by Transport when net/http wrote one of the attempt's
+	// requests more than once (it resends a replayable request whose
+	// reused connection died after sending): the answer it got may be the
+	// resend's, and the first send may have acted.
+	resent atomic.Bool
 }
 
 // CallFromContext returns the call whose tool runs with ctx: its ID,

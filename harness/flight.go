@@ -227,9 +227,14 @@ func (f *flight) tryInTx(ctx context.Context, attemptID string) (res Result, set
 // failure and its verdict.
 func (f *flight) tryFunc(ctx context.Context, attemptID string) (res Result, settled bool, v retryclass.Verdict, err error) {
 	t := f.p.tool
-	out, err := f.h.invoke(ctx, t, f.p, attemptID)
+	out, err, resent := f.h.invoke(ctx, t, f.p, attemptID)
 	if err != nil {
 		v = t.policy.Verdict(ctx, err)
+		if resent && v.Class == retryclass.NotExecuted {
+			// "Not executed" may be the answer to net/http's resend;
+			// the first send of the request may have acted.
+			v.Class = retryclass.MaybeExecuted
+		}
 	}
 	f.eventEffect(ctx, attemptID, v.Class, err)
 	if err == nil {
@@ -380,12 +385,13 @@ func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result,
 // runtime.Goexit is not recovered: it ends the flight's goroutine, the
 // record stays pending, and its lease expiry hands the intent to the next
 // call as after a crash.
-func (h *Harness) invoke(ctx context.Context, t *tool, p *prepared, attemptID string) (out json.RawMessage, err error) {
+func (h *Harness) invoke(ctx context.Context, t *tool, p *prepared, attemptID string) (out json.RawMessage, err error, resent bool) {
 	actx := h.attemptContext(ctx, t, p, attemptID)
 	if pe := guarded(actx, t, func(actx context.Context) { out, err = t.Func(actx, p.call.Input) }); pe != nil {
-		return nil, pe
+		return nil, pe, false
 	}
-	return out, err
+	ai, _ := actx.Value(keyCtxKey).(*attemptInfo)
+	return out, err, ai != nil && ai.resent.Load()
 }
 
 // guarded runs user code (the tool, its InTx effect, its Reconcile hook)
@@ -422,7 +428,7 @@ func (h *Harness) runUnjournaled(ctx context.Context, p *prepared) Result {
 	for {
 		id := h.newAttemptID()
 		f.tries++
-		out, err := h.invoke(ctx, t, p, id)
+		out, err, _ := h.invoke(ctx, t, p, id)
 		if err == nil {
 			return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: out})
 		}

@@ -3,6 +3,8 @@ package harness
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
 )
 
 // Default header names used by Transport.
@@ -26,7 +28,9 @@ const (
 // deduplicate, that resend would be a second effect the harness never
 // decided. Keyed and Idempotent requests may be resent so: their
 // downstream, or their nature, absorbs it (the journal does not count such
-// a resend as an attempt).
+// a resend as an attempt). The Transport notes such a resend (an
+// httptrace hook), and the harness then never takes a "not executed"
+// answer of that attempt for the first send's: it is maybe executed.
 //
 // Like http.Transport it does not interpret responses and does not retry:
 // the harness does. Turn a response into a classified error with
@@ -82,5 +86,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if idHeader != "-" && ai.attempt != "" && r2.Header.Get(idHeader) == "" {
 		r2.Header.Set(idHeader, ai.attempt)
 	}
+	if ai.unkeyed {
+		return base.RoundTrip(r2)
+	}
+	// net/http may send a keyed request twice (see above); the attempt
+	// learns of it, so that a "not executed" answer, which may be the
+	// resend's, is not taken for the first send's.
+	var writes atomic.Int32
+	r2 = r2.WithContext(httptrace.WithClientTrace(r2.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			if writes.Add(1) > 1 {
+				ai.resent.Store(true)
+			}
+		},
+	}))
 	return base.RoundTrip(r2)
 }
