@@ -27,8 +27,9 @@ const (
 	RuleKeys = "intent-under-two-keys"
 	// RuleGuard: an intent without a StepKey (each payload its own key)
 	// had an effect by an attempt that began after a call of another of
-	// its payloads, in the same turn and tool, was answered Suppressed:
-	// the suppression guard let an altered input run.
+	// its payloads, in the same turn and tool, was answered Suppressed,
+	// and to no call of its payload made before that answer: the
+	// suppression guard let an altered input run.
 	RuleGuard = "guard-bypassed"
 	// RuleNoEffect: a call was answered with a success, but the intent
 	// never had an effect.
@@ -440,13 +441,28 @@ func (v *intentView) guardBypassed() string {
 			continue
 		}
 		for _, e := range v.effects {
-			if e.ev.P != c.p && e.attempt.start > c.end {
+			if e.ev.P != c.p && e.attempt.start > c.end && !v.begunBefore(e, c.end) {
 				return fmt.Sprintf("%s (payload %d) was answered suppressed; then effect %d of payload %d by attempt %s, begun after it",
 					c.id, c.p, e.ev.Effect, e.ev.P, e.ev.Attempt)
 			}
 		}
 	}
 	return ""
+}
+
+// begunBefore reports whether effect e's attempt may belong to a call of
+// its payload, in its process, that was made before t and still open when
+// the attempt started. Such a call may have passed the journal's Begin
+// before the suppression was recorded (a loaded machine runs a worker's
+// issues late, together): the guard could not stop it, and the attempt's
+// own start, logged once its tool runs, says nothing of when it began.
+func (v *intentView) begunBefore(e effectView, t int64) bool {
+	for _, o := range v.calls {
+		if o.p == e.ev.P && o.proc == e.attempt.proc && o.start < t && o.end >= e.attempt.start {
+			return true
+		}
+	}
+	return false
 }
 
 // byKey splits effects into those of each key: one group, or one per

@@ -196,6 +196,28 @@ func TestCheckRules(t *testing.T) {
 			attemptEv(11, "w0.1", "w0.1#2", false),
 			effectEv(12, "w0.1#2", 1, 1),
 		}, []string{RuleGuard}},
+		// A loaded machine ran the worker's two issues together: the
+		// altered input's call was made before the suppression, so its
+		// Begin may have come first, though its tool (and so its attempt
+		// line) ran only after the answer. seed 2 postgres, i0059.
+		{"an altered input called before the suppression, run after it", Keyed, []Event{
+			callEv(0, "w0.1", "c1", 0),
+			callEv(1, "w0.1", "c2", 1),
+			answerEv(5, "w0.1", "c1", 0, OutSuppressed, "", "", "suppressed"),
+			attemptEv(6, "w0.1", "w0.1#2", false),
+			effectEv(7, "w0.1#2", 1, 1),
+			attemptEv(8, "w0.1", "w0.1#2", true),
+			answerEv(9, "w0.1", "c2", 1, OutSucceeded, SrcExecuted, out(1, 1, "w0.1#2"), out(1, 1, "w0.1#2")),
+		}, nil},
+		{"an altered input called before the suppression and answered, then called and run again", Keyed, []Event{
+			callEv(0, "w0.1", "c1", 0),
+			callEv(1, "w0.1", "c2", 1),
+			answerEv(3, "w0.1", "c2", 1, OutFailed, "", "", failedText),
+			answerEv(5, "w0.1", "c1", 0, OutSuppressed, "", "", "suppressed"),
+			callEv(10, "w0.1", "c3", 1),
+			attemptEv(11, "w0.1", "w0.1#3", false),
+			effectEv(12, "w0.1#3", 1, 1),
+		}, []string{RuleGuard}},
 		{"rejected after a success is no answer", Keyed, with(executed,
 			callEv(20, "w1.1", "c2", 0),
 			answerEv(21, "w1.1", "c2", 0, OutRejected, "", "", "The tool call was rejected and did not run: journal: connection reset")), nil},
