@@ -56,7 +56,7 @@ var mutations = []mutation{
 		catch: []string{check.RuleWrongOutput},
 	},
 	{
-		name: "Unkeyed maybe-executed retried",
+		name:  "Unkeyed maybe-executed retried",
 		edits: []edit{{"harness/failure.go", "	{retryclass.MaybeExecuted, ranAny, unkeyed, reconcileFirst, journal.StateUnknown, retryclass.MaybeExecuted, \"\"},\n", ""}},
 		store: "bolt", seed: "11", duration: "12s", scenarios: "refuse-retry,mixed,hangup",
 		catch: []string{check.RuleDuplicate},
