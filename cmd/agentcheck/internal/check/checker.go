@@ -524,8 +524,12 @@ func (v *intentView) wrongOutput(c *callView) string {
 				return ""
 			}
 		}
-	} else if own := v.effectsOf(c.p); len(own) > 0 && sameJSON(got, own[0].ev.Output) && own[0].ev.P == c.p {
-		return ""
+	} else {
+		for _, own := range [][]effectView{v.effectsOf(c.p), v.truthfulOf(c.p)} {
+			if len(own) > 0 && sameJSON(got, own[0].ev.Output) && own[0].ev.P == c.p {
+				return ""
+			}
+		}
 	}
 	var o struct {
 		P *int `json:"p"`
@@ -534,10 +538,31 @@ func (v *intentView) wrongOutput(c *callView) string {
 	if o.P != nil && *o.P != c.p {
 		return fmt.Sprintf("%s (payload %d) answered %s with the output of payload %d: %s", c.id, c.p, c.ans.Source, *o.P, got)
 	}
-	if own := v.effectsOf(c.p); len(own) > 0 {
+	if own := v.truthfulOf(c.p); len(own) > 0 {
 		return fmt.Sprintf("%s answered %s with %s; the first effect's output is %s", c.id, c.ans.Source, got, own[0].ev.Output)
 	}
 	return fmt.Sprintf("%s answered %s with %s; its payload never had an effect", c.id, c.ans.Source, got)
+}
+
+// truthfulOf returns payload p's effects (effectsOf) without those that
+// landed past their tool's declared window while no other attempt began
+// inside it (RuleSettleBroken says so): the harness, told truthfully
+// "did not happen" once the window had passed, ran again, and the run's
+// output is an answer as true as the late one's. With nothing else, all
+// of them.
+func (v *intentView) truthfulOf(p int) []effectView {
+	own := v.effectsOf(p)
+	kept := v.duplicates(v.lateEffects())
+	var out []effectView
+	for _, e := range own {
+		if slices.ContainsFunc(kept, func(k effectView) bool { return k.ev.Effect == e.ev.Effect && k.ev.P == e.ev.P }) {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		return own
+	}
+	return out
 }
 
 // effectsOf returns the effects that share payload p's key: all of the

@@ -181,6 +181,20 @@ func TestCheckRules(t *testing.T) {
 			quietAttempt(3_000_000, "w0.1", "w0.1#2", 1),
 			effectEv(3_000_001, "w0.1#2", 0, 2),
 		}, []string{RuleSettleBroken}},
+		// A loaded machine: the downstream's 700 ms effect landed 755 ms
+		// into a 750 ms window, just after Reconcile said "did not
+		// happen"; the run after it is the answer. seed 2 bolt, i0106.
+		{"a late effect, then a run after the window, answered with the run's output", Unkeyed, []Event{
+			callEv(0, "w0.1", "c1", 0),
+			quietAttempt(1, "w0.1", "w0.1#1", 750),
+			attemptEv(250_000_000, "w0.1", "w0.1#1", true),
+			{T: 751_000_000, Ev: EvReconcile, Proc: "w0.1", Intent: "i1", Note: "did not happen"},
+			effectEv(755_000_000, "w0.1#1", 0, 1),
+			quietAttempt(790_000_000, "w0.1", "w0.1#2", 750),
+			effectEv(800_000_000, "w0.1#2", 0, 2),
+			attemptEv(801_000_000, "w0.1", "w0.1#2", true),
+			answerEv(802_000_000, "w0.1", "c1", 0, OutSucceeded, SrcExecuted, out(0, 2, "w0.1#2"), out(0, 2, "w0.1#2")),
+		}, []string{RuleSettleBroken}},
 		{"a late effect, and a run inside its window", Unkeyed, []Event{
 			callEv(0, "w0.1", "c1", 0),
 			quietAttempt(1, "w0.1", "w0.1#1", 1),
