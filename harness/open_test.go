@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/journal/postgres"
@@ -34,18 +35,21 @@ func TestOpenByLocation(t *testing.T) {
 		t.Errorf("journal file mode = %v; want %v", got, want)
 	}
 
-	if os.Getenv("AGENTONCE_PG_URL") == "" {
-		t.Skip("AGENTONCE_PG_URL is not set")
-	}
+	// A schema of its own: the default one on a shared server may hold a
+	// journal another build (a newer schema version) left.
+	schema := pgtest.Schema(t, "open_")
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	st, err := journal.Open(cctx, os.Getenv("AGENTONCE_PG_URL"), nil)
+	st, err := journal.Open(cctx, pgtest.URL(t), &journal.Options{StoreOptions: &postgres.Options{Schema: schema}})
 	if err != nil {
 		t.Fatalf("journal.Open(AGENTONCE_PG_URL): %v", err)
 	}
 	defer st.Close()
 	if _, ok := st.(*postgres.Store); !ok {
 		t.Errorf("journal.Open(postgres://…) = %T; want *postgres.Store", st)
+	}
+	if _, err := journal.Open(cctx, pgtest.URL(t), &journal.Options{StoreOptions: &bolt.Options{}}); !errors.Is(err, journal.ErrInvalid) {
+		t.Errorf("journal.Open(postgres://…, StoreOptions *bolt.Options) = %v; want ErrInvalid", err)
 	}
 }
 

@@ -19,6 +19,14 @@ import (
 // every go test of a developer.
 const checkEnv = "AGENTONCE_CHECK"
 
+// checkLease is the workers' lease in TestCheck, three times agentcheck's
+// default: a live owner renews at a third of it, and on a saturated CI
+// machine (load 20 on 2 cores) a PostgreSQL round trip took 430 ms, so a
+// 500 ms lease was lost by an owner that was alive and renewing (seed 1
+// postgres, i0001, live-owner-lost-lease). The tools' durations are drawn
+// around the lease, so every scenario keeps its shape.
+const checkLease = "1500ms"
+
 // TestCheck builds agentcheck and runs it for a few fixed seeds on bbolt
 // and, when AGENTONCE_PG_URL is set, on PostgreSQL (about 75 s in all). It
 // fails on any violation, printing each one's seed, rule and detail, and
@@ -59,7 +67,7 @@ func TestCheck(t *testing.T) {
 			}
 			hist := filepath.Join(dir, fmt.Sprintf("%s-%d.jsonl", r.store, r.seed))
 			cmd := exec.Command(bin, "-json", "-store", r.store, "-seed", fmt.Sprint(r.seed),
-				"-duration", r.duration, "-history", hist, "-pg", pg)
+				"-duration", r.duration, "-lease", checkLease, "-history", hist, "-pg", pg)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -16,7 +17,20 @@ import (
 // package is imported.
 func init() {
 	open := func(ctx context.Context, location string, opts *journal.Options) (journal.Store, error) {
-		return Open(ctx, location, &Options{Journal: opts})
+		var o Options
+		if opts != nil {
+			switch so := opts.StoreOptions.(type) {
+			case nil:
+			case *Options:
+				if so != nil {
+					o = *so
+				}
+			default:
+				return nil, fmt.Errorf("journal/postgres: %w: Options.StoreOptions is a %T; a PostgreSQL journal takes a *postgres.Options", journal.ErrInvalid, so)
+			}
+		}
+		o.Journal = opts
+		return Open(ctx, location, &o)
 	}
 	journal.Register("postgres", open)
 	journal.Register("postgresql", open)

@@ -93,9 +93,12 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 			Retry:    workerRetry,
 		},
 		Journal: &journal.Options{
-			Now:          func() time.Time { return time.Now().Add(skew) },
-			StoreOptions: &bolt.Options{LockTimeout: 20 * time.Second}, // the previous incarnation's lock goes with its death
+			Now: func() time.Time { return time.Now().Add(skew) },
 		},
+	}
+	if _, ok := journal.Scheme(o.Journal); !ok {
+		// A bbolt file: the previous incarnation's lock goes with its death.
+		hopts.Journal.StoreOptions = &bolt.Options{LockTimeout: 20 * time.Second}
 	}
 	// The runner terminates PostgreSQL backends at random, an open's among
 	// them: the worker tries again, as an agent's supervisor would restart

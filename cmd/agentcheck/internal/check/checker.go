@@ -27,8 +27,9 @@ const (
 	RuleKeys = "intent-under-two-keys"
 	// RuleGuard: an intent without a StepKey (each payload its own key)
 	// had an effect by an attempt that began after a call of another of
-	// its payloads, in the same turn and tool, was answered Suppressed:
-	// the suppression guard let an altered input run.
+	// its payloads, in the same turn and tool, was answered Suppressed,
+	// and to no call of its payload made before that answer: the
+	// suppression guard let an altered input run.
 	RuleGuard = "guard-bypassed"
 	// RuleNoEffect: a call was answered with a success, but the intent
 	// never had an effect.
@@ -447,13 +448,28 @@ func (v *intentView) guardBypassed() string {
 			continue
 		}
 		for _, e := range v.effects {
-			if e.ev.P != c.p && e.attempt.start > c.end {
+			if e.ev.P != c.p && e.attempt.start > c.end && !v.begunBefore(e, c.end) {
 				return fmt.Sprintf("%s (payload %d) was answered suppressed; then effect %d of payload %d by attempt %s, begun after it",
 					c.id, c.p, e.ev.Effect, e.ev.P, e.ev.Attempt)
 			}
 		}
 	}
 	return ""
+}
+
+// begunBefore reports whether effect e's attempt may belong to a call of
+// its payload, in its process, that was made before t and still open when
+// the attempt started. Such a call may have passed the journal's Begin
+// before the suppression was recorded (a loaded machine runs a worker's
+// issues late, together): the guard could not stop it, and the attempt's
+// own start, logged once its tool runs, says nothing of when it began.
+func (v *intentView) begunBefore(e effectView, t int64) bool {
+	for _, o := range v.calls {
+		if o.p == e.ev.P && o.proc == e.attempt.proc && o.start < t && o.end >= e.attempt.start {
+			return true
+		}
+	}
+	return false
 }
 
 // byKey splits effects into those of each key: one group, or one per
@@ -515,8 +531,12 @@ func (v *intentView) wrongOutput(c *callView) string {
 				return ""
 			}
 		}
-	} else if own := v.effectsOf(c.p); len(own) > 0 && sameJSON(got, own[0].ev.Output) && own[0].ev.P == c.p {
-		return ""
+	} else {
+		for _, own := range [][]effectView{v.effectsOf(c.p), v.truthfulOf(c.p)} {
+			if len(own) > 0 && sameJSON(got, own[0].ev.Output) && own[0].ev.P == c.p {
+				return ""
+			}
+		}
 	}
 	var o struct {
 		P *int `json:"p"`
@@ -525,10 +545,31 @@ func (v *intentView) wrongOutput(c *callView) string {
 	if o.P != nil && *o.P != c.p {
 		return fmt.Sprintf("%s (payload %d) answered %s with the output of payload %d: %s", c.id, c.p, c.ans.Source, *o.P, got)
 	}
-	if own := v.effectsOf(c.p); len(own) > 0 {
+	if own := v.truthfulOf(c.p); len(own) > 0 {
 		return fmt.Sprintf("%s answered %s with %s; the first effect's output is %s", c.id, c.ans.Source, got, own[0].ev.Output)
 	}
 	return fmt.Sprintf("%s answered %s with %s; its payload never had an effect", c.id, c.ans.Source, got)
+}
+
+// truthfulOf returns payload p's effects (effectsOf) without those that
+// landed past their tool's declared window while no other attempt began
+// inside it (RuleSettleBroken says so): the harness, told truthfully
+// "did not happen" once the window had passed, ran again, and the run's
+// output is an answer as true as the late one's. With nothing else, all
+// of them.
+func (v *intentView) truthfulOf(p int) []effectView {
+	own := v.effectsOf(p)
+	kept := v.duplicates(v.lateEffects())
+	var out []effectView
+	for _, e := range own {
+		if slices.ContainsFunc(kept, func(k effectView) bool { return k.ev.Effect == e.ev.Effect && k.ev.P == e.ev.P }) {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		return own
+	}
+	return out
 }
 
 // effectsOf returns the effects that share payload p's key: all of the

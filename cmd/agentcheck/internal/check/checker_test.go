@@ -181,6 +181,20 @@ func TestCheckRules(t *testing.T) {
 			quietAttempt(3_000_000, "w0.1", "w0.1#2", 1),
 			effectEv(3_000_001, "w0.1#2", 0, 2),
 		}, []string{RuleSettleBroken}},
+		// A loaded machine: the downstream's 700 ms effect landed 755 ms
+		// into a 750 ms window, just after Reconcile said "did not
+		// happen"; the run after it is the answer. seed 2 bolt, i0106.
+		{"a late effect, then a run after the window, answered with the run's output", Unkeyed, []Event{
+			callEv(0, "w0.1", "c1", 0),
+			quietAttempt(1, "w0.1", "w0.1#1", 750),
+			attemptEv(250_000_000, "w0.1", "w0.1#1", true),
+			{T: 751_000_000, Ev: EvReconcile, Proc: "w0.1", Intent: "i1", Note: "did not happen"},
+			effectEv(755_000_000, "w0.1#1", 0, 1),
+			quietAttempt(790_000_000, "w0.1", "w0.1#2", 750),
+			effectEv(800_000_000, "w0.1#2", 0, 2),
+			attemptEv(801_000_000, "w0.1", "w0.1#2", true),
+			answerEv(802_000_000, "w0.1", "c1", 0, OutSucceeded, SrcExecuted, out(0, 2, "w0.1#2"), out(0, 2, "w0.1#2")),
+		}, []string{RuleSettleBroken}},
 		{"a late effect, and a run inside its window", Unkeyed, []Event{
 			callEv(0, "w0.1", "c1", 0),
 			quietAttempt(1, "w0.1", "w0.1#1", 1),
@@ -195,6 +209,28 @@ func TestCheckRules(t *testing.T) {
 			callEv(10, "w0.1", "c2", 1),
 			attemptEv(11, "w0.1", "w0.1#2", false),
 			effectEv(12, "w0.1#2", 1, 1),
+		}, []string{RuleGuard}},
+		// A loaded machine ran the worker's two issues together: the
+		// altered input's call was made before the suppression, so its
+		// Begin may have come first, though its tool (and so its attempt
+		// line) ran only after the answer. seed 2 postgres, i0059.
+		{"an altered input called before the suppression, run after it", Keyed, []Event{
+			callEv(0, "w0.1", "c1", 0),
+			callEv(1, "w0.1", "c2", 1),
+			answerEv(5, "w0.1", "c1", 0, OutSuppressed, "", "", "suppressed"),
+			attemptEv(6, "w0.1", "w0.1#2", false),
+			effectEv(7, "w0.1#2", 1, 1),
+			attemptEv(8, "w0.1", "w0.1#2", true),
+			answerEv(9, "w0.1", "c2", 1, OutSucceeded, SrcExecuted, out(1, 1, "w0.1#2"), out(1, 1, "w0.1#2")),
+		}, nil},
+		{"an altered input called before the suppression and answered, then called and run again", Keyed, []Event{
+			callEv(0, "w0.1", "c1", 0),
+			callEv(1, "w0.1", "c2", 1),
+			answerEv(3, "w0.1", "c2", 1, OutFailed, "", "", failedText),
+			answerEv(5, "w0.1", "c1", 0, OutSuppressed, "", "", "suppressed"),
+			callEv(10, "w0.1", "c3", 1),
+			attemptEv(11, "w0.1", "w0.1#3", false),
+			effectEv(12, "w0.1#3", 1, 1),
 		}, []string{RuleGuard}},
 		{"rejected after a success is no answer", Keyed, with(executed,
 			callEv(20, "w1.1", "c2", 0),
