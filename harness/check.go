@@ -107,7 +107,7 @@ func (f *flight) check(ctx context.Context, checkAt time.Time, rest func(context
 	k := flightKey{f.p.d.Key, f.p.d.Fingerprint}
 	job := &checkJob{done: make(chan struct{}), checkAt: checkAt, tries: f.tries}
 	bctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	f.lease.rebind(cancel)
+	f.lease.OnLost(lostLease(cancel))
 	f.detached = true
 	h.checks.mu.Lock()
 	if _, dup := h.checks.m[k]; !dup {
@@ -121,7 +121,7 @@ func (f *flight) check(ctx context.Context, checkAt time.Time, rest func(context
 		stop := context.AfterFunc(h.checks.ctx, func() { cancel(errClosing) })
 		defer func() {
 			stop()
-			f.lease.release()
+			f.lease.Stop()
 			cancel(nil)
 			if job.res.Status == 0 { // rest ended by runtime.Goexit in the tool
 				job.res = checking(f.p, f.tries, time.Time{},
@@ -187,7 +187,7 @@ func checking(p *prepared, tries int, checkAt time.Time, msg string) Result {
 // lost) the outcome is unknown, as far as this flight can record it.
 func (f *flight) interrupted(ctx context.Context, cause error) (Result, bool) {
 	if errors.Is(context.Cause(ctx), errClosing) {
-		f.lease.release()
+		f.lease.Stop()
 		return f.answer(ctx, checking(f.p, f.tries, time.Time{},
 			"the harness closed before this outcome was checked: the intent stays pending, and the first call once its settle window has passed checks it ("+
 				cause.Error()+")")), true

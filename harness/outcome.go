@@ -52,7 +52,7 @@ func (f *flight) complete(ctx context.Context, c journal.Completion, status Stat
 	}
 	// The outcome is recorded even if the caller has gone: it happened.
 	// Renewal stops first, so that it cannot race the lease's end.
-	f.lease.release()
+	f.lease.Stop()
 	if _, err := f.h.store.Complete(context.WithoutCancel(ctx), c); err != nil {
 		return f.lost(ctx, err, out)
 	}

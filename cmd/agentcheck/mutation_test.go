@@ -63,7 +63,7 @@ var mutations = []mutation{
 	},
 	{
 		name:  "lease renewal off",
-		edits: []edit{{"harness/lease.go", "k.timer = time.AfterFunc(k.ttl/3, func() { k.tick(ctx) })", "k.timer = time.AfterFunc(time.Hour, func() { k.tick(ctx) })"}},
+		edits: []edit{{"journal/lease.go", "k.timer = time.AfterFunc(ttl/3, k.tick)", "k.timer = time.AfterFunc(time.Hour, k.tick)"}},
 		store: "postgres", seed: "11", duration: "15s", scenarios: "outlive-lease",
 		catch: []string{check.RuleDuplicate, check.RuleLeaseLost, check.RuleWrongOutput},
 	},

@@ -1,0 +1,105 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// LeaseKeeper renews a lease its owner holds, every ttl/3, for as long as
+// the owner works on the intent: the one renewal rule of the harness's
+// flights and the idempotency middleware's handlers. It runs on a timer,
+// not a goroutine of its own, so work shorter than ttl/3 costs one timer
+// armed and stopped. The lease counts as lost once a renewal is fenced
+// (another owner, or an operator, took the intent) or once the last
+// successful renewal's ttl has nearly run out while the store could not
+// be reached; the time is this process's monotonic clock, which a wall
+// clock jump does not move. It is safe for concurrent use.
+type LeaseKeeper struct {
+	store Store
+	ctx   context.Context // its values go to Renew; not its cancellation
+	key   uuid.UUID
+	token uint64
+	ttl   time.Duration
+
+	mu       sync.Mutex // guards lost, stopped, timer and deadline
+	lost     func(error)
+	stopped  bool
+	timer    *time.Timer
+	deadline time.Time // when the lease runs out unless renewed (monotonic)
+}
+
+// KeepLease starts renewing the lease of key, held with token, by ttl
+// (zero: DefaultLeaseTTL) from each renewal. lost is called once, from the
+// timer's goroutine, with the reason when the lease is lost: an error
+// wrapping ErrFenced or ErrNotFound, or the store's error when it could
+// not be reached in time. Stop ends the renewal.
+func KeepLease(ctx context.Context, s Store, key uuid.UUID, token uint64, ttl time.Duration, lost func(error)) *LeaseKeeper {
+	ttl = leaseTTL(ttl)
+	k := &LeaseKeeper{store: s, ctx: context.WithoutCancel(ctx), key: key, token: token, ttl: ttl, lost: lost}
+	k.mu.Lock() // the first tick may come before AfterFunc returns
+	k.deadline = time.Now().Add(ttl)
+	k.timer = time.AfterFunc(ttl/3, k.tick)
+	k.mu.Unlock()
+	return k
+}
+
+// OnLost makes a lost lease call lost instead (the owner's work moved to
+// another context).
+func (k *LeaseKeeper) OnLost(lost func(error)) {
+	k.mu.Lock()
+	k.lost = lost
+	k.mu.Unlock()
+}
+
+// Stop ends the renewal; it is safe on a nil keeper and more than once. A
+// renewal already under way may still land: it renews the owner's own
+// lease, or is fenced once the outcome is recorded, which then changes
+// nothing.
+func (k *LeaseKeeper) Stop() {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	k.stopped = true
+	k.timer.Stop()
+	k.mu.Unlock()
+}
+
+// tick renews once and arms the next tick: a renewal every ttl/3, a
+// failed one tried again sooner.
+func (k *LeaseKeeper) tick() {
+	k.mu.Lock()
+	stopped := k.stopped
+	k.mu.Unlock()
+	if stopped {
+		return
+	}
+	interval := k.ttl / 3
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(k.ctx, interval)
+	_, err := k.store.Renew(rctx, RenewRequest{Key: k.key, Token: k.token, LeaseTTL: k.ttl})
+	cancel()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return
+	}
+	switch {
+	case err == nil:
+		k.deadline = start.Add(k.ttl)
+		k.timer.Reset(interval)
+	case errors.Is(err, ErrFenced), errors.Is(err, ErrNotFound):
+		k.stopped = true
+		k.lost(err)
+	case time.Until(k.deadline) < interval/4:
+		k.stopped = true
+		k.lost(fmt.Errorf("the journal could not be reached to renew it: %w", err))
+	default:
+		k.timer.Reset(min(interval/4, time.Until(k.deadline)/2))
+	}
+}
