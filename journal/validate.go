@@ -2,6 +2,7 @@ package journal
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -107,6 +108,6 @@ func validAttempts(r *Record, bad func(string, ...any) error) error {
 }
 
 // fmtTime writes a time for an error message.
-func fmtTime(t interface{ Format(string) string }) string {
+func fmtTime(t time.Time) string {
 	return t.Format("2006-01-02T15:04:05.000Z07:00")
 }

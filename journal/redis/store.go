@@ -192,7 +192,10 @@ func (s *Store) openMeta(ctx context.Context, want uuid.UUID) error {
 func (s *Store) Namespace() uuid.UUID { return s.ns }
 
 // Now returns the clock the store judges leases and expiry by: the
-// server's (TIME), or Options.Journal.Now.
+// server's (TIME), or Options.Journal.Now. When the server cannot be asked
+// it returns this machine's time; the harness reads it only to preview a
+// re-issue, and every decision that writes is Begin's, on the server's
+// clock.
 func (s *Store) Now() time.Time {
 	t, err := s.now(context.Background(), s.c)
 	if err != nil {
