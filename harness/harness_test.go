@@ -640,38 +640,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 
 			// The dead process: begins the intent, runs the effect, and is
 			// killed before it records the outcome.
-			cmd := exec.Command(os.Args[0], "-test.run=^TestTakeoverAfterCrashChild$")
-			cmd.Env = append(os.Environ(), crashJournalEnv+"="+path, crashEffectEnv+"="+effect.String(), crashDownEnv+"="+downPath)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatalf("starting the child: %v", err)
-			}
-			var key uuid.UUID
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if rest, ok := strings.CutPrefix(sc.Text(), "child: effect "); ok {
-					key, err = uuid.Parse(rest)
-					break
-				}
-			}
-			if key == uuid.Nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatalf("the child never reported its effect (%v)\nstderr: %s", err, stderr.Bytes())
-			}
-			if err := cmd.Process.Kill(); err != nil {
-				t.Fatalf("SIGKILL: %v", err)
-			}
-			werr := cmd.Wait()
-			var ee *exec.ExitError
-			if !errors.As(werr, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("the child ended with %v; want SIGKILL\nstderr: %s", werr, stderr.Bytes())
-			}
+			key := crashChild(t, effect, path, downPath)
 			downstream := func() int {
 				b, err := os.ReadFile(downPath)
 				if err != nil {
@@ -722,6 +691,83 @@ func TestTakeoverAfterCrash(t *testing.T) {
 			}
 			if n := downstream(); n != 2 {
 				t.Errorf("effects for key %s = %d; want 2 (re-run under the same key: a keyed downstream absorbs it)", key, n)
+			}
+		})
+	}
+}
+
+// crashChild runs TestTakeoverAfterCrashChild on the journal at path and
+// SIGKILLs it once its tool's effect is in the downstream's file; it
+// returns the intent's key.
+func crashChild(t *testing.T, effect harness.Effect, path, downPath string) uuid.UUID {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTakeoverAfterCrashChild$")
+	cmd.Env = append(os.Environ(), crashJournalEnv+"="+path, crashEffectEnv+"="+effect.String(), crashDownEnv+"="+downPath)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the child: %v", err)
+	}
+	var key uuid.UUID
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "child: effect "); ok {
+			key, err = uuid.Parse(rest)
+			break
+		}
+	}
+	if key == uuid.Nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the child never reported its effect (%v)\nstderr: %s", err, stderr.Bytes())
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatalf("SIGKILL: %v", err)
+	}
+	werr := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(werr, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the child ended with %v; want SIGKILL\nstderr: %s", werr, stderr.Bytes())
+	}
+	return key
+}
+
+// TestCrashThenRefusedIsNotFailed: a Keyed or Idempotent call's process is
+// killed after its tool's effect, and the restarted process's attempts of
+// the same intent all provably do nothing (the downstream refuses them).
+// "Failed" says that no attempt of the intent may have run, which the
+// killed one may have: the answer must be Unknown. Its non-durable
+// write-ahead used to die with the process, so the restart began afresh
+// and answered Failed (agentcheck seed 7311, RELIABILITY.md); the journal
+// now keeps it (journal/bolt's pending log).
+func TestCrashThenRefusedIsNotFailed(t *testing.T) {
+	for _, effect := range []harness.Effect{journal.Keyed, journal.Idempotent} {
+		t.Run(effect.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			path, downPath := filepath.Join(dir, "agent.journal"), filepath.Join(dir, "downstream")
+			key := crashChild(t, effect, path, downPath)
+
+			st := openBolt(t, path, nil)
+			defer st.Close()
+			h := newHarness(t, st, nil)
+			var refused atomic.Int32
+			mustRegister(t, h, crashPay(effect, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+				refused.Add(1)
+				return nil, retryclass.MarkNotExecuted(errors.New("connection refused"))
+			}))
+			res := mustCall(t, h, call("pay", `{"amount":100}`))
+			if res.Key != key {
+				t.Fatalf("key = %s; want the killed process's %s", res.Key, key)
+			}
+			if refused.Load() == 0 {
+				t.Fatalf("the restarted tool never ran")
+			}
+			if res.Status != harness.Unknown {
+				t.Errorf("Status = %v (err %v); want %v: the killed attempt's effect is in the downstream", res.Status, res.Err, harness.Unknown)
 			}
 		})
 	}

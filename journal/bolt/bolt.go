@@ -23,7 +23,10 @@
 // Non-durable writes: a pending record written with Durable false is kept
 // in its key's stripe overlay, which every call on the store consults, so
 // it is visible at once; it reaches the file with its outcome, with a
-// durable write of the same key, or at Close. Durable writes go through the
+// durable write of the same key, or at Close. It is also appended, without
+// fsync, to the pending log beside the file (pendlog.go), which the next
+// writer's Open folds into the file: a killed process's write-aheads
+// outlive it, and only a system crash can lose them. Durable writes go through the
 // group commit (commit.go): one goroutine takes the first queued write,
 // adds every write queued behind it (up to Options.MaxBatchSize, waiting up
 // to Options.MaxBatchDelay when that is set) and commits them in one
@@ -87,6 +90,9 @@ type Store struct {
 	wrote atomic.Bool
 
 	stripes [256]stripe
+	// pendlog keeps the overlay's records on file for a successor
+	// (pendlog.go); a reader only reads it, at Open.
+	pendlog *pendingLog
 	// legacy: a read-only store of a journal whose indexes are not built
 	// (layout 1, or a migration that did not finish). Its queries read
 	// every record instead.
@@ -214,8 +220,17 @@ func Open(path string, opts *Options) (s *Store, err error) {
 		s.db = nil
 		return nil, fmt.Errorf("journal %s: starting the clock: %w", path, err)
 	}
+	s.pendlog = newPendingLog(path)
 	if !jo.ReadOnly {
 		s.leasesEnded = opened
+		_, err = s.recoverPending()
+	} else {
+		err = s.loadPending()
+	}
+	if err != nil {
+		_ = db.Close()
+		s.db = nil
+		return nil, err
 	}
 	return s, nil
 }
@@ -438,11 +453,12 @@ func (st *stripe) copyOf(key uuid.UUID) *journal.Record {
 	return &c
 }
 
-// persist records r: durably through the commit loop, or in the overlay.
-// The key's stripe is locked.
+// persist records r: durably through the commit loop, or in the overlay
+// and the pending log (durably when the log refuses it). The key's stripe
+// is locked.
 func (s *Store) persist(st *stripe, r *journal.Record, durable bool) error {
 	r.Version = journal.SchemaVersion
-	if !durable {
+	if !durable && s.pendlog.put(r) {
 		if st.overlay == nil {
 			st.overlay = map[uuid.UUID]*journal.Record{}
 		}
@@ -456,6 +472,7 @@ func (s *Store) persist(st *stripe, r *journal.Record, durable bool) error {
 		return err
 	}
 	delete(st.overlay, r.Key)
+	s.pendlog.drop(r.Key)
 	return nil
 }
 
@@ -1329,6 +1346,13 @@ func (s *Store) Close() error {
 	if cerr := s.db.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("journal %s: %w", s.path, cerr)
 	}
+	if !s.readOnly {
+		// Removed once the overlay is on file; kept, for the next open,
+		// when it is not.
+		if cerr := s.pendlog.close(); cerr != nil && err == nil {
+			err = fmt.Errorf("journal %s: %w", s.path, cerr)
+		}
+	}
 	return err
 }
 
@@ -1360,6 +1384,7 @@ func (s *Store) flushOverlay() error {
 			st := s.stripe(r.Key)
 			st.mu.Lock()
 			delete(st.overlay, r.Key)
+			s.pendlog.drop(r.Key)
 			st.mu.Unlock()
 		}
 	}

@@ -34,6 +34,9 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 		return err
 	}
 	defer src.Close()
+	if n := len(src.overlaySnapshot()); n > 0 {
+		return fmt.Errorf("compact journal %s: %d records of a process that stopped are only in %s; open the journal for writing once to fold them in", srcPath, n, src.pendlog.path)
+	}
 
 	if _, err := os.Stat(dstPath); err == nil {
 		return fmt.Errorf("compact journal %s: %w", dstPath, fs.ErrExist)

@@ -1,6 +1,9 @@
 package bolt
 
 import (
+	"encoding/binary"
+	"hash/crc32"
+
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
@@ -102,4 +105,12 @@ func EncodeLegacyRecord(r *journal.Record) []byte {
 	const sealLen = 7
 	v := journal.Kit.EncodeRecord(nil, r)
 	return append(v[:1:1], v[sealLen:]...)
+}
+
+// FixPendingCRC recomputes the CRC of the first frame of the pending log b,
+// for a test that damages a record behind a valid CRC.
+func FixPendingCRC(b []byte) {
+	f := b[len(pendingMagic):]
+	n := binary.BigEndian.Uint32(f[0:4])
+	binary.BigEndian.PutUint32(f[4:8], crc32.Checksum(f[8:8+n], crcTable))
 }
