@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,9 +48,30 @@ const helloTimeout = 5 * time.Second
 
 type clientConn struct {
 	c    *net.UnixConn
-	dec  *json.Decoder
+	r    *bufio.Reader
 	enc  *json.Encoder
 	used time.Time // the end of its last request
+}
+
+// maxAnswer bounds one message the client reads from an agent: a hello, an
+// answer, one listed record or one event. A record larger than this (an
+// output of tens of megabytes) cannot be read through the socket; read it
+// from the journal once the agent has stopped. A variable for tests.
+var maxAnswer = 64 << 20
+
+// decode reads one message of at most maxAnswer bytes into v. A longer
+// one is an error wrapping ErrAnswerTooLong, after which the connection
+// is spent: the rest of that message was not read.
+func (c *clientConn) decode(v any) error {
+	line, err := readFrame(c.r, maxAnswer)
+	if errors.Is(err, errFrameTooLong) {
+		c.c.Close()
+		return fmt.Errorf("%w: more than %d bytes in one message", ErrAnswerTooLong, maxAnswer)
+	}
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(line, v)
 }
 
 // Dial connects to the agent serving the socket at path and greets it. No
@@ -106,7 +128,7 @@ func (cl *Client) connect(ctx context.Context) (*clientConn, hello, error) {
 		return nil, hi, fmt.Errorf("%w: the agent serving %s runs as uid %d, and you are uid %d; run agentctl as the agent's user",
 			ErrForeignUser, cl.path, uid, os.Getuid())
 	}
-	cc := &clientConn{c: c, dec: json.NewDecoder(c), enc: json.NewEncoder(c), used: time.Now()}
+	cc := &clientConn{c: c, r: bufio.NewReaderSize(c, 16<<10), enc: json.NewEncoder(c), used: time.Now()}
 	// An agent that accepts but never greets (stopped in a debugger, a
 	// stray process on the path) must not hang the client.
 	c.SetDeadline(time.Now().Add(helloTimeout))
@@ -114,7 +136,7 @@ func (cl *Client) connect(ctx context.Context) (*clientConn, hello, error) {
 	// An agent that refuses (busy, another user) answers without reading
 	// and closes: the hello it sent is read even when sending ours failed.
 	werr := cc.enc.Encode(hello{Protocol: protocolName, Version: Version})
-	err = cc.dec.Decode(&hi)
+	err = cc.decode(&hi)
 	if err == nil && hi.Error == nil {
 		err = werr
 	}
@@ -144,6 +166,9 @@ func (cl *Client) connect(ctx context.Context) (*clientConn, hello, error) {
 
 // gone wraps a connection failure mid-answer.
 func (cl *Client) gone(err error) error {
+	if errors.Is(err, ErrAnswerTooLong) {
+		return fmt.Errorf("agent serving %s (pid %d): %w", cl.path, cl.info.PID, err)
+	}
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
@@ -196,7 +221,7 @@ func (cl *Client) roundTrip(ctx context.Context, req *request) (*response, error
 	var resp response
 	err := c.enc.Encode(req)
 	if err == nil {
-		err = c.dec.Decode(&resp)
+		err = c.decode(&resp)
 	}
 	if err != nil {
 		c.c.Close()
@@ -311,7 +336,7 @@ func (cl *Client) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.
 		}
 		for {
 			var resp response
-			if err := c.dec.Decode(&resp); err != nil {
+			if err := c.decode(&resp); err != nil {
 				if ctx.Err() != nil {
 					err = ctx.Err()
 				} else {
@@ -358,7 +383,7 @@ func (cl *Client) Events(ctx context.Context, subscribed func(), onEvent func(Ev
 	}
 	for {
 		var resp response
-		if err := c.dec.Decode(&resp); err != nil {
+		if err := c.decode(&resp); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

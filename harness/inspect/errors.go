@@ -32,6 +32,10 @@ var (
 	// ErrSocketInUse is returned by Listen when another live process
 	// serves at the socket path, or a file that is not a socket is there.
 	ErrSocketInUse = errors.New("inspection socket path in use")
+	// ErrAnswerTooLong is returned when one message from the agent is
+	// longer than the client reads (64 MiB): a record too large for the
+	// socket, or not an agent of this protocol.
+	ErrAnswerTooLong = errors.New("the agent's message is longer than the client reads")
 )
 
 // RemoteError is an error the agent reported for a request. It unwraps to

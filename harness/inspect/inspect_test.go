@@ -549,3 +549,69 @@ func TestBusy(t *testing.T) {
 		t.Errorf("Stats on a held connection: %v", err)
 	}
 }
+
+// TestClientBoundsAnswers: a process at the socket that greets and then
+// sends one endless message (a damaged or foreign agent) must not make the
+// client hold more than its bound: it stops reading at maxAnswer and says
+// why. The client used to decode the stream with no bound, reading until
+// the greeting's timeout or its memory ran out.
+func TestClientBoundsAnswers(t *testing.T) {
+	defer func(n int) { maxAnswer = n }(maxAnswer)
+	maxAnswer = 1 << 20
+	for _, when := range []string{"hello", "answer"} {
+		t.Run(when, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "agent.sock")
+			l, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			sent := make(chan int64, 1)
+			go func() {
+				c, err := l.Accept()
+				if err != nil {
+					sent <- -1
+					return
+				}
+				defer c.Close()
+				r := bufio.NewReader(c)
+				r.ReadString('\n') // the client's hello
+				if when == "answer" {
+					hi, _ := json.Marshal(hello{Protocol: protocolName, Version: Version, Namespace: uuid.NewString(), PID: 1})
+					c.Write(append(hi, '\n'))
+					r.ReadString('\n') // the request
+				}
+				chunk := []byte(`{"protocol":"` + strings.Repeat("a", 64<<10))
+				var n int64
+				for n < 1<<30 {
+					c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+					m, err := c.Write(chunk)
+					n += int64(m)
+					if err != nil {
+						break
+					}
+					chunk = []byte(strings.Repeat("a", 64<<10))
+				}
+				sent <- n
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cl, err := Dial(ctx, sock)
+			if when == "answer" {
+				if err != nil {
+					t.Fatalf("Dial: %v", err)
+				}
+				_, err = cl.Get(ctx, uuid.New())
+				cl.Close()
+			}
+			if !errors.Is(err, ErrAnswerTooLong) {
+				t.Errorf("error = %v; want ErrAnswerTooLong", err)
+			}
+			// What the sender got rid of: the client's bound plus what the
+			// socket's buffers held when the client hung up.
+			if n := <-sent; n > 8<<20 {
+				t.Errorf("the client read %d bytes of one message; want at most about its bound (%d)", n, maxAnswer)
+			}
+		})
+	}
+}
