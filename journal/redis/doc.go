@@ -58,8 +58,9 @@
 //     be seen.
 //   - A sorted-set score is in microseconds: records created within one
 //     microsecond of each other are listed by key.
-//   - The store runs a Lua script: a server or ACL that refuses EVAL and
-//     EVALSHA cannot hold a journal. For a guarded Begin the script reads
+//   - The store runs a Lua script that reads TIME and then writes, which
+//     takes Redis 5 or later (or Valkey); a server or ACL that refuses
+//     EVAL and EVALSHA cannot hold a journal. For a guarded Begin the script reads
 //     the guard set's members' records by name, not through KEYS; the hash
 //     tag keeps them in the script's slot.
 //   - Live inspection over a socket is bbolt's; agentctl reads a Redis
