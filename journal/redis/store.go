@@ -67,6 +67,8 @@ type Store struct {
 	readOnly bool
 	testNow  func() time.Time
 	closed   atomic.Bool
+	clock    serverClock
+	pending  pendingRecords
 }
 
 var _ journal.Store = (*Store)(nil)
@@ -130,6 +132,13 @@ func New(ctx context.Context, c goredis.UniversalClient, opts *Options) (*Store,
 	}
 	if err := s.openMeta(ctx, jo.Namespace); err != nil {
 		return nil, err
+	}
+	if s.testNow == nil {
+		// A first reading of the server's clock, so that the first
+		// transition can decide before it reads; without one it reads first.
+		if t, err := c.Time(ctx).Result(); err == nil {
+			s.clock.observe(t, time.Now())
+		}
 	}
 	return s, nil
 }
@@ -207,7 +216,6 @@ func (s *Store) Now() time.Time {
 type cmdable interface {
 	Time(ctx context.Context) *goredis.TimeCmd
 	Get(ctx context.Context, key string) *goredis.StringCmd
-	SMembers(ctx context.Context, key string) *goredis.StringSliceCmd
 }
 
 // now reads the server's clock, unless a test clock stands in for it.
@@ -291,95 +299,98 @@ func (s *Store) tx(ctx context.Context, op string, fn func(*goredis.Tx) error, k
 	return fmt.Errorf("journal/redis: %s: the watched keys changed %d times in a row; giving up", op, maxTxRetries)
 }
 
-// Begin decides what happens to an intent; see journal.Store.
+// Begin decides what happens to an intent; see journal.Store. It first
+// assumes that the key holds no record and the guard's scope no
+// suppression, and decides on that at the estimated server clock: a new
+// key is one script run. When the assumption is wrong the script's answer
+// holds the records, and Begin decides again on them.
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
 	if err := journal.Kit.ValidateBegin(&req); err != nil {
 		return journal.BeginResult{}, err
 	}
-	var res journal.BeginResult
-	guard := s.guardKey(req.Intent.Tenant, req.Intent.Session, req.Intent.Tool)
-	err := s.tx(ctx, "begin "+req.Key.String(), func(tx *goredis.Tx) error {
-		now, err := s.now(ctx, tx)
+	if err := s.usable(ctx); err != nil {
+		return journal.BeginResult{}, err
+	}
+	guard := "" // the guard set, read with the records when the request consults it
+	if req.Guard != journal.GuardOff {
+		guard = s.guardKey(req.Intent.Tenant, req.Intent.Session, req.Intent.Tool)
+	}
+	v := view{checks: []check{{key: req.Key}}}
+	if now, ok := s.estimate(); ok && !s.readOnly {
+		v = view{now: now, checks: []check{{key: req.Key, known: true}}, guardKnown: true}
+	}
+	for range maxTxRetries {
+		res, writes, t := s.decideBegin(&req, &v)
+		var err error
+		switch {
+		case !t.known || t.need != nil || (t.guard && !v.guardKnown):
+			v, err = s.snapshot(ctx, append(v.keys(), t.need...), guard)
+		case len(writes) == 0 && v.fresh:
+			return res, nil
+		case len(writes) == 0:
+			v, err = s.snapshot(ctx, v.keys(), guard)
+		case s.readOnly:
+			return journal.BeginResult{}, fmt.Errorf("%w: begin %s", journal.ErrReadOnly, req.Key)
+		default:
+			g := ""
+			if t.guard {
+				g = guard
+			}
+			var done bool
+			if done, v, err = s.commit(ctx, "begin "+req.Key.String(), v, g, writes); done {
+				return res, nil
+			}
+		}
 		if err != nil {
-			return s.wrap("begin", err)
+			return journal.BeginResult{}, err
 		}
-		cur, err := s.get(ctx, tx, req.Key)
-		if err != nil {
-			return err
-		}
-		d := journal.Kit.DecideBegin(cur, &req, now)
-		if d.Guard {
-			blocker, err := s.guarded(ctx, tx, guard, &req, now)
-			if err != nil {
-				return err
-			}
-			if blocker != nil {
-				res = journal.BeginResult{Outcome: journal.Guarded, Record: *blocker}
-				return nil
-			}
-		}
-		if s.readOnly {
-			if d.Write != nil {
-				return fmt.Errorf("%w: begin %s", journal.ErrReadOnly, req.Key)
-			}
-			res = d.Result
-			return nil
-		}
-		var sup *journal.Record
-		if d.Suppress != nil {
-			if err := tx.Watch(ctx, s.recordKey(d.Suppress.Key)).Err(); err != nil {
-				return s.wrap("begin", err)
-			}
-			sc, err := s.get(ctx, tx, d.Suppress.Key)
-			if err != nil {
-				return err
-			}
-			sup = journal.Kit.PlaceSuppression(sc, d.Suppress, now)
-		}
-		if d.Write == nil && sup == nil {
-			res = d.Result
-			return nil
-		}
-		_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-			if sup != nil {
-				s.put(ctx, p, sup)
-			}
-			if d.Write != nil {
-				s.put(ctx, p, d.Write)
-			}
-			return nil
-		})
-		if err != nil {
-			return s.wrapWrite("begin "+req.Key.String(), err)
-		}
-		res = d.Result
-		return nil
-	}, s.recordKey(req.Key), guard)
-	return res, err
+	}
+	return journal.BeginResult{}, s.contended("begin " + req.Key.String())
 }
 
-// guarded returns the suppressed record in the guard set that blocks req,
-// if any. The set is watched, so a suppression recorded meanwhile makes
-// the transaction run again.
-func (s *Store) guarded(ctx context.Context, tx *goredis.Tx, guard string, req *journal.BeginRequest, now time.Time) (*journal.Record, error) {
-	ids, err := tx.SMembers(ctx, guard).Result()
-	if err != nil {
-		return nil, s.wrap("begin", err)
+// beginNeeds is what a Begin decision found missing from its view, and
+// whether it consulted the guard.
+type beginNeeds struct {
+	known bool        // the request's own record was known: a decision was made
+	need  []uuid.UUID // other records to read before deciding
+	guard bool        // the decision consulted the guard set
+}
+
+// decideBegin decides req on v: DecideBegin, the guard and the suppression
+// placement, as the state machine says, on the records v holds.
+func (s *Store) decideBegin(req *journal.BeginRequest, v *view) (journal.BeginResult, []write, beginNeeds) {
+	cur := v.find(req.Key)
+	if !cur.known {
+		return journal.BeginResult{}, nil, beginNeeds{}
 	}
-	for _, id := range ids {
-		k, err := uuid.Parse(id)
-		if err != nil {
-			return nil, fmt.Errorf("%w: guard set %s holds %q", journal.ErrCorrupt, guard, id)
+	d := journal.Kit.DecideBegin(cur.rec, req, v.now)
+	t := beginNeeds{known: true}
+	if d.Guard {
+		t.guard = true
+		if !v.guardKnown {
+			return journal.BeginResult{}, nil, t
 		}
-		r, err := s.get(ctx, tx, k)
-		if err != nil {
-			return nil, err
-		}
-		if r != nil && journal.Kit.GuardBlocks(r, req, now) {
-			return r, nil
+		for _, g := range v.guard {
+			if g.rec != nil && journal.Kit.GuardBlocks(g.rec, req, v.now) {
+				return journal.BeginResult{Outcome: journal.Guarded, Record: *g.rec}, nil, t
+			}
 		}
 	}
-	return nil, nil
+	var recs []*journal.Record
+	if d.Suppress != nil {
+		sc := v.find(d.Suppress.Key)
+		if sc == nil || !sc.known {
+			t.need = []uuid.UUID{d.Suppress.Key}
+			return journal.BeginResult{}, nil, t
+		}
+		if sup := journal.Kit.PlaceSuppression(sc.rec, d.Suppress, v.now); sup != nil {
+			recs = append(recs, sup)
+		}
+	}
+	if d.Write != nil {
+		recs = append(recs, d.Write)
+	}
+	return d.Result, encode(recs...), t
 }
 
 // StartAttempt records a new attempt; see journal.Store.
@@ -418,8 +429,10 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 	})
 }
 
-// update applies fn to the record for key and stores the result, in one
-// optimistic transaction.
+// update applies fn to the record for key and stores the result by one
+// script run: on the record this store wrote last when it remembers one
+// (the owner's next step after its own Begin), else on the record read
+// first.
 func (s *Store) update(ctx context.Context, key uuid.UUID, op string, fn func(*journal.Record, time.Time) (journal.Record, error)) (journal.Record, error) {
 	if s.readOnly {
 		if s.closed.Load() {
@@ -427,33 +440,181 @@ func (s *Store) update(ctx context.Context, key uuid.UUID, op string, fn func(*j
 		}
 		return journal.Record{}, fmt.Errorf("%w: %s %s", journal.ErrReadOnly, op, key)
 	}
-	var out journal.Record
-	err := s.tx(ctx, op+" "+key.String(), func(tx *goredis.Tx) error {
-		now, err := s.now(ctx, tx)
+	if err := s.usable(ctx); err != nil {
+		return journal.Record{}, err
+	}
+	name := op + " " + key.String()
+	v := view{checks: []check{{key: key}}}
+	if val, ok := s.pending.recall(key); ok {
+		if now, ok := s.estimate(); ok {
+			if r, err := journal.Kit.DecodeRecord(val); err == nil {
+				v = view{now: now, checks: []check{{key: key, known: true, val: val, rec: &r}}}
+				if s.testNow == nil && v.now.Before(r.Updated) {
+					v.now = r.Updated // the record's own time, which the server has passed
+				}
+			}
+		}
+	}
+	var err error
+	for range maxTxRetries {
+		cur := &v.checks[0]
+		if !cur.known || (!v.fresh && cur.rec == nil) {
+			if v, err = s.snapshot(ctx, []uuid.UUID{key}, ""); err != nil {
+				return journal.Record{}, err
+			}
+			continue
+		}
+		if cur.rec == nil {
+			return journal.Record{}, fmt.Errorf("%w: %s", journal.ErrNotFound, name)
+		}
+		r, ferr := fn(cur.rec, v.now)
+		if ferr != nil {
+			if v.fresh {
+				return journal.Record{}, ferr
+			}
+			if v, err = s.snapshot(ctx, []uuid.UUID{key}, ""); err != nil {
+				return journal.Record{}, err
+			}
+			continue
+		}
+		var done bool
+		if done, v, err = s.commit(ctx, name, v, "", encode(&r)); done {
+			return r, nil
+		}
 		if err != nil {
-			return s.wrap(op, err)
+			return journal.Record{}, err
 		}
-		cur, err := s.get(ctx, tx, key)
+	}
+	return journal.Record{}, s.contended(name)
+}
+
+// view is what a transition knows of the records its decision depends on.
+type view struct {
+	now        time.Time // the decision's clock
+	fresh      bool      // checks and guard were read by one script run at now: a decision that writes nothing may be answered from them
+	checks     []check
+	guardKnown bool // guard holds the guard set's members (none when assumed)
+	guard      []guardEntry
+}
+
+// find returns v's check of key, or nil.
+func (v *view) find(key uuid.UUID) *check {
+	for i := range v.checks {
+		if v.checks[i].key == key {
+			return &v.checks[i]
+		}
+	}
+	return nil
+}
+
+// keys returns the keys v checks.
+func (v *view) keys() []uuid.UUID {
+	k := make([]uuid.UUID, len(v.checks))
+	for i := range v.checks {
+		k[i] = v.checks[i].key
+	}
+	return k
+}
+
+// estimate is the clock of a decision made before reading: the test
+// clock, or the estimate of the server's.
+func (s *Store) estimate() (time.Time, bool) {
+	if s.testNow != nil {
+		return s.testNow(), true
+	}
+	return s.clock.estimate()
+}
+
+// snapshot reads keys (and the guard set, when guard is not empty) and
+// the server's clock in one script run.
+func (s *Store) snapshot(ctx context.Context, keys []uuid.UUID, guard string) (view, error) {
+	checks := make([]check, len(keys)) // all unknown: the script answers what it finds
+	for i, k := range keys {
+		checks[i].key = k
+	}
+	res, err := s.cas(ctx, time.Time{}, checks, guard, nil, nil)
+	if err != nil {
+		return view{}, s.wrap("read "+keys[0].String(), err)
+	}
+	s.clock.observe(res.now, time.Now())
+	return s.viewOf(checks, guard != "", res)
+}
+
+// viewOf is the view a script's refusal answered: the records as they
+// are, at the server's clock.
+func (s *Store) viewOf(checks []check, guard bool, res casResult) (view, error) {
+	if len(res.vals) != len(checks) {
+		return view{}, fmt.Errorf("journal/redis: script answered %d records for %d keys", len(res.vals), len(checks))
+	}
+	v := view{now: res.now, fresh: true, checks: make([]check, len(checks)), guardKnown: guard, guard: res.guard}
+	if s.testNow != nil {
+		v.now = s.testNow()
+	}
+	for i, c := range checks {
+		v.checks[i] = check{key: c.key, known: true, val: res.vals[i]}
+		if res.vals[i] == nil {
+			continue
+		}
+		r, err := journal.Kit.DecodeRecord(res.vals[i])
 		if err != nil {
-			return err
+			return view{}, fmt.Errorf("journal/redis: key %s: %w", c.key, err)
 		}
-		if cur == nil {
-			return fmt.Errorf("%w: %s %s", journal.ErrNotFound, op, key)
+		v.checks[i].rec = &r
+	}
+	for i := range v.guard {
+		g := &v.guard[i]
+		if g.val == nil {
+			continue
 		}
-		r, err := fn(cur, now)
+		r, err := journal.Kit.DecodeRecord(g.val)
 		if err != nil {
-			return err
+			return view{}, fmt.Errorf("journal/redis: key %s (guard set): %w", g.id, err)
 		}
-		if _, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-			s.put(ctx, p, &r)
-			return nil
-		}); err != nil {
-			return s.wrapWrite(op+" "+key.String(), err)
+		g.rec = &r
+	}
+	return v, nil
+}
+
+// commit runs the script for a decision on v: done when it wrote, else
+// the view its refusal answered.
+func (s *Store) commit(ctx context.Context, op string, v view, guard string, writes []write) (bool, view, error) {
+	var want []guardEntry
+	if guard != "" {
+		want = v.guard
+	}
+	res, err := s.cas(ctx, v.now, v.checks, guard, want, writes)
+	if err != nil {
+		for _, w := range writes {
+			s.pending.forget(w.rec.Key)
 		}
-		out = r
-		return nil
-	}, s.recordKey(key))
-	return out, err
+		return false, v, s.wrapWrite(op, err)
+	}
+	s.clock.observe(res.now, time.Now())
+	if res.wrote {
+		for _, w := range writes {
+			if w.rec.State == journal.StatePending {
+				s.pending.remember(w.rec.Key, w.val)
+			} else {
+				s.pending.forget(w.rec.Key)
+			}
+		}
+		return true, v, nil
+	}
+	nv, err := s.viewOf(v.checks, guard != "", res)
+	return false, nv, err
+}
+
+// usable refuses a closed store or a done context.
+func (s *Store) usable(ctx context.Context) error {
+	if s.closed.Load() {
+		return journal.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// contended is the error of a transition whose records kept changing.
+func (s *Store) contended(op string) error {
+	return fmt.Errorf("journal/redis: %s: the records changed %d times in a row; giving up", op, maxTxRetries)
 }
 
 // Get returns the record for key.

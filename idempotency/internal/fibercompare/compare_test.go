@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v3"
 	fiberidem "github.com/gofiber/fiber/v3/middleware/idempotency"
@@ -32,27 +34,50 @@ func redisURL(tb testing.TB) string {
 	return u
 }
 
-// servers starts both on loopback over the same Redis server and returns
-// their base URLs and effect counters.
-func servers(tb testing.TB) (fiberURL, agentonceURL string, fiberEffects, agentonceEffects *atomic.Int64) {
+// side is one middleware on loopback: its base URL, its handler's effect
+// count, and what its Redis client sent.
+type side struct {
+	name    string
+	base    string
+	effects *atomic.Int64
+	trips   *trips
+}
+
+// servers starts both on loopback over the same Redis server, each on a
+// client of its own whose round trips are counted: Fiber's, the baseline,
+// first.
+func servers(tb testing.TB) (baseline, agentonce side) {
+	b, a, _ := serversWithFloor(tb)
+	return b, a
+}
+
+// serversWithFloor is servers and a third side, the floor of a replay on
+// net/http: a bare handler that answers every request with one Redis GET
+// of a stored answer, no middleware.
+func serversWithFloor(tb testing.TB) (baseline, agentonce, floor side) {
 	url := redisURL(tb)
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	fiberEffects, agentonceEffects = new(atomic.Int64), new(atomic.Int64)
+	newClient := func(t *trips) *goredis.Client {
+		c := goredis.NewClient(opt)
+		c.AddHook(t)
+		tb.Cleanup(func() { c.Close() })
+		return c
+	}
+	baseline = side{name: "baseline", effects: new(atomic.Int64), trips: new(trips)}
+	agentonce = side{name: "agentonce", effects: new(atomic.Int64), trips: new(trips)}
 	answer := `{"id":"ch_3Nq8ZL2eZvKYlo2C0x1a","object":"charge","status":"succeeded","amount":4900}`
 
 	// Fiber: its middleware on its Redis storage.
-	client := goredis.NewClient(opt)
-	tb.Cleanup(func() { client.Close() })
 	app := fiber.New()
 	app.Use(fiberidem.New(fiberidem.Config{
-		Storage:   fiberredis.NewFromConnection(client),
+		Storage:   fiberredis.NewFromConnection(newClient(baseline.trips)),
 		KeyHeader: "Idempotency-Key",
 	}))
 	app.Post("/v1/charges", func(c fiber.Ctx) error {
-		fiberEffects.Add(1)
+		baseline.effects.Add(1)
 		c.Set("Content-Type", "application/json")
 		return c.SendString(answer)
 	})
@@ -66,7 +91,7 @@ func servers(tb testing.TB) (fiberURL, agentonceURL string, fiberEffects, agento
 	// agentonce: the middleware on journal/redis, under a prefix of its own.
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	store, err := redis.Open(context.Background(), url, &redis.Options{Prefix: "agentonce-cmp-" + hex.EncodeToString(b[:]) + ":"})
+	store, err := redis.New(context.Background(), newClient(agentonce.trips), &redis.Options{Prefix: "agentonce-cmp-" + hex.EncodeToString(b[:]) + ":"})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -77,7 +102,7 @@ func servers(tb testing.TB) (fiberURL, agentonceURL string, fiberEffects, agento
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/charges", m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		agentonceEffects.Add(1)
+		agentonce.effects.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, answer)
 	})))
@@ -88,57 +113,169 @@ func servers(tb testing.TB) (fiberURL, agentonceURL string, fiberEffects, agento
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(aln)
 	tb.Cleanup(func() { srv.Close() })
-	return "http://" + fln.Addr().String(), "http://" + aln.Addr().String(), fiberEffects, agentonceEffects
-}
+	baseline.base = "http://" + fln.Addr().String()
+	agentonce.base = "http://" + aln.Addr().String()
 
-func post(tb testing.TB, base, key, payload string) (int, string) {
-	req, _ := http.NewRequest("POST", base+"/v1/charges", strings.NewReader(payload))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	resp, err := http.DefaultClient.Do(req)
+	floor = side{name: "nethttp-get", effects: new(atomic.Int64), trips: new(trips)}
+	fc := newClient(floor.trips)
+	floorKey := "agentonce-cmp-floor-" + hex.EncodeToString(b[:])
+	if err := fc.Set(context.Background(), floorKey, answer, 0).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { fc.Del(context.Background(), floorKey) })
+	fl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
+	fsrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := fc.Get(r.Context(), floorKey).Bytes()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(v)
+	})}
+	go fsrv.Serve(fl)
+	tb.Cleanup(func() { fsrv.Close() })
+	floor.base = "http://" + fl.Addr().String()
+	return baseline, agentonce, floor
+}
+
+// client is the loopback client of both sides; it keeps enough idle
+// connections for the parallel benchmarks, so that neither side pays for
+// new TCP connections (http.DefaultTransport keeps two per host).
+var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+
+// post sends a charge with key and returns the answer's status and body.
+func post(tb testing.TB, base, key, payload string) (int, string) {
+	st, b, err := send(base, key, payload)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st, b
+}
+
+// send is post for a goroutine other than the test's.
+func send(base, key, payload string) (int, string, error) {
+	req, err := http.NewRequest("POST", base+"/v1/charges", strings.NewReader(payload))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
 }
 
 // What each does with the same key and another payload: Fiber replays the
 // first answer (it keeps no fingerprint: the second charge is silently
 // answered with the first); agentonce refuses with 422.
 func TestReusedKey(t *testing.T) {
-	f, a, _, _ := servers(t)
+	f, a := servers(t)
 	for _, c := range []struct {
-		name, base string
-		want       int
-	}{{"fiber", f, 200}, {"agentonce", a, 422}} {
+		side side
+		want int
+	}{{f, 200}, {a, 422}} {
 		key := uuid.NewString()
-		post(t, c.base, key, `{"amount":100}`)
-		if st, b := post(t, c.base, key, `{"amount":999900}`); st != c.want {
-			t.Errorf("%s: same key, other amount = %d %s; want %d", c.name, st, b, c.want)
+		post(t, c.side.base, key, `{"amount":100}`)
+		if st, b := post(t, c.side.base, key, `{"amount":999900}`); st != c.want {
+			t.Errorf("%s: same key, other amount = %d %s; want %d", c.side.name, st, b, c.want)
 		}
 	}
 }
 
-// BenchmarkCompare: requests per second through a real loopback client,
-// sequential, on the same Redis server. baseline is Fiber's middleware.
+// reportTrips reports the Redis round trips and writes per request that
+// s's client sent since before (from snapshot).
+func reportTrips(b *testing.B, s side, beforeTrips, beforeWrites int64) {
+	t, w := s.trips.snapshot()
+	b.ReportMetric(float64(t-beforeTrips)/float64(b.N), "roundtrips/op")
+	b.ReportMetric(float64(w-beforeWrites)/float64(b.N), "writes/op")
+}
+
+// BenchmarkCompare: one request at a time through a real loopback client,
+// on the same Redis server; baseline is Fiber's middleware. new-key sends
+// a key never seen (the handler runs); replay sends one key again (the
+// first answer is replayed). ns/op is the latency of one request;
+// roundtrips/op and writes/op are what the middleware sent to Redis for
+// it. replay/nethttp-get is the floor of any net/http middleware on Redis:
+// a bare handler that makes one GET.
 func BenchmarkCompare(b *testing.B) {
-	f, a, _, _ := servers(b)
+	f, a, fl := serversWithFloor(b)
 	for _, kind := range []string{"new-key", "replay"} {
-		for _, side := range []struct{ name, base string }{{"baseline", f}, {"agentonce", a}} {
-			b.Run(kind+"/"+side.name, func(b *testing.B) {
+		sides := []side{f, a}
+		if kind == "replay" {
+			sides = append(sides, fl)
+		}
+		for _, s := range sides {
+			b.Run(kind+"/"+s.name, func(b *testing.B) {
 				key := uuid.NewString()
-				post(b, side.base, key, body)
+				post(b, s.base, key, body)
 				b.ReportAllocs()
+				t0, w0 := s.trips.snapshot()
 				for b.Loop() {
 					if kind == "new-key" {
 						key = uuid.NewString()
 					}
-					if st, resp := post(b, side.base, key, body); st != 200 {
+					if st, resp := post(b, s.base, key, body); st != 200 {
 						b.Fatalf("%d %s", st, resp)
 					}
 				}
+				reportTrips(b, s, t0, w0)
+			})
+		}
+	}
+}
+
+// clients is how many client goroutines BenchmarkCompareParallel runs
+// (b.SetParallelism rounds it to a multiple of GOMAXPROCS).
+const clients = 16
+
+// BenchmarkCompareParallel: clients goroutines sending requests at once,
+// on the same Redis server as BenchmarkCompare; req/s is the throughput.
+// Under concurrency Redis fsyncs once for the writes of one event-loop
+// iteration, so a write costs less than one fsync each. replay spreads
+// the requests over 64 keys, each answered before the timer starts.
+func BenchmarkCompareParallel(b *testing.B) {
+	f, a, fl := serversWithFloor(b)
+	for _, kind := range []string{"new-key", "replay"} {
+		sides := []side{f, a}
+		if kind == "replay" {
+			sides = append(sides, fl)
+		}
+		for _, s := range sides {
+			b.Run(kind+"/"+s.name, func(b *testing.B) {
+				keys := make([]string, 64)
+				for i := range keys {
+					keys[i] = uuid.NewString()
+					post(b, s.base, keys[i], body)
+				}
+				var next atomic.Int64
+				b.ReportAllocs()
+				b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
+				t0, w0 := s.trips.snapshot()
+				start := time.Now()
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						key := keys[next.Add(1)%int64(len(keys))]
+						if kind == "new-key" {
+							key = uuid.NewString()
+						}
+						if st, resp, err := send(s.base, key, body); err != nil || st != 200 {
+							b.Errorf("%d %s %v", st, resp, err)
+							return
+						}
+					}
+				})
+				b.StopTimer()
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+				reportTrips(b, s, t0, w0)
 			})
 		}
 	}

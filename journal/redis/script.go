@@ -1,0 +1,317 @@
+package redis
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// This file is the one way a transition writes: a compare-and-set script.
+// Go reads (or remembers, or assumes) the records a decision depends on,
+// decides with journal.Kit, and sends the script the values it decided on
+// beside the records to write. The script writes only when every value is
+// still the server's and the decision's clock is the server's; otherwise
+// it writes nothing and answers what it found, and Go decides again on
+// that. Every decision stays in Go; the script compares and copies.
+
+// casSource is the script. KEYS: the creation index, the expiry index,
+// the nc record keys checked, a (record key, guard set) pair per record
+// written, and last, when guard checking is on, the guard set checked.
+// ARGV: the decision's clock in microseconds ("" when a test clock stands
+// in for the server's), the clock's allowed lag in microseconds, the
+// store's key prefix, nc, then per check a flag ("a" absent, "v" the value
+// that follows, "?" unknown: always a mismatch) and a value; then the
+// guard mode ("" off, else the number of members expected, followed by
+// each member's id and record value); then per record written its id,
+// creation and expiry scores, "1" when suppressed, and its bytes.
+//
+// It answers {1, seconds, microseconds} of TIME when it wrote, and {0,
+// seconds, microseconds, values of the checked keys, the guard's members,
+// their records} when it did not. Every check runs before the first
+// write, so that a refused transition leaves nothing behind.
+const casSource = `
+local t = redis.call('TIME')
+local tus = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local ok = true
+if ARGV[1] ~= '' then
+  local n = tonumber(ARGV[1])
+  ok = n <= tus and n >= tus - tonumber(ARGV[2])
+end
+local prefix = ARGV[3]
+local nc = tonumber(ARGV[4])
+local a = 5
+for i = 1, nc do
+  local flag, want = ARGV[a], ARGV[a + 1]
+  a = a + 2
+  if ok then
+    local v = redis.call('GET', KEYS[2 + i])
+    if flag == 'a' then
+      ok = v == false
+    elseif flag == 'v' then
+      ok = v == want
+    else
+      ok = false
+    end
+  end
+end
+local gmode = ARGV[a]
+a = a + 1
+local guard = nil
+if gmode ~= '' then
+  guard = KEYS[#KEYS]
+  local ng = tonumber(gmode)
+  if ok and redis.call('SCARD', guard) ~= ng then
+    ok = false
+  end
+  for i = 1, ng do
+    local id, want = ARGV[a], ARGV[a + 1]
+    a = a + 2
+    if ok then
+      ok = redis.call('SISMEMBER', guard, id) == 1 and redis.call('GET', prefix .. 'r:' .. id) == want
+    end
+  end
+end
+if not ok then
+  local vals = {}
+  for i = 1, nc do
+    vals[i] = redis.call('GET', KEYS[2 + i])
+  end
+  local ids, recs = {}, {}
+  if guard then
+    ids = redis.call('SMEMBERS', guard)
+    for i = 1, #ids do
+      recs[i] = redis.call('GET', prefix .. 'r:' .. ids[i])
+    end
+  end
+  return {0, t[1], t[2], vals, ids, recs}
+end
+local k = 2 + nc
+while a <= #ARGV do
+  local id = ARGV[a]
+  local rk, gk = KEYS[k + 1], KEYS[k + 2]
+  k = k + 2
+  redis.call('SET', rk, ARGV[a + 4])
+  redis.call('ZADD', KEYS[1], ARGV[a + 1], id)
+  redis.call('ZADD', KEYS[2], ARGV[a + 2], id)
+  if ARGV[a + 3] == '1' then
+    redis.call('SADD', gk, id)
+  else
+    redis.call('SREM', gk, id)
+  end
+  a = a + 5
+end
+return {1, t[1], t[2]}
+`
+
+// casSHA is the script's SHA1, its name for EVALSHA.
+var casSHA = func() string {
+	h := sha1.Sum([]byte(casSource))
+	return hex.EncodeToString(h[:])
+}()
+
+// maxClockLag is how far behind the server's clock a decision's clock may
+// be when the script writes it. A decision is made at a time the server
+// has passed, never one it has not reached; a lease it grants therefore
+// runs out at most this much early (leases are renewed every third of
+// their length). A decision whose clock lags more is refused and made
+// again on the time the script answers.
+const maxClockLag = 25 * time.Millisecond
+
+// check is one record a decision read, and what it found: absent (val
+// nil), a value, or not known yet.
+type check struct {
+	key   uuid.UUID
+	known bool
+	val   []byte          // the record's bytes; nil when absent
+	rec   *journal.Record // val decoded; nil when absent
+}
+
+// guardEntry is one member of a guard set, with its record's bytes (nil
+// when the member's record is gone) and the record decoded.
+type guardEntry struct {
+	id  string
+	val []byte
+	rec *journal.Record
+}
+
+// casResult is the script's answer: whether it wrote, the server's
+// clock, and when it did not write what it found.
+type casResult struct {
+	wrote bool
+	now   time.Time
+	vals  [][]byte // per check, nil when absent
+	guard []guardEntry
+}
+
+// onceCmd is a command the client must not send again after a failure:
+// a write whose reply was lost may have been applied, and a second
+// compare-and-set would then find the first's result and decide on it as
+// another writer's. Its error says the outcome is unknown instead.
+type onceCmd struct{ *goredis.Cmd }
+
+// NoRetry tells the client not to resend the command.
+func (onceCmd) NoRetry() bool { return true }
+
+// write is a record to store and its bytes.
+type write struct {
+	rec *journal.Record
+	val []byte
+}
+
+// encode returns the writes that store recs.
+func encode(recs ...*journal.Record) []write {
+	w := make([]write, len(recs))
+	for i, r := range recs {
+		r.Version = journal.SchemaVersion
+		w[i] = write{rec: r, val: journal.Kit.EncodeRecord(nil, r)}
+	}
+	return w
+}
+
+// cas runs the script: checks (and the guard set's expected members, when
+// guard is not empty) compared, then writes stored. now is the decision's
+// clock (ignored under a test clock).
+func (s *Store) cas(ctx context.Context, now time.Time, checks []check, guard string, guardWant []guardEntry, writes []write) (casResult, error) {
+	keys := make([]string, 0, 2+len(checks)+2*len(writes)+1)
+	keys = append(keys, s.createdKey(), s.expiresKey())
+	args := make([]any, 0, 6+2*len(checks)+2*len(guardWant)+5*len(writes))
+	clock := ""
+	if s.testNow == nil {
+		clock = strconv.FormatInt(now.UnixMicro(), 10)
+	}
+	args = append(args, clock, maxClockLag.Microseconds(), s.prefix, len(checks))
+	for i := range checks {
+		c := &checks[i]
+		keys = append(keys, s.recordKey(c.key))
+		switch {
+		case !c.known:
+			args = append(args, "?", "")
+		case c.val == nil:
+			args = append(args, "a", "")
+		default:
+			args = append(args, "v", c.val)
+		}
+	}
+	if guard == "" {
+		args = append(args, "")
+	} else {
+		args = append(args, len(guardWant))
+		for _, g := range guardWant {
+			args = append(args, g.id, g.val)
+		}
+	}
+	for _, w := range writes {
+		r := w.rec
+		keys = append(keys, s.recordKey(r.Key), s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool))
+		sup := "0"
+		if r.State == journal.StateSuppressed {
+			sup = "1"
+		}
+		args = append(args, r.Key.String(), r.Created.UnixMicro(), r.Expires.UnixMicro(), sup, w.val)
+	}
+	if guard != "" {
+		keys = append(keys, guard)
+	}
+	reply, err := s.eval(ctx, len(writes) > 0, keys, args)
+	if err != nil {
+		return casResult{}, err
+	}
+	return parseCAS(reply)
+}
+
+// eval runs the script by its SHA1, sending its source when the server
+// does not hold it (NOSCRIPT: a restarted server, SCRIPT FLUSH). A write
+// is sent once (onceCmd); a pure read may be retried by the client.
+func (s *Store) eval(ctx context.Context, write bool, keys []string, args []any) (any, error) {
+	run := func(verb, script string) (any, error) {
+		cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+		cmdArgs = append(cmdArgs, verb, script, len(keys))
+		for _, k := range keys {
+			cmdArgs = append(cmdArgs, k)
+		}
+		cmdArgs = append(cmdArgs, args...)
+		cmd := goredis.NewCmd(ctx, cmdArgs...)
+		var c goredis.Cmder = cmd
+		if write {
+			c = onceCmd{cmd}
+		}
+		_ = s.c.Process(ctx, c)
+		return cmd.Result()
+	}
+	v, err := run("evalsha", casSHA)
+	if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = run("eval", casSource)
+	}
+	return v, err
+}
+
+// parseCAS reads the script's answer.
+func parseCAS(reply any) (casResult, error) {
+	bad := func() (casResult, error) {
+		return casResult{}, fmt.Errorf("journal/redis: unexpected script reply %v", reply)
+	}
+	a, ok := reply.([]any)
+	if !ok || len(a) < 3 {
+		return bad()
+	}
+	wrote, ok1 := a[0].(int64)
+	sec, ok2 := toInt(a[1])
+	usec, ok3 := toInt(a[2])
+	if !ok1 || !ok2 || !ok3 {
+		return bad()
+	}
+	res := casResult{wrote: wrote == 1, now: time.Unix(sec, usec*1000)}
+	if res.wrote {
+		return res, nil
+	}
+	if len(a) != 6 {
+		return bad()
+	}
+	vals, ok1 := a[3].([]any)
+	ids, ok2 := a[4].([]any)
+	recs, ok3 := a[5].([]any)
+	if !ok1 || !ok2 || !ok3 || len(recs) > len(ids) {
+		return bad()
+	}
+	res.vals = make([][]byte, len(vals))
+	for i, v := range vals {
+		res.vals[i] = bulk(v)
+	}
+	res.guard = make([]guardEntry, len(ids))
+	for i, id := range ids {
+		res.guard[i].id, _ = id.(string)
+		if i < len(recs) {
+			res.guard[i].val = bulk(recs[i])
+		}
+	}
+	return res, nil
+}
+
+// toInt reads an integer the script answered as a string or an integer.
+func toInt(v any) (int64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return v, true
+	case string:
+		n, err := strconv.ParseInt(v, 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// bulk is a bulk string of the script's answer as bytes; nil for a nil
+// (an absent key).
+func bulk(v any) []byte {
+	if s, ok := v.(string); ok {
+		return []byte(s)
+	}
+	return nil
+}
