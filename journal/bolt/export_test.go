@@ -103,3 +103,14 @@ func EncodeLegacyRecord(r *journal.Record) []byte {
 	v := journal.Kit.EncodeRecord(nil, r)
 	return append(v[:1:1], v[sealLen:]...)
 }
+
+// HoldStripe locks the stripe of key, as a call deciding about a key of
+// that stripe does, until the returned func is called.
+func HoldStripe(s *Store, key [16]byte) (release func()) {
+	st := s.stripe(key)
+	st.mu.Lock()
+	return st.mu.Unlock
+}
+
+// ReadTxs is how many read transactions the store has begun.
+func ReadTxs(s *Store) int { return s.db.Stats().TxN }
