@@ -123,13 +123,23 @@ func (e *encoder) time(tag int, t time.Time) {
 	e.b = append(e.b, tmp[:n]...)
 }
 
-// sub encodes a nested message under tag.
+// sub encodes a nested message under tag, in place: fill appends it after
+// a one-byte length, which a message of 128 bytes or more widens.
 func (e *encoder) sub(tag int, fill func(*encoder)) {
-	var inner encoder
-	inner.b = make([]byte, 0, 64)
-	fill(&inner)
-	e.head(tag, len(inner.b))
-	e.b = append(e.b, inner.b...)
+	e.b = binary.AppendUvarint(e.b, uint64(tag))
+	at := len(e.b)
+	e.b = append(e.b, 0)
+	fill(e)
+	n := len(e.b) - at - 1
+	if n < 0x80 {
+		e.b[at] = byte(n)
+		return
+	}
+	var tmp [binary.MaxVarintLen64]byte
+	w := binary.PutUvarint(tmp[:], uint64(n))
+	e.b = append(e.b, tmp[:w-1]...)
+	copy(e.b[at+w:], e.b[at+1:at+1+n])
+	copy(e.b[at:], tmp[:w])
 }
 
 // encodeRecord appends r's encoding, sealed with its checksum, to dst.

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
@@ -57,4 +58,34 @@ func TestExactVarint(t *testing.T) {
 	check([]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00})
 	check([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	check([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02})
+}
+
+// A nested message (an attempt, a resolution) is encoded in place behind
+// a one-byte length, widened when the message is 128 bytes or more: the
+// bytes must be those of the length's uvarint and then the message, at
+// every size around the widths.
+func TestSubMessageLengths(t *testing.T) {
+	for _, n := range []int{0, 1, 100, 127 - 4, 127 - 3, 127 - 2, 128, 129, 300, 16383 - 3, 16384, 20000, 3 << 20} {
+		r := Record{Key: [16]byte{1}, State: StateFailed, Attempts: []Attempt{{ID: "a", Error: string(make([]byte, n))}, {ID: "b"}},
+			Resolution: &Resolution{State: StateFailed, Reason: string(make([]byte, n))}}
+		v := encodeRecord(nil, &r)
+		got, err := decodeRecord(v)
+		if err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+		if len(got.Attempts) != 2 || got.Attempts[0].Error != r.Attempts[0].Error || got.Attempts[1].ID != "b" || got.Resolution.Reason != r.Resolution.Reason {
+			t.Fatalf("n=%d: decoded %d attempts, error of %d bytes, reason of %d", n, len(got.Attempts), len(got.Attempts[0].Error), len(got.Resolution.Reason))
+		}
+		// The attempt field by hand: tag, uvarint length, then ID and Error.
+		var want []byte
+		inner := append([]byte{tagAttemptID, 1, 'a'}, binary.AppendUvarint([]byte{tagAttemptError}, uint64(n))...)
+		inner = append(inner, make([]byte, n)...)
+		if n == 0 {
+			inner = []byte{tagAttemptID, 1, 'a'}
+		}
+		want = append(binary.AppendUvarint([]byte{tagAttempt}, uint64(len(inner))), inner...)
+		if !bytes.Contains(v, want) {
+			t.Fatalf("n=%d: the encoding does not hold the attempt field as tag, length, message", n)
+		}
+	}
 }
