@@ -508,6 +508,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	}
 	defer st.mu.Unlock()
 	var cur *journal.Record
+	var fileRec journal.Record // cur when the file's: on the stack, like a replay's read
 	// The record and, when the decision asks it, the guard, in one read
 	// transaction.
 	var d journal.BeginDecision
@@ -517,8 +518,12 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		var err error
 		recs := tx.Bucket(bucketRecords) // opened once: the guard reads it too
 		if cur = st.copyOf(req.Key); cur == nil {
-			if cur, err = s.readRecs(recs, req.Key); err != nil {
+			found, err := s.readIn(recs, req.Key, &fileRec)
+			if err != nil {
 				return err
+			}
+			if found {
+				cur = &fileRec
 			}
 		}
 		now = s.now()
