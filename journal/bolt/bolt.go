@@ -32,9 +32,9 @@
 // to Options.MaxBatchDelay when that is set) and commits them in one
 // transaction; a group whose transaction fails is retried one write at a
 // time, so each write must be safe to run twice. The replay path (Begin on
-// a settled record) is one read transaction and reads only the file, which
-// is why a Retake, which makes a settled record pending again, is always
-// written durably.
+// a settled record while another call holds its key's lock) is one read
+// transaction and reads only the file, which is why a Retake, which makes
+// a settled record pending again, is always written durably.
 
 package bolt
 
@@ -400,8 +400,13 @@ func (s *Store) read(key uuid.UUID) (r *journal.Record, err error) {
 
 // readTx is read within the transaction tx.
 func (s *Store) readTx(tx *bbolt.Tx, key uuid.UUID) (*journal.Record, error) {
+	return s.readRecs(tx.Bucket(bucketRecords), key)
+}
+
+// readRecs is read from recs, the records bucket of a transaction.
+func (s *Store) readRecs(recs *bbolt.Bucket, key uuid.UUID) (*journal.Record, error) {
 	var d journal.Record
-	if ok, err := s.readInto(tx, key, &d); !ok || err != nil {
+	if ok, err := s.readIn(recs, key, &d); !ok || err != nil {
 		return nil, err
 	}
 	return &d, nil
@@ -411,7 +416,12 @@ func (s *Store) readTx(tx *bbolt.Tx, key uuid.UUID) (*journal.Record, error) {
 // reports whether there is one: the replay path's read, whose record stays
 // on the caller's stack.
 func (s *Store) readInto(tx *bbolt.Tx, key uuid.UUID, dst *journal.Record) (bool, error) {
-	v := tx.Bucket(bucketRecords).Get(key[:])
+	return s.readIn(tx.Bucket(bucketRecords), key, dst)
+}
+
+// readIn is readInto from recs, the records bucket of a transaction.
+func (s *Store) readIn(recs *bbolt.Bucket, key uuid.UUID, dst *journal.Record) (bool, error) {
+	v := recs.Get(key[:])
 	if v == nil {
 		return false, nil
 	}
@@ -476,8 +486,10 @@ func (s *Store) persist(st *stripe, r *journal.Record, durable bool) error {
 	return nil
 }
 
-// Begin decides what happens to an intent; see Store. A settled record is
-// answered from one read transaction, without taking the key's lock.
+// Begin decides what happens to an intent; see Store. It reads in one
+// read transaction: under the key's lock when that is free, else first
+// without it, which answers a live settled record without waiting for the
+// lock.
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
 	if err := journal.Kit.ValidateBegin(&req); err != nil {
 		return journal.BeginResult{}, err
@@ -487,42 +499,55 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	}
 	defer s.exit()
 
-	// The replay path. A live settled record in the file is the truth: the
-	// overlay only ever holds pending records, and only Retake (decided again
-	// below under the key's lock) replaces a live settled record.
-	var file journal.Record
-	found, err := s.readFile(req.Key, &file)
-	if err != nil {
-		return journal.BeginResult{}, err
-	}
-	now := s.now()
-	if found && file.State.Settled() && !journal.Expired(&file, now) {
-		if d := journal.Kit.DecideBegin(&file, &req, now); d.Write == nil && d.Suppress == nil {
-			return d.Result, nil
-		}
-		// A Retake or a mismatch to record: decide again under the lock.
-	}
-	var cur *journal.Record
-
 	st := s.stripe(req.Key)
-	st.mu.Lock()
+	var now time.Time
+	if !st.mu.TryLock() {
+		// The key's stripe is busy (a commit may hold it for an fsync): the
+		// replay path, without the lock. A live settled record in the file
+		// is the truth: the overlay only ever holds pending records, and
+		// only Retake (decided again below under the key's lock) replaces
+		// a live settled record. When the stripe is free, the read under
+		// the lock below answers a replay as well, and a new intent's
+		// Begin reads in one transaction instead of two.
+		var file journal.Record
+		found, err := s.readFile(req.Key, &file)
+		if err != nil {
+			return journal.BeginResult{}, err
+		}
+		now = s.now()
+		if found && file.State.Settled() && !journal.Expired(&file, now) {
+			if d := journal.Kit.DecideBegin(&file, &req, now); d.Write == nil && d.Suppress == nil {
+				return d.Result, nil
+			}
+			// A Retake or a mismatch to record: decide again under the lock.
+		}
+		st.mu.Lock()
+	}
 	defer st.mu.Unlock()
+	var cur *journal.Record
+	var fileRec journal.Record // cur when the file's: on the stack, like a replay's read
 	// The record and, when the decision asks it, the guard, in one read
-	// transaction: a new intent's Begin pays two, not three.
+	// transaction.
 	var d journal.BeginDecision
 	var g *journal.Record // the guard's answer, if guarded
 	guarded := false      // the guard was asked with this decision
-	err = s.view(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
+		var err error
+		recs := tx.Bucket(bucketRecords) // opened once: the guard reads it too
 		if cur = st.copyOf(req.Key); cur == nil {
-			if cur, err = s.readTx(tx, req.Key); err != nil {
+			found, err := s.readIn(recs, req.Key, &fileRec)
+			if err != nil {
 				return err
+			}
+			if found {
+				cur = &fileRec
 			}
 		}
 		now = s.now()
 		d = journal.Kit.DecideBegin(cur, &req, now)
 		if d.Guard && d.Suppress == nil {
 			guarded = true
-			g, err = s.guardTx(tx, &req, now)
+			g, err = s.guardIn(tx, recs, &req, now)
 		}
 		return err
 	})
@@ -602,9 +627,13 @@ func (s *Store) guard(req *journal.BeginRequest, now time.Time) (found *journal.
 
 // guardTx is guard within the read transaction tx.
 func (s *Store) guardTx(tx *bbolt.Tx, req *journal.BeginRequest, now time.Time) (*journal.Record, error) {
+	return s.guardIn(tx, tx.Bucket(bucketRecords), req, now)
+}
+
+// guardIn is guardTx with recs, tx's records bucket, already open.
+func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequest, now time.Time) (*journal.Record, error) {
 	var found *journal.Record
 	err := func() error {
-		recs := tx.Bucket(bucketRecords)
 		check := func(v []byte) (bool, error) {
 			r, err := journal.Kit.DecodeRecord(v)
 			if err != nil {

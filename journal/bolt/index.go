@@ -474,15 +474,15 @@ func recount(counts *bbolt.Bucket, old, new *ixEntry) error {
 		if old.state == new.state && old.attempts == new.attempts {
 			return nil
 		}
-		return addCounts(counts, new.tool, func(c *toolCounts) { c.add(old, -1); c.add(new, 1) })
+		return addCounts(counts, new.tool, old, new)
 	}
 	if old != nil {
-		if err := addCounts(counts, old.tool, func(c *toolCounts) { c.add(old, -1) }); err != nil {
+		if err := addCounts(counts, old.tool, old, nil); err != nil {
 			return err
 		}
 	}
 	if new != nil {
-		return addCounts(counts, new.tool, func(c *toolCounts) { c.add(new, 1) })
+		return addCounts(counts, new.tool, nil, new)
 	}
 	return nil
 }
@@ -505,9 +505,10 @@ func hasKV(list []ixKV, kv ixKV) bool {
 	return false
 }
 
-// addCounts changes tool's counters by change; counters all at zero are
-// removed, so that tools no longer present leave nothing behind.
-func addCounts(b *bbolt.Bucket, tool string, change func(c *toolCounts)) error {
+// addCounts changes tool's counters: takes out away (nil: none) and
+// counts in (nil: none); counters all at zero are removed, so that tools no
+// longer present leave nothing behind.
+func addCounts(b *bbolt.Bucket, tool string, out, in *ixEntry) error {
 	k := countKey(tool)
 	var c toolCounts
 	if v := b.Get(k); v != nil {
@@ -515,7 +516,12 @@ func addCounts(b *bbolt.Bucket, tool string, change func(c *toolCounts)) error {
 			return err
 		}
 	}
-	change(&c)
+	if out != nil {
+		c.add(out, -1)
+	}
+	if in != nil {
+		c.add(in, 1)
+	}
 	if c == (toolCounts{}) {
 		return b.Delete(k)
 	}
