@@ -114,6 +114,7 @@ func FixPendingCRC(b []byte) {
 	n := binary.BigEndian.Uint32(f[0:4])
 	binary.BigEndian.PutUint32(f[4:8], crc32.Checksum(f[8:8+n], crcTable))
 }
+
 // HoldStripe locks the stripe of key, as a call deciding about a key of
 // that stripe does, until the returned func is called.
 func HoldStripe(s *Store, key [16]byte) (release func()) {
