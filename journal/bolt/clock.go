@@ -144,15 +144,21 @@ func (s *Store) highWater(tx *bbolt.Tx) error {
 // boot's id and the time since boot (suspensions included) where the
 // system says them, else an epoch of the process's own. Within the
 // process it moves with Go's monotonic clock.
-var hostClock = sync.OnceValue(func() *hostMono {
-	h := &hostMono{start: time.Now()}
+var hostClock = sync.OnceValue(newHostMono)
+
+// newHostMono reads the boot clock, then Go's clock: a reading of the
+// result is thus never ahead of the boot clock, so a process started after
+// another's reading reads a later boot time.
+func newHostMono() *hostMono {
+	h := &hostMono{}
 	if id, up, ok := bootClock(); ok {
 		h.epoch, h.base = id, up
 	} else {
 		h.epoch = uuid.New()
 	}
+	h.start = time.Now()
 	return h
-})
+}
 
 type hostMono struct {
 	epoch uuid.UUID
@@ -182,12 +188,16 @@ func bootClock() (id uuid.UUID, up time.Duration, ok bool) {
 	if err != nil {
 		return uuid.Nil, 0, false
 	}
+	if up, ok := bootTime(); ok {
+		return id, up, true
+	}
 	secs, _, _ := strings.Cut(read("/proc/uptime"), " ")
 	f, err := strconv.ParseFloat(secs, 64)
 	if err != nil || f < 0 {
 		return uuid.Nil, 0, false
 	}
-	// Rounded up by the file's resolution (10 ms): a reading may be ahead
-	// of the boot clock, never behind the last process's.
+	// Rounded up by the file's resolution (10 ms), where CLOCK_BOOTTIME
+	// cannot be read: a reading may then be behind another process's by
+	// up to that much.
 	return id, time.Duration(f*float64(time.Second)) + 10*time.Millisecond, true
 }
