@@ -235,6 +235,27 @@ func benchPairs(b *testing.B, store journal.Store, rawCommit, inTx func(*http.Re
 			}
 		}
 	})
+	// raw-get given the replay's plumbing: the same request, recorder and
+	// mux, and a handler that answers with one journal Get's stored bytes.
+	// The floor of any replay served from the journal; replay beside it
+	// reads the middleware's own work, which replay beside raw-get does
+	// not (replay pays the plumbing, ~bare, and raw-get does not).
+	b.Run("raw-get-served", func(b *testing.B) {
+		h := muxFor(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec, err := store.Get(r.Context(), jkey)
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(rec.Output)
+		}))
+		b.ReportAllocs()
+		for b.Loop() {
+			serveOnce(b, h, key)
+		}
+	})
 }
 
 // lastKey is the journal key of the newest record.
