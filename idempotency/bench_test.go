@@ -185,6 +185,17 @@ func benchPairs(b *testing.B, store journal.Store, rawCommit, inTx func(*http.Re
 			serveOnce(b, h, nextKey())
 		}
 	})
+	// The middleware around baseline's handler, its raw commit included:
+	// the same work as agentonce-intx, whose handler writes the same row
+	// but inside the transaction that records the response. agentonce's
+	// handler writes nothing, so it is not agentonce-intx's pair.
+	b.Run("agentonce-effect", func(b *testing.B) {
+		h := muxFor(m.Handler(bareCharge(rawCommit)))
+		b.ReportAllocs()
+		for b.Loop() {
+			serveOnce(b, h, nextKey())
+		}
+	})
 	b.Run("journal-begin-complete", func(b *testing.B) {
 		// The journal's two durable writes alone, as the middleware makes
 		// them: what agentonce costs beyond bare, less the HTTP plumbing.
