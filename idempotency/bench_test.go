@@ -69,8 +69,10 @@ func nextKey() string { return fmt.Sprintf("key-%d", benchSeq.Add(1)) }
 // BenchmarkMiddleware pairs the middleware with the bare handler on each
 // store: baseline is the bare handler plus one raw commit of its own (the
 // cheapest durable effect), agentonce the bare handler behind the
-// middleware (a durable Begin and a durable Complete), replay a repeated
-// key beside raw-get, one journal Get.
+// middleware (a durable Begin and a durable Complete), agentonce-effect
+// baseline's handler behind it (agentonce-intx's pair), replay a repeated
+// key beside raw-get, one journal Get, and raw-get-served, one Get
+// through the replay's request plumbing.
 func BenchmarkMiddleware(b *testing.B) {
 	b.Run("bbolt", func(b *testing.B) {
 		dir := b.TempDir()
