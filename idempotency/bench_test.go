@@ -69,8 +69,10 @@ func nextKey() string { return fmt.Sprintf("key-%d", benchSeq.Add(1)) }
 // BenchmarkMiddleware pairs the middleware with the bare handler on each
 // store: baseline is the bare handler plus one raw commit of its own (the
 // cheapest durable effect), agentonce the bare handler behind the
-// middleware (a durable Begin and a durable Complete), replay a repeated
-// key beside raw-get, one journal Get.
+// middleware (a durable Begin and a durable Complete), agentonce-effect
+// baseline's handler behind it (agentonce-intx's pair), replay a repeated
+// key beside raw-get, one journal Get, and raw-get-served, one Get
+// through the replay's request plumbing.
 func BenchmarkMiddleware(b *testing.B) {
 	b.Run("bbolt", func(b *testing.B) {
 		dir := b.TempDir()
@@ -185,6 +187,17 @@ func benchPairs(b *testing.B, store journal.Store, rawCommit, inTx func(*http.Re
 			serveOnce(b, h, nextKey())
 		}
 	})
+	// The middleware around baseline's handler, its raw commit included:
+	// the same work as agentonce-intx, whose handler writes the same row
+	// but inside the transaction that records the response. agentonce's
+	// handler writes nothing, so it is not agentonce-intx's pair.
+	b.Run("agentonce-effect", func(b *testing.B) {
+		h := muxFor(m.Handler(bareCharge(rawCommit)))
+		b.ReportAllocs()
+		for b.Loop() {
+			serveOnce(b, h, nextKey())
+		}
+	})
 	b.Run("journal-begin-complete", func(b *testing.B) {
 		// The journal's two durable writes alone, as the middleware makes
 		// them: what agentonce costs beyond bare, less the HTTP plumbing.
@@ -233,6 +246,27 @@ func benchPairs(b *testing.B, store journal.Store, rawCommit, inTx func(*http.Re
 			if _, err := store.Get(context.Background(), jkey); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+	// raw-get given the replay's plumbing: the same request, recorder and
+	// mux, and a handler that answers with one journal Get's stored bytes.
+	// The floor of any replay served from the journal; replay beside it
+	// reads the middleware's own work, which replay beside raw-get does
+	// not (replay pays the plumbing, ~bare, and raw-get does not).
+	b.Run("raw-get-served", func(b *testing.B) {
+		h := muxFor(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec, err := store.Get(r.Context(), jkey)
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(rec.Output)
+		}))
+		b.ReportAllocs()
+		for b.Loop() {
+			serveOnce(b, h, key)
 		}
 	})
 }

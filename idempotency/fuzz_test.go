@@ -56,3 +56,29 @@ func FuzzRequestKey(f *testing.F) {
 		}
 	})
 }
+
+// Any Output parses without panic, and whatever parses writes its
+// headers without panic, each stored line becoming one header value.
+func FuzzParseEnvelope(f *testing.F) {
+	resp := &response{Status: 201, Header: http.Header{"Content-Type": {"application/json"}, "Vary": {"A", "B"}},
+		Body: []byte(`{"id":"ch_1"}`)}
+	resp.Sum = sha256.Sum256(resp.Body)
+	f.Add(resp.encode(true))
+	f.Add(resp.encode(false))
+	f.Add([]byte("agentonce-http/1 200 sha256=" + hexOf(sha256.Sum256(nil)) + "\nB: 1\nA: 2\nB: 3\n\n"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		var e envelope
+		if parseEnvelope(out, &e) != nil {
+			return
+		}
+		h := http.Header{}
+		e.writeHeader(h, "", 0)
+		n := 0
+		for _, v := range h {
+			n += len(v)
+		}
+		if n != e.nlines {
+			t.Fatalf("writeHeader of %q set %d values; want %d", out, n, e.nlines)
+		}
+	})
+}

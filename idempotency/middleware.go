@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"net/http"
 	"os"
@@ -47,6 +46,7 @@ type Middleware struct {
 	o           Options // defaults filled in
 	normalizers map[string]*keyderive.Normalizer
 	inTx        effectCompleter // set when o.InTx
+	replayed    string          // o.ReplayedHeader in canonical form
 }
 
 // effectCompleter is the capability of a store that runs an effect in the
@@ -97,6 +97,7 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 	if o.ErrorLog == nil {
 		o.ErrorLog = log.Printf
 	}
+	m.replayed = http.CanonicalHeaderKey(o.ReplayedHeader)
 	o.StoredHeaders = append(append([]string(nil), keptHeaders...), o.StoredHeaders...)
 	for pattern, paths := range o.Volatile {
 		n, err := keyderive.NewNormalizer(nil, paths)
@@ -128,14 +129,21 @@ type call struct {
 	tenant string
 	tool   string // method and route
 	jkey   uuid.UUID
+	body   bodyReader // the request's body, read once, for the handler
 }
+
+// bodyReader is the body the handler reads: the bytes serve read.
+type bodyReader struct{ bytes.Reader }
+
+// Close does nothing: the bytes are in memory.
+func (*bodyReader) Close() error { return nil }
 
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if safeMethod(r.Method) && m.o.Key == nil {
 		next.ServeHTTP(w, r)
 		return
 	}
-	c := &call{tool: r.Method + " " + route(r)}
+	c := &call{}
 	var body []byte
 	var err error
 	if m.o.Key == nil {
@@ -148,7 +156,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		if !ok {
 			if m.o.Require != nil && m.o.Require(r) {
 				writeProblem(w, http.StatusBadRequest, ProblemKeyRequired,
-					problem{Detail: c.tool + " requires an Idempotency-Key header"}, 0)
+					problem{Detail: r.Method + " " + route(r) + " requires an Idempotency-Key header"}, 0)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -164,7 +172,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		}
 		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	c.body.Reset(body)
+	r.Body = &c.body
 	if m.o.Key != nil {
 		if c.key, err = m.o.Key(r, body); err == nil && (c.key == "" || len(c.key) > MaxKeyLength) {
 			err = fmt.Errorf("the event id must be 1 to %d bytes, got %d", MaxKeyLength, len(c.key))
@@ -184,39 +193,55 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			return
 		}
 	}
-	kind, canonical := m.canonicalBody(r, body)
-	c.jkey = keyderive.ExplicitKey(m.ns, c.tenant, stepKey(c.tool, c.key))
+	var step string
+	step, c.tool = stepKey(r.Method, route(r), c.key)
+	c.jkey = keyderive.ExplicitKey(m.ns, c.tenant, step)
+	bufp := inputPool.Get().(*[]byte)
+	input, at, kind := m.fingerprintInput((*bufp)[:0], r, body)
 	req := journal.BeginRequest{
 		Key:         c.jkey,
 		Intent:      keyderive.Intent{Tenant: c.tenant, Session: c.key, Tool: c.tool},
-		Fingerprint: fingerprint(r, kind, canonical),
+		Fingerprint: fingerprint(input),
 		Effect:      journal.Keyed,
 		Owner:       m.o.Owner,
-		AttemptID:   r.Header.Get(RequestIDHeader),
+		AttemptID:   headerValue(r.Header, RequestIDHeader),
 		LeaseTTL:    m.o.LeaseTTL,
 		RecordTTL:   m.o.TTL,
 		Durable:     true, // the write-ahead: a crash mid-handler must leave the record
 		Guard:       journal.GuardOff,
 	}
-	if kind == kindJSON && len(canonical) <= m.o.MaxStoredBytes {
-		req.Input = canonical
+	// A replay is answered by a read alone: a settled record with this
+	// fingerprint that will not run again and is not near its expiry
+	// (judged on this clock, with a minute's margin for the store's) says
+	// what Begin would. Anything else goes through Begin.
+	rec, replay := m.replayable(r.Context(), &req)
+	if !replay && kind == kindJSON && len(input)-at <= m.o.MaxStoredBytes {
+		// Its own copy: the store may keep the record it writes.
+		req.Input = bytes.Clone(input[at:])
+	}
+	if cap(input) <= maxPooledInput {
+		*bufp = input[:0]
+		inputPool.Put(bufp)
+	}
+	if replay {
+		m.answer(w, c, &rec)
+		return
 	}
 	m.decide(w, r, next, c, &req)
+}
+
+// replayable reads req's record and reports whether it answers req.
+func (m *Middleware) replayable(ctx context.Context, req *journal.BeginRequest) (journal.Record, bool) {
+	rec, err := m.store.Get(ctx, req.Key)
+	ok := err == nil && rec.State.Settled() && !retakable(&rec) &&
+		(rec.Fingerprint == req.Fingerprint || rec.Fingerprint.IsZero()) && time.Now().Before(rec.Expires.Add(-time.Minute))
+	return rec, ok
 }
 
 // decide carries out what Begin decided for the request; with Options.Wait
 // it waits for a key in flight to settle.
 func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, req *journal.BeginRequest) {
 	ctx := r.Context()
-	// A replay is answered by a read alone: a settled record with this
-	// fingerprint that will not run again and is not near its expiry
-	// (judged on this clock, with a minute's margin for the store's) says
-	// what Begin would. Anything else goes through Begin.
-	if rec, err := m.store.Get(ctx, req.Key); err == nil && rec.State.Settled() && !retakable(&rec) &&
-		(rec.Fingerprint == req.Fingerprint || rec.Fingerprint.IsZero()) && time.Now().Before(rec.Expires.Add(-time.Minute)) {
-		m.answer(w, c, &rec)
-		return
-	}
 	if req.AttemptID == "" {
 		req.AttemptID = uuid.NewString()
 	}
@@ -307,22 +332,30 @@ func (m *Middleware) answerUnknown(w http.ResponseWriter, c *call, detail string
 func (m *Middleware) answer(w http.ResponseWriter, c *call, rec *journal.Record) {
 	switch rec.State {
 	case journal.StateSucceeded:
-		resp, err := decodeResponse(rec.Output)
+		var e envelope
+		err := parseEnvelope(rec.Output, &e)
 		if errors.Is(err, errNotEnvelope) {
 			// An operator's verdict with an output of their own: send it.
-			resp = operatorResponse(rec.Output)
-		} else if err != nil {
+			operatorResponse(rec.Output).write(w, m.o.ReplayedHeader)
+			return
+		}
+		if err != nil {
 			m.o.ErrorLog("idempotency: key %s (%s): %v", c.jkey, c.tool, err)
 			writeProblem(w, http.StatusInternalServerError, ProblemBodyUnavailable,
 				problem{Detail: err.Error(), Key: c.key, JournalKey: c.jkey.String()}, 0)
 			return
 		}
-		if resp.Body == nil && resp.Sum != sha256.Sum256(nil) {
-			if err := m.fetchBlob(w, c, resp); err != nil {
+		if e.body == nil && e.sum != emptySum {
+			// Kept elsewhere: a blob, or only its hash.
+			b, err := m.fetchBlob(c, &e)
+			if err != nil {
+				writeProblem(w, http.StatusInternalServerError, ProblemBodyUnavailable,
+					problem{Detail: err.Error(), Key: c.key, JournalKey: c.jkey.String()}, 0)
 				return
 			}
+			e.body = b
 		}
-		resp.write(w, m.o.ReplayedHeader)
+		e.write(w, m.replayed, e.body)
 	case journal.StateUnknown:
 		m.answerUnknown(w, c, "the first request with this key ended without a recorded answer ("+rec.ErrorMessage+")")
 	default: // failed or suppressed and not to be run again
@@ -331,24 +364,20 @@ func (m *Middleware) answer(w http.ResponseWriter, c *call, rec *journal.Record)
 	}
 }
 
-// fetchBlob fills resp.Body from the blob store, or answers the problem.
-func (m *Middleware) fetchBlob(w http.ResponseWriter, c *call, resp *response) error {
-	err := errors.New("the body was larger than MaxStoredBytes and no BlobStore kept it")
-	if m.o.Blobs != nil && resp.Blob != "" {
-		var b []byte
-		if b, err = m.o.Blobs.Get(context.Background(), resp.Blob, int64(m.o.MaxResponseBytes)); err == nil {
-			if sha256.Sum256(b) != resp.Sum {
-				err = fmt.Errorf("blob %s does not match the stored sha256", resp.Blob)
-			}
-			resp.Body = b
-		}
+// fetchBlob returns the body e's record keeps in the blob store.
+func (m *Middleware) fetchBlob(c *call, e *envelope) ([]byte, error) {
+	if m.o.Blobs == nil || len(e.blob) == 0 {
+		return nil, errors.New("the body was larger than MaxStoredBytes and no BlobStore kept it")
 	}
-	if err != nil {
-		writeProblem(w, http.StatusInternalServerError, ProblemBodyUnavailable,
-			problem{Detail: err.Error(), Key: c.key, JournalKey: c.jkey.String()}, 0)
+	b, err := m.o.Blobs.Get(context.Background(), string(e.blob), int64(m.o.MaxResponseBytes))
+	if err == nil && sha256.Sum256(b) != e.sum {
+		err = fmt.Errorf("blob %s does not match the stored sha256", e.blob)
 	}
-	return err
+	return b, err
 }
+
+// emptySum is the SHA-256 of an empty body.
+var emptySum = sha256.Sum256(nil)
 
 // operatorResponse is the answer for a record an operator settled as
 // succeeded with an output that is not a stored response: 200 with it.

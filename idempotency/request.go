@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentonce/agentonce/keyderive"
 )
@@ -19,10 +20,10 @@ import (
 // draft makes the value a Structured Field string ("…"); the bare token
 // that Stripe's clients and the harness send is accepted too.
 func requestKey(r *http.Request) (key string, ok bool, err error) {
-	v := r.Header.Get(KeyHeader)
+	v := headerValue(r.Header, KeyHeader)
 	name := KeyHeader
 	if v == "" {
-		v, name = r.Header.Get(AgentonceKeyHeader), AgentonceKeyHeader
+		v, name = headerValue(r.Header, AgentonceKeyHeader), AgentonceKeyHeader
 	}
 	if v == "" {
 		return "", false, nil
@@ -44,6 +45,15 @@ func requestKey(r *http.Request) (key string, ok bool, err error) {
 		}
 	}
 	return v, true, nil
+}
+
+// headerValue is h.Get(name) for a name already in canonical form, without
+// canonicalizing it again on every request.
+func headerValue(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // unquoteSF decodes an RFC 8941 sf-string.
@@ -152,64 +162,87 @@ func kindOf(contentType string) bodyKind {
 	return kindBytes
 }
 
-// canonicalBody returns the body in the form its fingerprint is taken of,
-// with the route's volatile fields dropped, and whether it is JSON (then
-// kept as the record's Input). A JSON or form body that does not parse is
+// fingerprintInput appends to buf what a request's fingerprint is the
+// SHA-256 of, and returns it with the canonical body's offset in it and its
+// kind: the path and query (the route pattern and method are in the key
+// already) and the body in its canonical form, with the route's volatile
+// fields dropped, each length-prefixed. A JSON body's canonical form is
+// also the record's Input. A JSON or form body that does not parse is
 // fingerprinted by its bytes: rejecting it is the handler's business.
-func (m *Middleware) canonicalBody(r *http.Request, body []byte) (bodyKind, []byte) {
-	kind := kindOf(r.Header.Get("Content-Type"))
+//
+// The fields are appended to one buffer and hashed once (see fingerprint),
+// the canonical form written in place after its kind and length: a request
+// costs no allocation here beyond the buffer, which serve pools.
+func (m *Middleware) fingerprintInput(buf []byte, r *http.Request, body []byte) (out []byte, at int, kind bodyKind) {
+	buf = appendField(buf, "agentonce/idempotency/request/v1")
+	buf = appendField(buf, r.URL.EscapedPath())
+	buf = appendField(buf, r.URL.RawQuery)
+	head := len(buf)  // the kind's byte, then the canonical body's length
+	at = head + 1 + 8 // the canonical body
+	buf = append(buf, make([]byte, 1+8)...)
+	kind = kindOf(headerValue(r.Header, "Content-Type"))
 	switch kind {
 	case kindJSON:
-		c, err := keyderive.Canonicalize(body, &keyderive.Options{MaxBytes: len(body) + 1})
-		if err != nil {
-			return kindBytes, body
-		}
-		if n := m.normalizers[r.Pattern]; n != nil {
-			if c, err = n.Normalize(c); err != nil {
-				return kindBytes, body
+		c, err := keyderive.AppendCanonical(buf, body, &keyderive.Options{MaxBytes: len(body) + 1})
+		if err == nil {
+			if n := m.normalizers[r.Pattern]; n != nil {
+				var nc []byte
+				if nc, err = n.Normalize(c[at:]); err == nil {
+					c = append(c[:at], nc...)
+				}
 			}
 		}
-		return kindJSON, c
+		if err == nil {
+			buf = c
+		} else {
+			kind, buf = kindBytes, append(buf[:at], body...)
+		}
 	case kindForm:
 		v, err := url.ParseQuery(string(body))
 		if err != nil {
-			return kindBytes, body
+			kind, buf = kindBytes, append(buf, body...)
+			break
 		}
 		for _, f := range m.o.Volatile[r.Pattern] {
 			v.Del(f)
 		}
-		return kindForm, []byte(v.Encode()) // Encode sorts by name
+		buf = append(buf, v.Encode()...) // Encode sorts by name
+	default:
+		buf = append(buf, body...)
 	}
-	return kindBytes, body
+	buf[head] = byte(kind)
+	binary.BigEndian.PutUint64(buf[head+1:at], uint64(len(buf)-at))
+	return buf, at, kind
+}
+
+// appendField appends s preceded by its length, 8 bytes big-endian.
+func appendField(buf []byte, s string) []byte {
+	return append(binary.BigEndian.AppendUint64(buf, uint64(len(s))), s...)
 }
 
 // fingerprint is the SHA-256 of what makes two requests with one key the
-// same request: the path and query (the route pattern and method are in
-// the key already) and the canonical body, each length-prefixed.
-func fingerprint(r *http.Request, kind bodyKind, canonical []byte) keyderive.Fingerprint {
-	h := sha256.New()
-	var n [8]byte
-	field := func(s string) {
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		io.WriteString(h, s)
-	}
-	field("agentonce/idempotency/request/v1")
-	field(r.URL.EscapedPath())
-	field(r.URL.RawQuery)
-	h.Write([]byte{byte(kind)})
-	binary.BigEndian.PutUint64(n[:], uint64(len(canonical)))
-	h.Write(n[:])
-	h.Write(canonical)
-	var fp keyderive.Fingerprint
-	h.Sum(fp[:0])
-	return fp
+// same request: fingerprintInput's bytes.
+func fingerprint(input []byte) keyderive.Fingerprint {
+	return keyderive.Fingerprint(sha256.Sum256(input))
 }
+
+// inputPool recycles fingerprintInput's buffers.
+var inputPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledInput is the largest buffer put back in inputPool: a rare large
+// body's buffer is left to the collector rather than kept.
+const maxPooledInput = 64 << 10
 
 // stepKey is the scope of a key within its tenant (keyderive.ExplicitKey
 // adds the tenant and the journal's secret namespace): the method, the
 // route and the client's key. No newline can occur in a method, a route
-// pattern or a header value, so the join is unambiguous.
-func stepKey(tool, key string) string {
-	return "agentonce/idempotency/v1\n" + tool + "\n" + key
+// pattern or a header value, so the join is unambiguous. tool, the method
+// and route ("POST /v1/charges"), is a substring of it: one allocation
+// for both.
+func stepKey(method, route, key string) (step, tool string) {
+	step = stepKeyTag + method + " " + route + "\n" + key
+	return step, step[len(stepKeyTag) : len(stepKeyTag)+len(method)+1+len(route)]
 }
+
+// stepKeyTag begins every step key.
+const stepKeyTag = "agentonce/idempotency/v1\n"

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // capture is the ResponseWriter a protected handler writes to: it buffers
@@ -126,25 +127,38 @@ func (resp *response) encode(inline bool) []byte {
 // resolution, say).
 var errNotEnvelope = errors.New("not a stored response")
 
-// decodeResponse reads an Output written by encode. The body is nil when
-// it was not kept inline.
-func decodeResponse(out []byte) (*response, error) {
+// envelope is a record Output that encode wrote, parsed in place: its
+// slices alias the Output.
+type envelope struct {
+	status int
+	sum    [sha256.Size]byte
+	blob   []byte
+	inline bool   // the body is kept in the Output
+	header []byte // the header lines, each ending in '\n'
+	nlines int    // how many there are
+	sorted bool   // their names are in order, as encode writes them
+	body   []byte // nil unless inline
+}
+
+// parseEnvelope reads an Output written by encode into e, allocating
+// nothing. The header lines are checked here, so that a replay writing them
+// (envelope.writeHeader) cannot fail.
+func parseEnvelope(out []byte, e *envelope) error {
 	rest, ok := bytes.CutPrefix(out, []byte(envelopeMagic))
 	if !ok {
-		return nil, errNotEnvelope
+		return errNotEnvelope
 	}
-	bad := func(what string) error { return fmt.Errorf("stored response: %s", what) }
 	line, rest, ok := bytes.Cut(rest, []byte{'\n'})
 	if !ok {
-		return nil, bad("no status line")
+		return badEnvelope("no status line")
 	}
 	status, line, _ := bytes.Cut(line, []byte{' '})
-	code, err := strconv.Atoi(string(status))
-	if err != nil || code < 100 || code > 999 {
-		return nil, bad(fmt.Sprintf("bad status %q", status))
+	code, ok := parseStatus(status)
+	if !ok {
+		return badEnvelope(fmt.Sprintf("bad status %q", status))
 	}
-	resp := &response{Status: code, Header: http.Header{}}
-	inline, sum := true, false
+	*e = envelope{status: code, inline: true, sorted: true}
+	sum := false
 	for len(line) > 0 {
 		var f []byte
 		f, line, _ = bytes.Cut(line, []byte{' '})
@@ -152,45 +166,132 @@ func decodeResponse(out []byte) (*response, error) {
 		switch string(k) {
 		case "sha256":
 			if len(v) != 2*sha256.Size {
-				return nil, bad(fmt.Sprintf("bad sha256 %q", v))
+				return badEnvelope(fmt.Sprintf("bad sha256 %q", v))
 			}
-			if _, err := hex.Decode(resp.Sum[:], v); err != nil {
-				return nil, bad(fmt.Sprintf("bad sha256 %q", v))
+			if _, err := hex.Decode(e.sum[:], v); err != nil {
+				return badEnvelope(fmt.Sprintf("bad sha256 %q", v))
 			}
 			sum = true
 		case "blob":
-			resp.Blob = string(v)
+			e.blob = v
 		case "body":
-			inline = false
+			e.inline = false
 		default:
-			return nil, bad(fmt.Sprintf("unknown field %q", f))
+			return badEnvelope(fmt.Sprintf("unknown field %q", f))
 		}
 	}
 	if !sum {
-		return nil, bad("no sha256")
+		return badEnvelope("no sha256")
 	}
+	headers := rest
+	var prev []byte // the name on the line before
 	for {
 		line, rest, ok = bytes.Cut(rest, []byte{'\n'})
 		if !ok {
-			return nil, bad("headers not terminated")
+			return badEnvelope("headers not terminated")
 		}
 		if len(line) == 0 {
 			break
 		}
-		k, v, ok := bytes.Cut(line, []byte(": "))
+		k, _, ok := bytes.Cut(line, []byte(": "))
 		if !ok {
-			return nil, bad(fmt.Sprintf("bad header line %q", line))
+			return badEnvelope(fmt.Sprintf("bad header line %q", line))
 		}
-		resp.Header[string(k)] = append(resp.Header[string(k)], string(v))
+		if bytes.Compare(k, prev) < 0 {
+			e.sorted = false
+		}
+		prev = k
+		e.nlines++
 	}
+	e.header = headers[:len(headers)-len(rest)-1]
 	switch {
-	case inline:
+	case e.inline:
 		// The journal's record checksum already covers an inline body; a
-		// blob's is checked against Sum when it is fetched.
-		resp.Body = rest
+		// blob's is checked against sum when it is fetched.
+		e.body = rest
 	case len(rest) > 0:
-		return nil, bad("a body after body=hash-only")
+		return badEnvelope("a body after body=hash-only")
 	}
+	return nil
+}
+
+func badEnvelope(what string) error { return fmt.Errorf("stored response: %s", what) }
+
+// parseStatus reads a three-digit status code, 100 to 999.
+func parseStatus(b []byte) (int, bool) {
+	if len(b) != 3 || b[0] < '1' || b[0] > '9' || b[1] < '0' || b[1] > '9' || b[2] < '0' || b[2] > '9' {
+		return 0, false
+	}
+	return int(b[0]-'0')*100 + int(b[1]-'0')*10 + int(b[2]-'0'), true
+}
+
+// writeHeader sets e's headers on h and, when replayed (a name in
+// canonical form) is not empty, replayed: true and Content-Length:
+// length. The values share one string and one slice array: two
+// allocations, however many headers.
+func (e *envelope) writeHeader(h http.Header, replayed string, length int) {
+	var stack [512]byte
+	b := append(stack[:0], e.header...)
+	if replayed != "" {
+		b = strconv.AppendInt(b, int64(length), 10)
+	}
+	s := string(b)
+	extra := 0
+	if replayed != "" {
+		extra = 2
+	}
+	vals := make([]string, e.nlines+extra)
+	n, at := 0, 0 // values used; where the next header line begins
+	if e.sorted {
+		// A name's values are on consecutive lines: one slice of vals.
+		var name string
+		first := 0 // the first value of name in vals
+		for at < len(e.header) {
+			end := at + strings.IndexByte(s[at:len(e.header)], '\n')
+			k, v, _ := strings.Cut(s[at:end], ": ")
+			if k != name {
+				if n > first {
+					h[name] = vals[first:n:n]
+				}
+				name, first = k, n
+			}
+			vals[n] = v
+			n++
+			at = end + 1
+		}
+		if n > first {
+			h[name] = vals[first:n:n]
+		}
+	} else {
+		// Not encode's (an operator's hand-made envelope): gather each
+		// name's values first, then set them.
+		g := http.Header{}
+		for at < len(e.header) {
+			end := at + strings.IndexByte(s[at:len(e.header)], '\n')
+			k, v, _ := strings.Cut(s[at:end], ": ")
+			g[k] = append(g[k], v)
+			at = end + 1
+		}
+		for k, v := range g {
+			h[k] = v
+		}
+	}
+	if replayed != "" {
+		vals[n], vals[n+1] = "true", s[len(e.header):]
+		h[replayed] = vals[n : n+1 : n+1]
+		h["Content-Length"] = vals[n+1 : n+2 : n+2]
+	}
+}
+
+// decodeResponse reads an Output written by encode. The body is nil when
+// it was not kept inline.
+func decodeResponse(out []byte) (*response, error) {
+	var e envelope
+	if err := parseEnvelope(out, &e); err != nil {
+		return nil, err
+	}
+	resp := &response{Status: e.status, Header: http.Header{}, Sum: e.sum, Blob: string(e.blob), Body: e.body}
+	e.writeHeader(resp.Header, "", 0)
 	return resp, nil
 }
 
@@ -206,4 +307,12 @@ func (resp *response) write(w http.ResponseWriter, replayedHeader string) {
 	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
+}
+
+// write sends e's response with body, marked as a replay by the header
+// named replayed (canonical form).
+func (e *envelope) write(w http.ResponseWriter, replayed string, body []byte) {
+	e.writeHeader(w.Header(), replayed, len(body))
+	w.WriteHeader(e.status)
+	_, _ = w.Write(body)
 }

@@ -1,0 +1,80 @@
+package idempotency
+
+import (
+	"crypto/sha256"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+)
+
+// A replay writes the stored headers, multi-valued ones included, then
+// the replay mark and the length, replacing what the writer held for
+// those names; an envelope whose header names are out of order (made by
+// hand, not by encode) loses no value.
+func TestEnvelopeWrite(t *testing.T) {
+	resp := &response{Status: 201, Body: []byte(`{"id":"ch_1"}`), Header: http.Header{
+		"Content-Type": {"application/json"}, "Vary": {"Accept", "Origin"}, "Location": {"/v1/charges/ch_1"}}}
+	resp.Sum = sha256.Sum256(resp.Body)
+	unsorted := "agentonce-http/1 200 sha256=" + hexOf(sha256.Sum256([]byte("ok"))) +
+		"\nVary: A\nContent-Type: text/plain\nVary: B\n\nok"
+	for _, tc := range []struct {
+		out    []byte
+		status int
+		want   http.Header
+		body   string
+	}{
+		{resp.encode(true), 201, http.Header{"Content-Type": {"application/json"}, "Vary": {"Accept", "Origin"},
+			"Location": {"/v1/charges/ch_1"}, "Idempotent-Replayed": {"true"}, "Content-Length": {"13"},
+			"X-Other": {"kept"}}, `{"id":"ch_1"}`},
+		{[]byte(unsorted), 200, http.Header{"Content-Type": {"text/plain"}, "Vary": {"A", "B"},
+			"Idempotent-Replayed": {"true"}, "Content-Length": {"2"}, "X-Other": {"kept"}}, "ok"},
+	} {
+		var e envelope
+		if err := parseEnvelope(tc.out, &e); err != nil {
+			t.Fatalf("parseEnvelope(%q) = %v", tc.out, err)
+		}
+		w := httptest.NewRecorder()
+		w.Header()["Vary"] = []string{"Cookie"}
+		w.Header()["Content-Length"] = []string{"999"}
+		w.Header()["X-Other"] = []string{"kept"}
+		e.write(w, "Idempotent-Replayed", e.body)
+		if w.Code != tc.status || w.Body.String() != tc.body || !reflect.DeepEqual(w.Header(), tc.want) {
+			t.Errorf("write(%q) = %d %v %q; want %d %v %q", tc.out, w.Code, w.Header(), w.Body, tc.status, tc.want, tc.body)
+		}
+	}
+}
+
+// Malformed envelopes are refused, never half-read.
+func TestEnvelopeRefused(t *testing.T) {
+	sum := hexOf(sha256.Sum256(nil))
+	for _, out := range []string{
+		"agentonce-http/1 200 sha256=" + sum,               // no newline
+		"agentonce-http/1 20 sha256=" + sum + "\n\n",       // status
+		"agentonce-http/1 2000 sha256=" + sum + "\n\n",     // status
+		"agentonce-http/1 200\n\n",                         // no sum
+		"agentonce-http/1 200 sha256=zz\n\n",               // sum
+		"agentonce-http/1 200 sha256=" + sum + " x=1\n\n",  // field
+		"agentonce-http/1 200 sha256=" + sum + "\nA-B\n\n", // header line
+		"agentonce-http/1 200 sha256=" + sum + "\nA: b\n",  // headers not ended
+		"agentonce-http/1 200 sha256=" + sum + " body=hash-only\n\nbody",
+	} {
+		var e envelope
+		if err := parseEnvelope([]byte(out), &e); err == nil || err == errNotEnvelope {
+			t.Errorf("parseEnvelope(%q) = %v; want a stored-response error", out, err)
+		}
+	}
+	var e envelope
+	if err := parseEnvelope([]byte(`{"ok":true}`), &e); err != errNotEnvelope {
+		t.Errorf("parseEnvelope of an operator's output = %v; want errNotEnvelope", err)
+	}
+}
+
+func hexOf(b [32]byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 64)
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
+}
