@@ -226,9 +226,27 @@ func (s *Store) now(ctx context.Context, c cmdable) (time.Time, error) {
 	return c.Time(ctx).Result()
 }
 
-func (s *Store) recordKey(k uuid.UUID) string { return s.prefix + "r:" + k.String() }
-func (s *Store) createdKey() string           { return s.prefix + "created" }
-func (s *Store) expiresKey() string           { return s.prefix + "expires" }
+func (s *Store) createdKey() string { return s.prefix + "created" }
+func (s *Store) expiresKey() string { return s.prefix + "expires" }
+
+// recordKey names the string holding the record for k: the prefix, "r:"
+// and k's canonical text, built in one allocation (every Get and every
+// script names one).
+func (s *Store) recordKey(k uuid.UUID) string {
+	var text [36]byte
+	hex.Encode(text[0:8], k[0:4])
+	hex.Encode(text[9:13], k[4:6])
+	hex.Encode(text[14:18], k[6:8])
+	hex.Encode(text[19:23], k[8:10])
+	hex.Encode(text[24:36], k[10:16])
+	text[8], text[13], text[18], text[23] = '-', '-', '-', '-'
+	var b strings.Builder
+	b.Grow(len(s.prefix) + 2 + len(text))
+	b.WriteString(s.prefix)
+	b.WriteString("r:")
+	b.Write(text[:])
+	return b.String()
+}
 
 // guardKey names the set of suppressed records' keys of one tenant,
 // session and tool: the scope the suppression guard searches.
@@ -247,20 +265,21 @@ func (s *Store) guardKey(tenant, session, tool string) string {
 // float64 for the next quarter of a million years.
 func micros(t time.Time) float64 { return float64(t.UnixMicro()) }
 
-// get reads and verifies the record for key; nil when there is none.
-func (s *Store) get(ctx context.Context, c cmdable, key uuid.UUID) (*journal.Record, error) {
+// get reads and verifies the record for key into *r; false when there is
+// none. The caller's record is filled in place, so a Get allocates no
+// record of its own.
+func (s *Store) get(ctx context.Context, c cmdable, key uuid.UUID, r *journal.Record) (bool, error) {
 	b, err := c.Get(ctx, s.recordKey(key)).Bytes()
 	if errors.Is(err, goredis.Nil) {
-		return nil, nil
+		return false, nil
 	}
 	if err != nil {
-		return nil, s.wrap("get "+key.String(), err)
+		return false, s.wrap("get "+key.String(), err)
 	}
-	r, err := journal.Kit.DecodeRecord(b)
-	if err != nil {
-		return nil, fmt.Errorf("journal/redis: key %s: %w", key, err)
+	if *r, err = journal.Kit.DecodeRecord(b); err != nil {
+		return false, fmt.Errorf("journal/redis: key %s: %w", key, err)
 	}
-	return &r, nil
+	return true, nil
 }
 
 // put queues the writes that store r and keep its indexes.
@@ -622,14 +641,15 @@ func (s *Store) Get(ctx context.Context, key uuid.UUID) (journal.Record, error) 
 	if s.closed.Load() {
 		return journal.Record{}, journal.ErrClosed
 	}
-	r, err := s.get(ctx, s.c, key)
+	var r journal.Record
+	found, err := s.get(ctx, s.c, key, &r)
 	if err != nil {
 		return journal.Record{}, err
 	}
-	if r == nil {
+	if !found {
 		return journal.Record{}, fmt.Errorf("%w: %s", journal.ErrNotFound, key)
 	}
-	return *r, nil
+	return r, nil
 }
 
 // listPage is how many keys List reads per round trip.
@@ -734,8 +754,9 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 			return res, fmt.Errorf("%w: expiry index holds %q", journal.ErrCorrupt, id)
 		}
 		err = s.tx(ctx, "gc "+id, func(tx *goredis.Tx) error {
-			r, err := s.get(ctx, tx, k)
-			if err != nil || r == nil {
+			r := new(journal.Record)
+			found, err := s.get(ctx, tx, k, r)
+			if err != nil || !found {
 				return err
 			}
 			switch {
@@ -806,11 +827,12 @@ func (s *Store) Import(ctx context.Context, r journal.Record) error {
 		return err
 	}
 	return s.tx(ctx, "import "+r.Key.String(), func(tx *goredis.Tx) error {
-		cur, err := s.get(ctx, tx, r.Key)
+		cur := new(journal.Record)
+		found, err := s.get(ctx, tx, r.Key, cur)
 		if err != nil {
 			return err
 		}
-		if cur != nil {
+		if found {
 			r.Version = journal.SchemaVersion
 			if string(journal.Kit.EncodeRecord(nil, cur)) == string(journal.Kit.EncodeRecord(nil, &r)) {
 				return nil
