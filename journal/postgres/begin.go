@@ -101,7 +101,7 @@ func beginFastArgs(req *journal.BeginRequest) ([]any, error) {
 		n := int64(a.QuietAt.Sub(a.Start))
 		settle = &n
 	}
-	return []any{r.Key, r.Version, r.Tenant, r.Session, r.Turn, r.Tool, r.Discriminator,
+	return []any{keyArg(r.Key), r.Version, r.Tenant, r.Session, r.Turn, r.Tool, r.Discriminator,
 		r.Fingerprint, r.Effect, r.Input, cleanText(a.ID), r.LeaseOwner, r.LeaseToken,
 		int64(rec.Lease.Expires.Sub(epoch)), settle, int64(rec.Expires.Sub(epoch))}, nil
 }
@@ -164,7 +164,7 @@ func (s *Store) beginReadOnly(ctx context.Context, req journal.BeginRequest) (jo
 // req, or nil. The query selects candidates by tenant, session and tool
 // only (the guard index's prefix); the rule itself is the journal's.
 func (s *Store) guard(ctx context.Context, q querier, req *journal.BeginRequest, now time.Time) (*journal.Record, error) {
-	rows, err := q.Query(ctx, s.sql.guard, req.Intent.Tenant, req.Intent.Session, req.Intent.Tool, req.Key)
+	rows, err := q.Query(ctx, s.sql.guard, req.Intent.Tenant, req.Intent.Session, req.Intent.Tool, keyArg(req.Key))
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest) (res 
 	// The row lock, then the server's clock, in one round trip: the clock
 	// is read once the lock is held, and decides everything below.
 	var b pgx.Batch
-	b.Queue(s.sql.lockForTx, req.Key)
+	b.Queue(s.sql.lockForTx, keyArg(req.Key))
 	b.Queue(s.sql.now, s.clockArg())
 	br := tx.SendBatch(ctx, &b)
 	r, err := scanRow(br.QueryRow())
@@ -289,7 +289,7 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest) (res 
 // placeSuppression writes the suppression a Mismatch arms the guard with,
 // in the mismatch's transaction, under the suppression key's row lock.
 func (s *Store) placeSuppression(ctx context.Context, tx pgx.Tx, sup *journal.Record, now time.Time) error {
-	r, err := scanRow(tx.QueryRow(ctx, s.sql.lockForTx, sup.Key))
+	r, err := scanRow(tx.QueryRow(ctx, s.sql.lockForTx, keyArg(sup.Key)))
 	found := err == nil
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err

@@ -261,3 +261,101 @@ func countDelta(q, rows string) string {
 			ORDER BY shard, tool
 			` + countUpsert + `)`
 }
+
+// countOne is countDelta for a write of one record, whose change to the
+// counts is known when the statement is built: cnt_u, the UPDATE that adds
+// to the counter row of each row of the CTE from (columns key, tool, state
+// and those add's expressions name, as w.column) the expressions add gives
+// (counts column: SQL expression, evaluated per row; the columns it leaves
+// out gain nothing), returning one row per counter row it found. A single
+// row needs neither countDelta's aggregate nor its sort, which cost the
+// store's every write more server time than the UPDATE they feed. When the
+// counter row does not exist yet (a new tool or shard, or after a TRUNCATE)
+// nothing is added: before schema 5 countOne's cnt_i then inserts it (an
+// INSERT … ON CONFLICT that every write plans and starts, and that nearly
+// none needs), from schema 5 on the statement's last SELECT calls
+// countMissing, which inserts it only then.
+func countOne(q, from string, add map[string]string, version int) string {
+	cols := append(append([]string{}, countStates...), "attempts")
+	var sets []string
+	for _, c := range cols {
+		if e, ok := add[c]; ok {
+			sets = append(sets, c+" = c."+c+" + "+e)
+		}
+	}
+	cte := `cnt_u AS (UPDATE ` + q + `.counts c SET ` + strings.Join(sets, ", ") + `
+			FROM ` + from + ` w WHERE c.shard = ` + shardSQL("w.key") + ` AND c.tool = w.tool RETURNING 1)`
+	if version >= 5 {
+		return cte
+	}
+	return cte + `,
+		cnt_i AS (INSERT INTO ` + q + `.counts AS c (` + countColumns + `)
+			SELECT ` + shardSQL("w.key") + `, w.tool, ` + strings.Join(countValues(add), ", ") + ` FROM ` + from + ` w
+			WHERE NOT EXISTS (SELECT 1 FROM cnt_u)
+			` + countUpsert + `)`
+}
+
+// countValues is add's expressions in countColumns order after the shard
+// and the tool, 0 for a column add leaves out.
+func countValues(add map[string]string) []string {
+	var vals []string
+	for _, c := range append(append([]string{}, countStates...), "attempts") {
+		if e, ok := add[c]; ok {
+			vals = append(vals, e)
+		} else {
+			vals = append(vals, "0")
+		}
+	}
+	return vals
+}
+
+// countMissing is the condition, for the WHERE of the last SELECT of a
+// statement with countOne's cnt_u (schema 5 on), over its row w (the
+// write's RETURNING), that adds add to w's counter row when cnt_u found
+// none: true, having called count_missing, which inserts the row with add
+// or, when a concurrent write inserted it first, adds add to it. CASE
+// evaluates its branches in order, and count_missing is volatile, so it is
+// called only when cnt_u updated nothing: once per counter row a journal
+// ever has, not once per write. Before schema 5 it is true (cnt_i
+// counts).
+func countMissing(q string, add map[string]string, version int) string {
+	if version < 5 {
+		return `true`
+	}
+	return `CASE WHEN EXISTS (SELECT 1 FROM cnt_u) THEN true
+		ELSE ` + q + `.count_missing(` + shardSQL("w.key") + `, w.tool, ` + strings.Join(countValues(add), ", ") + `) END`
+}
+
+// countMissingMigration is migration 5: count_missing, which countMissing
+// calls.
+var countMissingMigration = []string{
+	// The arguments: shard, tool, then the counts in countColumns order.
+	`CREATE FUNCTION %[1]s.count_missing(smallint, text, bigint, bigint, bigint, bigint, bigint, bigint)
+	RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+	BEGIN
+		INSERT INTO %[1]s.counts AS c (` + countColumns + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		` + countUpsert + `;
+		RETURN true;
+	END
+	$$`,
+}
+
+// stateDelta is the counts expressions of a record that moves from the
+// state whose SQL expression is from (empty: a new record) to the state
+// whose expression is to, each column of countStates gaining (to = n) and
+// losing (from = n).
+func stateDelta(from, to string) map[string]string {
+	m := map[string]string{}
+	for i, c := range countStates {
+		var terms []string
+		if to != "" {
+			terms = append(terms, fmt.Sprintf("(%s = %d)::int", to, i+1))
+		}
+		if from != "" {
+			terms = append(terms, fmt.Sprintf("- (%s = %d)::int", from, i+1))
+		}
+		m[c] = strings.Join(terms, " ")
+	}
+	return m
+}

@@ -22,7 +22,7 @@ func (s *Store) Get(ctx context.Context, key uuid.UUID) (journal.Record, error) 
 }
 
 func (s *Store) get(ctx context.Context, key uuid.UUID) (journal.Record, error) {
-	r, err := scanRow(s.pool.QueryRow(ctx, s.sql.get, key))
+	r, err := scanRow(s.pool.QueryRow(ctx, s.sql.get, keyArg(key)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return journal.Record{}, keyError("get", key, journal.ErrNotFound)
 	}

@@ -80,12 +80,18 @@ type storedAttempt struct {
 }
 
 func (r *row) args() []any {
-	return []any{r.Key, r.Version, r.Tenant, r.Session, r.Turn, r.Tool, r.Discriminator,
+	return []any{keyArg(r.Key), r.Version, r.Tenant, r.Session, r.Turn, r.Tool, r.Discriminator,
 		r.Fingerprint, r.Effect, r.Input, r.State, r.Output, r.ErrorClass, r.ErrorMessage,
 		string(r.Attempts), r.LeaseOwner, r.LeaseToken, r.LeaseExpires,
 		r.ResState, r.ResOutput, r.ResReason, r.ResBy, r.ResAt,
 		r.Created, r.Updated, r.Expires} // the checksum: sealed by the statement (sealExpr)
 }
+
+// keyArg is a record key as a statement's parameter: pgtype.UUID, which
+// pgx encodes in binary directly, where a uuid.UUID goes through its
+// driver.Valuer (a string), whose encoding as a uuid fails and is retried by
+// parsing the string: an error built and a parse on every call.
+func keyArg(k uuid.UUID) pgtype.UUID { return pgtype.UUID{Bytes: k, Valid: true} }
 
 func scanRow(s pgx.Row) (row, error) {
 	return scanRowAfter(s)
@@ -96,13 +102,14 @@ func scanRow(s pgx.Row) (row, error) {
 // error wrapping journal.ErrCorrupt, whatever the caller wanted it for.
 func scanRowAfter(s pgx.Row, lead ...any) (row, error) {
 	var r row
+	var key pgtype.UUID
 	var attempts, checksum []byte
-	err := s.Scan(append(lead, &r.Key, &r.Version, &r.Tenant, &r.Session, &r.Turn, &r.Tool, &r.Discriminator,
+	err := s.Scan(append(lead, &key, &r.Version, &r.Tenant, &r.Session, &r.Turn, &r.Tool, &r.Discriminator,
 		&r.Fingerprint, &r.Effect, &r.Input, &r.State, &r.Output, &r.ErrorClass, &r.ErrorMessage,
 		&attempts, &r.LeaseOwner, &r.LeaseToken, &r.LeaseExpires,
 		&r.ResState, &r.ResOutput, &r.ResReason, &r.ResBy, &r.ResAt,
 		&r.Created, &r.Updated, &r.Expires, &checksum)...)
-	r.Attempts = attempts
+	r.Key, r.Attempts = key.Bytes, attempts
 	if err != nil {
 		return r, err
 	}
@@ -135,41 +142,56 @@ var digestCount = uint32(len(digestColumns()))
 func (r *row) digest() [sha256.Size]byte {
 	b := make([]byte, 0, 512+len(r.Input)+len(r.Output)+len(r.ResOutput)+len(r.Attempts)+len(r.ErrorMessage))
 	b = binary.BigEndian.AppendUint32(b, digestCount)
-	col := func(oid uint32, p []byte) {
+	// Each column is appended in place: its type, its length (-1 for
+	// NULL), its bytes.
+	head := func(oid uint32, n int) {
 		b = binary.BigEndian.AppendUint32(b, oid)
+		b = binary.BigEndian.AppendUint32(b, uint32(n))
+	}
+	col := func(oid uint32, p []byte) {
 		if p == nil {
-			b = binary.BigEndian.AppendUint32(b, 0xffffffff)
+			head(oid, -1)
 			return
 		}
-		b = binary.BigEndian.AppendUint32(b, uint32(len(p)))
+		head(oid, len(p))
 		b = append(b, p...)
 	}
-	text := func(s string) { col(pgtype.TextOID, append([]byte{}, s...)) }
+	text := func(s string) {
+		head(pgtype.TextOID, len(s))
+		b = append(b, s...)
+	}
 	textPtr := func(s *string) {
 		if s == nil {
-			col(pgtype.TextOID, nil)
+			head(pgtype.TextOID, -1)
 			return
 		}
 		text(*s)
 	}
-	i16 := func(v int16) { col(pgtype.Int2OID, binary.BigEndian.AppendUint16(nil, uint16(v))) }
+	i16 := func(v int16) {
+		head(pgtype.Int2OID, 2)
+		b = binary.BigEndian.AppendUint16(b, uint16(v))
+	}
 	i16Ptr := func(v *int16) {
 		if v == nil {
-			col(pgtype.Int2OID, nil)
+			head(pgtype.Int2OID, -1)
 			return
 		}
 		i16(*v)
 	}
-	i64 := func(v int64) { col(pgtype.Int8OID, binary.BigEndian.AppendUint64(nil, uint64(v))) }
+	i64 := func(v int64) {
+		head(pgtype.Int8OID, 8)
+		b = binary.BigEndian.AppendUint64(b, uint64(v))
+	}
 	i64Ptr := func(v *int64) {
 		if v == nil {
-			col(pgtype.Int8OID, nil)
+			head(pgtype.Int8OID, -1)
 			return
 		}
 		i64(*v)
 	}
 	col(pgtype.UUIDOID, r.Key[:])
-	col(pgtype.Int4OID, binary.BigEndian.AppendUint32(nil, uint32(r.Version)))
+	head(pgtype.Int4OID, 4)
+	b = binary.BigEndian.AppendUint32(b, uint32(r.Version))
 	text(r.Tenant)
 	text(r.Session)
 	text(r.Turn)
@@ -182,7 +204,9 @@ func (r *row) digest() [sha256.Size]byte {
 	col(pgtype.ByteaOID, r.Output)
 	text(r.ErrorClass)
 	text(r.ErrorMessage)
-	col(pgtype.JSONBOID, append([]byte{1}, r.Attempts...))
+	head(pgtype.JSONBOID, 1+len(r.Attempts)) // jsonb's version byte, then its text
+	b = append(b, 1)
+	b = append(b, r.Attempts...)
 	text(r.LeaseOwner)
 	i64(r.LeaseToken)
 	i64Ptr(r.LeaseExpires)

@@ -15,7 +15,7 @@ import (
 // SchemaVersion is the table layout this package creates and reads: the
 // version kept in the meta table. Open migrates an older schema up to it and
 // refuses a newer one with journal.ErrNewerVersion.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // migrations[v-1] are the statements that bring the schema from version v-1
 // to v. %[1]s is the quoted schema name. Each runs inside Open's
@@ -92,6 +92,11 @@ var migrations = [][]string{
 	// heap-only (HOT) update that writes no index entry. See
 	// docs/postgres-scale.md for the figures.
 	writesMigration,
+
+	// 5: count_missing, so that a write of one record counts itself with
+	// one UPDATE of its counter row and inserts that row only when it is
+	// missing (countOne, countMissing).
+	countMissingMigration,
 }
 
 // writesMigration is migration 4. The guard's index moves from the

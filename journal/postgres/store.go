@@ -352,6 +352,22 @@ func buildStatements(q string, version int) statements {
 		}
 		return `, ` + countDelta(q, rows)
 	}
+	// countedOne is the CTEs of countOne(q, from, add), or none before
+	// version 4.
+	countedOne := func(from string, add map[string]string) string {
+		if version < 4 {
+			return ``
+		}
+		return `, ` + countOne(q, from, add, version)
+	}
+	// check is the condition of the last SELECT over the written row w
+	// that counts it when cnt_u did not (countMissing).
+	check := func(add map[string]string) string {
+		if version < 4 {
+			return `true`
+		}
+		return countMissing(q, add, version)
+	}
 	self := `, set_config('` + countRowsSetting + `', '` + countSelf + `', true) AS counted`
 	if version < 4 {
 		self = ``
@@ -374,6 +390,7 @@ func buildStatements(q string, version int) statements {
 		byCol[c] = params[i]
 	}
 	sealParams := sealExpr(func(c string) string { return byCol[c] })
+	beginCount := map[string]string{"pending": "1", "attempts": "1"}
 	for guard := range 2 {
 		for durable := range 2 {
 			from, where := ` FROM clk`, ` WHERE true`
@@ -416,8 +433,9 @@ func buildStatements(q string, version int) statements {
 				cur AS (SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1::uuid),
 				ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + strings.Join(exprs, ", ") + from +
 				where + ` AND NOT EXISTS (SELECT 1 FROM cur) RETURNING ` + columns + `)` +
-				counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM ins`) + `
-				SELECT true, clk.now, ins.* FROM ins, clk UNION ALL SELECT false, clk.now, cur.* FROM cur, clk`
+				countedOne(`ins`, beginCount) + `
+				SELECT true, clk.now, w.* FROM ins w, clk WHERE ` + check(beginCount) + `
+				UNION ALL SELECT false, clk.now, cur.* FROM cur, clk`
 		}
 	}
 	// The guard's candidates, newest first, through records_guard_idx.
@@ -462,6 +480,7 @@ func buildStatements(q string, version int) statements {
 		return `UPDATE ` + t + ` SET ` + strings.Join(parts, ", ") + `, checksum = ` + seal +
 			` FROM ` + from + ` WHERE ` + where + ` RETURNING ` + ret
 	}
+	attemptCount := map[string]string{"attempts": "1"}
 	for durable := range 2 {
 		from := clockFrom(7)
 		if durable == 0 {
@@ -471,20 +490,20 @@ func buildStatements(q string, version int) statements {
 			"attempts":         `(` + closeLast(3, "clk.now") + `) || ` + newAttempt(4, 6),
 			"lease_expires_ns": `clk.now + $5::bigint`, "updated_ns": `clk.now`},
 			from, `key = $1 AND state = 1 AND lease_token = $2`, `key, tool, state`) + `)` +
-			counted(`SELECT key, tool, state, 0 AS n, 1 AS natt FROM upd`) + `
-			SELECT count(*) FROM upd`
+			countedOne(`upd`, attemptCount) + `
+			SELECT count(*) FROM upd w WHERE ` + check(attemptCount)
 	}
 	s.renew = update(map[string]string{"lease_expires_ns": `clk.now + $3::bigint`},
 		clockFrom(4)+`, `+asyncCommit, `key = $1 AND state = 1 AND lease_token = $2`, `lease_expires_ns`)
 	// Complete changes no indexed column: a HOT update. The record was
 	// pending (the WHERE says so) and keeps its attempts' number.
+	completeCount := stateDelta("1", "w.state")
 	s.complete = `WITH upd AS (` + update(map[string]string{
 		"state": `$3::smallint`, "output": `$4::bytea`, "error_class": `$5::text`, "error_message": `$6::text`,
 		"attempts": closeLast(7, "clk.now"), "lease_expires_ns": `clk.now`, "updated_ns": `clk.now`},
 		clockFrom(8), `key = $1 AND state = 1 AND lease_token = $2`, columns) + `)` +
-		counted(`SELECT key, tool, state, 1 AS n, 0 AS natt FROM upd
-			UNION ALL SELECT key, tool, 1, -1, 0 FROM upd`) + `
-		SELECT * FROM upd`
+		countedOne(`upd`, completeCount) + `
+		SELECT w.* FROM upd w WHERE ` + check(completeCount)
 	s.fence = `SELECT state, lease_token FROM ` + t + ` WHERE key = $1`
 	s.lockState = `SELECT state FROM ` + t + ` WHERE key = $1 FOR UPDATE`
 	// Resolve: an operator's verdict. It closes an open attempt as
@@ -492,6 +511,7 @@ func buildStatements(q string, version int) statements {
 	// the record as long again from the verdict as it was kept from its
 	// creation. It runs under the row lock of lockState, which read the
 	// state it replaces, $8.
+	resolveCount := stateDelta("$8::smallint", "w.state")
 	s.resolve = `WITH upd AS (` + update(map[string]string{
 		"state":            `$2::smallint`,
 		"output":           `CASE WHEN $2::smallint = 2 THEN $3::bytea END`,
@@ -504,9 +524,8 @@ func buildStatements(q string, version int) statements {
 		"res_state":  `$2::smallint`, "res_output": `$3::bytea`, "res_reason": `$4::text`, "res_by": `$5::text`,
 		"res_at_ns": `clk.now`},
 		clockFrom(6), `key = $1 AND state IN (1, 5) AND state = $8::smallint`, columns) + `)` +
-		counted(`SELECT key, tool, state, 1 AS n, 0 AS natt FROM upd
-			UNION ALL SELECT key, tool, $8::smallint, -1, 0 FROM upd`) + `
-		SELECT * FROM upd`
+		countedOne(`upd`, resolveCount) + `
+		SELECT w.* FROM upd w WHERE ` + check(resolveCount)
 	// journal.Expired and journal.Overdue in SQL: only succeeded (2),
 	// failed (3) and suppressed (4) records expire; pending (1) and
 	// unknown (5) ones past their TTL are kept and counted. Every record

@@ -33,7 +33,7 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 		settle = &n
 	}
 	var n int
-	err = s.pool.QueryRow(ctx, s.sql.startAtt[durableIdx(req.Durable)], req.Key, int64(req.Token), closing,
+	err = s.pool.QueryRow(ctx, s.sql.startAtt[durableIdx(req.Durable)], keyArg(req.Key), int64(req.Token), closing,
 		cleanText(req.ID), int64(journal.Kit.LeaseTTL(req.LeaseTTL)), settle, s.clockArg()).Scan(&n)
 	if err != nil {
 		return s.fail("start attempt", req.Key, true, err)
@@ -55,7 +55,7 @@ func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time,
 		return time.Time{}, err
 	}
 	var exp int64
-	err := s.pool.QueryRow(ctx, s.sql.renew, req.Key, int64(req.Token),
+	err := s.pool.QueryRow(ctx, s.sql.renew, keyArg(req.Key), int64(req.Token),
 		int64(journal.Kit.LeaseTTL(req.LeaseTTL)), s.clockArg()).Scan(&exp)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, s.whyNot(ctx, "renew", req.Key)
@@ -83,7 +83,7 @@ func closeAttempt(class, msg string) (string, error) {
 func (s *Store) whyNot(ctx context.Context, op string, key uuid.UUID) error {
 	var state int16
 	var token int64
-	err := s.pool.QueryRow(ctx, s.sql.fence, key).Scan(&state, &token)
+	err := s.pool.QueryRow(ctx, s.sql.fence, keyArg(key)).Scan(&state, &token)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return keyError(op, key, journal.ErrNotFound)
@@ -122,7 +122,7 @@ func completeArgs(c journal.Completion, clock *int64) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []any{c.Key, int64(c.Token), int16(c.State), c.Output, cleanText(c.ErrorClass),
+	return []any{keyArg(c.Key), int64(c.Token), int16(c.State), c.Output, cleanText(c.ErrorClass),
 		cleanText(c.ErrorMessage), closing, clock}, nil
 }
 
@@ -153,7 +153,7 @@ func (s *Store) CompleteInTx(ctx context.Context, key uuid.UUID, token uint64,
 		return journal.Record{}, s.fail("complete in tx", key, false, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	r, err := scanRow(tx.QueryRow(ctx, s.sql.lockForTx, key))
+	r, err := scanRow(tx.QueryRow(ctx, s.sql.lockForTx, keyArg(key)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return journal.Record{}, keyError("complete in tx", key, journal.ErrNotFound)
 	}
@@ -221,10 +221,10 @@ func (s *Store) resolveLocked(ctx context.Context, key uuid.UUID, res journal.Re
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var state int16
-	if err := tx.QueryRow(ctx, s.sql.lockState, key).Scan(&state); err != nil {
+	if err := tx.QueryRow(ctx, s.sql.lockState, keyArg(key)).Scan(&state); err != nil {
 		return row{}, err
 	}
-	r, err := scanRow(tx.QueryRow(ctx, s.sql.resolve, key, int16(res.State), res.Output,
+	r, err := scanRow(tx.QueryRow(ctx, s.sql.resolve, keyArg(key), int16(res.State), res.Output,
 		reason, cleanText(res.By), s.clockArg(), closing, state))
 	if err != nil {
 		return row{}, err
@@ -265,7 +265,7 @@ func (s *Store) Import(ctx context.Context, rec journal.Record) error {
 				return nil
 			}
 		}
-		have, err := scanRow(s.pool.QueryRow(ctx, s.sql.get, rec.Key))
+		have, err := scanRow(s.pool.QueryRow(ctx, s.sql.get, keyArg(rec.Key)))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows) && s.readOnly:
 			return fmt.Errorf("%w: import %s", journal.ErrReadOnly, rec.Key)
