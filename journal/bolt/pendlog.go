@@ -90,10 +90,9 @@ func newPendingLog(journalPath string) *pendingLog {
 // must make the write durable instead (the live records are at their
 // bound, or the log cannot be written).
 func (l *pendingLog) put(r *journal.Record) bool {
-	payload := journal.Kit.EncodeRecord(make([]byte, 8, 8+1024), r) // one allocation for most records
-	binary.BigEndian.PutUint32(payload[0:4], uint32(len(payload)-8))
-	binary.BigEndian.PutUint32(payload[4:8], crc32.Checksum(payload[8:], crcTable))
-	frame := payload
+	frame := journal.Kit.EncodeRecord(make([]byte, 8, 8+1024), r) // one allocation for most records
+	binary.BigEndian.PutUint32(frame[0:4], uint32(len(frame)-8))
+	binary.BigEndian.PutUint32(frame[4:8], crc32.Checksum(frame[8:], crcTable))
 	if len(frame)-8 > maxPendingFrame {
 		return false
 	}

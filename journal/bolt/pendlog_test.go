@@ -206,7 +206,7 @@ func TestPendingLogLifecycle(t *testing.T) {
 		{"bad record", func() []byte {
 			c := append([]byte(nil), b...)
 			c[len(c)-1] ^= 0xff
-			fixCRC(c)
+			bolt.FixPendingCRC(c)
 			return c
 		}()},
 	} {
@@ -218,9 +218,4 @@ func TestPendingLogLifecycle(t *testing.T) {
 			t.Errorf("%s: Open = %v; want ErrCorrupt naming %s", tc.name, err, logPath)
 		}
 	}
-}
-
-// fixCRC recomputes the CRC of the first frame of the pending log b.
-func fixCRC(b []byte) {
-	bolt.FixPendingCRC(b)
 }
