@@ -32,8 +32,10 @@
 //   - A read-only open takes a shared lock that the writer's excludes:
 //     inspecting a journal while its agent runs fails with ErrInUse after
 //     Options.LockTimeout (agentctl reads through the agent's socket then).
-//   - Non-durable pending records are lost if the process dies before they
-//     complete or the store is closed.
+//   - Non-durable pending records are not synced: they outlive the process
+//     (each is also written to <journal>-pending, which the next writer's
+//     Open folds in), but a machine crash or power loss can drop them
+//     (docs/journal.md).
 //   - List without a Session filter walks the time index newest first,
 //     reading each record.
 //   - A wall clock set ahead across a reboot is indistinguishable from
