@@ -37,7 +37,11 @@
 //   - Stores judge leases and TTLs by a wall clock: the process's for
 //     bbolt and the in-memory store, the server's for PostgreSQL. A clock
 //     stepped forward ends leases and TTLs early.
-//   - Non-durable pending records are lost if the process dies before they
-//     complete; only tools whose repeat is harmless get them.
+//   - Non-durable pending records need not be synced, so a machine (or
+//     database server) crash can lose them; only tools whose repeat is
+//     harmless get them. The durable stores keep them past a crash of the
+//     process (bbolt's pending log, the server for PostgreSQL and Redis),
+//     so that a restart does not take an intent that may have run for a
+//     new one; the memory store keeps nothing past its process.
 //   - The memory store scans all records for List, GC and the guard.
 package journal
