@@ -27,7 +27,7 @@
 // [Store.CompleteWith] runs an effect inside the write transaction that
 // records the intent as succeeded: the effect writes to buckets of its own
 // in the file ([TxFrom], [InTx] for a harness tool, [Store.View] to read
-// them back), and both commit with one fsync or neither does.
+// them back), and both commit in one transaction or neither does.
 //
 // docs/journal.md, "The bbolt file", has the long form: the indexes and
 // why a new record's wait, migration, checksums, compaction and effects

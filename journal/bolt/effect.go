@@ -3,8 +3,8 @@ package bolt
 // The effect in the outcome's transaction: CompleteWith runs a caller's
 // effect inside the bbolt write transaction that fences the token and
 // records the succeeded outcome, so the effect's writes (to buckets of its
-// own in the journal's file) and the outcome commit together, with one
-// fsync, or neither does.
+// own in the journal's file) and the outcome commit together, in one
+// bbolt transaction, or neither does.
 //
 // Locks, in the order every write takes them: the key's stripe, then
 // bbolt's single writer lock (db.Update; never db.Batch, which may run a
