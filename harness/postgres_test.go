@@ -96,11 +96,12 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 	}
 }
 
-func TestInTxNeedsPostgres(t *testing.T) {
-	_, st := tempJournal(t)
-	h := newHarness(t, st, nil)
+// A store without CompleteWith (the in-memory one; bbolt and PostgreSQL
+// have it) is refused for an InTx tool.
+func TestInTxNeedsTxCompleter(t *testing.T) {
+	h := newHarness(t, journal.NewMemory(nil), nil)
 	err := h.Register(harness.Tool{Name: "x", InTx: postgres.InTx(func(context.Context, pgx.Tx, json.RawMessage) (json.RawMessage, error) { return nil, nil })})
 	if err == nil || !strings.Contains(err.Error(), "TxCompleter") {
-		t.Errorf("Register(InTx tool) on a bbolt journal = %v; want an error naming TxCompleter", err)
+		t.Errorf("Register(InTx tool) on a memory journal = %v; want an error naming TxCompleter", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
+	jbolt "github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/keyderive"
 )
@@ -95,7 +96,20 @@ func BenchmarkMiddleware(b *testing.B) {
 				return bk.Put([]byte(nextKey()), []byte(benchBody))
 			})
 		}
-		benchPairs(b, store, rawCommit, nil)
+		// The handler's charge written through the journal's own
+		// transaction, into a bucket of its own in the journal's file.
+		inTx := func(r *http.Request) error {
+			tx, ok := jbolt.TxFrom(r.Context())
+			if !ok {
+				return fmt.Errorf("no transaction")
+			}
+			bk, err := tx.CreateBucketIfNotExists([]byte("charges"))
+			if err != nil {
+				return err
+			}
+			return bk.Put([]byte(nextKey()), []byte(benchBody))
+		}
+		benchPairs(b, store, rawCommit, inTx)
 		// 32 clients at once: the journal's group commit beside bbolt's
 		// Batch, each request's raw commit coalesced with its neighbours'.
 		b.Run("parallel", func(b *testing.B) {

@@ -109,7 +109,7 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 	if o.InTx {
 		c, ok := store.(effectCompleter)
 		if !ok {
-			return nil, fmt.Errorf("idempotency.New: InTx needs a store that runs an effect in its completion's transaction (journal/postgres); %T does not", store)
+			return nil, fmt.Errorf("idempotency.New: InTx needs a store that runs an effect in its completion's transaction (journal/postgres, journal/bolt); %T does not", store)
 		}
 		m.inTx = c
 	}

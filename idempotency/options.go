@@ -132,12 +132,16 @@ type Options struct {
 	Key func(r *http.Request, body []byte) (string, error)
 
 	// InTx runs the handler inside the transaction that records its
-	// response, on a store that offers one (journal/postgres): the handler
-	// writes through postgres.TxFrom(r.Context()) and must have no other
-	// effect. Its writes and the stored response then commit together, so
-	// a handler that panics or answers 5xx, or a process that dies, leaves
-	// nothing behind and the next request with the key runs it again. New
-	// refuses InTx on a store without the capability.
+	// response, on a store that offers one: on PostgreSQL the handler
+	// writes through postgres.TxFrom(r.Context()), on a bbolt file through
+	// bolt.TxFrom(r.Context()) into buckets of its own, and it must have no
+	// other effect. Its writes and the stored response then commit
+	// together, so a handler that panics or answers 5xx, or a process that
+	// dies, leaves nothing behind and the next request with the key runs it
+	// again. On bbolt the handler holds the file's single writer lock while
+	// it runs: every other request's journal write waits for it, so it must
+	// be short and local, and must not call the journal. New refuses InTx
+	// on a store without the capability.
 	InTx bool
 
 	// ErrorLog receives what cannot be told to the client (a record that

@@ -24,8 +24,14 @@
 // restarts, so that setting the wall clock neither expires a record nor
 // ends a live lease.
 //
+// [Store.CompleteWith] runs an effect inside the write transaction that
+// records the intent as succeeded: the effect writes to buckets of its own
+// in the file ([TxFrom], [InTx] for a harness tool, [Store.View] to read
+// them back), and both commit in one transaction or neither does.
+//
 // docs/journal.md, "The bbolt file", has the long form: the indexes and
-// why a new record's wait, migration, checksums and compaction.
+// why a new record's wait, migration, checksums, compaction and effects
+// in the outcome's transaction.
 //
 // # Caveats
 //
@@ -45,6 +51,9 @@
 //   - An empty file is refused as corrupt rather than made a new journal.
 //   - The first writer of a layout-1 journal reads every record once to
 //     build the indexes; layout 2 is refused by older versions.
+//   - A CompleteWith effect holds bbolt's single writer lock, and its
+//     key's lock, while it runs: every durable write waits for it. Keep it
+//     short and local, and do not call the journal from it.
 //   - bbolt never shrinks its file ([Compact] copies it dense), and the file
 //     is in the host's byte order.
 package bolt

@@ -1,0 +1,207 @@
+package bolt
+
+// The effect in the outcome's transaction: CompleteWith runs a caller's
+// effect inside the bbolt write transaction that fences the token and
+// records the succeeded outcome, so the effect's writes (to buckets of its
+// own in the journal's file) and the outcome commit together, in one
+// bbolt transaction, or neither does.
+//
+// Locks, in the order every write takes them: the key's stripe, then
+// bbolt's single writer lock (db.Update; never db.Batch, which may run a
+// function twice). Both are held while the effect runs. Holding the stripe
+// is what makes the fence hold until the commit: no Begin of the key in
+// this process can take the intent over meanwhile, even once its lease has
+// run out (another process cannot: it cannot open the file). A Renew of the
+// key waits on the stripe and is then fenced by the recorded outcome, which
+// is harmless; Close waits for the call, like any other.
+//
+// A crash during the effect loses the uncommitted transaction whole: the
+// next open finds the record pending as the last commit (or the pending
+// log) left it, its lease ended at the open, and none of the effect's
+// writes.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"go.etcd.io/bbolt"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+type txCtxKey struct{}
+
+// TxFrom returns the write transaction that CompleteWith runs an effect in,
+// from the effect's context; ok is false outside such an effect. The
+// effect writes to buckets of its own through it and must not commit or
+// roll it back (bbolt panics: the transaction is managed).
+func TxFrom(ctx context.Context) (tx *bbolt.Tx, ok bool) {
+	tx, ok = ctx.Value(txCtxKey{}).(*bbolt.Tx)
+	return tx, ok
+}
+
+// errNoTx is returned by an InTx effect run outside CompleteWith.
+var errNoTx = errors.New("bolt: InTx effect run outside a journal transaction (register it as harness.Tool.InTx on a bbolt journal)")
+
+// InTx adapts an effect written against bbolt to the harness's Tool.InTx:
+//
+//	harness.Tool{Name: "credit", Effect: journal.Keyed, InTx: bolt.InTx(credit)}
+//
+// fn writes through tx only, to buckets of its own (see CompleteWith).
+func InTx(fn func(ctx context.Context, tx *bbolt.Tx, input json.RawMessage) (json.RawMessage, error)) func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
+	return func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
+		tx, ok := TxFrom(ctx)
+		if !ok {
+			return nil, errNoTx
+		}
+		return fn(ctx, tx, input)
+	}
+}
+
+// journalBuckets are the file's own buckets, which an effect leaves alone.
+var journalBuckets = [...][]byte{bucketMeta, bucketRecords, bucketIndex, bucketCounts, bucketFresh}
+
+// CompleteWith runs effect inside the write transaction that records the
+// intent of key as succeeded with effect's output: both commit, durably,
+// or neither does. It is the effect-in-the-outcome's-transaction
+// capability the harness (TxCompleter) and the idempotency middleware
+// (Options.InTx) look for on a store; effect finds the transaction with
+// TxFrom.
+//
+// It first checks the fence (journal.ErrNotFound, journal.ErrFenced), so
+// a stale owner never runs the effect. If effect returns an error, the
+// transaction is rolled back, nothing is recorded and the error is
+// returned as is: the effect provably did not happen. If effect panics,
+// the transaction is rolled back and the panic is raised again, with its
+// value, from CompleteWith (runtime.Goexit rolls it back as it unwinds). A
+// process killed while effect runs leaves the record pending and
+// retakable, and none of effect's writes.
+//
+// effect writes only to buckets of its own: the journal's are "meta",
+// "records", "index", "counts" and "fresh". An effect that removed or
+// replaced one of them, or changed the journal's version or namespace, is
+// refused with an error wrapping journal.ErrInvalid and rolled back; a
+// write into them is not detected (a record so overwritten then reads as
+// journal.ErrCorrupt, never as an answer). effect must not call the store
+// or wait for anything that does: while it runs it holds the key's lock
+// (Begin and Get of the keys that share it wait) and bbolt's single writer
+// lock (every durable write of the journal waits). Keep it short and
+// local. The lease is not renewed meanwhile, and need not be: no Begin in
+// this process can take the key over while the effect holds its lock.
+func (s *Store) CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
+	effect func(ctx context.Context) ([]byte, error)) (journal.Record, error) {
+	if key == uuid.Nil {
+		return journal.Record{}, fmt.Errorf("%w: complete with: zero key", journal.ErrInvalid)
+	}
+	if err := s.enter(ctx); err != nil {
+		return journal.Record{}, err
+	}
+	defer s.exit()
+	if s.readOnly {
+		return journal.Record{}, fmt.Errorf("journal %s: %w: complete with %s", s.path, journal.ErrReadOnly, key)
+	}
+	st := s.stripe(key)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var r journal.Record
+	var panicked *effectPanic
+	err := s.writeTx(func(tx *bbolt.Tx) error {
+		cur := st.copyOf(key)
+		if cur == nil {
+			var err error
+			if cur, err = s.readTx(tx, key); err != nil {
+				return err
+			}
+			if cur == nil {
+				return fmt.Errorf("%w: complete with %s", journal.ErrNotFound, key)
+			}
+		}
+		c := journal.Completion{Key: key, Token: token, State: journal.StateSucceeded}
+		if _, err := journal.Kit.ApplyCompletion(cur, &c, s.now()); err != nil {
+			return err // fenced: the effect does not run
+		}
+		var own [len(journalBuckets)]*bbolt.Bucket
+		for i, name := range journalBuckets {
+			own[i] = tx.Bucket(name) // a write transaction keeps each bucket it opens
+		}
+		out, err := runEffect(ctx, tx, effect, &panicked)
+		if err != nil {
+			return err
+		}
+		if err := s.checkOwnBuckets(tx, own[:], key); err != nil {
+			return err
+		}
+		c.Output = out
+		if r, err = journal.Kit.ApplyCompletion(cur, &c, s.now()); err != nil {
+			return err
+		}
+		r.Version = journal.SchemaVersion
+		return s.indexPut(tx, &r, journal.Kit.EncodeRecord(nil, &r))
+	})
+	if panicked != nil {
+		panic(panicked.value) // the transaction is rolled back
+	}
+	if err != nil {
+		return journal.Record{}, err
+	}
+	// On file now: the overlay's copy and its pending-log frame, if the
+	// write-ahead was not durable, are superseded.
+	delete(st.overlay, key)
+	s.pendlog.drop(key)
+	return r, nil
+}
+
+// effectPanic carries a panic of an effect out of the transaction, which
+// rolls back on it; it is raised again once the transaction is over.
+type effectPanic struct{ value any }
+
+func (p *effectPanic) Error() string { return fmt.Sprintf("the effect panicked: %v", p.value) }
+
+// runEffect runs effect with tx in its context. A panic of effect is kept
+// in *panicked and returned as the error, so that the transaction rolls
+// back: the store's transaction would take it for a fault on a damaged
+// page (journal.ErrCorrupt). runtime.Goexit is not caught: the transaction
+// rolls back as it unwinds.
+func runEffect(ctx context.Context, tx *bbolt.Tx, effect func(context.Context) ([]byte, error), panicked **effectPanic) (out []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			*panicked = &effectPanic{value: v}
+			out, err = nil, *panicked
+		}
+	}()
+	return effect(context.WithValue(ctx, txCtxKey{}, tx))
+}
+
+// checkOwnBuckets refuses an effect that removed or replaced one of the
+// journal's buckets (own holds them as opened before it ran) or changed
+// its version or namespace: what can be checked without reading the
+// buckets through.
+func (s *Store) checkOwnBuckets(tx *bbolt.Tx, own []*bbolt.Bucket, key uuid.UUID) error {
+	for i, name := range journalBuckets {
+		if own[i] == nil || tx.Bucket(name) != own[i] {
+			return fmt.Errorf("journal %s: %w: complete with %s: the effect removed or replaced the journal's bucket %q (an effect writes only to buckets of its own)", s.path, journal.ErrInvalid, key, name)
+		}
+	}
+	meta := own[0]
+	if v, _ := binary.Uvarint(meta.Get(metaVersion)); v != layoutVersion || !bytes.Equal(meta.Get(metaNamespace), s.ns[:]) {
+		return fmt.Errorf("journal %s: %w: complete with %s: the effect changed the journal's meta bucket (an effect writes only to buckets of its own)", s.path, journal.ErrInvalid, key)
+	}
+	return nil
+}
+
+// View runs fn in a read transaction of the journal's file: how a program
+// reads the buckets its CompleteWith effects write. fn must not write, nor
+// keep tx past its return; a long read holds up the journal's writes when
+// the file must grow. A panic in fn is not caught.
+func (s *Store) View(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.exit()
+	return s.db.View(fn)
+}
