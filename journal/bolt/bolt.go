@@ -105,6 +105,9 @@ type Store struct {
 	queue   []*writeOp // writes waiting for a group commit; guarded by cmu
 	leading bool       // a writer is committing a group; guarded by cmu
 	batch   []*writeOp // the group being committed; the leader's alone
+	// groups and grouped count the group commits and the writes they
+	// held, for the benchmarks' writes per group.
+	groups, grouped atomic.Int64
 
 	// closeMu is held shared by every call for its duration and
 	// exclusively by Close, so Close waits for calls in progress.

@@ -110,6 +110,8 @@ func (s *Store) lead(op *writeOp) error {
 	s.queue = append(s.queue[:0], s.queue[n:]...)
 	s.cmu.Unlock()
 
+	s.groups.Add(1)
+	s.grouped.Add(int64(len(batch)))
 	s.run(batch) // answers op too: it is batch[0]
 	clear(batch) // keeps no op from the pool's next user
 

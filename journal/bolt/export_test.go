@@ -168,3 +168,7 @@ func IndexMismatch(s *Store) string {
 	})
 	return out
 }
+
+// Groups is how many group commits the store ran and how many writes they
+// held.
+func Groups(s *Store) (groups, writes int64) { return s.groups.Load(), s.grouped.Load() }
