@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -19,7 +20,11 @@ const defaultMaxBatch = 256
 // more than once: when a group's transaction fails, each op of the group is
 // run again alone, so that one bad write does not fail its neighbours.
 type writeOp struct {
-	fn func(tx *bbolt.Tx) error
+	// fn is the write; when nil, the write is indexPut of rec, encoded as
+	// enc (a record's write, without a closure to allocate).
+	fn  func(tx *bbolt.Tx) error
+	rec *journal.Record
+	enc []byte
 	// after, if not nil, runs once fn's transaction committed, before the
 	// next group commits: the in-memory index follows the file in commit
 	// order.
@@ -31,6 +36,18 @@ type writeOp struct {
 
 // errLead hands the commit to a waiting writer.
 var errLead = errors.New("lead the next group commit")
+
+// ops recycles writeOps and their channels: an op is back in the pool only
+// once its writer has its answer, and by then no committer holds it.
+var ops = sync.Pool{New: func() any { return &writeOp{done: make(chan error, 1)} }}
+
+// apply runs op's write in tx.
+func (s *Store) apply(op *writeOp, tx *bbolt.Tx) error {
+	if op.fn != nil {
+		return op.fn(tx)
+	}
+	return s.indexPut(tx, op.rec, op.enc)
+}
 
 // commit runs fn in a write transaction shared with the writes queued
 // beside it, then after, and returns once that transaction is durable.
@@ -44,7 +61,28 @@ var errLead = errors.New("lead the next group commit")
 // Options.MaxBatchSize; Options.MaxBatchDelay makes each committer wait that
 // long for more writers first.
 func (s *Store) commit(fn func(tx *bbolt.Tx) error, after func()) error {
-	op := &writeOp{fn: fn, after: after, done: make(chan error, 1)}
+	op := ops.Get().(*writeOp)
+	op.fn, op.after = fn, after
+	return s.enqueue(op)
+}
+
+// commitPut is commit of indexPut(tx, r, enc).
+func (s *Store) commitPut(r *journal.Record, enc []byte) error {
+	op := ops.Get().(*writeOp)
+	op.rec, op.enc = r, enc
+	return s.enqueue(op)
+}
+
+// enqueue is commit of op, which it returns to the pool.
+func (s *Store) enqueue(op *writeOp) error {
+	err := s.lead(op)
+	*op = writeOp{done: op.done}
+	ops.Put(op)
+	return err
+}
+
+// lead queues op and commits groups until op is committed.
+func (s *Store) lead(op *writeOp) error {
 	s.cmu.Lock()
 	s.queue = append(s.queue, op)
 	lead := !s.leading
@@ -65,12 +103,17 @@ func (s *Store) commit(fn func(tx *bbolt.Tx) error, after func()) error {
 	}
 	s.cmu.Lock()
 	n := min(len(s.queue), s.maxBatch)
-	batch := make([]*writeOp, n)
-	copy(batch, s.queue)
+	// Only the leader uses s.batch, and it is done with it before it hands
+	// the lead on.
+	batch := append(s.batch[:0], s.queue[:n]...)
+	s.batch = batch
 	s.queue = append(s.queue[:0], s.queue[n:]...)
 	s.cmu.Unlock()
 
+	s.groups.Add(1)
+	s.grouped.Add(int64(len(batch)))
 	s.run(batch) // answers op too: it is batch[0]
+	clear(batch) // keeps no op from the pool's next user
 
 	s.cmu.Lock()
 	if len(s.queue) > 0 {
@@ -86,7 +129,7 @@ func (s *Store) commit(fn func(tx *bbolt.Tx) error, after func()) error {
 func (s *Store) run(batch []*writeOp) {
 	err := s.writeTx(func(tx *bbolt.Tx) error {
 		for _, op := range batch {
-			if err := op.fn(tx); err != nil {
+			if err := s.apply(op, tx); err != nil {
 				return err
 			}
 		}
@@ -94,7 +137,7 @@ func (s *Store) run(batch []*writeOp) {
 	})
 	if err != nil && len(batch) > 1 {
 		for _, op := range batch {
-			err := s.writeTx(op.fn)
+			err := s.writeTx(func(tx *bbolt.Tx) error { return s.apply(op, tx) })
 			if err == nil && op.after != nil {
 				op.after()
 			}

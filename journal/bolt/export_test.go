@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 
 	"go.etcd.io/bbolt"
@@ -125,3 +126,49 @@ func HoldStripe(s *Store, key [16]byte) (release func()) {
 
 // ReadTxs is how many read transactions the store has begun.
 func ReadTxs(s *Store) int { return s.db.Stats().TxN }
+
+// IndexMismatch compares the index bucket with the entries each record
+// gives (entryOf, as a write computes them), leaving out the records of the
+// fresh bucket, which have none, and returns the first difference, or "".
+func IndexMismatch(s *Store) string {
+	var out string
+	s.db.View(func(tx *bbolt.Tx) error {
+		fresh, recs, ix := tx.Bucket(bucketFresh), tx.Bucket(bucketRecords), tx.Bucket(bucketIndex)
+		want := map[string]string{}
+		err := recs.ForEach(func(k, v []byte) error {
+			if fresh.Get(k) != nil {
+				return nil
+			}
+			r, err := journal.Kit.DecodeRecord(v)
+			if err != nil {
+				return err
+			}
+			l := entryOf(&r).entries()
+			for _, kv := range l.list() {
+				want[string(kv.k)] = string(kv.v)
+			}
+			return nil
+		})
+		if err != nil {
+			out = err.Error()
+			return nil
+		}
+		n := 0
+		ix.ForEach(func(k, v []byte) error {
+			n++
+			if w, ok := want[string(k)]; !ok || w != string(v) {
+				out = fmt.Sprintf("index entry %x → %x: want %v (%x)", k, v, ok, w)
+			}
+			return nil
+		})
+		if out == "" && n != len(want) {
+			out = fmt.Sprintf("index holds %d entries; the records give %d", n, len(want))
+		}
+		return nil
+	})
+	return out
+}
+
+// Groups is how many group commits the store ran and how many writes they
+// held.
+func Groups(s *Store) (groups, writes int64) { return s.groups.Load(), s.grouped.Load() }

@@ -256,3 +256,51 @@ func TestFreshUnderConcurrentWriters(t *testing.T) {
 	mu.Unlock()
 	agree(t, "after the writers", s, at)
 }
+
+// The flush makes the index entries of the records it moves from their
+// fresh entries (reading only the suppressed records, for their guard
+// entries): the index it leaves must be the one the records give, for
+// records of every state, several sessions and several tools, and the
+// guard, which first asks the counters whether the tool has a suppressed
+// record, must still find each suppression, fresh or indexed.
+func TestFlushIndexesWhatTheRecordsGive(t *testing.T) {
+	now := time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)
+	s := mustOpen(t, filepath.Join(t.TempDir(), "j"), &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return now }}})
+	defer s.Close()
+	ctx := context.Background()
+	states := []journal.State{journal.StateSucceeded, journal.StateFailed, journal.StateSuppressed, journal.StateUnknown, journal.StatePending}
+	var suppressed []keyderive.Intent
+	for i := range 5*bolt.FreshMax + 3 {
+		in := keyderive.Intent{Tenant: "t", Session: fmt.Sprintf("s%d", i%3), Turn: fmt.Sprint(i), Tool: []string{"pay", "mail"}[i%2]}
+		st := states[i%len(states)]
+		key := uuid.New()
+		res, err := s.Begin(ctx, journal.BeginRequest{Key: key, Intent: in, Owner: "o", AttemptID: "a1",
+			Durable: st == journal.StatePending, RecordTTL: time.Duration(i+1) * time.Minute, LeaseTTL: time.Hour})
+		if err != nil || res.Outcome != journal.Started {
+			t.Fatalf("Begin %d = %v, %v", i, res.Outcome, err)
+		}
+		if st != journal.StatePending {
+			if _, err := s.Complete(ctx, journal.Completion{Key: key, Token: res.Token, State: st, ErrorClass: "c"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st == journal.StateSuppressed {
+			suppressed = append(suppressed, in)
+		}
+		if d := bolt.IndexMismatch(s); d != "" {
+			t.Fatalf("after record %d (%v, %d fresh): %s", i, st, bolt.FreshKeys(s), d)
+		}
+		for _, g := range suppressed {
+			res, err := s.Begin(ctx, journal.BeginRequest{Key: uuid.New(), Intent: g, Owner: "o", AttemptID: "a1", Guard: journal.GuardTurn, LeaseTTL: time.Hour})
+			if err != nil || res.Outcome != journal.Guarded {
+				t.Fatalf("after record %d: Begin beside the suppression of %v = %v, %v; want Guarded", i, g, res.Outcome, err)
+			}
+		}
+	}
+	agree(t, "flushed", s, now)
+	other := keyderive.Intent{Tenant: "t", Session: suppressed[0].Session, Turn: suppressed[0].Turn, Tool: "elsewhere"}
+	res, err := s.Begin(ctx, journal.BeginRequest{Key: uuid.New(), Intent: other, Owner: "o", AttemptID: "a1", Guard: journal.GuardTurn, LeaseTTL: time.Hour})
+	if err != nil || res.Outcome != journal.Started {
+		t.Fatalf("Begin of a tool without a suppression = %v, %v; want Started", res.Outcome, err)
+	}
+}

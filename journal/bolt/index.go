@@ -45,9 +45,13 @@
 // Every query of the index also reads the fresh entries, so that an answer
 // never depends on whether a record was moved yet: Stats and GC's counts
 // from the entries alone, List and the guard by reading the records whose
-// entries may match (the guard: the suppressed ones). A fresh record that
-// cannot be read (damaged on disk) stays fresh: the flush leaves it rather
-// than fail the write. Invariant: a record is either in the index, with
+// entries may match (the guard: the suppressed ones). The flush makes the
+// entries from the fresh entries, which hold all that they need but a
+// suppressed record's names (its guard entry): it reads only the
+// suppressed records, and one of them that cannot be read (damaged on
+// disk) stays fresh rather than fail the write. A Begin's guard first asks
+// the counters whether the tool has a suppressed record at all (most
+// often not: then it reads nothing more). Invariant: a record is either in the index, with
 // the entries its current version gives, or its key is in "fresh" and it
 // has no entry at all. A write to a record that is already indexed (an
 // outcome, a resolution, a GC delete) changes its entries at once.
@@ -73,7 +77,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"github.com/google/uuid"
@@ -109,8 +112,9 @@ const (
 // State-1, StatePending to StateUnknown) and, last, their attempts.
 type toolCounts [6]int64
 
-// countKey is the counts bucket's key of tool's counters.
-func countKey(tool string) []byte { return append([]byte{'t'}, tool...) }
+// countKey is the counts bucket's key of tool's counters, in buf when
+// it fits (bbolt copies the key it puts, and keeps none it reads).
+func countKey(buf []byte, tool string) []byte { return append(append(buf[:0], 't'), tool...) }
 
 func (c *toolCounts) encode() []byte {
 	b := make([]byte, 0, len(c)*2)
@@ -144,17 +148,28 @@ func (c *toolCounts) add(e *ixEntry, d int64) {
 
 // ixEntry is what the indexes hold about one record.
 type ixEntry struct {
-	key                   uuid.UUID
-	created, expires      int64 // Unix nanoseconds
-	state                 journal.State
-	attempts              int
+	key              uuid.UUID
+	created, expires int64 // Unix nanoseconds
+	state            journal.State
+	attempts         int
+	shash            [8]byte // sessionHash(session)
+	// The intent's names: the counters' tool, and the guard entry of a
+	// suppressed record. Empty in an entry made from a fresh entry
+	// (freshEntry.ixEntry), which is never a suppressed record's.
 	tenant, session, tool string
 }
 
 func entryOf(r *journal.Record) *ixEntry {
-	return &ixEntry{
+	e := &ixEntry{}
+	e.set(r)
+	return e
+}
+
+// set makes e the entry of r.
+func (e *ixEntry) set(r *journal.Record) {
+	*e = ixEntry{
 		key: r.Key, created: nanos(r.Created), expires: nanos(r.Expires),
-		state: r.State, attempts: len(r.Attempts),
+		state: r.State, attempts: len(r.Attempts), shash: sessionHash(r.Intent.Session),
 		tenant: r.Intent.Tenant, session: r.Intent.Session, tool: r.Intent.Tool,
 	}
 }
@@ -213,10 +228,17 @@ func walkExpired(ix *bbolt.Bucket, t int64, fn func(key uuid.UUID) bool) {
 // every level a commit rewrites. Sessions whose hashes collide share
 // entries; List reads each record and keeps those that match, so a
 // collision costs reads, never a wrong answer.
-func sessionHash(session string) []byte {
-	h := fnv.New64a()
-	h.Write([]byte(session))
-	return h.Sum(make([]byte, 0, 8))
+func sessionHash(session string) [8]byte {
+	// FNV-1a, 64 bits, big-endian: what hash/fnv's New64a sums to, without
+	// its allocations.
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(session); i++ {
+		h ^= uint64(session[i])
+		h *= 1099511628211
+	}
+	var out [8]byte
+	binary.BigEndian.PutUint64(out[:], h)
+	return out
 }
 
 // timeKeyLen is the length of a time index key ('d' created key).
@@ -233,8 +255,12 @@ func timeEntryOf(k []byte) (*ixEntry, error) {
 // sessionEntry is the session index's key for a record: session hash,
 // creation time, key. A session's records are one range of it, oldest
 // first.
-func sessionEntry(created int64, session string, key uuid.UUID) []byte {
-	b := append(append(make([]byte, 0, 1+8+8+16), pfxSession), sessionHash(session)...)
+func sessionEntry(created int64, shash [8]byte, key uuid.UUID) []byte {
+	return appendSessionEntry(make([]byte, 0, sessionKeyLen), created, shash, key)
+}
+
+func appendSessionEntry(b []byte, created int64, shash [8]byte, key uuid.UUID) []byte {
+	b = append(append(b, pfxSession), shash[:]...)
 	return append(appendTime(b, created), key[:]...)
 }
 
@@ -243,6 +269,10 @@ const sessionKeyLen = 1 + 8 + 8 + 16
 
 func guardPrefix(tenant, session, tool string) []byte {
 	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(tenant)+len(session)+len(tool)+16)
+	return appendGuardPrefix(b, tenant, session, tool)
+}
+
+func appendGuardPrefix(b []byte, tenant, session, tool string) []byte {
 	return appendStr(appendStr(appendStr(append(b, pfxGuard), tenant), session), tool)
 }
 
@@ -259,20 +289,53 @@ func keyTail(k []byte) (uuid.UUID, error) {
 // ixKV is one index entry.
 type ixKV struct{ k, v []byte }
 
-// entries lists e's index entries.
-func (e *ixEntry) entries() []ixKV {
-	out := make([]ixKV, 0, 5)
-	out = append(out, ixKV{k: timeKey(pfxTime, e.created, e.key)}, ixKV{k: sessionEntry(e.created, e.session, e.key)})
+// ixKVs are one record's index entries (at most four).
+type ixKVs struct {
+	n  int
+	kv [4]ixKV
+}
+
+func (l *ixKVs) list() []ixKV { return l.kv[:l.n] }
+
+// entries lists e's index entries in one buffer: bbolt copies the keys it
+// puts but not the values, so the buffer must outlive the transaction
+// (it does: it is the heap's, referenced by the 'u' entry's value).
+func (e *ixEntry) entries() ixKVs {
+	var l ixKVs
+	n := 2*timeKeyLen + sessionKeyLen + 8
+	if e.state == journal.StateSuppressed {
+		n += 1 + 3*binary.MaxVarintLen64 + len(e.tenant) + len(e.session) + len(e.tool) + 16
+	}
+	buf := make([]byte, 0, n)
+	add := func(k, v []byte) {
+		l.kv[l.n] = ixKV{k: k, v: v}
+		l.n++
+	}
+	cut := func(from int) []byte { return buf[from:len(buf):len(buf)] }
+	at := len(buf)
+	buf = append(appendTime(append(buf, pfxTime), e.created), e.key[:]...)
+	add(cut(at), nil)
+	at = len(buf)
+	buf = appendSessionEntry(buf, e.created, e.shash, e.key)
+	add(cut(at), nil)
 	if journal.Kit.Expires(e.state) {
-		out = append(out, ixKV{k: expiryKey(e.expires, e.key)})
+		at = len(buf)
+		buf = append(appendTime(append(buf, pfxExpiry), ^e.expires), e.key[:]...)
+		add(cut(at), nil)
 	} else {
-		k := append(appendTime(openPrefix(e.state), e.expires), e.key[:]...)
-		out = append(out, ixKV{k: k, v: appendTime(nil, e.created)})
+		at = len(buf)
+		buf = append(appendTime(append(buf, pfxOpen, byte(e.state)), e.expires), e.key[:]...)
+		k := cut(at)
+		at = len(buf)
+		buf = appendTime(buf, e.created)
+		add(k, cut(at))
 	}
 	if e.state == journal.StateSuppressed {
-		out = append(out, ixKV{k: append(guardPrefix(e.tenant, e.session, e.tool), e.key[:]...)})
+		at = len(buf)
+		buf = append(appendGuardPrefix(buf, e.tenant, e.session, e.tool), e.key[:]...)
+		add(cut(at), nil)
 	}
-	return out
+	return l
 }
 
 // indexPut writes r (encoded as enc) into tx with its index entries and
@@ -280,11 +343,13 @@ func (e *ixEntry) entries() []ixKV {
 // into the fresh bucket, not the index (see freshMax).
 func (s *Store) indexPut(tx *bbolt.Tx, r *journal.Record, enc []byte) error {
 	recs, fresh := tx.Bucket(bucketRecords), tx.Bucket(bucketFresh)
-	old, err := s.storedEntry(recs, r.Key)
+	var oldE, newE ixEntry
+	old, err := s.storedEntry(recs, r.Key, &oldE)
 	if err != nil {
 		return err
 	}
-	new := entryOf(r)
+	new := &newE
+	new.set(r)
 	if err := recount(tx.Bucket(bucketCounts), old, new); err != nil {
 		return err
 	}
@@ -309,7 +374,8 @@ func (s *Store) indexPut(tx *bbolt.Tx, r *journal.Record, enc []byte) error {
 // indexDelete removes key's record and its index entries from tx.
 func (s *Store) indexDelete(tx *bbolt.Tx, key uuid.UUID) error {
 	recs, fresh := tx.Bucket(bucketRecords), tx.Bucket(bucketFresh)
-	old, err := s.storedEntry(recs, key)
+	var oldE ixEntry
+	old, err := s.storedEntry(recs, key, &oldE)
 	if err != nil || old == nil {
 		return err
 	}
@@ -327,8 +393,9 @@ func (s *Store) indexDelete(tx *bbolt.Tx, key uuid.UUID) error {
 	return recs.Delete(key[:])
 }
 
-// storedEntry is the index entry of the record stored under key, or nil.
-func (s *Store) storedEntry(recs *bbolt.Bucket, key uuid.UUID) (*ixEntry, error) {
+// storedEntry is the index entry of the record stored under key, made in
+// dst, or nil.
+func (s *Store) storedEntry(recs *bbolt.Bucket, key uuid.UUID, dst *ixEntry) (*ixEntry, error) {
 	v := recs.Get(key[:])
 	if v == nil {
 		return nil, nil
@@ -337,35 +404,68 @@ func (s *Store) storedEntry(recs *bbolt.Bucket, key uuid.UUID) (*ixEntry, error)
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
 	}
-	return entryOf(&r), nil
+	dst.set(&r)
+	return dst, nil
 }
 
 // freshMax is how many new records the fresh bucket holds before the write
 // that fills it moves them all into the index (see freshValueLen).
 const freshMax = 16
 
-// flushFresh moves the records of the fresh bucket into the index. A
-// record that cannot be read (damaged on disk) stays in the fresh bucket,
-// where every query still finds it by its fresh entry, rather than fail
-// the write that fills the bucket and every one after it; a key whose
-// record is gone is dropped.
+// flushFresh moves the records of the fresh bucket into the index. The
+// entries are made from the fresh entries, which hold every field they
+// need but a suppressed record's names (its guard entry): only a
+// suppressed record is read. One that cannot be read (damaged on disk)
+// stays in the fresh bucket, where every query still finds it by its
+// fresh entry, rather than fail the write that fills the bucket and every
+// one after it; a key whose suppressed record is gone is dropped. A fresh
+// entry of another length (never written so) is handled the same way, by
+// reading its record.
 func (s *Store) flushFresh(tx *bbolt.Tx) error {
 	fresh, ix, recs := tx.Bucket(bucketFresh), tx.Bucket(bucketIndex), tx.Bucket(bucketRecords)
-	var keys [][]byte
+	var buf [freshMax + 1]freshEntry
+	ents := buf[:0]
+	var odd []uuid.UUID // keys whose entry must be read from the record
+	var junk [][]byte   // not a record's key: dropped
 	c := fresh.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		keys = append(keys, bytes.Clone(k))
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) != 16 {
+			junk = append(junk, bytes.Clone(k))
+			continue
+		}
+		e, ok := decodeFresh(k, v)
+		if !ok || e.state == journal.StateSuppressed {
+			odd = append(odd, uuid.UUID(k))
+			continue
+		}
+		ents = append(ents, e)
 	}
-	for _, k := range keys {
-		if v := recs.Get(k); v != nil {
+	var e ixEntry
+	for i := range ents {
+		ents[i].ixEntry(&e)
+		if err := reindex(ix, nil, &e); err != nil {
+			return err
+		}
+		if err := fresh.Delete(ents[i].key[:]); err != nil {
+			return err
+		}
+	}
+	for _, key := range odd {
+		if v := recs.Get(key[:]); v != nil {
 			r, err := journal.Kit.DecodeRecord(v)
 			if err != nil {
 				continue
 			}
-			if err := reindex(ix, nil, entryOf(&r)); err != nil {
+			e.set(&r)
+			if err := reindex(ix, nil, &e); err != nil {
 				return err
 			}
 		}
+		if err := fresh.Delete(key[:]); err != nil {
+			return err
+		}
+	}
+	for _, k := range junk {
 		if err := fresh.Delete(k); err != nil {
 			return err
 		}
@@ -392,7 +492,7 @@ const freshValueLen = 1 + 8 + 8 + 8
 func freshValue(e *ixEntry) []byte {
 	b := append(make([]byte, 0, freshValueLen), byte(e.state))
 	b = appendTime(appendTime(b, e.created), e.expires)
-	return append(b, sessionHash(e.session)...)
+	return append(b, e.shash[:]...)
 }
 
 // freshEntry is one entry of the fresh bucket.
@@ -400,7 +500,24 @@ type freshEntry struct {
 	key              uuid.UUID
 	state            journal.State
 	created, expires int64
-	session          []byte // sessionHash
+	session          [8]byte // sessionHash
+}
+
+// decodeFresh reads the fresh entry k → v, and reports whether it has the
+// form freshValue writes.
+func decodeFresh(k, v []byte) (freshEntry, bool) {
+	if len(k) != 16 || len(v) != freshValueLen {
+		return freshEntry{}, false
+	}
+	return freshEntry{key: uuid.UUID(k), state: journal.State(v[0]),
+		created: readTime(v[1:9]), expires: readTime(v[9:17]), session: [8]byte(v[17:25])}, true
+}
+
+// ixEntry makes dst the index entry of e's record, as far as the indexes
+// need it: without the intent's names, so not for a suppressed record
+// (whose guard entry holds them) nor for the counters.
+func (e *freshEntry) ixEntry(dst *ixEntry) {
+	*dst = ixEntry{key: e.key, created: e.created, expires: e.expires, state: e.state, shash: e.session}
 }
 
 // expired and overdue are Expired and Overdue at t (Unix nanoseconds).
@@ -412,7 +529,7 @@ func (e *freshEntry) overdue(t int64) bool { return !journal.Kit.Expires(e.state
 func (e *freshEntry) mayMatch(f *journal.Filter) bool {
 	switch {
 	case f.State != 0 && e.state != f.State,
-		f.Session != "" && !bytes.Equal(e.session, sessionHash(f.Session)),
+		f.Session != "" && e.session != sessionHash(f.Session),
 		!f.Since.IsZero() && e.created < nanos(f.Since),
 		!f.Until.IsZero() && e.created >= nanos(f.Until):
 		return false
@@ -430,11 +547,11 @@ func (s *Store) freshEntries(tx *bbolt.Tx) ([]freshEntry, error) {
 	out := make([]freshEntry, 0, freshMax)
 	c := fresh.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(k) != 16 || len(v) != freshValueLen {
+		e, ok := decodeFresh(k, v)
+		if !ok {
 			return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, k, v)
 		}
-		out = append(out, freshEntry{key: uuid.UUID(k), state: journal.State(v[0]),
-			created: readTime(v[1:9]), expires: readTime(v[9:17]), session: v[17:25]})
+		out = append(out, e)
 	}
 	return out, nil
 }
@@ -442,13 +559,14 @@ func (s *Store) freshEntries(tx *bbolt.Tx) ([]freshEntry, error) {
 // reindex replaces the index entries of old (nil: none) with those of new
 // (nil: none), touching only what differs.
 func reindex(ix *bbolt.Bucket, old, new *ixEntry) error {
-	var oldKV, newKV []ixKV
+	var oldL, newL ixKVs
 	if old != nil {
-		oldKV = old.entries()
+		oldL = old.entries()
 	}
 	if new != nil {
-		newKV = new.entries()
+		newL = new.entries()
 	}
+	oldKV, newKV := oldL.list(), newL.list()
 	for _, o := range oldKV {
 		if !hasKV(newKV, o) {
 			if err := ix.Delete(o.k); err != nil {
@@ -509,7 +627,8 @@ func hasKV(list []ixKV, kv ixKV) bool {
 // counts in (nil: none); counters all at zero are removed, so that tools no
 // longer present leave nothing behind.
 func addCounts(b *bbolt.Bucket, tool string, out, in *ixEntry) error {
-	k := countKey(tool)
+	var kb [64]byte
+	k := countKey(kb[:], tool)
 	var c toolCounts
 	if v := b.Get(k); v != nil {
 		if err := c.decode(v); err != nil {

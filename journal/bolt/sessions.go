@@ -19,7 +19,8 @@ import (
 // and keeps those that match (other tenants', or a session whose name
 // hashes alike, do not). It reads one range of the session index.
 func (s *Store) sessionEntries(tx *bbolt.Tx, session string) ([]*ixEntry, error) {
-	prefix := append([]byte{pfxSession}, sessionHash(session)...)
+	h := sessionHash(session)
+	prefix := append([]byte{pfxSession}, h[:]...)
 	var out []*ixEntry
 	c := tx.Bucket(bucketIndex).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
