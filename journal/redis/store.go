@@ -197,6 +197,13 @@ func (s *Store) openMeta(ctx context.Context, want uuid.UUID) error {
 	return nil
 }
 
+// BeginReplays reports that Begin answers a settled record by one
+// read-only round trip (its script finds the record and writes nothing):
+// a caller that would Get the record first to answer a replay sends the
+// request straight to Begin instead, and a new key costs no extra read.
+// The idempotency middleware looks for it.
+func (s *Store) BeginReplays() bool { return true }
+
 // Namespace returns the journal's UUIDv5 namespace.
 func (s *Store) Namespace() uuid.UUID { return s.ns }
 
