@@ -34,9 +34,12 @@ import (
 // creation and expiry scores, "1" when suppressed, and its bytes.
 //
 // It answers {1, seconds, microseconds} of TIME when it wrote, and {0,
-// seconds, microseconds, values of the checked keys, the guard's members,
-// their records} when it did not. Every check runs before the first
-// write, so that a refused transition leaves nothing behind.
+// seconds, microseconds, the nc values of the checked keys, then per
+// member of the guard set its id and its record} when it did not: one flat
+// array, since each nested table of a reply costs the server about as much
+// as a GET (a refusal answers every replay through Begin). A value read by
+// a check is answered as read, not read again. Every check runs before the
+// first write, so that a refused transition leaves nothing behind.
 const casSource = `
 local t = redis.call('TIME')
 local tus = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -48,11 +51,13 @@ end
 local prefix = ARGV[3]
 local nc = tonumber(ARGV[4])
 local a = 5
+local vals = {}
 for i = 1, nc do
   local flag, want = ARGV[a], ARGV[a + 1]
   a = a + 2
   if ok then
     local v = redis.call('GET', KEYS[2 + i])
+    vals[i] = v
     if flag == 'a' then
       ok = v == false
     elseif flag == 'v' then
@@ -80,18 +85,24 @@ if gmode ~= '' then
   end
 end
 if not ok then
-  local vals = {}
+  local out = {0, t[1], t[2]}
   for i = 1, nc do
-    vals[i] = redis.call('GET', KEYS[2 + i])
+    local v = vals[i]
+    if v == nil then
+      v = redis.call('GET', KEYS[2 + i])
+    end
+    out[3 + i] = v
   end
-  local ids, recs = {}, {}
   if guard then
-    ids = redis.call('SMEMBERS', guard)
+    local ids = redis.call('SMEMBERS', guard)
+    local o = 3 + nc
     for i = 1, #ids do
-      recs[i] = redis.call('GET', prefix .. 'r:' .. ids[i])
+      out[o + 1] = ids[i]
+      out[o + 2] = redis.call('GET', prefix .. 'r:' .. ids[i])
+      o = o + 2
     end
   end
-  return {0, t[1], t[2], vals, ids, recs}
+  return out
 end
 local k = 2 + nc
 while a <= #ARGV do
@@ -224,7 +235,7 @@ func (s *Store) cas(ctx context.Context, now time.Time, checks []check, guard st
 	if err != nil {
 		return casResult{}, err
 	}
-	return parseCAS(reply)
+	return parseCAS(reply, len(checks))
 }
 
 // eval runs the script by its SHA1, sending its source when the server
@@ -253,8 +264,8 @@ func (s *Store) eval(ctx context.Context, write bool, keys []string, args []any)
 	return v, err
 }
 
-// parseCAS reads the script's answer.
-func parseCAS(reply any) (casResult, error) {
+// parseCAS reads the script's answer to a run that checked nc keys.
+func parseCAS(reply any, nc int) (casResult, error) {
 	bad := func() (casResult, error) {
 		return casResult{}, fmt.Errorf("journal/redis: unexpected script reply %v", reply)
 	}
@@ -272,25 +283,22 @@ func parseCAS(reply any) (casResult, error) {
 	if res.wrote {
 		return res, nil
 	}
-	if len(a) != 6 {
+	rest := a[3:]
+	if len(rest) < nc || (len(rest)-nc)%2 != 0 {
 		return bad()
 	}
-	vals, ok1 := a[3].([]any)
-	ids, ok2 := a[4].([]any)
-	recs, ok3 := a[5].([]any)
-	if !ok1 || !ok2 || !ok3 || len(recs) > len(ids) {
-		return bad()
+	res.vals = make([][]byte, nc)
+	for i := range nc {
+		res.vals[i] = bulk(rest[i])
 	}
-	res.vals = make([][]byte, len(vals))
-	for i, v := range vals {
-		res.vals[i] = bulk(v)
-	}
-	res.guard = make([]guardEntry, len(ids))
-	for i, id := range ids {
-		res.guard[i].id, _ = id.(string)
-		if i < len(recs) {
-			res.guard[i].val = bulk(recs[i])
+	members := rest[nc:]
+	res.guard = make([]guardEntry, len(members)/2)
+	for i := range res.guard {
+		id, ok := members[2*i].(string)
+		if !ok {
+			return bad()
 		}
+		res.guard[i] = guardEntry{id: id, val: bulk(members[2*i+1])}
 	}
 	return res, nil
 }
