@@ -50,34 +50,37 @@ func (c *countingStore) counts() (gets, begins, completes int64) {
 }
 
 // On bbolt a new key costs the store one Begin and one Complete and no
-// read before them, and a replay one Begin, which answers it by a local
-// read. On PostgreSQL, whose Begin on a settled record costs more than a
-// Get, the middleware keeps the read: a replay is one Get, a new key a Get
-// more. Another payload costs one Begin either way (the Get's record does
-// not answer it).
+// read before them. Its retry to the same Middleware is one Get (the key
+// was seen); to another one (another process on the journal) one Begin,
+// which answers it by a local read. On PostgreSQL, whose Begin on a
+// settled record costs more than a Get, every request is read first: a
+// new key is a Get more, every replay one Get. Another payload is a Get
+// (its key was seen) and the Begin that refuses it.
 func TestStoreCallsPerRequest(t *testing.T) {
 	for _, tc := range []struct {
-		name               string
-		open               func(t *testing.T) journal.Store
-		gets               int64 // the Gets before a Begin
-		replayGets, replay int64 // a replay's Gets and Begins
+		name  string
+		open  func(t *testing.T) journal.Store
+		gets  int64    // the Gets before a new key's Begin
+		other [2]int64 // a replay's Gets and Begins through another Middleware
 	}{
 		{"bbolt", func(t *testing.T) journal.Store {
 			return openAt(t, filepath.Join(t.TempDir(), "server.journal"))
-		}, 0, 0, 1},
+		}, 0, [2]int64{0, 1}},
 		{"postgres", func(t *testing.T) journal.Store {
 			return openPG(t, pgtest.URL(t), pgtest.Schema(t, "agentonce_idemtrips_"))
-		}, 1, 1, 0},
+		}, 1, [2]int64{1, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &countingStore{Store: tc.open(t)}
-			m, err := idempotency.New(store, &idempotency.Options{ErrorLog: t.Logf})
-			if err != nil {
-				t.Fatal(err)
-			}
 			var effects atomic.Int64
-			h := muxFor(m.Handler(bareCharge(func(*http.Request) error { effects.Add(1); return nil })))
-			send := func(key, body string) int {
+			handler := func() http.Handler {
+				m, err := idempotency.New(store, &idempotency.Options{ErrorLog: t.Logf})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return muxFor(m.Handler(bareCharge(func(*http.Request) error { effects.Add(1); return nil })))
+			}
+			send := func(h http.Handler, key, body string) int {
 				req := httptest.NewRequest(http.MethodPost, "/v1/charges", strings.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Idempotency-Key", key)
@@ -85,24 +88,29 @@ func TestStoreCallsPerRequest(t *testing.T) {
 				h.ServeHTTP(w, req)
 				return w.Code
 			}
-			if st := send("k1", benchBody); st != http.StatusOK {
+			check := func(what string, gets, begins, completes int64) {
+				t.Helper()
+				if g, b, c := store.counts(); g != gets || b != begins || c != completes {
+					t.Errorf("%s: %d Get, %d Begin, %d Complete; want %d, %d, %d", what, g, b, c, gets, begins, completes)
+				}
+			}
+			h, other := handler(), handler()
+			if st := send(h, "k1", benchBody); st != http.StatusOK {
 				t.Fatalf("new key = %d; want 200", st)
 			}
-			if g, b, c := store.counts(); g != tc.gets || b != 1 || c != 1 {
-				t.Errorf("new key: %d Get, %d Begin, %d Complete; want %d, 1, 1", g, b, c, tc.gets)
-			}
-			if st := send("k1", benchBody); st != http.StatusOK {
+			check("new key", tc.gets, 1, 1)
+			if st := send(h, "k1", benchBody); st != http.StatusOK {
 				t.Fatalf("replay = %d; want 200", st)
 			}
-			if g, b, c := store.counts(); g != tc.replayGets || b != tc.replay || c != 0 {
-				t.Errorf("replay: %d Get, %d Begin, %d Complete; want %d, %d, 0", g, b, c, tc.replayGets, tc.replay)
+			check("replay", 1, 0, 0)
+			if st := send(other, "k1", benchBody); st != http.StatusOK {
+				t.Fatalf("replay through another Middleware = %d; want 200", st)
 			}
-			if st := send("k1", `{"amount":1}`); st != http.StatusUnprocessableEntity {
+			check("replay through another Middleware", tc.other[0], tc.other[1], 0)
+			if st := send(h, "k1", `{"amount":1}`); st != http.StatusUnprocessableEntity {
 				t.Fatalf("other payload = %d; want 422", st)
 			}
-			if g, b, c := store.counts(); g != tc.gets || b != 1 || c != 0 {
-				t.Errorf("other payload: %d Get, %d Begin, %d Complete; want %d, 1, 0", g, b, c, tc.gets)
-			}
+			check("other payload", 1, 1, 0)
 			if n := effects.Load(); n != 1 {
 				t.Errorf("effects = %d; want 1", n)
 			}
