@@ -189,16 +189,22 @@ func encode(recs ...*journal.Record) []write {
 
 // cas runs the script: checks (and the guard set's expected members, when
 // guard is not empty) compared, then writes stored. now is the decision's
-// clock (ignored under a test clock).
+// clock (ignored under a test clock). The command is built in one slice,
+// with the values every run sends boxed once, in New.
 func (s *Store) cas(ctx context.Context, now time.Time, checks []check, guard string, guardWant []guardEntry, writes []write) (casResult, error) {
-	keys := make([]string, 0, 2+len(checks)+2*len(writes)+1)
-	keys = append(keys, s.createdKey(), s.expiresKey())
-	args := make([]any, 0, 6+2*len(checks)+2*len(guardWant)+5*len(writes))
-	clock := ""
+	nkeys := 2 + len(checks) + 2*len(writes)
+	if guard != "" {
+		nkeys++
+	}
+	cmd := make([]any, 3+nkeys, 3+nkeys+6+2*len(checks)+2*len(guardWant)+5*len(writes))
+	keys := cmd[3:3]
+	keys = append(keys, s.createdArg, s.expiresArg)
+	args := cmd[3+nkeys:]
+	var clock any = ""
 	if s.testNow == nil {
 		clock = strconv.FormatInt(now.UnixMicro(), 10)
 	}
-	args = append(args, clock, maxClockLag.Microseconds(), s.prefix, len(checks))
+	args = append(args, clock, lagArg, s.prefixArg, len(checks))
 	for i := range checks {
 		c := &checks[i]
 		keys = append(keys, s.recordKey(c.key))
@@ -221,43 +227,49 @@ func (s *Store) cas(ctx context.Context, now time.Time, checks []check, guard st
 	}
 	for _, w := range writes {
 		r := w.rec
-		keys = append(keys, s.recordKey(r.Key), s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool))
+		rk := s.recordKey(r.Key)
+		keys = append(keys, rk, s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool))
 		sup := "0"
 		if r.State == journal.StateSuppressed {
 			sup = "1"
 		}
-		args = append(args, r.Key.String(), r.Created.UnixMicro(), r.Expires.UnixMicro(), sup, w.val)
+		// The record's id is the key's canonical text, the record key's tail.
+		args = append(args, rk[len(rk)-36:], r.Created.UnixMicro(), r.Expires.UnixMicro(), sup, w.val)
 	}
 	if guard != "" {
 		keys = append(keys, guard)
 	}
-	reply, err := s.eval(ctx, len(writes) > 0, keys, args)
+	cmd = append(cmd[:3+nkeys], args...) // in place unless args outgrew cmd
+	reply, err := s.eval(ctx, len(writes) > 0, cmd, nkeys)
 	if err != nil {
 		return casResult{}, err
 	}
 	return parseCAS(reply, len(checks))
 }
 
+// lagArg is maxClockLag in microseconds, boxed once.
+var lagArg any = maxClockLag.Microseconds()
+
+// casSHAArg is casSHA, boxed once.
+var casSHAArg any = casSHA
+
 // eval runs the script by its SHA1, sending its source when the server
-// does not hold it (NOSCRIPT: a restarted server, SCRIPT FLUSH). A write
-// is sent once (onceCmd); a pure read may be retried by the client.
-func (s *Store) eval(ctx context.Context, write bool, keys []string, args []any) (any, error) {
-	run := func(verb, script string) (any, error) {
-		cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-		cmdArgs = append(cmdArgs, verb, script, len(keys))
-		for _, k := range keys {
-			cmdArgs = append(cmdArgs, k)
-		}
-		cmdArgs = append(cmdArgs, args...)
-		cmd := goredis.NewCmd(ctx, cmdArgs...)
-		var c goredis.Cmder = cmd
+// does not hold it (NOSCRIPT: a restarted server, SCRIPT FLUSH). cmd holds
+// three free slots (verb, script, key count), then nkeys keys, then the
+// arguments. A write is sent once (onceCmd); a pure read may be retried by
+// the client.
+func (s *Store) eval(ctx context.Context, write bool, cmd []any, nkeys int) (any, error) {
+	run := func(verb string, script any) (any, error) {
+		cmd[0], cmd[1], cmd[2] = verb, script, nkeys
+		c := goredis.NewCmd(ctx, cmd...)
+		var cm goredis.Cmder = c
 		if write {
-			c = onceCmd{cmd}
+			cm = onceCmd{c}
 		}
-		_ = s.c.Process(ctx, c)
-		return cmd.Result()
+		_ = s.c.Process(ctx, cm)
+		return c.Result()
 	}
-	v, err := run("evalsha", casSHA)
+	v, err := run("evalsha", casSHAArg)
 	if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
 		v, err = run("eval", casSource)
 	}
