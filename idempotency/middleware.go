@@ -88,8 +88,9 @@ func (s *seenKeys) add(k uuid.UUID) {
 }
 
 // beginReplayer is a store whose Begin answers a settled record by one
-// read-only round trip at about the cost of a Get (journal/redis): a Get
-// before it would only add a round trip to every new key.
+// read-only round trip (journal/redis): a Get before every Begin would add
+// a round trip to every new key, and save a replay only the difference
+// between a Get and that Begin.
 type beginReplayer interface {
 	BeginReplays() bool
 }
