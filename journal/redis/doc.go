@@ -34,9 +34,10 @@
 // An idempotency-middleware request for a new key thus costs two round
 // trips (Begin, Complete: the store says BeginReplays, so the middleware
 // reads nothing before Begin) and two fsyncs (the write-ahead record before
-// the handler runs, its outcome after), a replay one round trip (Begin's
-// script, which finds the record and writes nothing) and none. Import and
-// GC are optimistic transactions (WATCH, then MULTI/EXEC).
+// the handler runs, its outcome after), a replay one round trip and none: a
+// GET when that middleware saw the key, else Begin's script, which finds
+// the record and writes nothing. Import and GC are optimistic transactions
+// (WATCH, then MULTI/EXEC).
 //
 // # Durability
 //
