@@ -45,7 +45,10 @@ type prepared struct {
 	call ToolCall
 	tool *tool
 	d    keyderive.Derived
-	err  error
+	// unseen: the memo did not hold the call (see derive), so it is most
+	// likely new and goes to Begin without the replay path's read.
+	unseen bool
+	err    error
 }
 
 // event is the start of every Event of p's call.
@@ -68,7 +71,7 @@ func (h *Harness) prepare(c ToolCall) prepared {
 		p.err = fmt.Errorf("harness: tool %q: %w (session %q, turn %q)", c.Tool, ErrNoTurn, c.Session, c.Turn)
 		return p
 	}
-	p.d, p.err = h.derive(p.tool, c)
+	p.d, p.unseen, p.err = h.derive(p.tool, c)
 	if p.err != nil {
 		p.err = fmt.Errorf("harness: tool %q: %w: %w", c.Tool, ErrInvalidInput, p.err)
 	}
@@ -90,7 +93,11 @@ type flightKey struct {
 // do runs a prepared call in its flight: identical calls running at the same
 // time in this process share one execution.
 func (h *Harness) do(ctx context.Context, p prepared) Result {
-	if h.localReads && p.tool.journal {
+	// The replay path's read is for a call the memo holds: a call it does
+	// not is most likely new, and the read would only miss before Begin
+	// (on bbolt 9 allocations of a new Keyed call's ~190). A re-issue the
+	// memo forgot is answered by Begin instead, the same answer.
+	if h.localReads && p.tool.journal && !p.unseen {
 		if res, ok := h.replay(ctx, &p); ok {
 			return res
 		}

@@ -55,27 +55,27 @@ func (m *memo) put(t *tool, in keyderive.Intent, step string, input []byte, d ke
 	m.n++
 }
 
-// derive canonicalizes and keys a call's input, through the memo.
-func (h *Harness) derive(t *tool, c ToolCall) (keyderive.Derived, error) {
+// derive canonicalizes and keys a call's input, through the memo. unseen
+// reports that the memo was asked and did not hold the call: a call not
+// made recently in this process, most likely a new intent.
+func (h *Harness) derive(t *tool, c ToolCall) (d keyderive.Derived, unseen bool, err error) {
 	in := intentOf(c)
 	useMemo := h.memo.max > 0 && len(c.Input) <= memoMaxInput
 	if useMemo {
 		if d, ok := h.memo.get(t, in, c.StepKey, c.Input); ok {
-			return d, nil
+			return d, false, nil
 		}
 	}
-	var d keyderive.Derived
-	var err error
 	if c.StepKey != "" {
 		d, err = t.deriver.DeriveExplicit(in, c.StepKey, c.Input)
 	} else {
 		d, err = t.deriver.Derive(in, c.Input)
 	}
 	if err != nil {
-		return d, err
+		return d, false, err
 	}
 	if useMemo {
 		h.memo.put(t, in, c.StepKey, c.Input, d)
 	}
-	return d, nil
+	return d, useMemo, nil
 }

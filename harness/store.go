@@ -35,8 +35,10 @@ type Clock interface {
 
 // LocalReader is a store whose reads are local and cheap (bbolt, memory):
 // the harness answers a re-issued settled call by one Get before joining a
-// flight. A store without it is treated as remote, where that read would
-// be a round trip on top of Begin's.
+// flight, when its memo of recent calls holds the call (one it does not
+// hold is most likely new, and goes to Begin without the read). A store
+// without it is treated as remote, where that read would be a round trip
+// on top of Begin's.
 type LocalReader interface {
 	LocalReads() bool
 }

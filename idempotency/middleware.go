@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,6 +49,74 @@ type Middleware struct {
 	normalizers map[string]*keyderive.Normalizer
 	inTx        effectCompleter // set when o.InTx
 	replayed    string          // o.ReplayedHeader in canonical form
+	// readFirst: every request is answered by a Get before Begin when it
+	// can be, on a store whose Begin costs more than a read on a settled
+	// record (see replayReads). Otherwise only a request for a key in seen
+	// is: nil when readFirst.
+	readFirst bool
+	seen      *seenKeys
+}
+
+// seenKeys is a lossy table of the journal keys this Middleware began or
+// was answered about: a request for one is likely a retry, answered by a
+// Get before Begin (1 round trip, where Begin's answer to a replay costs
+// more than a Get even on stores that answer it by a read), and a request
+// for any other likely a new key, sent straight to Begin (no read before
+// it). The table only chooses the path and both answer the same, so a key
+// forgotten (its slot taken by another) or mistaken (another key's tag)
+// costs at most a round trip, never an answer.
+type seenKeys [seenSlots]atomic.Uint64
+
+// seenSlots is the table's size: 32 KiB a Middleware.
+const seenSlots = 1 << 12
+
+// slot is k's place in the table and the tag kept there, never zero (the
+// empty slot's). A journal key is a UUIDv5, so its bytes are a hash's.
+func slot(k uuid.UUID) (int, uint64) {
+	return int(binary.BigEndian.Uint16(k[:2])) & (seenSlots - 1), binary.BigEndian.Uint64(k[8:]) | 1
+}
+
+func (s *seenKeys) has(k uuid.UUID) bool {
+	i, t := slot(k)
+	return s[i].Load() == t
+}
+
+func (s *seenKeys) add(k uuid.UUID) {
+	if i, t := slot(k); s[i].Load() != t {
+		s[i].Store(t)
+	}
+}
+
+// beginReplayer is a store whose Begin answers a settled record by one
+// read-only round trip (journal/redis): a Get before every Begin would add
+// a round trip to every new key, and save a replay only the difference
+// between a Get and that Begin.
+type beginReplayer interface {
+	BeginReplays() bool
+}
+
+// localReader is a store whose reads are local (bbolt, memory): its
+// Begin on a settled record is a local read too.
+type localReader interface {
+	LocalReads() bool
+}
+
+// replayReads reports whether the middleware reads every key's record
+// before Begin on store. Begin alone answers every request, a replay
+// included (journal.Store: "Begin on the replay path writes nothing"), so
+// a read before it is a read more for every new key. It stays for every
+// request on a store that does not say that its Begin answers a replay by
+// a read: journal/postgres, whose Begin on a settled record is a statement
+// costing about 2.4 Gets, and a wrapper that does not forward the
+// capabilities. On the others only a key seen before is read first.
+func replayReads(store journal.Store) bool {
+	if b, ok := store.(beginReplayer); ok && b.BeginReplays() {
+		return false
+	}
+	if l, ok := store.(localReader); ok && l.LocalReads() {
+		return false
+	}
+	return true
 }
 
 // effectCompleter is the capability of a store that runs an effect in the
@@ -62,7 +132,11 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 	if store == nil {
 		return nil, errors.New("idempotency.New: nil store")
 	}
-	m := &Middleware{store: store, ns: store.Namespace(), normalizers: map[string]*keyderive.Normalizer{}}
+	m := &Middleware{store: store, ns: store.Namespace(), normalizers: map[string]*keyderive.Normalizer{},
+		readFirst: replayReads(store)}
+	if !m.readFirst {
+		m.seen = new(seenKeys)
+	}
 	if opts != nil {
 		m.o = *opts
 	}
@@ -210,11 +284,16 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		Durable:     true, // the write-ahead: a crash mid-handler must leave the record
 		Guard:       journal.GuardOff,
 	}
-	// A replay is answered by a read alone: a settled record with this
-	// fingerprint that will not run again and is not near its expiry
-	// (judged on this clock, with a minute's margin for the store's) says
-	// what Begin would. Anything else goes through Begin.
-	rec, replay := m.replayable(r.Context(), &req)
+	// Begin answers a replay by a read (it writes nothing on a settled
+	// record), so a new key is one Begin, not a Get and a Begin. A key this
+	// Middleware has seen, likely a retry, is answered by a Get first, as
+	// is every key on a store whose Begin costs more than a read
+	// (readFirst).
+	var rec journal.Record
+	replay := false
+	if m.readFirst || m.seen.has(c.jkey) {
+		rec, replay = m.replayable(r.Context(), &req)
+	}
 	if !replay && kind == kindJSON && len(input)-at <= m.o.MaxStoredBytes {
 		// Its own copy: the store may keep the record it writes.
 		req.Input = bytes.Clone(input[at:])
@@ -230,7 +309,12 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	m.decide(w, r, next, c, &req)
 }
 
-// replayable reads req's record and reports whether it answers req.
+// replayable reads req's record and reports whether it answers req: a
+// settled record with this fingerprint that will not run again and is not
+// near its expiry (judged on this clock, with a minute's margin for the
+// store's) says what Begin would. Anything else goes through Begin, which
+// decides on the store's clock: retakable is asked of Begin's record in
+// decide, and expiry is Begin's own.
 func (m *Middleware) replayable(ctx context.Context, req *journal.BeginRequest) (journal.Record, bool) {
 	rec, err := m.store.Get(ctx, req.Key)
 	ok := err == nil && rec.State.Settled() && !retakable(&rec) &&
@@ -255,6 +339,11 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 			writeProblem(w, http.StatusServiceUnavailable, ProblemJournal,
 				problem{Detail: "the request was not run: " + err.Error(), Key: c.key}, m.o.RetryAfter)
 			return
+		}
+		if m.seen != nil && res.Outcome != journal.Mismatch && res.Outcome != journal.Guarded {
+			// Its next request is likely a retry: a Get answers it. A
+			// mismatch's is not answered by the Get's record.
+			m.seen.add(c.jkey)
 		}
 		switch res.Outcome {
 		case journal.Started:

@@ -31,11 +31,13 @@
 // costs one round trip and, when it writes, one fsync of the append-only
 // file; a wrong assumption costs one more round trip. A script whose answer
 // is lost is not sent again: the error wraps journal.ErrOutcomeUncertain.
-// An idempotency-middleware request for a new key thus costs three round
-// trips (the middleware's Get, Begin, Complete) and two fsyncs (the
-// write-ahead record before the handler runs, its outcome after), a replay
-// one round trip and none. Import and GC are optimistic transactions (WATCH,
-// then MULTI/EXEC).
+// An idempotency-middleware request for a new key thus costs two round
+// trips (Begin, Complete: the store says BeginReplays, so the middleware
+// reads nothing before Begin) and two fsyncs (the write-ahead record before
+// the handler runs, its outcome after), a replay one round trip and none: a
+// GET when that middleware saw the key, else Begin's script, which finds
+// the record and writes nothing. Import and GC are optimistic transactions
+// (WATCH, then MULTI/EXEC).
 //
 // # Durability
 //

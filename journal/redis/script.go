@@ -34,9 +34,12 @@ import (
 // creation and expiry scores, "1" when suppressed, and its bytes.
 //
 // It answers {1, seconds, microseconds} of TIME when it wrote, and {0,
-// seconds, microseconds, values of the checked keys, the guard's members,
-// their records} when it did not. Every check runs before the first
-// write, so that a refused transition leaves nothing behind.
+// seconds, microseconds, the nc values of the checked keys, then per
+// member of the guard set its id and its record} when it did not: one flat
+// array, since each nested table of a reply costs the server about as much
+// as a GET (a refusal answers every replay through Begin). A value read by
+// a check is answered as read, not read again. Every check runs before the
+// first write, so that a refused transition leaves nothing behind.
 const casSource = `
 local t = redis.call('TIME')
 local tus = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -48,11 +51,13 @@ end
 local prefix = ARGV[3]
 local nc = tonumber(ARGV[4])
 local a = 5
+local vals = {}
 for i = 1, nc do
   local flag, want = ARGV[a], ARGV[a + 1]
   a = a + 2
   if ok then
     local v = redis.call('GET', KEYS[2 + i])
+    vals[i] = v
     if flag == 'a' then
       ok = v == false
     elseif flag == 'v' then
@@ -80,18 +85,24 @@ if gmode ~= '' then
   end
 end
 if not ok then
-  local vals = {}
+  local out = {0, t[1], t[2]}
   for i = 1, nc do
-    vals[i] = redis.call('GET', KEYS[2 + i])
+    local v = vals[i]
+    if v == nil then
+      v = redis.call('GET', KEYS[2 + i])
+    end
+    out[3 + i] = v
   end
-  local ids, recs = {}, {}
   if guard then
-    ids = redis.call('SMEMBERS', guard)
+    local ids = redis.call('SMEMBERS', guard)
+    local o = 3 + nc
     for i = 1, #ids do
-      recs[i] = redis.call('GET', prefix .. 'r:' .. ids[i])
+      out[o + 1] = ids[i]
+      out[o + 2] = redis.call('GET', prefix .. 'r:' .. ids[i])
+      o = o + 2
     end
   end
-  return {0, t[1], t[2], vals, ids, recs}
+  return out
 end
 local k = 2 + nc
 while a <= #ARGV do
@@ -178,16 +189,22 @@ func encode(recs ...*journal.Record) []write {
 
 // cas runs the script: checks (and the guard set's expected members, when
 // guard is not empty) compared, then writes stored. now is the decision's
-// clock (ignored under a test clock).
+// clock (ignored under a test clock). The command is built in one slice,
+// with the values every run sends boxed once, in New.
 func (s *Store) cas(ctx context.Context, now time.Time, checks []check, guard string, guardWant []guardEntry, writes []write) (casResult, error) {
-	keys := make([]string, 0, 2+len(checks)+2*len(writes)+1)
-	keys = append(keys, s.createdKey(), s.expiresKey())
-	args := make([]any, 0, 6+2*len(checks)+2*len(guardWant)+5*len(writes))
-	clock := ""
+	nkeys := 2 + len(checks) + 2*len(writes)
+	if guard != "" {
+		nkeys++
+	}
+	cmd := make([]any, 3+nkeys, 3+nkeys+6+2*len(checks)+2*len(guardWant)+5*len(writes))
+	keys := cmd[3:3]
+	keys = append(keys, s.createdArg, s.expiresArg)
+	args := cmd[3+nkeys:]
+	var clock any = ""
 	if s.testNow == nil {
 		clock = strconv.FormatInt(now.UnixMicro(), 10)
 	}
-	args = append(args, clock, maxClockLag.Microseconds(), s.prefix, len(checks))
+	args = append(args, clock, lagArg, s.prefixArg, len(checks))
 	for i := range checks {
 		c := &checks[i]
 		keys = append(keys, s.recordKey(c.key))
@@ -210,51 +227,57 @@ func (s *Store) cas(ctx context.Context, now time.Time, checks []check, guard st
 	}
 	for _, w := range writes {
 		r := w.rec
-		keys = append(keys, s.recordKey(r.Key), s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool))
+		rk := s.recordKey(r.Key)
+		keys = append(keys, rk, s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool))
 		sup := "0"
 		if r.State == journal.StateSuppressed {
 			sup = "1"
 		}
-		args = append(args, r.Key.String(), r.Created.UnixMicro(), r.Expires.UnixMicro(), sup, w.val)
+		// The record's id is the key's canonical text, the record key's tail.
+		args = append(args, rk[len(rk)-36:], r.Created.UnixMicro(), r.Expires.UnixMicro(), sup, w.val)
 	}
 	if guard != "" {
 		keys = append(keys, guard)
 	}
-	reply, err := s.eval(ctx, len(writes) > 0, keys, args)
+	cmd = append(cmd[:3+nkeys], args...) // in place unless args outgrew cmd
+	reply, err := s.eval(ctx, len(writes) > 0, cmd, nkeys)
 	if err != nil {
 		return casResult{}, err
 	}
-	return parseCAS(reply)
+	return parseCAS(reply, len(checks))
 }
 
+// lagArg is maxClockLag in microseconds, boxed once.
+var lagArg any = maxClockLag.Microseconds()
+
+// casSHAArg is casSHA, boxed once.
+var casSHAArg any = casSHA
+
 // eval runs the script by its SHA1, sending its source when the server
-// does not hold it (NOSCRIPT: a restarted server, SCRIPT FLUSH). A write
-// is sent once (onceCmd); a pure read may be retried by the client.
-func (s *Store) eval(ctx context.Context, write bool, keys []string, args []any) (any, error) {
-	run := func(verb, script string) (any, error) {
-		cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-		cmdArgs = append(cmdArgs, verb, script, len(keys))
-		for _, k := range keys {
-			cmdArgs = append(cmdArgs, k)
-		}
-		cmdArgs = append(cmdArgs, args...)
-		cmd := goredis.NewCmd(ctx, cmdArgs...)
-		var c goredis.Cmder = cmd
+// does not hold it (NOSCRIPT: a restarted server, SCRIPT FLUSH). cmd holds
+// three free slots (verb, script, key count), then nkeys keys, then the
+// arguments. A write is sent once (onceCmd); a pure read may be retried by
+// the client.
+func (s *Store) eval(ctx context.Context, write bool, cmd []any, nkeys int) (any, error) {
+	run := func(verb string, script any) (any, error) {
+		cmd[0], cmd[1], cmd[2] = verb, script, nkeys
+		c := goredis.NewCmd(ctx, cmd...)
+		var cm goredis.Cmder = c
 		if write {
-			c = onceCmd{cmd}
+			cm = onceCmd{c}
 		}
-		_ = s.c.Process(ctx, c)
-		return cmd.Result()
+		_ = s.c.Process(ctx, cm)
+		return c.Result()
 	}
-	v, err := run("evalsha", casSHA)
+	v, err := run("evalsha", casSHAArg)
 	if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
 		v, err = run("eval", casSource)
 	}
 	return v, err
 }
 
-// parseCAS reads the script's answer.
-func parseCAS(reply any) (casResult, error) {
+// parseCAS reads the script's answer to a run that checked nc keys.
+func parseCAS(reply any, nc int) (casResult, error) {
 	bad := func() (casResult, error) {
 		return casResult{}, fmt.Errorf("journal/redis: unexpected script reply %v", reply)
 	}
@@ -272,25 +295,22 @@ func parseCAS(reply any) (casResult, error) {
 	if res.wrote {
 		return res, nil
 	}
-	if len(a) != 6 {
+	rest := a[3:]
+	if len(rest) < nc || (len(rest)-nc)%2 != 0 {
 		return bad()
 	}
-	vals, ok1 := a[3].([]any)
-	ids, ok2 := a[4].([]any)
-	recs, ok3 := a[5].([]any)
-	if !ok1 || !ok2 || !ok3 || len(recs) > len(ids) {
-		return bad()
+	res.vals = make([][]byte, nc)
+	for i := range nc {
+		res.vals[i] = bulk(rest[i])
 	}
-	res.vals = make([][]byte, len(vals))
-	for i, v := range vals {
-		res.vals[i] = bulk(v)
-	}
-	res.guard = make([]guardEntry, len(ids))
-	for i, id := range ids {
-		res.guard[i].id, _ = id.(string)
-		if i < len(recs) {
-			res.guard[i].val = bulk(recs[i])
+	members := rest[nc:]
+	res.guard = make([]guardEntry, len(members)/2)
+	for i := range res.guard {
+		id, ok := members[2*i].(string)
+		if !ok {
+			return bad()
 		}
+		res.guard[i] = guardEntry{id: id, val: bulk(members[2*i+1])}
 	}
 	return res, nil
 }

@@ -69,6 +69,9 @@ type Store struct {
 	closed   atomic.Bool
 	clock    serverClock
 	pending  pendingRecords
+	// createdArg, expiresArg and prefixArg are the index keys and the
+	// prefix as every script run sends them, boxed once.
+	createdArg, expiresArg, prefixArg any
 }
 
 var _ journal.Store = (*Store)(nil)
@@ -125,6 +128,7 @@ func New(ctx context.Context, c goredis.UniversalClient, opts *Options) (*Store,
 		return nil, fmt.Errorf("journal/redis: prefix %q: braces are not allowed (the store adds its own hash tag)", o.Prefix)
 	}
 	s := &Store{c: c, prefix: "{" + o.Prefix + "}:", readOnly: jo.ReadOnly, testNow: jo.Now}
+	s.createdArg, s.expiresArg, s.prefixArg = s.createdKey(), s.expiresKey(), s.prefix
 	if !o.AllowUnsyncedWrites && !jo.ReadOnly {
 		if err := checkDurable(ctx, c); err != nil {
 			return nil, err
@@ -197,6 +201,13 @@ func (s *Store) openMeta(ctx context.Context, want uuid.UUID) error {
 	return nil
 }
 
+// BeginReplays reports that Begin answers a settled record by one
+// read-only round trip (its script finds the record and writes nothing):
+// a caller that would Get the record first to answer a replay sends the
+// request straight to Begin instead, and a new key costs no extra read.
+// The idempotency middleware looks for it.
+func (s *Store) BeginReplays() bool { return true }
+
 // Namespace returns the journal's UUIDv5 namespace.
 func (s *Store) Namespace() uuid.UUID { return s.ns }
 
@@ -249,16 +260,28 @@ func (s *Store) recordKey(k uuid.UUID) string {
 }
 
 // guardKey names the set of suppressed records' keys of one tenant,
-// session and tool: the scope the suppression guard searches.
+// session and tool: the scope the suppression guard searches. The name is
+// the first half of the SHA-256 of each field's 8-byte big-endian length
+// and bytes, in hex; built on the stack, it allocates only the name.
 func (s *Store) guardKey(tenant, session, tool string) string {
-	h := sha256.New()
-	for _, f := range []string{tenant, session, tool} {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
-		h.Write(n[:])
-		h.Write([]byte(f))
+	var stack [256]byte
+	buf := stack[:0]
+	if n := 24 + len(tenant) + len(session) + len(tool); n > len(stack) {
+		buf = make([]byte, 0, n)
 	}
-	return s.prefix + "g:" + hex.EncodeToString(h.Sum(nil)[:16])
+	for _, f := range [...]string{tenant, session, tool} {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(len(f)))
+		buf = append(buf, f...)
+	}
+	sum := sha256.Sum256(buf)
+	var text [32]byte
+	hex.Encode(text[:], sum[:16])
+	var b strings.Builder
+	b.Grow(len(s.prefix) + 2 + len(text))
+	b.WriteString(s.prefix)
+	b.WriteString("g:")
+	b.Write(text[:])
+	return b.String()
 }
 
 // micros is a sorted-set score: microseconds since the epoch, exact in a

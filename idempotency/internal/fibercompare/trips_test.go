@@ -5,7 +5,9 @@ import (
 	"net"
 	"strings"
 	"sync/atomic"
+	"testing"
 
+	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -71,4 +73,31 @@ func refused(cmd goredis.Cmder) bool {
 // snapshot returns the counts so far.
 func (t *trips) snapshot() (roundTrips, writes int64) {
 	return t.roundTrips.Load(), t.writes.Load()
+}
+
+// TestRoundTrips counts what each side sends Redis for a new key and for
+// its replay: agentonce two round trips and two writes for a new key (the
+// write-ahead Begin and the Complete, no read before them) and one round
+// trip, no write, for a replay; Fiber three and one write, one and none.
+func TestRoundTrips(t *testing.T) {
+	f, a := servers(t)
+	for _, c := range []struct {
+		side                   side
+		newTrips, newWrites    int64
+		replayTrips, replayWri int64
+	}{{f, 3, 1, 1, 0}, {a, 2, 2, 1, 0}} {
+		post(t, c.side.base, uuid.NewString(), body) // the client's connection made
+		key := uuid.NewString()
+		for i, want := range [][2]int64{{c.newTrips, c.newWrites}, {c.replayTrips, c.replayWri}} {
+			t0, w0 := c.side.trips.snapshot()
+			if st, b := post(t, c.side.base, key, body); st != 200 {
+				t.Fatalf("%s: %d %s", c.side.name, st, b)
+			}
+			t1, w1 := c.side.trips.snapshot()
+			if t1-t0 != want[0] || w1-w0 != want[1] {
+				t.Errorf("%s, request %d: %d round trips, %d writes; want %d, %d",
+					c.side.name, i+1, t1-t0, w1-w0, want[0], want[1])
+			}
+		}
+	}
 }
