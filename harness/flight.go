@@ -350,6 +350,7 @@ func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result,
 			// key) and gains the store's transaction from txCtx.
 			actx := f.h.attemptContext(withValuesOf(ctx, txCtx), t, f.p, attemptID)
 			if pe := guarded(actx, t, func(actx context.Context) { out, effectErr = t.InTx(actx, f.p.call.Input) }); pe != nil {
+				effectErr = pe // rolled back with the transaction, like any error of the effect
 				return nil, pe
 			}
 			return out, effectErr

@@ -66,9 +66,8 @@ func TestHarnessInTx(t *testing.T) {
 		t.Fatalf("charges after the re-issue = %d; want 1", n)
 	}
 
-	// A panic after the write: the write rolls back with it. (What the
-	// harness answers is its own affair: today Unknown, the record left
-	// pending, on PostgreSQL as here.)
+	// A panic after the write: the write rolls back with it (what the
+	// harness answers: TestHarnessInTxPanicIsFailed).
 	p := h.Call(ctx, harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "2", Tool: "crash", Input: json.RawMessage(`{"panic":true}`)})
 	var pe *harness.PanicError
 	if p.OK() || !errors.As(p.Err, &pe) {
@@ -79,5 +78,53 @@ func TestHarnessInTx(t *testing.T) {
 	}
 	if rec, err := s.Get(ctx, p.Key); err != nil || rec.State == journal.StateSucceeded {
 		t.Fatalf("record after the panic = %s, %v; want it not succeeded", rec.State, err)
+	}
+}
+
+// A panic in an InTx effect rolls its writes back, so the harness knows
+// nothing was done: the call fails with the PanicError, the record is
+// settled failed (not left pending as an outcome it could not record), the
+// effect event says not executed, and the tool is not retried.
+func TestHarnessInTxPanicIsFailed(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "agent.journal"), nil)
+	defer s.Close()
+	var effects effectEvents
+	h := harness.New(s, &harness.Options{Observer: &effects})
+	defer h.Close()
+	tries := 0
+	boom := bolt.InTx(func(ctx context.Context, tx *bbolt.Tx, in json.RawMessage) (json.RawMessage, error) {
+		tries++
+		b, err := tx.CreateBucketIfNotExists(charges)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.Put([]byte("boom/0"), in); err != nil {
+			return nil, err
+		}
+		panic("a bug after the write")
+	})
+	if err := h.Register(harness.Tool{Name: "boom", Effect: journal.Keyed, InTx: boom}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res := h.Call(ctx, harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "1", Tool: "boom", Input: json.RawMessage(`{}`)})
+	var pe *harness.PanicError
+	if res.Status != harness.Failed || !errors.As(res.Err, &pe) || tries != 1 {
+		t.Fatalf("Call = %v, %v after %d tries; want failed with the PanicError after 1 try", res.Status, res.Err, tries)
+	}
+	if rec, err := s.Get(ctx, res.Key); err != nil || rec.State != journal.StateFailed {
+		t.Fatalf("record = %s, %v; want failed (the effect rolled back)", rec.State, err)
+	}
+	if len(effects) != 1 || effects[0].Class != retryclass.NotExecuted {
+		t.Fatalf("after-effect events = %+v; want one, not executed", effects)
+	}
+}
+
+// effectEvents keeps a harness's after-effect events (one call at a time).
+type effectEvents []harness.Event
+
+func (ev *effectEvents) Observe(_ context.Context, e harness.Event) {
+	if e.Kind == harness.EventAfterEffect {
+		*ev = append(*ev, e)
 	}
 }
