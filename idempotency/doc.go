@@ -33,8 +33,9 @@
 // A handler's response is buffered (Options.MaxResponseBytes): no
 // streaming, no Flush or Hijack. Two durable writes surround every new key
 // (the write-ahead and the outcome); with Options.InTx (PostgreSQL, bbolt)
-// the handler's own writes commit with the second, and on bbolt the
-// handler holds the file's single writer lock while it runs. A 5xx is not
+// the handler's own writes commit with the outcome, the write-ahead need
+// not reach the disk first, and a new key costs that one commit; on bbolt
+// the handler holds the file's single writer lock while it runs. A 5xx is not
 // stored unless Options.StoreServerErrors: the handler must mean "nothing
 // committed" by it. Body-over-cap blobs are not removed by the journal's
 // GC. The long form, with the decisions behind each choice, is

@@ -281,8 +281,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		AttemptID:   headerValue(r.Header, RequestIDHeader),
 		LeaseTTL:    m.o.LeaseTTL,
 		RecordTTL:   m.o.TTL,
-		Durable:     true, // the write-ahead: a crash mid-handler must leave the record
-		Guard:       journal.GuardOff,
+		// The write-ahead: a crash mid-handler must leave the record. Under
+		// InTx it need not reach the disk first: the handler's writes
+		// commit only with the outcome, which makes the record durable
+		// too, so a record lost in a crash lost them with it, and a
+		// process killed mid-handler still leaves it (the bbolt store's
+		// pending log, PostgreSQL's server), to be run again.
+		Durable: m.inTx == nil,
+		Guard:   journal.GuardOff,
 	}
 	// Begin answers a replay by a read (it writes nothing on a settled
 	// record), so a new key is one Begin, not a Get and a Begin. A key this

@@ -138,7 +138,8 @@ type Options struct {
 	// other effect. Its writes and the stored response then commit
 	// together, so a handler that panics or answers 5xx, or a process that
 	// dies, leaves nothing behind and the next request with the key runs it
-	// again. On bbolt the handler holds the file's single writer lock while
+	// again; and the write-ahead need not be durable before the handler
+	// runs, so a new key costs one commit, the handler's own. On bbolt the handler holds the file's single writer lock while
 	// it runs: every other request's journal write waits for it, so it must
 	// be short and local, and must not call the journal. New refuses InTx
 	// on a store without the capability.
