@@ -184,7 +184,7 @@ func (h *Harness) Register(tools ...Tool) error {
 func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	if t.InTx != nil {
 		if _, ok := h.store.(TxCompleter); !ok {
-			return nil, fmt.Errorf("harness: register tool %q: InTx needs a store that runs effects in its transactions (TxCompleter, such as PostgreSQL), not %T", t.Name, h.store)
+			return nil, fmt.Errorf("harness: register tool %q: InTx needs a store that runs effects in its transactions (TxCompleter: PostgreSQL or bbolt), not %T", t.Name, h.store)
 		}
 	} else if t.Func == nil {
 		return nil, fmt.Errorf("harness: register tool %q: Func is nil", t.Name)

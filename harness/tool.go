@@ -97,7 +97,8 @@ type Tool struct {
 	// database: it runs the effect inside the transaction that records the
 	// outcome, so both commit or neither does and no outcome is ever
 	// unknown. It needs a store that is a TxCompleter (PostgreSQL: write
-	// it with postgres.InTx, which hands the effect the transaction); Func
+	// it with postgres.InTx; a bbolt file: bolt.InTx; each hands the effect
+	// the transaction); Func
 	// is then not used and may be nil.
 	InTx Func
 }

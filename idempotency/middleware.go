@@ -120,7 +120,7 @@ func replayReads(store journal.Store) bool {
 }
 
 // effectCompleter is the capability of a store that runs an effect in the
-// transaction recording its outcome (journal/postgres.Store).
+// transaction recording its outcome (journal/postgres and journal/bolt).
 type effectCompleter interface {
 	CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
 		effect func(ctx context.Context) ([]byte, error)) (journal.Record, error)
