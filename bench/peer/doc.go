@@ -13,7 +13,15 @@
 // many WAL records and full-page images (pg_stat_wal) and how many commits
 // (pg_stat_database.xact_commit), per step. The WAL figures are the whole
 // server's: run it on a server no one else writes to, or read the minimum
-// column, which other writers can only raise.
+// column, which other writers can only raise. With -servercpu, when the
+// server runs on the same host, it also reads the CPU time the system's
+// own backends spent in each segment (/proc/<pid>/schedstat), a figure
+// other programs' load changes far less than the time per step.
+//
+// Before its segments each system warms up, -warmup steps per worker (8),
+// so that every connection is past the server's first plans of its
+// prepared statements (five custom plans, then a generic one), as in a
+// long-running process's pool.
 //
 //	AGENTONCE_PG_URL='postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable' \
 //	  go run ./bench/peer -reps 5 -steps 2000

@@ -18,6 +18,8 @@ func main() {
 	flag.StringVar(&cfg.only, "only", "", "comma-separated systems to run (default all: "+systemNames()+")")
 	flag.StringVar(&cfg.walDir, "waldir", "", "the server's pg_wal directory: count each segment's own WAL with pg_waldump (needs read access)")
 	flag.StringVar(&cfg.waldump, "waldump", "pg_waldump", "the pg_waldump program, for -waldir")
+	flag.BoolVar(&cfg.serverCPU, "servercpu", false, "read each segment's server CPU time from /proc/<pid>/schedstat (the server must run on this host)")
+	flag.IntVar(&cfg.warmup, "warmup", warmupPerWorker, "warm-up steps per worker before each system's segments")
 	flag.Parse()
 	if cfg.url == "" {
 		fmt.Fprintln(os.Stderr, "peer: no server: set AGENTONCE_PG_URL or pass -url")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestRunSmoke runs one tiny repetition of every system against the server
@@ -30,5 +32,37 @@ func TestRunSmoke(t *testing.T) {
 		if !strings.Contains(out.String(), sys.name) {
 			t.Errorf("the table names no %s:\n%s", sys.name, out.String())
 		}
+	}
+}
+
+// TestBackendCPU reads the CPU time of another session of the database:
+// it is there, and positive. Where the server runs on another host (its
+// /proc is not this one's) it skips.
+func TestBackendCPU(t *testing.T) {
+	url := os.Getenv("AGENTONCE_PG_URL")
+	if url == "" {
+		t.Skip("AGENTONCE_PG_URL is not set: the peer benchmark needs a PostgreSQL server")
+	}
+	ctx := context.Background()
+	mon, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close(ctx)
+	other, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	var pid int32
+	if err := other.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	cpu, err := backendCPU(ctx, mon)
+	if err != nil {
+		t.Skipf("backendCPU = %v (the server is not on this host?)", err)
+	}
+	if cpu[pid] <= 0 {
+		t.Fatalf("backendCPU = %v; want the other session's pid %d with its CPU time", cpu, pid)
 	}
 }

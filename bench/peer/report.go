@@ -19,6 +19,9 @@ func report(out io.Writer, cfg config, chosen []system, results map[string]map[s
 	if own {
 		head += "own WAL B/step\town rec/step\town FPI/step\twrite commits/step\t"
 	}
+	if cfg.serverCPU {
+		head += "server CPU µs/step\t"
+	}
 	fmt.Fprintln(w, head)
 	for _, sys := range chosen {
 		for _, mode := range []string{seqMode, concMode} {
@@ -37,6 +40,9 @@ func report(out io.Writer, cfg config, chosen []system, results map[string]map[s
 					median(segs, func(s segment) float64 { return s.per(s.own.records) }),
 					median(segs, func(s segment) float64 { return s.per(s.own.fpi) }),
 					median(segs, func(s segment) float64 { return s.per(s.own.commits) }))
+			}
+			if cfg.serverCPU {
+				fmt.Fprintf(w, "%.0f\t", median(segs, cpuPerStep))
 			}
 			fmt.Fprintln(w)
 		}
@@ -60,7 +66,7 @@ func report(out io.Writer, cfg config, chosen []system, results map[string]map[s
 		for i := range min(len(ours[mode]), len(theirs[mode])) {
 			rs = append(rs, f(ours[mode][i])/f(theirs[mode][i]))
 		}
-		fmt.Fprintf(out, "  %-44s %.2f× [%.2f–%.2f]   %s\n", label, medianOf(rs), slices.Min(rs), slices.Max(rs), target)
+		fmt.Fprintf(out, "  %-56s %.2f× [%.2f–%.2f]   %s\n", label, medianOf(rs), slices.Min(rs), slices.Max(rs), target)
 	}
 	perStep := func(s segment) float64 { return float64(s.perStep()) }
 	ratio("sequential time per step, ÷ DBOS", "dbos", seqMode, perStep, "≤ 0.60×")
@@ -71,6 +77,16 @@ func report(out io.Writer, cfg config, chosen []system, results map[string]map[s
 	ratio(fmt.Sprintf("%d workers, steps/s, ÷ raw async+sync", cfg.workers), "raw-async", concMode, segment.rate, "")
 	ratio("WAL bytes per step (seq), ÷ DBOS", "dbos", seqMode, segment.walPerStep, "≤ 1×")
 	ratio(fmt.Sprintf("WAL bytes per step (%d workers), ÷ DBOS", cfg.workers), "dbos", concMode, segment.walPerStep, "≤ 1×")
+	if cfg.serverCPU {
+		ratio("server CPU per step (seq), ÷ raw INSERT+UPDATE", "raw-sync", seqMode, cpuPerStep, "")
+		ratio(fmt.Sprintf("server CPU per step (%d workers), ÷ raw INSERT+UPDATE", cfg.workers), "raw-sync", concMode, cpuPerStep, "")
+		ratio(fmt.Sprintf("server CPU per step (%d workers), ÷ DBOS", cfg.workers), "dbos", concMode, cpuPerStep, "")
+	}
+}
+
+// cpuPerStep is the segment's server CPU time per step, in microseconds.
+func cpuPerStep(s segment) float64 {
+	return float64(s.cpu) / float64(time.Microsecond) / float64(s.steps)
 }
 
 func median(segs []segment, f func(segment) float64) float64 {

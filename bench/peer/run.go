@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +40,13 @@ type config struct {
 	// (pg_waldump) reads to count each segment's own WAL.
 	walDir  string
 	waldump string
+	// serverCPU, when set, reads each segment's server CPU time from
+	// /proc/<pid>/schedstat of the system's backends: the server must run
+	// on this host, readable by this user.
+	serverCPU bool
+	// warmup is how many steps per worker the warm-up runs; zero means
+	// warmupPerWorker.
+	warmup int
 }
 
 // counters are the server's figures a segment is measured by.
@@ -53,7 +63,8 @@ type segment struct {
 	elapsed time.Duration
 	steps   int
 	delta   counters
-	own     *walShare // the segment's own WAL, with -waldir
+	own     *walShare     // the segment's own WAL, with -waldir
+	cpu     time.Duration // the server's CPU time in the system's backends, with -servercpu
 }
 
 func (s segment) perStep() time.Duration { return s.elapsed / time.Duration(s.steps) }
@@ -69,6 +80,10 @@ func (s segment) walPerStep() float64 {
 }
 func (s segment) per(n int64) float64 { return float64(n) / float64(s.steps) }
 
+// warmupPerWorker is how many steps per worker the warm-up runs before a
+// system's segments.
+const warmupPerWorker = 8
+
 const (
 	seqMode  = "seq"
 	concMode = "conc"
@@ -78,6 +93,9 @@ const (
 func run(ctx context.Context, cfg config, out io.Writer) error {
 	if cfg.settle == 0 {
 		cfg.settle = 300 * time.Millisecond
+	}
+	if cfg.warmup == 0 {
+		cfg.warmup = warmupPerWorker
 	}
 	if cfg.workers < 1 || cfg.steps < 1 || cfg.reps < 1 {
 		return fmt.Errorf("reps, steps and workers must be positive (got %d, %d, %d)", cfg.reps, cfg.steps, cfg.workers)
@@ -124,8 +142,17 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", sys.name, err)
 			}
-			// Warm up: connections, prepared statements, the first pages.
-			err = concurrent(ctx, o.step, cfg.workers, 2*cfg.workers)
+			// Warm up: connections, prepared statements, the first pages,
+			// and the server's plan cache. A prepared statement is planned
+			// anew (a custom plan) at each of its first five executions on
+			// a connection, and then once more for the generic plan it keeps
+			// if that is no costlier: eight steps per worker take each
+			// connection past that, to the steady state of a long-running
+			// process's pool. Two per worker left every connection's first
+			// plans in the measured segments, about 6 ms of server time per
+			// connection for agentonce's statements, which plan in 0.4 to
+			// 1 ms, and little for the others' small ones.
+			err = concurrent(ctx, o.step, cfg.workers, cfg.warmup*cfg.workers)
 			for _, mode := range []string{seqMode, concMode} {
 				if err != nil {
 					break
@@ -155,6 +182,12 @@ func measure(ctx context.Context, mon *pgx.Conn, cfg config, o *opened, mode str
 	if err != nil {
 		return segment{}, err
 	}
+	var cpuBefore map[int32]time.Duration
+	if cfg.serverCPU {
+		if cpuBefore, err = backendCPU(ctx, mon); err != nil {
+			return segment{}, err
+		}
+	}
 	start := time.Now()
 	if mode == seqMode {
 		for range cfg.steps {
@@ -166,6 +199,16 @@ func measure(ctx context.Context, mon *pgx.Conn, cfg config, o *opened, mode str
 		return segment{}, err
 	}
 	elapsed := time.Since(start)
+	var cpu time.Duration
+	if cfg.serverCPU {
+		after, err := backendCPU(ctx, mon)
+		if err != nil {
+			return segment{}, err
+		}
+		for pid, t := range after {
+			cpu += t - cpuBefore[pid] // a backend started during the segment counts whole
+		}
+	}
 	if err := publish(ctx, o.pools); err != nil {
 		return segment{}, err
 	}
@@ -174,7 +217,7 @@ func measure(ctx context.Context, mon *pgx.Conn, cfg config, o *opened, mode str
 	if err != nil {
 		return segment{}, err
 	}
-	seg := segment{elapsed: elapsed, steps: cfg.steps, delta: counters{
+	seg := segment{elapsed: elapsed, steps: cfg.steps, cpu: cpu, delta: counters{
 		walBytes:   after.walBytes - before.walBytes,
 		walRecords: after.walRecords - before.walRecords,
 		walFPI:     after.walFPI - before.walFPI,
@@ -190,6 +233,42 @@ func measure(ctx context.Context, mon *pgx.Conn, cfg config, o *opened, mode str
 		seg.own = &share
 	}
 	return seg, nil
+}
+
+// backendCPU returns the CPU time so far of every other client backend of
+// the monitor's database, from /proc/<pid>/schedstat (its first field: the
+// nanoseconds the task ran). Only the measured system's sessions are open
+// in that database while it runs.
+func backendCPU(ctx context.Context, mon *pgx.Conn) (map[int32]time.Duration, error) {
+	rows, err := mon.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+		AND pid <> pg_backend_pid() AND backend_type = 'client backend'`)
+	if err != nil {
+		return nil, err
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, err
+	}
+	cpu := make(map[int32]time.Duration, len(pids))
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the session ended meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("-servercpu needs the server on this host: %w", err)
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return nil, fmt.Errorf("/proc/%d/schedstat: %q", pid, b)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("/proc/%d/schedstat: %w", pid, err)
+		}
+		cpu[pid] = time.Duration(ns)
+	}
+	return cpu, nil
 }
 
 // publish asks every idle session of pools to publish its statistics now

@@ -13,7 +13,9 @@
 // transaction holding the record's row lock, never check-then-act; a stale
 // owner's StartAttempt or Complete matches no row and gets
 // journal.ErrFenced. Every time is the database server's clock, so clients'
-// clocks do not matter. CompleteInTx runs an effect in the transaction that
+// clocks do not matter, and a write that waited for a record's row lock
+// writes no time before the record's last change, so its times stay in
+// order. CompleteInTx runs an effect in the transaction that
 // records its outcome. A write whose connection failed after it was sent
 // wraps ErrOutcomeUncertain, never a guess. Every row carries a checksum
 // checked on every read (journal.ErrCorrupt names the key), and Stats reads

@@ -321,11 +321,23 @@ func statementNow(n int) string {
 }
 
 // newAttempt is the jsonb array of one attempt with id $id, started at
-// clk.now, quiet $settle nanoseconds later (none when NULL).
-func newAttempt(id, settle int) string {
-	return fmt.Sprintf(`jsonb_build_array(jsonb_strip_nulls(jsonb_build_object('id', $%d::text, 'start', clk.now,
-		'quiet', clk.now + $%d::bigint)))`, id, settle)
+// now (an SQL expression), quiet $settle nanoseconds later (none when
+// NULL).
+func newAttempt(id, settle int, now string) string {
+	return fmt.Sprintf(`jsonb_build_array(jsonb_strip_nulls(jsonb_build_object('id', $%d::text, 'start', %[3]s,
+		'quiet', %[3]s + $%[2]d::bigint)))`, id, settle, now)
 }
+
+// rowNow is the instant an UPDATE of a record writes: the server's clock
+// as the statement read it (clk.now), or the record's last change if that
+// is later. The clock is read before the UPDATE waits for the row lock, so
+// a writer that changed the record meanwhile may have read a later clock;
+// in SET, updated_ns is the version the UPDATE writes over, the one it
+// found after the wait (PostgreSQL rereads the row and recomputes SET from
+// it). Every time a record holds is at most its updated_ns, so a record
+// written at rowNow keeps its times in order: no attempt ends before it
+// starts, no change comes before the last.
+const rowNow = `GREATEST(clk.now, updated_ns)`
 
 // asyncCommit is joined into a statement for a non-durable write: it turns
 // synchronous_commit off for that statement's transaction only, so the
@@ -419,7 +431,7 @@ func buildStatements(q string, version int) statements {
 				"key": "$1::uuid", "version": "$2::integer", "tenant": "$3::text", "session": "$4::text",
 				"turn": "$5::text", "tool": "$6::text", "discriminator": "$7::text", "fingerprint": "$8::bytea",
 				"effect": "$9::smallint", "input": "$10::bytea", "state": "1", "output": "NULL",
-				"error_class": "''", "error_message": "''", "attempts": newAttempt(11, 15),
+				"error_class": "''", "error_message": "''", "attempts": newAttempt(11, 15, "clk.now"),
 				"lease_owner": "$12::text", "lease_token": "$13::bigint", "lease_expires_ns": "clk.now + $14::bigint",
 				"res_state": "NULL", "res_output": "NULL", "res_reason": "NULL", "res_by": "NULL", "res_at_ns": "NULL",
 				"created_ns": "clk.now", "updated_ns": "clk.now", "expires_ns": "clk.now + $16::bigint",
@@ -487,20 +499,20 @@ func buildStatements(q string, version int) statements {
 			from += `, ` + asyncCommit
 		}
 		s.startAtt[durable] = `WITH upd AS (` + update(map[string]string{
-			"attempts":         `(` + closeLast(3, "clk.now") + `) || ` + newAttempt(4, 6),
-			"lease_expires_ns": `clk.now + $5::bigint`, "updated_ns": `clk.now`},
+			"attempts":         `(` + closeLast(3, rowNow) + `) || ` + newAttempt(4, 6, rowNow),
+			"lease_expires_ns": rowNow + ` + $5::bigint`, "updated_ns": rowNow},
 			from, `key = $1 AND state = 1 AND lease_token = $2`, `key, tool, state`) + `)` +
 			countedOne(`upd`, attemptCount) + `
 			SELECT count(*) FROM upd w WHERE ` + check(attemptCount)
 	}
-	s.renew = update(map[string]string{"lease_expires_ns": `clk.now + $3::bigint`},
+	s.renew = update(map[string]string{"lease_expires_ns": rowNow + ` + $3::bigint`},
 		clockFrom(4)+`, `+asyncCommit, `key = $1 AND state = 1 AND lease_token = $2`, `lease_expires_ns`)
 	// Complete changes no indexed column: a HOT update. The record was
 	// pending (the WHERE says so) and keeps its attempts' number.
 	completeCount := stateDelta("1", "w.state")
 	s.complete = `WITH upd AS (` + update(map[string]string{
 		"state": `$3::smallint`, "output": `$4::bytea`, "error_class": `$5::text`, "error_message": `$6::text`,
-		"attempts": closeLast(7, "clk.now"), "lease_expires_ns": `clk.now`, "updated_ns": `clk.now`},
+		"attempts": closeLast(7, rowNow), "lease_expires_ns": rowNow, "updated_ns": rowNow},
 		clockFrom(8), `key = $1 AND state = 1 AND lease_token = $2`, columns) + `)` +
 		countedOne(`upd`, completeCount) + `
 		SELECT w.* FROM upd w WHERE ` + check(completeCount)
@@ -517,12 +529,12 @@ func buildStatements(q string, version int) statements {
 		"output":           `CASE WHEN $2::smallint = 2 THEN $3::bytea END`,
 		"error_class":      `CASE WHEN $2::smallint = 2 THEN '' ELSE 'resolved' END`,
 		"error_message":    `CASE WHEN $2::smallint = 2 THEN '' ELSE $4::text END`,
-		"attempts":         closeLast(7, "clk.now"),
+		"attempts":         closeLast(7, rowNow),
 		"lease_token":      `lease_token + 1`,
-		"lease_expires_ns": `clk.now`, "updated_ns": `clk.now`,
-		"expires_ns": `GREATEST(expires_ns, clk.now + (expires_ns - created_ns))`,
+		"lease_expires_ns": rowNow, "updated_ns": rowNow,
+		"expires_ns": `GREATEST(expires_ns, ` + rowNow + ` + (expires_ns - created_ns))`,
 		"res_state":  `$2::smallint`, "res_output": `$3::bytea`, "res_reason": `$4::text`, "res_by": `$5::text`,
-		"res_at_ns": `clk.now`},
+		"res_at_ns": rowNow},
 		clockFrom(6), `key = $1 AND state IN (1, 5) AND state = $8::smallint`, columns) + `)` +
 		countedOne(`upd`, resolveCount) + `
 		SELECT w.* FROM upd w WHERE ` + check(resolveCount)
