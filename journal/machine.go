@@ -171,6 +171,7 @@ func decideBegin(cur *Record, req *BeginRequest, now time.Time) BeginDecision {
 	if exp := now.Add(recordTTL(req.RecordTTL)); exp.After(r.Expires) {
 		r.Expires = exp
 	}
+	coverLease(&r)
 	return BeginDecision{
 		Result:  BeginResult{Outcome: TakenOver, Record: r, Token: r.Lease.Token},
 		Write:   &r,
@@ -234,7 +235,20 @@ func newRecord(req *BeginRequest, now time.Time, token uint64) Record {
 		Expires:     now.Add(recordTTL(req.RecordTTL)),
 	}
 	r.Attempts = []Attempt{{ID: req.AttemptID, Start: now, QuietAt: settleAt(now, req.Settle)}}
+	coverLease(&r)
 	return r
+}
+
+// coverLease keeps a pending record at least until its lease ends: a
+// lease longer than the record's TTL, or renewed past it (a tool slower
+// than its TTL), moves the record's expiry with it. A pending record never
+// expires (Expired); this keeps what validRecord checks, that no lease
+// outlives its record, true of every record the machine writes. A record
+// with no expiry (zero, from an older journal) keeps none.
+func coverLease(r *Record) {
+	if !r.Expires.IsZero() && r.Lease.Expires.After(r.Expires) {
+		r.Expires = r.Lease.Expires
+	}
 }
 
 // settleAt is the QuietAt of an attempt started at start with settle time d.
@@ -321,6 +335,7 @@ func applyAttempt(cur *Record, req *AttemptRequest, now time.Time) (Record, erro
 	r.Attempts = append(r.Attempts, Attempt{ID: req.ID, Start: now, QuietAt: settleAt(now, req.Settle)})
 	r.Lease.Expires = now.Add(leaseTTL(req.LeaseTTL))
 	r.Updated = now
+	coverLease(&r)
 	return r, nil
 }
 
@@ -342,6 +357,7 @@ func applyRenew(cur *Record, req *RenewRequest, now time.Time) (Record, error) {
 	}
 	r := *cur
 	r.Lease.Expires = now.Add(leaseTTL(req.LeaseTTL))
+	coverLease(&r)
 	return r, nil
 }
 
@@ -370,7 +386,30 @@ func applyCompletion(cur *Record, c *Completion, now time.Time) (Record, error) 
 	r.ErrorClass, r.ErrorMessage = c.ErrorClass, c.ErrorMessage
 	r.Lease.Expires = now
 	r.Updated = now
+	r.Expires = settledExpiry(cur, now)
 	return r, nil
+}
+
+// settledExpiry is the expiry of cur settled at now. An outcome is kept
+// for its TTL from the record's creation and, whatever the tool's time,
+// for at least half its TTL after it is known: when less than that is
+// left (a tool slower than its record's TTL, renewing its lease, or one
+// settling near the end of it), the record is kept for its TTL again from
+// now, so that the retries of a late outcome are answered, not run again.
+// Its TTL is read as Expires - Created, which a lease that outlived the
+// TTL has lengthened (coverLease): longer, never shorter. Otherwise the
+// expiry stays, and a store's expiry index is not touched. A zero Expires
+// (no TTL) stays zero. journal/postgres, which settles a record in its own
+// statements, computes the same.
+func settledExpiry(cur *Record, now time.Time) time.Time {
+	if cur.Expires.IsZero() {
+		return cur.Expires
+	}
+	ttl := cur.Expires.Sub(cur.Created)
+	if cur.Expires.Sub(now) < ttl/2 {
+		return now.Add(ttl)
+	}
+	return cur.Expires
 }
 
 // validateResolution checks an operator's verdict on key before anything

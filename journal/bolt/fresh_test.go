@@ -34,7 +34,7 @@ func TestFreshRecordsAnswerEveryQuery(t *testing.T) {
 	begin := func(key uuid.UUID, intent keyderive.Intent, durable bool, ttl time.Duration) journal.BeginResult {
 		t.Helper()
 		res, err := s.Begin(ctx, journal.BeginRequest{Key: key, Intent: intent, Owner: "o", AttemptID: "a1",
-			Durable: durable, RecordTTL: ttl, LeaseTTL: time.Hour})
+			Durable: durable, RecordTTL: ttl, LeaseTTL: ttl})
 		if err != nil {
 			t.Fatal(err)
 		}

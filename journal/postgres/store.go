@@ -500,19 +500,23 @@ func buildStatements(q string, version int) statements {
 		}
 		s.startAtt[durable] = `WITH upd AS (` + update(map[string]string{
 			"attempts":         `(` + closeLast(3, rowNow) + `) || ` + newAttempt(4, 6, rowNow),
-			"lease_expires_ns": rowNow + ` + $5::bigint`, "updated_ns": rowNow},
+			"lease_expires_ns": rowNow + ` + $5::bigint`, "updated_ns": rowNow,
+			"expires_ns": coverLease(rowNow + ` + $5::bigint`)},
 			from, `key = $1 AND state = 1 AND lease_token = $2`, `key, tool, state`) + `)` +
 			countedOne(`upd`, attemptCount) + `
 			SELECT count(*) FROM upd w WHERE ` + check(attemptCount)
 	}
-	s.renew = update(map[string]string{"lease_expires_ns": rowNow + ` + $3::bigint`},
+	s.renew = update(map[string]string{"lease_expires_ns": rowNow + ` + $3::bigint`,
+		"expires_ns": coverLease(rowNow + ` + $3::bigint`)},
 		clockFrom(4)+`, `+asyncCommit, `key = $1 AND state = 1 AND lease_token = $2`, `lease_expires_ns`)
-	// Complete changes no indexed column: a HOT update. The record was
-	// pending (the WHERE says so) and keeps its attempts' number.
+	// Complete changes no indexed column, unless the outcome comes late
+	// (settledExpiry): a HOT update. The record was pending (the WHERE
+	// says so) and keeps its attempts' number.
 	completeCount := stateDelta("1", "w.state")
 	s.complete = `WITH upd AS (` + update(map[string]string{
 		"state": `$3::smallint`, "output": `$4::bytea`, "error_class": `$5::text`, "error_message": `$6::text`,
-		"attempts": closeLast(7, rowNow), "lease_expires_ns": rowNow, "updated_ns": rowNow},
+		"attempts": closeLast(7, rowNow), "lease_expires_ns": rowNow, "updated_ns": rowNow,
+		"expires_ns": settledExpiry(rowNow)},
 		clockFrom(8), `key = $1 AND state = 1 AND lease_token = $2`, columns) + `)` +
 		countedOne(`upd`, completeCount) + `
 		SELECT w.* FROM upd w WHERE ` + check(completeCount)
@@ -564,4 +568,20 @@ func buildStatements(q string, version int) statements {
 	s.statsCounts = countsStatsSQL(q, false)
 	s.statsScan = countsStatsSQL(q, true)
 	return s
+}
+
+// coverLease is journal's coverLease in SQL, for a statement that sets the
+// lease to lease: the record is kept at least until its lease ends. It
+// leaves expires_ns as it is (and a heap-only update possible) unless the
+// lease outlives it. A record with no expiry (expires_ns 0) keeps none.
+func coverLease(lease string) string {
+	return `CASE WHEN expires_ns <> 0 AND expires_ns < ` + lease + ` THEN ` + lease + ` ELSE expires_ns END`
+}
+
+// settledExpiry is journal's settledExpiry in SQL, for an outcome known at
+// now: with less than half its TTL left, the record is kept its TTL again
+// from now; otherwise (and with no TTL, expires_ns 0) its expiry stays.
+func settledExpiry(now string) string {
+	return `CASE WHEN expires_ns <> 0 AND expires_ns - ` + now + ` < (expires_ns - created_ns) / 2
+		THEN ` + now + ` + (expires_ns - created_ns) ELSE expires_ns END`
 }
