@@ -90,6 +90,11 @@ type Store struct {
 	wrote atomic.Bool
 
 	stripes [256]stripe
+	// touches collects the record writes of the write transaction in
+	// progress, and txSeq numbers those transactions; both are used only
+	// inside a write transaction, which bbolt runs one at a time (cache.go).
+	touches *txTouches
+	txSeq   uint64
 	// pendlog keeps the overlay's records on file for a successor
 	// (pendlog.go); a reader only reads it, at Open.
 	pendlog *pendingLog
@@ -121,6 +126,10 @@ type stripe struct {
 	// overlay holds records newer than the file's: written without
 	// Durable and not yet committed. Guarded by mu.
 	overlay map[uuid.UUID]*journal.Record
+	// cache holds settled records of the stripe's keys as the file has
+	// them (cache.go); it has a lock of its own, so that a replay does not
+	// wait for a decision holding mu.
+	cache recordCache
 }
 
 var _ journal.Store = (*Store)(nil)
@@ -438,12 +447,24 @@ func (s *Store) readIn(recs *bbolt.Bucket, key uuid.UUID, dst *journal.Record) (
 	return true, nil
 }
 
-// readFile is readInto in a read transaction of its own.
+// readFile is readInto in a read transaction of its own, or from the
+// cache of settled records (cache.go).
 func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err error) {
+	c := &s.stripes[key[0]].cache
+	hit, gen, fill := c.cached(key, dst)
+	if hit {
+		return true, nil
+	}
 	err = s.view(func(tx *bbolt.Tx) error {
 		found, err = s.readInto(tx, key, dst)
 		return err
 	})
+	if testHookRead != nil {
+		testHookRead(key)
+	}
+	if err == nil && found && fill {
+		c.fill(dst, gen)
+	}
 	return found, err
 }
 
@@ -504,6 +525,18 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 
 	st := s.stripe(req.Key)
 	var now time.Time
+	// A replay of a settled record in the cache is answered from it, as
+	// from the file below (a settled record is replaced only under the
+	// key's lock, by a durable write, which the cache follows).
+	var hot journal.Record
+	if hit, _, _ := st.cache.cached(req.Key, &hot); hit {
+		now = s.now()
+		if !journal.Expired(&hot, now) {
+			if d := journal.Kit.DecideBegin(&hot, &req, now); d.Write == nil && d.Suppress == nil {
+				return d.Result, nil
+			}
+		}
+	}
 	if !st.mu.TryLock() {
 		// The key's stripe is busy (a commit may hold it for an fsync): the
 		// replay path, without the lock. A live settled record in the file

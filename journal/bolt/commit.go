@@ -37,6 +37,9 @@ type writeOp struct {
 // errLead hands the commit to a waiting writer.
 var errLead = errors.New("lead the next group commit")
 
+// touchPool recycles the write transactions' collectors of touched keys.
+var touchPool = sync.Pool{New: func() any { return new(txTouches) }}
+
 // ops recycles writeOps and their channels: an op is back in the pool only
 // once its writer has its answer, and by then no committer holds it.
 var ops = sync.Pool{New: func() any { return &writeOp{done: make(chan error, 1)} }}
@@ -156,14 +159,25 @@ func (s *Store) run(batch []*writeOp) {
 // writeTx runs fn in a write transaction, turning a panic of bbolt on a
 // damaged page into ErrCorrupt (bbolt rolls the transaction back).
 func (s *Store) writeTx(fn func(tx *bbolt.Tx) error) (err error) {
+	t := touchPool.Get().(*txTouches)
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("journal %s: %w: %v", s.path, journal.ErrCorrupt, p)
 		}
+		// The cache learns of the transaction's writes once it is over
+		// (cache.go), committed or not.
+		s.settle(t, err == nil)
+		clear(t.items)
+		t.items = t.items[:0]
+		touchPool.Put(t)
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	line := s.lineDue.Load() // the clock's new line rides on the first write
 	err = s.db.Update(func(tx *bbolt.Tx) error {
+		s.txSeq++ // bbolt runs one write transaction at a time
+		t.seq = s.txSeq
+		s.touches = t
+		defer func() { s.touches = nil }()
 		if line != nil {
 			if err := tx.Bucket(bucketMeta).Put(metaClock, *line); err != nil {
 				return err

@@ -17,7 +17,9 @@
 // are fsynced before they return; concurrent commits share an fsync. Every
 // record carries a CRC-32C checked on every read: damage is an error
 // wrapping journal.ErrCorrupt naming the key and the file, never an
-// answer, and [Verify] lists it. Opening reads no record: the indexes and
+// answer, and [Verify] lists it. A replay of a settled record this
+// process wrote or read twice is answered from a small cache that follows
+// every write of the file (cache.go). Opening reads no record: the indexes and
 // the counters Stats reads are written with their record, so an open costs
 // the same at ten records and at ten million. The store's time moves with
 // the monotonic clock (journal.Options.Monotonic), kept in the file across

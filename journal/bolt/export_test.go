@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 
+	"github.com/google/uuid"
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
@@ -30,7 +31,30 @@ func BulkPut(s *Store, recs []journal.Record) error {
 			return err
 		}
 	}
+	s.dropCache() // written past writeTx
 	return nil
+}
+
+// FileRecord reads key's record from the file, past the cache.
+func FileRecord(s *Store, key uuid.UUID) (r journal.Record, found bool, err error) {
+	err = s.view(func(tx *bbolt.Tx) error {
+		found, err = s.readInto(tx, key, &r)
+		return err
+	})
+	return r, found, err
+}
+
+// SetReadHook sets the hook run between a cache miss's read of the file
+// and its fill; nil removes it.
+func SetReadHook(fn func(key uuid.UUID)) { testHookRead = fn }
+
+// Cached reports whether key's record is in the cache.
+func Cached(s *Store, key uuid.UUID) bool {
+	c := &s.stripes[key[0]].cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.m[key]
+	return ok
 }
 
 // PagesWritten is how many pages the store's commits have written.
@@ -172,3 +196,15 @@ func IndexMismatch(s *Store) string {
 // Groups is how many group commits the store ran and how many writes they
 // held.
 func Groups(s *Store) (groups, writes int64) { return s.groups.Load(), s.grouped.Load() }
+
+// dropCache empties the cache, after a write that did not go through
+// writeTx (the tests' bulk loader).
+func (s *Store) dropCache() {
+	for i := range s.stripes {
+		c := &s.stripes[i].cache
+		c.mu.Lock()
+		clear(c.m)
+		c.gen++
+		c.mu.Unlock()
+	}
+}

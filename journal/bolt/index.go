@@ -350,6 +350,7 @@ func (s *Store) indexPut(tx *bbolt.Tx, r *journal.Record, enc []byte) error {
 	}
 	new := &newE
 	new.set(r)
+	s.touched(r.Key, enc)
 	if err := recount(tx.Bucket(bucketCounts), old, new); err != nil {
 		return err
 	}
@@ -379,6 +380,7 @@ func (s *Store) indexDelete(tx *bbolt.Tx, key uuid.UUID) error {
 	if err != nil || old == nil {
 		return err
 	}
+	s.touched(key, nil)
 	if err := recount(tx.Bucket(bucketCounts), old, nil); err != nil {
 		return err
 	}

@@ -1,0 +1,223 @@
+package bolt
+
+import (
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// The settled-record cache: a replay (Get, and Begin on a busy key) of a
+// record this process has written or read is answered from memory, without
+// a read transaction or a decode. Only settled records are kept (a pending
+// one's lease is judged at each read, see endStale), only small ones
+// (cacheMaxBytes), and at most cacheStripeRecords per stripe.
+//
+// Coherence. Every write of a record goes through indexPut or indexDelete
+// inside a transaction of writeTx (bbolt runs one at a time). Each such
+// write first drops the key and counts itself in flight on the key's stripe;
+// once its transaction is over (committed or not), the write is counted out
+// and the stripe's generation moves. A reader that missed fills the cache
+// only if, from before its read transaction to after it, no write touched
+// the stripe (same generation, none in flight): what it read is then still
+// the file's. A committed write puts its record in itself only when it is
+// the newest on the stripe: no later transaction touches the stripe (it is
+// the only one in flight there) and none later has been counted out (seq).
+// (Two transactions writing one key never overlap today — a decision holds
+// the key's stripe, and the commit loop runs one group at a time — so the
+// seq rule is a second line, not the first.)
+// The file's lock keeps every other process out while the store is open,
+// so the file changes only through these writes.
+//
+// A record in the cache was checked (its checksum) when it was read or
+// encoded; bytes damaged on disk afterwards are found by the next read of
+// the file (a reopen, agentctl verify), not by a replay from memory, which
+// answers what the file held when it was sound.
+
+const (
+	// cacheStripeRecords bounds each stripe's cache: 256 stripes keep at
+	// most 8,192 records.
+	cacheStripeRecords = 32
+	// cacheMaxBytes is the largest record kept, counting its input,
+	// output, error and attempts: at most 32 MiB in all.
+	cacheMaxBytes = 4 << 10
+)
+
+// testHookRead, when set by a test, runs between a cache miss's read of
+// the file and its fill.
+var testHookRead func(key uuid.UUID)
+
+// recordCache is one stripe's share of the cache.
+type recordCache struct {
+	mu sync.Mutex
+	m  map[uuid.UUID]*journal.Record
+	// gen moves each time a write on the stripe is counted out; inflight
+	// counts the writes touching the stripe whose transaction is not over;
+	// seq is the newest transaction counted out. Guarded by mu.
+	gen      uint64
+	inflight int
+	seq      uint64
+	// ghosts are the keys of the stripe's last misses: a record is filled
+	// from a read only at its second miss, so that reads spread over more
+	// keys than the cache holds pay no copy for it. Guarded by mu.
+	ghosts [4]uuid.UUID
+	ghost  uint8
+}
+
+// touch is one record write of a transaction: the record's encoding
+// written (nil for a delete) under key. The encoding is the caller's and
+// stays as it is until writeTx returns.
+type touch struct {
+	key uuid.UUID
+	enc []byte
+}
+
+// txTouches collects the record writes of the write transaction in
+// progress. bbolt runs one write transaction at a time, so the one
+// collector in use is set by writeTx and read by indexPut and indexDelete
+// within that transaction.
+type txTouches struct {
+	seq   uint64
+	items []touch
+}
+
+// cached returns a copy of the cache's record for key into dst, or false,
+// with the generation a reader's fill must find unchanged and whether it
+// may fill (no write in flight, and key missed before).
+func (c *recordCache) cached(key uuid.UUID, dst *journal.Record) (hit bool, gen uint64, fill bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.m[key]; ok {
+		copyRecord(dst, r)
+		return true, 0, false
+	}
+	for _, g := range c.ghosts {
+		if g == key {
+			return false, c.gen, c.inflight == 0
+		}
+	}
+	c.ghosts[c.ghost%uint8(len(c.ghosts))] = key
+	c.ghost++
+	return false, c.gen, false
+}
+
+// fill keeps r, read from the file by a reader that found generation gen
+// and no write in flight before its read, if that is still so.
+func (c *recordCache) fill(r *journal.Record, gen uint64) {
+	if !cacheable(r) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == gen && c.inflight == 0 {
+		c.put(r)
+	}
+}
+
+// begin drops key and counts a write in flight.
+func (c *recordCache) begin(key uuid.UUID) {
+	c.mu.Lock()
+	delete(c.m, key)
+	c.inflight++
+	c.mu.Unlock()
+}
+
+// end counts out a write of transaction seq to key; the record encoded as
+// enc, when the transaction committed it, is put in if it is the newest on
+// the stripe. It is put in as a read of the file would give it: decoded
+// from what was written.
+func (c *recordCache) end(key uuid.UUID, enc []byte, seq uint64, committed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	newest := c.inflight == 1 && seq >= c.seq
+	c.inflight--
+	c.gen++
+	c.seq = max(c.seq, seq)
+	delete(c.m, key)
+	if !committed || !newest || enc == nil || len(enc) > cacheMaxBytes {
+		return
+	}
+	if r, err := journal.Kit.DecodeRecord(enc); err == nil && cacheable(&r) {
+		c.keep(&r) // decoded: shares nothing
+	}
+}
+
+// put keeps a copy of r. c.mu is held.
+func (c *recordCache) put(r *journal.Record) {
+	cp := new(journal.Record)
+	copyRecord(cp, r)
+	c.keep(cp)
+}
+
+// keep keeps r itself, which nothing else refers to, making room if the
+// stripe is full. c.mu is held.
+func (c *recordCache) keep(r *journal.Record) {
+	if c.m == nil {
+		c.m = make(map[uuid.UUID]*journal.Record, cacheStripeRecords)
+	}
+	if _, ok := c.m[r.Key]; !ok && len(c.m) >= cacheStripeRecords {
+		for k := range c.m { // an arbitrary one: map order
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[r.Key] = r
+}
+
+// cacheable reports whether r may be kept: settled and small.
+func cacheable(r *journal.Record) bool {
+	if !r.State.Settled() {
+		return false
+	}
+	n := len(r.Input) + len(r.Output) + len(r.ErrorMessage) + len(r.ErrorClass)
+	for i := range r.Attempts {
+		n += 64 + len(r.Attempts[i].ID) + len(r.Attempts[i].Error)
+	}
+	return n <= cacheMaxBytes
+}
+
+// copyRecord sets dst to a copy of src that shares no mutable memory with
+// it: the caller may change the slices it gets.
+func copyRecord(dst, src *journal.Record) {
+	*dst = *src
+	if src.Input != nil || src.Output != nil {
+		buf := make([]byte, len(src.Input)+len(src.Output))
+		n := copy(buf, src.Input)
+		copy(buf[n:], src.Output)
+		if src.Input != nil {
+			dst.Input = buf[:n:n]
+		}
+		if src.Output != nil {
+			dst.Output = buf[n:]
+		}
+	}
+	if src.Attempts != nil {
+		dst.Attempts = append([]journal.Attempt(nil), src.Attempts...)
+	}
+	if src.Resolution != nil {
+		res := *src.Resolution
+		if res.Output != nil {
+			res.Output = append([]byte(nil), res.Output...)
+		}
+		dst.Resolution = &res
+	}
+}
+
+// touched is called by indexPut (enc, the record's encoding) and
+// indexDelete (nil) for each record write.
+func (s *Store) touched(key uuid.UUID, enc []byte) {
+	t := s.touches
+	if t == nil { // a write outside writeTx: only create, before any read
+		return
+	}
+	s.stripes[key[0]].cache.begin(key)
+	t.items = append(t.items, touch{key: key, enc: enc})
+}
+
+// settle counts out the writes of transaction t once it is over.
+func (s *Store) settle(t *txTouches, committed bool) {
+	for _, w := range t.items {
+		s.stripes[w.key[0]].cache.end(w.key, w.enc, t.seq, committed)
+	}
+}
