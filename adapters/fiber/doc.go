@@ -5,8 +5,8 @@
 //
 // The contract is idempotency's, unchanged: the key is scoped by tenant,
 // method and the Fiber route pattern (c.Route().Path, e.g.
-// "/v1/charges/:id", never the raw path, so two ids of one route share a
-// route and differ by their key only); the first response (status,
+// "/v1/charges/:id", never the raw path, which is in the fingerprint as on
+// net/http: the same key sent to another id of the route gets 422); the first response (status,
 // headers, body) is recorded durably before the client sees it and
 // replayed byte for byte with Idempotent-Replayed: true; another body
 // under the same key gets 422, a duplicate in flight 409 with Retry-After
@@ -24,8 +24,7 @@
 // # Caveats
 //
 // The request is converted to a net/http one and the response buffered,
-// as idempotency requires: no streaming (SendStream, c.Set... then
-// Flush). A handler's panic settles the record unknown and is re-raised:
+// as idempotency requires: no streaming (c.SendStream, SendStreamWriter). A handler's panic settles the record unknown and is re-raised:
 // mount Fiber's recover middleware before this one, or the panic takes
 // the process down (the record stays unknown either way, never run twice).
 // Routes registered after the app starts serving are found (the route
