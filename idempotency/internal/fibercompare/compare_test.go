@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	goredis "github.com/redis/go-redis/v9"
 
+	fiberonce "github.com/agentonce/agentonce/adapters/fiber"
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal/redis"
 )
@@ -47,14 +48,15 @@ type side struct {
 // client of its own whose round trips are counted: Fiber's, the baseline,
 // first.
 func servers(tb testing.TB) (baseline, agentonce side) {
-	b, a, _ := serversWithFloor(tb)
+	b, a, _, _ := serversWithFloor(tb)
 	return b, a
 }
 
-// serversWithFloor is servers and a third side, the floor of a replay on
-// net/http: a bare handler that answers every request with one Redis GET
-// of a stored answer, no middleware.
-func serversWithFloor(tb testing.TB) (baseline, agentonce, floor side) {
+// serversWithFloor is servers and two more sides: agentonce mounted on
+// Fiber (adapters/fiber) with a journal of its own on the same Redis, and
+// the floor of a replay on net/http: a bare handler that answers every
+// request with one Redis GET of a stored answer, no middleware.
+func serversWithFloor(tb testing.TB) (baseline, agentonce, floor, onFiber side) {
 	url := redisURL(tb)
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
@@ -116,6 +118,31 @@ func serversWithFloor(tb testing.TB) (baseline, agentonce, floor side) {
 	baseline.base = "http://" + fln.Addr().String()
 	agentonce.base = "http://" + aln.Addr().String()
 
+	onFiber = side{name: "agentonce-fiber", effects: new(atomic.Int64), trips: new(trips)}
+	ostore, err := redis.New(context.Background(), newClient(onFiber.trips), &redis.Options{Prefix: "agentonce-cmp-fiber-" + hex.EncodeToString(b[:]) + ":"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ostore.Close() })
+	om, err := idempotency.New(ostore, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	oapp := fiber.New()
+	oapp.Use(fiberonce.New(om))
+	oapp.Post("/v1/charges", func(c fiber.Ctx) error {
+		onFiber.effects.Add(1)
+		c.Set("Content-Type", "application/json")
+		return c.SendString(answer)
+	})
+	oln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go oapp.Listener(oln, fiber.ListenConfig{DisableStartupMessage: true})
+	tb.Cleanup(func() { oapp.Shutdown() })
+	onFiber.base = "http://" + oln.Addr().String()
+
 	floor = side{name: "nethttp-get", effects: new(atomic.Int64), trips: new(trips)}
 	fc := newClient(floor.trips)
 	floorKey := "agentonce-cmp-floor-" + hex.EncodeToString(b[:])
@@ -139,7 +166,7 @@ func serversWithFloor(tb testing.TB) (baseline, agentonce, floor side) {
 	go fsrv.Serve(fl)
 	tb.Cleanup(func() { fsrv.Close() })
 	floor.base = "http://" + fl.Addr().String()
-	return baseline, agentonce, floor
+	return baseline, agentonce, floor, onFiber
 }
 
 // client is the loopback client of both sides; it keeps enough idle
@@ -177,11 +204,11 @@ func send(base, key, payload string) (int, string, error) {
 // first answer (it keeps no fingerprint: the second charge is silently
 // answered with the first); agentonce refuses with 422.
 func TestReusedKey(t *testing.T) {
-	f, a := servers(t)
+	f, a, _, of := serversWithFloor(t)
 	for _, c := range []struct {
 		side side
 		want int
-	}{{f, 200}, {a, 422}} {
+	}{{f, 200}, {a, 422}, {of, 422}} {
 		key := uuid.NewString()
 		post(t, c.side.base, key, `{"amount":100}`)
 		if st, b := post(t, c.side.base, key, `{"amount":999900}`); st != c.want {
@@ -206,9 +233,9 @@ func reportTrips(b *testing.B, s side, beforeTrips, beforeWrites int64) {
 // it. replay/nethttp-get is the floor of any net/http middleware on Redis:
 // a bare handler that makes one GET.
 func BenchmarkCompare(b *testing.B) {
-	f, a, fl := serversWithFloor(b)
+	f, a, fl, of := serversWithFloor(b)
 	for _, kind := range []string{"new-key", "replay"} {
-		sides := []side{f, a}
+		sides := []side{f, of, a}
 		if kind == "replay" {
 			sides = append(sides, fl)
 		}
@@ -242,9 +269,9 @@ const clients = 16
 // iteration, so a write costs less than one fsync each. replay spreads
 // the requests over 64 keys, each answered before the timer starts.
 func BenchmarkCompareParallel(b *testing.B) {
-	f, a, fl := serversWithFloor(b)
+	f, a, fl, of := serversWithFloor(b)
 	for _, kind := range []string{"new-key", "replay"} {
-		sides := []side{f, a}
+		sides := []side{f, of, a}
 		if kind == "replay" {
 			sides = append(sides, fl)
 		}

@@ -3,7 +3,8 @@ module github.com/agentonce/agentonce/idempotency/internal/fibercompare
 go 1.26.0
 
 require (
-	github.com/agentonce/agentonce v0.0.0
+	github.com/agentonce/agentonce v0.1.0
+	github.com/agentonce/agentonce/adapters/fiber v0.0.0-00010101000000-000000000000
 	github.com/agentonce/agentonce/journal/redis v0.0.0-00010101000000-000000000000
 	github.com/gofiber/fiber/v3 v3.1.0
 	github.com/gofiber/storage/redis/v3 v3.4.3
@@ -34,3 +35,5 @@ require (
 replace github.com/agentonce/agentonce => ../../..
 
 replace github.com/agentonce/agentonce/journal/redis => ../../../journal/redis
+
+replace github.com/agentonce/agentonce/adapters/fiber => ../../../adapters/fiber

@@ -1,0 +1,32 @@
+// Package fiberonce mounts agentonce's Idempotency-Key middleware
+// (package idempotency) on a Fiber v3 app:
+//
+//	app.Use(fiberonce.New(m))
+//
+// The contract is idempotency's, unchanged: the key is scoped by tenant,
+// method and the Fiber route pattern (c.Route().Path, e.g.
+// "/v1/charges/:id", never the raw path, which is in the fingerprint as on
+// net/http: the same key sent to another id of the route gets 422); the first response (status,
+// headers, body) is recorded durably before the client sees it and
+// replayed byte for byte with Idempotent-Replayed: true; another body
+// under the same key gets 422, a duplicate in flight 409 with Retry-After
+// (or the first answer with Options.Wait). An error a handler returns is
+// passed to the app's ErrorHandler inside the middleware, so the answer it
+// writes is the one recorded.
+//
+// Mounted with app.Use, the route is not known yet when the middleware
+// runs (Fiber matches the next route as the chain proceeds), so New finds
+// it among the app's routes of the request's method, in registration
+// order, as Fiber does; mounted on a route (app.Post(path, New(m), h)) it
+// is that route's. A request that matches no route passes through
+// unprotected (Fiber answers it 404).
+//
+// # Caveats
+//
+// The request is converted to a net/http one and the response buffered,
+// as idempotency requires: no streaming (c.SendStream, SendStreamWriter). A handler's panic settles the record unknown and is re-raised:
+// mount Fiber's recover middleware before this one, or the panic takes
+// the process down (the record stays unknown either way, never run twice).
+// Routes registered after the app starts serving are found (the route
+// list is rebuilt when app.HandlersCount changes).
+package fiberonce
