@@ -14,16 +14,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce/internal/journaltest"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/keyderive"
 )
-
-// stepClock is a clock the test moves forward, safe for concurrent use.
-type stepClock struct{ ns atomic.Int64 }
-
-func (c *stepClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *stepClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // version orders the records a key has had: a record created later (after
 // GC removed the last), or a later write of the same record (a higher
@@ -52,9 +47,8 @@ func (v version) before(w version) bool {
 // sees its own write or a later one, and once it is over every key's Get
 // is what the file holds.
 func TestCacheCoherent(t *testing.T) {
-	clk := &stepClock{}
-	clk.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	s := mustOpen(t, filepath.Join(t.TempDir(), "j.db"), &bolt.Options{Journal: &journal.Options{Now: clk.Now}})
+	clk := &journaltest.Clock{}
+	s := mustOpen(t, filepath.Join(t.TempDir(), "j.db"), &bolt.Options{Journal: &journal.Options{Now: clk.Now, Monotonic: clk.Monotonic}})
 	defer s.Close()
 	ctx := context.Background()
 
