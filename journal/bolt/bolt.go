@@ -184,35 +184,24 @@ func Open(path string, opts *Options) (s *Store, err error) {
 			return nil, err
 		}
 	}
-	if err := checkBoltSize(path); err != nil {
-		return nil, err
-	}
-	var file *os.File // bbolt's, so that a panic inside bbolt.Open can still release the lock
 	defer func() {
 		// bbolt can panic (or fault on the mapped file) on damaged pages.
 		if p := recover(); p != nil {
 			if s != nil && s.db != nil {
 				_ = s.db.Close()
-			} else if file != nil {
-				_ = file.Close()
 			}
 			s, err = nil, fmt.Errorf("journal %s: %w: %v", path, journal.ErrCorrupt, p)
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+	db, err := openBolt(path, &bbolt.Options{
 		Timeout:      o.LockTimeout,
 		ReadOnly:     jo.ReadOnly,
 		FreelistType: bbolt.FreelistMapType,
-		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
-			f, err := os.OpenFile(name, flag, perm)
-			file = f
-			return f, err
-		},
 	})
 	if err != nil {
-		return nil, openError(path, err)
+		return nil, err
 	}
 	s.db = db
 	if err := s.checkFile(jo.Namespace); err != nil {

@@ -208,3 +208,16 @@ func (s *Store) dropCache() {
 		c.mu.Unlock()
 	}
 }
+
+// SkipFileCheck turns off the freelist check made before bbolt.Open until
+// the test ends, so that the test reaches the panic it prevents.
+func SkipFileCheck(t interface{ Cleanup(func()) }) {
+	testSkipFileCheck = true
+	t.Cleanup(func() { testSkipFileCheck = false })
+}
+
+// MetaFreelist is the freelist page id named by the meta page at off in a
+// bbolt file's bytes.
+func MetaFreelist(b []byte, off int) uint64 {
+	return binary.NativeEndian.Uint64(b[off+boltPageHeader+boltMetaFreeOff:])
+}

@@ -41,34 +41,19 @@ func Verify(ctx context.Context, path string, opts *Options, damaged func(key uu
 	if fi.Size() == 0 {
 		return 0, fmt.Errorf("journal %s: %w: empty file", path, journal.ErrCorrupt)
 	}
-	if err := checkBoltSize(path); err != nil {
-		return 0, err
-	}
-	var file *os.File // bbolt's, so that a panic inside bbolt.Open still releases the lock
 	var db *bbolt.DB
 	defer func() {
 		// bbolt can panic (or fault on the mapped file) on damaged pages.
 		if p := recover(); p != nil {
 			if db != nil {
 				_ = db.Close()
-			} else if file != nil {
-				_ = file.Close()
 			}
 			err = fmt.Errorf("journal %s: %w: %v", path, journal.ErrCorrupt, p)
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	db, err = bbolt.Open(path, 0o600, &bbolt.Options{
-		Timeout:  wait,
-		ReadOnly: true,
-		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
-			f, err := os.OpenFile(name, flag, perm)
-			file = f
-			return f, err
-		},
-	})
-	if err != nil {
-		return 0, openError(path, err)
+	if db, err = openBolt(path, &bbolt.Options{Timeout: wait, ReadOnly: true}); err != nil {
+		return 0, err
 	}
 	defer db.Close()
 	err = db.View(func(tx *bbolt.Tx) error {
