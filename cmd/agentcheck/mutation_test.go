@@ -141,7 +141,11 @@ func TestMutations(t *testing.T) {
 			bin := filepath.Join(dir, "agentcheck-mutant")
 			build := exec.Command("go", "build", "-o", bin, "./cmd/agentcheck")
 			build.Dir = dir
-			build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+			// The copy builds as a user's checkout would, outside the
+			// workspace: its go.mod may select versions the workspace
+			// does not (a fresh machine has only the workspace's in its
+			// module cache), so it fetches through the machine's proxy.
+			build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 			if out, err := build.CombinedOutput(); err != nil {
 				t.Fatalf("go build of the mutant: %v\n%s", err, out)
 			}
