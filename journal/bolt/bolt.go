@@ -477,6 +477,12 @@ func (st *stripe) copyOf(key uuid.UUID) *journal.Record {
 	return &c
 }
 
+// encBufs recycles the encodings of records written durably (persist),
+// up to maxPooledEnc bytes each.
+var encBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledEnc = 16 << 10
+
 // persist records r: durably through the commit loop, or in the overlay
 // and the pending log (durably when the log refuses it). The key's stripe
 // is locked.
@@ -490,8 +496,16 @@ func (s *Store) persist(st *stripe, r *journal.Record, durable bool) error {
 		st.overlay[r.Key] = &c
 		return nil
 	}
-	enc := journal.Kit.EncodeRecord(nil, r)
-	if err := s.commitPut(r, enc); err != nil {
+	buf := encBufs.Get().(*[]byte)
+	enc := journal.Kit.EncodeRecord((*buf)[:0], r)
+	err := s.commitPut(r, enc)
+	// The transaction is over: bbolt, which keeps a value only for the
+	// transaction's life, and the cache (settle) are done with enc.
+	if cap(enc) <= maxPooledEnc {
+		*buf = enc
+		encBufs.Put(buf)
+	}
+	if err != nil {
 		return err
 	}
 	delete(st.overlay, r.Key)
