@@ -50,6 +50,7 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +99,9 @@ type Store struct {
 	// pendlog keeps the overlay's records on file for a successor
 	// (pendlog.go); a reader only reads it, at Open.
 	pendlog *pendingLog
+	// suppressing holds the tools that may have a suppressed record in the
+	// file (maySuppress).
+	suppressing toolSet
 	// legacy: a read-only store of a journal whose indexes are not built
 	// (layout 1, or a migration that did not finish). Its queries read
 	// every record instead.
@@ -228,6 +232,9 @@ func Open(path string, opts *Options) (s *Store, err error) {
 		_, err = s.recoverPending()
 	} else {
 		err = s.loadPending()
+	}
+	if err == nil {
+		err = s.loadSuppressing()
 	}
 	if err != nil {
 		_ = db.Close()
@@ -693,7 +700,7 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 			}
 			return nil
 		}
-		if !maySuppress(tx, req.Intent.Tool) {
+		if !s.maySuppress(req.Intent.Tool) {
 			return nil
 		}
 		// The fresh bucket's suppressed records, which the guard index
@@ -734,29 +741,66 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 	return found, err
 }
 
-// maySuppress reports whether tool's counters, written in the transaction
-// of every record, count a suppressed record in tx. When they count none,
-// no record can block a Begin of that tool (journal's guard asks for a
-// suppressed record of the same tool), and the guard reads nothing more:
-// a new call's Begin then reads one inline counter instead of the fresh
-// entries and a descent of the index. Counters that do not decode say
-// yes, and the guard reads the index as before.
-func maySuppress(tx *bbolt.Tx, tool string) bool {
-	counts := tx.Bucket(bucketCounts)
-	if counts == nil {
-		return true
-	}
-	var kb [64]byte
-	v := counts.Get(countKey(kb[:], tool))
-	if v == nil {
-		return false // no record of tool at all
-	}
-	var c toolCounts
-	if c.decode(v) != nil {
-		return true
-	}
-	return c[journal.StateSuppressed-1] != 0
+// toolSet is the set of tools that may have a suppressed record in the
+// file (Store.suppressing). It is safe for concurrent use.
+type toolSet struct {
+	mu sync.Mutex
+	m  map[string]struct{} // guarded by mu
 }
+
+func (t *toolSet) add(tool string) {
+	t.mu.Lock()
+	if _, ok := t.m[tool]; !ok {
+		if t.m == nil {
+			t.m = map[string]struct{}{}
+		}
+		t.m[strings.Clone(tool)] = struct{}{} // tool may alias a decoded record
+	}
+	t.mu.Unlock()
+}
+
+func (t *toolSet) has(tool string) bool {
+	t.mu.Lock()
+	_, ok := t.m[tool]
+	t.mu.Unlock()
+	return ok
+}
+
+// loadSuppressing fills s.suppressing from the counters at open: each tool
+// whose counters count a suppressed record, or do not decode. Counters are
+// one entry a tool, not a record, so this costs the same at ten records
+// and at ten million.
+func (s *Store) loadSuppressing() error {
+	return s.view(func(tx *bbolt.Tx) error {
+		counts := tx.Bucket(bucketCounts)
+		if counts == nil {
+			return nil // a legacy reader's guard reads every record instead
+		}
+		return counts.ForEach(func(k, v []byte) error {
+			if len(k) == 0 || k[0] != 't' {
+				return nil
+			}
+			var c toolCounts
+			if c.decode(v) != nil || c[journal.StateSuppressed-1] != 0 {
+				s.suppressing.add(string(k[1:]))
+			}
+			return nil
+		})
+	})
+}
+
+// maySuppress reports whether the file may hold a suppressed record of
+// tool. When it cannot, no record can block a Begin of that tool
+// (journal's guard asks for a suppressed record of the same tool), and the
+// guard reads nothing: a new call's Begin reads its record and nothing
+// else. The answer is from memory (s.suppressing), which says yes at
+// least whenever the counters would: it is filled from them at open and
+// every write of a suppressed record adds its tool before its transaction
+// commits, so a read transaction that sees the record finds the tool in
+// the set. A tool stays in the set until the store is reopened, even once
+// its suppressed records are gone; its guard then reads the fresh entries
+// and the index, as it would if the set said yes by mistake.
+func (s *Store) maySuppress(tool string) bool { return s.suppressing.has(tool) }
 
 // wrapKey names the file and the record key in err, if not nil.
 func wrapKey(path string, key []byte, err error) error {

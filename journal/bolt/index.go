@@ -50,8 +50,9 @@
 // suppressed record's names (its guard entry): it reads only the
 // suppressed records, and one of them that cannot be read (damaged on
 // disk) stays fresh rather than fail the write. A Begin's guard first asks
-// the counters whether the tool has a suppressed record at all (most
-// often not: then it reads nothing more). Invariant: a record is either in the index, with
+// whether the tool may have a suppressed record at all (most often not:
+// then it reads nothing more), of a set in memory that the counters fill
+// at open and every suppressed write adds to (maySuppress). Invariant: a record is either in the index, with
 // the entries its current version gives, or its key is in "fresh" and it
 // has no entry at all. A write to a record that is already indexed (an
 // outcome, a resolution, a GC delete) changes its entries at once.
@@ -350,6 +351,9 @@ func (s *Store) indexPut(tx *bbolt.Tx, r *journal.Record, enc []byte) error {
 	}
 	new := &newE
 	new.set(r)
+	if new.state == journal.StateSuppressed {
+		s.suppressing.add(new.tool) // before the commit: see maySuppress
+	}
 	s.touched(r.Key, enc)
 	if err := recount(tx.Bucket(bucketCounts), old, new); err != nil {
 		return err
