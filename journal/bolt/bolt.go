@@ -128,7 +128,8 @@ type Store struct {
 type stripe struct {
 	mu sync.Mutex
 	// overlay holds records newer than the file's: written without
-	// Durable and not yet committed. Guarded by mu.
+	// Durable and not yet committed. Guarded by mu. A record in it is
+	// never changed in place: readers copy it, writers replace it.
 	overlay map[uuid.UUID]*journal.Record
 	// cache holds settled records of the stripe's keys as the file has
 	// them (cache.go); it has a lock of its own, so that a replay does not
@@ -492,15 +493,15 @@ const maxPooledEnc = 16 << 10
 
 // persist records r: durably through the commit loop, or in the overlay
 // and the pending log (durably when the log refuses it). The key's stripe
-// is locked.
+// is locked. persist takes r over: the overlay keeps r itself, not a copy,
+// so the caller reads r afterwards but never changes it.
 func (s *Store) persist(st *stripe, r *journal.Record, durable bool) error {
 	r.Version = journal.SchemaVersion
 	if !durable && s.pendlog.put(r) {
 		if st.overlay == nil {
 			st.overlay = map[uuid.UUID]*journal.Record{}
 		}
-		c := *r
-		st.overlay[r.Key] = &c
+		st.overlay[r.Key] = r
 		return nil
 	}
 	buf := encBufs.Get().(*[]byte)
