@@ -466,23 +466,14 @@ func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err er
 }
 
 // current returns the newest record for key: the overlay's, else the
-// file's. The key's stripe is locked.
+// file's. The key's stripe is locked. The overlay's record is returned
+// itself, not a copy: callers only read it, and the journal.Kit functions
+// they give it to do not modify it.
 func (s *Store) current(st *stripe, key uuid.UUID) (*journal.Record, error) {
-	if r := st.copyOf(key); r != nil {
+	if r := st.overlay[key]; r != nil {
 		return r, nil
 	}
 	return s.read(key)
-}
-
-// copyOf returns a copy of the overlay's record for key, or nil. The
-// stripe is locked.
-func (st *stripe) copyOf(key uuid.UUID) *journal.Record {
-	r, ok := st.overlay[key]
-	if !ok {
-		return nil
-	}
-	c := *r
-	return &c
 }
 
 // encBufs recycles the encodings of records written durably (persist),
@@ -580,8 +571,8 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	guarded := false      // the guard was asked with this decision
 	err := s.view(func(tx *bbolt.Tx) error {
 		var err error
-		recs := tx.Bucket(bucketRecords) // opened once: the guard reads it too
-		if cur = st.copyOf(req.Key); cur == nil {
+		recs := tx.Bucket(bucketRecords)           // opened once: the guard reads it too
+		if cur = st.overlay[req.Key]; cur == nil { // read only, as in current
 			found, err := s.readIn(recs, req.Key, &fileRec)
 			if err != nil {
 				return err
