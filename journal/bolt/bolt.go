@@ -124,13 +124,27 @@ type Store struct {
 	closed  bool // guarded by closeMu
 }
 
+// overlaid is a record of the overlay.
+type overlaid struct {
+	rec *journal.Record
+	// unfiled says that the file holds no record of the key: a Begin read
+	// the file under the key's lock and found none, and the key has been
+	// in the overlay ever since. Only a write of the key under its lock
+	// (which takes it out of the overlay, and this with it) or GC (which
+	// only removes) changes the file's record of a key, so this stays
+	// true; the key's durable write then need not read the file for the
+	// record it replaces (indexPut). Any doubt leaves it false, which
+	// costs that read.
+	unfiled bool
+}
+
 // stripe serializes the decisions about the keys that hash to it.
 type stripe struct {
 	mu sync.Mutex
 	// overlay holds records newer than the file's: written without
 	// Durable and not yet committed. Guarded by mu. A record in it is
 	// never changed in place: readers copy it, writers replace it.
-	overlay map[uuid.UUID]*journal.Record
+	overlay map[uuid.UUID]overlaid
 	// cache holds settled records of the stripe's keys as the file has
 	// them (cache.go); it has a lock of its own, so that a replay does not
 	// wait for a decision holding mu.
@@ -470,8 +484,8 @@ func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err er
 // itself, not a copy: callers only read it, and the journal.Kit functions
 // they give it to do not modify it.
 func (s *Store) current(st *stripe, key uuid.UUID) (*journal.Record, error) {
-	if r := st.overlay[key]; r != nil {
-		return r, nil
+	if o, ok := st.overlay[key]; ok {
+		return o.rec, nil
 	}
 	return s.read(key)
 }
@@ -485,19 +499,23 @@ const maxPooledEnc = 16 << 10
 // persist records r: durably through the commit loop, or in the overlay
 // and the pending log (durably when the log refuses it). The key's stripe
 // is locked. persist takes r over: the overlay keeps r itself, not a copy,
-// so the caller reads r afterwards but never changes it.
-func (s *Store) persist(st *stripe, r *journal.Record, durable bool) error {
+// so the caller reads r afterwards but never changes it. fileNone says
+// that the caller, holding the key's lock, found the key neither in the
+// overlay nor in the file (see overlaid.unfiled).
+func (s *Store) persist(st *stripe, r *journal.Record, durable, fileNone bool) error {
 	r.Version = journal.SchemaVersion
+	prev, inOverlay := st.overlay[r.Key]
+	unfiled := prev.unfiled || (!inOverlay && fileNone)
 	if !durable && s.pendlog.put(r) {
 		if st.overlay == nil {
-			st.overlay = map[uuid.UUID]*journal.Record{}
+			st.overlay = map[uuid.UUID]overlaid{}
 		}
-		st.overlay[r.Key] = r
+		st.overlay[r.Key] = overlaid{rec: r, unfiled: unfiled}
 		return nil
 	}
 	buf := encBufs.Get().(*[]byte)
 	enc := journal.Kit.EncodeRecord((*buf)[:0], r)
-	err := s.commitPut(r, enc)
+	err := s.commitPut(r, enc, unfiled)
 	// The transaction is over: bbolt, which keeps a value only for the
 	// transaction's life, and the cache (settle) are done with enc.
 	if cap(enc) <= maxPooledEnc {
@@ -505,6 +523,12 @@ func (s *Store) persist(st *stripe, r *journal.Record, durable bool) error {
 		encBufs.Put(buf)
 	}
 	if err != nil {
+		if inOverlay && prev.unfiled {
+			// A failed commit may still have reached the file (bbolt's
+			// final fsync failed, say): no longer sure.
+			prev.unfiled = false
+			st.overlay[r.Key] = prev
+		}
 		return err
 	}
 	delete(st.overlay, r.Key)
@@ -564,6 +588,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	defer st.mu.Unlock()
 	var cur *journal.Record
 	var fileRec journal.Record // cur when the file's: on the stack, like a replay's read
+	fileNone := false          // neither the overlay nor the file holds the key
 	// The record and, when the decision asks it, the guard, in one read
 	// transaction.
 	var d journal.BeginDecision
@@ -571,8 +596,10 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	guarded := false      // the guard was asked with this decision
 	err := s.view(func(tx *bbolt.Tx) error {
 		var err error
-		recs := tx.Bucket(bucketRecords)           // opened once: the guard reads it too
-		if cur = st.overlay[req.Key]; cur == nil { // read only, as in current
+		recs := tx.Bucket(bucketRecords) // opened once: the guard reads it too
+		if o, ok := st.overlay[req.Key]; ok {
+			cur = o.rec // read only, as in current
+		} else {
 			found, err := s.readIn(recs, req.Key, &fileRec)
 			if err != nil {
 				return err
@@ -580,6 +607,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 			if found {
 				cur = &fileRec
 			}
+			fileNone = !found
 		}
 		now = s.now()
 		d = journal.Kit.DecideBegin(cur, &req, now)
@@ -605,6 +633,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 					sst.mu.Unlock()
 					return journal.BeginResult{}, err
 				}
+				fileNone = false // not known this time: the file is read again at the write
 				now = s.now()
 				d = journal.Kit.DecideBegin(cur, &req, now)
 			} else {
@@ -639,13 +668,13 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		}
 		// Durable like every suppression: the guard reads the file.
 		if w := journal.Kit.PlaceSuppression(sc, d.Suppress, now); w != nil {
-			if err := s.persist(sst, w, true); err != nil {
+			if err := s.persist(sst, w, true, false); err != nil {
 				return journal.BeginResult{}, err
 			}
 		}
 	}
 	if d.Write != nil {
-		if err := s.persist(st, d.Write, req.Durable || d.Durable); err != nil {
+		if err := s.persist(st, d.Write, req.Durable || d.Durable, fileNone); err != nil {
 			return journal.BeginResult{}, err
 		}
 	}
@@ -869,7 +898,7 @@ func (s *Store) update(ctx context.Context, key uuid.UUID, op string, durable bo
 	if err != nil {
 		return journal.Record{}, err
 	}
-	if err := s.persist(st, &r, durable); err != nil {
+	if err := s.persist(st, &r, durable, false); err != nil {
 		return journal.Record{}, err
 	}
 	return r, nil
@@ -883,10 +912,10 @@ func (s *Store) Get(ctx context.Context, key uuid.UUID) (journal.Record, error) 
 	defer s.exit()
 	st := s.stripe(key)
 	st.mu.Lock()
-	r, ok := st.overlay[key]
+	o, ok := st.overlay[key]
 	var c journal.Record
 	if ok {
-		c = *r
+		c = *o.rec
 	}
 	st.mu.Unlock()
 	if ok {
@@ -916,8 +945,8 @@ func (s *Store) overlaySnapshot() map[uuid.UUID]*journal.Record {
 	for i := range s.stripes {
 		st := &s.stripes[i]
 		st.mu.Lock()
-		for k, r := range st.overlay {
-			c := *r
+		for k, o := range st.overlay {
+			c := *o.rec
 			out[k] = &c
 		}
 		st.mu.Unlock()
@@ -1451,7 +1480,7 @@ func (s *Store) Import(ctx context.Context, r journal.Record) error {
 	if s.readOnly {
 		return fmt.Errorf("journal %s: %w: import %s", s.path, journal.ErrReadOnly, r.Key)
 	}
-	return s.persist(st, &r, true)
+	return s.persist(st, &r, true, false)
 }
 
 // Close persists the overlay's records, stops the commit loop and closes
@@ -1502,7 +1531,7 @@ func (s *Store) flushOverlay() error {
 		recs = recs[len(chunk):]
 		err := s.writeTx(func(tx *bbolt.Tx) error {
 			for _, r := range chunk {
-				if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r)); err != nil {
+				if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r), false); err != nil {
 					return err
 				}
 			}

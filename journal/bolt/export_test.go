@@ -21,7 +21,7 @@ func BulkPut(s *Store, recs []journal.Record) error {
 		err := s.db.Update(func(tx *bbolt.Tx) error {
 			for i := range chunk {
 				r := &chunk[i]
-				if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r)); err != nil {
+				if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r), false); err != nil {
 					return err
 				}
 			}

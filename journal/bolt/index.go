@@ -341,13 +341,18 @@ func (e *ixEntry) entries() ixKVs {
 
 // indexPut writes r (encoded as enc) into tx with its index entries and
 // counters, replacing whatever the file held for its key. A new key goes
-// into the fresh bucket, not the index (see freshMax).
-func (s *Store) indexPut(tx *bbolt.Tx, r *journal.Record, enc []byte) error {
+// into the fresh bucket, not the index (see freshMax). unfiled says that
+// the caller knows the file holds no record of the key (overlaid.unfiled):
+// then none is read.
+func (s *Store) indexPut(tx *bbolt.Tx, r *journal.Record, enc []byte, unfiled bool) error {
 	recs, fresh := tx.Bucket(bucketRecords), tx.Bucket(bucketFresh)
 	var oldE, newE ixEntry
-	old, err := s.storedEntry(recs, r.Key, &oldE)
-	if err != nil {
-		return err
+	var old *ixEntry
+	if !unfiled {
+		var err error
+		if old, err = s.storedEntry(recs, r.Key, &oldE); err != nil {
+			return err
+		}
 	}
 	new := &newE
 	new.set(r)

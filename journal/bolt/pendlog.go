@@ -303,7 +303,7 @@ func (s *Store) recoverPending() (int, error) {
 			if found && !newerThan(r, &cur) {
 				continue
 			}
-			if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r)); err != nil {
+			if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r), false); err != nil {
 				return err
 			}
 			n++
@@ -343,9 +343,9 @@ func (s *Store) loadPending() error {
 		}
 		st := s.stripe(r.Key)
 		if st.overlay == nil {
-			st.overlay = map[uuid.UUID]*journal.Record{}
+			st.overlay = map[uuid.UUID]overlaid{}
 		}
-		st.overlay[r.Key] = r
+		st.overlay[r.Key] = overlaid{rec: r}
 	}
 	return nil
 }
