@@ -170,6 +170,7 @@ func (s *Store) writeTx(fn func(tx *bbolt.Tx) error) (err error) {
 		s.settle(t, err == nil)
 		clear(t.items)
 		t.items = t.items[:0]
+		t.arena = t.arena[:0] // bbolt is done with the values
 		touchPool.Put(t)
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))

@@ -167,7 +167,7 @@ func IndexMismatch(s *Store) string {
 			if err != nil {
 				return err
 			}
-			l := entryOf(&r).entries()
+			l := entryOf(&r).entries(nil)
 			for _, kv := range l.list() {
 				want[string(kv.k)] = string(kv.v)
 			}
