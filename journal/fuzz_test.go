@@ -156,24 +156,18 @@ func TestRecordDecodeAllocs(t *testing.T) {
 	}
 }
 
-// An encoding into a buffer that has room costs no allocation, and into
-// nil one (the buffer): the bbolt store encodes every write, and the
-// encoder must not escape to the heap through its nested messages.
+// An encoding into a buffer that has room costs no allocation: the bbolt
+// store encodes every write into a recycled buffer, and the encoder must
+// not escape to the heap through its nested messages. (Into nil it costs
+// the buffer, and under -race slices.Grow a second.)
 func TestRecordEncodeAllocs(t *testing.T) {
 	r := fuzzSeeds()[0]
 	if len(r.Attempts) == 0 {
 		t.Fatal("the seed record has no attempt: nothing nested to encode")
 	}
 	buf := make([]byte, 0, 2*len(journal.EncodeRecord(nil, &r)))
-	for _, tc := range []struct {
-		name string
-		dst  []byte
-		want float64
-	}{{"into a buffer with room", buf, 0}, {"into nil", nil, 1}} {
-		allocs := testing.AllocsPerRun(100, func() { journal.EncodeRecord(tc.dst, &r) })
-		if allocs > tc.want {
-			t.Errorf("EncodeRecord %s allocates %v times; want at most %v", tc.name, allocs, tc.want)
-		}
+	if allocs := testing.AllocsPerRun(100, func() { journal.EncodeRecord(buf, &r) }); allocs > 0 {
+		t.Errorf("EncodeRecord into a buffer with room allocates %v times; want 0", allocs)
 	}
 }
 
