@@ -221,3 +221,6 @@ func SkipFileCheck(t interface{ Cleanup(func()) }) {
 func MetaFreelist(b []byte, off int) uint64 {
 	return binary.NativeEndian.Uint64(b[off+boltPageHeader+boltMetaFreeOff:])
 }
+
+// PendingLogRecords reads s's pending log as an open would.
+func PendingLogRecords(s *Store) ([]*journal.Record, error) { return readPendingLog(s.pendlog.path) }
