@@ -641,8 +641,7 @@ func hasKV(list []ixKV, kv ixKV) bool {
 // counts in (nil: none); counters all at zero are removed, so that tools no
 // longer present leave nothing behind.
 func addCounts(t *txTouches, b *bbolt.Bucket, tool string, out, in *ixEntry) error {
-	var kb [64]byte
-	k := countKey(kb[:], tool)
+	k := countKey(t.bytes(1+len(tool)), tool) // a stack buffer would escape through Get and Put
 	var c toolCounts
 	if v := b.Get(k); v != nil {
 		if err := c.decode(v); err != nil {
