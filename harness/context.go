@@ -29,6 +29,20 @@ type attemptInfo struct {
 	resent atomic.Bool
 }
 
+// attemptCtx is context.WithValue(ctx, keyCtxKey, &info) in one
+// allocation instead of two: a tool's context is made for every attempt.
+type attemptCtx struct {
+	context.Context
+	info attemptInfo
+}
+
+func (c *attemptCtx) Value(key any) any {
+	if key == keyCtxKey {
+		return &c.info
+	}
+	return c.Context.Value(key)
+}
+
 // CallFromContext returns the call whose tool runs with ctx: its ID,
 // Tenant, Session, Turn, Tool and Discriminator (Input and StepKey are
 // left out). A tool that calls another agentonce service passes them on,

@@ -123,10 +123,11 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 // the lease is lost the context body runs with ends.
 func (f *flight) own(ctx context.Context, br journal.BeginResult, body func(context.Context) Result) Result {
 	f.token, f.tries = br.Token, len(br.Record.Attempts)
-	ctx, stop := f.keepLease(ctx)
+	ctx, cancel := f.keepLease(ctx)
 	defer func() {
 		if !f.detached { // else the background check renews it until it ends
-			stop()
+			f.lease.Stop()
+			cancel(nil)
 		}
 	}()
 	return body(ctx)
@@ -418,7 +419,7 @@ func guarded(ctx context.Context, t *tool, fn func(context.Context)) (pe *PanicE
 // attempt id and whether the downstream may be asked to deduplicate by key
 // (Transport reads it).
 func (h *Harness) attemptContext(ctx context.Context, t *tool, p *prepared, attemptID string) context.Context {
-	return context.WithValue(ctx, keyCtxKey, &attemptInfo{key: p.d.Key, attempt: attemptID, unkeyed: t.Effect == journal.Unkeyed, call: placeOf(p.call)})
+	return &attemptCtx{Context: ctx, info: attemptInfo{key: p.d.Key, attempt: attemptID, unkeyed: t.Effect == journal.Unkeyed, call: placeOf(p.call)}}
 }
 
 // runUnjournaled runs a ReadOnly tool that is not journaled: retried on any

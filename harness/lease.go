@@ -21,14 +21,13 @@ import (
 
 // keepLease starts renewing f's lease (journal.KeepLease, the one renewal
 // rule). The returned context ends, with cause ErrLeaseLost, when the
-// lease is lost; stop ends the renewal and the context.
-func (f *flight) keepLease(ctx context.Context) (context.Context, func()) {
+// lease is lost; the caller ends the renewal (f.lease.Stop) and then the
+// context (cancel). The two are not wrapped in one stop function: that
+// closure was an allocation of every call.
+func (f *flight) keepLease(ctx context.Context) (context.Context, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	f.lease = journal.KeepLease(ctx, f.h.store, f.p.d.Key, f.token, f.p.tool.leaseTTL, lostLease(cancel))
-	return ctx, func() {
-		f.lease.Stop()
-		cancel(nil)
-	}
+	return ctx, cancel
 }
 
 // lostLease is what a lost lease does: cancel the owner's context with

@@ -123,13 +123,20 @@ func (e *encoder) time(tag int, t time.Time) {
 	e.b = append(e.b, tmp[:n]...)
 }
 
-// sub encodes a nested message under tag, in place: fill appends it after
-// a one-byte length, which a message of 128 bytes or more widens.
-func (e *encoder) sub(tag int, fill func(*encoder)) {
+// open begins a nested message under tag, in place: its fields follow a
+// one-byte length, which end, given what open returned, fills in (and
+// widens for a message of 128 bytes or more). Not a method taking the
+// fields as a closure: the encoder would escape through it, an
+// allocation of every encode.
+func (e *encoder) open(tag int) (at int) {
 	e.b = binary.AppendUvarint(e.b, uint64(tag))
-	at := len(e.b)
+	at = len(e.b)
 	e.b = append(e.b, 0)
-	fill(e)
+	return at
+}
+
+// end ends the nested message that open began at at.
+func (e *encoder) end(at int) {
 	n := len(e.b) - at - 1
 	if n < 0x80 {
 		e.b[at] = byte(n)
@@ -166,26 +173,26 @@ func encodeRecord(dst []byte, r *Record) []byte {
 	e.str(tagErrorMessage, r.ErrorMessage)
 	for i := range r.Attempts {
 		a := &r.Attempts[i]
-		e.sub(tagAttempt, func(s *encoder) {
-			s.str(tagAttemptID, a.ID)
-			s.time(tagAttemptStart, a.Start)
-			s.time(tagAttemptEnd, a.End)
-			s.str(tagAttemptClass, a.Class)
-			s.str(tagAttemptError, a.Error)
-			s.time(tagAttemptQuietAt, a.QuietAt)
-		})
+		at := e.open(tagAttempt)
+		e.str(tagAttemptID, a.ID)
+		e.time(tagAttemptStart, a.Start)
+		e.time(tagAttemptEnd, a.End)
+		e.str(tagAttemptClass, a.Class)
+		e.str(tagAttemptError, a.Error)
+		e.time(tagAttemptQuietAt, a.QuietAt)
+		e.end(at)
 	}
 	e.str(tagLeaseOwner, r.Lease.Owner)
 	e.uint(tagLeaseToken, r.Lease.Token)
 	e.time(tagLeaseExpires, r.Lease.Expires)
 	if res := r.Resolution; res != nil {
-		e.sub(tagResolution, func(s *encoder) {
-			s.uint(tagResState, uint64(res.State))
-			s.bytes(tagResOutput, res.Output)
-			s.str(tagResReason, res.Reason)
-			s.str(tagResBy, res.By)
-			s.time(tagResAt, res.At)
-		})
+		at := e.open(tagResolution)
+		e.uint(tagResState, uint64(res.State))
+		e.bytes(tagResOutput, res.Output)
+		e.str(tagResReason, res.Reason)
+		e.str(tagResBy, res.By)
+		e.time(tagResAt, res.At)
+		e.end(at)
 	}
 	e.time(tagCreated, r.Created)
 	e.time(tagUpdated, r.Updated)

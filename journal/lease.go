@@ -21,7 +21,7 @@ import (
 // clock jump does not move. It is safe for concurrent use.
 type LeaseKeeper struct {
 	store Store
-	ctx   context.Context // its values go to Renew; not its cancellation
+	ctx   context.Context // its values go to Renew (WithoutCancel, made at a tick); not its cancellation
 	key   uuid.UUID
 	token uint64
 	ttl   time.Duration
@@ -40,7 +40,7 @@ type LeaseKeeper struct {
 // not be reached in time. Stop ends the renewal.
 func KeepLease(ctx context.Context, s Store, key uuid.UUID, token uint64, ttl time.Duration, lost func(error)) *LeaseKeeper {
 	ttl = leaseTTL(ttl)
-	k := &LeaseKeeper{store: s, ctx: context.WithoutCancel(ctx), key: key, token: token, ttl: ttl, lost: lost}
+	k := &LeaseKeeper{store: s, ctx: ctx, key: key, token: token, ttl: ttl, lost: lost}
 	k.mu.Lock() // the first tick may come before AfterFunc returns
 	k.deadline = time.Now().Add(ttl)
 	k.timer = time.AfterFunc(ttl/3, k.tick)
@@ -81,7 +81,9 @@ func (k *LeaseKeeper) tick() {
 	}
 	interval := k.ttl / 3
 	start := time.Now()
-	rctx, cancel := context.WithTimeout(k.ctx, interval)
+	// WithoutCancel here, not in KeepLease: most owners finish before the
+	// first tick, and then it was an allocation for nothing.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(k.ctx), interval)
 	_, err := k.store.Renew(rctx, RenewRequest{Key: k.key, Token: k.token, LeaseTTL: k.ttl})
 	cancel()
 	k.mu.Lock()

@@ -140,8 +140,8 @@ func decideBegin(cur *Record, req *BeginRequest, now time.Time) BeginDecision {
 	if cur == nil {
 		r := newRecord(req, now, prevToken+1)
 		return BeginDecision{
-			Result: BeginResult{Outcome: Started, Record: r, Token: r.Lease.Token},
-			Write:  &r,
+			Result: BeginResult{Outcome: Started, Record: *r, Token: r.Lease.Token},
+			Write:  r,
 			Guard:  req.Guard != GuardOff,
 		}
 	}
@@ -220,8 +220,12 @@ func recordTTL(d time.Duration) time.Duration {
 	return d
 }
 
-func newRecord(req *BeginRequest, now time.Time, token uint64) Record {
-	r := Record{
+// newRecord is the record a Begin starts, with its first attempt. The
+// record and the attempt's array are one allocation (begun): a new
+// intent's Begin is on every new call's path.
+func newRecord(req *BeginRequest, now time.Time, token uint64) *Record {
+	b := new(begun)
+	b.rec = Record{
 		Version:     SchemaVersion,
 		Key:         req.Key,
 		Intent:      req.Intent,
@@ -234,9 +238,16 @@ func newRecord(req *BeginRequest, now time.Time, token uint64) Record {
 		Updated:     now,
 		Expires:     now.Add(recordTTL(req.RecordTTL)),
 	}
-	r.Attempts = []Attempt{{ID: req.AttemptID, Start: now, QuietAt: settleAt(now, req.Settle)}}
-	coverLease(&r)
-	return r
+	b.att[0] = Attempt{ID: req.AttemptID, Start: now, QuietAt: settleAt(now, req.Settle)}
+	b.rec.Attempts = b.att[:1:1] // a later attempt is appended to a copy (applyAttempt)
+	coverLease(&b.rec)
+	return &b.rec
+}
+
+// begun is a new record and the array of its first attempt.
+type begun struct {
+	rec Record
+	att [1]Attempt
 }
 
 // coverLease keeps a pending record at least until its lease ends: a

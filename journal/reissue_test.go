@@ -78,3 +78,20 @@ func TestReissueAgreesWithDecideBegin(t *testing.T) {
 		}
 	}
 }
+
+// A Begin that starts a new intent makes its record and the array of its
+// first attempt in one allocation: it is on every new call's path. The
+// decision's Write and its Result share that attempt, as they did.
+func TestDecideBeginNewAllocs(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	req := &journal.BeginRequest{Key: uuid.New(), Owner: "o", AttemptID: "a", Effect: journal.Keyed}
+	var d journal.BeginDecision
+	allocs := testing.AllocsPerRun(100, func() { d = journal.Kit.DecideBegin(nil, req, now) })
+	if allocs > 1 {
+		t.Errorf("DecideBegin of a new key allocates %v times; want 1", allocs)
+	}
+	if d.Result.Outcome != journal.Started || d.Write == nil || len(d.Write.Attempts) != 1 || d.Write.Attempts[0].ID != "a" ||
+		len(d.Result.Record.Attempts) != 1 || d.Result.Record.Attempts[0] != d.Write.Attempts[0] {
+		t.Errorf("DecideBegin(nil) = %+v; want Started with one attempt \"a\" written and answered", d)
+	}
+}

@@ -50,6 +50,7 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +99,9 @@ type Store struct {
 	// pendlog keeps the overlay's records on file for a successor
 	// (pendlog.go); a reader only reads it, at Open.
 	pendlog *pendingLog
+	// suppressing holds the tools that may have a suppressed record in the
+	// file (maySuppress).
+	suppressing toolSet
 	// legacy: a read-only store of a journal whose indexes are not built
 	// (layout 1, or a migration that did not finish). Its queries read
 	// every record instead.
@@ -120,12 +124,27 @@ type Store struct {
 	closed  bool // guarded by closeMu
 }
 
+// overlaid is a record of the overlay.
+type overlaid struct {
+	rec *journal.Record
+	// unfiled says that the file holds no record of the key: a Begin read
+	// the file under the key's lock and found none, and the key has been
+	// in the overlay ever since. Only a write of the key under its lock
+	// (which takes it out of the overlay, and this with it) or GC (which
+	// only removes) changes the file's record of a key, so this stays
+	// true; the key's durable write then need not read the file for the
+	// record it replaces (indexPut). Any doubt leaves it false, which
+	// costs that read.
+	unfiled bool
+}
+
 // stripe serializes the decisions about the keys that hash to it.
 type stripe struct {
 	mu sync.Mutex
 	// overlay holds records newer than the file's: written without
-	// Durable and not yet committed. Guarded by mu.
-	overlay map[uuid.UUID]*journal.Record
+	// Durable and not yet committed. Guarded by mu. A record in it is
+	// never changed in place: readers copy it, writers replace it.
+	overlay map[uuid.UUID]overlaid
 	// cache holds settled records of the stripe's keys as the file has
 	// them (cache.go); it has a lock of its own, so that a replay does not
 	// wait for a decision holding mu.
@@ -228,6 +247,9 @@ func Open(path string, opts *Options) (s *Store, err error) {
 		_, err = s.recoverPending()
 	} else {
 		err = s.loadPending()
+	}
+	if err == nil {
+		err = s.loadSuppressing()
 	}
 	if err != nil {
 		_ = db.Close()
@@ -458,40 +480,55 @@ func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err er
 }
 
 // current returns the newest record for key: the overlay's, else the
-// file's. The key's stripe is locked.
+// file's. The key's stripe is locked. The overlay's record is returned
+// itself, not a copy: callers only read it, and the journal.Kit functions
+// they give it to do not modify it.
 func (s *Store) current(st *stripe, key uuid.UUID) (*journal.Record, error) {
-	if r := st.copyOf(key); r != nil {
-		return r, nil
+	if o, ok := st.overlay[key]; ok {
+		return o.rec, nil
 	}
 	return s.read(key)
 }
 
-// copyOf returns a copy of the overlay's record for key, or nil. The
-// stripe is locked.
-func (st *stripe) copyOf(key uuid.UUID) *journal.Record {
-	r, ok := st.overlay[key]
-	if !ok {
-		return nil
-	}
-	c := *r
-	return &c
-}
+// encBufs recycles the encodings of records written durably (persist),
+// up to maxPooledEnc bytes each.
+var encBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledEnc = 16 << 10
 
 // persist records r: durably through the commit loop, or in the overlay
 // and the pending log (durably when the log refuses it). The key's stripe
-// is locked.
-func (s *Store) persist(st *stripe, r *journal.Record, durable bool) error {
+// is locked. persist takes r over: the overlay keeps r itself, not a copy,
+// so the caller reads r afterwards but never changes it. fileNone says
+// that the caller, holding the key's lock, found the key neither in the
+// overlay nor in the file (see overlaid.unfiled).
+func (s *Store) persist(st *stripe, r *journal.Record, durable, fileNone bool) error {
 	r.Version = journal.SchemaVersion
+	prev, inOverlay := st.overlay[r.Key]
+	unfiled := prev.unfiled || (!inOverlay && fileNone)
 	if !durable && s.pendlog.put(r) {
 		if st.overlay == nil {
-			st.overlay = map[uuid.UUID]*journal.Record{}
+			st.overlay = map[uuid.UUID]overlaid{}
 		}
-		c := *r
-		st.overlay[r.Key] = &c
+		st.overlay[r.Key] = overlaid{rec: r, unfiled: unfiled}
 		return nil
 	}
-	enc := journal.Kit.EncodeRecord(nil, r)
-	if err := s.commitPut(r, enc); err != nil {
+	buf := encBufs.Get().(*[]byte)
+	enc := journal.Kit.EncodeRecord((*buf)[:0], r)
+	err := s.commitPut(r, enc, unfiled)
+	// The transaction is over: bbolt, which keeps a value only for the
+	// transaction's life, and the cache (settle) are done with enc.
+	if cap(enc) <= maxPooledEnc {
+		*buf = enc
+		encBufs.Put(buf)
+	}
+	if err != nil {
+		if inOverlay && prev.unfiled {
+			// A failed commit may still have reached the file (bbolt's
+			// final fsync failed, say): no longer sure.
+			prev.unfiled = false
+			st.overlay[r.Key] = prev
+		}
 		return err
 	}
 	delete(st.overlay, r.Key)
@@ -551,6 +588,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	defer st.mu.Unlock()
 	var cur *journal.Record
 	var fileRec journal.Record // cur when the file's: on the stack, like a replay's read
+	fileNone := false          // neither the overlay nor the file holds the key
 	// The record and, when the decision asks it, the guard, in one read
 	// transaction.
 	var d journal.BeginDecision
@@ -559,7 +597,9 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	err := s.view(func(tx *bbolt.Tx) error {
 		var err error
 		recs := tx.Bucket(bucketRecords) // opened once: the guard reads it too
-		if cur = st.copyOf(req.Key); cur == nil {
+		if o, ok := st.overlay[req.Key]; ok {
+			cur = o.rec // read only, as in current
+		} else {
 			found, err := s.readIn(recs, req.Key, &fileRec)
 			if err != nil {
 				return err
@@ -567,6 +607,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 			if found {
 				cur = &fileRec
 			}
+			fileNone = !found
 		}
 		now = s.now()
 		d = journal.Kit.DecideBegin(cur, &req, now)
@@ -592,6 +633,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 					sst.mu.Unlock()
 					return journal.BeginResult{}, err
 				}
+				fileNone = false // not known this time: the file is read again at the write
 				now = s.now()
 				d = journal.Kit.DecideBegin(cur, &req, now)
 			} else {
@@ -626,13 +668,13 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		}
 		// Durable like every suppression: the guard reads the file.
 		if w := journal.Kit.PlaceSuppression(sc, d.Suppress, now); w != nil {
-			if err := s.persist(sst, w, true); err != nil {
+			if err := s.persist(sst, w, true, false); err != nil {
 				return journal.BeginResult{}, err
 			}
 		}
 	}
 	if d.Write != nil {
-		if err := s.persist(st, d.Write, req.Durable || d.Durable); err != nil {
+		if err := s.persist(st, d.Write, req.Durable || d.Durable, fileNone); err != nil {
 			return journal.BeginResult{}, err
 		}
 	}
@@ -679,7 +721,7 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 			}
 			return nil
 		}
-		if !maySuppress(tx, req.Intent.Tool) {
+		if !s.maySuppress(req.Intent.Tool) {
 			return nil
 		}
 		// The fresh bucket's suppressed records, which the guard index
@@ -720,29 +762,66 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 	return found, err
 }
 
-// maySuppress reports whether tool's counters, written in the transaction
-// of every record, count a suppressed record in tx. When they count none,
-// no record can block a Begin of that tool (journal's guard asks for a
-// suppressed record of the same tool), and the guard reads nothing more:
-// a new call's Begin then reads one inline counter instead of the fresh
-// entries and a descent of the index. Counters that do not decode say
-// yes, and the guard reads the index as before.
-func maySuppress(tx *bbolt.Tx, tool string) bool {
-	counts := tx.Bucket(bucketCounts)
-	if counts == nil {
-		return true
-	}
-	var kb [64]byte
-	v := counts.Get(countKey(kb[:], tool))
-	if v == nil {
-		return false // no record of tool at all
-	}
-	var c toolCounts
-	if c.decode(v) != nil {
-		return true
-	}
-	return c[journal.StateSuppressed-1] != 0
+// toolSet is the set of tools that may have a suppressed record in the
+// file (Store.suppressing). It is safe for concurrent use.
+type toolSet struct {
+	mu sync.Mutex
+	m  map[string]struct{} // guarded by mu
 }
+
+func (t *toolSet) add(tool string) {
+	t.mu.Lock()
+	if _, ok := t.m[tool]; !ok {
+		if t.m == nil {
+			t.m = map[string]struct{}{}
+		}
+		t.m[strings.Clone(tool)] = struct{}{} // tool may alias a decoded record
+	}
+	t.mu.Unlock()
+}
+
+func (t *toolSet) has(tool string) bool {
+	t.mu.Lock()
+	_, ok := t.m[tool]
+	t.mu.Unlock()
+	return ok
+}
+
+// loadSuppressing fills s.suppressing from the counters at open: each tool
+// whose counters count a suppressed record, or do not decode. Counters are
+// one entry a tool, not a record, so this costs the same at ten records
+// and at ten million.
+func (s *Store) loadSuppressing() error {
+	return s.view(func(tx *bbolt.Tx) error {
+		counts := tx.Bucket(bucketCounts)
+		if counts == nil {
+			return nil // a legacy reader's guard reads every record instead
+		}
+		return counts.ForEach(func(k, v []byte) error {
+			if len(k) == 0 || k[0] != 't' {
+				return nil
+			}
+			var c toolCounts
+			if c.decode(v) != nil || c[journal.StateSuppressed-1] != 0 {
+				s.suppressing.add(string(k[1:]))
+			}
+			return nil
+		})
+	})
+}
+
+// maySuppress reports whether the file may hold a suppressed record of
+// tool. When it cannot, no record can block a Begin of that tool
+// (journal's guard asks for a suppressed record of the same tool), and the
+// guard reads nothing: a new call's Begin reads its record and nothing
+// else. The answer is from memory (s.suppressing), which says yes at
+// least whenever the counters would: it is filled from them at open and
+// every write of a suppressed record adds its tool before its transaction
+// commits, so a read transaction that sees the record finds the tool in
+// the set. A tool stays in the set until the store is reopened, even once
+// its suppressed records are gone; its guard then reads the fresh entries
+// and the index, as it would if the set said yes by mistake.
+func (s *Store) maySuppress(tool string) bool { return s.suppressing.has(tool) }
 
 // wrapKey names the file and the record key in err, if not nil.
 func wrapKey(path string, key []byte, err error) error {
@@ -819,7 +898,7 @@ func (s *Store) update(ctx context.Context, key uuid.UUID, op string, durable bo
 	if err != nil {
 		return journal.Record{}, err
 	}
-	if err := s.persist(st, &r, durable); err != nil {
+	if err := s.persist(st, &r, durable, false); err != nil {
 		return journal.Record{}, err
 	}
 	return r, nil
@@ -833,10 +912,10 @@ func (s *Store) Get(ctx context.Context, key uuid.UUID) (journal.Record, error) 
 	defer s.exit()
 	st := s.stripe(key)
 	st.mu.Lock()
-	r, ok := st.overlay[key]
+	o, ok := st.overlay[key]
 	var c journal.Record
 	if ok {
-		c = *r
+		c = *o.rec
 	}
 	st.mu.Unlock()
 	if ok {
@@ -866,8 +945,8 @@ func (s *Store) overlaySnapshot() map[uuid.UUID]*journal.Record {
 	for i := range s.stripes {
 		st := &s.stripes[i]
 		st.mu.Lock()
-		for k, r := range st.overlay {
-			c := *r
+		for k, o := range st.overlay {
+			c := *o.rec
 			out[k] = &c
 		}
 		st.mu.Unlock()
@@ -1401,7 +1480,7 @@ func (s *Store) Import(ctx context.Context, r journal.Record) error {
 	if s.readOnly {
 		return fmt.Errorf("journal %s: %w: import %s", s.path, journal.ErrReadOnly, r.Key)
 	}
-	return s.persist(st, &r, true)
+	return s.persist(st, &r, true, false)
 }
 
 // Close persists the overlay's records, stops the commit loop and closes
@@ -1452,7 +1531,7 @@ func (s *Store) flushOverlay() error {
 		recs = recs[len(chunk):]
 		err := s.writeTx(func(tx *bbolt.Tx) error {
 			for _, r := range chunk {
-				if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r)); err != nil {
+				if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r), false); err != nil {
 					return err
 				}
 			}

@@ -80,7 +80,33 @@ type touch struct {
 type txTouches struct {
 	seq   uint64
 	items []touch
+	// arena holds the values that the transaction's Puts hand to bbolt
+	// (bytes): emptied, not freed, when the transaction is over.
+	arena []byte
 }
+
+// bytes returns an empty slice with room for n bytes, for a value that a
+// Put of t's transaction hands to bbolt, which keeps it (without a copy)
+// until the transaction is over: carved from one buffer that the next
+// transaction reuses, where each value was an allocation. A value that
+// outgrows its n is moved by append, which is as safe. A nil t (a write
+// outside writeTx: create, migrate, a test's) allocates.
+func (t *txTouches) bytes(n int) []byte {
+	if t == nil {
+		return make([]byte, 0, n)
+	}
+	if cap(t.arena)-len(t.arena) < n {
+		// The full buffer stays alive as long as the values carved from it.
+		t.arena = make([]byte, 0, max(arenaSize, n))
+	}
+	at := len(t.arena)
+	t.arena = t.arena[:at+n]
+	return t.arena[at : at : at+n]
+}
+
+// arenaSize is the size of a transaction's buffer of values: a flush of
+// the fresh bucket (the largest common write) takes about 2 KiB.
+const arenaSize = 4 << 10
 
 // cached returns a copy of the cache's record for key into dst, or false,
 // with the generation a reader's fill must find unchanged and whether it

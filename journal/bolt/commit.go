@@ -21,10 +21,11 @@ const defaultMaxBatch = 256
 // run again alone, so that one bad write does not fail its neighbours.
 type writeOp struct {
 	// fn is the write; when nil, the write is indexPut of rec, encoded as
-	// enc (a record's write, without a closure to allocate).
-	fn  func(tx *bbolt.Tx) error
-	rec *journal.Record
-	enc []byte
+	// enc (a record's write, without a closure to allocate), with unfiled.
+	fn      func(tx *bbolt.Tx) error
+	rec     *journal.Record
+	enc     []byte
+	unfiled bool
 	// after, if not nil, runs once fn's transaction committed, before the
 	// next group commits: the in-memory index follows the file in commit
 	// order.
@@ -49,7 +50,7 @@ func (s *Store) apply(op *writeOp, tx *bbolt.Tx) error {
 	if op.fn != nil {
 		return op.fn(tx)
 	}
-	return s.indexPut(tx, op.rec, op.enc)
+	return s.indexPut(tx, op.rec, op.enc, op.unfiled)
 }
 
 // commit runs fn in a write transaction shared with the writes queued
@@ -69,10 +70,10 @@ func (s *Store) commit(fn func(tx *bbolt.Tx) error, after func()) error {
 	return s.enqueue(op)
 }
 
-// commitPut is commit of indexPut(tx, r, enc).
-func (s *Store) commitPut(r *journal.Record, enc []byte) error {
+// commitPut is commit of indexPut(tx, r, enc, unfiled).
+func (s *Store) commitPut(r *journal.Record, enc []byte, unfiled bool) error {
 	op := ops.Get().(*writeOp)
-	op.rec, op.enc = r, enc
+	op.rec, op.enc, op.unfiled = r, enc, unfiled
 	return s.enqueue(op)
 }
 
@@ -169,6 +170,7 @@ func (s *Store) writeTx(fn func(tx *bbolt.Tx) error) (err error) {
 		s.settle(t, err == nil)
 		clear(t.items)
 		t.items = t.items[:0]
+		t.arena = t.arena[:0] // bbolt is done with the values
 		touchPool.Put(t)
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))

@@ -111,7 +111,7 @@ func (s *Store) CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
 	var r journal.Record
 	var panicked *effectPanic
 	err := s.writeTx(func(tx *bbolt.Tx) error {
-		cur := st.copyOf(key)
+		cur := st.overlay[key].rec // read only, as in current
 		if cur == nil {
 			var err error
 			if cur, err = s.readTx(tx, key); err != nil {
@@ -141,7 +141,7 @@ func (s *Store) CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
 			return err
 		}
 		r.Version = journal.SchemaVersion
-		return s.indexPut(tx, &r, journal.Kit.EncodeRecord(nil, &r))
+		return s.indexPut(tx, &r, journal.Kit.EncodeRecord(nil, &r), false)
 	})
 	if panicked != nil {
 		panic(panicked.value) // the transaction is rolled back

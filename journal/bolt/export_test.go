@@ -21,7 +21,7 @@ func BulkPut(s *Store, recs []journal.Record) error {
 		err := s.db.Update(func(tx *bbolt.Tx) error {
 			for i := range chunk {
 				r := &chunk[i]
-				if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r)); err != nil {
+				if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r), false); err != nil {
 					return err
 				}
 			}
@@ -167,7 +167,7 @@ func IndexMismatch(s *Store) string {
 			if err != nil {
 				return err
 			}
-			l := entryOf(&r).entries()
+			l := entryOf(&r).entries(nil)
 			for _, kv := range l.list() {
 				want[string(kv.k)] = string(kv.v)
 			}
@@ -221,3 +221,6 @@ func SkipFileCheck(t interface{ Cleanup(func()) }) {
 func MetaFreelist(b []byte, off int) uint64 {
 	return binary.NativeEndian.Uint64(b[off+boltPageHeader+boltMetaFreeOff:])
 }
+
+// PendingLogRecords reads s's pending log as an open would.
+func PendingLogRecords(s *Store) ([]*journal.Record, error) { return readPendingLog(s.pendlog.path) }

@@ -261,8 +261,8 @@ func TestFreshUnderConcurrentWriters(t *testing.T) {
 // fresh entries (reading only the suppressed records, for their guard
 // entries): the index it leaves must be the one the records give, for
 // records of every state, several sessions and several tools, and the
-// guard, which first asks the counters whether the tool has a suppressed
-// record, must still find each suppression, fresh or indexed.
+// guard, which first asks whether the tool may have a suppressed record
+// (maySuppress), must still find each suppression, fresh or indexed.
 func TestFlushIndexesWhatTheRecordsGive(t *testing.T) {
 	now := time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)
 	s := mustOpen(t, filepath.Join(t.TempDir(), "j"), &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return now }}})

@@ -50,8 +50,9 @@
 // suppressed record's names (its guard entry): it reads only the
 // suppressed records, and one of them that cannot be read (damaged on
 // disk) stays fresh rather than fail the write. A Begin's guard first asks
-// the counters whether the tool has a suppressed record at all (most
-// often not: then it reads nothing more). Invariant: a record is either in the index, with
+// whether the tool may have a suppressed record at all (most often not:
+// then it reads nothing more), of a set in memory that the counters fill
+// at open and every suppressed write adds to (maySuppress). Invariant: a record is either in the index, with
 // the entries its current version gives, or its key is in "fresh" and it
 // has no entry at all. A write to a record that is already indexed (an
 // outcome, a resolution, a GC delete) changes its entries at once.
@@ -116,8 +117,8 @@ type toolCounts [6]int64
 // it fits (bbolt copies the key it puts, and keeps none it reads).
 func countKey(buf []byte, tool string) []byte { return append(append(buf[:0], 't'), tool...) }
 
-func (c *toolCounts) encode() []byte {
-	b := make([]byte, 0, len(c)*2)
+// encode appends c's encoding to b.
+func (c *toolCounts) encode(b []byte) []byte {
 	for _, n := range c {
 		b = binary.AppendUvarint(b, uint64(n))
 	}
@@ -298,15 +299,15 @@ type ixKVs struct {
 func (l *ixKVs) list() []ixKV { return l.kv[:l.n] }
 
 // entries lists e's index entries in one buffer: bbolt copies the keys it
-// puts but not the values, so the buffer must outlive the transaction
-// (it does: it is the heap's, referenced by the 'u' entry's value).
-func (e *ixEntry) entries() ixKVs {
+// puts but not the values, so the buffer must last as long as the
+// transaction, which t's buffer does (txTouches.bytes; nil t: the heap's).
+func (e *ixEntry) entries(t *txTouches) ixKVs {
 	var l ixKVs
 	n := 2*timeKeyLen + sessionKeyLen + 8
 	if e.state == journal.StateSuppressed {
 		n += 1 + 3*binary.MaxVarintLen64 + len(e.tenant) + len(e.session) + len(e.tool) + 16
 	}
-	buf := make([]byte, 0, n)
+	buf := t.bytes(n)
 	add := func(k, v []byte) {
 		l.kv[l.n] = ixKV{k: k, v: v}
 		l.n++
@@ -340,18 +341,26 @@ func (e *ixEntry) entries() ixKVs {
 
 // indexPut writes r (encoded as enc) into tx with its index entries and
 // counters, replacing whatever the file held for its key. A new key goes
-// into the fresh bucket, not the index (see freshMax).
-func (s *Store) indexPut(tx *bbolt.Tx, r *journal.Record, enc []byte) error {
+// into the fresh bucket, not the index (see freshMax). unfiled says that
+// the caller knows the file holds no record of the key (overlaid.unfiled):
+// then none is read.
+func (s *Store) indexPut(tx *bbolt.Tx, r *journal.Record, enc []byte, unfiled bool) error {
 	recs, fresh := tx.Bucket(bucketRecords), tx.Bucket(bucketFresh)
 	var oldE, newE ixEntry
-	old, err := s.storedEntry(recs, r.Key, &oldE)
-	if err != nil {
-		return err
+	var old *ixEntry
+	if !unfiled {
+		var err error
+		if old, err = s.storedEntry(recs, r.Key, &oldE); err != nil {
+			return err
+		}
 	}
 	new := &newE
 	new.set(r)
+	if new.state == journal.StateSuppressed {
+		s.suppressing.add(new.tool) // before the commit: see maySuppress
+	}
 	s.touched(r.Key, enc)
-	if err := recount(tx.Bucket(bucketCounts), old, new); err != nil {
+	if err := recount(s.touches, tx.Bucket(bucketCounts), old, new); err != nil {
 		return err
 	}
 	if err := recs.Put(r.Key[:], enc); err != nil {
@@ -359,11 +368,11 @@ func (s *Store) indexPut(tx *bbolt.Tx, r *journal.Record, enc []byte) error {
 	}
 	switch {
 	case old != nil && fresh.Get(r.Key[:]) != nil: // (a new key is never fresh)
-		return fresh.Put(r.Key[:], freshValue(new))
+		return fresh.Put(r.Key[:], freshValue(s.touches, new))
 	case old != nil:
-		return reindex(tx.Bucket(bucketIndex), old, new)
+		return reindex(s.touches, tx.Bucket(bucketIndex), old, new)
 	}
-	if err := fresh.Put(r.Key[:], freshValue(new)); err != nil {
+	if err := fresh.Put(r.Key[:], freshValue(s.touches, new)); err != nil {
 		return err
 	}
 	if n := countKeys(fresh); n < freshMax {
@@ -381,13 +390,13 @@ func (s *Store) indexDelete(tx *bbolt.Tx, key uuid.UUID) error {
 		return err
 	}
 	s.touched(key, nil)
-	if err := recount(tx.Bucket(bucketCounts), old, nil); err != nil {
+	if err := recount(s.touches, tx.Bucket(bucketCounts), old, nil); err != nil {
 		return err
 	}
 	if fresh.Get(key[:]) != nil {
 		err = fresh.Delete(key[:])
 	} else {
-		err = reindex(tx.Bucket(bucketIndex), old, nil)
+		err = reindex(s.touches, tx.Bucket(bucketIndex), old, nil)
 	}
 	if err != nil {
 		return err
@@ -445,7 +454,7 @@ func (s *Store) flushFresh(tx *bbolt.Tx) error {
 	var e ixEntry
 	for i := range ents {
 		ents[i].ixEntry(&e)
-		if err := reindex(ix, nil, &e); err != nil {
+		if err := reindex(s.touches, ix, nil, &e); err != nil {
 			return err
 		}
 		if err := fresh.Delete(ents[i].key[:]); err != nil {
@@ -459,7 +468,7 @@ func (s *Store) flushFresh(tx *bbolt.Tx) error {
 				continue
 			}
 			e.set(&r)
-			if err := reindex(ix, nil, &e); err != nil {
+			if err := reindex(s.touches, ix, nil, &e); err != nil {
 				return err
 			}
 		}
@@ -490,9 +499,10 @@ func countKeys(b *bbolt.Bucket) int {
 const freshValueLen = 1 + 8 + 8 + 8
 
 // freshValue is the fresh bucket's value for e: all that the queries ask
-// of a record before they read it.
-func freshValue(e *ixEntry) []byte {
-	b := append(make([]byte, 0, freshValueLen), byte(e.state))
+// of a record before they read it. t is the write transaction's (see
+// txTouches.bytes).
+func freshValue(t *txTouches, e *ixEntry) []byte {
+	b := append(t.bytes(freshValueLen), byte(e.state))
 	b = appendTime(appendTime(b, e.created), e.expires)
 	return append(b, e.shash[:]...)
 }
@@ -559,14 +569,15 @@ func (s *Store) freshEntries(tx *bbolt.Tx) ([]freshEntry, error) {
 }
 
 // reindex replaces the index entries of old (nil: none) with those of new
-// (nil: none), touching only what differs.
-func reindex(ix *bbolt.Bucket, old, new *ixEntry) error {
+// (nil: none), touching only what differs. t is the write transaction's
+// (see txTouches.bytes).
+func reindex(t *txTouches, ix *bbolt.Bucket, old, new *ixEntry) error {
 	var oldL, newL ixKVs
 	if old != nil {
-		oldL = old.entries()
+		oldL = old.entries(t)
 	}
 	if new != nil {
-		newL = new.entries()
+		newL = new.entries(t)
 	}
 	oldKV, newKV := oldL.list(), newL.list()
 	for _, o := range oldKV {
@@ -588,21 +599,22 @@ func reindex(ix *bbolt.Bucket, old, new *ixEntry) error {
 
 // recount moves the counters from old (nil: none) to new (nil: none): one
 // Get and one Put of a tool's counters for a new record or a change of
-// state, none for a write that changes neither state nor attempts.
-func recount(counts *bbolt.Bucket, old, new *ixEntry) error {
+// state, none for a write that changes neither state nor attempts. t is
+// the write transaction's (see txTouches.bytes).
+func recount(t *txTouches, counts *bbolt.Bucket, old, new *ixEntry) error {
 	if old != nil && new != nil && old.tool == new.tool {
 		if old.state == new.state && old.attempts == new.attempts {
 			return nil
 		}
-		return addCounts(counts, new.tool, old, new)
+		return addCounts(t, counts, new.tool, old, new)
 	}
 	if old != nil {
-		if err := addCounts(counts, old.tool, old, nil); err != nil {
+		if err := addCounts(t, counts, old.tool, old, nil); err != nil {
 			return err
 		}
 	}
 	if new != nil {
-		return addCounts(counts, new.tool, nil, new)
+		return addCounts(t, counts, new.tool, nil, new)
 	}
 	return nil
 }
@@ -628,9 +640,8 @@ func hasKV(list []ixKV, kv ixKV) bool {
 // addCounts changes tool's counters: takes out away (nil: none) and
 // counts in (nil: none); counters all at zero are removed, so that tools no
 // longer present leave nothing behind.
-func addCounts(b *bbolt.Bucket, tool string, out, in *ixEntry) error {
-	var kb [64]byte
-	k := countKey(kb[:], tool)
+func addCounts(t *txTouches, b *bbolt.Bucket, tool string, out, in *ixEntry) error {
+	k := countKey(t.bytes(1+len(tool)), tool) // a stack buffer would escape through Get and Put
 	var c toolCounts
 	if v := b.Get(k); v != nil {
 		if err := c.decode(v); err != nil {
@@ -651,7 +662,7 @@ func addCounts(b *bbolt.Bucket, tool string, out, in *ixEntry) error {
 			return fmt.Errorf("%w: counters of tool %q below zero", journal.ErrCorrupt, tool)
 		}
 	}
-	return b.Put(k, c.encode())
+	return b.Put(k, c.encode(t.bytes(len(c)*2)))
 }
 
 // countRange counts the index keys with prefix whose time (right after the

@@ -89,7 +89,7 @@ func (s *Store) migrate() error {
 					return wrapKey(s.path, k, err)
 				}
 				e := entryOf(&r)
-				if err := firstErr(recount(tx.Bucket(bucketCounts), nil, e), reindex(tx.Bucket(bucketIndex), nil, e)); err != nil {
+				if err := firstErr(recount(nil, tx.Bucket(bucketCounts), nil, e), reindex(nil, tx.Bucket(bucketIndex), nil, e)); err != nil {
 					return err
 				}
 				at = k

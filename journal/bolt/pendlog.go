@@ -77,32 +77,69 @@ type pendingLog struct {
 	mu        sync.Mutex
 	f         *os.File // nil until the first put, and after a failed write
 	size      int64
-	live      map[uuid.UUID][]byte // each overlay key's latest frame
+	live      map[uuid.UUID]*[]byte // each overlay key's latest frame (from framePool)
 	liveBytes int
 	err       error // the first write error: the log is then not trusted, and puts refuse
 }
 
 func newPendingLog(journalPath string) *pendingLog {
-	return &pendingLog{path: journalPath + pendingSuffix, live: map[uuid.UUID][]byte{}}
+	return &pendingLog{path: journalPath + pendingSuffix, live: map[uuid.UUID]*[]byte{}}
+}
+
+// framePool recycles frames once the log no longer needs them (drop, or a
+// newer frame of the key): most keys' frames live from a write-ahead to
+// its outcome, and each was an allocation. Frames past maxPooledFrame are
+// left to the collector.
+var framePool = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledFrame = 16 << 10
+
+// recycle returns a frame that nothing refers to any more to framePool.
+func recycle(fp *[]byte) {
+	if fp != nil && cap(*fp) <= maxPooledFrame {
+		framePool.Put(fp)
+	}
 }
 
 // put appends r's frame and reports whether it did: false means the caller
 // must make the write durable instead (the live records are at their
 // bound, or the log cannot be written).
 func (l *pendingLog) put(r *journal.Record) bool {
-	frame := journal.Kit.EncodeRecord(make([]byte, 8, 8+1024), r) // one allocation for most records
+	fp := framePool.Get().(*[]byte)
+	buf := *fp
+	if cap(buf) < 8+1024 {
+		buf = make([]byte, 0, 8+1024) // one allocation for most records
+	}
+	frame := journal.Kit.EncodeRecord(buf[:8], r)
+	*fp = frame
 	binary.BigEndian.PutUint32(frame[0:4], uint32(len(frame)-8))
 	binary.BigEndian.PutUint32(frame[4:8], crc32.Checksum(frame[8:], crcTable))
 	if len(frame)-8 > maxPendingFrame {
+		recycle(fp)
 		return false
 	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	ok := l.append(r.Key, fp)
+	if !ok {
+		recycle(fp)
+	}
+	return ok
+}
+
+// append writes the frame *fp of key, which it keeps as key's live frame
+// when it reports true. l.mu is held.
+func (l *pendingLog) append(key uuid.UUID, fp *[]byte) bool {
+	frame := *fp
 	if l.err != nil {
 		return false
 	}
-	old := len(l.live[r.Key])
+	prev := l.live[key]
+	old := 0
+	if prev != nil {
+		old = len(*prev)
+	}
 	if l.liveBytes-old+len(frame) > maxPendingLive {
 		return false
 	}
@@ -116,7 +153,8 @@ func (l *pendingLog) put(r *journal.Record) bool {
 		l.err = err
 		return false
 	}
-	l.live[r.Key] = frame
+	l.live[key] = fp
+	recycle(prev)
 	l.liveBytes += len(frame) - old
 	if l.size > 2*int64(l.liveBytes)+pendingSlack {
 		if err := l.rewrite(); err != nil {
@@ -133,12 +171,13 @@ func (l *pendingLog) put(r *journal.Record) bool {
 func (l *pendingLog) drop(key uuid.UUID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f, ok := l.live[key]
+	fp, ok := l.live[key]
 	if !ok {
 		return
 	}
 	delete(l.live, key)
-	l.liveBytes -= len(f)
+	l.liveBytes -= len(*fp)
+	recycle(fp)
 	if len(l.live) == 0 && l.f != nil && l.size > int64(len(pendingMagic)) {
 		// Every frame is superseded: start over. A failed truncation
 		// leaves frames that an open will find older than the file's.
@@ -181,8 +220,8 @@ func (l *pendingLog) create(frames [][]byte) error {
 // rewrite replaces the log by one holding only the live frames.
 func (l *pendingLog) rewrite() error {
 	frames := make([][]byte, 0, len(l.live))
-	for _, f := range l.live {
-		frames = append(frames, f)
+	for _, fp := range l.live {
+		frames = append(frames, *fp)
 	}
 	return l.create(frames)
 }
@@ -303,7 +342,7 @@ func (s *Store) recoverPending() (int, error) {
 			if found && !newerThan(r, &cur) {
 				continue
 			}
-			if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r)); err != nil {
+			if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r), false); err != nil {
 				return err
 			}
 			n++
@@ -343,9 +382,9 @@ func (s *Store) loadPending() error {
 		}
 		st := s.stripe(r.Key)
 		if st.overlay == nil {
-			st.overlay = map[uuid.UUID]*journal.Record{}
+			st.overlay = map[uuid.UUID]overlaid{}
 		}
-		st.overlay[r.Key] = r
+		st.overlay[r.Key] = overlaid{rec: r}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -216,6 +217,69 @@ func TestPendingLogLifecycle(t *testing.T) {
 		_, err := bolt.Open(path, nil)
 		if !errors.Is(err, journal.ErrCorrupt) || !strings.Contains(err.Error(), logPath) {
 			t.Errorf("%s: Open = %v; want ErrCorrupt naming %s", tc.name, err, logPath)
+		}
+	}
+}
+
+// The log recycles a frame once a newer one of its key is written or its
+// key is made durable; a rewrite of the log copies the live frames. A
+// frame recycled while still live would be overwritten by a later put,
+// and the rewrite would carry another record in its place. Three pending
+// keys are renewed until the log is rewritten (it shrinks), a fourth key
+// made durable on the way; the rewritten log must hold each pending key's
+// newest record and nothing else.
+func TestPendingLogRewriteKeepsLiveFrames(t *testing.T) {
+	now := time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), "j.db")
+	s := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return now }}})
+	defer s.Close()
+	ctx := context.Background()
+	var keys []uuid.UUID
+	tokens := map[uuid.UUID]uint64{}
+	for range 4 {
+		key := uuid.New()
+		res, err := s.Begin(ctx, benchRequest(key, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, tokens[key] = append(keys, key), res.Token
+	}
+	done, pending := keys[0], keys[1:]
+	last := fileSize(t, path+"-pending")
+	for i := 0; ; i++ {
+		if i == 100 {
+			if _, err := s.Complete(ctx, journal.Completion{Key: done, Token: tokens[done], State: journal.StateSucceeded}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i > 100_000 {
+			t.Fatal("the pending log was never rewritten")
+		}
+		key := pending[i%len(pending)]
+		now = now.Add(time.Millisecond)
+		if _, err := s.Renew(ctx, journal.RenewRequest{Key: key, Token: tokens[key], LeaseTTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		n := fileSize(t, path+"-pending")
+		if n < last && i > 100 {
+			break // rewritten by this renewal
+		}
+		last = n
+	}
+	recs, err := bolt.PendingLogRecords(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(pending) {
+		t.Fatalf("rewritten pending log holds %d keys; want the %d still pending", len(recs), len(pending))
+	}
+	for _, r := range recs {
+		want, err := s.Get(ctx, r.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Key == done || !r.Lease.Expires.Equal(want.Lease.Expires) {
+			t.Errorf("rewritten pending log's record of %s: lease until %v; want the overlay's, until %v", r.Key, r.Lease.Expires, want.Lease.Expires)
 		}
 	}
 }
