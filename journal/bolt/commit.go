@@ -141,6 +141,10 @@ func (s *Store) run(batch []*writeOp) {
 	})
 	if err != nil && len(batch) > 1 {
 		for _, op := range batch {
+			// A group whose commit failed late (bbolt's last fdatasync)
+			// may have reached the file: what a writer knew of the file
+			// before it no longer holds.
+			op.unfiled = false
 			err := s.writeTx(func(tx *bbolt.Tx) error { return s.apply(op, tx) })
 			if err == nil && op.after != nil {
 				op.after()
