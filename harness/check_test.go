@@ -183,7 +183,13 @@ func TestNoRerunOnTimingGuess(t *testing.T) {
 // and sent a second mail.
 func TestSecondDidNotHappen(t *testing.T) {
 	gate := make(chan struct{})
+	var open sync.Once
+	openGate := func() { open.Do(func() { close(gate) }) }
 	srv := newSlowMail(t, 0, gate)
+	// Before the server's Close (cleanups run last first), which waits
+	// for a send held at the gate: a run that never opened it fails
+	// instead of hanging.
+	t.Cleanup(openGate)
 	var opened bool
 	reconcile := func(ctx context.Context, key uuid.UUID, _ json.RawMessage) harness.Reconciliation {
 		sent, err := srv.sent(ctx, key) // the harness asks one at a time
@@ -199,7 +205,7 @@ func TestSecondDidNotHappen(t *testing.T) {
 		// goes out at once. A late early ask only opens it sooner.
 		if !opened && time.Since(srv.lastGaveUp()) >= 50*time.Millisecond {
 			opened = true
-			close(gate)
+			openGate()
 			srv.waitActed(t, 1)
 		}
 		return harness.DidNotHappen()
