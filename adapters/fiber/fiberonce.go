@@ -31,25 +31,41 @@ func New(m *idempotency.Middleware) fiber.Handler {
 		if !ok {
 			return c.Next()
 		}
-		x := &exchange{c: c}
+		x := exchanges.Get().(*exchange)
+		x.c = c
 		if err := x.request(pattern); err != nil {
+			x.release()
 			return err
 		}
 		m.Serve(x, &x.req, c.Request().Body(), x)
 		x.finish()
-		return x.err
+		err := x.err
+		x.release()
+		return err
 	}
 }
+
+// exchanges recycles exchanges with their header maps and value array, so
+// that a request's net/http view costs one allocation, its strings. An
+// exchange goes back when Serve has returned, never while a panic passes
+// through it.
+var exchanges = sync.Pool{New: func() any { return new(exchange) }}
+
+// maxPooledHeaders bounds the header maps that exchanges keeps: an
+// exchange whose request or answer had more names is left to the
+// collector.
+const maxPooledHeaders = 32
 
 // exchange is one request on its way through the middleware: the
 // net/http request the middleware reads (request.go), the ResponseWriter
 // and ReplayWriter it answers on, which write to Fiber's response, and,
 // as its ServeHTTP, the rest of Fiber's chain, the handler it runs.
 type exchange struct {
-	c   fiber.Ctx
-	req http.Request
-	url url.URL     // req's
-	h   http.Header // the answer's headers, made when the middleware asks for them
+	c    fiber.Ctx
+	req  http.Request
+	url  url.URL     // req's
+	vals []string    // req.Header's values
+	h    http.Header // the answer's headers, made when the middleware asks for them
 	// wrote: the answer's status and headers are in Fiber's response.
 	// passed: the request went through unprotected, and Fiber's response
 	// is the chain's own.
@@ -148,6 +164,20 @@ func (x *exchange) finish() {
 	if !x.wrote && !x.passed {
 		x.WriteHeader(http.StatusOK)
 	}
+}
+
+// release puts x back in exchanges, emptied, unless a header map of its
+// grew past maxPooledHeaders.
+func (x *exchange) release() {
+	hdr, vals, h := x.req.Header, x.vals, x.h
+	if len(hdr) > maxPooledHeaders || len(h) > maxPooledHeaders {
+		return
+	}
+	clear(hdr)
+	clear(vals)
+	clear(h)
+	*x = exchange{req: http.Request{Header: hdr}, vals: vals[:0], h: h}
+	exchanges.Put(x)
 }
 
 // copyOut writes Fiber's response to w, the middleware's capture. The

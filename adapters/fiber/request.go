@@ -50,8 +50,15 @@ func (x *exchange) request(pattern string) error {
 	if r.ProtoMajor, r.ProtoMinor, ok = http.ParseHTTPVersion(r.Proto); !ok {
 		r.ProtoMajor, r.ProtoMinor = 1, 1
 	}
-	r.Header, r.URL, r.Pattern = make(http.Header, n), &x.url, pattern
-	vals := make([]string, n)
+	if r.Header == nil { // else a recycled exchange's, emptied
+		r.Header = make(http.Header, n)
+	}
+	if cap(x.vals) < n {
+		x.vals = make([]string, n)
+	}
+	x.vals = x.vals[:n]
+	r.URL, r.Pattern = &x.url, pattern
+	vals := x.vals
 	n = 0
 	for k, v := range rh.All() {
 		name, value := http.CanonicalHeaderKey(cut(len(k))), cut(len(v))
