@@ -20,6 +20,12 @@
 //     missing key where Options.Require says one is needed gets 400. These
 //     bodies are RFC 9457 problem details.
 //
+// Serve is Handler's entry point for a server that is not net/http's
+// (adapters/fiber mounts the middleware on Fiber through it): it is handed
+// the body the server holds instead of reading r.Body, and a
+// ResponseWriter that is a ReplayWriter takes a stored answer whole,
+// status, header lines and body, to write in the server's own form.
+//
 // A handler that panics, and a process that dies mid-request, leave the
 // record unknown: the retry gets 500 (outcome-unknown) naming the journal
 // key, never a second run, until an operator resolves it (agentctl

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,4 +107,80 @@ func ExampleNewInbox() {
 	// 204 replayed="true"
 	// 204 replayed="true"
 	// processed: 1
+}
+
+// wire is a server's own response, that is not an http.Header and a
+// stream: it takes a replay whole through WriteReplay, and the first
+// answer through the ResponseWriter methods.
+type wire struct {
+	h      http.Header
+	status int
+	lines  []string
+	body   []byte
+}
+
+func (w *wire) Header() http.Header {
+	if w.h == nil {
+		w.h = http.Header{}
+	}
+	return w.h
+}
+
+func (w *wire) WriteHeader(status int) {
+	w.status = status
+	for k, vs := range w.h {
+		for _, v := range vs {
+			w.lines = append(w.lines, k+": "+v)
+		}
+	}
+	slices.Sort(w.lines)
+}
+
+func (w *wire) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	w.body = append(w.body, p...)
+	return len(p), nil
+}
+
+func (w *wire) WriteReplay(r idempotency.Replay) {
+	w.status = r.Status
+	for k, v := range r.Header() {
+		w.lines = append(w.lines, string(k)+": "+string(v))
+	}
+	w.body = append(w.body, r.Body...)
+}
+
+// A server that holds the request body already (as fasthttp does) hands
+// it to Serve, and writes a replay itself through WriteReplay.
+func ExampleMiddleware_Serve() {
+	dir, _ := os.MkdirTemp("", "idempotency-serve")
+	defer os.RemoveAll(dir)
+	store, err := journal.Open(context.Background(), filepath.Join(dir, "server.journal"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	m, err := idempotency.New(store, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	charge := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"ch_1"}`)
+	})
+	body := []byte(`{"amount":4900}`) // read by the server
+	for range 2 {
+		r, _ := http.NewRequest("POST", "/v1/charges", nil)
+		r.Pattern = "POST /v1/charges"
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Idempotency-Key", "order-55102")
+		w := &wire{}
+		m.Serve(w, r, body, charge)
+		fmt.Println(w.status, w.lines, string(w.body))
+	}
+	// Output:
+	// 200 [Content-Length: 13 Content-Type: application/json] {"id":"ch_1"}
+	// 200 [Content-Type: application/json Idempotent-Replayed: true] {"id":"ch_1"}
 }

@@ -49,6 +49,7 @@ type Middleware struct {
 	normalizers map[string]*keyderive.Normalizer
 	inTx        effectCompleter // set when o.InTx
 	replayed    string          // o.ReplayedHeader in canonical form
+	replayedB   []byte          // replayed, for a ReplayWriter
 	// readFirst: every request is answered by a Get before Begin when it
 	// can be, on a store whose Begin costs more than a read on a settled
 	// record (see replayReads). Otherwise only a request for a key in seen
@@ -172,6 +173,7 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 		o.ErrorLog = log.Printf
 	}
 	m.replayed = http.CanonicalHeaderKey(o.ReplayedHeader)
+	m.replayedB = []byte(m.replayed)
 	o.StoredHeaders = append(append([]string(nil), keptHeaders...), o.StoredHeaders...)
 	for pattern, paths := range o.Volatile {
 		n, err := keyderive.NewNormalizer(nil, paths)
@@ -194,7 +196,20 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 // "POST /v1/charges", m.Handler(charge))) so that the route pattern is
 // known: wrapping the mux itself scopes keys by path instead.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serve(w, r, next) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serve(w, r, next, nil, true) })
+}
+
+// Serve answers r as m.Handler(next) does, for a server that is not
+// net/http's and holds the request's body in memory already (Fiber's
+// fasthttp, for one): body is r's body, which the middleware neither reads
+// from r.Body nor copies (it is not kept after Serve returns), and
+// MaxBodyBytes still caps it. When the middleware protects r, next gets
+// it with a Body that reads body; when r passes through (a safe method, no
+// key), next gets r as it is. r.Pattern, when set, is the route that
+// scopes the key, as a ServeMux would set it. A replay is handed to w's
+// WriteReplay when w is a ReplayWriter.
+func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, body []byte, next http.Handler) {
+	m.serve(w, r, next, body, false)
 }
 
 // call is one protected request on its way through the journal.
@@ -212,13 +227,14 @@ type bodyReader struct{ bytes.Reader }
 // Close does nothing: the bytes are in memory.
 func (*bodyReader) Close() error { return nil }
 
-func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+// serve answers r; read says that its body is to be read from r.Body,
+// else it is body.
+func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, read bool) {
 	if safeMethod(r.Method) && m.o.Key == nil {
 		next.ServeHTTP(w, r)
 		return
 	}
 	c := &call{}
-	var body []byte
 	var err error
 	if m.o.Key == nil {
 		var ok bool
@@ -237,7 +253,12 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			return
 		}
 	}
-	if body, err = readBody(r, m.o.MaxBodyBytes); err != nil {
+	if read {
+		body, err = readBody(r, m.o.MaxBodyBytes)
+	} else if int64(len(body)) > m.o.MaxBodyBytes {
+		err = errBodyTooLarge
+	}
+	if err != nil {
 		if errors.Is(err, errBodyTooLarge) {
 			writeProblem(w, http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,
 				problem{Detail: fmt.Sprintf("the body exceeds %d bytes", m.o.MaxBodyBytes)}, 0)
@@ -449,6 +470,10 @@ func (m *Middleware) answer(w http.ResponseWriter, c *call, rec *journal.Record)
 				return
 			}
 			e.body = b
+		}
+		if rw, ok := w.(ReplayWriter); ok {
+			rw.WriteReplay(Replay{Status: e.status, Body: e.body, header: e.header, sorted: e.sorted, replayed: m.replayedB})
+			return
 		}
 		e.write(w, m.replayed, e.body)
 	case journal.StateUnknown:

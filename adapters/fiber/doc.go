@@ -21,12 +21,28 @@
 // is that route's. A request that matches no route passes through
 // unprotected (Fiber answers it 404).
 //
+// The request crosses over to idempotency through Middleware.Serve, not
+// a full conversion (adaptor.ConvertRequest): the *http.Request that the
+// middleware and the Options' functions (Tenant, Require, Key) read is
+// built with the method, the URL as url.ParseRequestURI reads the request
+// target, Host, the headers (one value a name, the last), TLS, the peer's
+// address, c.Context() and the route pattern, its strings copied in one
+// allocation; its Body is empty, as the body Fiber holds is handed to
+// Serve, which neither copies nor keeps it. A replay is written straight
+// into Fiber's response (idempotency.ReplayWriter), not through an
+// http.Header and a buffer. The first answer is copied from Fiber's
+// response into the middleware's capture, which records it, and written
+// back; a request the middleware does not protect (no key) keeps the
+// chain's response as written.
+//
 // # Caveats
 //
-// The request is converted to a net/http one and the response buffered,
-// as idempotency requires: no streaming (c.SendStream, SendStreamWriter). A handler's panic settles the record unknown and is re-raised:
-// mount Fiber's recover middleware before this one, or the panic takes
-// the process down (the record stays unknown either way, never run twice).
+// A protected request's response is buffered, as idempotency requires:
+// a stream (c.SendStream, SendStreamWriter) is read to its end before the
+// client sees a byte. A handler's panic settles the record unknown and is
+// re-raised: mount Fiber's recover middleware before this one, or the
+// panic takes the process down (the record stays unknown either way,
+// never run twice).
 // Routes registered after the app starts serving are found (the route
 // list is rebuilt when app.HandlersCount changes).
 package fiberonce

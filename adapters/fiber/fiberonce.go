@@ -1,11 +1,13 @@
 package fiberonce
 
 import (
+	"bytes"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 
 	"github.com/gofiber/fiber/v3"
-	"github.com/gofiber/fiber/v3/middleware/adaptor"
 	"github.com/valyala/fasthttp"
 
 	"github.com/agentonce/agentonce/idempotency"
@@ -29,75 +31,120 @@ func New(m *idempotency.Middleware) fiber.Handler {
 		if !ok {
 			return c.Next()
 		}
-		r, err := adaptor.ConvertRequest(c, true)
-		if err != nil {
+		x := exchanges.Get().(*exchange)
+		x.c = c
+		if err := x.request(pattern); err != nil {
+			x.release()
 			return err
 		}
-		r.Pattern = pattern
-		w := &writer{c: c, h: make(http.Header)}
-		var nextErr error
-		next := http.HandlerFunc(func(hw http.ResponseWriter, _ *http.Request) {
-			if err := c.Next(); err != nil {
-				// The app's error handler writes the answer that is
-				// recorded; an error it cannot answer goes to Fiber.
-				if err := c.App().ErrorHandler(c, err); err != nil {
-					nextErr = err
-				}
-			}
-			copyOut(hw, c.Response())
-			c.Response().Reset()
-		})
-		m.Handler(next).ServeHTTP(w, r)
-		w.flush()
-		return nextErr
+		m.Serve(x, &x.req, c.Request().Body(), x)
+		x.finish()
+		err := x.err
+		x.release()
+		return err
 	}
 }
 
-// copyOut writes Fiber's response to w, the middleware's capture.
-func copyOut(w http.ResponseWriter, resp *fasthttp.Response) {
-	h := w.Header()
-	for k, v := range resp.Header.All() {
-		name := string(k)
-		if name == fiber.HeaderContentLength {
-			continue
+// exchanges recycles exchanges with their header maps and value array, so
+// that a request's net/http view costs one allocation, its strings. An
+// exchange goes back when Serve has returned, never while a panic passes
+// through it.
+var exchanges = sync.Pool{New: func() any { return new(exchange) }}
+
+// maxPooledHeaders bounds the header maps that exchanges keeps: an
+// exchange whose request or answer had more names is left to the
+// collector.
+const maxPooledHeaders = 32
+
+// exchange is one request on its way through the middleware: the
+// net/http request the middleware reads (request.go), the ResponseWriter
+// and ReplayWriter it answers on, which write to Fiber's response, and,
+// as its ServeHTTP, the rest of Fiber's chain, the handler it runs.
+type exchange struct {
+	c    fiber.Ctx
+	req  http.Request
+	url  url.URL     // req's
+	vals []string    // req.Header's values
+	h    http.Header // the answer's headers, made when the middleware asks for them
+	// wrote: the answer's status and headers are in Fiber's response.
+	// passed: the request went through unprotected, and Fiber's response
+	// is the chain's own.
+	wrote, passed bool
+	err           error // what the chain returned that the app's error handler did not answer
+}
+
+// ServeHTTP runs the rest of Fiber's chain and hands its response to w:
+// the middleware's capture, or the exchange itself when the request
+// passes through unprotected, whose answer then stays as the chain wrote
+// it.
+func (x *exchange) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	c := x.c
+	if err := c.Next(); err != nil {
+		// The app's error handler writes the answer that is recorded; an
+		// error it cannot answer goes to Fiber.
+		if err := c.App().ErrorHandler(c, err); err != nil {
+			x.err = err
 		}
-		h.Add(name, string(v))
 	}
-	w.WriteHeader(resp.StatusCode())
-	w.Write(resp.Body())
+	if w == http.ResponseWriter(x) {
+		x.passed = true
+		return
+	}
+	copyOut(w, c.Response())
+	c.Response().Reset()
 }
 
-// writer is the http.ResponseWriter the middleware answers on: it
-// collects the answer and writes it to Fiber's response at flush.
-type writer struct {
-	c      fiber.Ctx
-	h      http.Header
-	status int
-	body   []byte
+func (x *exchange) Header() http.Header {
+	if x.h == nil {
+		x.h = make(http.Header)
+	}
+	return x.h
 }
 
-func (w *writer) Header() http.Header { return w.h }
-
-func (w *writer) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
+// WriteHeader puts status and the headers set so far in Fiber's
+// response, in place of what it held for their names, and empties its
+// body.
+func (x *exchange) WriteHeader(status int) {
+	if x.wrote {
+		return
 	}
+	x.wrote = true
+	resp := x.c.Response()
+	x.setHeaders(resp)
+	resp.SetStatusCode(status)
+	resp.ResetBody()
 }
 
-func (w *writer) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
+func (x *exchange) Write(p []byte) (int, error) {
+	if !x.wrote {
+		x.WriteHeader(http.StatusOK)
 	}
-	w.body = append(w.body, p...)
+	x.c.Response().AppendBody(p)
 	return len(p), nil
 }
 
-func (w *writer) flush() {
-	resp := w.c.Response()
-	if w.status == 0 {
-		w.status = http.StatusOK
+// WriteReplay writes a stored answer straight into Fiber's response.
+func (x *exchange) WriteReplay(r idempotency.Replay) {
+	x.wrote = true
+	resp := x.c.Response()
+	x.setHeaders(resp)
+	var prev []byte
+	for k, v := range r.Header() {
+		if bytes.Equal(k, prev) {
+			resp.Header.AddBytesKV(k, v)
+		} else {
+			resp.Header.SetBytesKV(k, v)
+		}
+		prev = k
 	}
-	for k, vs := range w.h {
+	resp.SetStatusCode(r.Status)
+	resp.SetBody(r.Body)
+}
+
+// setHeaders sets x.h's headers on resp but Content-Length, fasthttp's
+// own.
+func (x *exchange) setHeaders(resp *fasthttp.Response) {
+	for k, vs := range x.h {
 		if k == fiber.HeaderContentLength {
 			continue
 		}
@@ -109,8 +156,67 @@ func (w *writer) flush() {
 			}
 		}
 	}
-	resp.SetStatusCode(w.status)
-	resp.SetBodyRaw(w.body)
+}
+
+// finish answers 200 with no body when the middleware wrote nothing (a
+// request given up while it waited for another with its key).
+func (x *exchange) finish() {
+	if !x.wrote && !x.passed {
+		x.WriteHeader(http.StatusOK)
+	}
+}
+
+// release puts x back in exchanges, emptied, unless a header map of its
+// grew past maxPooledHeaders.
+func (x *exchange) release() {
+	hdr, vals, h := x.req.Header, x.vals, x.h
+	if len(hdr) > maxPooledHeaders || len(h) > maxPooledHeaders {
+		return
+	}
+	clear(hdr)
+	clear(vals)
+	clear(h)
+	*x = exchange{req: http.Request{Header: hdr}, vals: vals[:0], h: h}
+	exchanges.Put(x)
+}
+
+// copyOut writes Fiber's response to w, the middleware's capture. The
+// header values share one string and one slice array.
+func copyOut(w http.ResponseWriter, resp *fasthttp.Response) {
+	n, size := 0, 0
+	for k, v := range resp.Header.All() {
+		if string(k) != fiber.HeaderContentLength {
+			n, size = n+1, size+len(k)+len(v)
+		}
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for k, v := range resp.Header.All() {
+		if string(k) != fiber.HeaderContentLength {
+			b.Write(k)
+			b.Write(v)
+		}
+	}
+	all, vals := b.String(), make([]string, n)
+	h := w.Header()
+	n, at := 0, 0
+	for k, v := range resp.Header.All() {
+		if string(k) == fiber.HeaderContentLength {
+			continue
+		}
+		name := http.CanonicalHeaderKey(all[at : at+len(k)])
+		value := all[at+len(k) : at+len(k)+len(v)]
+		at += len(k) + len(v)
+		if vs, ok := h[name]; ok {
+			h[name] = append(vs, value)
+			continue
+		}
+		vals[n] = value
+		h[name] = vals[n : n+1 : n+1]
+		n++
+	}
+	w.WriteHeader(resp.StatusCode())
+	w.Write(resp.Body())
 }
 
 // routes is the app's route list, by method, rebuilt when the app's

@@ -1,11 +1,14 @@
 package fiberonce_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +51,13 @@ type app struct {
 }
 
 func start(t *testing.T, store journal.Store, opts *idempotency.Options) *app {
+	return startWith(t, store, opts)
+}
+
+// startWith is start with handlers mounted before the middleware, and
+// three routes more: /v1/echo/:id answers the request's id, body and key,
+// /v1/stream streams its answer, and /v1/decline returns an error.
+func startWith(t *testing.T, store journal.Store, opts *idempotency.Options, before ...fiber.Handler) *app {
 	t.Helper()
 	m, err := idempotency.New(store, opts)
 	if err != nil {
@@ -56,7 +66,30 @@ func start(t *testing.T, store journal.Store, opts *idempotency.Options) *app {
 	a := &app{}
 	f := fiber.New()
 	f.Use(recover.New())
+	for _, h := range before {
+		f.Use(h)
+	}
 	f.Use(fiberonce.New(m))
+	f.Post("/v1/echo/:id", func(c fiber.Ctx) error {
+		a.effects.Add(1)
+		c.Set("X-Key", c.Get("Idempotency-Key"))
+		c.Response().Header.Add("Vary", "Accept")
+		c.Response().Header.Add("Vary", "Origin")
+		return c.SendString(c.Params("id") + " " + string(c.Body()))
+	})
+	f.Post("/v1/stream", func(c fiber.Ctx) error {
+		a.effects.Add(1)
+		return c.SendStreamWriter(func(w *bufio.Writer) {
+			for i := range 3 {
+				fmt.Fprintf(w, "part %d\n", i)
+				w.Flush()
+			}
+		})
+	})
+	f.Post("/v1/decline", func(c fiber.Ctx) error {
+		a.effects.Add(1)
+		return fiber.NewError(http.StatusPaymentRequired, "card declined")
+	})
 	f.Post("/v1/charges/:id", func(c fiber.Ctx) error {
 		n := a.effects.Add(1)
 		if a.gate != nil {
@@ -91,22 +124,33 @@ type answer struct {
 
 func post(t *testing.T, url, key, body string) answer {
 	t.Helper()
-	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	a, err := send(url, body, "Idempotency-Key", key)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+// send posts a JSON body with the headers hdr (name, value, …), one
+// without a value left out; it may run outside the test's goroutine.
+func send(url, body string, hdr ...string) (answer, error) {
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		return answer{}, err
+	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i+1] != "" {
+			req.Header.Add(hdr[i], hdr[i+1])
+		}
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return answer{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return answer{resp.StatusCode, resp.Header, string(b)}
+	return answer{resp.StatusCode, resp.Header, string(b)}, err
 }
 
 func TestReplay(t *testing.T) {
@@ -239,6 +283,211 @@ func TestPanic(t *testing.T) {
 			}
 			if n := a.effects.Load(); n != 1 {
 				t.Errorf("effects = %d; want 1 (no silent second run)", n)
+			}
+		})
+	}
+}
+
+// A replay is written into Fiber's response as the net/http path writes
+// it: the stored headers replace what a middleware before this one set
+// for their names (Vary), its other headers stay, a name's values stay
+// several, and Content-Length is the body's.
+func TestReplayHeaders(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			edge := func(c fiber.Ctx) error {
+				c.Set("X-Edge", "1")
+				c.Set("Vary", "Cookie")
+				return c.Next()
+			}
+			a := startWith(t, s, &idempotency.Options{StoredHeaders: []string{"X-Key"}}, edge)
+			key := uuid.NewString()
+			first := post(t, a.base+"/v1/echo/e1", key, `{"amount":1}`)
+			again := post(t, a.base+"/v1/echo/e1", key, `{"amount":1}`)
+			for i, got := range []answer{first, again} {
+				if got.status != 200 || got.body != `e1 {"amount":1}` || got.header.Get("X-Key") != key || got.header.Get("X-Edge") != "1" ||
+					!slices.Equal(got.header.Values("Vary"), []string{"Cookie", "Accept", "Origin"}) || got.header.Get("Content-Length") != strconv.Itoa(len(got.body)) {
+					t.Errorf("answer %d = %d %v %q; want 200 %q with X-Key, X-Edge, Vary Cookie, Accept, Origin and its length", i, got.status, got.header, got.body, `e1 {"amount":1}`)
+				}
+			}
+			if first.header.Get("Idempotent-Replayed") != "" || again.header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("Idempotent-Replayed = %q then %q; want none then true", first.header.Get("Idempotent-Replayed"), again.header.Get("Idempotent-Replayed"))
+			}
+			if n := a.effects.Load(); n != 1 {
+				t.Errorf("effects = %d; want 1", n)
+			}
+		})
+	}
+}
+
+// The Options' functions see the request as net/http would hand it over:
+// its method, path and query, Host, the peer's address, its headers, and
+// the context a middleware before this one set on the Fiber ctx. The
+// tenant scopes the key.
+func TestRequestView(t *testing.T) {
+	type ctxKey struct{}
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			var mu sync.Mutex
+			var views []string
+			var a *app
+			opts := &idempotency.Options{Tenant: func(r *http.Request) (string, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				views = append(views, fmt.Sprintf("%s %s?%s host=%t peer=%t ctx=%v ua=%s", r.Method, r.URL.Path, r.URL.RawQuery,
+					"http://"+r.Host == a.base, strings.HasPrefix(r.RemoteAddr, "127.0.0.1:"), r.Context().Value(ctxKey{}), r.Header.Get("User-Agent")))
+				return r.Header.Get("X-Tenant"), nil
+			}}
+			withCtx := func(c fiber.Ctx) error {
+				c.SetContext(context.WithValue(c.Context(), ctxKey{}, "set before"))
+				return c.Next()
+			}
+			a = startWith(t, s, opts, withCtx)
+			key := uuid.NewString()
+			for _, tenant := range []string{"acme", "globex", "acme"} {
+				if got, err := send(a.base+"/v1/echo/e1?x=1", "{}", "Idempotency-Key", key, "X-Tenant", tenant); err != nil || got.status != 200 {
+					t.Fatalf("%s: %d %s %v", tenant, got.status, got.body, err)
+				}
+			}
+			want := "POST /v1/echo/e1?x=1 host=true peer=true ctx=set before ua=Go-http-client/1.1"
+			if len(views) != 3 || views[0] != want {
+				t.Errorf("the Tenant function saw %q; want 3 times %q", views, want)
+			}
+			tenants := map[string]int{}
+			for r, err := range s.List(context.Background(), journal.Filter{}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				tenants[r.Intent.Tenant]++
+			}
+			if n := a.effects.Load(); n != 2 || tenants["acme"] != 1 || tenants["globex"] != 1 {
+				t.Errorf("effects = %d, records by tenant %v; want 2, one each for acme and globex", n, tenants)
+			}
+		})
+	}
+}
+
+// A request without a key where Options.Require says one is needed gets
+// 400 and does not run.
+func TestRequired(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			a := start(t, s, &idempotency.Options{Require: func(r *http.Request) bool { return true }})
+			got, err := send(a.base+"/v1/charges/ch_1", `{"amount":1}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.status != 400 || !strings.Contains(got.body, idempotency.ProblemKeyRequired) {
+				t.Errorf("no key = %d %s; want 400 %s", got.status, got.body, idempotency.ProblemKeyRequired)
+			}
+			if n := a.effects.Load(); n != 0 {
+				t.Errorf("effects = %d; want 0", n)
+			}
+		})
+	}
+}
+
+// A request that passes through (no key) gets the chain's answer as the
+// chain wrote it, a streamed one included; with a key, a streamed answer
+// is buffered, recorded and replayed.
+func TestPassThrough(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			a := start(t, s, nil)
+			const streamed = "part 0\npart 1\npart 2\n"
+			got, err := send(a.base+"/v1/stream", "{}")
+			if err != nil || got.status != 200 || got.body != streamed {
+				t.Errorf("stream without a key = %d %q %v; want 200 %q", got.status, got.body, err, streamed)
+			}
+			got, err = send(a.base+"/v1/echo/e1", "{}")
+			if err != nil || got.status != 200 || got.body != "e1 {}" || !slices.Equal(got.header.Values("Vary"), []string{"Accept", "Origin"}) {
+				t.Errorf("echo without a key = %d %v %q %v; want 200 \"e1 {}\" with Vary Accept, Origin", got.status, got.header, got.body, err)
+			}
+			key := uuid.NewString()
+			first := post(t, a.base+"/v1/stream", key, "{}")
+			again := post(t, a.base+"/v1/stream", key, "{}")
+			if first.body != streamed || again.body != streamed || again.header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("stream with a key = %q then %q (replayed %q); want %q twice, replayed the second time", first.body, again.body, again.header.Get("Idempotent-Replayed"), streamed)
+			}
+			if n := a.effects.Load(); n != 3 {
+				t.Errorf("effects = %d; want 3", n)
+			}
+		})
+	}
+}
+
+// An error the handler returns is answered by the app's error handler,
+// and that answer is the one recorded and replayed.
+func TestErrorHandler(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			a := start(t, s, nil)
+			key := uuid.NewString()
+			first := post(t, a.base+"/v1/decline", key, "{}")
+			again := post(t, a.base+"/v1/decline", key, "{}")
+			if first.status != 402 || first.body != "card declined" || again.status != 402 || again.body != first.body ||
+				again.header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("declined = %d %q, then %d %q replayed %q; want 402 \"card declined\" twice, replayed the second time",
+					first.status, first.body, again.status, again.body, again.header.Get("Idempotent-Replayed"))
+			}
+			if n := a.effects.Load(); n != 1 {
+				t.Errorf("effects = %d; want 1", n)
+			}
+		})
+	}
+}
+
+// A path with escapes is scoped and fingerprinted as net/http reads it:
+// the retry is replayed, the key sent to another id gets 422.
+func TestEscapedPath(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			a := start(t, s, nil)
+			key := uuid.NewString()
+			first := post(t, a.base+"/v1/charges/ch%201", key, `{"amount":1}`)
+			again := post(t, a.base+"/v1/charges/ch%201", key, `{"amount":1}`)
+			other := post(t, a.base+"/v1/charges/ch%202", key, `{"amount":1}`)
+			if first.status != 201 || again.body != first.body || again.header.Get("Idempotent-Replayed") != "true" || other.status != 422 {
+				t.Errorf("escaped path = %d %q, replay %q (replayed %q), other id %d; want 201, the same body replayed, 422",
+					first.status, first.body, again.body, again.header.Get("Idempotent-Replayed"), other.status)
+			}
+			if n := a.effects.Load(); n != 1 {
+				t.Errorf("effects = %d; want 1", n)
+			}
+		})
+	}
+}
+
+// Many clients at once, each with keys of its own: every answer, first or
+// replayed, is its own request's (its id, body and key), and each key
+// runs once.
+func TestHammer(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			a := start(t, s, &idempotency.Options{StoredHeaders: []string{"X-Key"}})
+			const clients, keys = 8, 20
+			var wg sync.WaitGroup
+			for i := range clients {
+				wg.Go(func() {
+					for j := range keys {
+						id, key, body := fmt.Sprintf("c%d-%d", i, j), uuid.NewString(), fmt.Sprintf(`{"n":%d}`, j)
+						for try := range 2 {
+							got, err := send(a.base+"/v1/echo/"+id, body, "Idempotency-Key", key)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							if got.status != 200 || got.body != id+" "+body || got.header.Get("X-Key") != key ||
+								(got.header.Get("Idempotent-Replayed") == "true") != (try == 1) {
+								t.Errorf("%s try %d = %d %v %q; want 200 %q with X-Key %s", id, try, got.status, got.header, got.body, id+" "+body, key)
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if n := a.effects.Load(); n != clients*keys {
+				t.Errorf("effects = %d; want %d", n, clients*keys)
 			}
 		})
 	}

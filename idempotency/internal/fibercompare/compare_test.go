@@ -166,6 +166,10 @@ func serversWithFloor(tb testing.TB) (baseline, agentonce, floor, onFiber side) 
 	go fsrv.Serve(fl)
 	tb.Cleanup(func() { fsrv.Close() })
 	floor.base = "http://" + fl.Addr().String()
+	// Run first (cleanups run last in, first out): a Fiber app's Shutdown
+	// waits for every open connection, and the client keeps its idle ones
+	// open without a timeout, so that Shutdown could wait for ever.
+	tb.Cleanup(client.CloseIdleConnections)
 	return baseline, agentonce, floor, onFiber
 }
 
