@@ -14,7 +14,9 @@
 //   - the first request runs; its complete response (status, the headers
 //     that matter, body) is recorded durably before the client sees it, and
 //     replayed byte for byte, with Idempotent-Replayed: true, to any request
-//     with the same key and fingerprint until Options.TTL;
+//     with the same key and fingerprint until Options.TTL (from memory, for
+//     a retry to the same Middleware: a settled answer cannot change
+//     before it expires, docs/server.md);
 //   - another fingerprint gets 422; a request while the first runs gets 409
 //     with Retry-After, or with Options.Wait the first one's answer; a
 //     missing key where Options.Require says one is needed gets 400. These

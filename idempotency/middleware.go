@@ -56,6 +56,8 @@ type Middleware struct {
 	// is: nil when readFirst.
 	readFirst bool
 	seen      *seenKeys
+	// answers keeps settled records to answer retries from memory.
+	answers answers
 }
 
 // seenKeys is a lossy table of the journal keys this Middleware began or
@@ -318,8 +320,13 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	// (readFirst).
 	var rec journal.Record
 	replay := false
-	if m.readFirst || m.seen.has(c.jkey) {
+	if hit := m.answers.get(c.jkey, req.Fingerprint, time.Now()); hit != nil {
+		rec, replay = *hit, true
+	} else if m.readFirst || m.seen.has(c.jkey) {
 		rec, replay = m.replayable(r.Context(), &req)
+		if replay {
+			m.answers.put(&rec)
+		}
 	}
 	if !replay && kind == kindJSON && len(input)-at <= m.o.MaxStoredBytes {
 		// Its own copy: the store may keep the record it writes.
@@ -336,17 +343,13 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	m.decide(w, r, next, c, &req)
 }
 
-// replayable reads req's record and reports whether it answers req: a
-// settled record with this fingerprint that will not run again and is not
-// near its expiry (judged on this clock, with a minute's margin for the
-// store's) says what Begin would. Anything else goes through Begin, which
-// decides on the store's clock: retakable is asked of Begin's record in
-// decide, and expiry is Begin's own.
+// replayable reads req's record and reports whether it answers req
+// (answersRequest). Anything else goes through Begin, which decides on the
+// store's clock: retakable is asked of Begin's record in decide, and
+// expiry is Begin's own.
 func (m *Middleware) replayable(ctx context.Context, req *journal.BeginRequest) (journal.Record, bool) {
 	rec, err := m.store.Get(ctx, req.Key)
-	ok := err == nil && rec.State.Settled() && !retakable(&rec) &&
-		(rec.Fingerprint == req.Fingerprint || rec.Fingerprint.IsZero()) && time.Now().Before(rec.Expires.Add(-time.Minute))
-	return rec, ok
+	return rec, err == nil && answersRequest(&rec, req.Fingerprint, time.Now())
 }
 
 // decide carries out what Begin decided for the request; with Options.Wait
@@ -395,6 +398,7 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 				}
 				continue
 			}
+			m.answers.put(&res.Record)
 			m.answer(w, c, &res.Record)
 			return
 		case journal.Mismatch, journal.Guarded:

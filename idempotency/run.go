@@ -149,8 +149,11 @@ func (m *Middleware) complete(ctx context.Context, c *call, token uint64, cw *ca
 	if m.released(resp) {
 		return m.release(ctx, c, token, resp)
 	}
-	_, err = m.store.Complete(ctx, journal.Completion{Key: c.jkey, Token: token,
+	rec, err := m.store.Complete(ctx, journal.Completion{Key: c.jkey, Token: token,
 		State: journal.StateSucceeded, Output: resp.output})
+	if err == nil {
+		m.answers.put(&rec)
+	}
 	return err
 }
 

@@ -50,12 +50,14 @@ func (c *countingStore) counts() (gets, begins, completes int64) {
 }
 
 // On bbolt a new key costs the store one Begin and one Complete and no
-// read before them. Its retry to the same Middleware is one Get (the key
-// was seen); to another one (another process on the journal) one Begin,
-// which answers it by a local read. On PostgreSQL, whose Begin on a
-// settled record costs more than a Get, every request is read first: a
-// new key is a Get more, every replay one Get. Another payload is a Get
-// (its key was seen) and the Begin that refuses it.
+// read before them. Its retry to the same Middleware costs the store
+// nothing (the answer it recorded is kept in memory); to another one
+// (another process on the journal) one Begin, which answers it by a local
+// read, and that Middleware's next retry nothing. On PostgreSQL, whose
+// Begin on a settled record costs more than a Get, every request the
+// Middleware cannot answer from memory is read first: a new key is a Get
+// more, a replay through another Middleware one Get. Another payload is a
+// Get (its key was seen) and the Begin that refuses it.
 func TestStoreCallsPerRequest(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -102,11 +104,15 @@ func TestStoreCallsPerRequest(t *testing.T) {
 			if st := send(h, "k1", benchBody); st != http.StatusOK {
 				t.Fatalf("replay = %d; want 200", st)
 			}
-			check("replay", 1, 0, 0)
+			check("replay", 0, 0, 0)
 			if st := send(other, "k1", benchBody); st != http.StatusOK {
 				t.Fatalf("replay through another Middleware = %d; want 200", st)
 			}
 			check("replay through another Middleware", tc.other[0], tc.other[1], 0)
+			if st := send(other, "k1", benchBody); st != http.StatusOK {
+				t.Fatalf("second replay through another Middleware = %d; want 200", st)
+			}
+			check("second replay through another Middleware", 0, 0, 0)
 			if st := send(h, "k1", `{"amount":1}`); st != http.StatusUnprocessableEntity {
 				t.Fatalf("other payload = %d; want 422", st)
 			}
