@@ -143,9 +143,10 @@ func BenchmarkReadFirst(b *testing.B) {
 }
 
 // Through the idempotency middleware a new key is two round trips (no Get
-// before Begin: the store says BeginReplays), its retry one (a GET: the
-// Middleware saw the key), and a retry through another Middleware on the
-// journal one (Begin's script, which finds the record and writes nothing).
+// before Begin: the store says BeginReplays), its retry none (the
+// Middleware keeps the answer it recorded), a retry through another
+// Middleware on the journal one (Begin's script, which finds the record and
+// writes nothing), and that Middleware's next retry none.
 func TestMiddlewareRoundTrips(t *testing.T) {
 	var n trips
 	c := countedClient(t, &n)
@@ -179,7 +180,8 @@ func TestMiddlewareRoundTrips(t *testing.T) {
 		what string
 		h    http.Handler
 		want int64
-	}{{"new key", h, 2}, {"retry", h, 1}, {"retry through another Middleware", other, 1}} {
+	}{{"new key", h, 2}, {"retry", h, 0}, {"retry through another Middleware", other, 1},
+		{"second retry through another Middleware", other, 0}} {
 		before := n.n.Load()
 		send(step.h, "k1")
 		if got := n.n.Load() - before; got != step.want {

@@ -77,15 +77,17 @@ func (t *trips) snapshot() (roundTrips, writes int64) {
 
 // TestRoundTrips counts what each side sends Redis for a new key and for
 // its replay: agentonce two round trips and two writes for a new key (the
-// write-ahead Begin and the Complete, no read before them) and one round
-// trip, no write, for a replay; Fiber three and one write, one and none.
+// write-ahead Begin and the Complete, no read before them) and none for a
+// replay by the server that answered (it keeps the answer), one round trip
+// and no write for one by another server on the journal; Fiber three and
+// one write, one and none.
 func TestRoundTrips(t *testing.T) {
-	f, a := servers(t)
+	f, a, _, of := serversWithFloor(t)
 	for _, c := range []struct {
 		side                   side
 		newTrips, newWrites    int64
 		replayTrips, replayWri int64
-	}{{f, 3, 1, 1, 0}, {a, 2, 2, 1, 0}} {
+	}{{f, 3, 1, 1, 0}, {a, 2, 2, 0, 0}, {of, 2, 2, 0, 0}} {
 		post(t, c.side.base, uuid.NewString(), body) // the client's connection made
 		key := uuid.NewString()
 		for i, want := range [][2]int64{{c.newTrips, c.newWrites}, {c.replayTrips, c.replayWri}} {
@@ -99,5 +101,18 @@ func TestRoundTrips(t *testing.T) {
 					c.side.name, i+1, t1-t0, w1-w0, want[0], want[1])
 			}
 		}
+	}
+	// A retry that reaches another server on the journal.
+	key := uuid.NewString()
+	post(t, of.peer, key, body)
+	t0, w0 := of.trips.snapshot()
+	if st, b := post(t, of.base, key, body); st != 200 {
+		t.Fatalf("%s, retry through its peer: %d %s", of.name, st, b)
+	}
+	if t1, w1 := of.trips.snapshot(); t1-t0 != 1 || w1-w0 != 0 {
+		t.Errorf("%s, a retry of a key its peer answered: %d round trips, %d writes; want 1, 0", of.name, t1-t0, w1-w0)
+	}
+	if n := of.effects.Load(); n != 3 {
+		t.Errorf("%s: %d effects; want 3 (one a key)", of.name, n)
 	}
 }
