@@ -22,6 +22,7 @@ import (
 
 	fiberonce "github.com/agentonce/agentonce/adapters/fiber"
 	"github.com/agentonce/agentonce/idempotency"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/redis"
 )
 
@@ -122,43 +123,9 @@ func serversWithFloor(tb testing.TB) (baseline, agentonce, floor, onFiber side) 
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { ostore.Close() })
-	om, err := idempotency.New(ostore, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	oapp := fiber.New()
-	oapp.Use(fiberonce.New(om))
-	oapp.Post("/v1/charges", func(c fiber.Ctx) error {
-		onFiber.effects.Add(1)
-		c.Set("Content-Type", "application/json")
-		return c.SendString(answer)
-	})
-	oln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	go oapp.Listener(oln, fiber.ListenConfig{DisableStartupMessage: true})
-	tb.Cleanup(func() { oapp.Shutdown() })
-	onFiber.base = "http://" + oln.Addr().String()
-	// Its peer: another Middleware and app on the same journal.
-	pm, err := idempotency.New(ostore, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	papp := fiber.New()
-	papp.Use(fiberonce.New(pm))
-	papp.Post("/v1/charges", func(c fiber.Ctx) error {
-		onFiber.effects.Add(1)
-		c.Set("Content-Type", "application/json")
-		return c.SendString(answer)
-	})
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	go papp.Listener(pln, fiber.ListenConfig{DisableStartupMessage: true})
-	tb.Cleanup(func() { papp.Shutdown() })
-	onFiber.peer = "http://" + pln.Addr().String()
+	// Two servers on the one journal: the side's, and its peer.
+	onFiber.base = serveOnFiber(tb, ostore, onFiber.effects, answer)
+	onFiber.peer = serveOnFiber(tb, ostore, onFiber.effects, answer)
 
 	floor = side{name: "nethttp-get", effects: new(atomic.Int64), trips: new(trips)}
 	fc := newClient(floor.trips)
@@ -188,6 +155,30 @@ func serversWithFloor(tb testing.TB) (baseline, agentonce, floor, onFiber side) 
 	// open without a timeout, so that Shutdown could wait for ever.
 	tb.Cleanup(client.CloseIdleConnections)
 	return baseline, agentonce, floor, onFiber
+}
+
+// serveOnFiber starts a Fiber app on loopback whose charges handler, under
+// a Middleware of its own on store, counts its runs in effects and answers
+// answer; it returns the app's base URL.
+func serveOnFiber(tb testing.TB, store journal.Store, effects *atomic.Int64, answer string) string {
+	m, err := idempotency.New(store, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	app := fiber.New()
+	app.Use(fiberonce.New(m))
+	app.Post("/v1/charges", func(c fiber.Ctx) error {
+		effects.Add(1)
+		c.Set("Content-Type", "application/json")
+		return c.SendString(answer)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go app.Listener(ln, fiber.ListenConfig{DisableStartupMessage: true})
+	tb.Cleanup(func() { app.Shutdown() })
+	return "http://" + ln.Addr().String()
 }
 
 // client is the loopback client of both sides; it keeps enough idle
