@@ -49,8 +49,10 @@ func (a *answers) get(key uuid.UUID, fp keyderive.Fingerprint, now time.Time) *j
 	return r
 }
 
-// put keeps a copy of rec when it may be answered from the table. rec's
-// slices are shared with the copy: the caller must not change them after.
+// put keeps a copy of rec when it may be answered from the table, without
+// what an answer does not read (the request's input, the attempts), so
+// that a slot holds at most maxAnswerBytes of output and a few strings.
+// rec's output is shared with the copy: the caller must not change it.
 func (a *answers) put(rec *journal.Record) {
 	switch rec.State {
 	case journal.StateSucceeded, journal.StateFailed, journal.StateSuppressed:
@@ -61,6 +63,7 @@ func (a *answers) put(rec *journal.Record) {
 		return
 	}
 	c := *rec
+	c.Input, c.Attempts = nil, nil
 	a[answerSlot(rec.Key)].Store(&c)
 }
 
