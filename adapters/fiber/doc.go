@@ -33,7 +33,11 @@
 // http.Header and a buffer. The first answer is copied from Fiber's
 // response into the middleware's capture, which records it, and written
 // back; a request the middleware does not protect (no key) keeps the
-// chain's response as written.
+// chain's response as written. The chain runs with c.Context() set to the
+// context the middleware runs it with, as a net/http handler gets
+// r.Context(): not cancelled when the client leaves, and under
+// Options.InTx carrying the journal's transaction (bolt.TxFrom,
+// postgres.TxFrom), so that the handler's writes commit with its answer.
 //
 // # Caveats
 //

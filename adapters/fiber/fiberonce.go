@@ -77,8 +77,13 @@ type exchange struct {
 // the middleware's capture, or the exchange itself when the request
 // passes through unprotected, whose answer then stays as the chain wrote
 // it.
-func (x *exchange) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+func (x *exchange) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := x.c
+	// The chain sees the context the middleware runs it with, as a
+	// net/http handler sees r.Context(): not cancelled when the client
+	// leaves, and under Options.InTx carrying the journal's transaction
+	// (bolt.TxFrom, postgres.TxFrom).
+	c.SetContext(r.Context())
 	if err := c.Next(); err != nil {
 		// The app's error handler writes the answer that is recorded; an
 		// error it cannot answer goes to Fiber.

@@ -23,6 +23,7 @@ import (
 	fiberonce "github.com/agentonce/agentonce/adapters/fiber"
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 // stores are the journals the tests run on: a bbolt file. (Redis, through
@@ -490,5 +491,69 @@ func TestHammer(t *testing.T) {
 				t.Errorf("effects = %d; want %d", n, clients*keys)
 			}
 		})
+	}
+}
+
+// Under Options.InTx the handler reaches the journal's transaction through
+// c.Context() (bolt.TxFrom), writes through it, and the write commits with
+// the recorded answer: a second key's handler reads it back, and a retry of
+// the first replays without running the handler again.
+func TestInTxReachesTheHandler(t *testing.T) {
+	store, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "server.journal"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	m, err := idempotency.New(store, &idempotency.Options{InTx: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var effects atomic.Int64
+	f := fiber.New()
+	f.Use(recover.New())
+	f.Use(fiberonce.New(m))
+	f.Post("/v1/credits", func(c fiber.Ctx) error {
+		tx, ok := bolt.TxFrom(c.Context())
+		if !ok {
+			return fiber.NewError(fiber.StatusInternalServerError, "no journal transaction in the handler's context")
+		}
+		b, err := tx.CreateBucketIfNotExists([]byte("credits"))
+		if err != nil {
+			return err
+		}
+		n := len(b.Get([]byte("n")))
+		if err := b.Put([]byte("n"), append(b.Get([]byte("n")), 'x')); err != nil {
+			return err
+		}
+		effects.Add(1)
+		return c.SendString("credits before: " + strconv.Itoa(n))
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go f.Listener(ln, fiber.ListenConfig{DisableStartupMessage: true})
+	defer f.Shutdown()
+	send := func(key string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/credits", strings.NewReader(`{"amount":5}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct{ key, want string }{
+		{"k1", "credits before: 0"}, {"k1", "credits before: 0"}, {"k2", "credits before: 1"},
+	} {
+		if st, body := send(c.key); st != http.StatusOK || body != c.want {
+			t.Errorf("key %s: %d %q; want 200 %q", c.key, st, body, c.want)
+		}
+	}
+	if n := effects.Load(); n != 2 {
+		t.Errorf("handler ran %d times; want 2 (one a key)", n)
 	}
 }
