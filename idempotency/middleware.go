@@ -318,17 +318,16 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	// Middleware has seen, likely a retry, is answered by a Get first, as
 	// is every key on a store whose Begin costs more than a read
 	// (readFirst).
-	var rec journal.Record
-	replay := false
-	if hit := m.answers.get(c.jkey, req.Fingerprint, time.Now()); hit != nil {
-		rec, replay = *hit, true
-	} else if m.readFirst || m.seen.has(c.jkey) {
-		rec, replay = m.replayable(r.Context(), &req)
-		if replay {
+	// ans is the settled record that answers the request, if one does:
+	// kept in memory, or read first.
+	ans := m.answers.get(c.jkey, req.Fingerprint, time.Now())
+	if ans == nil && (m.readFirst || m.seen.has(c.jkey)) {
+		if rec, ok := m.replayable(r.Context(), &req); ok {
 			m.answers.put(&rec)
+			ans = &rec
 		}
 	}
-	if !replay && kind == kindJSON && len(input)-at <= m.o.MaxStoredBytes {
+	if ans == nil && kind == kindJSON && len(input)-at <= m.o.MaxStoredBytes {
 		// Its own copy: the store may keep the record it writes.
 		req.Input = bytes.Clone(input[at:])
 	}
@@ -336,8 +335,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		*bufp = input[:0]
 		inputPool.Put(bufp)
 	}
-	if replay {
-		m.answer(w, c, &rec)
+	if ans != nil {
+		m.answer(w, c, ans)
 		return
 	}
 	m.decide(w, r, next, c, &req)
