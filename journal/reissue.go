@@ -174,3 +174,39 @@ func Settling(rec *Record, now time.Time) bool {
 	}
 	return stillActing(rec, now)
 }
+
+// ClassReleased is the class of a failure that committed nothing by its
+// handler's own account: the idempotency middleware's record of an HTTP
+// handler that answered a server error it does not store, or that
+// panicked inside the transaction that would have recorded its answer.
+const ClassReleased = "released"
+
+// RequestStep is Reissue for an HTTP request that the idempotency
+// middleware recorded in rec, sent again at now on the server's clock. The
+// server has no Reconcile hook, and it answers from a record it read only
+// what Begin would answer on the store's clock:
+//
+//   - StepRetry: rec failed having committed nothing (ClassReleased), or
+//     an operator's failed verdict says its effect did not happen. The
+//     request runs again under its key: Begin is to retake rec.
+//   - StepAnew: rec holds a known outcome that expires within a minute of
+//     now, the margin allowed between the two clocks. It may have expired
+//     for the store, and Begin decides.
+//   - StepAnswer: rec holds any other settled outcome, which answers the
+//     request as recorded; an unknown one until an operator resolves it.
+//   - For a pending record, Reissue's step for an Unkeyed intent (StepWait
+//     or StepReconcile): Begin holds it or hands it over.
+//
+// Whether rec's fingerprint matches the request's is Begin's question,
+// asked before this one.
+func RequestStep(rec *Record, now time.Time) Step {
+	switch {
+	case rec.State == StateFailed && (rec.ErrorClass == ClassReleased || rec.Resolution != nil):
+		return StepRetry
+	case rec.State == StatePending:
+		return Reissue(rec, Unkeyed, now)
+	case Expired(rec, now.Add(time.Minute)):
+		return StepAnew
+	}
+	return StepAnswer
+}

@@ -95,3 +95,48 @@ func TestDecideBeginNewAllocs(t *testing.T) {
 		t.Errorf("DecideBegin(nil) = %+v; want Started with one attempt \"a\" written and answered", d)
 	}
 }
+
+// RequestStep is the server's re-issue: a failure that committed nothing
+// runs again whatever its expiry, a known outcome within a minute of its
+// expiry is left to Begin, any other settled outcome answers, and a
+// pending record is Reissue's for an Unkeyed intent.
+func TestRequestStep(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	far, near, past := now.Add(time.Hour), now.Add(30*time.Second), now.Add(-time.Second)
+	var zero time.Time
+	rec := func(st journal.State, class string, expires, lease time.Time) journal.Record {
+		return journal.Record{State: st, ErrorClass: class, Expires: expires,
+			Lease: journal.Lease{Owner: "o", Token: 1, Expires: lease}}
+	}
+	resolved := func(st journal.State, class string) journal.Record {
+		r := rec(st, class, far, zero)
+		r.Resolution = &journal.Resolution{State: st, Reason: "checked", By: "op"}
+		return r
+	}
+	cases := []struct {
+		name string
+		r    journal.Record
+		want journal.Step
+	}{
+		{"succeeded", rec(journal.StateSucceeded, "", far, zero), journal.StepAnswer},
+		{"succeeded within the minute", rec(journal.StateSucceeded, "", near, zero), journal.StepAnew},
+		{"succeeded expired", rec(journal.StateSucceeded, "", past, zero), journal.StepAnew},
+		{"succeeded no TTL", rec(journal.StateSucceeded, "", zero, zero), journal.StepAnswer},
+		{"succeeded by an operator", resolved(journal.StateSucceeded, ""), journal.StepAnswer},
+		{"failed released", rec(journal.StateFailed, journal.ClassReleased, far, zero), journal.StepRetry},
+		{"failed released, expired", rec(journal.StateFailed, journal.ClassReleased, past, zero), journal.StepRetry},
+		{"failed by an operator", resolved(journal.StateFailed, journal.ClassResolved), journal.StepRetry},
+		{"failed otherwise", rec(journal.StateFailed, "terminal", far, zero), journal.StepAnswer},
+		{"failed within the minute", rec(journal.StateFailed, "terminal", near, zero), journal.StepAnew},
+		{"suppressed", rec(journal.StateSuppressed, journal.ClassMismatch, far, zero), journal.StepAnswer},
+		{"unknown", rec(journal.StateUnknown, "panic", far, zero), journal.StepAnswer},
+		{"unknown past TTL", rec(journal.StateUnknown, "panic", past, zero), journal.StepAnswer},
+		{"pending, live lease", rec(journal.StatePending, "", far, far), journal.StepWait},
+		{"pending, owner stopped", rec(journal.StatePending, "", far, past), journal.StepReconcile},
+	}
+	for _, c := range cases {
+		if got := journal.RequestStep(&c.r, now); got != c.want {
+			t.Errorf("RequestStep(%s) = %v; want %v", c.name, got, c.want)
+		}
+	}
+}
