@@ -1,7 +1,10 @@
 package idempotency
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -10,6 +13,107 @@ import (
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/keyderive"
 )
+
+// lookUp fingerprints the request and returns the settled record that
+// answers it without a Begin, or nil. Begin answers a replay by a read
+// (it writes nothing on a settled record), so a new key is one Begin, not
+// a Get and a Begin: the answer is looked up in memory (answers), and read
+// by a Get first only for a key this Middleware has seen, likely a retry,
+// or for every key on a store whose Begin costs more than a read
+// (readFirst). When nothing answers, the request's canonical JSON body
+// becomes the record's Input.
+func (m *Middleware) lookUp(r *http.Request, c *call, body []byte) *journal.Record {
+	bufp := inputPool.Get().(*[]byte)
+	input, at, kind := m.fingerprintInput((*bufp)[:0], r, body)
+	c.req.Fingerprint = fingerprint(input)
+	now := time.Now()
+	ans := m.answers.get(c.jkey, c.req.Fingerprint, now)
+	if ans == nil && (m.readFirst || m.seen.has(c.jkey)) {
+		if rec, ok := m.replayable(r.Context(), &c.req); ok {
+			m.answers.put(&rec, now)
+			ans = &rec
+		}
+	}
+	if ans == nil && kind == kindJSON && len(input)-at <= m.o.MaxStoredBytes {
+		// Its own copy: the store may keep the record it writes.
+		c.req.Input = bytes.Clone(input[at:])
+	}
+	if cap(input) <= maxPooledInput {
+		*bufp = input[:0]
+		inputPool.Put(bufp)
+	}
+	return ans
+}
+
+// replayable reads req's record and reports whether it answers req
+// (answersRequest). Anything else goes through Begin, which decides on the
+// store's clock.
+func (m *Middleware) replayable(ctx context.Context, req *journal.BeginRequest) (journal.Record, bool) {
+	rec, err := m.store.Get(ctx, req.Key)
+	return rec, err == nil && answersRequest(&rec, req.Fingerprint, time.Now())
+}
+
+// seenKeys is a lossy table of the journal keys this Middleware began or
+// was answered about: a request for one is likely a retry, answered by a
+// Get before Begin (1 round trip, where Begin's answer to a replay costs
+// more than a Get even on stores that answer it by a read), and a request
+// for any other likely a new key, sent straight to Begin (no read before
+// it). The table only chooses the path and both answer the same, so a key
+// forgotten (its slot taken by another) or mistaken (another key's tag)
+// costs at most a round trip, never an answer.
+type seenKeys [seenSlots]atomic.Uint64
+
+// seenSlots is the table's size: 32 KiB a Middleware.
+const seenSlots = 1 << 12
+
+// slot is k's place in the table and the tag kept there, never zero (the
+// empty slot's). A journal key is a UUIDv5, so its bytes are a hash's.
+func slot(k uuid.UUID) (int, uint64) {
+	return int(binary.BigEndian.Uint16(k[:2])) & (seenSlots - 1), binary.BigEndian.Uint64(k[8:]) | 1
+}
+
+func (s *seenKeys) has(k uuid.UUID) bool {
+	i, t := slot(k)
+	return s[i].Load() == t
+}
+
+func (s *seenKeys) add(k uuid.UUID) {
+	if i, t := slot(k); s[i].Load() != t {
+		s[i].Store(t)
+	}
+}
+
+// beginReplayer is a store whose Begin answers a settled record by one
+// read-only round trip (journal/redis): a Get before every Begin would add
+// a round trip to every new key, and save a replay only the difference
+// between a Get and that Begin.
+type beginReplayer interface {
+	BeginReplays() bool
+}
+
+// localReader is a store whose reads are local (bbolt, memory): its
+// Begin on a settled record is a local read too.
+type localReader interface {
+	LocalReads() bool
+}
+
+// replayReads reports whether the middleware reads every key's record
+// before Begin on store. Begin alone answers every request, a replay
+// included (journal.Store: "Begin on the replay path writes nothing"), so
+// a read before it is a read more for every new key. It stays for every
+// request on a store that does not say that its Begin answers a replay by
+// a read: journal/postgres, whose Begin on a settled record is a statement
+// costing about 2.4 Gets, and a wrapper that does not forward the
+// capabilities. On the others only a key seen before is read first.
+func replayReads(store journal.Store) bool {
+	if b, ok := store.(beginReplayer); ok && b.BeginReplays() {
+		return false
+	}
+	if l, ok := store.(localReader); ok && l.LocalReads() {
+		return false
+	}
+	return true
+}
 
 // answers is a lossy table of settled records this Middleware answered or
 // wrote, by journal key: a retry of one is answered from it without a
@@ -49,17 +153,18 @@ func (a *answers) get(key uuid.UUID, fp keyderive.Fingerprint, now time.Time) *j
 	return r
 }
 
-// put keeps a copy of rec when it may be answered from the table, without
+// put keeps a copy of rec when it may be answered from the table at now
+// and later, without
 // what an answer does not read (the request's input, the attempts), so
 // that a slot holds at most maxAnswerBytes of output and a few strings.
 // rec's output is shared with the copy: the caller must not change it.
-func (a *answers) put(rec *journal.Record) {
+func (a *answers) put(rec *journal.Record, now time.Time) {
 	switch rec.State {
 	case journal.StateSucceeded, journal.StateFailed, journal.StateSuppressed:
 	default:
 		return
 	}
-	if retakable(rec) || len(rec.Output) > maxAnswerBytes || rec.Expires.IsZero() {
+	if journal.RequestStep(rec, now) != journal.StepAnswer || len(rec.Output) > maxAnswerBytes || rec.Expires.IsZero() {
 		return
 	}
 	c := *rec
@@ -67,12 +172,12 @@ func (a *answers) put(rec *journal.Record) {
 	a[answerSlot(rec.Key)].Store(&c)
 }
 
-// answersRequest reports whether the settled record rec answers a request
-// with fingerprint fp as Begin would: it will not run again, it has the
-// request's fingerprint (or none), and it is not near its expiry (judged
-// on this clock, with a minute's margin for the store's). Anything else
-// goes through Begin, which decides on the store's clock.
+// answersRequest reports whether the record rec answers a request with
+// fingerprint fp at now without a Begin: it has the request's fingerprint
+// (or none), and journal.RequestStep answers from it (a settled record
+// not to be run again, a minute before its expiry at the latest on this
+// clock). Anything else goes through Begin, which decides on the store's
+// clock.
 func answersRequest(rec *journal.Record, fp keyderive.Fingerprint, now time.Time) bool {
-	return rec.State.Settled() && !retakable(rec) &&
-		(rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && now.Before(rec.Expires.Add(-time.Minute))
+	return (rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && journal.RequestStep(rec, now) == journal.StepAnswer
 }

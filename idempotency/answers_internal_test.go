@@ -23,7 +23,7 @@ func TestAnswersKeepOnlyWhatAnAnswerReads(t *testing.T) {
 	}
 	var a answers
 	kept := rec(1, journal.StateSucceeded, maxAnswerBytes)
-	a.put(&kept)
+	a.put(&kept, now)
 	got := a.get(kept.Key, kept.Fingerprint, now)
 	if got == nil || !bytes.Equal(got.Output, kept.Output) {
 		t.Fatalf("a succeeded answer of %d bytes was not kept", maxAnswerBytes)
@@ -42,7 +42,7 @@ func TestAnswersKeepOnlyWhatAnAnswerReads(t *testing.T) {
 		"a record without expiry":  noExpiry,
 		"a pending record":         rec(6, journal.StatePending, 10),
 	} {
-		a.put(&r)
+		a.put(&r, now)
 		if a.get(r.Key, r.Fingerprint, now) != nil {
 			t.Errorf("%s was kept", what)
 		}

@@ -2,9 +2,89 @@ package idempotency
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"iter"
 	"net/http"
+
+	"github.com/agentonce/agentonce/journal"
 )
+
+// answer replies from a settled record.
+func (m *Middleware) answer(w http.ResponseWriter, c *call, rec *journal.Record) {
+	switch rec.State {
+	case journal.StateSucceeded:
+		var e envelope
+		err := parseEnvelope(rec.Output, &e)
+		if errors.Is(err, errNotEnvelope) {
+			// An operator's verdict with an output of their own: send it.
+			operatorResponse(rec.Output).write(w, m.o.ReplayedHeader)
+			return
+		}
+		if err != nil {
+			m.o.ErrorLog("idempotency: key %s (%s): %v", c.jkey, c.tool, err)
+			writeProblem(w, http.StatusInternalServerError, ProblemBodyUnavailable,
+				problem{Detail: err.Error(), Key: c.key, JournalKey: c.jkey.String()}, 0)
+			return
+		}
+		if e.body == nil && e.sum != emptySum {
+			// Kept elsewhere: a blob, or only its hash.
+			b, err := m.fetchBlob(c, &e)
+			if err != nil {
+				writeProblem(w, http.StatusInternalServerError, ProblemBodyUnavailable,
+					problem{Detail: err.Error(), Key: c.key, JournalKey: c.jkey.String()}, 0)
+				return
+			}
+			e.body = b
+		}
+		if rw, ok := w.(ReplayWriter); ok {
+			rw.WriteReplay(Replay{Status: e.status, Body: e.body, header: e.header, sorted: e.sorted, replayed: m.replayedB})
+			return
+		}
+		e.write(w, m.replayed, e.body)
+	case journal.StateUnknown:
+		m.answerUnknown(w, c, "the first request with this key ended without a recorded answer ("+rec.ErrorMessage+")")
+	default: // failed or suppressed and not to be run again
+		writeProblem(w, http.StatusInternalServerError, ProblemFailed, problem{
+			Detail: rec.ErrorMessage, Key: c.key, JournalKey: c.jkey.String()}, 0)
+	}
+}
+
+// fetchBlob returns the body e's record keeps in the blob store.
+func (m *Middleware) fetchBlob(c *call, e *envelope) ([]byte, error) {
+	if m.o.Blobs == nil || len(e.blob) == 0 {
+		return nil, errors.New("the body was larger than MaxStoredBytes and no BlobStore kept it")
+	}
+	b, err := m.o.Blobs.Get(context.Background(), string(e.blob), int64(m.o.MaxResponseBytes))
+	if err == nil && sha256.Sum256(b) != e.sum {
+		err = fmt.Errorf("blob %s does not match the stored sha256", e.blob)
+	}
+	return b, err
+}
+
+// emptySum is the SHA-256 of an empty body.
+var emptySum = sha256.Sum256(nil)
+
+// operatorResponse is the answer for a record an operator settled as
+// succeeded with an output that is not a stored response: 200 with it.
+func operatorResponse(out []byte) *response {
+	ct := "application/octet-stream"
+	if len(out) > 0 && json.Valid(out) {
+		ct = "application/json"
+	}
+	return &response{Status: http.StatusOK, Header: http.Header{"Content-Type": {ct}}, Body: out}
+}
+
+// answerUnknown answers that the first request with c's key ended
+// without a recorded answer: an operator resolves it.
+func (m *Middleware) answerUnknown(w http.ResponseWriter, c *call, detail string) {
+	writeProblem(w, http.StatusInternalServerError, ProblemOutcomeUnknown, problem{
+		Detail: detail + "; an operator resolves it with: agentctl resolve " + c.jkey.String(),
+		Key:    c.key, JournalKey: c.jkey.String()}, 0)
+}
 
 // A ReplayWriter is an http.ResponseWriter that sends a replayed answer
 // itself, for a server whose response is not an http.Header and a stream

@@ -12,8 +12,96 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/keyderive"
 )
+
+// parse reads what the journal needs from r: the client's key (or the
+// event id Options.Key takes), the body, the tenant, and from them the
+// journal key and the BeginRequest, less its fingerprint. It returns a nil
+// call when it answered r itself: a problem, or next for a request that
+// is not protected (a safe method, or no key where none is required).
+func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, read bool) (*call, []byte) {
+	if safeMethod(r.Method) && m.o.Key == nil {
+		next.ServeHTTP(w, r)
+		return nil, nil
+	}
+	c := &call{}
+	var err error
+	if m.o.Key == nil {
+		var ok bool
+		c.key, ok, err = requestKey(r)
+		if err != nil {
+			writeProblem(w, http.StatusBadRequest, ProblemKeyInvalid, problem{Detail: err.Error()}, 0)
+			return nil, nil
+		}
+		if !ok {
+			if m.o.Require != nil && m.o.Require(r) {
+				writeProblem(w, http.StatusBadRequest, ProblemKeyRequired,
+					problem{Detail: r.Method + " " + route(r) + " requires an Idempotency-Key header"}, 0)
+				return nil, nil
+			}
+			next.ServeHTTP(w, r)
+			return nil, nil
+		}
+	}
+	if read {
+		body, err = readBody(r, m.o.MaxBodyBytes)
+	} else if int64(len(body)) > m.o.MaxBodyBytes {
+		err = errBodyTooLarge
+	}
+	if err != nil {
+		if errors.Is(err, errBodyTooLarge) {
+			writeProblem(w, http.StatusRequestEntityTooLarge, ProblemBodyTooLarge,
+				problem{Detail: fmt.Sprintf("the body exceeds %d bytes", m.o.MaxBodyBytes)}, 0)
+		} else {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+		return nil, nil
+	}
+	c.body.Reset(body)
+	r.Body = &c.body
+	if m.o.Key != nil {
+		if c.key, err = m.o.Key(r, body); err == nil && (c.key == "" || len(c.key) > MaxKeyLength) {
+			err = fmt.Errorf("the event id must be 1 to %d bytes, got %d", MaxKeyLength, len(c.key))
+		}
+		if err != nil {
+			status, kind := http.StatusBadRequest, ProblemKeyInvalid
+			if errors.Is(err, ErrSignature) {
+				status, kind = http.StatusUnauthorized, ProblemUnauthenticated
+			}
+			writeProblem(w, status, kind, problem{Detail: err.Error()}, 0)
+			return nil, nil
+		}
+	}
+	if m.o.Tenant != nil {
+		if c.tenant, err = m.o.Tenant(r); err != nil {
+			writeProblem(w, http.StatusUnauthorized, ProblemUnauthenticated, problem{Detail: err.Error()}, 0)
+			return nil, nil
+		}
+	}
+	var step string
+	step, c.tool = stepKey(r.Method, route(r), c.key)
+	c.jkey = keyderive.ExplicitKey(m.ns, c.tenant, step)
+	c.req = journal.BeginRequest{
+		Key:       c.jkey,
+		Intent:    keyderive.Intent{Tenant: c.tenant, Session: c.key, Tool: c.tool},
+		Effect:    journal.Keyed,
+		Owner:     m.o.Owner,
+		AttemptID: headerValue(r.Header, RequestIDHeader),
+		LeaseTTL:  m.o.LeaseTTL,
+		RecordTTL: m.o.TTL,
+		// The write-ahead: a crash mid-handler must leave the record. Under
+		// InTx it need not reach the disk first: the handler's writes
+		// commit only with the outcome, which makes the record durable
+		// too, so a record lost in a crash lost them with it, and a
+		// process killed mid-handler still leaves it (the bbolt store's
+		// pending log, PostgreSQL's server), to be run again.
+		Durable: m.inTx == nil,
+		Guard:   journal.GuardOff,
+	}
+	return c, body
+}
 
 // requestKey returns the request's idempotency key: Idempotency-Key, or
 // X-Agentonce-Key when it is absent. ok is false when neither is sent. The

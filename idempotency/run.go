@@ -7,9 +7,104 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
 )
+
+// decide carries out what Begin decided for the request; with Options.Wait
+// it waits for a key in flight to settle. A settled record that
+// journal.RequestStep runs again (StepRetry) is asked for by a second
+// Begin with a Retake.
+func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Handler, c *call) {
+	ctx := r.Context()
+	req := &c.req
+	if req.AttemptID == "" {
+		req.AttemptID = uuid.NewString()
+	}
+	deadline := time.Now().Add(m.o.Wait)
+	pause := 5 * time.Millisecond
+	retaken := false // set by req.Retake during the Begin that follows
+	for {
+		retaken = false
+		res, err := m.store.Begin(ctx, *req)
+		if err != nil {
+			writeProblem(w, http.StatusServiceUnavailable, ProblemJournal,
+				problem{Detail: "the request was not run: " + err.Error(), Key: c.key}, m.o.RetryAfter)
+			return
+		}
+		if m.seen != nil && res.Outcome != journal.Mismatch && res.Outcome != journal.Guarded {
+			// Its next request is likely a retry: a Get answers it. A
+			// mismatch's is not answered by the Get's record.
+			m.seen.add(c.jkey)
+		}
+		switch res.Outcome {
+		case journal.Started:
+			m.run(w, r, next, c, res.Token)
+			return
+		case journal.TakenOver:
+			if retaken || m.inTx != nil { // under InTx a dead process's writes were rolled back
+				m.run(w, r, next, c, res.Token)
+				return
+			}
+			m.abandon(ctx, c, res.Token)
+			m.answerUnknown(w, c, "the server stopped while handling the first request with this key; whether it took effect is unknown")
+			return
+		case journal.Answered:
+			if req.Retake == nil && retake(&res.Record) {
+				// Begin again, asking for the record: rare, so that the
+				// common replay does not pay for Retake's copy.
+				req.Retake = func(rec *journal.Record) bool {
+					ok := retake(rec)
+					retaken = retaken || ok
+					return ok
+				}
+				continue
+			}
+			m.answers.put(&res.Record, time.Now())
+			m.answer(w, c, &res.Record)
+			return
+		case journal.Mismatch, journal.Guarded:
+			writeProblem(w, http.StatusUnprocessableEntity, ProblemKeyReused, problem{
+				Detail: "this key was first used with a different request body, path or query", Key: c.key,
+				JournalKey: c.jkey.String()}, 0)
+			return
+		}
+		// Held: the first request is running (or its process may still be).
+		if m.o.Wait <= 0 || !time.Now().Add(pause).Before(deadline) {
+			writeProblem(w, http.StatusConflict, ProblemInFlight, problem{
+				Detail: "retry after the first request has been answered", Key: c.key}, m.o.RetryAfter)
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
+}
+
+// retake reports whether journal.RequestStep runs the settled record rec
+// again (a step that does not depend on the time).
+func retake(rec *journal.Record) bool {
+	return journal.RequestStep(rec, time.Now()) == journal.StepRetry
+}
+
+// abandon settles a record whose owner died mid-request as unknown: it is
+// what an operator must look at (agentctl ls --state unknown).
+func (m *Middleware) abandon(ctx context.Context, c *call, token uint64) {
+	_, err := m.store.Complete(context.WithoutCancel(ctx), journal.Completion{Key: c.jkey, Token: token,
+		State: journal.StateUnknown, ErrorClass: ClassCrashed,
+		ErrorMessage: "the server stopped while the handler ran (its lease expired); resolve with agentctl after checking the effect"})
+	if err != nil {
+		m.o.ErrorLog("idempotency: key %s (%s): recording an unknown outcome: %v", c.jkey, c.tool, err)
+	}
+}
 
 // errRelease makes CompleteWith roll back a handler's writes: the handler
 // answered 5xx (or panicked) under InTx.
@@ -152,7 +247,7 @@ func (m *Middleware) complete(ctx context.Context, c *call, token uint64, cw *ca
 	rec, err := m.store.Complete(ctx, journal.Completion{Key: c.jkey, Token: token,
 		State: journal.StateSucceeded, Output: resp.output})
 	if err == nil {
-		m.answers.put(&rec)
+		m.answers.put(&rec, time.Now())
 	}
 	return err
 }
