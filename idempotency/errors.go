@@ -11,3 +11,8 @@ var ErrResponseTooLarge = errors.New("idempotency: response body exceeds MaxResp
 // could not be reached to renew it. The handler should stop; its response
 // is not recorded, and the client gets 500 (outcome-not-recorded).
 var ErrLeaseLost = errors.New("idempotency: lease on the key lost")
+
+// ErrSignature is wrapped by an Options.Key function's error when a
+// delivery's signature is missing or wrong (the verifiers of package
+// inbox); the middleware answers 401.
+var ErrSignature = errors.New("idempotency: webhook signature invalid")

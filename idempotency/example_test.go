@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
+	_ "github.com/agentonce/agentonce/journal/bolt" // bbolt files
 )
 
 // A charge endpoint behind the middleware: the retry of a request whose
@@ -64,49 +64,6 @@ func Example() {
 	// 200 replayed="true" {"id":"ch_1"}
 	// 422 replayed="" {"type":"https://github.com/agentonce/agentonce/blob/main/docs/server.md#key-reused"
 	// charges: 1
-}
-
-// A Stripe webhook endpoint: each event is processed once, however often
-// Stripe delivers it.
-func ExampleNewInbox() {
-	dir, _ := os.MkdirTemp("", "inbox-example")
-	defer os.RemoveAll(dir)
-	store, err := journal.Open(context.Background(), filepath.Join(dir, "inbox.journal"), nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer store.Close()
-	const secret = "whsec_example"
-	inbox, err := idempotency.NewInbox(store, idempotency.StripeEvent(secret, 0), nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	processed := 0
-	mux := http.NewServeMux()
-	mux.Handle("POST /webhooks/stripe", inbox.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		processed++ // start the agent's work for this event
-		w.WriteHeader(http.StatusNoContent)
-	})))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-
-	event := []byte(`{"id":"evt_1","type":"invoice.paid"}`)
-	for range 3 { // Stripe redelivers
-		req, _ := http.NewRequest("POST", srv.URL+"/webhooks/stripe", strings.NewReader(string(event)))
-		req.Header.Set("Stripe-Signature", idempotency.SignStripe(secret, time.Now(), event))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			log.Fatal(err)
-		}
-		resp.Body.Close()
-		fmt.Printf("%d replayed=%q\n", resp.StatusCode, resp.Header.Get("Idempotent-Replayed"))
-	}
-	fmt.Println("processed:", processed)
-	// Output:
-	// 204 replayed=""
-	// 204 replayed="true"
-	// 204 replayed="true"
-	// processed: 1
 }
 
 // wire is a server's own response, that is not an http.Header and a

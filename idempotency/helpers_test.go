@@ -14,6 +14,7 @@ import (
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
+	_ "github.com/agentonce/agentonce/journal/bolt" // bbolt files
 	"github.com/agentonce/agentonce/journal/postgres"
 )
 

@@ -128,7 +128,7 @@ type Options struct {
 	// Key, when set, takes the key from the request and its body instead
 	// of the Idempotency-Key header, and every request must yield one (an
 	// error answers 400, or 401 when it wraps ErrSignature): the event id
-	// of a webhook delivery, as NewInbox sets it.
+	// of a webhook delivery, as inbox.New sets it.
 	Key func(r *http.Request, body []byte) (string, error)
 
 	// InTx runs the handler inside the transaction that records its

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/journal"
+	_ "github.com/agentonce/agentonce/journal/bolt"     // plain paths: bbolt files
 	_ "github.com/agentonce/agentonce/journal/postgres" // postgres:// journals
 	_ "github.com/agentonce/agentonce/journal/redis"    // redis:// journals
 )

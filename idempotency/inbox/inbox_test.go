@@ -1,4 +1,4 @@
-package idempotency_test
+package inbox_test
 
 import (
 	"context"
@@ -9,17 +9,61 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentonce/agentonce/idempotency"
+	"github.com/agentonce/agentonce/idempotency/inbox"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
+	_ "github.com/agentonce/agentonce/journal/bolt" // bbolt files
 	"github.com/agentonce/agentonce/journal/postgres"
 )
+
+// stores runs fn on each journal store: a bbolt file, and PostgreSQL when
+// AGENTONCE_PG_URL is set.
+func stores(t *testing.T, fn func(t *testing.T, open func() journal.Store)) {
+	t.Run("bbolt", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "inbox.journal")
+		fn(t, func() journal.Store { return openAt(t, path) })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := pgtest.URL(t)
+		schema := pgtest.Schema(t, "agentonce_inbox_")
+		fn(t, func() journal.Store { return openPG(t, url, schema) })
+	})
+}
+
+func openAt(t testing.TB, location string) journal.Store {
+	t.Helper()
+	s, err := journal.Open(context.Background(), location, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func openPG(t testing.TB, url, schema string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), url, &postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// counter counts the events a handler really processed.
+type counter struct{ n atomic.Int32 }
+
+func (c *counter) add()       { c.n.Add(1) }
+func (c *counter) count() int { return int(c.n.Load()) }
 
 const whsec = "whsec_test_secret"
 
@@ -44,16 +88,15 @@ func deliver(t *testing.T, url string, body string, hdr ...string) (int, string)
 // being processed gets 409 so that Stripe delivers it again later.
 func TestInboxStripe(t *testing.T) {
 	stores(t, func(t *testing.T, open func() journal.Store) {
-		var l ledger
-		m, err := idempotency.NewInbox(open(), idempotency.StripeEvent(whsec, 0), nil)
+		var l counter
+		m, err := inbox.New(open(), inbox.StripeEvent(whsec, 0), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		entered, release := make(chan struct{}, 1), make(chan struct{})
 		mux := http.NewServeMux()
 		mux.Handle("POST /webhooks/stripe", m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			b, _ := io.ReadAll(r.Body)
-			l.add(string(b))
+			l.add()
 			entered <- struct{}{}
 			<-release
 			fmt.Fprint(w, `{"received":true}`)
@@ -62,7 +105,7 @@ func TestInboxStripe(t *testing.T) {
 		defer srv.Close()
 		url := srv.URL + "/webhooks/stripe"
 		ev := `{"id":"evt_1","type":"payment_intent.succeeded","data":{"object":{"id":"pi_1"}}}`
-		sig := idempotency.SignStripe(whsec, time.Now(), []byte(ev))
+		sig := signStripe(whsec, time.Now(), []byte(ev))
 
 		if st, b := deliver(t, url, ev, "Stripe-Signature", "t=1,v1=00"); st != 401 || !strings.Contains(b, idempotency.ProblemUnauthenticated) {
 			t.Errorf("forged delivery = %d %s; want 401", st, b)
@@ -70,7 +113,7 @@ func TestInboxStripe(t *testing.T) {
 		first := make(chan int)
 		go func() { st, _ := deliver(t, url, ev, "Stripe-Signature", sig); first <- st }()
 		<-entered
-		if st, _ := deliver(t, url, ev, "Stripe-Signature", idempotency.SignStripe(whsec, time.Now(), []byte(ev))); st != 409 {
+		if st, _ := deliver(t, url, ev, "Stripe-Signature", signStripe(whsec, time.Now(), []byte(ev))); st != 409 {
 			t.Errorf("redelivery while processing = %d; want 409", st)
 		}
 		close(release)
@@ -88,17 +131,17 @@ func TestInboxStripe(t *testing.T) {
 
 // GitHub's delivery id, behind its body signature; a generic header.
 func TestInboxGitHubAndHeader(t *testing.T) {
-	var l ledger
+	var l counter
 	store := openAt(t, t.TempDir()+"/inbox.journal")
-	gh, err := idempotency.NewInbox(store, idempotency.GitHubDelivery("ghsecret"), nil)
+	gh, err := inbox.New(store, inbox.GitHubDelivery("ghsecret"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := idempotency.NewInbox(store, idempotency.HeaderEvent("X-Message-Id"), nil)
+	q, err := inbox.New(store, inbox.HeaderEvent("X-Message-Id"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.add(r.URL.Path); w.WriteHeader(204) })
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.add(); w.WriteHeader(204) })
 	mux := http.NewServeMux()
 	mux.Handle("POST /webhooks/github", gh.Handler(h))
 	mux.Handle("POST /queue", q.Handler(h))
@@ -144,10 +187,10 @@ func TestInboxInTx(t *testing.T) {
 	if _, err := conn.Exec(ctx, `CREATE TABLE `+table+` (event text PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := idempotency.NewInbox(journal.NewMemory(nil), idempotency.HeaderEvent("X-Id"), &idempotency.Options{InTx: true}); err == nil {
+	if _, err := inbox.New(journal.NewMemory(nil), inbox.HeaderEvent("X-Id"), &idempotency.Options{InTx: true}); err == nil {
 		t.Error("InTx on a store without CompleteWith: no error; want New to refuse it")
 	}
-	m, err := idempotency.NewInbox(store, idempotency.HeaderEvent("X-Id"), &idempotency.Options{InTx: true, ErrorLog: t.Logf})
+	m, err := inbox.New(store, inbox.HeaderEvent("X-Id"), &idempotency.Options{InTx: true, ErrorLog: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,34 +234,5 @@ func TestInboxInTx(t *testing.T) {
 	}
 	if rows != 1 || calls != 2 {
 		t.Errorf("rows = %d, handler calls = %d; want 1 row (the panicked insert rolled back), 2 calls", rows, calls)
-	}
-}
-
-// A body over MaxStoredBytes goes to the blob store and is replayed from
-// it byte for byte; without one the replay says the body is unavailable.
-func TestLargeBody(t *testing.T) {
-	store := openAt(t, t.TempDir()+"/blob.journal")
-	big := strings.Repeat("0123456789", 10_000) // 100 kB, not JSON
-	for _, blobs := range []idempotency.BlobStore{idempotency.DirBlobs{Dir: t.TempDir()}, nil} {
-		var l ledger
-		srv := chargeServer(t, store, &idempotency.Options{Blobs: blobs, MaxStoredBytes: 1024}, &l, func(w http.ResponseWriter, r *http.Request) {
-			l.add("")
-			w.Header().Set("Content-Type", "text/plain")
-			io.WriteString(w, big)
-		})
-		key := fmt.Sprintf("big-%t", blobs != nil)
-		if st, _, b := post(t, srv.URL+"/v1/charges", key, `{}`); st != 200 || b != big {
-			t.Fatalf("first = %d (%d bytes); want 200 and the body", st, len(b))
-		}
-		st, _, b := post(t, srv.URL+"/v1/charges", key, `{}`)
-		switch {
-		case blobs != nil && (st != 200 || b != big):
-			t.Errorf("replay from blobs = %d (%d bytes); want 200 and the same body", st, len(b))
-		case blobs == nil && (st != 500 || !strings.Contains(b, idempotency.ProblemBodyUnavailable)):
-			t.Errorf("replay without blobs = %d %s; want 500 stored-body-unavailable", st, b)
-		}
-		if l.count() != 1 {
-			t.Errorf("effects = %d; want 1", l.count())
-		}
 	}
 }

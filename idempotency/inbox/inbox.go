@@ -1,4 +1,4 @@
-package idempotency
+package inbox
 
 import (
 	"crypto/hmac"
@@ -12,18 +12,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
 )
-
-// ErrSignature is wrapped by an EventID function's error when a delivery's
-// signature is missing or wrong; the middleware answers 401.
-var ErrSignature = errors.New("idempotency: webhook signature invalid")
 
 // EventID takes a delivery's event id from its request and body: the key
 // an inbox processes at most once.
 type EventID func(r *http.Request, body []byte) (string, error)
 
-// NewInbox returns a Middleware for an endpoint that receives triggers:
+// New returns a Middleware for an endpoint that receives triggers:
 // webhook deliveries or queue messages, each carrying an event id that id
 // extracts (StripeEvent, GitHubDelivery, HeaderEvent). Every request must
 // carry one; the handler runs at most once per id, a redelivery of a
@@ -33,16 +30,16 @@ type EventID func(r *http.Request, body []byte) (string, error)
 // stored answer, and nothing is acknowledged before it is committed. On
 // PostgreSQL set opts.InTx so that the handler's writes and the inbox
 // record commit in one transaction. opts may be nil; its Key is replaced.
-func NewInbox(store journal.Store, id EventID, opts *Options) (*Middleware, error) {
+func New(store journal.Store, id EventID, opts *idempotency.Options) (*idempotency.Middleware, error) {
 	if id == nil {
-		return nil, errors.New("idempotency.NewInbox: nil EventID")
+		return nil, errors.New("inbox.New: nil EventID")
 	}
-	var o Options
+	var o idempotency.Options
 	if opts != nil {
 		o = *opts
 	}
 	o.Key = id
-	return New(store, &o)
+	return idempotency.New(store, &o)
 }
 
 // HeaderEvent takes the event id from a request header (a queue's message
@@ -64,7 +61,7 @@ func GitHubDelivery(secret string) EventID {
 		if secret != "" {
 			sig, ok := strings.CutPrefix(r.Header.Get("X-Hub-Signature-256"), "sha256=")
 			if !ok || !validMAC(secret, body, sig) {
-				return "", fmt.Errorf("%w: X-Hub-Signature-256 does not match the body", ErrSignature)
+				return "", fmt.Errorf("%w: X-Hub-Signature-256 does not match the body", idempotency.ErrSignature)
 			}
 		}
 		return HeaderEvent("X-GitHub-Delivery")(r, body)
@@ -97,10 +94,10 @@ func StripeEvent(secret string, tolerance time.Duration) EventID {
 		}
 		t, err := strconv.ParseInt(ts, 10, 64)
 		if err != nil || len(sigs) == 0 {
-			return "", fmt.Errorf("%w: Stripe-Signature has no t= timestamp or no v1= signature", ErrSignature)
+			return "", fmt.Errorf("%w: Stripe-Signature has no t= timestamp or no v1= signature", idempotency.ErrSignature)
 		}
 		if age := time.Since(time.Unix(t, 0)); age > tolerance || age < -tolerance {
-			return "", fmt.Errorf("%w: Stripe-Signature's timestamp is %s away, more than %s", ErrSignature, age.Round(time.Second), tolerance)
+			return "", fmt.Errorf("%w: Stripe-Signature's timestamp is %s away, more than %s", idempotency.ErrSignature, age.Round(time.Second), tolerance)
 		}
 		signed := append([]byte(ts+"."), body...)
 		ok := false
@@ -108,7 +105,7 @@ func StripeEvent(secret string, tolerance time.Duration) EventID {
 			ok = ok || validMAC(secret, signed, s)
 		}
 		if !ok {
-			return "", fmt.Errorf("%w: no v1 signature of Stripe-Signature matches the body", ErrSignature)
+			return "", fmt.Errorf("%w: no v1 signature of Stripe-Signature matches the body", idempotency.ErrSignature)
 		}
 		var ev struct {
 			ID string `json:"id"`
@@ -120,16 +117,8 @@ func StripeEvent(secret string, tolerance time.Duration) EventID {
 	}
 }
 
-// SignStripe returns a Stripe-Signature header value for body at t, as
-// Stripe signs a delivery: for tests and for senders of your own.
-func SignStripe(secret string, t time.Time, body []byte) string {
-	ts := strconv.FormatInt(t.Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts + "."))
-	mac.Write(body)
-	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
-}
-
+// validMAC reports whether hexSig is the hex HMAC-SHA256 of msg with
+// secret.
 func validMAC(secret string, msg []byte, hexSig string) bool {
 	want, err := hex.DecodeString(hexSig)
 	if err != nil {
