@@ -15,6 +15,7 @@ import (
 	fiberonce "github.com/agentonce/agentonce/adapters/fiber"
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
+	_ "github.com/agentonce/agentonce/journal/bolt" // bbolt files
 )
 
 // A Fiber charge route behind the middleware: the retry is replayed from
