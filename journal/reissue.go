@@ -189,9 +189,9 @@ const ClassReleased = "released"
 //   - StepRetry: rec failed having committed nothing (ClassReleased), or
 //     an operator's failed verdict says its effect did not happen. The
 //     request runs again under its key: Begin is to retake rec.
-//   - StepAnew: rec holds a known outcome that expires within a minute of
-//     now, the margin allowed between the two clocks. It may have expired
-//     for the store, and Begin decides.
+//   - StepAnew: rec holds a known outcome that has expired, or expires
+//     within a minute of now (the margin allowed between the two clocks):
+//     Begin decides.
 //   - StepAnswer: rec holds any other settled outcome, which answers the
 //     request as recorded; an unknown one until an operator resolves it.
 //   - For a pending record, Reissue's step for an Unkeyed intent (StepWait
