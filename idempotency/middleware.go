@@ -153,7 +153,7 @@ type call struct {
 	tool   string // method and route
 	jkey   uuid.UUID
 	body   bodyReader // the request's body, read once, for the handler
-	req    journal.BeginRequest
+	req    journal.BeginRequest // parse fills it, lookUp adds the fingerprint and input
 }
 
 // bodyReader is the body the handler reads: the bytes serve read.
