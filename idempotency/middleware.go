@@ -152,7 +152,7 @@ type call struct {
 	tenant string
 	tool   string // method and route
 	jkey   uuid.UUID
-	body   bodyReader // the request's body, read once, for the handler
+	body   bodyReader           // the request's body, read once, for the handler
 	req    journal.BeginRequest // parse fills it, lookUp adds the fingerprint and input
 }
 
