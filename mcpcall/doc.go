@@ -23,6 +23,9 @@
 // AnswerOf words a Result (text is Result.ForModel); HintsOf and EffectOf
 // map effect kinds to MCP tool annotations and back.
 //
+// docs/mcp.md is the long form: who the caller is, how a call is placed,
+// results and annotations, for both SDKs.
+//
 // # Caveats
 //
 //   - The window's first call is remembered in the process and found in the

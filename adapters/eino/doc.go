@@ -6,57 +6,37 @@
 //
 // Adapter.Middleware is a compose.ToolMiddleware: put it in the
 // ToolsNodeConfig.ToolCallMiddlewares of a react agent, an adk
-// ChatModelAgent or a graph's ToolsNode, and every tool call (invokable,
-// streamable, enhanced) becomes a harness.Harness.Call. The tools stay eino tools
-// (utils.InferTool and the like); the adapter registers each in the
-// Harness on its first call, with the settings Options.Tools gives its
-// name (the effect kind above all; Unkeyed by default).
+// ChatModelAgent or a graph's ToolsNode, and every tool call becomes a
+// harness.Harness.Call. The tools stay eino tools; each is registered in
+// the Harness on its first call with the settings Options.Tools gives its
+// name (Unkeyed by default).
 //
-// # Scope
+// Scope: Tenant is Options.Tenant, ID the model's tool call id; Session and
+// Turn come from WithSession, WithScope, or the adk session values
+// SessionKey and TurnKey. The turn is the user's message, not the model's
+// round trip, so a call repeated while the agent answers one message is
+// answered from the journal. A call without a session or turn is refused
+// (harness.ErrNoTurn) and nothing runs; a resumed run must be given the
+// scope of the run it resumes.
 //
-// Tenant is Options.Tenant; ID is the model's tool call id. Session and
-// Turn come from the run's context: WithSession (the conversation id and
-// the input messages, whose user messages give the turn), WithScope, or
-// else the adk session values SessionKey and TurnKey. The turn is the
-// user's message, not the model's round trip: eino's loop calls the model
-// and the tools node many times while it answers one user message, and
-// each of those round trips must key the same charge alike, so that a
-// repeated call is answered from the journal; the same request in the
-// user's next message is a new intent. A call without a session or turn is
-// refused (harness.ErrNoTurn) and nothing runs. A resumed run
-// (compose.WithCheckPointID, Runner.Resume) must be given the scope of the
-// run it resumes.
+// The model reads Text(result): the tool's result on success, else
+// harness.Result.ForModel, the same on a replay. A failure, suppression,
+// unknown outcome or refusal is a tool message, not an error.
 //
-// # What the model reads
+// A tool's interrupt is recorded as its call's outcome and raised again
+// when the call is repeated in the turn. A call eino resumes is a new
+// intent keyed by the resume data: it runs once, and the same resume run
+// again is answered from the journal.
 //
-// The tool message is Text(result): on success the tool's result as the
-// tool returned it, and otherwise harness.Result.ForModel, the same on a
-// replay. A failure, a suppression, an unknown outcome or a refusal is a
-// tool message, not an error: the run goes on and the model is told. The
-// harness decides retries; the tool's error is classified by retryclass
-// (an HTTP answer read with harness.ReadJSON keeps its status).
-//
-// # Interrupts and resumes
-//
-// A tool's interrupt (tool.Interrupt, tool.StatefulInterrupt) is recorded
-// as the outcome of the call it interrupted and reaches eino as it was
-// raised; the same call repeated in the turn interrupts again, with the
-// recorded info. A call that eino resumes as the target of a resume
-// (compose.ResumeWithData, Runner.ResumeWithParams) is a new intent whose
-// discriminator is the resume data: it runs once, and the same resume run
-// again (after a crash, from the same checkpoint) is answered from the
-// journal. An interrupt before the tools node
-// (compose.WithInterruptBeforeNodes) records nothing: the resumed tools
-// node's calls are the calls.
+// docs/adapters.md ("adapters/eino") is the long form.
 //
 // # Caveats
 //
-// eino does not expose an interrupt's state: a recorded interrupt raised
-// again carries its info but not its state. A second interrupt of a call
-// resumed with the same data is answered from the journal (the first).
-// A stream is recorded whole (MaxStreamBytes), so the model
-// reads it in one chunk. Calls that eino's UnknownToolsHandler answers do
-// not pass the middleware. A tool the Harness already has under the same
-// name runs as registered there. Text shows a JSON string result as the
-// string itself.
+//   - A recorded interrupt raised again carries its info, not its state;
+//     a second interrupt of a call resumed with the same data is answered
+//     with the first.
+//   - A stream is recorded whole (MaxStreamBytes) and read in one chunk.
+//   - Calls eino's UnknownToolsHandler answers do not pass the middleware;
+//     a tool the Harness already has under the name runs as registered.
+//   - Text shows a JSON string result as the string itself.
 package eino

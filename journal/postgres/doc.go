@@ -4,26 +4,22 @@
 // Importing it registers the "postgres" and "postgresql" schemes with
 // journal.Open. Open connects, creates or migrates the schema (under an
 // advisory lock, so concurrent Opens queue), and returns a *Store that is
-// safe for concurrent use; any number of processes may open the same
-// schema. It keeps the state machine of package journal (every decision is
-// journal.Kit.DecideBegin's) and passes the conformance suite in
+// safe for concurrent use by any number of processes. It keeps package
+// journal's state machine and passes the conformance suite in
 // internal/journaltest: the contract is docs/design.md, "Journal".
 //
-// What holds: a Begin is one statement in the common cases and otherwise a
-// transaction holding the record's row lock, never check-then-act; a stale
-// owner's StartAttempt or Complete matches no row and gets
-// journal.ErrFenced. Every time is the database server's clock, so clients'
-// clocks do not matter, and a write that waited for a record's row lock
-// writes no time before the record's last change, so its times stay in
-// order. CompleteInTx runs an effect in the transaction that
-// records its outcome. A write whose connection failed after it was sent
-// wraps ErrOutcomeUncertain, never a guess. Every row carries a checksum
-// checked on every read (journal.ErrCorrupt names the key), and Stats reads
-// counts kept in the transaction of every write: each of the store's write
-// statements seals its row and updates the counts itself (schema 4), and
-// triggers do the same for anyone else's statements.
+// What holds: a Begin is one statement, or a transaction holding the
+// record's row lock, never check-then-act; a stale owner's write matches no
+// row and gets journal.ErrFenced. Every time is the server's clock, and a
+// write that waited for a row lock writes no time before the record's last
+// change. CompleteInTx runs an effect in the transaction that records its
+// outcome. A write whose connection failed after it was sent wraps
+// ErrOutcomeUncertain, never a guess. Every row carries a checksum checked
+// on every read (journal.ErrCorrupt names the key). Stats reads counts that
+// every write statement updates in its own transaction, and triggers update
+// for anyone else's statements.
 //
-// docs/postgres.md has the long form: leases and fencing, the clock,
+// docs/postgres.md is the long form: leases and fencing, the clock,
 // connection loss, durability, integrity, the counts, the migrations and
 // the table layout.
 //
@@ -32,17 +28,17 @@
 //   - The server's clock is a wall clock: stepped forward, every live lease
 //     and TTL ends early for every process at once.
 //   - Intent fields, owners and schema names must be valid UTF-8 without
-//     NUL bytes (journal.ErrInvalid); free text has them replaced by U+FFFD.
+//     NUL (journal.ErrInvalid); free text has them replaced by U+FFFD.
 //     Times outside the years 1678 to 2262 cannot be stored.
-//   - CompleteInTx holds the record's row lock while the effect runs.
-//   - List holds a pooled connection until the loop ends.
+//   - CompleteInTx holds the row lock while the effect runs; List holds a
+//     pooled connection until the loop ends.
 //   - Behind a pooler in transaction mode, add default_query_exec_mode=exec
-//     to the URL; the store sends no startup parameter a pooler must pass.
+//     to the URL.
 //   - Counts drift if the triggers do not fire for others' writes
 //     (disabled, or session_replication_role = replica); ScanStats still
 //     tells the truth.
-//   - Expiry is by DELETE (GC), not by dropping partitions: a partitioned
-//     table could hold two records of one key (docs/postgres-scale.md).
+//   - Expiry is by DELETE, not by dropping partitions: a partitioned table
+//     could hold two records of one key (docs/postgres-scale.md).
 //   - Stop processes older than the checksums before a newer one migrates
 //     the schema.
 package postgres
