@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/lease"
 )
 
 // A flight renews the lease of the intent it owns every LeaseTTL/3 for as
@@ -26,7 +26,7 @@ import (
 // closure was an allocation of every call.
 func (f *flight) keepLease(ctx context.Context) (context.Context, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	f.lease = journal.KeepLease(ctx, f.h.store, f.p.d.Key, f.token, f.p.tool.leaseTTL, lostLease(cancel))
+	f.lease = lease.Keep(ctx, f.h.store, f.p.d.Key, f.token, f.p.tool.leaseTTL, lostLease(cancel))
 	return ctx, cancel
 }
 

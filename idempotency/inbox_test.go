@@ -18,6 +18,7 @@ import (
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/journal/postgres"
 )
 
@@ -144,7 +145,7 @@ func TestInboxInTx(t *testing.T) {
 	if _, err := conn.Exec(ctx, `CREATE TABLE `+table+` (event text PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := idempotency.NewInbox(journal.NewMemory(nil), idempotency.HeaderEvent("X-Id"), &idempotency.Options{InTx: true}); err == nil {
+	if _, err := idempotency.NewInbox(memory.New(nil), idempotency.HeaderEvent("X-Id"), &idempotency.Options{InTx: true}); err == nil {
 		t.Error("InTx on a store without CompleteWith: no error; want New to refuse it")
 	}
 	m, err := idempotency.NewInbox(store, idempotency.HeaderEvent("X-Id"), &idempotency.Options{InTx: true, ErrorLog: t.Logf})

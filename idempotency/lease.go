@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/lease"
 )
 
 // keepLease renews a running handler's lease by journal.KeepLease, the
@@ -17,7 +18,7 @@ import (
 // (and the context).
 func keepLease(ctx context.Context, store journal.Store, key uuid.UUID, token uint64, ttl time.Duration) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	k := journal.KeepLease(ctx, store, key, token, ttl, func(err error) {
+	k := lease.Keep(ctx, store, key, token, ttl, func(err error) {
 		cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
 	})
 	return ctx, func() {

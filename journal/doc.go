@@ -11,8 +11,8 @@
 // [Store.Resolve]. [Open] picks the store by the location's scheme, from
 // those registered with [Register]: a plain path is a bbolt file
 // (journal/bolt, the default, which the harness links in), "postgres://…"
-// the store of journal/postgres. [NewMemory] keeps records in maps, for
-// tests. Every store passes the conformance suite in internal/journaltest
+// the store of journal/postgres. journal/memory keeps records in maps,
+// for tests. Every store passes the conformance suite in internal/journaltest
 // and keeps the contract of docs/design.md, "The call path" and "Journal".
 //
 // What holds, in every store: a stale owner writes nothing (each change of
@@ -23,11 +23,9 @@
 // Durable; an unknown or pending record never expires into a re-run; a
 // damaged record is an error wrapping [ErrCorrupt], never an answer.
 //
-// The state machine is one, and every store calls it. What only a store
-// implementation needs (its steps, the record's binary form, the helpers
-// that make List and Stats agree) is grouped under [StoreKit], called
-// through [Kit], apart from what a user of a Store needs: a subpackage
-// would have to import journal, and the in-memory store calls it here.
+// The state machine is one, and every store calls it: it lives, with the
+// record's binary form, in packages internal to journal, which only the
+// store packages import. The in-memory store is journal/memory.
 //
 // docs/journal.md has the long form: the state diagram, the suppression
 // guard, clocks, durability, TTL and GC, and the bbolt file's layout.

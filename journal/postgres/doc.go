@@ -5,8 +5,8 @@
 // journal.Open. Open connects, creates or migrates the schema (under an
 // advisory lock, so concurrent Opens queue), and returns a *Store that is
 // safe for concurrent use; any number of processes may open the same
-// schema. It keeps the state machine of package journal (every decision is
-// journal.Kit.DecideBegin's) and passes the conformance suite in
+// schema. It keeps the journal's one state machine (every decision is the one
+// every store makes) and passes the conformance suite in
 // internal/journaltest: the contract is docs/design.md, "Journal".
 //
 // What holds: a Begin is one statement in the common cases and otherwise a

@@ -411,14 +411,14 @@ func buildStatements(q string, version int) statements {
 			}
 			if guard == 1 {
 				// Any suppressed record of the tool in the session sends
-				// Begin to the locked path, where journal.Kit.GuardBlocks
+				// Begin to the locked path, where machine.GuardBlocks
 				// decides: this is a filter, not the rule.
 				where = ` WHERE NOT EXISTS (SELECT 1 FROM ` + t + ` g WHERE ` + suppressed + `
 					AND g.tenant = $3 AND g.session = $4 AND g.tool = $6 AND g.key <> $1)`
 			}
 			// One round trip: the server's clock, and the current record
 			// if there is one, else the inserted one, sealed and counted
-			// by the statement. The new record is journal.Kit.DecideBegin's,
+			// by the statement. The new record is machine.DecideBegin's,
 			// made relative to the Unix epoch in Go (beginFastArgs) and
 			// placed at clk.now here. With a record present the INSERT
 			// selects no row, so nothing is written and the transaction

@@ -16,7 +16,7 @@
 // cluster keeps a journal in one slot.
 //
 // Each transition (Begin, StartAttempt, Renew, Complete, Resolve) is
-// decided in Go by journal.Kit on the records it depends on, and written
+// decided in Go by the journal's state machine on the records it depends on, and written
 // by one Lua script (EVALSHA, its source sent again on NOSCRIPT) that
 // compares those records' bytes, and for a guarded Begin the guard set's
 // members and records, with the server's, checks that the decision's clock
