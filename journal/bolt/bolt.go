@@ -166,10 +166,7 @@ func Open(path string, opts *Options) (s *Store, err error) {
 	if opts != nil {
 		o = *opts
 	}
-	var jo journal.Options
-	if o.Journal != nil {
-		jo = *o.Journal
-	}
+	jo := o.Journal
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = time.Second
 	}

@@ -42,7 +42,7 @@ func TestZeroExpiresRecordIsNotRunAgain(t *testing.T) {
 	call := harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "1", Tool: "pay", Input: json.RawMessage(`{"amount":4900}`)}
 
 	// The record as an older journal kept it: the payment happened once.
-	old, err := bolt.Open(filepath.Join(t.TempDir(), "old.db"), &bolt.Options{Journal: &journal.Options{Namespace: ns}})
+	old, err := bolt.Open(filepath.Join(t.TempDir(), "old.db"), &bolt.Options{Journal: journal.Options{Namespace: ns}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestZeroExpiresRecordIsNotRunAgain(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			runs.Store(0)
 			path := filepath.Join(t.TempDir(), "new.db")
-			st, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: ns}})
+			st, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Namespace: ns}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +76,7 @@ func TestZeroExpiresRecordIsNotRunAgain(t *testing.T) {
 			// Import refuses a record with no expiry (the state machine never
 			// writes one), so the file is changed as an older version left it.
 			clearExpires(t, path, rec.Key)
-			st, err = bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: ns}})
+			st, err = bolt.Open(path, &bolt.Options{Journal: journal.Options{Namespace: ns}})
 			if err != nil {
 				t.Fatal(err)
 			}

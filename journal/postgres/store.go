@@ -19,10 +19,10 @@ import (
 // value is its default.
 type Options struct {
 	// Journal holds the store-independent options: the namespace and
-	// read-only mode. Nil means defaults. Now is ignored (the database
+	// read-only mode. The zero value means defaults. Now is ignored (the database
 	// server's clock decides every lease and expiry); LockTimeout,
 	// MaxBatchSize and MaxBatchDelay are bbolt's and are ignored too.
-	Journal *journal.Options
+	Journal journal.Options
 
 	// Schema is the PostgreSQL schema that holds the journal's tables. Empty
 	// means "agentonce". Journals in different schemas of one database are
@@ -90,9 +90,6 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		opts = &Options{}
 	}
 	jo := opts.Journal
-	if jo == nil {
-		jo = &journal.Options{}
-	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgconn's parse errors redact passwords.

@@ -41,9 +41,9 @@ const maxTxRetries = 1000
 // field's zero value is its default.
 type Options struct {
 	// Journal holds the options common to every store (Namespace,
-	// ReadOnly, Now); nil means defaults. Its Now, when set, stands in for
+	// ReadOnly, Now); the zero value means defaults. Its Now, when set, stands in for
 	// the server's clock.
-	Journal *journal.Options
+	Journal journal.Options
 
 	// Prefix is the first part of every key the store writes, inside a
 	// hash tag ("{agentonce}:…") so that a cluster keeps one journal in one
@@ -119,10 +119,7 @@ func New(ctx context.Context, c goredis.UniversalClient, opts *Options) (*Store,
 	if opts != nil {
 		o = *opts
 	}
-	var jo journal.Options
-	if o.Journal != nil {
-		jo = *o.Journal
-	}
+	jo := o.Journal
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
