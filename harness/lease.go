@@ -19,7 +19,7 @@ import (
 // over by anyone before its attempt's settle window has passed either, so
 // nobody runs it while the stopped attempt may still be acting.
 
-// keepLease starts renewing f's lease (journal.KeepLease, the one renewal
+// keepLease starts renewing f's lease (lease.Keep, the one renewal
 // rule). The returned context ends, with cause ErrLeaseLost, when the
 // lease is lost; the caller ends the renewal (f.lease.Stop) and then the
 // context (cancel). The two are not wrapped in one stop function: that

@@ -11,7 +11,7 @@ import (
 	"github.com/agentonce/agentonce/journal/lease"
 )
 
-// keepLease renews a running handler's lease by journal.KeepLease, the
+// keepLease renews a running handler's lease by lease.Keep, the
 // renewal rule the harness's flights use. A fenced renewal (an operator
 // resolved the key) or a journal unreachable until the lease would run out
 // cancels the handler's context with ErrLeaseLost; stop ends the renewal
