@@ -241,7 +241,7 @@ func fleet(t *testing.T, o rigOptions) (a, b *rig) {
 	ns := uuid.New()
 	dir := t.TempDir()
 	open := func(name string) journal.Store {
-		s, err := bolt.Open(filepath.Join(dir, name), &bolt.Options{Journal: &journal.Options{Namespace: ns}})
+		s, err := bolt.Open(filepath.Join(dir, name), &bolt.Options{Journal: journal.Options{Namespace: ns}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +317,7 @@ func TestScenarioInFlight409(t *testing.T) {
 // counted as the second effect it is.
 func TestScenarioExpiredRecord(t *testing.T) {
 	clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	store, err := bolt.Open(filepath.Join(t.TempDir(), "j.db"), &bolt.Options{Journal: &journal.Options{Now: clk.Now}})
+	store, err := bolt.Open(filepath.Join(t.TempDir(), "j.db"), &bolt.Options{Journal: journal.Options{Now: clk.Now}})
 	if err != nil {
 		t.Fatal(err)
 	}

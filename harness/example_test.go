@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentonce/agentonce/harness"
-	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -76,7 +76,7 @@ func Example() {
 // One model response with parallel tool calls: the duplicate collapses into
 // the first, and results come back in the calls' order.
 func ExampleHarness_CallAll() {
-	h := harness.New(journal.NewMemory(nil), nil)
+	h := harness.New(memory.New(nil), nil)
 	defer h.Close()
 	var sent atomic.Int32 // distinct calls run concurrently
 	h.Register(harness.Tool{Name: "send_email", Effect: harness.Keyed,
@@ -107,7 +107,7 @@ func ExampleTyped() {
 		Order  string `json:"order"`
 		Amount int    `json:"amount"`
 	}
-	h := harness.New(journal.NewMemory(nil), nil)
+	h := harness.New(memory.New(nil), nil)
 	defer h.Close()
 	h.Register(harness.Typed("refund", harness.Keyed, func(ctx context.Context, r refund) (string, error) {
 		return fmt.Sprintf("refunded %d on %s", r.Amount, r.Order), nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -56,7 +57,7 @@ func TestUnknownNeverExpiresRecordTTL(t *testing.T) {
 // The default TTL (7 days), and the store's clock jumped 8 days.
 func TestUnknownNeverExpiresClockJump(t *testing.T) {
 	for name, open := range map[string]func(*testing.T, *journal.Options) journal.Store{
-		"memory": func(_ *testing.T, o *journal.Options) journal.Store { return journal.NewMemory(o) },
+		"memory": func(_ *testing.T, o *journal.Options) journal.Store { return memory.New(o) },
 		"bolt":   func(t *testing.T, o *journal.Options) journal.Store { return probeBolt(t, o) },
 	} {
 		t.Run(name, func(t *testing.T) {

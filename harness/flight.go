@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/lease"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -24,7 +25,7 @@ type flight struct {
 	mayHaveRun bool
 	sched      *retryclass.Schedule // made on first need: the replay path has none
 	base       Event
-	lease      *journal.LeaseKeeper // set while this flight owns the intent
+	lease      *lease.Keeper // set while this flight owns the intent
 	// detached says the flight went on as a background check (check.go):
 	// from then on only that goroutine uses the flight, and its answer is
 	// the check's, not a call's.

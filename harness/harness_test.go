@@ -3,6 +3,7 @@ package harness_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,7 +71,7 @@ func (e *effects) all() int {
 
 func openBolt(t *testing.T, path string, opts *journal.Options) *bolt.Store {
 	t.Helper()
-	st, err := bolt.Open(path, &bolt.Options{Journal: opts})
+	st, err := bolt.Open(path, &bolt.Options{Journal: *cmp.Or(opts, new(journal.Options))})
 	if err != nil {
 		t.Fatalf("OpenBolt(%s): %v", path, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
+	"github.com/agentonce/agentonce/journal/memory"
 )
 
 // unknownTool is an Unkeyed tool whose every attempt may have happened
@@ -160,7 +161,7 @@ func TestInspectModes(t *testing.T) {
 	}
 	h.Close()
 
-	if s := harness.New(journal.NewMemory(nil), nil).InspectSocket(); s != "" {
+	if s := harness.New(memory.New(nil), nil).InspectSocket(); s != "" {
 		t.Errorf("New: InspectSocket() = %q; want none", s)
 	}
 

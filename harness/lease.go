@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/lease"
 )
 
 // A flight renews the lease of the intent it owns every LeaseTTL/3 for as
@@ -19,14 +19,14 @@ import (
 // over by anyone before its attempt's settle window has passed either, so
 // nobody runs it while the stopped attempt may still be acting.
 
-// keepLease starts renewing f's lease (journal.KeepLease, the one renewal
+// keepLease starts renewing f's lease (lease.Keep, the one renewal
 // rule). The returned context ends, with cause ErrLeaseLost, when the
 // lease is lost; the caller ends the renewal (f.lease.Stop) and then the
 // context (cancel). The two are not wrapped in one stop function: that
 // closure was an allocation of every call.
 func (f *flight) keepLease(ctx context.Context) (context.Context, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	f.lease = journal.KeepLease(ctx, f.h.store, f.p.d.Key, f.token, f.p.tool.leaseTTL, lostLease(cancel))
+	f.lease = lease.Keep(ctx, f.h.store, f.p.d.Key, f.token, f.p.tool.leaseTTL, lostLease(cancel))
 	return ctx, cancel
 }
 

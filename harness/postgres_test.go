@@ -12,6 +12,7 @@ import (
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -99,7 +100,7 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 // A store without CompleteWith (the in-memory one; bbolt and PostgreSQL
 // have it) is refused for an InTx tool.
 func TestInTxNeedsTxCompleter(t *testing.T) {
-	h := newHarness(t, journal.NewMemory(nil), nil)
+	h := newHarness(t, memory.New(nil), nil)
 	err := h.Register(harness.Tool{Name: "x", InTx: postgres.InTx(func(context.Context, pgx.Tx, json.RawMessage) (json.RawMessage, error) { return nil, nil })})
 	if err == nil || !strings.Contains(err.Error(), "TxCompleter") {
 		t.Errorf("Register(InTx tool) on a memory journal = %v; want an error naming TxCompleter", err)

@@ -6,6 +6,7 @@ package harness_test
 // the split Status/Source API touches one file.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -37,7 +38,7 @@ var probeRetry = &retryclass.Policy{
 
 func probeBolt(t *testing.T, opts *journal.Options) *bolt.Store {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "agent.journal"), &bolt.Options{Journal: opts})
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "agent.journal"), &bolt.Options{Journal: *cmp.Or(opts, new(journal.Options))})
 	if err != nil {
 		t.Fatalf("OpenBolt: %v", err)
 	}
@@ -53,7 +54,7 @@ func probePG(t *testing.T, schema string, opts *journal.Options) *postgres.Store
 	if schema == "" {
 		schema = pgtest.Schema(t, "harness_probe_")
 	}
-	st, err := postgres.Open(context.Background(), pgtest.URL(t), &postgres.Options{Schema: schema, Journal: opts})
+	st, err := postgres.Open(context.Background(), pgtest.URL(t), &postgres.Options{Schema: schema, Journal: *cmp.Or(opts, new(journal.Options))})
 	if err != nil {
 		t.Fatalf("postgres.Open: %v", err)
 	}

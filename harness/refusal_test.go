@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -96,7 +97,7 @@ func TestRefusalAfterMaybeExecuted(t *testing.T) {
 // expired) is refused with 417.
 func TestRefusalAfterCrash(t *testing.T) {
 	for name, open := range map[string]func(t *testing.T) journal.Store{
-		"memory":   func(t *testing.T) journal.Store { return journal.NewMemory(nil) },
+		"memory":   func(t *testing.T) journal.Store { return memory.New(nil) },
 		"postgres": func(t *testing.T) journal.Store { return probePG(t, "", nil) },
 	} {
 		t.Run(name, func(t *testing.T) {

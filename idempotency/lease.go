@@ -8,16 +8,17 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/lease"
 )
 
-// keepLease renews a running handler's lease by journal.KeepLease, the
+// keepLease renews a running handler's lease by lease.Keep, the
 // renewal rule the harness's flights use. A fenced renewal (an operator
 // resolved the key) or a journal unreachable until the lease would run out
 // cancels the handler's context with ErrLeaseLost; stop ends the renewal
 // (and the context).
 func keepLease(ctx context.Context, store journal.Store, key uuid.UUID, token uint64, ttl time.Duration) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	k := journal.KeepLease(ctx, store, key, token, ttl, func(err error) {
+	k := lease.Keep(ctx, store, key, token, ttl, func(err error) {
 		cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
 	})
 	return ctx, func() {

@@ -8,13 +8,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
 // One intent through the journal: begun, completed, then replayed.
-func ExampleNewMemory() {
+func Example() {
 	ctx := context.Background()
-	s := journal.NewMemory(nil)
+	s := memory.New(nil)
 	defer s.Close()
 
 	input := []byte(`{"amount":"49.00","customer":8812}`)
@@ -40,34 +41,4 @@ func ExampleNewMemory() {
 	// true pending
 	// succeeded {"charge":"ch_1"}
 	// true {"charge":"ch_1"}
-}
-
-// The decision a store carries out for each Begin: a new intent, then the
-// same intent asked again while its lease is live, after the lease ran out
-// but while the attempt may still act downstream, and once it cannot.
-func ExampleStoreKit_DecideBegin() {
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	req := journal.BeginRequest{
-		Key:         uuid.MustParse("6ba7b810-9dad-11d1-80b4-00c04fd430c8"),
-		Intent:      keyderive.Intent{Tenant: "acme", Session: "s1", Turn: "1", Tool: "charge"},
-		Fingerprint: keyderive.FingerprintOf([]byte(`{"amount":4900}`)),
-		Owner:       "agent-1",
-		LeaseTTL:    10 * time.Second,
-		Settle:      time.Minute, // attempt timeout + the tool's settle window
-	}
-	d := journal.Kit.DecideBegin(nil, &req, t0)
-	fmt.Println(d.Result.Outcome == journal.Started, d.Guard, d.Write != nil)
-	rec := *d.Write
-
-	other := req
-	other.Owner = "agent-2"
-	for _, at := range []time.Duration{5 * time.Second, 30 * time.Second, time.Minute} {
-		d := journal.Kit.DecideBegin(&rec, &other, t0.Add(at))
-		fmt.Println(at, d.Result.Outcome == journal.Held, d.Result.Outcome == journal.TakenOver, d.Guard)
-	}
-	// Output:
-	// true true true
-	// 5s true false false
-	// 30s true false false
-	// 1m0s false true true
 }

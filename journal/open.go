@@ -8,13 +8,13 @@ import (
 	"sync"
 )
 
-// OpenFunc opens the journal at a location whose scheme it was registered
-// for (see Register). opts may be nil.
-type OpenFunc func(ctx context.Context, location string, opts *Options) (Store, error)
+// openFunc opens the journal at a location whose scheme it was registered
+// for; opts may be nil.
+type openFunc func(ctx context.Context, location string, opts *Options) (Store, error)
 
 var (
 	openersMu sync.RWMutex
-	openers   = map[string]OpenFunc{}
+	openers   = map[string]openFunc{}
 )
 
 // Register makes a store available to Open for locations that start with
@@ -28,19 +28,43 @@ var (
 // The harness imports journal/bolt, so a program that opens a journal
 // through harness.Open needs no import for a bbolt file.
 //
+// O is the store's own options type (bolt.Options, postgres.Options). Open
+// calls open with the Options it was given, their StoreOptions cleared, and
+// a copy of the *O that StoreOptions holds (the zero O when it holds nil);
+// StoreOptions of another type is an error wrapping ErrInvalid. The store
+// sets its options' Journal field from the first.
+//
 // Register panics if scheme is empty, contains "://", is registered twice,
 // or open is nil: each is a programming error found at start-up.
-func Register(scheme string, open OpenFunc) {
+func Register[O any](scheme string, open func(ctx context.Context, location string, opts Options, so O) (Store, error)) {
 	s := strings.ToLower(scheme)
 	if s == "" || strings.Contains(s, "://") || open == nil {
-		panic(fmt.Sprintf("journal: Register(%q): invalid scheme or nil OpenFunc", scheme))
+		panic(fmt.Sprintf("journal: Register(%q): invalid scheme or nil open function", scheme))
 	}
 	openersMu.Lock()
 	defer openersMu.Unlock()
 	if _, dup := openers[s]; dup {
 		panic(fmt.Sprintf("journal: Register(%q) called twice", scheme))
 	}
-	openers[s] = open
+	openers[s] = func(ctx context.Context, location string, opts *Options) (Store, error) {
+		var o Options
+		var so O
+		if opts != nil {
+			o = *opts
+			o.StoreOptions = nil
+			switch p := opts.StoreOptions.(type) {
+			case nil:
+			case *O:
+				if p != nil {
+					so = *p
+				}
+			default:
+				return nil, fmt.Errorf("journal: open %s: %w: Options.StoreOptions is a %T; this store takes a %T",
+					redact(location), ErrInvalid, p, (*O)(nil))
+			}
+		}
+		return open(ctx, location, o, so)
+	}
 }
 
 // PathScheme is the scheme whose store Open calls for a location without
@@ -80,6 +104,15 @@ func Open(ctx context.Context, location string, opts *Options) (Store, error) {
 func Scheme(location string) (scheme string, ok bool) {
 	scheme, _, ok = strings.Cut(location, "://")
 	return scheme, ok && !strings.ContainsAny(scheme, `/\`)
+}
+
+// redact names a location in an error without what its URL may carry
+// after the scheme (a password): a plain path is named whole.
+func redact(location string) string {
+	if scheme, ok := Scheme(location); ok {
+		return scheme + "://…"
+	}
+	return location
 }
 
 func knownSchemes() string {

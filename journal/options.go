@@ -9,8 +9,8 @@ import (
 // Options configures a store: what every store shares. A nil *Options
 // means defaults; each field's zero value is its default. A store's own
 // settings are in its package's Options (journal/bolt's, journal/postgres's),
-// which hold these as their Journal field; through Open they travel in
-// StoreOptions.
+// which hold these by value as their Journal field; through Open they
+// travel in StoreOptions.
 type Options struct {
 	// Namespace is the secret UUIDv5 namespace for a new journal. Zero
 	// means: keep the one stored in the journal, or generate one at random
@@ -45,8 +45,9 @@ type Options struct {
 
 	// StoreOptions, given to Open, is the options of the store the location
 	// picks: a *bolt.Options for a bbolt file, a *postgres.Options for
-	// PostgreSQL. Their Journal field is ignored (these Options are used).
-	// Nil means the store's defaults; another type is an error wrapping
-	// ErrInvalid. A store opened directly ignores it.
+	// PostgreSQL, a *redis.Options for Redis. Their Journal field is set
+	// from these Options (see Register). Nil means the store's defaults;
+	// another type is an error wrapping ErrInvalid. A store opened directly
+	// ignores it.
 	StoreOptions any
 }

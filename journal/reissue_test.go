@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
 // Reissue and DecideBegin decide from the same rules: for every record a
@@ -58,7 +59,7 @@ func TestReissueAgreesWithDecideBegin(t *testing.T) {
 		if c.want == journal.StepReconcile && step != journal.StepRetry {
 			t.Errorf("Reissue(%s, Keyed) = %v; want retry (a keyed tool absorbs a repeat)", c.name, step)
 		}
-		d := journal.Kit.DecideBegin(&r, &journal.BeginRequest{Key: r.Key, Owner: "p", AttemptID: "b", Effect: journal.Unkeyed}, now)
+		d := machine.DecideBegin(&r, &journal.BeginRequest{Key: r.Key, Owner: "p", AttemptID: "b", Effect: journal.Unkeyed}, now)
 		var want journal.BeginOutcome
 		switch {
 		case step == journal.StepAnew:
@@ -85,8 +86,8 @@ func TestReissueAgreesWithDecideBegin(t *testing.T) {
 func TestDecideBeginNewAllocs(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	req := &journal.BeginRequest{Key: uuid.New(), Owner: "o", AttemptID: "a", Effect: journal.Keyed}
-	var d journal.BeginDecision
-	allocs := testing.AllocsPerRun(100, func() { d = journal.Kit.DecideBegin(nil, req, now) })
+	var d machine.BeginDecision
+	allocs := testing.AllocsPerRun(100, func() { d = machine.DecideBegin(nil, req, now) })
 	if allocs > 1 {
 		t.Errorf("DecideBegin of a new key allocates %v times; want 1", allocs)
 	}

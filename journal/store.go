@@ -15,7 +15,7 @@ import (
 // each retry, then Complete. Every method is safe for concurrent use.
 //
 // Implementations: the bbolt store (journal/bolt, the default), the in-memory
-// store (NewMemory) and the PostgreSQL store (journal/postgres). All pass the
+// store (journal/memory) and the PostgreSQL store (journal/postgres). All pass the
 // conformance suite in internal/journaltest.
 type Store interface {
 	// Namespace returns the journal's secret UUIDv5 namespace, created at
@@ -166,7 +166,8 @@ const (
 	TakenOver
 	// Mismatch: a record exists for the key with a different fingerprint;
 	// Record is that record, unchanged. The caller's intent is recorded as
-	// suppressed under MismatchKey (once: a repeated mismatch finds it), so
+	// suppressed under a key of its own, the UUIDv5 of its fingerprint in
+	// the namespace of the key (once: a repeated mismatch finds it), so
 	// that the guard blocks the same input under another key.
 	Mismatch
 	// Guarded: Begin would have let the tool run (a new record, a takeover

@@ -11,16 +11,18 @@ import (
 // one, so a token near 2^64 would wrap to a value an old owner held.
 const maxToken = 1 << 62
 
-// validRecord reports why r is a record the state machine could not have
-// produced, or nil. Import refuses such a record in every store, so that a
-// damaged or hand-made export can never become an answer or a lease.
+// Validate reports why r is a record the state machine could not have
+// produced (an error wrapping ErrInvalid, or ErrNewerVersion for a newer
+// schema), or nil. Every store's Import refuses such a record, so that a
+// damaged or hand-made export can never become an answer or a lease; a
+// reader of an export can check it before importing anything.
 //
 // It checks what every transition keeps: times that are set and in order,
 // a lease that ends with a settled outcome and never outlives its record,
 // attempts that start after the record and end after they start (only a
 // pending record's last one may still be open), a resolution only on a
 // settled success or failure, and a token far from overflow.
-func validRecord(r *Record) error {
+func (r *Record) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: record %s: %s", ErrInvalid, r.Key, fmt.Sprintf(format, args...))
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/mcpcall"
 )
 
@@ -14,7 +15,7 @@ import (
 // places both in one window, so the harness runs the tool once, and the
 // second answer tells the model so.
 func ExampleResolver_Resolve() {
-	h := harness.New(journal.NewMemory(nil), nil)
+	h := harness.New(memory.New(nil), nil)
 	defer h.Close()
 	h.Register(harness.Tool{Name: "refund", Effect: journal.Unkeyed,
 		Func: func(context.Context, json.RawMessage) (json.RawMessage, error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/mcpcall"
 )
 
@@ -47,7 +48,7 @@ func call(t *testing.T, h *harness.Harness, r *mcpcall.Resolver, id *mcpcall.Ide
 func TestWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var runs atomic.Int64
-		store := journal.NewMemory(nil)
+		store := memory.New(nil)
 		h := newHarness(t, store, &runs)
 		defer h.Close()
 		r := mcpcall.NewResolver(h, &mcpcall.Options{Window: time.Minute})
@@ -99,7 +100,7 @@ func TestWindow(t *testing.T) {
 // one tenant naming the same session and turn are two intents.
 func TestScopeUnderPrincipal(t *testing.T) {
 	var runs atomic.Int64
-	h := newHarness(t, journal.NewMemory(nil), &runs)
+	h := newHarness(t, memory.New(nil), &runs)
 	defer h.Close()
 	r := mcpcall.NewResolver(h, nil)
 	meta := map[string]any{mcpcall.MetaSession: "s", mcpcall.MetaTurn: "1", mcpcall.MetaTenant: "other"}

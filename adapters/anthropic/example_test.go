@@ -16,6 +16,7 @@ import (
 	"github.com/agentonce/agentonce/adapters/anthropic/internal/fakeshop"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 )
 
 // The agent loop: ask the model with the registered tools, run the tool
@@ -96,7 +97,7 @@ func ExampleUserTurn() {
 
 // Tools gives each registered tool's name, description and input schema.
 func ExampleAdapter_Tools() {
-	h := harness.New(journal.NewMemory(nil), nil)
+	h := harness.New(memory.New(nil), nil)
 	defer h.Close()
 	h.Register(harness.Tool{
 		Name:        "lookup_order",
@@ -115,7 +116,7 @@ func ExampleAdapter_Tools() {
 
 // RunTurn is for an application that numbers its user turns itself.
 func ExampleAdapter_RunTurn() {
-	h := harness.New(journal.NewMemory(nil), nil)
+	h := harness.New(memory.New(nil), nil)
 	defer h.Close()
 	h.Register(harness.Tool{
 		Name:   "send_email",

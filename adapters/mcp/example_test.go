@@ -18,6 +18,7 @@ import (
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 )
 
 // A server offers a harness's tools over streamable HTTP behind bearer
@@ -172,7 +173,7 @@ func ExampleClientTools() {
 	ctx := context.Background()
 	// The server: one Keyed tool, on an in-memory transport (trusted, as
 	// stdio is).
-	remote := harness.New(journal.NewMemory(nil), nil)
+	remote := harness.New(memory.New(nil), nil)
 	defer remote.Close()
 	sent := 0
 	remote.Register(harness.Tool{Name: "send_invoice", Effect: journal.Keyed,
@@ -196,7 +197,7 @@ func ExampleClientTools() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	agent := harness.New(journal.NewMemory(nil), nil)
+	agent := harness.New(memory.New(nil), nil)
 	defer agent.Close()
 	agent.Register(tools...)
 	fmt.Println(tools[0].Name, tools[0].Effect)

@@ -21,6 +21,7 @@ import (
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -575,7 +576,7 @@ func TestMaxCallBounds(t *testing.T) {
 				close(cancelled)
 				return nil, ctx.Err()
 			}}
-		h := harness.New(journal.NewMemory(nil), nil)
+		h := harness.New(memory.New(nil), nil)
 		defer h.Close()
 		if err := h.Register(tool); err != nil {
 			t.Fatal(err)

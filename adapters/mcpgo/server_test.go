@@ -23,6 +23,7 @@ import (
 	"github.com/agentonce/agentonce/adapters/mcpgo"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 )
 
 // payments is the downstream: a real HTTP server on loopback that counts
@@ -284,7 +285,7 @@ func TestRestartSameJournal(t *testing.T) {
 // Without an identity the HTTP server does not start, and a handler served
 // over HTTP anyway refuses; annotations follow the effect kind.
 func TestNoIdentityAndAnnotations(t *testing.T) {
-	h := harness.New(journal.NewMemory(nil), nil)
+	h := harness.New(memory.New(nil), nil)
 	defer h.Close()
 	var runs atomic.Int64
 	h.Register(harness.Tool{Name: "lookup", Effect: journal.ReadOnly, Func: func(context.Context, json.RawMessage) (json.RawMessage, error) {

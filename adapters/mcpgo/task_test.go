@@ -17,7 +17,7 @@ import (
 
 	"github.com/agentonce/agentonce/adapters/mcpgo"
 	"github.com/agentonce/agentonce/harness"
-	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -135,7 +135,7 @@ func TestTaskLongCall(t *testing.T) {
 // progress" and have to call again itself.
 func TestTaskUnderWay(t *testing.T) {
 	p := newPayments(t, true)
-	store := journal.NewMemory(nil)
+	store := memory.New(nil)
 	other := harness.New(store, nil)
 	defer other.Close()
 	served := harness.New(store, &harness.Options{Retry: &retryclass.Policy{InFlightBudget: 20 * time.Millisecond}})

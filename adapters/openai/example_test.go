@@ -18,6 +18,7 @@ import (
 	"github.com/agentonce/agentonce/adapters/openai/internal/fakeshop"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 )
 
 // exampleModel asks for the same charge twice in parallel, then answers.
@@ -135,7 +136,7 @@ func ExampleAdapter_RunResponseTurn() {
 // RunResponse derives the turn from the whole input; the same response
 // run again in the same turn is answered from the journal.
 func ExampleAdapter_RunResponse() {
-	h := harness.New(journal.NewMemory(nil), nil)
+	h := harness.New(memory.New(nil), nil)
 	defer h.Close()
 	h.Register(harness.Tool{
 		Name:   "send_email",
@@ -193,7 +194,7 @@ func ExampleResponseUserTurn() {
 // ChatTools and ResponseTools give each registered tool's name,
 // description and parameters.
 func ExampleAdapter_ChatTools() {
-	h := harness.New(journal.NewMemory(nil), nil)
+	h := harness.New(memory.New(nil), nil)
 	defer h.Close()
 	h.Register(harness.Tool{
 		Name:        "lookup_order",

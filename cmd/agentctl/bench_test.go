@@ -73,7 +73,7 @@ func bigRecord(ns uuid.UUID, base time.Time, i int) journal.Record {
 // buildBig writes n synthetic records into a new bbolt journal at path,
 // from many goroutines so that the store's group commit shares fsyncs.
 func buildBig(tb testing.TB, path string, n int, progress io.Writer) {
-	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: testNS}})
+	s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Namespace: testNS}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func benchJournal(b *testing.B) (string, int) {
 	benchOnce.Do(func() {
 		if p := os.Getenv("AGENTCTL_BENCH_JOURNAL"); p != "" {
 			benchPath = p
-			s, err := bolt.Open(p, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+			s, err := bolt.Open(p, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -192,7 +192,7 @@ func BenchmarkLsSession(b *testing.B) {
 	b.Run("baseline", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+			s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -232,7 +232,7 @@ func BenchmarkStats(b *testing.B) {
 	b.Run("baseline", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+			s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -262,7 +262,7 @@ func BenchmarkOpenReadOnly(b *testing.B) {
 	path, _ := benchJournal(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+		s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -275,7 +275,7 @@ func BenchmarkOpenReadOnly(b *testing.B) {
 // --session passes) against scanning every record for it.
 func BenchmarkListSession(b *testing.B) {
 	path, n := benchJournal(b)
-	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	if err != nil {
 		b.Fatal(err)
 	}

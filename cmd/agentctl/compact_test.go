@@ -19,7 +19,7 @@ import (
 // many goroutines so that they share commits.
 func addExpired(t *testing.T, path string, n int) {
 	t.Helper()
-	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return testNow }}})
+	s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Now: func() time.Time { return testNow }}})
 	if err != nil {
 		t.Fatal(err)
 	}

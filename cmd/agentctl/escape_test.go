@@ -32,7 +32,7 @@ func hostileJournal(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	clock := t0
-	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: testNS, Now: func() time.Time { return clock }}})
+	s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Namespace: testNS, Now: func() time.Time { return clock }}})
 	if err != nil {
 		t.Fatal(err)
 	}

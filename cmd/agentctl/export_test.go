@@ -63,7 +63,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 	// The copy keeps the namespace, so the harness derives the same keys
 	// and is answered from it.
-	s, err := bolt.Open(dst, &bolt.Options{Journal: &journal.Options{ReadOnly: true, Now: func() time.Time { return testNow }}})
+	s, err := bolt.Open(dst, &bolt.Options{Journal: journal.Options{ReadOnly: true, Now: func() time.Time { return testNow }}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func buildFixture(t *testing.T) *fixture {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	clock := t0
-	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: testNS, Now: func() time.Time { return clock }}})
+	s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Namespace: testNS, Now: func() time.Time { return clock }}})
 	if err != nil {
 		t.Fatalf("OpenBolt(%s): %v", path, err)
 	}

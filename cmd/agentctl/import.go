@@ -315,8 +315,8 @@ func scanExport(r io.Reader, name string, fn func(ns uuid.UUID, line int, rec *j
 		case err != nil:
 			return ns, bad("%v", err)
 		}
-		if err := journal.Kit.ValidateImport(&rec); err != nil {
-			return ns, bad("%v", err)
+		if err := rec.Validate(); err != nil {
+			return ns, bad("import: %v", err)
 		}
 		if prev, dup := seen[rec.Key]; dup {
 			return ns, bad("key %s again (first on line %d)", rec.Key, prev)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,7 +46,7 @@ func openJournalOpts(ctx context.Context, location string, opts *journal.Options
 	if err := checkBoltFile(location); err != nil {
 		return nil, err
 	}
-	return openBolt(location, &bolt.Options{Journal: opts, LockTimeout: lockTimeout})
+	return openBolt(location, &bolt.Options{Journal: *cmp.Or(opts, new(journal.Options)), LockTimeout: lockTimeout})
 }
 
 // checkBoltFile refuses a bbolt journal location that is missing, a
@@ -95,7 +96,7 @@ func createJournal(ctx context.Context, location string, ns uuid.UUID, lockTimeo
 	if isRedisURL(location) {
 		return openRedis(ctx, location, &journal.Options{Namespace: ns, Now: now}, true)
 	}
-	return openBolt(location, &bolt.Options{Journal: &journal.Options{Namespace: ns, Now: now}, LockTimeout: lockTimeout})
+	return openBolt(location, &bolt.Options{Journal: journal.Options{Namespace: ns, Now: now}, LockTimeout: lockTimeout})
 }
 
 // open opens the journal named by the command's flags. A bbolt journal
@@ -178,7 +179,7 @@ func openPostgres(ctx context.Context, location string, opts *journal.Options, c
 		return nil, err
 	}
 	open := func(o *journal.Options) (journal.Store, error) {
-		s, err := postgres.Open(ctx, url, &postgres.Options{Journal: o, Schema: schema, TestClock: postgresTestClock})
+		s, err := postgres.Open(ctx, url, &postgres.Options{Journal: *cmp.Or(o, new(journal.Options)), Schema: schema, TestClock: postgresTestClock})
 		if errors.Is(err, postgres.ErrNoJournal) {
 			return nil, &cliError{code: exitNoJournal,
 				err:  fmt.Errorf("no journal in PostgreSQL schema %q: %w", orDefault(schema, postgres.DefaultSchema), err),

@@ -19,7 +19,7 @@ import (
 func prefixJournal(t *testing.T) (string, []uuid.UUID) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "journal.db")
-	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: testNS, Now: func() time.Time { return t0 }}})
+	s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Namespace: testNS, Now: func() time.Time { return t0 }}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +28,7 @@ func isRedisURL(location string) bool {
 // journal is an error unless create is set.
 func openRedis(ctx context.Context, location string, opts *journal.Options, create bool) (journal.Store, error) {
 	open := func(o *journal.Options) (journal.Store, error) {
-		s, err := redisjournal.Open(ctx, location, &redisjournal.Options{Journal: o})
+		s, err := redisjournal.Open(ctx, location, &redisjournal.Options{Journal: *cmp.Or(o, new(journal.Options))})
 		switch {
 		case errors.Is(err, journal.ErrNoJournal):
 			return nil, &cliError{code: exitNoJournal, err: err,

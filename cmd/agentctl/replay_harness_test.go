@@ -36,7 +36,7 @@ func TestReplayAgreesWithHarness(t *testing.T) {
 		t.Fatalf("previewed %d intents; want %d", len(preview), fixtureSize)
 	}
 
-	s, err := bolt.Open(fx.path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return testNow }}})
+	s, err := bolt.Open(fx.path, &bolt.Options{Journal: journal.Options{Now: func() time.Time { return testNow }}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func TestResolve(t *testing.T) {
 		t.Errorf("resolve of a dead owner's live lease = %d, %s", r.code, r.stderr)
 	}
 	// The fenced-out owner cannot complete it afterwards.
-	s, err := bolt.Open(fx.path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return testNow }}})
+	s, err := bolt.Open(fx.path, &bolt.Options{Journal: journal.Options{Now: func() time.Time { return testNow }}})
 	if err != nil {
 		t.Fatal(err)
 	}

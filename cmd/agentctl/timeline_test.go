@@ -107,7 +107,7 @@ func buildTimelineJournal(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "timeline.db")
 	clock := t0
-	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: testNS, Now: func() time.Time { return clock }}})
+	s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Namespace: testNS, Now: func() time.Time { return clock }}})
 	if err != nil {
 		t.Fatalf("OpenBolt(%s): %v", path, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
 	_ "github.com/agentonce/agentonce/journal/bolt" // bbolt files
+	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/journal/postgres"
 )
 
@@ -187,7 +188,7 @@ func TestInboxInTx(t *testing.T) {
 	if _, err := conn.Exec(ctx, `CREATE TABLE `+table+` (event text PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := inbox.New(journal.NewMemory(nil), inbox.HeaderEvent("X-Id"), &idempotency.Options{InTx: true}); err == nil {
+	if _, err := inbox.New(memory.New(nil), inbox.HeaderEvent("X-Id"), &idempotency.Options{InTx: true}); err == nil {
 		t.Error("InTx on a store without CompleteWith: no error; want New to refuse it")
 	}
 	m, err := inbox.New(store, inbox.HeaderEvent("X-Id"), &idempotency.Options{InTx: true, ErrorLog: t.Logf})

@@ -1220,7 +1220,7 @@ func testGuardMismatch(e *env) {
 	k2.Key = uuid.New()
 	g := e.begin(k2, journal.Guarded)
 	if g.Record.State != journal.StateSuppressed || g.Record.Fingerprint != fp(2) || g.Record.Intent != alt.Intent ||
-		g.Record.ErrorClass != "mismatch" || g.Record.Key != journal.Kit.MismatchKey(k.Key, fp(2)) {
+		g.Record.ErrorClass != "mismatch" || g.Record.Key != mismatchKey(k.Key, fp(2)) {
 		e.t.Fatalf("Guarded by %+v; want the suppressed mismatch of fingerprint %s under MismatchKey", g.Record, fp(2))
 	}
 	if _, err := e.s.Get(e.ctx, k2.Key); !errors.Is(err, journal.ErrNotFound) {
@@ -1361,12 +1361,12 @@ func testMismatchRace(e *env) {
 	var reqs []journal.BeginRequest
 	for range pairs {
 		a, b := e.req(), e.req()
-		for journal.Kit.MismatchKey(a.Key, alt)[0] == a.Key[0] {
+		for mismatchKey(a.Key, alt)[0] == a.Key[0] {
 			a.Key = uuid.New() // its suppression must land in another stripe
 		}
-		for b.Key[0] == a.Key[0] || journal.Kit.MismatchKey(b.Key, alt)[0] != a.Key[0] {
+		for b.Key[0] == a.Key[0] || mismatchKey(b.Key, alt)[0] != a.Key[0] {
 			b.Key = uuid.New()
-			b.Key[0] = journal.Kit.MismatchKey(a.Key, alt)[0]
+			b.Key[0] = mismatchKey(a.Key, alt)[0]
 		}
 		for _, r := range []journal.BeginRequest{a, b} {
 			r.Intent.Discriminator = r.Key.String()
@@ -1401,7 +1401,7 @@ func testMismatchRace(e *env) {
 		e.t.Fatalf("List(suppressed) after the race = %d records; want %d, one per key", len(got), len(reqs))
 	}
 	for _, r := range reqs {
-		if got := e.get(journal.Kit.MismatchKey(r.Key, alt)); got.State != journal.StateSuppressed {
+		if got := e.get(mismatchKey(r.Key, alt)); got.State != journal.StateSuppressed {
 			e.t.Fatalf("Get(MismatchKey(%s)) = %s; want suppressed", r.Key, got.State)
 		}
 	}
@@ -1463,4 +1463,11 @@ func testImportRefusesImpossible(e *env) {
 			e.t.Errorf("Get after the refused Import(%s) = %v; want ErrNotFound (nothing written)", tt.name, err)
 		}
 	}
+}
+
+// mismatchKey is the key under which a store records the suppression of a
+// Begin that answered Mismatch for key with fingerprint fp, as
+// journal.Mismatch specifies it: the UUIDv5 of fp in the namespace key.
+func mismatchKey(key uuid.UUID, fp keyderive.Fingerprint) uuid.UUID {
+	return uuid.NewSHA1(key, fp[:])
 }

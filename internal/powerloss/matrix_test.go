@@ -352,7 +352,7 @@ func powerLossCell(t *testing.T, k kind, point string) {
 // it found.
 func checkJournalAfterCut(t *testing.T, path string, k kind, point string, first firstRun) (found string) {
 	t.Helper()
-	st, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	st, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	if err != nil {
 		t.Fatalf("open the journal the cut left: %v", err)
 	}

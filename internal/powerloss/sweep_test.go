@@ -156,7 +156,7 @@ func powerCutAtSync(t *testing.T, k kind, n int) (cut bool) {
 // it, which must succeed.
 func checkJournalAtSync(t *testing.T, path string, k kind, first firstRun) (found string) {
 	t.Helper()
-	st, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	st, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	if err != nil {
 		if first.key != "" {
 			t.Fatalf("the journal a call was made on does not open after the cut: %v", err)

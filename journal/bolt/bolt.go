@@ -1,5 +1,5 @@
 // The bbolt store. The file holds three buckets: meta (layout version,
-// namespace), records (key → encoded record, journal.Kit.EncodeRecord) and index
+// namespace), records (key → encoded record, codec.Encode) and index
 // (every secondary index and the counters, written in the transaction of
 // the record they index: see index.go). Nothing is held in memory but the
 // overlay of non-durable records, so an open reads no record. A journal of
@@ -60,6 +60,8 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
 // Store is the default Store: one bbolt file per journal. It is safe
@@ -164,10 +166,7 @@ func Open(path string, opts *Options) (s *Store, err error) {
 	if opts != nil {
 		o = *opts
 	}
-	var jo journal.Options
-	if o.Journal != nil {
-		jo = *o.Journal
-	}
+	jo := o.Journal
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = time.Second
 	}
@@ -449,7 +448,7 @@ func (s *Store) readIn(recs *bbolt.Bucket, key uuid.UUID, dst *journal.Record) (
 	if v == nil {
 		return false, nil
 	}
-	d, err := journal.Kit.DecodeRecord(v)
+	d, err := codec.Decode(v)
 	if err != nil {
 		return false, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
 	}
@@ -481,7 +480,7 @@ func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err er
 
 // current returns the newest record for key: the overlay's, else the
 // file's. The key's stripe is locked. The overlay's record is returned
-// itself, not a copy: callers only read it, and the journal.Kit functions
+// itself, not a copy: callers only read it, and the machine functions
 // they give it to do not modify it.
 func (s *Store) current(st *stripe, key uuid.UUID) (*journal.Record, error) {
 	if o, ok := st.overlay[key]; ok {
@@ -514,7 +513,7 @@ func (s *Store) persist(st *stripe, r *journal.Record, durable, fileNone bool) e
 		return nil
 	}
 	buf := encBufs.Get().(*[]byte)
-	enc := journal.Kit.EncodeRecord((*buf)[:0], r)
+	enc := codec.Encode((*buf)[:0], r)
 	err := s.commitPut(r, enc, unfiled)
 	// The transaction is over: bbolt, which keeps a value only for the
 	// transaction's life, and the cache (settle) are done with enc.
@@ -541,7 +540,7 @@ func (s *Store) persist(st *stripe, r *journal.Record, durable, fileNone bool) e
 // without it, which answers a live settled record without waiting for the
 // lock.
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
-	if err := journal.Kit.ValidateBegin(&req); err != nil {
+	if err := machine.ValidateBegin(&req); err != nil {
 		return journal.BeginResult{}, err
 	}
 	if err := s.enter(ctx); err != nil {
@@ -558,7 +557,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	if hit, _, _ := st.cache.cached(req.Key, &hot); hit {
 		now = s.now()
 		if !journal.Expired(&hot, now) {
-			if d := journal.Kit.DecideBegin(&hot, &req, now); d.Write == nil && d.Suppress == nil {
+			if d := machine.DecideBegin(&hot, &req, now); d.Write == nil && d.Suppress == nil {
 				return d.Result, nil
 			}
 		}
@@ -578,7 +577,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		}
 		now = s.now()
 		if found && file.State.Settled() && !journal.Expired(&file, now) {
-			if d := journal.Kit.DecideBegin(&file, &req, now); d.Write == nil && d.Suppress == nil {
+			if d := machine.DecideBegin(&file, &req, now); d.Write == nil && d.Suppress == nil {
 				return d.Result, nil
 			}
 			// A Retake or a mismatch to record: decide again under the lock.
@@ -591,7 +590,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	fileNone := false          // neither the overlay nor the file holds the key
 	// The record and, when the decision asks it, the guard, in one read
 	// transaction.
-	var d journal.BeginDecision
+	var d machine.BeginDecision
 	var g *journal.Record // the guard's answer, if guarded
 	guarded := false      // the guard was asked with this decision
 	err := s.view(func(tx *bbolt.Tx) error {
@@ -610,7 +609,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 			fileNone = !found
 		}
 		now = s.now()
-		d = journal.Kit.DecideBegin(cur, &req, now)
+		d = machine.DecideBegin(cur, &req, now)
 		if d.Guard && d.Suppress == nil {
 			guarded = true
 			g, err = s.guardIn(tx, recs, &req, now)
@@ -635,7 +634,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 				}
 				fileNone = false // not known this time: the file is read again at the write
 				now = s.now()
-				d = journal.Kit.DecideBegin(cur, &req, now)
+				d = machine.DecideBegin(cur, &req, now)
 			} else {
 				sst.mu.Lock()
 			}
@@ -667,7 +666,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 			return journal.BeginResult{}, err
 		}
 		// Durable like every suppression: the guard reads the file.
-		if w := journal.Kit.PlaceSuppression(sc, d.Suppress, now); w != nil {
+		if w := machine.PlaceSuppression(sc, d.Suppress, now); w != nil {
 			if err := s.persist(sst, w, true, false); err != nil {
 				return journal.BeginResult{}, err
 			}
@@ -702,11 +701,11 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 	var found *journal.Record
 	err := func() error {
 		check := func(v []byte) (bool, error) {
-			r, err := journal.Kit.DecodeRecord(v)
+			r, err := codec.Decode(v)
 			if err != nil {
 				return false, err
 			}
-			if r.Key != req.Key && journal.Kit.GuardBlocks(&r, req, now) {
+			if r.Key != req.Key && machine.GuardBlocks(&r, req, now) {
 				found = &r
 				return true, nil
 			}
@@ -837,7 +836,7 @@ func wrapKey(path string, key []byte, err error) error {
 // StartAttempt records a new attempt; see Store.
 func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) error {
 	_, err := s.update(ctx, req.Key, "start attempt", req.Durable, func(cur *journal.Record, now time.Time) (journal.Record, error) {
-		return journal.Kit.ApplyAttempt(cur, &req, now)
+		return machine.ApplyAttempt(cur, &req, now)
 	})
 	return err
 }
@@ -848,29 +847,29 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 // lease in the file never needs to be the renewed one. The next durable
 // write of the key, or Close, writes it.
 func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time, error) {
-	if err := journal.Kit.ValidateRenew(&req); err != nil {
+	if err := machine.ValidateRenew(&req); err != nil {
 		return time.Time{}, err
 	}
 	r, err := s.update(ctx, req.Key, "renew", false, func(cur *journal.Record, now time.Time) (journal.Record, error) {
-		return journal.Kit.ApplyRenew(cur, &req, now)
+		return machine.ApplyRenew(cur, &req, now)
 	})
 	return r.Lease.Expires, err
 }
 
 // Complete records an outcome durably; see Store.
 func (s *Store) Complete(ctx context.Context, c journal.Completion) (journal.Record, error) {
-	if err := journal.Kit.ValidateCompletion(&c); err != nil {
+	if err := machine.ValidateCompletion(&c); err != nil {
 		return journal.Record{}, err
 	}
 	return s.update(ctx, c.Key, "complete", true, func(cur *journal.Record, now time.Time) (journal.Record, error) {
-		return journal.Kit.ApplyCompletion(cur, &c, now)
+		return machine.ApplyCompletion(cur, &c, now)
 	})
 }
 
 // Resolve settles a pending or unknown record durably; see Store.
 func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resolution) (journal.Record, error) {
 	return s.update(ctx, key, "resolve", true, func(cur *journal.Record, now time.Time) (journal.Record, error) {
-		return journal.Kit.ApplyResolution(cur, res, now)
+		return machine.ApplyResolution(cur, res, now)
 	})
 }
 
@@ -988,7 +987,7 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 					continue
 				}
 				if v := recs.Get(e.key[:]); v != nil {
-					r, err := journal.Kit.DecodeRecord(v)
+					r, err := codec.Decode(v)
 					if err != nil {
 						return wrapKey(s.path, e.key[:], err)
 					}
@@ -1005,11 +1004,11 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 		}
 		var extra []*journal.Record
 		for _, r := range skip {
-			if journal.Kit.MatchFilter(r, &f) {
+			if machine.MatchFilter(r, &f) {
 				extra = append(extra, r)
 			}
 		}
-		slices.SortFunc(extra, journal.Kit.NewerFirst)
+		slices.SortFunc(extra, machine.NewerFirst)
 
 		var next func(tx *bbolt.Tx) ([]*journal.Record, bool, error)
 		var entries []*ixEntry
@@ -1081,7 +1080,7 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 				return
 			}
 			for _, r := range page {
-				for len(extra) > 0 && journal.Kit.NewerFirst(extra[0], r) < 0 {
+				for len(extra) > 0 && machine.NewerFirst(extra[0], r) < 0 {
 					if !emit(extra[0]) {
 						return
 					}
@@ -1117,13 +1116,13 @@ func (s *Store) readPage(tx *bbolt.Tx, chunk []*ixEntry, f *journal.Filter, over
 		if v == nil {
 			continue // removed since the index was read
 		}
-		r, err := journal.Kit.DecodeRecord(v)
+		r, err := codec.Decode(v)
 		if err != nil {
 			return nil, fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
 		}
 		s.endStale(&r)
 		// The record may have changed since the index was read.
-		if journal.Kit.MatchFilter(&r, f) {
+		if machine.MatchFilter(&r, f) {
 			page = append(page, &r)
 		}
 	}
@@ -1192,7 +1191,7 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 	err := s.view(func(tx *bbolt.Tx) error {
 		if s.legacy {
 			return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
-				r, err := journal.Kit.DecodeRecord(v)
+				r, err := codec.Decode(v)
 				if err != nil {
 					return wrapKey(s.path, k, err)
 				}
@@ -1321,7 +1320,7 @@ func (s *Store) gcBatch(ctx context.Context, max int, now time.Time) (int, error
 			if v == nil {
 				continue
 			}
-			r, err := journal.Kit.DecodeRecord(v)
+			r, err := codec.Decode(v)
 			if err != nil {
 				return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
 			}
@@ -1365,7 +1364,7 @@ func (s *Store) stats(ctx context.Context, scan bool) (journal.Stats, error) {
 	err := s.view(func(tx *bbolt.Tx) error {
 		recs := tx.Bucket(bucketRecords)
 		if scan {
-			st = journal.Kit.NewStats()
+			st = machine.NewStats()
 			n := 0
 			return recs.ForEach(func(k, v []byte) error {
 				if n++; n%4096 == 0 {
@@ -1373,12 +1372,12 @@ func (s *Store) stats(ctx context.Context, scan bool) (journal.Stats, error) {
 						return err
 					}
 				}
-				r, err := journal.Kit.DecodeRecord(v)
+				r, err := codec.Decode(v)
 				if err != nil {
 					return wrapKey(s.path, k, err)
 				}
 				if _, ok := over[r.Key]; !ok {
-					journal.Kit.AddStats(&st, &r, now)
+					machine.AddStats(&st, &r, now)
 				}
 				return nil
 			})
@@ -1412,7 +1411,7 @@ func (s *Store) stats(ctx context.Context, scan bool) (journal.Stats, error) {
 		// The overlay's records replace the file's of the same key.
 		for key := range over {
 			if v := recs.Get(key[:]); v != nil {
-				r, err := journal.Kit.DecodeRecord(v)
+				r, err := codec.Decode(v)
 				if err != nil {
 					return wrapKey(s.path, key[:], err)
 				}
@@ -1425,7 +1424,7 @@ func (s *Store) stats(ctx context.Context, scan bool) (journal.Stats, error) {
 		return journal.Stats{}, err
 	}
 	for _, r := range over {
-		journal.Kit.AddStats(&st, r, now)
+		machine.AddStats(&st, r, now)
 	}
 	fi, err := os.Stat(s.path)
 	if err != nil {
@@ -1456,7 +1455,7 @@ func subStats(s *journal.Stats, r *journal.Record, now time.Time) {
 
 // Import writes r as it is, durably; see Store.
 func (s *Store) Import(ctx context.Context, r journal.Record) error {
-	if err := journal.Kit.ValidateImport(&r); err != nil {
+	if err := machine.ValidateImport(&r); err != nil {
 		return err
 	}
 	if err := s.enter(ctx); err != nil {
@@ -1472,7 +1471,7 @@ func (s *Store) Import(ctx context.Context, r journal.Record) error {
 	}
 	if cur != nil {
 		r.Version = journal.SchemaVersion
-		if journal.Kit.EqualRecords(cur, &r) {
+		if machine.EqualRecords(cur, &r) {
 			return nil
 		}
 		return fmt.Errorf("journal %s: %w: %s", s.path, journal.ErrExists, r.Key)
@@ -1525,13 +1524,13 @@ func (s *Store) flushOverlay() error {
 	for _, r := range over {
 		recs = append(recs, r)
 	}
-	slices.SortFunc(recs, func(a, b *journal.Record) int { return journal.Kit.CompareKeys(a.Key, b.Key) })
+	slices.SortFunc(recs, func(a, b *journal.Record) int { return machine.CompareKeys(a.Key, b.Key) })
 	for len(recs) > 0 {
 		chunk := recs[:min(len(recs), compactTxRecords)]
 		recs = recs[len(chunk):]
 		err := s.writeTx(func(tx *bbolt.Tx) error {
 			for _, r := range chunk {
-				if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r), false); err != nil {
+				if err := s.indexPut(tx, r, codec.Encode(nil, r), false); err != nil {
 					return err
 				}
 			}

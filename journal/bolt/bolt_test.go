@@ -136,15 +136,15 @@ func TestBoltReopen(t *testing.T) {
 	s.Close()
 
 	// The stored namespace wins; a different given one is refused.
-	s = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Namespace: ns}})
+	s = mustOpen(t, path, &bolt.Options{Journal: journal.Options{Namespace: ns}})
 	s.Close()
-	_, err = bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: uuid.New()}})
+	_, err = bolt.Open(path, &bolt.Options{Journal: journal.Options{Namespace: uuid.New()}})
 	if !errors.Is(err, journal.ErrNamespaceMismatch) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("OpenBolt with another namespace error = %v; want ErrNamespaceMismatch naming %s", err, path)
 	}
 	given := uuid.New()
 	p2 := filepath.Join(t.TempDir(), "given.db")
-	s = mustOpen(t, p2, &bolt.Options{Journal: &journal.Options{Namespace: given}})
+	s = mustOpen(t, p2, &bolt.Options{Journal: journal.Options{Namespace: given}})
 	s.Close()
 	s = mustOpen(t, p2, nil)
 	defer s.Close()
@@ -285,7 +285,7 @@ func TestBoltLocked(t *testing.T) {
 		}
 		for _, ro := range []bool{false, true} {
 			start := time.Now()
-			_, err = bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: ro}, LockTimeout: 200 * time.Millisecond})
+			_, err = bolt.Open(path, &bolt.Options{Journal: journal.Options{ReadOnly: ro}, LockTimeout: 200 * time.Millisecond})
 			if !errors.Is(err, journal.ErrInUse) || !strings.Contains(err.Error(), path) {
 				t.Errorf("OpenBolt(read-only %v) while another process holds it: %v; want ErrInUse naming %s", ro, err, path)
 			}
@@ -408,7 +408,7 @@ func TestBoltBadFiles(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, ro := range []bool{false, true} {
-			s, err := bolt.Open(tc.path, &bolt.Options{Journal: &journal.Options{ReadOnly: ro}})
+			s, err := bolt.Open(tc.path, &bolt.Options{Journal: journal.Options{ReadOnly: ro}})
 			if err == nil {
 				// An open reads no record: the first query that reads
 				// them all must find the damage.
@@ -430,7 +430,7 @@ func TestBoltBadFiles(t *testing.T) {
 		s.Close()
 	}
 
-	_, err = bolt.Open(filepath.Join(t.TempDir(), "missing.db"), &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	_, err = bolt.Open(filepath.Join(t.TempDir(), "missing.db"), &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("OpenBolt(missing, read-only) error = %v; want fs.ErrNotExist", err)
 	}
@@ -462,7 +462,7 @@ func TestBoltReadOnly(t *testing.T) {
 	before := fileHash(t, path)
 	info, _ := os.Stat(path)
 
-	ro := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	ro := mustOpen(t, path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	settled := benchRequest(recs[0].Key, true)
 	settled.Intent = recs[0].Intent
 	if res, err := ro.Begin(ctx, settled); err != nil || res.Outcome != journal.Answered {
@@ -500,7 +500,7 @@ func TestBoltReadOnly(t *testing.T) {
 		t.Errorf("read-only List() = %d records; want 9", n)
 	}
 	// Two readers at once are fine.
-	ro2 := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	ro2 := mustOpen(t, path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	ro2.Close()
 	if err := ro.Close(); err != nil {
 		t.Fatal(err)
@@ -523,7 +523,7 @@ func TestBoltCompact(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "j.db")
 	clk := &fakeNow{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	s := mustOpen(t, src, &bolt.Options{Journal: &journal.Options{Now: clk.Now}})
+	s := mustOpen(t, src, &bolt.Options{Journal: journal.Options{Now: clk.Now}})
 	recs := bulk(t, s, n/2, clk.t, time.Hour)
 	recs = append(recs, bulk(t, s, n/2, clk.t, 30*24*time.Hour)...)
 	ns := s.Namespace()

@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
 // The settled-record cache: a replay (Get, and Begin on a busy key) of a
@@ -164,7 +165,7 @@ func (c *recordCache) end(key uuid.UUID, enc []byte, seq uint64, committed bool)
 	if !committed || !newest || enc == nil || len(enc) > cacheMaxBytes {
 		return
 	}
-	if r, err := journal.Kit.DecodeRecord(enc); err == nil && cacheable(&r) {
+	if r, err := codec.Decode(enc); err == nil && cacheable(&r) {
 		c.keep(&r) // decoded: shares nothing
 	}
 }

@@ -48,7 +48,7 @@ func (v version) before(w version) bool {
 // is what the file holds.
 func TestCacheCoherent(t *testing.T) {
 	clk := &journaltest.Clock{}
-	s := mustOpen(t, filepath.Join(t.TempDir(), "j.db"), &bolt.Options{Journal: &journal.Options{Now: clk.Now, Monotonic: clk.Monotonic}})
+	s := mustOpen(t, filepath.Join(t.TempDir(), "j.db"), &bolt.Options{Journal: journal.Options{Now: clk.Now, Monotonic: clk.Monotonic}})
 	defer s.Close()
 	ctx := context.Background()
 

@@ -55,7 +55,7 @@ func (j *jumpJournal) open() {
 		_, d := j.clk.Monotonic()
 		return *j.epoch.Load(), d
 	}
-	j.st = mustOpen(j.t, j.path, &bolt.Options{Journal: &journal.Options{Now: j.clk.Now, Monotonic: mono}})
+	j.st = mustOpen(j.t, j.path, &bolt.Options{Journal: journal.Options{Now: j.clk.Now, Monotonic: mono}})
 }
 
 // restart closes the journal and opens it again, a second of real time

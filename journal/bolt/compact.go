@@ -29,7 +29,7 @@ const compactTxRecords = 10000
 // it to a new path and rename that over the old one while nothing has it
 // open.
 func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, total int64)) (err error) {
-	src, err := Open(srcPath, &Options{Journal: &journal.Options{ReadOnly: true}})
+	src, err := Open(srcPath, &Options{Journal: journal.Options{ReadOnly: true}})
 	if err != nil {
 		return err
 	}

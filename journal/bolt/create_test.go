@@ -31,7 +31,7 @@ func TestCreateRaceHasOneWinner(t *testing.T) {
 				t.Errorf("CreateBolt: %v", err)
 				return
 			}
-			s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+			s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 			if err != nil {
 				t.Errorf("open after CreateBolt: %v", err)
 				return
@@ -41,7 +41,7 @@ func TestCreateRaceHasOneWinner(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	s := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	s := mustOpen(t, path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	got[n] = s.Namespace()
 	s.Close()
 	for _, ns := range got {

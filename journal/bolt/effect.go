@@ -32,6 +32,8 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
 type txCtxKey struct{}
@@ -122,7 +124,7 @@ func (s *Store) CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
 			}
 		}
 		c := journal.Completion{Key: key, Token: token, State: journal.StateSucceeded}
-		if _, err := journal.Kit.ApplyCompletion(cur, &c, s.now()); err != nil {
+		if _, err := machine.ApplyCompletion(cur, &c, s.now()); err != nil {
 			return err // fenced: the effect does not run
 		}
 		var own [len(journalBuckets)]*bbolt.Bucket
@@ -137,11 +139,11 @@ func (s *Store) CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
 			return err
 		}
 		c.Output = out
-		if r, err = journal.Kit.ApplyCompletion(cur, &c, s.now()); err != nil {
+		if r, err = machine.ApplyCompletion(cur, &c, s.now()); err != nil {
 			return err
 		}
 		r.Version = journal.SchemaVersion
-		return s.indexPut(tx, &r, journal.Kit.EncodeRecord(nil, &r), false)
+		return s.indexPut(tx, &r, codec.Encode(nil, &r), false)
 	})
 	if panicked != nil {
 		panic(panicked.value) // the transaction is rolled back

@@ -243,7 +243,7 @@ func TestCompleteWithRefusesWithoutRunning(t *testing.T) {
 	if _, err := s.CompleteWith(ctx, key, took, effect); !errors.Is(err, journal.ErrClosed) {
 		t.Errorf("CompleteWith(closed store) = %v; want ErrClosed", err)
 	}
-	ro := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	ro := mustOpen(t, path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	defer ro.Close()
 	if _, err := ro.CompleteWith(ctx, key, took, effect); !errors.Is(err, journal.ErrReadOnly) {
 		t.Errorf("CompleteWith(read-only store) = %v; want ErrReadOnly", err)

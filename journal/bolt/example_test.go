@@ -27,7 +27,7 @@ func ExampleOpen() {
 	ns := s.Namespace()
 	s.Close()
 
-	s, err = bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	s, err = bolt.Open(path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	if err != nil {
 		fmt.Println(err)
 		return

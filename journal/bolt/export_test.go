@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
 // BulkPut writes records in one transaction per 10 000, for tests and
@@ -21,7 +22,7 @@ func BulkPut(s *Store, recs []journal.Record) error {
 		err := s.db.Update(func(tx *bbolt.Tx) error {
 			for i := range chunk {
 				r := &chunk[i]
-				if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r), false); err != nil {
+				if err := s.indexPut(tx, r, codec.Encode(nil, r), false); err != nil {
 					return err
 				}
 			}
@@ -119,8 +120,8 @@ var CreateBolt = createBolt
 
 // EncodeRecord and DecodeRecord are journal's record encoding, for tests.
 var (
-	EncodeRecord = journal.Kit.EncodeRecord
-	DecodeRecord = journal.Kit.DecodeRecord
+	EncodeRecord = codec.Encode
+	DecodeRecord = codec.Decode
 )
 
 // EncodeLegacyRecord encodes r as a version without checksums wrote it:
@@ -128,7 +129,7 @@ var (
 // and CRC-32C) that follows the format byte today.
 func EncodeLegacyRecord(r *journal.Record) []byte {
 	const sealLen = 7
-	v := journal.Kit.EncodeRecord(nil, r)
+	v := codec.Encode(nil, r)
 	return append(v[:1:1], v[sealLen:]...)
 }
 
@@ -163,7 +164,7 @@ func IndexMismatch(s *Store) string {
 			if fresh.Get(k) != nil {
 				return nil
 			}
-			r, err := journal.Kit.DecodeRecord(v)
+			r, err := codec.Decode(v)
 			if err != nil {
 				return err
 			}

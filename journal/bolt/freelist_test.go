@@ -57,7 +57,7 @@ func TestBoltDamagedFreelist(t *testing.T) {
 				t.Errorf("%d records, open %d: %v; want ErrCorrupt naming the file and its freelist", n, i+1, err)
 			}
 		}
-		s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+		s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 		if err != nil {
 			t.Fatalf("%d records, read-only: %v", n, err)
 		}

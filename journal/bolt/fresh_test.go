@@ -25,7 +25,7 @@ func TestFreshRecordsAnswerEveryQuery(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j")
 	now := time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	s := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
+	s := mustOpen(t, path, &bolt.Options{Journal: journal.Options{Now: clock}})
 	defer func() { s.Close() }()
 	ctx := context.Background()
 	in := func(session, turn string) keyderive.Intent {
@@ -91,7 +91,7 @@ func TestFreshRecordsAnswerEveryQuery(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
+	s = mustOpen(t, path, &bolt.Options{Journal: journal.Options{Now: clock}})
 	if res := begin(pending, in("s3", "1"), true, time.Hour); res.Outcome != journal.TakenOver {
 		t.Fatalf("Begin after a reopen = %v; want TakenOver (the stopped owner's lease ended)", res.Outcome)
 	}
@@ -193,7 +193,7 @@ func TestFreshUnderConcurrentWriters(t *testing.T) {
 		}
 		return now
 	}
-	s := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
+	s := mustOpen(t, path, &bolt.Options{Journal: journal.Options{Now: clock}})
 	defer s.Close()
 	ctx := context.Background()
 	states := []journal.State{journal.StateSucceeded, journal.StateFailed, journal.StateSuppressed, journal.StateUnknown}
@@ -265,7 +265,7 @@ func TestFreshUnderConcurrentWriters(t *testing.T) {
 // (maySuppress), must still find each suppression, fresh or indexed.
 func TestFlushIndexesWhatTheRecordsGive(t *testing.T) {
 	now := time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)
-	s := mustOpen(t, filepath.Join(t.TempDir(), "j"), &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return now }}})
+	s := mustOpen(t, filepath.Join(t.TempDir(), "j"), &bolt.Options{Journal: journal.Options{Now: func() time.Time { return now }}})
 	defer s.Close()
 	ctx := context.Background()
 	states := []journal.State{journal.StateSucceeded, journal.StateFailed, journal.StateSuppressed, journal.StateUnknown, journal.StatePending}

@@ -24,7 +24,7 @@ func TestWriteV1Journal(t *testing.T) {
 	}
 	ns := uuid.MustParse("6f1d4f55-6a1b-4b8e-9a57-0c1a6d3e2b10")
 	os.Remove("testdata/v1.journal")
-	s, err := bolt.Open("testdata/v1.journal", &bolt.Options{Journal: &journal.Options{Namespace: ns}})
+	s, err := bolt.Open("testdata/v1.journal", &bolt.Options{Journal: journal.Options{Namespace: ns}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,6 +84,8 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
 var (
@@ -319,7 +321,7 @@ func (e *ixEntry) entries(t *txTouches) ixKVs {
 	at = len(buf)
 	buf = appendSessionEntry(buf, e.created, e.shash, e.key)
 	add(cut(at), nil)
-	if journal.Kit.Expires(e.state) {
+	if machine.Expires(e.state) {
 		at = len(buf)
 		buf = append(appendTime(append(buf, pfxExpiry), ^e.expires), e.key[:]...)
 		add(cut(at), nil)
@@ -411,7 +413,7 @@ func (s *Store) storedEntry(recs *bbolt.Bucket, key uuid.UUID, dst *ixEntry) (*i
 	if v == nil {
 		return nil, nil
 	}
-	r, err := journal.Kit.DecodeRecord(v)
+	r, err := codec.Decode(v)
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
 	}
@@ -463,7 +465,7 @@ func (s *Store) flushFresh(tx *bbolt.Tx) error {
 	}
 	for _, key := range odd {
 		if v := recs.Get(key[:]); v != nil {
-			r, err := journal.Kit.DecodeRecord(v)
+			r, err := codec.Decode(v)
 			if err != nil {
 				continue
 			}
@@ -533,8 +535,8 @@ func (e *freshEntry) ixEntry(dst *ixEntry) {
 }
 
 // expired and overdue are Expired and Overdue at t (Unix nanoseconds).
-func (e *freshEntry) expired(t int64) bool { return journal.Kit.Expires(e.state) && e.expires <= t }
-func (e *freshEntry) overdue(t int64) bool { return !journal.Kit.Expires(e.state) && e.expires <= t }
+func (e *freshEntry) expired(t int64) bool { return machine.Expires(e.state) && e.expires <= t }
+func (e *freshEntry) overdue(t int64) bool { return !machine.Expires(e.state) && e.expires <= t }
 
 // mayMatch reports whether the record of e may match f, by the fields the
 // entry holds.
@@ -681,7 +683,7 @@ func countRange(ix *bbolt.Bucket, prefix []byte, t int64) int {
 
 // indexedStats reads Stats from the counters and the time-ordered indexes.
 func indexedStats(tx *bbolt.Tx, now time.Time) (journal.Stats, error) {
-	st := journal.Kit.NewStats()
+	st := machine.NewStats()
 	ix := tx.Bucket(bucketIndex)
 	cc := tx.Bucket(bucketCounts).Cursor()
 	for k, v := cc.First(); k != nil; k, v = cc.Next() {

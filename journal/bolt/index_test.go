@@ -102,7 +102,7 @@ func TestIndexesFollowTheRecords(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j")
 	now := time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	s := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
+	s := mustOpen(t, path, &bolt.Options{Journal: journal.Options{Now: clock}})
 	defer func() { s.Close() }()
 	ctx := context.Background()
 	type open struct {
@@ -169,7 +169,7 @@ func TestIndexesFollowTheRecords(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			s = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
+			s = mustOpen(t, path, &bolt.Options{Journal: journal.Options{Now: clock}})
 			pending = nil // the reopen ended their leases
 		default:
 			r := journal.Record{Key: uuid.New(), Intent: keyderive.Intent{Session: "s1", Tool: "mail"}, State: journal.StateSucceeded,
@@ -191,7 +191,7 @@ func TestIndexesFollowTheRecords(t *testing.T) {
 	if err := bolt.Compact(ctx, path, cp, nil); err != nil {
 		t.Fatal(err)
 	}
-	c := mustOpen(t, cp, &bolt.Options{Journal: &journal.Options{ReadOnly: true, Now: clock}})
+	c := mustOpen(t, cp, &bolt.Options{Journal: journal.Options{ReadOnly: true, Now: clock}})
 	defer c.Close()
 	if bolt.Legacy(c) {
 		t.Fatal("Compact left the copy without its indexes")

@@ -103,7 +103,7 @@ func TestBoltDamagedRecordIsCorrupt(t *testing.T) {
 	named("writer's Begin", err, damaged.Key.String())
 	w.Close()
 
-	s = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	s = mustOpen(t, path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	defer s.Close()
 	got, err := s.Get(ctx, damaged.Key)
 	named("Get", err, damaged.Key.String())
@@ -164,7 +164,7 @@ func TestBoltLegacyRecordIsSealedOnWrite(t *testing.T) {
 	}
 	editRaw(t, path, req.Key, flipOutput(t))
 
-	s = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	s = mustOpen(t, path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	defer s.Close()
 	if got, err := s.Get(ctx, req.Key); !errors.Is(err, journal.ErrCorrupt) {
 		t.Errorf("Get(rewritten legacy record %s, damaged) = output %s, error %v; want ErrCorrupt", req.Key, got.Output, err)

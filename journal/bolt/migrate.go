@@ -20,7 +20,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
 // layoutVersion is the file layout this package writes (meta "version").
@@ -84,7 +84,7 @@ func (s *Store) migrate() error {
 			}
 			var at []byte
 			for n := 0; k != nil && n < migrateBatch; n++ {
-				r, err := journal.Kit.DecodeRecord(v)
+				r, err := codec.Decode(v)
 				if err != nil {
 					return wrapKey(s.path, k, err)
 				}

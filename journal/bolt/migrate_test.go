@@ -139,7 +139,7 @@ func TestMigrateLayout1(t *testing.T) {
 	path, want := v1Journal(t)
 	clock := func() time.Time { return v1Now }
 	sum := fileSum(t, path)
-	ro := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true, Now: clock}})
+	ro := mustOpen(t, path, &bolt.Options{Journal: journal.Options{ReadOnly: true, Now: clock}})
 	if !bolt.Legacy(ro) {
 		t.Fatal("a read-only open of a layout-1 journal uses indexes it does not have")
 	}
@@ -151,7 +151,7 @@ func TestMigrateLayout1(t *testing.T) {
 
 	batches := 0
 	defer bolt.SetMigrateBatch(7, func(int) { batches++ })()
-	w := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
+	w := mustOpen(t, path, &bolt.Options{Journal: journal.Options{Now: clock}})
 	if want := (len(want) + 6) / 7; batches != want {
 		t.Errorf("migration ran %d batches; want %d", batches, want)
 	}
@@ -161,7 +161,7 @@ func TestMigrateLayout1(t *testing.T) {
 	}
 
 	batches = 0
-	w = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
+	w = mustOpen(t, path, &bolt.Options{Journal: journal.Options{Now: clock}})
 	if batches != 0 {
 		t.Errorf("the second writer's open migrated again (%d batches)", batches)
 	}
@@ -186,7 +186,7 @@ func TestMigrateLayout1(t *testing.T) {
 		t.Errorf("GC = %+v; want %d removed, %d kept unknown", res, expired, overdue)
 	}
 	w.Close()
-	ro = mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true, Now: clock}})
+	ro = mustOpen(t, path, &bolt.Options{Journal: journal.Options{ReadOnly: true, Now: clock}})
 	defer ro.Close()
 	if bolt.Legacy(ro) {
 		t.Fatal("a read-only open of the migrated journal reads every record")
@@ -248,7 +248,7 @@ func TestMigrateCrash(t *testing.T) {
 	}
 
 	clock := func() time.Time { return v1Now }
-	ro := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true, Now: clock}})
+	ro := mustOpen(t, path, &bolt.Options{Journal: journal.Options{ReadOnly: true, Now: clock}})
 	if !bolt.Legacy(ro) {
 		t.Fatal("a half-migrated journal's read-only open trusts its partial indexes")
 	}
@@ -257,7 +257,7 @@ func TestMigrateCrash(t *testing.T) {
 
 	done := 0
 	defer bolt.SetMigrateBatch(5, func(n int) { done = n })()
-	w := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: clock}})
+	w := mustOpen(t, path, &bolt.Options{Journal: journal.Options{Now: clock}})
 	defer w.Close()
 	if left := len(want) - 15; done < left || done > left+5 {
 		t.Errorf("the resumed migration indexed %d records; want the %d left", done, left)
@@ -295,7 +295,7 @@ func TestMigrateLayout2WithoutFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	ro := mustOpen(t, path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	if !bolt.Legacy(ro) {
 		t.Error("a read-only open of a journal without the fresh bucket uses its indexes")
 	}

@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -13,9 +12,9 @@ import (
 // field's zero value is its default.
 type Options struct {
 	// Journal holds the options every store shares: the namespace,
-	// read-only mode and the clock (journal.Options.Now). Nil means
-	// defaults.
-	Journal *journal.Options
+	// read-only mode and the clock (journal.Options.Now). The zero value
+	// means defaults.
+	Journal journal.Options
 
 	// LockTimeout is how long Open waits for another process's file lock
 	// before returning journal.ErrInUse. Zero means 1 second.
@@ -34,24 +33,11 @@ type Options struct {
 func init() { journal.Register(journal.PathScheme, openLocation) }
 
 // openLocation is Open for journal.Open: location is a plain path or a
-// file:// URL, and jo.StoreOptions, when set, must be an *Options (its
-// Journal field is replaced by jo).
-func openLocation(_ context.Context, location string, jo *journal.Options) (journal.Store, error) {
+// file:// URL.
+func openLocation(_ context.Context, location string, jo journal.Options, o Options) (journal.Store, error) {
 	if len(location) > len(journal.PathScheme)+3 && strings.EqualFold(location[:len(journal.PathScheme)+3], journal.PathScheme+"://") {
 		location = location[len(journal.PathScheme)+3:]
 	}
-	var o Options
-	if jo != nil {
-		switch so := jo.StoreOptions.(type) {
-		case nil:
-		case *Options:
-			if so != nil {
-				o = *so
-			}
-		default:
-			return nil, fmt.Errorf("journal %s: %w: Options.StoreOptions is a %T; a bbolt file takes a *bolt.Options", location, journal.ErrInvalid, so)
-		}
-		o.Journal = jo
-	}
+	o.Journal = jo
 	return Open(location, &o)
 }

@@ -25,7 +25,7 @@ package bolt
 //
 // Format: the 8-byte header pendingMagic, then frames of a big-endian
 // uint32 length, the CRC-32C of the payload and the payload, the record's
-// binary form (journal.Kit.EncodeRecord, which carries its own checksum).
+// binary form (codec.Encode, which carries its own checksum).
 // A frame cut short or whose CRC is wrong ends the log: a write the
 // kernel had not finished when the system stopped. A frame whose CRC
 // holds but whose record does not decode is damage, and fails the open.
@@ -46,6 +46,8 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
 const (
@@ -110,7 +112,7 @@ func (l *pendingLog) put(r *journal.Record) bool {
 	if cap(buf) < 8+1024 {
 		buf = make([]byte, 0, 8+1024) // one allocation for most records
 	}
-	frame := journal.Kit.EncodeRecord(buf[:8], r)
+	frame := codec.Encode(buf[:8], r)
 	*fp = frame
 	binary.BigEndian.PutUint32(frame[0:4], uint32(len(frame)-8))
 	binary.BigEndian.PutUint32(frame[4:8], crc32.Checksum(frame[8:], crcTable))
@@ -291,7 +293,7 @@ func readPendingLog(path string) ([]*journal.Record, error) {
 			break // a write the system did not finish
 		}
 		rest = rest[8+n:]
-		r, err := journal.Kit.DecodeRecord(payload)
+		r, err := codec.Decode(payload)
 		if err != nil {
 			return nil, fmt.Errorf("pending log %s: %w", path, err)
 		}
@@ -303,7 +305,7 @@ func readPendingLog(path string) ([]*journal.Record, error) {
 	for _, r := range newest {
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b *journal.Record) int { return journal.Kit.CompareKeys(a.Key, b.Key) })
+	slices.SortFunc(out, func(a, b *journal.Record) int { return machine.CompareKeys(a.Key, b.Key) })
 	return out, nil
 }
 
@@ -342,7 +344,7 @@ func (s *Store) recoverPending() (int, error) {
 			if found && !newerThan(r, &cur) {
 				continue
 			}
-			if err := s.indexPut(tx, r, journal.Kit.EncodeRecord(nil, r), false); err != nil {
+			if err := s.indexPut(tx, r, codec.Encode(nil, r), false); err != nil {
 				return err
 			}
 			n++

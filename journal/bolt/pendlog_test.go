@@ -95,7 +95,7 @@ func TestNonDurableOutlivesKill(t *testing.T) {
 	}
 
 	// A reader shows what the killed writer left, without writing it.
-	ro := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	ro := mustOpen(t, path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	if r, err := ro.Get(context.Background(), keys[1]); err != nil || r.State != journal.StatePending || len(r.Attempts) != 2 {
 		t.Errorf("read-only Get of the killed process's record: %+v, %v; want pending with 2 attempts", r, err)
 	}
@@ -231,7 +231,7 @@ func TestPendingLogLifecycle(t *testing.T) {
 func TestPendingLogRewriteKeepsLiveFrames(t *testing.T) {
 	now := time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)
 	path := filepath.Join(t.TempDir(), "j.db")
-	s := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return now }}})
+	s := mustOpen(t, path, &bolt.Options{Journal: journal.Options{Now: func() time.Time { return now }}})
 	defer s.Close()
 	ctx := context.Background()
 	var keys []uuid.UUID

@@ -47,7 +47,7 @@ func TestReopenExpiresDeadLeases(t *testing.T) {
 
 			// Inspection changes nothing, not even the dead lease.
 			before := fileSum(t, path)
-			ro, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+			ro, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 			if err != nil {
 				t.Fatal(err)
 			}

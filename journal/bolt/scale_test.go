@@ -96,7 +96,7 @@ func buildScaleJournal(tb testing.TB, path string, n, expired int, pending bool)
 	}
 	os.Remove(path)
 	t0 := time.Now()
-	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return scaleNow }}})
+	s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Now: func() time.Time { return scaleNow }}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func residentKiB(tb testing.TB) int64 {
 }
 
 func mustOpenB(b *testing.B, path string) *bolt.Store {
-	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return scaleNow }}})
+	s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Now: func() time.Time { return scaleNow }}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func pairedLarge(b *testing.B, n int, noSync bool) {
 	path := filepath.Join(b.TempDir(), "j.db")
 	copyFile(b, src, path)
 	start := time.Now()
-	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return scaleNow.Add(time.Since(start)) }}})
+	s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Now: func() time.Time { return scaleNow.Add(time.Since(start)) }}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -472,7 +472,7 @@ func BenchmarkGCWhileCalling(b *testing.B) {
 				b.StopTimer()
 				path := filepath.Join(b.TempDir(), "j.db")
 				copyFile(b, src, path)
-				s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return scaleNow }}})
+				s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Now: func() time.Time { return scaleNow }}})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -547,7 +547,7 @@ func TestScaleMigrate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v1.db")
 	copyFile(t, src, path)
 	t0 := time.Now()
-	s := mustOpen(t, path, &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return scaleNow }}})
+	s := mustOpen(t, path, &bolt.Options{Journal: journal.Options{Now: func() time.Time { return scaleNow }}})
 	took := time.Since(t0)
 	defer s.Close()
 	st, err := s.Stats(context.Background())

@@ -12,6 +12,8 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
 // sessionEntries lists the records of session newest first, as entries
@@ -43,7 +45,7 @@ func sortNewestFirst(out []*ixEntry) {
 			}
 			return 1
 		}
-		return journal.Kit.CompareKeys(b.key, a.key)
+		return machine.CompareKeys(b.key, a.key)
 	})
 }
 
@@ -52,11 +54,11 @@ func sortNewestFirst(out []*ixEntry) {
 func (s *Store) scanEntries(tx *bbolt.Tx, f *journal.Filter) ([]*ixEntry, error) {
 	var out []*ixEntry
 	err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
-		r, err := journal.Kit.DecodeRecord(v)
+		r, err := codec.Decode(v)
 		if err != nil {
 			return fmt.Errorf("journal %s: key %x: %w", s.path, k, err)
 		}
-		if journal.Kit.MatchFilter(&r, f) {
+		if machine.MatchFilter(&r, f) {
 			out = append(out, &ixEntry{key: r.Key, created: nanos(r.Created)})
 		}
 		return nil

@@ -37,7 +37,7 @@ func listKeys(t *testing.T, s journal.Store, f journal.Filter) []uuid.UUID {
 // settled, some pending (durable and not), and returns the store open.
 func writeSessions(t *testing.T, path string, n int, clock func() time.Time) *bolt.Store {
 	t.Helper()
-	s, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: clock}})
+	s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Now: clock}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestPersistedSessionIndex(t *testing.T) {
 
 	check := func(stage string) {
 		t.Helper()
-		ro, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true, Now: tick}})
+		ro, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{ReadOnly: true, Now: tick}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func TestPersistedSessionIndex(t *testing.T) {
 	// GC past the TTL of the settled records, then more writes: the index
 	// follows removals and additions.
 	now = now.Add(journal.DefaultTTL + time.Hour)
-	w, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Now: tick}})
+	w, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Now: tick}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestSessionIndexAfterUncleanClose(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "j")
 	keys := crashWriter(t, path, 30) // writes 30 records, then SIGKILLed
-	ro, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{ReadOnly: true}})
+	ro, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{ReadOnly: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

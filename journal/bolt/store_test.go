@@ -1,6 +1,7 @@
 package bolt_test
 
 import (
+	"cmp"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 
 func openBolt(t *testing.T, opts *journal.Options) journal.Store {
 	t.Helper()
-	s, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), &bolt.Options{Journal: opts})
+	s, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), &bolt.Options{Journal: *cmp.Or(opts, new(journal.Options))})
 	if err != nil {
 		t.Fatalf("bolt.Open: %v", err)
 	}
@@ -28,7 +29,7 @@ func TestHammer(t *testing.T) {
 		opts = journaltest.HammerOptions{Goroutines: 16, Keys: 16, Rounds: 2}
 	}
 	clk := &journaltest.Clock{}
-	s, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), &bolt.Options{Journal: &journal.Options{Now: clk.Now}, MaxBatchDelay: time.Duration(0)})
+	s, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), &bolt.Options{Journal: journal.Options{Now: clk.Now}, MaxBatchDelay: time.Duration(0)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 func TestUnfiledWriteAheads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j")
 	now := time.Date(2031, 3, 1, 0, 0, 0, 0, time.UTC)
-	opts := &bolt.Options{Journal: &journal.Options{Now: func() time.Time { return now }}}
+	opts := &bolt.Options{Journal: journal.Options{Now: func() time.Time { return now }}}
 	s := mustOpen(t, path, opts)
 	defer func() { s.Close() }()
 	ctx := context.Background()

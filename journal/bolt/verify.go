@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
 // Verify reads every record of the bbolt journal at path, checking its
@@ -88,7 +89,7 @@ func checkStored(k, v []byte) (uuid.UUID, error) {
 	if v == nil {
 		return key, fmt.Errorf("%w: a bucket where a record should be", journal.ErrCorrupt)
 	}
-	r, err := journal.Kit.DecodeRecord(v)
+	r, err := codec.Decode(v)
 	if err != nil {
 		return key, err
 	}

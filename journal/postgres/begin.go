@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
 // Begin decides what happens to an intent, atomically across every process
@@ -24,12 +25,12 @@ import (
 // take over, an expired record to replace, a Retake, a possible guard, a
 // lost race) runs in a transaction holding the record's row lock (SELECT …
 // FOR UPDATE), so no decision is check-then-act. Every decision is
-// journal.Kit.DecideBegin's, the state machine of every store.
+// machine.DecideBegin's, the state machine of every store.
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
 	if err := s.check(ctx); err != nil {
 		return journal.BeginResult{}, err
 	}
-	if err := journal.Kit.ValidateBegin(&req); err != nil {
+	if err := machine.ValidateBegin(&req); err != nil {
 		return journal.BeginResult{}, err
 	}
 	if s.readOnly {
@@ -51,7 +52,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		if err != nil {
 			return journal.BeginResult{}, err
 		}
-		if d := journal.Kit.DecideBegin(&rec, &req, fromNanos(nowNs)); d.Write == nil && d.Suppress == nil && !d.Guard {
+		if d := machine.DecideBegin(&rec, &req, fromNanos(nowNs)); d.Write == nil && d.Suppress == nil && !d.Guard {
 			return d.Result, nil
 		}
 	case isUniqueViolation(err):
@@ -88,9 +89,9 @@ func isUniqueViolation(err error) bool {
 var epoch = time.Unix(0, 0).UTC()
 
 // beginFastArgs are the fast path's parameters $1 to $16: the record
-// journal.Kit.DecideBegin makes for a new intent, its times relative to epoch.
+// machine.DecideBegin makes for a new intent, its times relative to epoch.
 func beginFastArgs(req *journal.BeginRequest) ([]any, error) {
-	rec := *journal.Kit.DecideBegin(nil, req, epoch).Write
+	rec := *machine.DecideBegin(nil, req, epoch).Write
 	r, err := rowOf(rec)
 	if err != nil {
 		return nil, err
@@ -144,7 +145,7 @@ func (s *Store) beginReadOnly(ctx context.Context, req journal.BeginRequest) (jo
 	case !errors.Is(err, journal.ErrNotFound):
 		return journal.BeginResult{}, err
 	}
-	d := journal.Kit.DecideBegin(cur, &req, now)
+	d := machine.DecideBegin(cur, &req, now)
 	if d.Guard {
 		g, err := s.guard(ctx, s.pool, &req, now)
 		if err != nil {
@@ -160,7 +161,7 @@ func (s *Store) beginReadOnly(ctx context.Context, req journal.BeginRequest) (jo
 	return d.Result, nil // with a Mismatch, whose suppression cannot be recorded
 }
 
-// guard returns the newest suppressed record that journal.Kit.GuardBlocks
+// guard returns the newest suppressed record that machine.GuardBlocks
 // req, or nil. The query selects candidates by tenant, session and tool
 // only (the guard index's prefix); the rule itself is the journal's.
 func (s *Store) guard(ctx context.Context, q querier, req *journal.BeginRequest, now time.Time) (*journal.Record, error) {
@@ -178,7 +179,7 @@ func (s *Store) guard(ctx context.Context, q querier, req *journal.BeginRequest,
 		if err != nil {
 			return nil, err
 		}
-		if journal.Kit.GuardBlocks(&g, req, now) {
+		if machine.GuardBlocks(&g, req, now) {
 			return &g, nil
 		}
 	}
@@ -235,7 +236,7 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest) (res 
 		}
 		cur = &rec
 	}
-	d := journal.Kit.DecideBegin(cur, &req, now)
+	d := machine.DecideBegin(cur, &req, now)
 	if d.Guard {
 		g, err := s.guard(ctx, tx, &req, now)
 		if err != nil {
@@ -302,7 +303,7 @@ func (s *Store) placeSuppression(ctx context.Context, tx pgx.Tx, sup *journal.Re
 		}
 		cur = &rec
 	}
-	w := journal.Kit.PlaceSuppression(cur, sup, now)
+	w := machine.PlaceSuppression(cur, sup, now)
 	if w == nil {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/keyderive"
 )
@@ -164,7 +165,7 @@ func (w *workload) step(ctx context.Context) error {
 			if rec.State == journal.StatePending && rec.Lease.Expires.After(rec.Expires) {
 				break
 			}
-			if err := journal.Kit.ValidateImport(&rec); err != nil {
+			if err := machine.ValidateImport(&rec); err != nil {
 				return fmt.Errorf("on %s (%s): a record the store wrote: %w", key, rec.State, err)
 			}
 			if r.IntN(2) == 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -16,20 +15,8 @@ import (
 // locations, so that journal.Open (and harness.Open) reach it once this
 // package is imported.
 func init() {
-	open := func(ctx context.Context, location string, opts *journal.Options) (journal.Store, error) {
-		var o Options
-		if opts != nil {
-			switch so := opts.StoreOptions.(type) {
-			case nil:
-			case *Options:
-				if so != nil {
-					o = *so
-				}
-			default:
-				return nil, fmt.Errorf("journal/postgres: %w: Options.StoreOptions is a %T; a PostgreSQL journal takes a *postgres.Options", journal.ErrInvalid, so)
-			}
-		}
-		o.Journal = opts
+	open := func(ctx context.Context, location string, jo journal.Options, o Options) (journal.Store, error) {
+		o.Journal = jo
 		return Open(ctx, location, &o)
 	}
 	journal.Register("postgres", open)

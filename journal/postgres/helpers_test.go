@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"testing"
@@ -29,7 +30,7 @@ func openStore(t testing.TB, jo *journal.Options) *postgres.Store {
 // becomes its Options.TestClock instead.
 func openIn(t testing.TB, schema string, jo *journal.Options) *postgres.Store {
 	t.Helper()
-	opts := &postgres.Options{Journal: jo, Schema: schema}
+	opts := &postgres.Options{Journal: *cmp.Or(jo, new(journal.Options)), Schema: schema}
 	if jo != nil {
 		opts.TestClock = jo.Now
 	}
@@ -40,7 +41,7 @@ func openIn(t testing.TB, schema string, jo *journal.Options) *postgres.Store {
 // journal options as given: the server's clock decides.
 func openClient(t testing.TB, schema string, jo *journal.Options) *postgres.Store {
 	t.Helper()
-	return openWith(t, &postgres.Options{Journal: jo, Schema: schema})
+	return openWith(t, &postgres.Options{Journal: *cmp.Or(jo, new(journal.Options)), Schema: schema})
 }
 
 // openAtVersion opens a store that creates or migrates its schema only up

@@ -178,7 +178,7 @@ func TestVerify(t *testing.T) {
 // Compiled, not run: it needs a server (see example_test.go).
 func ExampleStore_Verify() {
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, os.Getenv("AGENTONCE_PG_URL"), &postgres.Options{Journal: &journal.Options{ReadOnly: true}})
+	s, err := postgres.Open(ctx, os.Getenv("AGENTONCE_PG_URL"), &postgres.Options{Journal: journal.Options{ReadOnly: true}})
 	if err != nil {
 		log.Fatal(err)
 	}

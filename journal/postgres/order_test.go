@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 	"github.com/agentonce/agentonce/journal/postgres"
 )
 
@@ -161,7 +162,7 @@ func TestWriteAfterALockWaitKeepsTimesInOrder(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Get = %v", err)
 				}
-				if err := journal.Kit.ValidateImport(&rec); err != nil {
+				if err := machine.ValidateImport(&rec); err != nil {
 					t.Errorf("the record after %s holds times out of order: %v\n%+v", w.name, err, rec)
 				}
 				if w.name == "renew" {

@@ -19,10 +19,10 @@ import (
 // value is its default.
 type Options struct {
 	// Journal holds the store-independent options: the namespace and
-	// read-only mode. Nil means defaults. Now is ignored (the database
+	// read-only mode. The zero value means defaults. Now is ignored (the database
 	// server's clock decides every lease and expiry); LockTimeout,
 	// MaxBatchSize and MaxBatchDelay are bbolt's and are ignored too.
-	Journal *journal.Options
+	Journal journal.Options
 
 	// Schema is the PostgreSQL schema that holds the journal's tables. Empty
 	// means "agentonce". Journals in different schemas of one database are
@@ -90,9 +90,6 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		opts = &Options{}
 	}
 	jo := opts.Journal
-	if jo == nil {
-		jo = &journal.Options{}
-	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgconn's parse errors redact passwords.
@@ -350,58 +347,113 @@ const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS a
 // SchemaVersion but in the tests, whose older schemas count and seal by
 // triggers and have no suppressed column).
 func buildStatements(q string, version int) statements {
-	t := q + ".records"
-	s := statements{table: t}
-	// counted is the CTEs of countDelta(q, rows), or none before version
-	// 4. self is the column that tells the triggers so, for the rest of
-	// the statement's transaction (countSelf): set by the statement
-	// itself, not by the session, so that a connection pooler that drops
-	// startup parameters cannot make the triggers count a write twice.
-	// suppressed is the guard index's condition.
-	counted := func(rows string) string {
-		if version < 4 {
-			return ``
-		}
-		return `, ` + countDelta(q, rows)
-	}
-	// countedOne is the CTEs of countOne(q, from, add), or none before
-	// version 4.
-	countedOne := func(from string, add map[string]string) string {
-		if version < 4 {
-			return ``
-		}
-		return `, ` + countOne(q, from, add, version)
-	}
-	// check is the condition of the last SELECT over the written row w
-	// that counts it when cnt_u did not (countMissing).
-	check := func(add map[string]string) string {
-		if version < 4 {
-			return `true`
-		}
-		return countMissing(q, add, version)
-	}
-	self := `, set_config('` + countRowsSetting + `', '` + countSelf + `', true) AS counted`
-	if version < 4 {
-		self = ``
-	}
-	clockFrom := func(n int) string {
-		return `(SELECT ` + serverNow(n) + ` AS now` + self + `) clk`
-	}
-	suppressed := `g.suppressed AND g.state = 4`
-	if version < 4 {
-		suppressed = `g.state = 4`
-	}
-	s.get = `SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1`
+	b := newStatementBuilder(q, version)
+	s := statements{table: b.t}
+	s.get = `SELECT ` + columns + ` FROM ` + b.t + ` WHERE key = $1`
 	s.lockForTx = s.get + ` FOR UPDATE`
 	s.now = `SELECT ` + serverNow(1)
+	s.fence = `SELECT state, lease_token FROM ` + b.t + ` WHERE key = $1`
+	s.lockState = `SELECT state FROM ` + b.t + ` WHERE key = $1 FOR UPDATE`
+	b.begin(&s)
+	b.whole(&s)
+	b.transitions(&s)
+	b.expiry(&s)
+	return s
+}
 
-	params := make([]string, len(columnTypes)-1) // all but the checksum
+// statementBuilder holds what the statements of one schema at one version
+// are made of.
+type statementBuilder struct {
+	q       string // the schema, quoted
+	t       string // the records table, qualified
+	version int
+	// self is the column that tells the triggers that the statement
+	// counts its own writes, for the rest of its transaction (countSelf):
+	// set by the statement itself, not by the session, so that a
+	// connection pooler that drops startup parameters cannot make the
+	// triggers count a write twice. None before version 4.
+	self string
+	// suppressed is the guard index's condition.
+	suppressed string
+	// params are the placeholders of a whole record, all columns but the
+	// checksum, and sealParams the checksum they make.
+	params     []string
+	sealParams string
+}
+
+func newStatementBuilder(q string, version int) *statementBuilder {
+	b := &statementBuilder{q: q, t: q + ".records", version: version,
+		self:       `, set_config('` + countRowsSetting + `', '` + countSelf + `', true) AS counted`,
+		suppressed: `g.suppressed AND g.state = 4`}
+	if version < 4 {
+		b.self, b.suppressed = ``, `g.state = 4`
+	}
+	b.params = make([]string, len(columnTypes)-1)
 	byCol := map[string]string{}
 	for i, c := range digestColumns() {
-		params[i] = fmt.Sprintf("$%d::%s", i+1, columnTypes[i])
-		byCol[c] = params[i]
+		b.params[i] = fmt.Sprintf("$%d::%s", i+1, columnTypes[i])
+		byCol[c] = b.params[i]
 	}
-	sealParams := sealExpr(func(c string) string { return byCol[c] })
+	b.sealParams = sealExpr(func(c string) string { return byCol[c] })
+	return b
+}
+
+// counted is the CTEs of countDelta(q, rows), or none before version 4.
+func (b *statementBuilder) counted(rows string) string {
+	if b.version < 4 {
+		return ``
+	}
+	return `, ` + countDelta(b.q, rows)
+}
+
+// countedOne is the CTEs of countOne(q, from, add), or none before
+// version 4.
+func (b *statementBuilder) countedOne(from string, add map[string]string) string {
+	if b.version < 4 {
+		return ``
+	}
+	return `, ` + countOne(b.q, from, add, b.version)
+}
+
+// check is the condition of the last SELECT over the written row w that
+// counts it when cnt_u did not (countMissing).
+func (b *statementBuilder) check(add map[string]string) string {
+	if b.version < 4 {
+		return `true`
+	}
+	return countMissing(b.q, add, b.version)
+}
+
+// clockFrom is the FROM item clk: the server's clock ($n under a test
+// clock) and the counting marker.
+func (b *statementBuilder) clockFrom(n int) string {
+	return `(SELECT ` + serverNow(n) + ` AS now` + b.self + `) clk`
+}
+
+// update is an UPDATE of the record $1 setting the columns of set
+// (column: expression) and the checksum they make, from the FROM list
+// from, where where holds, returning ret.
+func (b *statementBuilder) update(set map[string]string, from, where, ret string) string {
+	var parts []string
+	for _, c := range digestColumns() {
+		if e, ok := set[c]; ok {
+			parts = append(parts, c+" = "+e)
+		}
+	}
+	seal := sealExpr(func(c string) string {
+		if e, ok := set[c]; ok {
+			return e
+		}
+		return c // in SET, the old row's value
+	})
+	return `UPDATE ` + b.t + ` SET ` + strings.Join(parts, ", ") + `, checksum = ` + seal +
+		` FROM ` + from + ` WHERE ` + where + ` RETURNING ` + ret
+}
+
+// begin builds Begin's one-round-trip statements, with and without the
+// guard's filter and durability, and the guard's query.
+func (b *statementBuilder) begin(s *statements) {
+	t := b.t
 	beginCount := map[string]string{"pending": "1", "attempts": "1"}
 	for guard := range 2 {
 		for durable := range 2 {
@@ -411,14 +463,14 @@ func buildStatements(q string, version int) statements {
 			}
 			if guard == 1 {
 				// Any suppressed record of the tool in the session sends
-				// Begin to the locked path, where journal.Kit.GuardBlocks
+				// Begin to the locked path, where machine.GuardBlocks
 				// decides: this is a filter, not the rule.
-				where = ` WHERE NOT EXISTS (SELECT 1 FROM ` + t + ` g WHERE ` + suppressed + `
+				where = ` WHERE NOT EXISTS (SELECT 1 FROM ` + t + ` g WHERE ` + b.suppressed + `
 					AND g.tenant = $3 AND g.session = $4 AND g.tool = $6 AND g.key <> $1)`
 			}
 			// One round trip: the server's clock, and the current record
 			// if there is one, else the inserted one, sealed and counted
-			// by the statement. The new record is journal.Kit.DecideBegin's,
+			// by the statement. The new record is machine.DecideBegin's,
 			// made relative to the Unix epoch in Go (beginFastArgs) and
 			// placed at clk.now here. With a record present the INSERT
 			// selects no row, so nothing is written and the transaction
@@ -427,39 +479,51 @@ func buildStatements(q string, version int) statements {
 			// fail on the primary key (no ON CONFLICT clause, whose
 			// speculative insertion costs a WAL record on every insert),
 			// and Begin decides again under the row lock.
-			vals := map[string]string{
-				"key": "$1::uuid", "version": "$2::integer", "tenant": "$3::text", "session": "$4::text",
-				"turn": "$5::text", "tool": "$6::text", "discriminator": "$7::text", "fingerprint": "$8::bytea",
-				"effect": "$9::smallint", "input": "$10::bytea", "state": "1", "output": "NULL",
-				"error_class": "''", "error_message": "''", "attempts": newAttempt(11, 15, "clk.now"),
-				"lease_owner": "$12::text", "lease_token": "$13::bigint", "lease_expires_ns": "clk.now + $14::bigint",
-				"res_state": "NULL", "res_output": "NULL", "res_reason": "NULL", "res_by": "NULL", "res_at_ns": "NULL",
-				"created_ns": "clk.now", "updated_ns": "clk.now", "expires_ns": "clk.now + $16::bigint",
-			}
-			var exprs []string
-			for _, c := range digestColumns() {
-				exprs = append(exprs, "("+vals[c]+")::"+columnType[c])
-			}
-			exprs = append(exprs, sealExpr(func(c string) string { return vals[c] }))
-			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now` + self + `),
+			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now` + b.self + `),
 				cur AS (SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1::uuid),
-				ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + strings.Join(exprs, ", ") + from +
+				ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + newRecordExprs() + from +
 				where + ` AND NOT EXISTS (SELECT 1 FROM cur) RETURNING ` + columns + `)` +
-				countedOne(`ins`, beginCount) + `
-				SELECT true, clk.now, w.* FROM ins w, clk WHERE ` + check(beginCount) + `
+				b.countedOne(`ins`, beginCount) + `
+				SELECT true, clk.now, w.* FROM ins w, clk WHERE ` + b.check(beginCount) + `
 				UNION ALL SELECT false, clk.now, cur.* FROM cur, clk`
 		}
 	}
 	// The guard's candidates, newest first, through records_guard_idx.
-	s.guard = `SELECT ` + columns + ` FROM ` + t + ` g WHERE ` + suppressed + ` AND g.tenant = $1
+	s.guard = `SELECT ` + columns + ` FROM ` + t + ` g WHERE ` + b.suppressed + ` AND g.tenant = $1
 		AND g.session = $2 AND g.tool = $3 AND g.key <> $4 ORDER BY g.created_ns DESC, g.key DESC`
+}
+
+// newRecordExprs is the column list of the record a Begin inserts, from
+// its parameters, sealed.
+func newRecordExprs() string {
+	vals := map[string]string{
+		"key": "$1::uuid", "version": "$2::integer", "tenant": "$3::text", "session": "$4::text",
+		"turn": "$5::text", "tool": "$6::text", "discriminator": "$7::text", "fingerprint": "$8::bytea",
+		"effect": "$9::smallint", "input": "$10::bytea", "state": "1", "output": "NULL",
+		"error_class": "''", "error_message": "''", "attempts": newAttempt(11, 15, "clk.now"),
+		"lease_owner": "$12::text", "lease_token": "$13::bigint", "lease_expires_ns": "clk.now + $14::bigint",
+		"res_state": "NULL", "res_output": "NULL", "res_reason": "NULL", "res_by": "NULL", "res_at_ns": "NULL",
+		"created_ns": "clk.now", "updated_ns": "clk.now", "expires_ns": "clk.now + $16::bigint",
+	}
+	var exprs []string
+	for _, c := range digestColumns() {
+		exprs = append(exprs, "("+vals[c]+")::"+columnType[c])
+	}
+	exprs = append(exprs, sealExpr(func(c string) string { return vals[c] }))
+	return strings.Join(exprs, ", ")
+}
+
+// whole builds the statements that write a record whole: Import's insert
+// and the rewrite under a row lock.
+func (b *statementBuilder) whole(s *statements) {
+	t, params := b.t, b.params
 	// A record written whole (Import, and a new record under the lock),
 	// sealed and counted by the statement; it returns how many it
 	// inserted, 0 when the key is taken.
 	s.importRow = `WITH ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + strings.Join(params, ", ") +
-		`, ` + sealParams + ` FROM (SELECT true` + self + `) cfg ON CONFLICT (key) DO NOTHING
+		`, ` + b.sealParams + ` FROM (SELECT true` + b.self + `) cfg ON CONFLICT (key) DO NOTHING
 		RETURNING key, tool, state, attempts)` +
-		counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM ins`) + `
+		b.counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM ins`) + `
 		SELECT count(*) FROM ins`
 	// A record rewritten whole, under the row lock its transaction holds,
 	// so that old reads the version it replaces.
@@ -469,66 +533,50 @@ func buildStatements(q string, version int) statements {
 	}
 	s.replace = `WITH old AS (SELECT key, tool, state, attempts FROM ` + t + ` WHERE key = $1),
 		upd AS (UPDATE ` + t + ` SET (` + strings.Join(sets[1:], ", ") + `) = (` + strings.Join(params[1:], ", ") +
-		`, ` + sealParams + `) FROM (SELECT true` + self + `) cfg WHERE key = $1 RETURNING key, tool, state, attempts)` +
-		counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM upd
+		`, ` + b.sealParams + `) FROM (SELECT true` + b.self + `) cfg WHERE key = $1 RETURNING key, tool, state, attempts)` +
+		b.counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM upd
 			UNION ALL SELECT key, tool, state, -1, -jsonb_array_length(attempts) FROM old`) + `
 		SELECT count(*) FROM upd`
-	// update is an UPDATE of the record $1 setting the columns of set
-	// (column: expression) and the checksum they make, from the FROM
-	// list from, where where holds, returning ret.
-	update := func(set map[string]string, from, where, ret string) string {
-		var parts []string
-		for _, c := range digestColumns() {
-			if e, ok := set[c]; ok {
-				parts = append(parts, c+" = "+e)
-			}
-		}
-		seal := sealExpr(func(c string) string {
-			if e, ok := set[c]; ok {
-				return e
-			}
-			return c // in SET, the old row's value
-		})
-		return `UPDATE ` + t + ` SET ` + strings.Join(parts, ", ") + `, checksum = ` + seal +
-			` FROM ` + from + ` WHERE ` + where + ` RETURNING ` + ret
-	}
+}
+
+// transitions builds the fenced writes of an owner (StartAttempt, Renew,
+// Complete) and an operator's Resolve.
+func (b *statementBuilder) transitions(s *statements) {
 	attemptCount := map[string]string{"attempts": "1"}
 	for durable := range 2 {
-		from := clockFrom(7)
+		from := b.clockFrom(7)
 		if durable == 0 {
 			from += `, ` + asyncCommit
 		}
-		s.startAtt[durable] = `WITH upd AS (` + update(map[string]string{
+		s.startAtt[durable] = `WITH upd AS (` + b.update(map[string]string{
 			"attempts":         `(` + closeLast(3, rowNow) + `) || ` + newAttempt(4, 6, rowNow),
 			"lease_expires_ns": rowNow + ` + $5::bigint`, "updated_ns": rowNow,
 			"expires_ns": coverLease(rowNow + ` + $5::bigint`)},
 			from, `key = $1 AND state = 1 AND lease_token = $2`, `key, tool, state`) + `)` +
-			countedOne(`upd`, attemptCount) + `
-			SELECT count(*) FROM upd w WHERE ` + check(attemptCount)
+			b.countedOne(`upd`, attemptCount) + `
+			SELECT count(*) FROM upd w WHERE ` + b.check(attemptCount)
 	}
-	s.renew = update(map[string]string{"lease_expires_ns": rowNow + ` + $3::bigint`,
+	s.renew = b.update(map[string]string{"lease_expires_ns": rowNow + ` + $3::bigint`,
 		"expires_ns": coverLease(rowNow + ` + $3::bigint`)},
-		clockFrom(4)+`, `+asyncCommit, `key = $1 AND state = 1 AND lease_token = $2`, `lease_expires_ns`)
+		b.clockFrom(4)+`, `+asyncCommit, `key = $1 AND state = 1 AND lease_token = $2`, `lease_expires_ns`)
 	// Complete changes no indexed column, unless the outcome comes late
 	// (settledExpiry): a HOT update. The record was pending (the WHERE
 	// says so) and keeps its attempts' number.
 	completeCount := stateDelta("1", "w.state")
-	s.complete = `WITH upd AS (` + update(map[string]string{
+	s.complete = `WITH upd AS (` + b.update(map[string]string{
 		"state": `$3::smallint`, "output": `$4::bytea`, "error_class": `$5::text`, "error_message": `$6::text`,
 		"attempts": closeLast(7, rowNow), "lease_expires_ns": rowNow, "updated_ns": rowNow,
 		"expires_ns": settledExpiry(rowNow)},
-		clockFrom(8), `key = $1 AND state = 1 AND lease_token = $2`, columns) + `)` +
-		countedOne(`upd`, completeCount) + `
-		SELECT w.* FROM upd w WHERE ` + check(completeCount)
-	s.fence = `SELECT state, lease_token FROM ` + t + ` WHERE key = $1`
-	s.lockState = `SELECT state FROM ` + t + ` WHERE key = $1 FOR UPDATE`
+		b.clockFrom(8), `key = $1 AND state = 1 AND lease_token = $2`, columns) + `)` +
+		b.countedOne(`upd`, completeCount) + `
+		SELECT w.* FROM upd w WHERE ` + b.check(completeCount)
 	// Resolve: an operator's verdict. It closes an open attempt as
 	// "resolved", advances the token so a live owner is fenced, and keeps
 	// the record as long again from the verdict as it was kept from its
 	// creation. It runs under the row lock of lockState, which read the
 	// state it replaces, $8.
 	resolveCount := stateDelta("$8::smallint", "w.state")
-	s.resolve = `WITH upd AS (` + update(map[string]string{
+	s.resolve = `WITH upd AS (` + b.update(map[string]string{
 		"state":            `$2::smallint`,
 		"output":           `CASE WHEN $2::smallint = 2 THEN $3::bytea END`,
 		"error_class":      `CASE WHEN $2::smallint = 2 THEN '' ELSE 'resolved' END`,
@@ -539,9 +587,14 @@ func buildStatements(q string, version int) statements {
 		"expires_ns": `GREATEST(expires_ns, ` + rowNow + ` + (expires_ns - created_ns))`,
 		"res_state":  `$2::smallint`, "res_output": `$3::bytea`, "res_reason": `$4::text`, "res_by": `$5::text`,
 		"res_at_ns": rowNow},
-		clockFrom(6), `key = $1 AND state IN (1, 5) AND state = $8::smallint`, columns) + `)` +
-		countedOne(`upd`, resolveCount) + `
-		SELECT w.* FROM upd w WHERE ` + check(resolveCount)
+		b.clockFrom(6), `key = $1 AND state IN (1, 5) AND state = $8::smallint`, columns) + `)` +
+		b.countedOne(`upd`, resolveCount) + `
+		SELECT w.* FROM upd w WHERE ` + b.check(resolveCount)
+}
+
+// expiry builds GC's statements and those of Stats.
+func (b *statementBuilder) expiry(s *statements) {
+	t := b.t
 	// journal.Expired and journal.Overdue in SQL: only succeeded (2),
 	// failed (3) and suppressed (4) records expire; pending (1) and
 	// unknown (5) ones past their TTL are kept and counted. Every record
@@ -565,9 +618,8 @@ func buildStatements(q string, version int) statements {
 		FROM (SELECT count(*) FILTER (WHERE state IN (2, 3, 4)) AS expired,
 				count(*) FILTER (WHERE state IN (1, 5)) AS overdue
 			FROM ` + t + ` WHERE ` + past + `) e`
-	s.statsCounts = countsStatsSQL(q, false)
-	s.statsScan = countsStatsSQL(q, true)
-	return s
+	s.statsCounts = countsStatsSQL(b.q, false)
+	s.statsScan = countsStatsSQL(b.q, true)
 }
 
 // coverLease is journal's coverLease in SQL, for a statement that sets the

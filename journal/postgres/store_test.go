@@ -72,12 +72,12 @@ func TestOpenSharesNamespaceAndMigratesOnce(t *testing.T) {
 	}
 
 	// The same namespace given explicitly is accepted; a different one is not.
-	s, err := postgres.Open(ctx, url, &postgres.Options{Schema: schema, Journal: &journal.Options{Namespace: ns}})
+	s, err := postgres.Open(ctx, url, &postgres.Options{Schema: schema, Journal: journal.Options{Namespace: ns}})
 	if err != nil {
 		t.Fatalf("Open with the stored namespace = %v; want nil", err)
 	}
 	s.Close()
-	_, err = postgres.Open(ctx, url, &postgres.Options{Schema: schema, Journal: &journal.Options{Namespace: uuid.New()}})
+	_, err = postgres.Open(ctx, url, &postgres.Options{Schema: schema, Journal: journal.Options{Namespace: uuid.New()}})
 	if !errors.Is(err, journal.ErrNamespaceMismatch) {
 		t.Fatalf("Open with another namespace = %v; want ErrNamespaceMismatch", err)
 	}
@@ -99,7 +99,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ro := range []bool{false, true} {
-		_, err := postgres.Open(ctx, pgURL(t), &postgres.Options{Schema: schema, Journal: &journal.Options{ReadOnly: ro}})
+		_, err := postgres.Open(ctx, pgURL(t), &postgres.Options{Schema: schema, Journal: journal.Options{ReadOnly: ro}})
 		if !errors.Is(err, journal.ErrNewerVersion) {
 			t.Errorf("Open(read-only %v) of a version-99 schema = %v; want ErrNewerVersion", ro, err)
 		}
@@ -109,7 +109,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	ctx := context.Background()
 	schema := newSchema(t)
-	_, err := postgres.Open(ctx, pgURL(t), &postgres.Options{Schema: schema, Journal: &journal.Options{ReadOnly: true}})
+	_, err := postgres.Open(ctx, pgURL(t), &postgres.Options{Schema: schema, Journal: journal.Options{ReadOnly: true}})
 	if !errors.Is(err, postgres.ErrNoJournal) {
 		t.Errorf("read-only Open of an empty schema = %v; want ErrNoJournal", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
 // StartAttempt closes the open attempt, appends a new one and extends the
@@ -34,7 +35,7 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 	}
 	var n int
 	err = s.pool.QueryRow(ctx, s.sql.startAtt[durableIdx(req.Durable)], keyArg(req.Key), int64(req.Token), closing,
-		cleanText(req.ID), int64(journal.Kit.LeaseTTL(req.LeaseTTL)), settle, s.clockArg()).Scan(&n)
+		cleanText(req.ID), int64(machine.LeaseTTL(req.LeaseTTL)), settle, s.clockArg()).Scan(&n)
 	if err != nil {
 		return s.fail("start attempt", req.Key, true, err)
 	}
@@ -48,7 +49,7 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 // waiting for the WAL flush: a renewal lost in a server crash only shortens
 // a lease.
 func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time, error) {
-	if err := journal.Kit.ValidateRenew(&req); err != nil {
+	if err := machine.ValidateRenew(&req); err != nil {
 		return time.Time{}, err
 	}
 	if err := s.checkWrite(ctx, "renew", req.Key); err != nil {
@@ -56,7 +57,7 @@ func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time,
 	}
 	var exp int64
 	err := s.pool.QueryRow(ctx, s.sql.renew, keyArg(req.Key), int64(req.Token),
-		int64(journal.Kit.LeaseTTL(req.LeaseTTL)), s.clockArg()).Scan(&exp)
+		int64(machine.LeaseTTL(req.LeaseTTL)), s.clockArg()).Scan(&exp)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, s.whyNot(ctx, "renew", req.Key)
 	}
@@ -97,7 +98,7 @@ func (s *Store) whyNot(ctx context.Context, op string, key uuid.UUID) error {
 // synchronously. If the connection fails after the UPDATE was sent the
 // error wraps ErrOutcomeUncertain: the outcome may or may not be recorded.
 func (s *Store) Complete(ctx context.Context, c journal.Completion) (journal.Record, error) {
-	if err := journal.Kit.ValidateCompletion(&c); err != nil {
+	if err := machine.ValidateCompletion(&c); err != nil {
 		return journal.Record{}, err
 	}
 	if err := s.checkWrite(ctx, "complete", c.Key); err != nil {
@@ -189,7 +190,7 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 	if err := s.checkWrite(ctx, "resolve", key); err != nil {
 		return journal.Record{}, err
 	}
-	if err := journal.Kit.ValidateResolution(key, &res); err != nil {
+	if err := machine.ValidateResolution(key, &res); err != nil {
 		return journal.Record{}, err
 	}
 	reason := cleanText(res.Reason)
@@ -242,7 +243,7 @@ func (s *Store) resolveLocked(ctx context.Context, key uuid.UUID, res journal.Re
 // The record is stored with this package's schema version, as every
 // store in package journal does.
 func (s *Store) Import(ctx context.Context, rec journal.Record) error {
-	if err := journal.Kit.ValidateImport(&rec); err != nil {
+	if err := machine.ValidateImport(&rec); err != nil {
 		return err
 	}
 	if err := s.check(ctx); err != nil {

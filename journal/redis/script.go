@@ -12,11 +12,12 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
 // This file is the one way a transition writes: a compare-and-set script.
 // Go reads (or remembers, or assumes) the records a decision depends on,
-// decides with journal.Kit, and sends the script the values it decided on
+// decides with the journal's state machine, and sends the script the values it decided on
 // beside the records to write. The script writes only when every value is
 // still the server's and the decision's clock is the server's; otherwise
 // it writes nothing and answers what it found, and Go decides again on
@@ -182,7 +183,7 @@ func encode(recs ...*journal.Record) []write {
 	w := make([]write, len(recs))
 	for i, r := range recs {
 		r.Version = journal.SchemaVersion
-		w[i] = write{rec: r, val: journal.Kit.EncodeRecord(nil, r)}
+		w[i] = write{rec: r, val: codec.Encode(nil, r)}
 	}
 	return w
 }

@@ -20,6 +20,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
 // layoutVersion is the key layout this package writes; kept in the meta
@@ -39,9 +41,9 @@ const maxTxRetries = 1000
 // field's zero value is its default.
 type Options struct {
 	// Journal holds the options common to every store (Namespace,
-	// ReadOnly, Now); nil means defaults. Its Now, when set, stands in for
+	// ReadOnly, Now); the zero value means defaults. Its Now, when set, stands in for
 	// the server's clock.
-	Journal *journal.Options
+	Journal journal.Options
 
 	// Prefix is the first part of every key the store writes, inside a
 	// hash tag ("{agentonce}:…") so that a cluster keeps one journal in one
@@ -117,10 +119,7 @@ func New(ctx context.Context, c goredis.UniversalClient, opts *Options) (*Store,
 	if opts != nil {
 		o = *opts
 	}
-	var jo journal.Options
-	if o.Journal != nil {
-		jo = *o.Journal
-	}
+	jo := o.Journal
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
@@ -299,7 +298,7 @@ func (s *Store) get(ctx context.Context, c cmdable, key uuid.UUID, r *journal.Re
 	if err != nil {
 		return false, s.wrap("get "+key.String(), err)
 	}
-	if *r, err = journal.Kit.DecodeRecord(b); err != nil {
+	if *r, err = codec.Decode(b); err != nil {
 		return false, fmt.Errorf("journal/redis: key %s: %w", key, err)
 	}
 	return true, nil
@@ -309,7 +308,7 @@ func (s *Store) get(ctx context.Context, c cmdable, key uuid.UUID, r *journal.Re
 func (s *Store) put(ctx context.Context, p goredis.Pipeliner, r *journal.Record) {
 	r.Version = journal.SchemaVersion
 	id := r.Key.String()
-	p.Set(ctx, s.recordKey(r.Key), journal.Kit.EncodeRecord(nil, r), 0)
+	p.Set(ctx, s.recordKey(r.Key), codec.Encode(nil, r), 0)
 	p.ZAdd(ctx, s.createdKey(), goredis.Z{Score: micros(r.Created), Member: id})
 	p.ZAdd(ctx, s.expiresKey(), goredis.Z{Score: micros(r.Expires), Member: id})
 	g := s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool)
@@ -347,7 +346,7 @@ func (s *Store) tx(ctx context.Context, op string, fn func(*goredis.Tx) error, k
 // key is one script run. When the assumption is wrong the script's answer
 // holds the records, and Begin decides again on them.
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
-	if err := journal.Kit.ValidateBegin(&req); err != nil {
+	if err := machine.ValidateBegin(&req); err != nil {
 		return journal.BeginResult{}, err
 	}
 	if err := s.usable(ctx); err != nil {
@@ -405,7 +404,7 @@ func (s *Store) decideBegin(req *journal.BeginRequest, v *view) (journal.BeginRe
 	if !cur.known {
 		return journal.BeginResult{}, nil, beginNeeds{}
 	}
-	d := journal.Kit.DecideBegin(cur.rec, req, v.now)
+	d := machine.DecideBegin(cur.rec, req, v.now)
 	t := beginNeeds{known: true}
 	if d.Guard {
 		t.guard = true
@@ -413,7 +412,7 @@ func (s *Store) decideBegin(req *journal.BeginRequest, v *view) (journal.BeginRe
 			return journal.BeginResult{}, nil, t
 		}
 		for _, g := range v.guard {
-			if g.rec != nil && journal.Kit.GuardBlocks(g.rec, req, v.now) {
+			if g.rec != nil && machine.GuardBlocks(g.rec, req, v.now) {
 				return journal.BeginResult{Outcome: journal.Guarded, Record: *g.rec}, nil, t
 			}
 		}
@@ -425,7 +424,7 @@ func (s *Store) decideBegin(req *journal.BeginRequest, v *view) (journal.BeginRe
 			t.need = []uuid.UUID{d.Suppress.Key}
 			return journal.BeginResult{}, nil, t
 		}
-		if sup := journal.Kit.PlaceSuppression(sc.rec, d.Suppress, v.now); sup != nil {
+		if sup := machine.PlaceSuppression(sc.rec, d.Suppress, v.now); sup != nil {
 			recs = append(recs, sup)
 		}
 	}
@@ -438,36 +437,36 @@ func (s *Store) decideBegin(req *journal.BeginRequest, v *view) (journal.BeginRe
 // StartAttempt records a new attempt; see journal.Store.
 func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) error {
 	_, err := s.update(ctx, req.Key, "start attempt", func(cur *journal.Record, now time.Time) (journal.Record, error) {
-		return journal.Kit.ApplyAttempt(cur, &req, now)
+		return machine.ApplyAttempt(cur, &req, now)
 	})
 	return err
 }
 
 // Renew extends the caller's lease; see journal.Store.
 func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time, error) {
-	if err := journal.Kit.ValidateRenew(&req); err != nil {
+	if err := machine.ValidateRenew(&req); err != nil {
 		return time.Time{}, err
 	}
 	r, err := s.update(ctx, req.Key, "renew", func(cur *journal.Record, now time.Time) (journal.Record, error) {
-		return journal.Kit.ApplyRenew(cur, &req, now)
+		return machine.ApplyRenew(cur, &req, now)
 	})
 	return r.Lease.Expires, err
 }
 
 // Complete records an outcome; see journal.Store.
 func (s *Store) Complete(ctx context.Context, c journal.Completion) (journal.Record, error) {
-	if err := journal.Kit.ValidateCompletion(&c); err != nil {
+	if err := machine.ValidateCompletion(&c); err != nil {
 		return journal.Record{}, err
 	}
 	return s.update(ctx, c.Key, "complete", func(cur *journal.Record, now time.Time) (journal.Record, error) {
-		return journal.Kit.ApplyCompletion(cur, &c, now)
+		return machine.ApplyCompletion(cur, &c, now)
 	})
 }
 
 // Resolve settles a pending or unknown record; see journal.Store.
 func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resolution) (journal.Record, error) {
 	return s.update(ctx, key, "resolve", func(cur *journal.Record, now time.Time) (journal.Record, error) {
-		return journal.Kit.ApplyResolution(cur, res, now)
+		return machine.ApplyResolution(cur, res, now)
 	})
 }
 
@@ -489,7 +488,7 @@ func (s *Store) update(ctx context.Context, key uuid.UUID, op string, fn func(*j
 	v := view{checks: []check{{key: key}}}
 	if val, ok := s.pending.recall(key); ok {
 		if now, ok := s.estimate(); ok {
-			if r, err := journal.Kit.DecodeRecord(val); err == nil {
+			if r, err := codec.Decode(val); err == nil {
 				v = view{now: now, checks: []check{{key: key, known: true, val: val, rec: &r}}}
 				if s.testNow == nil && v.now.Before(r.Updated) {
 					v.now = r.Updated // the record's own time, which the server has passed
@@ -597,7 +596,7 @@ func (s *Store) viewOf(checks []check, guard bool, res casResult) (view, error) 
 		if res.vals[i] == nil {
 			continue
 		}
-		r, err := journal.Kit.DecodeRecord(res.vals[i])
+		r, err := codec.Decode(res.vals[i])
 		if err != nil {
 			return view{}, fmt.Errorf("journal/redis: key %s: %w", c.key, err)
 		}
@@ -608,7 +607,7 @@ func (s *Store) viewOf(checks []check, guard bool, res casResult) (view, error) 
 		if g.val == nil {
 			continue
 		}
-		r, err := journal.Kit.DecodeRecord(g.val)
+		r, err := codec.Decode(g.val)
 		if err != nil {
 			return view{}, fmt.Errorf("journal/redis: key %s (guard set): %w", g.id, err)
 		}
@@ -707,7 +706,7 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 				return
 			}
 			for i := range recs {
-				if recs[i] == nil || !journal.Kit.MatchFilter(recs[i], &f) {
+				if recs[i] == nil || !machine.MatchFilter(recs[i], &f) {
 					continue
 				}
 				if !yield(*recs[i], nil) {
@@ -744,7 +743,7 @@ func (s *Store) mget(ctx context.Context, ids []string) ([]*journal.Record, erro
 		if !ok {
 			continue
 		}
-		r, err := journal.Kit.DecodeRecord([]byte(b))
+		r, err := codec.Decode([]byte(b))
 		if err != nil {
 			return nil, fmt.Errorf("journal/redis: key %s: %w", ids[i], err)
 		}
@@ -822,7 +821,7 @@ func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 	if err != nil {
 		return journal.Stats{}, s.wrap("stats", err)
 	}
-	st := journal.Kit.NewStats()
+	st := machine.NewStats()
 	for offset := int64(0); ; offset += listPage {
 		ids, err := s.c.ZRange(ctx, s.createdKey(), offset, offset+listPage-1).Result()
 		if err != nil {
@@ -834,8 +833,8 @@ func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 		}
 		for _, r := range recs {
 			if r != nil {
-				journal.Kit.AddStats(&st, r, now)
-				st.SizeBytes += int64(len(journal.Kit.EncodeRecord(nil, r)))
+				machine.AddStats(&st, r, now)
+				st.SizeBytes += int64(len(codec.Encode(nil, r)))
 			}
 		}
 		if len(ids) < listPage {
@@ -846,7 +845,7 @@ func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 
 // Import writes r as it is; see journal.Store.
 func (s *Store) Import(ctx context.Context, r journal.Record) error {
-	if err := journal.Kit.ValidateImport(&r); err != nil {
+	if err := machine.ValidateImport(&r); err != nil {
 		return err
 	}
 	return s.tx(ctx, "import "+r.Key.String(), func(tx *goredis.Tx) error {
@@ -857,7 +856,7 @@ func (s *Store) Import(ctx context.Context, r journal.Record) error {
 		}
 		if found {
 			r.Version = journal.SchemaVersion
-			if string(journal.Kit.EncodeRecord(nil, cur)) == string(journal.Kit.EncodeRecord(nil, &r)) {
+			if string(codec.Encode(nil, cur)) == string(codec.Encode(nil, &r)) {
 				return nil
 			}
 			return fmt.Errorf("%w: %s", journal.ErrExists, r.Key)

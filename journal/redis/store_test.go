@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -52,7 +53,7 @@ func prefix(t testing.TB, c goredis.UniversalClient) string {
 }
 
 func openStore(t testing.TB, c goredis.UniversalClient, p string, opts *journal.Options) *redisjournal.Store {
-	o := &redisjournal.Options{Prefix: p, Journal: opts}
+	o := &redisjournal.Options{Prefix: p, Journal: *cmp.Or(opts, new(journal.Options))}
 	s, err := redisjournal.New(context.Background(), c, o)
 	if err != nil {
 		t.Fatalf("redis.New: %v", err)
@@ -87,11 +88,11 @@ func TestReopen(t *testing.T) {
 	if r, err := b.Get(ctx, key); err != nil || r.State != journal.StatePending {
 		t.Errorf("reopened Get = %v, %v; want the pending record", r.State, err)
 	}
-	_, err := redisjournal.New(ctx, c, &redisjournal.Options{Prefix: p, Journal: &journal.Options{Namespace: uuid.New()}})
+	_, err := redisjournal.New(ctx, c, &redisjournal.Options{Prefix: p, Journal: journal.Options{Namespace: uuid.New()}})
 	if !errors.Is(err, journal.ErrNamespaceMismatch) {
 		t.Errorf("New with another Namespace: %v; want ErrNamespaceMismatch", err)
 	}
-	_, err = redisjournal.New(ctx, c, &redisjournal.Options{Prefix: p + "-none", Journal: &journal.Options{ReadOnly: true}})
+	_, err = redisjournal.New(ctx, c, &redisjournal.Options{Prefix: p + "-none", Journal: journal.Options{ReadOnly: true}})
 	if !errors.Is(err, journal.ErrNoJournal) {
 		t.Errorf("New read-only on an empty prefix: %v; want ErrNoJournal", err)
 	}

@@ -1,23 +1,25 @@
-// How the bbolt store encodes a record as one value. The layout (a format
-// byte, then tag-length-payload fields) is described at the tag constants
-// below; what it promises:
+// Package codec is the binary form of a journal record, one value per
+// record: the bbolt file, its pending log, the Redis store and the
+// in-memory store keep records in it. The layout (a format byte, then
+// tag-length-payload fields) is described at the tag constants below;
+// what it promises:
 //
 //   - Forward compatibility: a reader skips tags it does not know, so a
 //     later version may add fields that older readers ignore. A newer format
 //     byte, which may change what known tags mean, is refused with
-//     ErrNewerVersion, as is a journal whose meta bucket names a newer
-//     schema (checked in bolt.go).
+//     journal.ErrNewerVersion.
 //   - Exact times: times are kept to the nanosecond, in UTC, absent when
 //     zero.
 //   - Few allocations: decoding copies the value once and points every
 //     string and byte slice into that copy, so a record costs at most three
 //     allocations (the copy, the attempts, the resolution; more only past
 //     four attempts).
+//   - Integrity: every record written is sealed with a CRC-32C; a damaged
+//     one decodes to an error wrapping journal.ErrCorrupt.
 //
 // The decoder is fuzzed (fuzz_test.go): any bytes decode to a record or an
 // error, never a panic.
-
-package journal
+package codec
 
 import (
 	"encoding/binary"
@@ -28,12 +30,14 @@ import (
 	"unsafe"
 
 	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
 )
 
 // The record encoding: one format byte (the schema version), then fields,
 // each written as uvarint tag, uvarint length, payload. A reader skips the
 // tags it does not know, so a newer writer can add fields without breaking
-// older readers; a newer format byte is refused (ErrNewerVersion) because it
+// older readers; a newer format byte is refused (journal.ErrNewerVersion) because it
 // may change what known tags mean. Integers are uvarints, times are zig-zag
 // varints of Unix nanoseconds (absent when zero), strings and byte slices
 // are raw. An absent byte slice decodes as nil, a present empty one as
@@ -149,11 +153,11 @@ func (e *encoder) end(at int) {
 	copy(e.b[at:], tmp[:w])
 }
 
-// encodeRecord appends r's encoding, sealed with its checksum, to dst.
-func encodeRecord(dst []byte, r *Record) []byte {
+// Encode appends the binary form of r, sealed with its checksum, to dst.
+func Encode(dst []byte, r *journal.Record) []byte {
 	start := len(dst)
 	e := encoder{b: slices.Grow(dst, sizeHint(r))}
-	e.b = append(e.b, SchemaVersion, tagChecksum, crcLen, 0, 0, 0, 0)
+	e.b = append(e.b, journal.SchemaVersion, tagChecksum, crcLen, 0, 0, 0, 0)
 	e.head(tagKey, 16)
 	e.b = append(e.b, r.Key[:]...)
 	e.str(tagTenant, r.Intent.Tenant)
@@ -204,7 +208,7 @@ func encodeRecord(dst []byte, r *Record) []byte {
 // sizeHint is about the size of r's encoding, so that it takes one
 // allocation: the variable-length fields plus room for every tag, length
 // and number.
-func sizeHint(r *Record) int {
+func sizeHint(r *journal.Record) int {
 	n := sealLen + 128 + len(r.Intent.Tenant) + len(r.Intent.Session) + len(r.Intent.Turn) +
 		len(r.Intent.Tool) + len(r.Intent.Discriminator) + len(r.Input) + len(r.Output) +
 		len(r.ErrorClass) + len(r.ErrorMessage) + len(r.Lease.Owner)
@@ -322,13 +326,15 @@ func exactVarint(p []byte) (int64, bool) {
 	return v, true
 }
 
-// decodeRecord decodes a record from val. It copies val once (the caller
-// may pass bbolt memory that is only valid inside a transaction); the
-// result shares that copy.
-func decodeRecord(val []byte) (Record, error) {
-	var r Record
+// Decode decodes a record from val, checking its checksum: an error
+// wrapping journal.ErrCorrupt, or journal.ErrNewerVersion, says what is
+// wrong; it does not name the key or the file, which the caller adds. It
+// copies val once (the caller may pass bbolt memory that is only valid
+// inside a transaction); the result shares that copy.
+func Decode(val []byte) (journal.Record, error) {
+	var r journal.Record
 	if len(val) == 0 {
-		return r, fmt.Errorf("%w: empty record", ErrCorrupt)
+		return r, fmt.Errorf("%w: empty record", journal.ErrCorrupt)
 	}
 	sealed := isSealed(val)
 	if sealed {
@@ -338,16 +344,16 @@ func decodeRecord(val []byte) (Record, error) {
 			return r, err
 		}
 	}
-	if val[0] > SchemaVersion {
-		return r, fmt.Errorf("%w: record format %d, this package reads up to %d", ErrNewerVersion, val[0], SchemaVersion)
+	if val[0] > journal.SchemaVersion {
+		return r, fmt.Errorf("%w: record format %d, this package reads up to %d", journal.ErrNewerVersion, val[0], journal.SchemaVersion)
 	}
 	if val[0] == 0 {
-		return r, fmt.Errorf("%w: record format 0", ErrCorrupt)
+		return r, fmt.Errorf("%w: record format 0", journal.ErrCorrupt)
 	}
 	off := sealLen
 	if !sealed {
 		if !isLegacy(val) {
-			return r, fmt.Errorf("%w: record starts with neither a checksum nor a key", ErrCorrupt)
+			return r, fmt.Errorf("%w: record starts with neither a checksum nor a key", journal.ErrCorrupt)
 		}
 		off = 1
 	}
@@ -382,11 +388,11 @@ func decodeRecord(val []byte) (Record, error) {
 			}
 			copy(r.Fingerprint[:], p)
 		case tagEffect:
-			r.Effect = Effect(d.uint(p))
+			r.Effect = journal.Effect(d.uint(p))
 		case tagInput:
 			r.Input = p
 		case tagState:
-			r.State = State(d.uint(p))
+			r.State = journal.State(d.uint(p))
 		case tagOutput:
 			r.Output = p
 		case tagErrorClass:
@@ -412,22 +418,22 @@ func decodeRecord(val []byte) (Record, error) {
 		}
 	}
 	if len(atts) > 0 && d.err == nil {
-		r.Attempts = make([]Attempt, len(atts))
+		r.Attempts = make([]journal.Attempt, len(atts))
 		for i, p := range atts {
 			r.Attempts[i] = decodeAttempt(&d, p)
 		}
 	}
 	if d.err != nil {
-		return Record{}, fmt.Errorf("%w: %v", ErrCorrupt, d.err)
+		return journal.Record{}, fmt.Errorf("%w: %v", journal.ErrCorrupt, d.err)
 	}
 	if r.Key == uuid.Nil || r.State == 0 {
-		return Record{}, fmt.Errorf("%w: record without key or state", ErrCorrupt)
+		return journal.Record{}, fmt.Errorf("%w: record without key or state", journal.ErrCorrupt)
 	}
 	return r, nil
 }
 
-func decodeAttempt(parent *decoder, p []byte) Attempt {
-	var a Attempt
+func decodeAttempt(parent *decoder, p []byte) journal.Attempt {
+	var a journal.Attempt
 	d := decoder{buf: p}
 	for tag, q, ok := d.next(); ok; tag, q, ok = d.next() {
 		switch tag {
@@ -451,13 +457,13 @@ func decodeAttempt(parent *decoder, p []byte) Attempt {
 	return a
 }
 
-func decodeResolution(parent *decoder, p []byte) *Resolution {
-	res := new(Resolution)
+func decodeResolution(parent *decoder, p []byte) *journal.Resolution {
+	res := new(journal.Resolution)
 	d := decoder{buf: p}
 	for tag, q, ok := d.next(); ok; tag, q, ok = d.next() {
 		switch tag {
 		case tagResState:
-			res.State = State(d.uint(q))
+			res.State = journal.State(d.uint(q))
 		case tagResOutput:
 			res.Output = q
 		case tagResReason:
@@ -518,7 +524,7 @@ func isLegacy(val []byte) bool {
 func checkSeal(val []byte) error {
 	stored, computed := binary.LittleEndian.Uint32(val[3:sealLen]), crcOf(val)
 	if stored != computed {
-		return fmt.Errorf("%w: checksum mismatch: record stores %08x, its bytes sum to %08x", ErrCorrupt, stored, computed)
+		return fmt.Errorf("%w: checksum mismatch: record stores %08x, its bytes sum to %08x", journal.ErrCorrupt, stored, computed)
 	}
 	return nil
 }

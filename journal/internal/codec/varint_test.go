@@ -1,4 +1,4 @@
-package journal
+package codec
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/agentonce/agentonce/journal"
 )
 
 // exactVarint must answer as binary.Varint does, with n == len(p), for
@@ -66,10 +68,10 @@ func TestExactVarint(t *testing.T) {
 // every size around the widths.
 func TestSubMessageLengths(t *testing.T) {
 	for _, n := range []int{0, 1, 100, 127 - 4, 127 - 3, 127 - 2, 128, 129, 300, 16383 - 3, 16384, 20000, 3 << 20} {
-		r := Record{Key: [16]byte{1}, State: StateFailed, Attempts: []Attempt{{ID: "a", Error: string(make([]byte, n))}, {ID: "b"}},
-			Resolution: &Resolution{State: StateFailed, Reason: string(make([]byte, n))}}
-		v := encodeRecord(nil, &r)
-		got, err := decodeRecord(v)
+		r := journal.Record{Key: [16]byte{1}, State: journal.StateFailed, Attempts: []journal.Attempt{{ID: "a", Error: string(make([]byte, n))}, {ID: "b"}},
+			Resolution: &journal.Resolution{State: journal.StateFailed, Reason: string(make([]byte, n))}}
+		v := Encode(nil, &r)
+		got, err := Decode(v)
 		if err != nil {
 			t.Fatalf("n=%d: %v", n, err)
 		}

@@ -1,4 +1,4 @@
-package journal_test
+package codec_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
@@ -39,28 +40,28 @@ func fuzzSeeds() []journal.Record {
 // decodes re-encodes to bytes that decode to the same record (and encode to
 // the same bytes again). The legacy seeds (no checksum) let the fuzzer reach
 // the field decoder, which a sealed seed guards behind its checksum.
-func FuzzDecodeRecord(f *testing.F) {
+func FuzzDecode(f *testing.F) {
 	for _, r := range fuzzSeeds() {
-		f.Add(journal.EncodeRecord(nil, &r))
-		f.Add(journal.EncodeLegacyRecord(&r))
+		f.Add(codec.Encode(nil, &r))
+		f.Add(codec.EncodeLegacy(&r))
 	}
 	// A field from the future (tag 99) is skipped.
 	r := fuzzSeeds()[1]
-	f.Add(withFutureField(journal.EncodeRecord(nil, &r)))
-	f.Add(append(journal.EncodeLegacyRecord(&r), 99, 3, 'n', 'e', 'w'))
+	f.Add(withFutureField(codec.Encode(nil, &r)))
+	f.Add(append(codec.EncodeLegacy(&r), 99, 3, 'n', 'e', 'w'))
 	f.Add([]byte{})
 	f.Add([]byte{1, 1, 200})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := journal.DecodeRecord(b)
+		r, err := codec.Decode(b)
 		if err != nil {
 			return
 		}
-		enc := journal.EncodeRecord(nil, &r)
-		r2, err := journal.DecodeRecord(enc)
+		enc := codec.Encode(nil, &r)
+		r2, err := codec.Decode(enc)
 		if err != nil {
-			t.Fatalf("DecodeRecord(EncodeRecord(%+v)) error: %v", r, err)
+			t.Fatalf("Decode(Encode(%+v)) error: %v", r, err)
 		}
-		if enc2 := journal.EncodeRecord(nil, &r2); string(enc2) != string(enc) {
+		if enc2 := codec.Encode(nil, &r2); string(enc2) != string(enc) {
 			t.Fatalf("encoding is not stable:\n%x\n%x", enc, enc2)
 		}
 	})
@@ -72,7 +73,7 @@ func FuzzDecodeRecord(f *testing.F) {
 // damaged checksum no longer matches the bytes.
 func FuzzRecordDamage(f *testing.F) {
 	for i, r := range fuzzSeeds() {
-		n := len(journal.EncodeRecord(nil, &r))
+		n := len(codec.Encode(nil, &r))
 		for _, pos := range []int{0, 1, 2, 3, 6, 7, 8, n / 2, n - 1} {
 			f.Add(uint8(i), r.Output, r.ErrorMessage, uint16(pos), byte(0x01))
 		}
@@ -86,15 +87,15 @@ func FuzzRecordDamage(f *testing.F) {
 		seeds := fuzzSeeds()
 		r := seeds[int(seed)%len(seeds)]
 		r.Output, r.ErrorMessage = output, msg
-		enc := journal.EncodeRecord(nil, &r)
+		enc := codec.Encode(nil, &r)
 		at := int(pos) % len(enc)
 		enc[at] ^= mask
-		got, err := journal.DecodeRecord(enc)
+		got, err := codec.Decode(enc)
 		if err == nil {
-			t.Fatalf("DecodeRecord(record %s with byte %d of %d xor %#02x) = %+v, nil; want ErrCorrupt", r.Key, at, len(enc), mask, got)
+			t.Fatalf("Decode(record %s with byte %d of %d xor %#02x) = %+v, nil; want ErrCorrupt", r.Key, at, len(enc), mask, got)
 		}
 		if !errors.Is(err, journal.ErrCorrupt) {
-			t.Fatalf("DecodeRecord(record %s with byte %d of %d xor %#02x) error %v; want ErrCorrupt", r.Key, at, len(enc), mask, err)
+			t.Fatalf("Decode(record %s with byte %d of %d xor %#02x) error %v; want ErrCorrupt", r.Key, at, len(enc), mask, err)
 		}
 	})
 }
@@ -103,16 +104,16 @@ func FuzzRecordDamage(f *testing.F) {
 // sealed record and seals it again, as a newer writer would.
 func withFutureField(enc []byte) []byte {
 	b := append(append([]byte(nil), enc...), 99, 3, 'n', 'e', 'w')
-	journal.Seal(b)
+	codec.Seal(b)
 	return b
 }
 
 func TestRecordEncodingRoundTrip(t *testing.T) {
 	for _, want := range fuzzSeeds() {
-		enc := journal.EncodeRecord(nil, &want)
-		got, err := journal.DecodeRecord(enc)
+		enc := codec.Encode(nil, &want)
+		got, err := codec.Decode(enc)
 		if err != nil {
-			t.Fatalf("DecodeRecord(EncodeRecord(%s)) error: %v", want.Key, err)
+			t.Fatalf("Decode(Encode(%s)) error: %v", want.Key, err)
 		}
 		want.Version = journal.SchemaVersion
 		sameRecord(t, "round trip", got, want)
@@ -131,22 +132,22 @@ func TestRecordEncodingRoundTrip(t *testing.T) {
 	// Unknown tags are skipped (forward compatibility); a newer format
 	// byte is refused.
 	r := fuzzSeeds()[0]
-	enc := journal.EncodeRecord(nil, &r)
-	if got, err := journal.DecodeRecord(withFutureField(enc)); err != nil || got.Key != r.Key {
-		t.Errorf("DecodeRecord(record + unknown tag 99) = %v, %v; want the record", got.Key, err)
+	enc := codec.Encode(nil, &r)
+	if got, err := codec.Decode(withFutureField(enc)); err != nil || got.Key != r.Key {
+		t.Errorf("Decode(record + unknown tag 99) = %v, %v; want the record", got.Key, err)
 	}
 	newer := append([]byte{journal.SchemaVersion + 1}, enc[1:]...)
-	journal.Seal(newer)
-	if _, err := journal.DecodeRecord(newer); !errors.Is(err, journal.ErrNewerVersion) {
-		t.Errorf("DecodeRecord(format %d) error %v; want ErrNewerVersion", journal.SchemaVersion+1, err)
+	codec.Seal(newer)
+	if _, err := codec.Decode(newer); !errors.Is(err, journal.ErrNewerVersion) {
+		t.Errorf("Decode(format %d) error %v; want ErrNewerVersion", journal.SchemaVersion+1, err)
 	}
 }
 
 func TestRecordDecodeAllocs(t *testing.T) {
 	r := fuzzSeeds()[0]
-	enc := journal.EncodeRecord(nil, &r)
+	enc := codec.Encode(nil, &r)
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := journal.DecodeRecord(enc); err != nil {
+		if _, err := codec.Decode(enc); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -165,8 +166,8 @@ func TestRecordEncodeAllocs(t *testing.T) {
 	if len(r.Attempts) == 0 {
 		t.Fatal("the seed record has no attempt: nothing nested to encode")
 	}
-	buf := make([]byte, 0, 2*len(journal.EncodeRecord(nil, &r)))
-	if allocs := testing.AllocsPerRun(100, func() { journal.EncodeRecord(buf, &r) }); allocs > 0 {
+	buf := make([]byte, 0, 2*len(codec.Encode(nil, &r)))
+	if allocs := testing.AllocsPerRun(100, func() { codec.Encode(buf, &r) }); allocs > 0 {
 		t.Errorf("EncodeRecord into a buffer with room allocates %v times; want 0", allocs)
 	}
 }
@@ -174,7 +175,7 @@ func TestRecordEncodeAllocs(t *testing.T) {
 // sameRecord fails the test unless got and want encode alike.
 func sameRecord(t *testing.T, what string, got, want journal.Record) {
 	t.Helper()
-	ge, we := journal.EncodeRecord(nil, &got), journal.EncodeRecord(nil, &want)
+	ge, we := codec.Encode(nil, &got), codec.Encode(nil, &want)
 	if string(ge) != string(we) {
 		t.Fatalf("%s: record %s = %+v; want %+v", what, want.Key, got, want)
 	}

@@ -1,15 +1,16 @@
-package journal_test
+package memory_test
 
 import (
 	"testing"
 
 	"github.com/agentonce/agentonce/internal/journaltest"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 )
 
 func TestMemoryConformance(t *testing.T) {
 	journaltest.Run(t, func(t *testing.T, opts *journal.Options) journal.Store {
-		return journal.NewMemory(opts)
+		return memory.New(opts)
 	})
 }
 
@@ -20,7 +21,7 @@ func TestHammer(t *testing.T) {
 		opts = journaltest.HammerOptions{Goroutines: 16, Keys: 16, Rounds: 2}
 	}
 	clk := &journaltest.Clock{}
-	s := journal.NewMemory(&journal.Options{Now: clk.Now})
+	s := memory.New(&journal.Options{Now: clk.Now})
 	defer s.Close()
 	journaltest.Hammer(t, s, clk, opts)
 }

@@ -1,15 +1,16 @@
-package journal_test
+package codec_test
 
 import (
 	"testing"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
 // BenchmarkDecodeRecord is the decoder alone, on the fuzz seeds' full
 // record (two attempts, a resolution) and a settled one-attempt record
 // like a replay reads.
-func BenchmarkDecodeRecord(b *testing.B) {
+func BenchmarkDecode(b *testing.B) {
 	full := fuzzSeeds()[0]
 	one := full
 	one.Attempts = one.Attempts[:1]
@@ -19,10 +20,10 @@ func BenchmarkDecodeRecord(b *testing.B) {
 		r    journal.Record
 	}{{"full", full}, {"replay", one}} {
 		b.Run(tc.name, func(b *testing.B) {
-			v := journal.EncodeRecord(nil, &tc.r)
+			v := codec.Encode(nil, &tc.r)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := journal.DecodeRecord(v); err != nil {
+				if _, err := codec.Decode(v); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,7 @@
-package journal
+// Package lease keeps the lease of an intent its owner works on: the one
+// renewal rule of the harness's flights and the idempotency middleware's
+// handlers, which renew through journal.Store.Renew.
+package lease
 
 import (
 	"context"
@@ -8,19 +11,21 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// LeaseKeeper renews a lease its owner holds, every ttl/3, for as long as
-// the owner works on the intent: the one renewal rule of the harness's
-// flights and the idempotency middleware's handlers. It runs on a timer,
+// Keeper renews a lease its owner holds, every ttl/3, for as long as the
+// owner works on the intent. It runs on a timer,
 // not a goroutine of its own, so work shorter than ttl/3 costs one timer
 // armed and stopped. The lease counts as lost once a renewal is fenced
 // (another owner, or an operator, took the intent) or once the last
 // successful renewal's ttl has nearly run out while the store could not
 // be reached; the time is this process's monotonic clock, which a wall
 // clock jump does not move. It is safe for concurrent use.
-type LeaseKeeper struct {
-	store Store
+type Keeper struct {
+	store journal.Store
 	ctx   context.Context // its values go to Renew (WithoutCancel, made at a tick); not its cancellation
 	key   uuid.UUID
 	token uint64
@@ -33,14 +38,14 @@ type LeaseKeeper struct {
 	deadline time.Time // when the lease runs out unless renewed (monotonic)
 }
 
-// KeepLease starts renewing the lease of key, held with token, by ttl
-// (zero: DefaultLeaseTTL) from each renewal. lost is called once, from the
-// timer's goroutine, with the reason when the lease is lost: an error
-// wrapping ErrFenced or ErrNotFound, or the store's error when it could
-// not be reached in time. Stop ends the renewal.
-func KeepLease(ctx context.Context, s Store, key uuid.UUID, token uint64, ttl time.Duration, lost func(error)) *LeaseKeeper {
-	ttl = leaseTTL(ttl)
-	k := &LeaseKeeper{store: s, ctx: ctx, key: key, token: token, ttl: ttl, lost: lost}
+// Keep starts renewing the lease of key, held with token, by ttl (zero:
+// journal.DefaultLeaseTTL) from each renewal. lost is called once, from
+// the timer's goroutine, with the reason when the lease is lost: an error
+// wrapping journal.ErrFenced or journal.ErrNotFound, or the store's error
+// when it could not be reached in time. Stop ends the renewal.
+func Keep(ctx context.Context, s journal.Store, key uuid.UUID, token uint64, ttl time.Duration, lost func(error)) *Keeper {
+	ttl = machine.LeaseTTL(ttl)
+	k := &Keeper{store: s, ctx: ctx, key: key, token: token, ttl: ttl, lost: lost}
 	k.mu.Lock() // the first tick may come before AfterFunc returns
 	k.deadline = time.Now().Add(ttl)
 	k.timer = time.AfterFunc(ttl/3, k.tick)
@@ -50,7 +55,7 @@ func KeepLease(ctx context.Context, s Store, key uuid.UUID, token uint64, ttl ti
 
 // OnLost makes a lost lease call lost instead (the owner's work moved to
 // another context).
-func (k *LeaseKeeper) OnLost(lost func(error)) {
+func (k *Keeper) OnLost(lost func(error)) {
 	k.mu.Lock()
 	k.lost = lost
 	k.mu.Unlock()
@@ -60,7 +65,7 @@ func (k *LeaseKeeper) OnLost(lost func(error)) {
 // renewal already under way may still land: it renews the owner's own
 // lease, or is fenced once the outcome is recorded, which then changes
 // nothing.
-func (k *LeaseKeeper) Stop() {
+func (k *Keeper) Stop() {
 	if k == nil {
 		return
 	}
@@ -72,7 +77,7 @@ func (k *LeaseKeeper) Stop() {
 
 // tick renews once and arms the next tick: a renewal every ttl/3, a
 // failed one tried again sooner.
-func (k *LeaseKeeper) tick() {
+func (k *Keeper) tick() {
 	k.mu.Lock()
 	stopped := k.stopped
 	k.mu.Unlock()
@@ -81,10 +86,10 @@ func (k *LeaseKeeper) tick() {
 	}
 	interval := k.ttl / 3
 	start := time.Now()
-	// WithoutCancel here, not in KeepLease: most owners finish before the
+	// WithoutCancel here, not in Keep: most owners finish before the
 	// first tick, and then it was an allocation for nothing.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(k.ctx), interval)
-	_, err := k.store.Renew(rctx, RenewRequest{Key: k.key, Token: k.token, LeaseTTL: k.ttl})
+	_, err := k.store.Renew(rctx, journal.RenewRequest{Key: k.key, Token: k.token, LeaseTTL: k.ttl})
 	cancel()
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -95,7 +100,7 @@ func (k *LeaseKeeper) tick() {
 	case err == nil:
 		k.deadline = start.Add(k.ttl)
 		k.timer.Reset(interval)
-	case errors.Is(err, ErrFenced), errors.Is(err, ErrNotFound):
+	case errors.Is(err, journal.ErrFenced), errors.Is(err, journal.ErrNotFound):
 		k.stopped = true
 		k.lost(err)
 	case time.Until(k.deadline) < interval/4:

@@ -1,4 +1,4 @@
-package harness_test
+package bolt_test
 
 import (
 	"context"
@@ -14,13 +14,23 @@ import (
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
+	"github.com/agentonce/agentonce/retryclass"
 )
 
 // A settled record with a zero Expires records no TTL (an import from an
-// older journal): a re-issue of its intent is answered from it, and the tool
-// does not run a second time, whether or not the harness takes its replay
-// fast path (a store that does not offer local reads goes through Begin).
+// older journal): a harness's re-issue of its intent is answered from it,
+// and the tool does not run a second time, whether or not the harness
+// takes its replay fast path (a store that does not offer local reads goes
+// through Begin).
 func TestZeroExpiresRecordIsNotRunAgain(t *testing.T) {
+	fastRetry := &retryclass.Policy{MaxAttempts: 4, InitialInterval: time.Millisecond,
+		MaxInterval: 2 * time.Millisecond, MaxElapsed: 5 * time.Second, InFlightBudget: 30 * time.Millisecond}
+	mustRegister := func(t *testing.T, h *harness.Harness, tools ...harness.Tool) {
+		t.Helper()
+		if err := h.Register(tools...); err != nil {
+			t.Fatalf("Register: %v", err)
+		}
+	}
 	ctx := context.Background()
 	ns := uuid.New()
 	var runs atomic.Int32
@@ -32,7 +42,7 @@ func TestZeroExpiresRecordIsNotRunAgain(t *testing.T) {
 	call := harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "1", Tool: "pay", Input: json.RawMessage(`{"amount":4900}`)}
 
 	// The record as an older journal kept it: the payment happened once.
-	old, err := bolt.Open(filepath.Join(t.TempDir(), "old.db"), &bolt.Options{Journal: &journal.Options{Namespace: ns}})
+	old, err := bolt.Open(filepath.Join(t.TempDir(), "old.db"), &bolt.Options{Journal: journal.Options{Namespace: ns}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +65,7 @@ func TestZeroExpiresRecordIsNotRunAgain(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			runs.Store(0)
 			path := filepath.Join(t.TempDir(), "new.db")
-			st, err := bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: ns}})
+			st, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Namespace: ns}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +76,7 @@ func TestZeroExpiresRecordIsNotRunAgain(t *testing.T) {
 			// Import refuses a record with no expiry (the state machine never
 			// writes one), so the file is changed as an older version left it.
 			clearExpires(t, path, rec.Key)
-			st, err = bolt.Open(path, &bolt.Options{Journal: &journal.Options{Namespace: ns}})
+			st, err = bolt.Open(path, &bolt.Options{Journal: journal.Options{Namespace: ns}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,12 +108,12 @@ func clearExpires(t *testing.T, path string, key uuid.UUID) {
 	defer db.Close()
 	err = db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte("records"))
-		r, err := journal.Kit.DecodeRecord(b.Get(key[:]))
+		r, err := bolt.DecodeRecord(b.Get(key[:]))
 		if err != nil {
 			return err
 		}
 		r.Expires = time.Time{}
-		return b.Put(key[:], journal.Kit.EncodeRecord(nil, &r))
+		return b.Put(key[:], bolt.EncodeRecord(nil, &r))
 	})
 	if err != nil {
 		t.Fatal(err)

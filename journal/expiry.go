@@ -1,0 +1,44 @@
+package journal
+
+import "time"
+
+// Expired reports whether r is past its TTL: Begin treats it as absent and
+// GC removes it. Only a settled, known outcome expires (succeeded, failed,
+// suppressed). An unknown record, and a pending one (whose owner may be
+// gone, leaving an unknown outcome), never expire into a re-run: they wait
+// for an operator's Resolve, after which the verdict expires like any
+// other. A zero Expires (a record imported from elsewhere, or written
+// before the field was kept) records no TTL, and never expires: running an
+// intent a second time on a guess about its age could repeat its effect.
+// See Overdue and Reissue.
+func Expired(r *Record, now time.Time) bool {
+	return expires(r.State) && pastTTL(r, now)
+}
+
+// Overdue reports whether r is past its TTL but kept because its outcome is
+// not known: an unknown or pending record that waits for an operator.
+func Overdue(r *Record, now time.Time) bool {
+	return !expires(r.State) && pastTTL(r, now)
+}
+
+// pastTTL reports whether r records a TTL and now is past it.
+func pastTTL(r *Record, now time.Time) bool {
+	return !r.Expires.IsZero() && !now.Before(r.Expires)
+}
+
+// expires reports whether records in state st expire with their TTL.
+func expires(st State) bool {
+	return st == StateSucceeded || st == StateFailed || st == StateSuppressed
+}
+
+// quietAt is the latest QuietAt of r's attempts: until then an earlier
+// attempt may still be acting downstream.
+func quietAt(r *Record) time.Time {
+	var q time.Time
+	for i := range r.Attempts {
+		if r.Attempts[i].QuietAt.After(q) {
+			q = r.Attempts[i].QuietAt
+		}
+	}
+	return q
+}

@@ -1,0 +1,173 @@
+package machine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+)
+
+// This file is the transitions of a record the caller owns (attempt,
+// renewal, completion) or an operator settles, and the check of a record
+// given to Import.
+
+// fence checks that cur is pending and owned by token.
+func fence(cur *journal.Record, key uuid.UUID, token uint64) error {
+	if cur.State != journal.StatePending || cur.Lease.Token != token {
+		return fmt.Errorf("%w: key %s: token %d, record is %s with token %d", journal.ErrFenced, key, token, cur.State, cur.Lease.Token)
+	}
+	return nil
+}
+
+// closeAttempt ends r's open attempt, if any.
+func closeAttempt(r *journal.Record, now time.Time, class, msg string) {
+	if n := len(r.Attempts); n > 0 && r.Attempts[n-1].End.IsZero() {
+		a := &r.Attempts[n-1]
+		a.End, a.Class, a.Error = now, class, msg
+	}
+}
+
+// ApplyAttempt returns cur with the attempt of req started, or journal.ErrFenced.
+// It does not modify cur.
+func ApplyAttempt(cur *journal.Record, req *journal.AttemptRequest, now time.Time) (journal.Record, error) {
+	if err := fence(cur, req.Key, req.Token); err != nil {
+		return journal.Record{}, err
+	}
+	r := *cur
+	r.Attempts = make([]journal.Attempt, len(cur.Attempts), len(cur.Attempts)+1)
+	copy(r.Attempts, cur.Attempts)
+	closeAttempt(&r, now, req.PrevClass, req.PrevError)
+	r.Attempts = append(r.Attempts, journal.Attempt{ID: req.ID, Start: now, QuietAt: settleAt(now, req.Settle)})
+	r.Lease.Expires = now.Add(LeaseTTL(req.LeaseTTL))
+	r.Updated = now
+	coverLease(&r)
+	return r, nil
+}
+
+// ValidateRenew checks a renewal before anything is read.
+func ValidateRenew(req *journal.RenewRequest) error {
+	if req.Key == uuid.Nil {
+		return fmt.Errorf("%w: renew: zero key", journal.ErrInvalid)
+	}
+	return nil
+}
+
+// ApplyRenew returns cur with its lease extended from now by req, or
+// journal.ErrFenced. An owner whose lease expired but that nobody took over may
+// renew it: its token is still the record's. Renewal is not a change of
+// state: Updated stays. It does not modify cur.
+func ApplyRenew(cur *journal.Record, req *journal.RenewRequest, now time.Time) (journal.Record, error) {
+	if err := fence(cur, req.Key, req.Token); err != nil {
+		return journal.Record{}, err
+	}
+	r := *cur
+	r.Lease.Expires = now.Add(LeaseTTL(req.LeaseTTL))
+	coverLease(&r)
+	return r, nil
+}
+
+// ValidateCompletion checks a completion before anything is read.
+func ValidateCompletion(c *journal.Completion) error {
+	if c.Key == uuid.Nil {
+		return fmt.Errorf("%w: complete: zero key", journal.ErrInvalid)
+	}
+	if !c.State.Settled() {
+		return fmt.Errorf("%w: complete %s: state %s is not an outcome", journal.ErrInvalid, c.Key, c.State)
+	}
+	return nil
+}
+
+// ApplyCompletion returns cur settled by c, or journal.ErrFenced. It does not
+// modify cur.
+func ApplyCompletion(cur *journal.Record, c *journal.Completion, now time.Time) (journal.Record, error) {
+	if err := fence(cur, c.Key, c.Token); err != nil {
+		return journal.Record{}, err
+	}
+	r := *cur
+	r.Attempts = slices.Clone(cur.Attempts)
+	closeAttempt(&r, now, c.ErrorClass, c.ErrorMessage)
+	r.State = c.State
+	r.Output = c.Output
+	r.ErrorClass, r.ErrorMessage = c.ErrorClass, c.ErrorMessage
+	r.Lease.Expires = now
+	r.Updated = now
+	r.Expires = settledExpiry(cur, now)
+	return r, nil
+}
+
+// settledExpiry is the expiry of cur settled at now. An outcome is kept
+// for its TTL from the record's creation and, whatever the tool's time,
+// for at least half its TTL after it is known: when less than that is
+// left (a tool slower than its record's TTL, renewing its lease, or one
+// settling near the end of it), the record is kept for its TTL again from
+// now, so that the retries of a late outcome are answered, not run again.
+// Its TTL is read as Expires - Created, which a lease that outlived the
+// TTL has lengthened (coverLease): longer, never shorter. Otherwise the
+// expiry stays, and a store's expiry index is not touched. A zero Expires
+// (no TTL) stays zero. journal/postgres, which settles a record in its own
+// statements, computes the same.
+func settledExpiry(cur *journal.Record, now time.Time) time.Time {
+	if cur.Expires.IsZero() {
+		return cur.Expires
+	}
+	ttl := cur.Expires.Sub(cur.Created)
+	if cur.Expires.Sub(now) < ttl/2 {
+		return now.Add(ttl)
+	}
+	return cur.Expires
+}
+
+// ValidateResolution checks an operator's verdict on key before anything
+// is read.
+func ValidateResolution(key uuid.UUID, res *journal.Resolution) error {
+	if res.State != journal.StateSucceeded && res.State != journal.StateFailed {
+		return fmt.Errorf("%w: resolve %s: state %s (want succeeded or failed)", journal.ErrInvalid, key, res.State)
+	}
+	return nil
+}
+
+// ApplyResolution returns cur settled by an operator, or journal.ErrInvalid or
+// journal.ErrNotResolvable. It does not modify cur.
+func ApplyResolution(cur *journal.Record, res journal.Resolution, now time.Time) (journal.Record, error) {
+	if err := ValidateResolution(cur.Key, &res); err != nil {
+		return journal.Record{}, err
+	}
+	if cur.State != journal.StatePending && cur.State != journal.StateUnknown {
+		return journal.Record{}, fmt.Errorf("%w: key %s is %s", journal.ErrNotResolvable, cur.Key, cur.State)
+	}
+	r := *cur
+	r.Attempts = slices.Clone(cur.Attempts)
+	closeAttempt(&r, now, journal.ClassResolved, res.Reason)
+	res.At = now
+	r.Resolution = &res
+	r.State = res.State
+	r.Output = nil
+	r.ErrorClass, r.ErrorMessage = "", ""
+	if res.State == journal.StateSucceeded {
+		r.Output = res.Output
+	} else {
+		r.ErrorClass, r.ErrorMessage = journal.ClassResolved, res.Reason
+	}
+	// The old owner, if alive, must not overwrite the verdict.
+	r.Lease.Token++
+	r.Lease.Expires = now
+	r.Updated = now
+	// Keep the record as long again from the verdict as it was kept from
+	// its creation: an operator's answer must outlive the retries it ends.
+	if exp := now.Add(cur.Expires.Sub(cur.Created)); exp.After(r.Expires) {
+		r.Expires = exp
+	}
+	return r, nil
+}
+
+// ValidateImport checks a record given to Import: Record.Validate, its
+// error prefixed with the operation.
+func ValidateImport(r *journal.Record) error {
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	return nil
+}

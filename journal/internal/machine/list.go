@@ -1,0 +1,87 @@
+package machine
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
+)
+
+// This file is what makes every store's List, Stats and GC agree.
+
+// Expires reports whether records in state st expire with their TTL
+// (succeeded, failed, suppressed); unknown and pending never do. It is the
+// rule of journal.Expired for a store that keeps a record's state and
+// expiry apart from the record (the bbolt store's index); a test holds the
+// two equal.
+func Expires(st journal.State) bool {
+	return st == journal.StateSucceeded || st == journal.StateFailed || st == journal.StateSuppressed
+}
+
+// MatchFilter reports whether r passes f, by every field.
+func MatchFilter(r *journal.Record, f *journal.Filter) bool {
+	in := &r.Intent
+	switch {
+	case f.Tenant != "" && in.Tenant != f.Tenant,
+		f.Session != "" && in.Session != f.Session,
+		f.Turn != "" && in.Turn != f.Turn,
+		f.Tool != "" && in.Tool != f.Tool,
+		f.State != 0 && r.State != f.State,
+		!f.Since.IsZero() && r.Created.Before(f.Since),
+		!f.Until.IsZero() && !r.Created.Before(f.Until):
+		return false
+	}
+	return true
+}
+
+// NewerFirst orders records by Created descending, then key, so that List
+// is deterministic.
+func NewerFirst(a, b *journal.Record) int {
+	if c := b.Created.Compare(a.Created); c != 0 {
+		return c
+	}
+	return CompareKeys(b.Key, a.Key)
+}
+
+func CompareKeys(a, b uuid.UUID) int {
+	for i := range a {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// AddStats counts r into s.
+func AddStats(s *journal.Stats, r *journal.Record, now time.Time) {
+	s.Records++
+	s.ByState[r.State]++
+	s.ByTool[r.Intent.Tool]++
+	s.Attempts += len(r.Attempts)
+	if journal.Expired(r, now) {
+		s.Expired++
+	}
+	if journal.Overdue(r, now) {
+		s.OverdueUnknown++
+	}
+	if s.Oldest.IsZero() || r.Created.Before(s.Oldest) {
+		s.Oldest = r.Created
+	}
+	if r.Created.After(s.Newest) {
+		s.Newest = r.Created
+	}
+}
+
+func NewStats() journal.Stats {
+	return journal.Stats{ByState: map[journal.State]int{}, ByTool: map[string]int{}}
+}
+
+// EqualRecords reports whether two records are the same for Import.
+func EqualRecords(a, b *journal.Record) bool {
+	return string(codec.Encode(nil, a)) == string(codec.Encode(nil, b))
+}
