@@ -53,13 +53,3 @@ var (
 	// once no other attempt is running, shows what happened.
 	ErrOutcomeUncertain = errors.New("outcome uncertain: connection lost after the write was sent")
 )
-
-// StateError is returned by ParseState for an unknown state name.
-type StateError struct {
-	Name string
-}
-
-// Error names the unknown state and the valid ones.
-func (e *StateError) Error() string {
-	return "unknown state " + `"` + e.Name + `" (want pending, succeeded, failed, suppressed or unknown)`
-}

@@ -49,7 +49,7 @@ func ParseState(name string) (State, error) {
 			return State(i), nil
 		}
 	}
-	return 0, &StateError{Name: name}
+	return 0, errors.New("unknown state " + strconv.Quote(name) + " (want pending, succeeded, failed, suppressed or unknown)")
 }
 
 // Settled reports whether s is an outcome that Begin answers from the
