@@ -16,7 +16,7 @@
 //
 // Tenant is Options.Tenant; ID is the model's tool call id. Session and
 // Turn come from the run's context: WithSession (the conversation id and
-// the input messages, whose user messages give the turn), WithScope, or
+// the input messages, whose user messages give the turn), harness.WithScope, or
 // else the adk session values SessionKey and TurnKey. The turn is the
 // user's message, not the model's round trip: eino's loop calls the model
 // and the tools node many times while it answers one user message, and

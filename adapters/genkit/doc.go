@@ -16,7 +16,7 @@
 // Tenant is Options.Tenant, or the flow's action context's TenantKey.
 // Session and Turn come from the call's context: WithSession (the
 // conversation id and the generation's messages, whose user messages give
-// the turn), WithScope, or else the action context's SessionKey and
+// the turn), harness.WithScope, or else the action context's SessionKey and
 // TurnKey, which a context provider of a flow served over HTTP can set.
 // The turn is the user's message, not the model's round trip: Generate
 // calls the model and the tools many times while it answers one user
