@@ -13,8 +13,8 @@ import (
 
 	"github.com/agentonce/agentonce/adapters/anthropic"
 	"github.com/agentonce/agentonce/adapters/anthropic/internal/fakeapi"
-	"github.com/agentonce/agentonce/adapters/anthropic/internal/fakeshop"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/internal/fakeshop"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/memory"
 )

@@ -16,6 +16,7 @@ import (
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/agentonce/agentonce/adapters/eino"
+	"github.com/agentonce/agentonce/harness"
 )
 
 // The child process's environment: which part it plays, its journal and
@@ -48,7 +49,7 @@ func child(part string) {
 	}}
 	h := openHarness(t, filepath.Join(dir, "agent.journal"))
 	a := eino.New(h, keyed)
-	ctx := eino.WithScope(context.Background(), "conv-1", "1")
+	ctx := harness.WithScope(context.Background(), "conv-1", "1")
 	var err error
 	switch part {
 	case "restart":
@@ -125,7 +126,7 @@ func TestRestartMidRun(t *testing.T) {
 func TestCheckpointResumeAfterCrash(t *testing.T) {
 	s := newShop(t)
 	dir := t.TempDir()
-	ctx := eino.WithScope(context.Background(), "conv-1", "1")
+	ctx := harness.WithScope(context.Background(), "conv-1", "1")
 
 	m := &scriptedModel{reply: func(n int, input []*schema.Message) *schema.Message {
 		if input[len(input)-1].Role == schema.Tool {
@@ -170,7 +171,7 @@ func TestCheckpointResumeAfterCrash(t *testing.T) {
 func TestToolInterruptResumeAfterCrash(t *testing.T) {
 	s := newShop(t)
 	dir := t.TempDir()
-	ctx := eino.WithScope(context.Background(), "conv-1", "1")
+	ctx := harness.WithScope(context.Background(), "conv-1", "1")
 	m := &scriptedModel{reply: func(n int, input []*schema.Message) *schema.Message {
 		if input[len(input)-1].Role == schema.Tool {
 			return schema.AssistantMessage("Charged $49.", nil)

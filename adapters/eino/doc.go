@@ -12,7 +12,7 @@
 // name (Unkeyed by default).
 //
 // Scope: Tenant is Options.Tenant, ID the model's tool call id; Session and
-// Turn come from WithSession, WithScope, or the adk session values
+// Turn come from WithSession, harness.WithScope, or the adk session values
 // SessionKey and TurnKey. The turn is the user's message, not the model's
 // round trip, so a call repeated while the agent answers one message is
 // answered from the journal. A call without a session or turn is refused

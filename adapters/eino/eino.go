@@ -62,7 +62,7 @@ func New(h *harness.Harness, opts *Options) *Adapter {
 // ToolsConfig, an adk ChatModelAgent's ToolsConfig, or a graph's
 // ToolsNode). Every call of an invokable, streamable or enhanced
 // (multimodal) tool then becomes a harness.Harness.Call in the scope of
-// the run's context (WithSession, WithScope or the adk session values),
+// the run's context (WithSession, harness.WithScope or the adk session values),
 // with the model's tool call id as ToolCall.ID, and answers the model with
 // the result: the tool's own output on success, else ForModel's text. A
 // stream is read whole, recorded, and sent as one chunk.

@@ -6,6 +6,8 @@ import (
 
 	"github.com/cloudwego/eino/adk"
 	"github.com/cloudwego/eino/schema"
+
+	"github.com/agentonce/agentonce/harness"
 )
 
 // The adk session values the middleware reads the scope from when the
@@ -16,23 +18,13 @@ const (
 	TurnKey    = "agentonce.turn"
 )
 
-type scope struct{ session, turn string }
-
-type scopeKey struct{}
-
-// WithScope returns a context whose tool calls run in session and turn:
-// session is the application's conversation id, the same across restarts;
-// turn names the user message being answered, the same for every model
-// round trip until the next user message. Pass it to Generate, Stream,
-// Invoke or Runner.Run, and the same scope again to a resume of the run.
-func WithScope(ctx context.Context, session, turn string) context.Context {
-	return context.WithValue(ctx, scopeKey{}, scope{session, turn})
-}
-
-// WithSession is WithScope with the turn that history ends in
-// (UserTurn): the input messages of the run.
+// WithSession returns a context whose tool calls run in session and in
+// the turn that history ends in (UserTurn): the input messages of the run.
+// Pass it to Generate, Stream, Invoke or Runner.Run. A run resumed from a
+// checkpoint is given harness.WithScope with the session and turn of the
+// run it resumes.
 func WithSession(ctx context.Context, session string, history []*schema.Message) context.Context {
-	return WithScope(ctx, session, UserTurn(history))
+	return harness.WithScope(ctx, session, UserTurn(history))
 }
 
 // UserTurn returns the user turn that history ends in: the number, from 1,
@@ -53,11 +45,11 @@ func UserTurn(history []*schema.Message) string {
 	return strconv.Itoa(n)
 }
 
-// scopeFrom returns the scope of ctx: WithScope's, else the adk session
-// values.
+// scopeFrom returns the scope of ctx: harness.WithScope's (WithSession's),
+// else the adk session values.
 func scopeFrom(ctx context.Context) (session, turn string) {
-	if s, ok := ctx.Value(scopeKey{}).(scope); ok {
-		return s.session, s.turn
+	if session, turn, ok := harness.ScopeFromContext(ctx); ok {
+		return session, turn
 	}
 	if v, ok := adk.GetSessionValue(ctx, SessionKey); ok {
 		session, _ = v.(string)

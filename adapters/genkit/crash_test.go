@@ -13,6 +13,7 @@ import (
 	"github.com/firebase/genkit/go/ai"
 
 	agentgenkit "github.com/agentonce/agentonce/adapters/genkit"
+	"github.com/agentonce/agentonce/harness"
 )
 
 // The child process's environment: which part it plays, its directory
@@ -43,7 +44,7 @@ func child(part string) {
 		return chargeRequest("call_child")
 	}}
 	h := openHarness(t, filepath.Join(dir, "agent.journal"))
-	ctx := agentgenkit.WithScope(context.Background(), "conv-1", "1")
+	ctx := harness.WithScope(context.Background(), "conv-1", "1")
 	var err error
 	switch part {
 	case "restart":
@@ -114,7 +115,7 @@ func TestRestartMidRun(t *testing.T) {
 func TestInterruptRestartAfterCrash(t *testing.T) {
 	s := newShop(t)
 	dir := t.TempDir()
-	ctx := agentgenkit.WithScope(context.Background(), "conv-1", "1")
+	ctx := harness.WithScope(context.Background(), "conv-1", "1")
 	m := &scriptedModel{reply: func(n int, req *ai.ModelRequest) *ai.Message {
 		if readTool(req) {
 			return ai.NewModelTextMessage("Charged $49.")

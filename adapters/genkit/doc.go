@@ -11,7 +11,7 @@
 //	import agentgenkit "github.com/agentonce/agentonce/adapters/genkit"
 //
 // Scope: Tenant is Options.Tenant or the action context's TenantKey;
-// Session and Turn come from WithSession, WithScope, or the action
+// Session and Turn come from WithSession, harness.WithScope, or the action
 // context's SessionKey and TurnKey. The turn is the user's message, not
 // the model's round trip, so a call repeated while Generate answers one
 // message is answered from the journal. A call without a session or turn

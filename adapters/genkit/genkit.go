@@ -46,7 +46,7 @@ const interruptField = "agentonce.interrupt"
 // (Effect above all; its Func is ignored), fn is the tool as genkit would
 // run it. Each call of the tool by the model becomes a
 // harness.Harness.Call in the scope of the call's context (WithSession,
-// WithScope, or the flow's action context), and the model reads the
+// harness.WithScope, or the flow's action context), and the model reads the
 // recorded output on success or harness.Result.ForModel otherwise, never
 // an error: so the tool's output type is any.
 //

@@ -6,36 +6,27 @@ import (
 
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/core"
+
+	"github.com/agentonce/agentonce/harness"
 )
 
 // The keys of a flow's action context (core.ActionContext, set by a
 // context provider of a flow served over HTTP, or core.WithActionContext)
-// that the tools read their scope from when the context has no WithScope.
-// Their values are strings.
+// that the tools read their scope from when the context has no
+// harness.WithScope. Their values are strings.
 const (
 	TenantKey  = "agentonce.tenant"
 	SessionKey = "agentonce.session"
 	TurnKey    = "agentonce.turn"
 )
 
-type scope struct{ session, turn string }
-
-type scopeKey struct{}
-
-// WithScope returns a context whose tool calls run in session and turn:
-// session is the application's conversation id, the same across restarts;
-// turn names the user message being answered, the same for every model
-// round trip until the next user message. Pass it to genkit.Generate (or
-// run the flow with it), and the same scope again to a resumed generation
-// (ai.WithToolRestarts).
-func WithScope(ctx context.Context, session, turn string) context.Context {
-	return context.WithValue(ctx, scopeKey{}, scope{session, turn})
-}
-
-// WithSession is WithScope with the turn that history ends in (UserTurn):
-// the messages the generation is given.
+// WithSession returns a context whose tool calls run in session and in
+// the turn that history ends in (UserTurn): the messages the generation
+// is given. Pass it to genkit.Generate (or run the flow with it). A
+// resumed generation (ai.WithToolRestarts) is given harness.WithScope with
+// the session and turn of the generation it resumes.
 func WithSession(ctx context.Context, session string, history []*ai.Message) context.Context {
-	return WithScope(ctx, session, UserTurn(history))
+	return harness.WithScope(ctx, session, UserTurn(history))
 }
 
 // UserTurn returns the user turn that history ends in: the number, from 1,
@@ -55,17 +46,17 @@ func UserTurn(history []*ai.Message) string {
 	return strconv.Itoa(n)
 }
 
-// scopeFrom returns a call's tenant, session and turn: WithScope's
-// session and turn, else the action context's; the action context's
-// tenant, else Options.Tenant.
+// scopeFrom returns a call's tenant, session and turn:
+// harness.WithScope's (WithSession's) session and turn, else the action
+// context's; the action context's tenant, else Options.Tenant.
 func (a *Adapter) scopeFrom(ctx context.Context) (tenant, session, turn string) {
 	tenant = a.tenant
 	ac := core.FromContext(ctx)
 	if v, ok := ac[TenantKey].(string); ok && v != "" {
 		tenant = v
 	}
-	if s, ok := ctx.Value(scopeKey{}).(scope); ok {
-		return tenant, s.session, s.turn
+	if session, turn, ok := harness.ScopeFromContext(ctx); ok {
+		return tenant, session, turn
 	}
 	session, _ = ac[SessionKey].(string)
 	turn, _ = ac[TurnKey].(string)

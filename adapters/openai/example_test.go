@@ -15,8 +15,8 @@ import (
 
 	"github.com/agentonce/agentonce/adapters/openai"
 	"github.com/agentonce/agentonce/adapters/openai/internal/fakeapi"
-	"github.com/agentonce/agentonce/adapters/openai/internal/fakeshop"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/internal/fakeshop"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/memory"
 )

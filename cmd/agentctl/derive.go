@@ -288,11 +288,8 @@ func loadSide(ctx context.Context, e *env, store journal.Store, o *deriveOptions
 		if store == nil {
 			return nil, usageErrorf("input %s is a KEY, which needs the journal: drop --namespace", in)
 		}
-		r, err := store.Get(ctx, key)
+		r, err := loadRecord(ctx, store, key)
 		if err != nil {
-			if isNotFound(err) {
-				return nil, notFound(key, err)
-			}
 			return nil, err
 		}
 		if r.Input == nil {

@@ -30,21 +30,25 @@ import (
 // command, so a typo never creates an empty journal; only "import
 // --create" creates one (see createJournal).
 func openJournal(ctx context.Context, location string, readOnly bool) (journal.Store, error) {
-	return openJournalOpts(ctx, location, &journal.Options{ReadOnly: readOnly}, 0)
+	return openAt(ctx, location, &journal.Options{ReadOnly: readOnly}, 0, false)
 }
 
-func openJournalOpts(ctx context.Context, location string, opts *journal.Options, lockTimeout time.Duration) (journal.Store, error) {
+// openAt opens the journal at location with opts: the PostgreSQL store,
+// the Redis store or a bbolt file. Unless create is set, the journal must
+// exist.
+func openAt(ctx context.Context, location string, opts *journal.Options, lockTimeout time.Duration, create bool) (journal.Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if postgres.IsURL(location) {
-		return openPostgres(ctx, location, opts, false)
-	}
-	if isRedisURL(location) {
-		return openRedis(ctx, location, opts, false)
-	}
-	if err := checkBoltFile(location); err != nil {
-		return nil, err
+	switch {
+	case postgres.IsURL(location):
+		return openPostgres(ctx, location, opts, create)
+	case isRedisURL(location):
+		return openRedis(ctx, location, opts, create)
+	case !create:
+		if err := checkBoltFile(location); err != nil {
+			return nil, err
+		}
 	}
 	return openBolt(location, &bolt.Options{Journal: *cmp.Or(opts, new(journal.Options)), LockTimeout: lockTimeout})
 }
@@ -87,16 +91,7 @@ func openBolt(path string, opts *bolt.Options) (journal.Store, error) {
 // createJournal opens the bbolt journal at path, creating it if it does
 // not exist, with the given namespace (zero: the stored one, or random).
 func createJournal(ctx context.Context, location string, ns uuid.UUID, lockTimeout time.Duration, now func() time.Time) (journal.Store, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if postgres.IsURL(location) {
-		return openPostgres(ctx, location, &journal.Options{Namespace: ns, Now: now}, true)
-	}
-	if isRedisURL(location) {
-		return openRedis(ctx, location, &journal.Options{Namespace: ns, Now: now}, true)
-	}
-	return openBolt(location, &bolt.Options{Journal: journal.Options{Namespace: ns, Now: now}, LockTimeout: lockTimeout})
+	return openAt(ctx, location, &journal.Options{Namespace: ns, Now: now}, lockTimeout, true)
 }
 
 // open opens the journal named by the command's flags. A bbolt journal
@@ -117,7 +112,7 @@ func (j *journalFlags) open(ctx context.Context, e *env, readOnly bool) (journal
 	}
 	// The store runs on the command's clock, so that expiry in stats, gc
 	// and replay agrees with what the command prints.
-	s, err := openJournalOpts(ctx, j.location, &journal.Options{ReadOnly: readOnly, Now: e.now}, j.lockTimeout)
+	s, err := openAt(ctx, j.location, &journal.Options{ReadOnly: readOnly, Now: e.now}, j.lockTimeout, false)
 	if errors.Is(err, journal.ErrInUse) && !isRemote(j.location) {
 		return nil, &cliError{code: exitInUse, err: err,
 			hint: "no agent answers at " + inspect.SocketPath(j.location) + " (its inspection is off, or it predates it): " +
@@ -165,14 +160,14 @@ func liveWriters(location string, s journal.Store) bool {
 	return served || isRemote(location)
 }
 
-// openPostgres opens the PostgreSQL journal at url. Unless create is set,
-// the journal must exist: a writable open would create the schema, so it
-// is preceded by a read-only one that fails with ErrNoJournal.
 // postgresTestClock stands in for the database server's clock in tests
 // (postgres.Options.TestClock); nil, as in the program, means the server's
 // clock decides.
 var postgresTestClock func() time.Time
 
+// openPostgres opens the PostgreSQL journal at location (its schema
+// parameter names the journal); unless create is set, the journal must
+// exist (openExisting).
 func openPostgres(ctx context.Context, location string, opts *journal.Options, create bool) (journal.Store, error) {
 	url, schema, err := splitSchema(location)
 	if err != nil {
@@ -190,6 +185,14 @@ func openPostgres(ctx context.Context, location string, opts *journal.Options, c
 		}
 		return s, nil
 	}
+	return openExisting(open, opts, create)
+}
+
+// openExisting opens a server's journal with open and opts. A writable
+// open would create a journal where there is none (a PostgreSQL schema,
+// a Redis prefix), so unless create is set it is preceded by a read-only
+// one, which fails with ErrNoJournal.
+func openExisting(open func(*journal.Options) (journal.Store, error), opts *journal.Options, create bool) (journal.Store, error) {
 	if !create && !opts.ReadOnly {
 		ro := *opts
 		ro.ReadOnly = true

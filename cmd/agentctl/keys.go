@@ -81,7 +81,7 @@ func (a keyArg) find(ctx context.Context, s journal.Store) (uuid.UUID, error) {
 	switch len(found) {
 	case 0:
 		return uuid.Nil, &cliError{code: exitNotFound, err: fmt.Errorf("no key in this journal starts with %s", a.prefix),
-			hint: "check the key and --journal (agentctl ls lists keys); an expired record may have been removed by gc"}
+			hint: notFoundHint}
 	case 1:
 		return found[0], nil
 	}

@@ -24,8 +24,8 @@ func isRedisURL(location string) bool {
 }
 
 // openRedis opens the Redis journal at location (its prefix parameter
-// names the journal); like a PostgreSQL schema, a prefix without a
-// journal is an error unless create is set.
+// names the journal); unless create is set, the journal must exist
+// (openExisting).
 func openRedis(ctx context.Context, location string, opts *journal.Options, create bool) (journal.Store, error) {
 	open := func(o *journal.Options) (journal.Store, error) {
 		s, err := redisjournal.Open(ctx, location, &redisjournal.Options{Journal: *cmp.Or(o, new(journal.Options))})
@@ -41,14 +41,5 @@ func openRedis(ctx context.Context, location string, opts *journal.Options, crea
 		}
 		return s, nil
 	}
-	if !create && !opts.ReadOnly {
-		ro := *opts
-		ro.ReadOnly = true
-		s, err := open(&ro)
-		if err != nil {
-			return nil, err
-		}
-		s.Close()
-	}
-	return open(opts)
+	return openExisting(open, opts, create)
 }

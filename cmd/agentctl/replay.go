@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/spf13/pflag"
-	"slices"
 	"strconv"
 	"time"
 
@@ -196,16 +195,11 @@ func runReplay(ctx context.Context, e *env, o *replayOptions) error {
 	}
 	defer s.Close()
 
-	var recs []journal.Record
-	for r, err := range s.List(ctx, journal.Filter{Session: o.session, Tenant: o.tenant}) {
-		if err != nil {
-			return err
-		}
-		recs = append(recs, r)
+	// A restart re-issues calls in the order the agent made them.
+	recs, err := sessionRecords(ctx, s, o.session, o.tenant)
+	if err != nil {
+		return err
 	}
-	// List is newest first; a restart re-issues calls in the order the
-	// agent made them.
-	slices.Reverse(recs)
 
 	out := replayJSON{Session: o.session, Tenant: o.tenant, At: now.UTC(),
 		Intents: make([]replayIntentJSON, 0, len(recs)), Summary: map[string]int{}}

@@ -82,17 +82,11 @@ func runResolve(ctx context.Context, e *env, o *resolveOptions) error {
 	}
 	defer s.Close()
 
-	key, err := o.key.find(ctx, s)
+	r, err := o.key.record(ctx, s)
 	if err != nil {
 		return err
 	}
-	r, err := s.Get(ctx, key)
-	if err != nil {
-		if isNotFound(err) {
-			return notFound(key, err)
-		}
-		return err
-	}
+	key := r.Key
 	// Only PostgreSQL has other live writers: a bbolt journal that agentctl
 	// opened for writing has no other process, so a live lease there is a
 	// stopped process's.

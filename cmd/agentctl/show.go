@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
-
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -46,28 +44,14 @@ func showCmd(e *env, fs *pflag.FlagSet, run runFunc[showOptions]) func(context.C
 	}
 }
 
-// notFound names the key that has no record. The store's error says the
-// same with less context, so it is not repeated.
-func notFound(key uuid.UUID, _ error) error {
-	return &cliError{code: exitNotFound, err: fmt.Errorf("no record for key %s in this journal", key),
-		hint: "check the key and --journal (agentctl ls lists keys); an expired record may have been removed by gc"}
-}
-
 func runShow(ctx context.Context, e *env, o *showOptions) error {
 	s, err := o.journal.open(ctx, e, true)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	key, err := o.key.find(ctx, s)
+	r, err := o.key.record(ctx, s)
 	if err != nil {
-		return err
-	}
-	r, err := s.Get(ctx, key)
-	if err != nil {
-		if isNotFound(err) {
-			return notFound(key, err)
-		}
 		return err
 	}
 	if o.json {

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"github.com/spf13/pflag"
 	"os"
-	"slices"
-
-	"github.com/agentonce/agentonce/journal"
 )
 
 var timelineCommand = &command{
@@ -76,22 +73,17 @@ func runTimeline(ctx context.Context, e *env, o *timelineOptions) error {
 	if err != nil {
 		return err
 	}
-	var recs []journal.Record
-	for r, err := range s.List(ctx, journal.Filter{Session: o.session, Tenant: o.tenant}) {
-		if err != nil {
-			s.Close()
-			return err
-		}
-		recs = append(recs, r)
-	}
+	// The timeline reads top to bottom in the order the agent made the
+	// calls.
+	recs, err := sessionRecords(ctx, s, o.session, o.tenant)
 	s.Close()
+	if err != nil {
+		return err
+	}
 	if len(recs) == 0 {
 		return &cliError{code: exitNotFound, err: fmt.Errorf("no intents recorded for session %q%s", o.session, tenantNote(o.tenant)),
 			hint: "check --session (agentctl ls shows sessions)"}
 	}
-	// List is newest first; the timeline reads top to bottom in the order
-	// the agent made the calls.
-	slices.Reverse(recs)
 	tl := buildTimeline(recs, o.session, o.tenant, now, !isRemote(o.journal.location))
 
 	switch {

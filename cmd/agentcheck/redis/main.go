@@ -1,8 +1,9 @@
 // Command redis is agentcheck with the Redis journal linked in, for
 // -downstream middleware -server-store redis: the idempotency middleware
 // of the checker's downstream on a Redis or Valkey server, in a key prefix
-// of its own that it removes after the run. It is a module of its own so
-// that the core module does not depend on a Redis client. Its flags,
+// of its own that it removes after the run. It is a module of its own
+// because agentcheck belongs to the core module (its fault check runs with
+// the core's tests), which requires no Redis client. Its flags,
 // output and exit codes are agentcheck's (go doc ./cmd/agentcheck):
 //
 //	AGENTONCE_REDIS_URL=redis://127.0.0.1:6379/0 \

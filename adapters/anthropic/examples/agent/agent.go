@@ -12,8 +12,8 @@ import (
 
 	"github.com/agentonce/agentonce/adapters/anthropic"
 	"github.com/agentonce/agentonce/adapters/anthropic/internal/fakeapi"
-	"github.com/agentonce/agentonce/adapters/anthropic/internal/fakeshop"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/internal/fakeshop"
 )
 
 // session is the application's id of the conversation: the Messages API

@@ -3,9 +3,10 @@
 // sends its scope gives up on a slow call and retries it, reconnects and
 // re-sends; a standard host that sends no scope (as Claude Desktop or an
 // IDE) sends a call, reconnects and sends it again. Both authenticate with
-// a bearer token, from which the server takes tenant and principal. Everything runs in this process on loopback: the payment API,
-// the MCP server (streamable HTTP) and the client. It ends by printing the
-// charges the payment API really made.
+// a bearer token, from which the server takes tenant and principal.
+// Everything runs in this process on loopback: the payment API, the MCP
+// server (streamable HTTP) and the client. It ends by printing the charges
+// the payment API really made.
 package main
 
 import (
@@ -118,124 +119,28 @@ func run(ctx context.Context, out io.Writer, journalPath string) error {
 		return err
 	}
 	defer h.Close()
-	err = h.Register(harness.Tool{
-		Name:        "charge_card",
-		Description: "Charge the customer's card; amount in cents.",
-		Effect:      journal.Unkeyed,
-		Schema:      json.RawMessage(`{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`),
-		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, apiSrv.URL+"/charges", strings.NewReader(string(in)))
-			if err != nil {
-				return nil, err
-			}
-			return harness.ReadJSON(apiSrv.Client().Do(req))
-		},
-	})
+	if err := h.Register(chargeTool(apiSrv)); err != nil {
+		return err
+	}
+	mcpSrv, err := serveMCP(h)
 	if err != nil {
 		return err
 	}
-	server := mcp.NewServer(&mcp.Implementation{Name: "payments", Version: "v1"}, nil)
-	// The tenant and principal come from the bearer token ("org" claim and
-	// subject); a client's session and turn are scoped under them.
-	opts := &agentmcp.Options{Identity: agentmcp.TokenIdentity("org")}
-	if err := agentmcp.AddTools(server, h, opts); err != nil {
-		return err
-	}
-	handler, err := agentmcp.HTTPHandler(server, opts, &mcp.StreamableHTTPOptions{PropagateRequestCancellation: true})
-	if err != nil {
-		return err
-	}
-	mcpSrv := httptest.NewServer(auth.RequireBearerToken(verifyToken, nil)(handler))
 	defer mcpSrv.Close()
 
-	connect := func() (*mcp.ClientSession, error) {
-		c := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v1"}, nil)
-		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: mcpSrv.URL, DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{Transport: withToken{"token-of-ada"}}}, nil)
-	}
-	scope := agentmcp.Scope{Tenant: "acme", Session: "conversation-42", Turn: "1"}
-	charge := func(s agentmcp.Scope, amount int) *mcp.CallToolParams {
-		p := &mcp.CallToolParams{Name: "charge_card", Arguments: map[string]any{"amount": amount}}
-		agentmcp.SetScope(p, s)
-		return p
-	}
-	show := func(what string, res *mcp.CallToolResult) {
-		text, note, _ := strings.Cut(res.Content[0].(*mcp.TextContent).Text, "\n\n")
-		if note != "" {
-			text += " [+ a note: " + note[:strings.Index(note, ",")] + "…]"
+	c := &client{ctx: ctx, out: out, url: mcpSrv.URL,
+		scope: agentmcp.Scope{Tenant: "acme", Session: "conversation-42", Turn: "1"}}
+	defer c.close()
+	for _, step := range []func() error{
+		func() error { return c.giveUpAndRetry(api) },
+		c.resendAfterReconnect,
+		c.hostWithoutScope,
+		c.nextTurn,
+	} {
+		if err := step(); err != nil {
+			return err
 		}
-		fmt.Fprintf(out, "%-34s %-10s %-9s error=%-5v %s\n", what, res.Meta[agentmcp.MetaStatus], res.Meta[agentmcp.MetaSource], res.IsError, text)
 	}
-
-	cs, err := connect()
-	if err != nil {
-		return err
-	}
-	// 1. The client gives up on a slow charge; the charge goes on.
-	callCtx, giveUp := context.WithCancel(ctx)
-	gaveUp := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(callCtx, charge(scope, 4900))
-		gaveUp <- err
-	}()
-	<-api.held
-	giveUp()
-	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("the first call ended with %v; want the client's cancellation", err)
-	}
-	fmt.Fprintln(out, "client gave up on charge_card(4900) while the payment API was still charging")
-
-	// 2. It retries at once, while the first charge is still running.
-	retried := make(chan *mcp.CallToolResult, 1)
-	retryErr := make(chan error, 1)
-	go func() {
-		res, err := cs.CallTool(ctx, charge(scope, 4900))
-		retried <- res
-		retryErr <- err
-	}()
-	close(api.release)
-	res := <-retried
-	if err := <-retryErr; err != nil {
-		return err
-	}
-	show("retry after giving up:", res)
-	cs.Close()
-
-	// 3. It reconnects (a new transport session) and re-sends the call.
-	if cs, err = connect(); err != nil {
-		return err
-	}
-	defer cs.Close()
-	if res, err = cs.CallTool(ctx, charge(scope, 4900)); err != nil {
-		return err
-	}
-	show("re-sent after reconnecting:", res)
-
-	// 4. A standard host sends no scope: the window places the call, and
-	// the same call again after a reconnect is the same intent. The model
-	// reads that it was not done again and how to repeat on purpose.
-	host := &mcp.CallToolParams{Name: "charge_card", Arguments: map[string]any{"amount": 100}}
-	if res, err = cs.CallTool(ctx, host); err != nil {
-		return err
-	}
-	show("host call without _meta scope:", res)
-	cs.Close()
-	if cs, err = connect(); err != nil {
-		return err
-	}
-	defer cs.Close()
-	if res, err = cs.CallTool(ctx, host); err != nil {
-		return err
-	}
-	show("host re-sends after reconnecting:", res)
-
-	// 5. The next user turn charges again: a new intent.
-	next := scope
-	next.Turn = "2"
-	if res, err = cs.CallTool(ctx, charge(next, 2500)); err != nil {
-		return err
-	}
-	show("next turn, new charge:", res)
 
 	charges, dups := api.counts()
 	fmt.Fprintf(out, "charges made by the payment API: %d (intents: 3)\n", charges)
@@ -244,4 +149,155 @@ func run(ctx context.Context, out io.Writer, journalPath string) error {
 		return fmt.Errorf("%d charges, %d duplicates; want 3 and 0", charges, dups)
 	}
 	return nil
+}
+
+// chargeTool is charge_card, which charges through the payment API.
+func chargeTool(api *httptest.Server) harness.Tool {
+	return harness.Tool{
+		Name:        "charge_card",
+		Description: "Charge the customer's card; amount in cents.",
+		Effect:      journal.Unkeyed,
+		Schema:      json.RawMessage(`{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`),
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, api.URL+"/charges", strings.NewReader(string(in)))
+			if err != nil {
+				return nil, err
+			}
+			return harness.ReadJSON(api.Client().Do(req))
+		},
+	}
+}
+
+// serveMCP serves h's tools over MCP (streamable HTTP) on loopback, behind
+// the bearer token check.
+func serveMCP(h *harness.Harness) (*httptest.Server, error) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "payments", Version: "v1"}, nil)
+	// The tenant and principal come from the bearer token ("org" claim and
+	// subject); a client's session and turn are scoped under them.
+	opts := &agentmcp.Options{Identity: agentmcp.TokenIdentity("org")}
+	if err := agentmcp.AddTools(server, h, opts); err != nil {
+		return nil, err
+	}
+	handler, err := agentmcp.HTTPHandler(server, opts, &mcp.StreamableHTTPOptions{PropagateRequestCancellation: true})
+	if err != nil {
+		return nil, err
+	}
+	return httptest.NewServer(auth.RequireBearerToken(verifyToken, nil)(handler)), nil
+}
+
+// client is the MCP client of the demonstration, Ada's, connected to the
+// server at url; each of its steps prints the answers it got.
+type client struct {
+	ctx   context.Context
+	out   io.Writer
+	url   string
+	scope agentmcp.Scope
+	cs    *mcp.ClientSession // the current connection
+}
+
+// reconnect closes the current connection, if any, and opens a new one (a
+// new transport session).
+func (c *client) reconnect() error {
+	c.close()
+	cl := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v1"}, nil)
+	cs, err := cl.Connect(c.ctx, &mcp.StreamableClientTransport{Endpoint: c.url, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: withToken{"token-of-ada"}}}, nil)
+	c.cs = cs
+	return err
+}
+
+func (c *client) close() {
+	if c.cs != nil {
+		c.cs.Close()
+		c.cs = nil
+	}
+}
+
+// charge is a charge_card call of amount in scope s.
+func charge(s agentmcp.Scope, amount int) *mcp.CallToolParams {
+	p := &mcp.CallToolParams{Name: "charge_card", Arguments: map[string]any{"amount": amount}}
+	agentmcp.SetScope(p, s)
+	return p
+}
+
+// call sends p and prints the answer after what.
+func (c *client) call(what string, p *mcp.CallToolParams) error {
+	res, err := c.cs.CallTool(c.ctx, p)
+	if err != nil {
+		return err
+	}
+	c.show(what, res)
+	return nil
+}
+
+func (c *client) show(what string, res *mcp.CallToolResult) {
+	text, note, _ := strings.Cut(res.Content[0].(*mcp.TextContent).Text, "\n\n")
+	if note != "" {
+		text += " [+ a note: " + note[:strings.Index(note, ",")] + "…]"
+	}
+	fmt.Fprintf(c.out, "%-34s %-10s %-9s error=%-5v %s\n", what, res.Meta[agentmcp.MetaStatus], res.Meta[agentmcp.MetaSource], res.IsError, text)
+}
+
+// giveUpAndRetry: the client gives up on a slow charge, and the charge
+// goes on; it retries at once, while the first charge is still running.
+func (c *client) giveUpAndRetry(api *paymentAPI) error {
+	if err := c.reconnect(); err != nil {
+		return err
+	}
+	callCtx, giveUp := context.WithCancel(c.ctx)
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := c.cs.CallTool(callCtx, charge(c.scope, 4900))
+		gaveUp <- err
+	}()
+	<-api.held
+	giveUp()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("the first call ended with %v; want the client's cancellation", err)
+	}
+	fmt.Fprintln(c.out, "client gave up on charge_card(4900) while the payment API was still charging")
+
+	retried := make(chan *mcp.CallToolResult, 1)
+	retryErr := make(chan error, 1)
+	go func() {
+		res, err := c.cs.CallTool(c.ctx, charge(c.scope, 4900))
+		retried <- res
+		retryErr <- err
+	}()
+	close(api.release)
+	res := <-retried
+	if err := <-retryErr; err != nil {
+		return err
+	}
+	c.show("retry after giving up:", res)
+	return nil
+}
+
+// resendAfterReconnect: the client reconnects and re-sends the call.
+func (c *client) resendAfterReconnect() error {
+	if err := c.reconnect(); err != nil {
+		return err
+	}
+	return c.call("re-sent after reconnecting:", charge(c.scope, 4900))
+}
+
+// hostWithoutScope: a standard host sends no scope; the window places the
+// call, and the same call again after a reconnect is the same intent. The
+// model reads that it was not done again and how to repeat on purpose.
+func (c *client) hostWithoutScope() error {
+	host := &mcp.CallToolParams{Name: "charge_card", Arguments: map[string]any{"amount": 100}}
+	if err := c.call("host call without _meta scope:", host); err != nil {
+		return err
+	}
+	if err := c.reconnect(); err != nil {
+		return err
+	}
+	return c.call("host re-sends after reconnecting:", host)
+}
+
+// nextTurn: the next user turn charges again, a new intent.
+func (c *client) nextTurn() error {
+	next := c.scope
+	next.Turn = "2"
+	return c.call("next turn, new charge:", charge(next, 2500))
 }

@@ -326,42 +326,64 @@ func ofFlight(a *attemptView, c *callView) bool {
 	return a != nil && a.proc == c.proc && a.start <= c.end && a.end >= c.start
 }
 
+// check returns the intent's violations, rule by rule.
 func (v *intentView) check() []Violation {
-	var out []Violation
-	add := func(rule, format string, args ...any) {
-		out = append(out, Violation{Rule: rule, Detail: fmt.Sprintf(format, args...)})
-	}
-	kind := v.in.Kind
-	if kind == ReadOnly {
+	if v.in.Kind == ReadOnly {
 		return nil
 	}
 	late := v.lateEffects()
-	for _, e := range late {
-		add(RuleSettleBroken, "effect %d by attempt %s landed %s after the attempt began, past the %s its tool declares (Timeout + Settle): the downstream broke the tool's declaration",
-			e.ev.Effect, e.ev.Attempt, time.Duration(e.ev.T-e.attempt.start).Round(time.Millisecond),
-			time.Duration(e.attempt.quiet-e.attempt.start).Round(time.Millisecond))
+	out := v.settleBroken(late)
+	if msg := v.keyProblems(); msg != "" {
+		out = append(out, Violation{Rule: RuleKeys, Detail: msg})
 	}
-	var keyMsgs []string
+	if msg := v.guardBypassed(); msg != "" {
+		out = append(out, Violation{Rule: RuleGuard, Detail: msg})
+	}
+	out = append(out, v.duplicateEffects(late)...)
+	return append(out, v.wrongAnswers()...)
+}
+
+// settleBroken is a violation per effect that landed past its tool's
+// declared Timeout + Settle.
+func (v *intentView) settleBroken(late []effectView) []Violation {
+	var out []Violation
+	for _, e := range late {
+		out = append(out, Violation{Rule: RuleSettleBroken, Detail: fmt.Sprintf(
+			"effect %d by attempt %s landed %s after the attempt began, past the %s its tool declares (Timeout + Settle): the downstream broke the tool's declaration",
+			e.ev.Effect, e.ev.Attempt, time.Duration(e.ev.T-e.attempt.start).Round(time.Millisecond),
+			time.Duration(e.attempt.quiet-e.attempt.start).Round(time.Millisecond))})
+	}
+	return out
+}
+
+// keyProblems says which payloads reached the downstream under more than
+// one key, and how many Keyed requests carried none; "" when neither.
+func (v *intentView) keyProblems() string {
+	var msgs []string
 	for _, p := range slices.Sorted(maps.Keys(v.keys)) {
 		if byKey := v.keys[p]; len(byKey) > 1 {
 			var keys []string
 			for _, k := range slices.Sorted(maps.Keys(byKey)) {
 				keys = append(keys, fmt.Sprintf("%s (%d requests)", k, byKey[k]))
 			}
-			keyMsgs = append(keyMsgs, fmt.Sprintf("payload %d reached the downstream under %d keys: %s", p, len(byKey), strings.Join(keys, ", ")))
+			msgs = append(msgs, fmt.Sprintf("payload %d reached the downstream under %d keys: %s", p, len(byKey), strings.Join(keys, ", ")))
 		}
 	}
 	if v.keyless > 0 {
-		keyMsgs = append(keyMsgs, fmt.Sprintf("%d Keyed requests carried no Idempotency-Key", v.keyless))
+		msgs = append(msgs, fmt.Sprintf("%d Keyed requests carried no Idempotency-Key", v.keyless))
 	}
-	if len(keyMsgs) > 0 {
-		add(RuleKeys, "%s", strings.Join(keyMsgs, "; "))
+	return strings.Join(msgs, "; ")
+}
+
+// duplicateEffects is a violation per key under which a Keyed or Unkeyed
+// intent's effect happened more than once.
+func (v *intentView) duplicateEffects(late []effectView) []Violation {
+	if kind := v.in.Kind; kind != Keyed && kind != Unkeyed {
+		return nil
 	}
-	if msg := v.guardBypassed(); msg != "" {
-		add(RuleGuard, "%s", msg)
-	}
+	var out []Violation
 	for _, dups := range v.byKey(v.duplicates(late)) {
-		if (kind != Keyed && kind != Unkeyed) || len(dups) < 2 {
+		if len(dups) < 2 {
 			continue
 		}
 		var by, twice []string
@@ -377,9 +399,15 @@ func (v *intentView) check() []Violation {
 			// resends a request it deems replayable after a broken connection).
 			note = fmt.Sprintf(" (attempt %s reached the downstream more than once)", strings.Join(twice, ", "))
 		}
-		add(RuleDuplicate, "%d effects, by attempts %s%s", len(dups), strings.Join(by, ", "), note)
+		out = append(out, Violation{Rule: RuleDuplicate, Detail: fmt.Sprintf("%d effects, by attempts %s%s", len(dups), strings.Join(by, ", "), note)})
 	}
-	var noEffect, wrong, failed, rejected, lost, leaseLost []string
+	return out
+}
+
+// wrongAnswers judges every answer a call got against the effects: a
+// violation per rule, listing the calls that broke it.
+func (v *intentView) wrongAnswers() []Violation {
+	var noEffect, wrong, failed, rejected, leaseLost []string
 	for _, c := range v.calls {
 		a := c.ans
 		if a == nil {
@@ -396,14 +424,8 @@ func (v *intentView) check() []Violation {
 				wrong = append(wrong, msg)
 			}
 		case OutRejected:
-			// "Rejected and did not run" is about the call's own flight.
-			for _, e := range v.effects {
-				// A flight carries one payload: the effect of another
-				// payload under the same step key is another flight's.
-				if e.ev.P == c.p && ofFlight(e.attempt, c) {
-					rejected = append(rejected, fmt.Sprintf("%s told %q; effect %d by attempt %s of its flight", c.id, clip(a.Text), e.ev.Effect, e.ev.Attempt))
-					break
-				}
+			if msg := v.rejectedButRan(c); msg != "" {
+				rejected = append(rejected, msg)
 			}
 		default:
 			// Failed means nothing happened; so does any answer whose
@@ -416,26 +438,37 @@ func (v *intentView) check() []Violation {
 			}
 		}
 	}
-	lost = v.lostOutcomes()
-	if len(noEffect) > 0 {
-		add(RuleNoEffect, "answered a success but no effect ever happened: %s", strings.Join(noEffect, "; "))
-	}
-	if len(wrong) > 0 {
-		add(RuleWrongOutput, "%s", strings.Join(wrong, "; "))
-	}
-	if len(failed) > 0 {
-		add(RuleFailed, "%s", strings.Join(failed, "; "))
-	}
-	if len(rejected) > 0 {
-		add(RuleRejected, "%s", strings.Join(rejected, "; "))
-	}
-	if len(lost) > 0 {
-		add(RuleLost, "%s", strings.Join(lost, "; "))
-	}
-	if len(leaseLost) > 0 {
-		add(RuleLeaseLost, "%s", strings.Join(leaseLost, "; "))
+	var out []Violation
+	for _, r := range []struct {
+		rule, prefix string
+		calls        []string
+	}{
+		{RuleNoEffect, "answered a success but no effect ever happened: ", noEffect},
+		{RuleWrongOutput, "", wrong},
+		{RuleFailed, "", failed},
+		{RuleRejected, "", rejected},
+		{RuleLost, "", v.lostOutcomes()},
+		{RuleLeaseLost, "", leaseLost},
+	} {
+		if len(r.calls) > 0 {
+			out = append(out, Violation{Rule: r.rule, Detail: r.prefix + strings.Join(r.calls, "; ")})
+		}
 	}
 	return out
+}
+
+// rejectedButRan says which effect of the call's own flight happened
+// although the call was told it was rejected and did not run; "" when
+// none did.
+func (v *intentView) rejectedButRan(c *callView) string {
+	for _, e := range v.effects {
+		// A flight carries one payload: the effect of another payload
+		// under the same step key is another flight's.
+		if e.ev.P == c.p && ofFlight(e.attempt, c) {
+			return fmt.Sprintf("%s told %q; effect %d by attempt %s of its flight", c.id, clip(c.ans.Text), e.ev.Effect, e.ev.Attempt)
+		}
+	}
+	return ""
 }
 
 // guardBypassed says which effect ran past the suppression guard, or "".

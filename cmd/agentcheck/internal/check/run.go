@@ -1,21 +1,18 @@
 package check
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	mrand "math/rand/v2"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -166,6 +163,9 @@ func (r *runner) say(format string, args ...any) {
 	}
 }
 
+// run is one check's steps: the downstream, the journal, the workers
+// under faults until the end, the final pass, and the check of the
+// history.
 func (r *runner) run(ctx context.Context) (*Report, error) {
 	r.plan = Generate(r.o.Seed, GenOptions{Store: r.o.Store, Workers: r.o.Workers, Duration: r.o.Duration,
 		Intents: r.o.Intents, Lease: r.o.Lease, NoSkew: r.o.NoSkew, Scenarios: r.o.Scenarios})
@@ -174,52 +174,12 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	defer r.log.Close()
-	dlog, err := OpenLog(filepath.Join(r.dir, "downstream.jsonl"), "downstream")
+	down, err := r.startDownstream(ctx)
+	defer down.close()
 	if err != nil {
 		return nil, err
 	}
-	defer dlog.Close()
-	ds := NewDownstream(r.plan, dlog)
-	var dsURL string
-	var srvProc *serverProc
-	if r.o.Downstream == ModeMiddleware && r.o.KillServer {
-		// The server's process writes the downstream's history itself.
-		dlog.Close()
-		location, drop, err := r.serverLocation()
-		if err != nil {
-			return nil, err
-		}
-		defer drop()
-		if srvProc, err = r.startServer(location); err != nil {
-			return nil, err
-		}
-		defer srvProc.stop()
-		dsURL = "http://" + srvProc.addr
-	} else {
-		if r.o.Downstream == ModeMiddleware {
-			srv, drop, err := r.openServer(ctx)
-			if err != nil {
-				return nil, err
-			}
-			defer drop()
-			defer srv.Close()
-			errLog, err := serverErrLog(filepath.Join(r.dir, "server.log"))
-			if err != nil {
-				return nil, err
-			}
-			defer errLog.Close()
-			if ds, err = NewMiddlewareDownstream(r.plan, dlog, srv, r.o.Server, errLog); err != nil {
-				return nil, err
-			}
-		}
-		url, closeDS, err := Serve(ds)
-		if err != nil {
-			return nil, err
-		}
-		defer closeDS()
-		dsURL = url
-	}
-	r.plan.Downstream = dsURL
+	r.plan.Downstream = down.url
 
 	if err := r.prepareJournal(ctx); err != nil {
 		return nil, err
@@ -227,22 +187,115 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if r.schema != "" {
 		defer r.dropSchema()
 	}
+	planFile, err := r.writePlan(down)
+	if err != nil {
+		return nil, err
+	}
+	r.runWorkers(ctx, planFile, down)
+	r.finalPass(planFile, down)
+	return r.report()
+}
+
+// downstream is the run's downstream as the runner drives it: in this
+// process, or in a process of its own (Options.KillServer).
+type downstream struct {
+	url  string
+	in   *Downstream // in this process, else nil
+	proc *serverProc // in a process of its own, else nil
+	// closers end what startDownstream opened, the last first.
+	closers []func()
+}
+
+// wait waits up to timeout for the downstream's requests in progress to
+// end.
+func (d *downstream) wait(timeout time.Duration) bool {
+	if d.proc != nil {
+		return d.proc.wait(timeout)
+	}
+	return d.in.Wait(timeout)
+}
+
+func (d *downstream) close() {
+	for _, c := range slices.Backward(d.closers) {
+		c()
+	}
+}
+
+// startDownstream starts the downstream: the builtin one, or the
+// middleware on a journal of its own, in this process or in one of its
+// own. Close the downstream returned, error or not.
+func (r *runner) startDownstream(ctx context.Context) (*downstream, error) {
+	d := &downstream{}
+	dlog, err := OpenLog(filepath.Join(r.dir, "downstream.jsonl"), "downstream")
+	if err != nil {
+		return d, err
+	}
+	d.closers = append(d.closers, func() { dlog.Close() })
+	if r.o.Downstream == ModeMiddleware && r.o.KillServer {
+		// The server's process writes the downstream's history itself.
+		dlog.Close()
+		location, drop, err := r.serverLocation()
+		if err != nil {
+			return d, err
+		}
+		d.closers = append(d.closers, drop)
+		if d.proc, err = r.startServer(location); err != nil {
+			return d, err
+		}
+		d.closers = append(d.closers, d.proc.stop)
+		d.url = "http://" + d.proc.addr
+		return d, nil
+	}
+	d.in = NewDownstream(r.plan, dlog)
+	if r.o.Downstream == ModeMiddleware {
+		srv, drop, err := r.openServer(ctx)
+		if err != nil {
+			return d, err
+		}
+		d.closers = append(d.closers, drop, func() { srv.Close() })
+		errLog, err := serverErrLog(filepath.Join(r.dir, "server.log"))
+		if err != nil {
+			return d, err
+		}
+		d.closers = append(d.closers, func() { errLog.Close() })
+		if d.in, err = NewMiddlewareDownstream(r.plan, dlog, srv, r.o.Server, errLog); err != nil {
+			return d, err
+		}
+	}
+	url, closeDS, err := Serve(d.in)
+	if err != nil {
+		return d, err
+	}
+	d.closers = append(d.closers, closeDS)
+	d.url = url
+	return d, nil
+}
+
+// writePlan fixes the run's epoch and end and writes the plan for the
+// workers.
+func (r *runner) writePlan(down *downstream) (planFile string, err error) {
 	// The workers need a moment to start before the first issue falls.
 	epoch := time.Now().Add(700 * time.Millisecond)
 	r.plan.Epoch = epoch.UnixNano()
 	r.end = epoch.Add(r.o.Duration)
-	planFile := filepath.Join(r.dir, "plan.json")
+	planFile = filepath.Join(r.dir, "plan.json")
 	if err := WritePlan(planFile, r.plan); err != nil {
-		return nil, err
+		return "", err
 	}
 	r.say("%s seed %d: %d intents, %d workers, downstream %s (%s %s), work in %s",
-		r.o.Store, r.o.Seed, len(r.plan.Intents), r.plan.Workers, dsURL, r.o.Downstream, r.o.ServerStore, r.dir)
+		r.o.Store, r.o.Seed, len(r.plan.Intents), r.plan.Workers, down.url, r.o.Downstream, r.o.ServerStore, r.dir)
+	return planFile, nil
+}
 
+// runWorkers runs the worker slots until the run's end, with the faults
+// (kills, backend terminations, server kills) the options ask for, and
+// waits for the downstream's requests to end.
+func (r *runner) runWorkers(ctx context.Context, planFile string, down *downstream) {
 	r.procs = map[int]*running{}
 	stop := make(chan struct{})
 	var faults sync.WaitGroup
-	if srvProc != nil {
-		faults.Go(func() { srvProc.killLoop(r, stop) })
+	if down.proc != nil {
+		faults.Go(func() { down.proc.killLoop(r, stop) })
 	}
 	if !r.o.NoKill {
 		faults.Go(func() { r.kill(stop) })
@@ -265,14 +318,14 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	hard.Stop()
 	close(stop)
 	faults.Wait()
-	wait := ds.Wait
-	if srvProc != nil {
-		wait = srvProc.wait
-	}
-	if !wait(15 * time.Second) {
+	if !down.wait(15 * time.Second) {
 		r.problem("downstream requests still running 15s after the workers ended")
 	}
+}
 
+// finalPass corrupts the journal if asked, then re-issues every intent
+// once in a last process, and stops a server process.
+func (r *runner) finalPass(planFile string, down *downstream) {
 	if r.o.Corrupt > 0 && r.o.Store == "bolt" {
 		if err := r.corrupt(r.location("final"), r.o.Corrupt); err != nil {
 			r.problem("corrupt the journal: %v", err)
@@ -285,11 +338,15 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if err := r.runProc(planFile, 0, "final", true, final); err != nil {
 		r.problem("final pass: %v", err)
 	}
-	wait(15 * time.Second)
-	if srvProc != nil {
-		srvProc.stop()
+	down.wait(15 * time.Second)
+	if down.proc != nil {
+		down.proc.stop()
 	}
+}
 
+// report merges the processes' histories, writes the merged history and
+// checks it.
+func (r *runner) report() (*Report, error) {
 	paths, _ := filepath.Glob(filepath.Join(r.dir, "*.jsonl"))
 	events, err := ReadHistory(paths...)
 	if err != nil {
@@ -442,124 +499,6 @@ func errText(err error) string {
 		return "ok"
 	}
 	return err.Error()
-}
-
-// kill sends SIGKILL to a random worker every 1.5 to 4 seconds until the
-// run's end.
-func (r *runner) kill(stop <-chan struct{}) {
-	for {
-		wait := r.randMS(1500, 4000)
-		if time.Now().Add(wait).After(r.end) {
-			return
-		}
-		select {
-		case <-stop:
-			return
-		case <-time.After(wait):
-		}
-		slot := int(r.randInt(0, r.plan.Workers-1))
-		r.mu.Lock()
-		p := r.procs[slot]
-		r.mu.Unlock()
-		if p == nil {
-			continue
-		}
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err == nil {
-			r.log.Add(Event{Ev: EvProc, Subject: p.proc, Note: fmt.Sprintf("kill %s pid %d", p.proc, p.cmd.Process.Pid)})
-			r.say("kill %s", p.proc)
-		}
-	}
-}
-
-func (r *runner) killAll() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, p := range r.procs {
-		_ = p.cmd.Process.Kill()
-	}
-}
-
-// terminate ends a random backend of the run's workers every 1 to 3
-// seconds until the run's end.
-func (r *runner) terminate(ctx context.Context, stop <-chan struct{}) {
-	conn, err := pgx.Connect(ctx, r.o.PGURL)
-	if err != nil {
-		r.problem("terminator: %v", err)
-		return
-	}
-	defer conn.Close(context.Background())
-	for {
-		wait := r.randMS(1000, 3000)
-		if time.Now().Add(wait).After(r.end) {
-			return
-		}
-		select {
-		case <-stop:
-			return
-		case <-time.After(wait):
-		}
-		rows, err := conn.Query(ctx, `SELECT pid, application_name FROM pg_stat_activity
-			WHERE starts_with(application_name, $1) ORDER BY pid`, r.schema+"/")
-		if err != nil {
-			r.problem("terminator: %v", err)
-			return
-		}
-		type backend struct {
-			pid  int32
-			name string
-		}
-		bs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (backend, error) {
-			var b backend
-			return b, row.Scan(&b.pid, &b.name)
-		})
-		if err != nil || len(bs) == 0 {
-			continue
-		}
-		b := bs[r.randInt(0, len(bs)-1)]
-		var ok bool
-		if err := conn.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, b.pid).Scan(&ok); err == nil && ok {
-			_, proc, _ := strings.Cut(b.name, "/")
-			r.log.Add(Event{Ev: EvFault, Subject: proc, Note: fmt.Sprintf("pg_terminate_backend %d (%s)", b.pid, b.name)})
-		}
-	}
-}
-
-// corrupt changes, in the bbolt file at path, the first effect's number in
-// the stored output of up to n intents ("effect":1 becomes "effect":7,
-// wherever the file holds it), and records each as a fault. No process has
-// the file open.
-func (r *runner) corrupt(path string, n int) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	marker := []byte(`"effect":1,"intent":"`)
-	done := map[string]bool{}
-	for off := 0; ; {
-		i := bytes.Index(b[off:], marker)
-		if i < 0 {
-			break
-		}
-		at := off + i
-		off = at + len(marker)
-		end := bytes.IndexByte(b[off:], '"')
-		if end < 0 {
-			break
-		}
-		intent := string(b[off : off+end])
-		if !done[intent] && len(done) >= n {
-			continue
-		}
-		done[intent] = true
-		b[at+len(`"effect":`)] = '7'
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return err
-	}
-	for _, intent := range slices.Sorted(maps.Keys(done)) {
-		r.log.Add(Event{Ev: EvFault, Intent: intent, Subject: "final", Note: "corrupted the stored output of the intent in the journal file"})
-	}
-	return nil
 }
 
 // openServer opens the middleware's journal (ModeMiddleware): a bbolt file

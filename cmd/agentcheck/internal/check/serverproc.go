@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -98,29 +97,18 @@ func (s *serverProc) start() error {
 // killLoop kills the server every 2 to 5 seconds until the run's end, and
 // restarts it after 50 to 300 ms.
 func (s *serverProc) killLoop(r *runner, stop <-chan struct{}) {
-	for {
-		wait := r.randMS(2000, 5000)
-		if time.Now().Add(wait).After(r.end) {
-			return
-		}
-		select {
-		case <-stop:
-			return
-		case <-time.After(wait):
-		}
+	r.every(2000, 5000, stop, func() bool {
 		s.mu.Lock()
 		cmd, proc := s.cmd, fmt.Sprintf("server.%d", s.n)
 		s.mu.Unlock()
-		if err := cmd.Process.Signal(syscall.SIGKILL); err == nil {
-			r.log.Add(Event{Ev: EvProc, Subject: "downstream", Note: fmt.Sprintf("kill %s pid %d", proc, cmd.Process.Pid)})
-			r.say("kill %s", proc)
-		}
+		r.sigkill(cmd, "downstream", proc)
 		time.Sleep(r.randMS(50, 300))
 		if err := s.start(); err != nil {
 			r.problem("%v", err)
-			return
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // wait waits up to timeout for the server's requests in progress to end.

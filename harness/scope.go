@@ -1,0 +1,27 @@
+package harness
+
+import "context"
+
+// scope is what WithScope puts on a context.
+type scope struct{ session, turn string }
+
+type scopeKey struct{}
+
+// WithScope returns a context that carries a conversation's place to an
+// adapter whose framework runs the tools itself (eino, genkit): session
+// is the application's conversation id, the same across restarts; turn
+// names the user message being answered, the same for every model round
+// trip until the next user message. The adapter reads them with
+// ScopeFromContext into each ToolCall's Session and Turn; Call itself
+// reads only the ToolCall. A resumed run is given the scope of the run it
+// resumes.
+func WithScope(ctx context.Context, session, turn string) context.Context {
+	return context.WithValue(ctx, scopeKey{}, scope{session, turn})
+}
+
+// ScopeFromContext returns the session and turn that WithScope put on
+// ctx, the innermost if several; ok is false when there is none.
+func ScopeFromContext(ctx context.Context) (session, turn string, ok bool) {
+	s, ok := ctx.Value(scopeKey{}).(scope)
+	return s.session, s.turn, ok
+}
