@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -91,7 +92,7 @@ func TestUnkeyedToolKeyHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), nil)
+	h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

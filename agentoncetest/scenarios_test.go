@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -78,7 +79,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 		r.h = harness.New(o.store, hopts)
 	} else {
 		var err error
-		r.h, err = harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &harness.OpenOptions{Options: *hopts})
+		r.h, err = agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &agentonce.OpenOptions{Options: *hopts})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +437,7 @@ func TestScenarioUnkeyedTool(t *testing.T) {
 					return harness.DidNotHappen()
 				}
 			}
-			h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &harness.OpenOptions{Options: harness.Options{Retry: fastRetry}})
+			h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &agentonce.OpenOptions{Options: harness.Options{Retry: fastRetry}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,8 +7,6 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 
 	"github.com/agentonce/agentonce/harness"
@@ -20,9 +18,6 @@ import (
 // call's idempotency key, and the second, identical call is answered from
 // the journal without reaching the payment API.
 func Example() {
-	dir, _ := os.MkdirTemp("", "agentonce-example")
-	defer os.RemoveAll(dir)
-
 	charges := 0
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		charges++
@@ -31,12 +26,9 @@ func Example() {
 	defer api.Close()
 	client := &http.Client{Transport: &harness.Transport{}}
 
-	h, err := harness.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
-	if err != nil {
-		log.Fatal(err)
-	}
+	h := harness.New(journal.NewMemory(nil), nil) // agentonce.Open opens a journal file
 	defer h.Close()
-	err = h.Register(harness.Tool{
+	err := h.Register(harness.Tool{
 		Name:   "charge_card",
 		Effect: harness.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -21,9 +20,9 @@ import (
 	"github.com/agentonce/agentonce/singleflight"
 )
 
-// Options configures a Harness, from New or from Open (OpenOptions holds
-// it, beside how Open finds and keeps its journal). A nil *Options means
-// defaults; each field's zero value is its default.
+// Options configures a Harness, from New or from package agentonce's Open
+// (its OpenOptions holds it, beside how Open finds and keeps its journal).
+// A nil *Options means defaults; each field's zero value is its default.
 type Options struct {
 	// Owner names this process in journal leases. Zero means host name, pid
 	// and a random suffix, unique per Harness.
@@ -68,22 +67,22 @@ type Options struct {
 	// background and a re-issue gets its outcome. Zero means
 	// DefaultCheckWait (2 s); negative means no wait.
 	CheckWait time.Duration
+	// OnClose, when set, is called once by Close after every call, flight
+	// and background check has ended; its error is Close's. It ends what
+	// was opened for the Harness: agentonce.Open closes its journal there.
+	// Nil means nothing: Close never closes the store.
+	OnClose func() error
 }
 
 // Harness wraps an agent's tools so that one intent produces at most one
 // side effect. It is safe for concurrent use.
 type Harness struct {
 	store     journal.Store
-	ownStore  bool // Close closes the store
 	owner     string
 	opts      Options
 	namespace [16]byte
 	flights   singleflight.Group[flightKey, Result]
 	memo      memo
-	// inspectMode and readOnly are Open's: whether to serve agentctl, and
-	// whether the journal was opened read-only (then it is not served).
-	inspectMode InspectMode
-	readOnly    bool
 	// localReads enables the replay fast path (see replay).
 	localReads bool
 	attemptN   atomic.Uint64
@@ -92,19 +91,13 @@ type Harness struct {
 	tools   map[string]*tool
 	closed  bool
 	running sync.WaitGroup // calls in progress; Add only under mu with !closed
-	// inspect serves agentctl, when Open started it; Close stops it.
-	inspect *inspectServer
 	// checks are the background checks of Unkeyed outcomes (check.go);
 	// Close ends them.
 	checks checks
-	// stopGC ends the background GC Open started (nil if none); gcDone is
-	// closed when it has ended.
-	stopGC context.CancelFunc
-	gcDone chan struct{}
 }
 
 // New returns a Harness on store. Closing the Harness does not close the
-// store.
+// store (Options.OnClose may).
 func New(store journal.Store, opts *Options) *Harness {
 	h := &Harness{store: store, tools: make(map[string]*tool)}
 	h.checks.init()
@@ -245,11 +238,11 @@ func (h *Harness) Owner() string { return h.owner }
 
 // Close refuses new calls, waits for the calls in progress to finish, and
 // for the flights whose callers left (their outcomes are recorded), and
-// then, when the Harness opened its journal (Open), closes it. A tool that
-// never returns keeps Close waiting. Background checks of Unkeyed outcomes
-// still waiting out a settle window are ended, and their records left
-// pending, as a crash would leave them: the next owner (the next Open, or
-// another process) checks them once the window has passed.
+// then calls Options.OnClose (agentonce.Open's closes the journal). A tool
+// that never returns keeps Close waiting. Background checks of Unkeyed
+// outcomes still waiting out a settle window are ended, and their records
+// left pending, as a crash would leave them: the next owner (the next
+// Open, or another process) checks them once the window has passed.
 func (h *Harness) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -261,19 +254,10 @@ func (h *Harness) Close() error {
 	h.checks.stop()
 	h.running.Wait()
 	h.checks.wg.Wait()
-	if h.stopGC != nil {
-		h.stopGC()
-		<-h.gcDone
+	if h.opts.OnClose != nil {
+		return h.opts.OnClose()
 	}
-	// Before the store: agentctl's requests use it, and the socket must be
-	// gone before the file lock is released.
-	ierr := h.inspect.close()
-	if h.ownStore {
-		if err := h.store.Close(); err != nil {
-			return err
-		}
-	}
-	return ierr
+	return nil
 }
 
 // enter counts a call in, or refuses it after Close; exit counts it out.

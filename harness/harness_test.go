@@ -90,6 +90,16 @@ func newHarness(t *testing.T, st journal.Store, opts *harness.Options) *harness.
 	return h
 }
 
+// openOwned opens a Harness on the bbolt file at path that its Close
+// closes (Options.OnClose), as agentonce.Open's does.
+func openOwned(path string) (*harness.Harness, error) {
+	st, err := bolt.Open(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return harness.New(st, &harness.Options{Retry: fastRetry, OnClose: st.Close}), nil
+}
+
 func tempJournal(t *testing.T) (string, *bolt.Store) {
 	path := filepath.Join(t.TempDir(), "agent.journal")
 	st := openBolt(t, path, nil)
@@ -321,7 +331,7 @@ func TestReplayAfterSuccessAndReopen(t *testing.T) {
 		}}
 	c := call("charge_card", `{"amount":4900,"currency":"usd"}`)
 
-	h, err := harness.Open(context.Background(), path, &harness.OpenOptions{Options: harness.Options{Retry: fastRetry}})
+	h, err := openOwned(path)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
@@ -344,7 +354,7 @@ func TestReplayAfterSuccessAndReopen(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 
-	h2, err := harness.Open(context.Background(), path, &harness.OpenOptions{Options: harness.Options{Retry: fastRetry}})
+	h2, err := openOwned(path)
 	if err != nil {
 		t.Fatalf("reopen %s: %v", path, err)
 	}

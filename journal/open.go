@@ -25,8 +25,8 @@ var (
 //
 //	import _ "github.com/agentonce/agentonce/journal/postgres"
 //
-// The harness imports journal/bolt, so a program that opens a journal
-// through harness.Open needs no import for a bbolt file.
+// Package agentonce imports journal/bolt, so a program that opens a journal
+// through agentonce.Open needs no import for a bbolt file.
 //
 // Register panics if scheme is empty, contains "://", is registered twice,
 // or open is nil: each is a programming error found at start-up.
@@ -64,7 +64,7 @@ func Open(ctx context.Context, location string, opts *Options) (Store, error) {
 	switch {
 	case open == nil && !ok:
 		return nil, fmt.Errorf("journal: open %s: no store registered for plain paths (known: %s); "+
-			"for a bbolt file, import _ \"github.com/agentonce/agentonce/journal/bolt\" (the harness does)",
+			"for a bbolt file, import _ \"github.com/agentonce/agentonce/journal/bolt\" (package agentonce does)",
 			location, knownSchemes())
 	case open == nil:
 		return nil, fmt.Errorf("journal: open %s://…: no store registered for scheme %q (known: %s); "+

@@ -18,6 +18,7 @@ import (
 	"github.com/cloudwego/eino/flow/agent/react"
 	"github.com/cloudwego/eino/schema"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/eino"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
@@ -148,7 +149,7 @@ var keyed = &eino.Options{Tenant: "acme", Tools: map[string]harness.Tool{"charge
 
 func openHarness(t testing.TB, path string) *harness.Harness {
 	t.Helper()
-	h, err := harness.Open(context.Background(), path, nil)
+	h, err := agentonce.Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/genkit"
 
+	"github.com/agentonce/agentonce"
 	agentgenkit "github.com/agentonce/agentonce/adapters/genkit"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
@@ -33,7 +34,7 @@ func ExampleDefineTool() {
 	api := httptest.NewServer(payments)
 	defer api.Close()
 
-	h, err := harness.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
+	h, err := agentonce.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentonce/agentonce"
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -126,7 +127,7 @@ func newFixtureOpts(t *testing.T, opts *agentmcp.Options, tools ...harness.Tool)
 			f.runs.Add(1)
 		}
 	})
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &harness.OpenOptions{Options: harness.Options{Observer: obs}})
+	h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &agentonce.OpenOptions{Options: harness.Options{Observer: obs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +468,7 @@ func TestToolList(t *testing.T) {
 
 // AddTools refuses a schema MCP cannot offer, and adds no tool then.
 func TestAddToolsSchema(t *testing.T) {
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), nil)
+	h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

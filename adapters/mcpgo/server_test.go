@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/mcpgo"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -88,7 +89,7 @@ func verify(_ context.Context, token string) (mcpgo.Identity, error) {
 // HTTP, behind bearer tokens; stop closes the listener and the harness.
 func serve(t *testing.T, path string, tools ...harness.Tool) (url string, stop func()) {
 	t.Helper()
-	h, err := harness.Open(context.Background(), path, nil)
+	h, err := agentonce.Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

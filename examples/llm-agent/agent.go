@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal/postgres"
@@ -299,11 +300,11 @@ func setup(ctx context.Context, o options) (*demo, error) {
 	mailClient := &http.Client{Transport: &harness.Transport{Base: d.mailFaults}}
 
 	d.obs = &observer{crashAt: crashPoint(o.crashAt), crashTool: o.crashTool, crashKill: o.crashKill}
-	hopts := &harness.OpenOptions{Options: harness.Options{LeaseTTL: leaseTTL, Retry: demoPolicy, Observer: d.obs}}
+	hopts := &agentonce.OpenOptions{Options: harness.Options{LeaseTTL: leaseTTL, Retry: demoPolicy, Observer: d.obs}}
 	if o.verbose {
 		hopts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	if d.h, err = harness.Open(ctx, o.journal, hopts); err != nil {
+	if d.h, err = agentonce.Open(ctx, o.journal, hopts); err != nil {
 		d.api.close()
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
@@ -84,7 +85,7 @@ func demo(ctx context.Context, dir, loc string, out io.Writer) (summary, error) 
 	defer proxy.close()
 	proxy.cuts.Store(2)
 
-	agent, err := harness.Open(ctx, filepath.Join(dir, "agent.journal"), &harness.OpenOptions{Options: harness.Options{
+	agent, err := agentonce.Open(ctx, filepath.Join(dir, "agent.journal"), &agentonce.OpenOptions{Options: harness.Options{
 		Retry: &retryclass.Policy{InitialInterval: 20 * time.Millisecond, MaxInterval: 100 * time.Millisecond},
 	}})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
@@ -82,7 +83,7 @@ func callTimes(ctx context.Context, path string, k kind, hk hooks, n int) ([]ans
 			hk.beforeWriteAhead(e.Key.String())
 		}
 	})}
-	h, err := harness.Open(ctx, path, &harness.OpenOptions{Options: *opts})
+	h, err := agentonce.Open(ctx, path, &agentonce.OpenOptions{Options: *opts})
 	if err != nil {
 		return nil, nil, err
 	}

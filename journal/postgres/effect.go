@@ -13,7 +13,7 @@ import (
 )
 
 // The PostgreSQL store registers itself for postgres:// and postgresql://
-// locations, so that journal.Open (and harness.Open) reach it once this
+// locations, so that journal.Open (and agentonce.Open) reach it once this
 // package is imported.
 func init() {
 	open := func(ctx context.Context, location string, opts *journal.Options) (journal.Store, error) {

@@ -5,7 +5,7 @@
 // It passes the conformance suite in internal/journaltest.
 //
 // A program that opens "redis://" or "rediss://" journals through
-// journal.Open or harness.Open imports it:
+// journal.Open or agentonce.Open imports it:
 //
 //	import _ "github.com/agentonce/agentonce/journal/redis"
 //

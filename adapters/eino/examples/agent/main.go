@@ -29,6 +29,7 @@ import (
 	"github.com/cloudwego/eino/flow/agent/react"
 	"github.com/cloudwego/eino/schema"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/eino"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
@@ -104,7 +105,7 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	}
 
 	// The protection: a journal, the tools' effect kinds, the middleware.
-	h, err := harness.Open(ctx, path, nil)
+	h, err := agentonce.Open(ctx, path, nil)
 	if err != nil {
 		return err
 	}

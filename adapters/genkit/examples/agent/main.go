@@ -26,6 +26,7 @@ import (
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/genkit"
 
+	"github.com/agentonce/agentonce"
 	agentgenkit "github.com/agentonce/agentonce/adapters/genkit"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
@@ -90,7 +91,7 @@ func run(ctx context.Context, w io.Writer, path string) error {
 
 	// The protection: a journal, the adapter, and DefineTool from it with
 	// each tool's effect kind.
-	h, err := harness.Open(ctx, path, nil)
+	h, err := agentonce.Open(ctx, path, nil)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentonce/agentonce"
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -113,7 +114,7 @@ func run(ctx context.Context, out io.Writer, journalPath string) error {
 	apiSrv := httptest.NewServer(api)
 	defer apiSrv.Close()
 
-	h, err := harness.Open(ctx, journalPath, nil)
+	h, err := agentonce.Open(ctx, journalPath, nil)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
@@ -86,7 +87,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	if !o.Final && o.Slot < len(plan.Skews) {
 		skew = time.Duration(plan.Skews[o.Slot]) * time.Millisecond
 	}
-	hopts := &harness.OpenOptions{
+	hopts := &agentonce.OpenOptions{
 		Options: harness.Options{
 			Owner:    o.Proc,
 			LeaseTTL: time.Duration(plan.LeaseMS) * time.Millisecond,
@@ -105,7 +106,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	// it.
 	var h *harness.Harness
 	for try := 0; ; try++ {
-		if h, err = harness.Open(ctx, o.Journal, hopts); err == nil || try == 4 || ctx.Err() != nil {
+		if h, err = agentonce.Open(ctx, o.Journal, hopts); err == nil || try == 4 || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(time.Duration(100*(try+1)) * time.Millisecond)

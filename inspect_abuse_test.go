@@ -1,4 +1,4 @@
-package harness_test
+package agentonce_test
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
 )
@@ -139,7 +140,7 @@ func BenchmarkInspectAbuse(b *testing.B) {
 		}
 		if abuse {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestInspectAbuser$", "-test.timeout=0")
-			cmd.Env = append(os.Environ(), abuseEnv+"="+h.InspectSocket())
+			cmd.Env = append(os.Environ(), abuseEnv+"="+agentonce.InspectSocket(h))
 			if err := cmd.Start(); err != nil {
 				b.Fatal(err)
 			}
