@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -272,28 +271,6 @@ func (h *Harness) enter() error {
 }
 
 func (h *Harness) exit() { h.running.Done() }
-
-func (h *Harness) lookup(name string) (*tool, error) {
-	h.mu.RLock()
-	t, ok := h.tools[name]
-	h.mu.RUnlock()
-	if !ok {
-		return nil, &UnknownToolError{Tool: name}
-	}
-	return t, nil
-}
-
-func decodeStrict(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data after the JSON value")
-	}
-	return nil
-}
 
 // now is the store's clock when it shows one (so that record expiry is
 // judged as the store judges it), else time.Now.

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -160,3 +161,20 @@ func (t *tool) retake(r *journal.Record, now time.Time) bool {
 	s := t.next(r, now)
 	return s == journal.StepRetry || s == journal.StepReconcile
 }
+
+func decodeStrict(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// DefaultUnkeyedTimeout bounds each attempt of an Unkeyed tool whose Timeout
+// is zero, so that its quiet time (start + Timeout + Settle), and with it
+// reconciliation and takeover after a crash, has an end.
+const DefaultUnkeyedTimeout = 30 * time.Second
