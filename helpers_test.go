@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -30,7 +31,7 @@ type effects struct {
 }
 
 func (e *effects) do(ctx context.Context) {
-	key, _ := harness.KeyFromContext(ctx)
+	key, _ := downstream.KeyFromContext(ctx)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.byKey == nil {

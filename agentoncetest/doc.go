@@ -5,7 +5,7 @@
 //
 // The three parts compose by wrapping, outermost first:
 //
-//	agent loop (ScriptedModel) → harness → http.Client{Transport: harness.Transport
+//	agent loop (ScriptedModel) → harness → http.Client{Transport: downstream.Transport
 //	→ FaultTransport → http.Transport} → loopback Server → Downstream → your handler
 //
 // so every retry the harness makes crosses the faults, and the Downstream
@@ -26,7 +26,7 @@
 // handlers, not only in tests. With DownstreamOptions.Passthrough it
 // enforces nothing and only counts: the unprotected API of an Unkeyed tool,
 // where Duplicates shows what a blind re-run would have cost. An Unkeyed
-// tool's key arrives in X-Agentonce-Key (harness.DefaultUnkeyedKeyHeader),
+// tool's key arrives in X-Agentonce-Key (downstream.DefaultUnkeyedKeyHeader),
 // not Idempotency-Key, so such a Downstream is made with KeyHeader set to
 // it to count per intent.
 //

@@ -23,6 +23,7 @@ import (
 	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/retryclass"
@@ -67,7 +68,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 		r.srv = agentoncetest.NewServer(t, o.handler, o.downstream)
 	}
 	r.faults = agentoncetest.NewFaultTransport(r.srv.Client().Transport, o.faults)
-	client := &http.Client{Transport: &harness.Transport{Base: r.faults}}
+	client := &http.Client{Transport: &downstream.Transport{Base: r.faults}}
 	hopts := o.harness
 	if hopts == nil {
 		hopts = &harness.Options{}
@@ -430,11 +431,11 @@ func TestScenarioUnkeyedTool(t *testing.T) {
 			tool := harness.Tool{Name: "send_email", Func: ff.Call, Timeout: 100 * time.Millisecond}
 			if tc.reconcile {
 				tool.Settle = -1 // FaultFunc acts before it answers, never after
-				tool.Reconcile = func(ctx context.Context, key uuid.UUID, in json.RawMessage) harness.Reconciliation {
+				tool.Reconcile = func(ctx context.Context, key uuid.UUID, in json.RawMessage) downstream.Reconciliation {
 					if sent.Load() > 0 {
-						return harness.Happened(json.RawMessage(`{"sent":true}`))
+						return downstream.Happened(json.RawMessage(`{"sent":true}`))
 					}
-					return harness.DidNotHappen()
+					return downstream.DidNotHappen()
 				}
 			}
 			h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &agentonce.OpenOptions{Options: harness.Options{Retry: fastRetry}})

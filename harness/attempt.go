@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -96,8 +97,7 @@ func (h *Harness) invoke(ctx context.Context, t *tool, p *prepared, attemptID st
 	if pe := guarded(actx, t, func(actx context.Context) { out, err = t.Func(actx, p.call.Input) }); pe != nil {
 		return nil, pe, false
 	}
-	ai, _ := actx.Value(keyCtxKey).(*attemptInfo)
-	return out, err, ai != nil && ai.resent.Load()
+	return out, err, downstream.Resent(actx)
 }
 
 // guarded runs user code (the tool, its InTx effect, its Reconcile hook)
@@ -119,13 +119,6 @@ func guarded(ctx context.Context, t *tool, fn func(context.Context)) (pe *PanicE
 	return nil
 }
 
-// attemptContext is the context a tool's attempt runs with: the key, the
-// attempt id and whether the downstream may be asked to deduplicate by key
-// (Transport reads it).
-func (h *Harness) attemptContext(ctx context.Context, t *tool, p *prepared, attemptID string) context.Context {
-	return &attemptCtx{Context: ctx, info: attemptInfo{key: p.d.Key, attempt: attemptID, unkeyed: t.Effect == journal.Unkeyed, call: placeOf(p.call)}}
-}
-
 // tryInTx runs one attempt of an InTx effect. It returns settled with the
 // result when the attempt ended the call, else the failure and its
 // verdict.
@@ -141,7 +134,7 @@ func (f *flight) tryInTx(ctx context.Context, attemptID string) (res Result, set
 // its outcome. settled reports that res answers the call; otherwise err is
 // the effect's failure and the transaction rolled back.
 func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result, settled bool, err error) {
-	t, tc := f.p.tool, f.h.store.(TxCompleter)
+	t, tc := f.p.tool, f.h.store.(txCompleter)
 	var effectErr error
 	rec, err := tc.CompleteWith(context.WithoutCancel(ctx), f.p.d.Key, f.token,
 		func(txCtx context.Context) (out []byte, err error) {

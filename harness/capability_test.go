@@ -34,12 +34,14 @@ func (s *meteredStore) Begin(ctx context.Context, req journal.BeginRequest) (jou
 type forwardingStore struct{ *meteredStore }
 
 func (s forwardingStore) LocalReads() bool {
-	lr, ok := s.Store.(harness.LocalReader)
+	lr, ok := s.Store.(interface{ LocalReads() bool })
 	return ok && lr.LocalReads()
 }
 
 func (s forwardingStore) CompleteWith(ctx context.Context, key uuid.UUID, token uint64, effect func(context.Context) ([]byte, error)) (journal.Record, error) {
-	return s.Store.(harness.TxCompleter).CompleteWith(ctx, key, token, effect)
+	return s.Store.(interface {
+		CompleteWith(context.Context, uuid.UUID, uint64, func(context.Context) ([]byte, error)) (journal.Record, error)
+	}).CompleteWith(ctx, key, token, effect)
 }
 
 // A wrapped store keeps the local-read fast path only when it forwards

@@ -64,7 +64,7 @@ type Options struct {
 	// attempt that is being checked (its settle window, then its Reconcile
 	// hook) before it is answered InProgress; the check goes on in the
 	// background and a re-issue gets its outcome. Zero means
-	// DefaultCheckWait (2 s); negative means no wait.
+	// 2 s; negative means no wait.
 	CheckWait time.Duration
 	// OnClose, when set, is called once by Close after every call, flight
 	// and background check has ended; its error is Close's. It ends what
@@ -114,7 +114,7 @@ func New(store journal.Store, opts *Options) *Harness {
 		h.owner = defaultOwner()
 	}
 	h.namespace = store.Namespace()
-	if lr, ok := store.(LocalReader); ok {
+	if lr, ok := store.(localReader); ok {
 		h.localReads = lr.LocalReads()
 	}
 	size := h.opts.CacheSize
@@ -175,8 +175,8 @@ func (h *Harness) Register(tools ...Tool) error {
 
 func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	if t.InTx != nil {
-		if _, ok := h.store.(TxCompleter); !ok {
-			return nil, fmt.Errorf("harness: register tool %q: InTx needs a store that runs effects in its transactions (TxCompleter: PostgreSQL or bbolt), not %T", t.Name, h.store)
+		if _, ok := h.store.(txCompleter); !ok {
+			return nil, fmt.Errorf("harness: register tool %q: InTx needs a store that runs effects in its transactions (CompleteWith: PostgreSQL or bbolt), not %T", t.Name, h.store)
 		}
 	} else if t.Func == nil {
 		return nil, fmt.Errorf("harness: register tool %q: Func is nil", t.Name)
@@ -275,7 +275,7 @@ func (h *Harness) exit() { h.running.Done() }
 // now is the store's clock when it shows one (so that record expiry is
 // judged as the store judges it), else time.Now.
 func (h *Harness) now() time.Time {
-	if c, ok := h.store.(Clock); ok {
+	if c, ok := h.store.(clock); ok {
 		return c.Now()
 	}
 	return time.Now()

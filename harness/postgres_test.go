@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/postgres"
@@ -46,7 +47,7 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 	mustRegister(t, h, harness.Tool{Name: "charge", Effect: journal.Keyed,
 		InTx: postgres.InTx(func(ctx context.Context, tx pgx.Tx, in json.RawMessage) (json.RawMessage, error) {
 			tries++
-			key, _ := harness.KeyFromContext(ctx)
+			key, _ := downstream.KeyFromContext(ctx)
 			var req struct{ Amount int }
 			if err := json.Unmarshal(in, &req); err != nil {
 				return nil, retryclass.Permanent(err)

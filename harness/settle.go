@@ -2,15 +2,13 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -34,8 +32,8 @@ const (
 	// (a minute is common), so two minutes past the client's is a
 	// conservative guess. A shorter window is the tool's explicit claim.
 	DefaultSettle = 2 * time.Minute
-	// DefaultCheckWait is Options.CheckWait when it is zero.
-	DefaultCheckWait = 2 * time.Second
+	// defaultCheckWait is Options.CheckWait when it is zero.
+	defaultCheckWait = 2 * time.Second
 )
 
 // errClosing is the cause a background check's context ends with when the
@@ -79,7 +77,7 @@ func (c *checks) find(k flightKey) *checkJob {
 func (h *Harness) checkWait() time.Duration {
 	switch w := h.opts.CheckWait; {
 	case w == 0:
-		return DefaultCheckWait
+		return defaultCheckWait
 	case w < 0:
 		return 0
 	default:
@@ -222,50 +220,6 @@ func (f *flight) interrupted(ctx context.Context, cause error) (Result, bool) {
 		fmt.Errorf("%w; the downstream may still be acting on it, so it was not reconciled yet (a re-issue reconciles)", cause)), true
 }
 
-// ReconcileFunc answers, for an Unkeyed tool whose attempt may have taken
-// effect, "did the effect for this key happen?": Happened with the effect's
-// result, DidNotHappen if it provably did not (the harness then runs the
-// tool), or CannotTell (the outcome stays unknown and a later re-issue asks
-// again). The zero Reconciliation is CannotTell.
-//
-// It may be asked as soon as an attempt ended without an answer, and a
-// Happened then settles the intent; a DidNotHappen counts only once the
-// tool's settle window has passed, and the tool runs again only when a
-// second DidNotHappen, a settle window later, agrees. So a hook need only
-// answer truthfully about the moment it is asked. It runs in a background
-// check (Options.CheckWait), one call at a time per intent.
-type ReconcileFunc func(ctx context.Context, key uuid.UUID, input json.RawMessage) Reconciliation
-
-// Reconciliation is a Reconcile hook's answer; make one with Happened,
-// DidNotHappen or CannotTell.
-type Reconciliation struct {
-	verdict reconcileVerdict
-	output  json.RawMessage
-	why     error
-}
-
-type reconcileVerdict uint8
-
-const (
-	cannotTell reconcileVerdict = iota
-	happened
-	didNotHappen
-)
-
-// Happened says the effect happened; output is its result, as the tool
-// would have returned it.
-func Happened(output json.RawMessage) Reconciliation {
-	return Reconciliation{verdict: happened, output: output}
-}
-
-// DidNotHappen says the effect provably did not happen: the tool may run.
-func DidNotHappen() Reconciliation { return Reconciliation{verdict: didNotHappen} }
-
-// CannotTell says the hook cannot tell yet (the downstream is unreachable,
-// or its record is not there yet); why says what stopped it. The outcome
-// stays unknown.
-func CannotTell(why error) Reconciliation { return Reconciliation{why: why} }
-
 // settleThenReconcile waits until the downstream can no longer be acting on
 // the attempt that just ended without an answer, then reconciles. settled
 // reports that res answers the call; false means the effect provably did
@@ -290,11 +244,11 @@ func (f *flight) settleThenReconcile(ctx context.Context, cause error) (res Resu
 // the call.
 func (f *flight) reconcileEarly(ctx context.Context, cause error) (res Result, ok bool) {
 	f.event(ctx, Event{Kind: EventReconcile, Err: cause})
-	r := f.askReconcile(ctx)
-	if r.verdict != happened {
+	out, ok := f.askReconcile(ctx).Happened()
+	if !ok {
 		return Result{}, false
 	}
-	return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: r.output}, Succeeded, Reconciled, r.output, nil), true
+	return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: out}, Succeeded, Reconciled, out, nil), true
 }
 
 // reconcile asks an Unkeyed tool's Reconcile hook whether the effect
@@ -315,7 +269,7 @@ func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settle
 	}
 	f.event(ctx, Event{Kind: EventReconcile, Err: cause})
 	r := f.askReconcile(ctx)
-	if r.verdict == didNotHappen {
+	if r.DidNotHappen() {
 		if d := t.settle; d > 0 {
 			f.event(ctx, Event{Kind: EventSettle, Class: retryclass.MaybeExecuted, Delay: d})
 			if retryclass.Wait(ctx, d) != nil {
@@ -325,16 +279,16 @@ func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settle
 		f.event(ctx, Event{Kind: EventReconcile, Err: cause})
 		r = f.askReconcile(ctx)
 	}
-	switch r.verdict {
-	case happened:
-		return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: r.output}, Succeeded, Reconciled, r.output, nil), true
-	case didNotHappen:
+	if out, ok := r.Happened(); ok {
+		return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: out}, Succeeded, Reconciled, out, nil), true
+	}
+	if r.DidNotHappen() {
 		// Twice, a settle window apart: no attempt of the intent took
 		// effect, so a failure of the next one is again "nothing was done".
 		f.mayHaveRun = false
 		return Result{}, false
 	}
-	why := r.why
+	why := r.Why()
 	if why == nil {
 		why = fmt.Errorf("no reason given")
 	}
@@ -344,11 +298,11 @@ func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settle
 
 // askReconcile runs the hook under the tool's timeout; a panic in it is a
 // "cannot tell".
-func (f *flight) askReconcile(ctx context.Context) (r Reconciliation) {
+func (f *flight) askReconcile(ctx context.Context) (r downstream.Reconciliation) {
 	t := f.p.tool
 	rctx := f.h.attemptContext(ctx, t, f.p, "")
 	if pe := guarded(rctx, t, func(rctx context.Context) { r = t.Reconcile(rctx, f.p.d.Key, f.p.call.Input) }); pe != nil {
-		return CannotTell(pe)
+		return downstream.CannotTell(pe)
 	}
 	return r
 }

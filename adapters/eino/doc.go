@@ -34,7 +34,7 @@
 // replay. A failure, a suppression, an unknown outcome or a refusal is a
 // tool message, not an error: the run goes on and the model is told. The
 // harness decides retries; the tool's error is classified by retryclass
-// (an HTTP answer read with harness.ReadJSON keeps its status).
+// (an HTTP answer read with downstream.ReadJSON keeps its status).
 //
 // # Interrupts and resumes
 //

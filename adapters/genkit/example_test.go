@@ -19,6 +19,7 @@ import (
 	agentgenkit "github.com/agentonce/agentonce/adapters/genkit"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -43,11 +44,11 @@ func ExampleDefineTool() {
 	g := genkit.Init(ctx)
 	a := agentgenkit.New(h, nil)
 
-	client := &http.Client{Transport: &harness.Transport{}} // sends the call's Idempotency-Key
+	client := &http.Client{Transport: &downstream.Transport{}} // sends the call's Idempotency-Key
 	charge := agentgenkit.DefineTool(g, a, harness.Tool{Name: "charge_card", Description: "Charges the card.", Effect: journal.Keyed},
 		func(tc *ai.ToolContext, in struct{ Cents int }) (json.RawMessage, error) {
 			req, _ := http.NewRequestWithContext(tc, "POST", api.URL+"/charges", strings.NewReader(fmt.Sprint(in.Cents)))
-			return harness.ReadJSON(client.Do(req))
+			return downstream.ReadJSON(client.Do(req))
 		})
 
 	// A model that asks for the charge twice, then repeats what it read.

@@ -18,6 +18,7 @@ import (
 	agentgenkit "github.com/agentonce/agentonce/adapters/genkit"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -137,7 +138,7 @@ type agent struct {
 func newAgent(t testing.TB, m *scriptedModel, h *harness.Harness, url string, base http.RoundTripper, approval bool) *agent {
 	g := genkit.Init(context.Background())
 	a := agentgenkit.New(h, &agentgenkit.Options{Tenant: "acme"})
-	client := &http.Client{Transport: &harness.Transport{Base: base}}
+	client := &http.Client{Transport: &downstream.Transport{Base: base}}
 	tool := agentgenkit.DefineTool(g, a, harness.Tool{Name: "charge_card", Description: "Charges the card.", Effect: journal.Keyed},
 		func(tc *ai.ToolContext, in chargeInput) (charge, error) {
 			if approval && !tc.IsResumed() {
@@ -148,7 +149,7 @@ func newAgent(t testing.TB, m *scriptedModel, h *harness.Harness, url string, ba
 			if err != nil {
 				return charge{}, err
 			}
-			out, err := harness.ReadJSON(client.Do(req))
+			out, err := downstream.ReadJSON(client.Do(req))
 			if err != nil {
 				return charge{}, err
 			}

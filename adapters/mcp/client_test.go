@@ -149,7 +149,7 @@ func TestAgentToPlainServer(t *testing.T) {
 		}
 	}
 	tools, err := agentmcp.ClientTools(context.Background(), cs, &agentmcp.ClientOptions{
-		TrustAnnotations: true, Prefix: "sms_", Effects: map[string]harness.Effect{"send_sms": journal.Unkeyed}})
+		TrustAnnotations: true, Prefix: "sms_", Effects: map[string]journal.Effect{"send_sms": journal.Unkeyed}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/agentonce/agentonce"
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -78,7 +79,7 @@ func chargeTool(p *payments) harness.Tool {
 			if err != nil {
 				return nil, err
 			}
-			return harness.ReadJSON(p.srv.Client().Do(req))
+			return downstream.ReadJSON(p.srv.Client().Do(req))
 		},
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/mcpgo"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -70,7 +71,7 @@ func chargeTool(p *payments) harness.Tool {
 			if err != nil {
 				return nil, err
 			}
-			return harness.ReadJSON(p.srv.Client().Do(req))
+			return downstream.ReadJSON(p.srv.Client().Do(req))
 		},
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -296,8 +297,8 @@ func setup(ctx context.Context, o options) (*demo, error) {
 		Kinds: []agentoncetest.Fault{agentoncetest.LoseResponse, agentoncetest.Delay, agentoncetest.Unavailable, agentoncetest.ResetBeforeSend},
 		Match: func(r *http.Request) bool { return r.Method == http.MethodPost }, // Reconcile's query stays reliable
 	})
-	apiClient := &http.Client{Transport: &harness.Transport{Base: d.apiFaults}}
-	mailClient := &http.Client{Transport: &harness.Transport{Base: d.mailFaults}}
+	apiClient := &http.Client{Transport: &downstream.Transport{Base: d.apiFaults}}
+	mailClient := &http.Client{Transport: &downstream.Transport{Base: d.mailFaults}}
 
 	d.obs = &observer{crashAt: crashPoint(o.crashAt), crashTool: o.crashTool, crashKill: o.crashKill}
 	hopts := &agentonce.OpenOptions{Options: harness.Options{LeaseTTL: leaseTTL, Retry: demoPolicy, Observer: d.obs}}

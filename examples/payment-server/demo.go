@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -92,7 +93,7 @@ func demo(ctx context.Context, dir, loc string, out io.Writer) (summary, error) 
 		return sum, err
 	}
 	defer agent.Close()
-	client := &http.Client{Transport: &harness.Transport{}, Timeout: 10 * time.Second}
+	client := &http.Client{Transport: &downstream.Transport{}, Timeout: 10 * time.Second}
 	var replayed atomic.Int64
 	err = agent.Register(harness.Tool{
 		Name:   "charge_card",

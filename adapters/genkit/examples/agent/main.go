@@ -30,6 +30,7 @@ import (
 	agentgenkit "github.com/agentonce/agentonce/adapters/genkit"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -79,14 +80,14 @@ func run(ctx context.Context, w io.Writer, path string) error {
 
 	// The charge's first answer is lost after the payment API charged.
 	faults := agentoncetest.NewFaultTransport(nil, &agentoncetest.FaultOptions{Script: []agentoncetest.Fault{agentoncetest.LoseResponse}})
-	client := &http.Client{Transport: &harness.Transport{Base: faults}}
+	client := &http.Client{Transport: &downstream.Transport{Base: faults}}
 	post := func(ctx context.Context, url string, body any) (json.RawMessage, error) {
 		b, _ := json.Marshal(body)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
 		if err != nil {
 			return nil, err
 		}
-		return harness.ReadJSON(client.Do(req))
+		return downstream.ReadJSON(client.Do(req))
 	}
 
 	// The protection: a journal, the adapter, and DefineTool from it with

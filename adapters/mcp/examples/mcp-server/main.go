@@ -29,6 +29,7 @@ import (
 	"github.com/agentonce/agentonce"
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -129,7 +130,7 @@ func run(ctx context.Context, out io.Writer, journalPath string) error {
 			if err != nil {
 				return nil, err
 			}
-			return harness.ReadJSON(apiSrv.Client().Do(req))
+			return downstream.ReadJSON(apiSrv.Client().Do(req))
 		},
 	})
 	if err != nil {
