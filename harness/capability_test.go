@@ -92,8 +92,8 @@ func TestWrappedStoreKeepsInTx(t *testing.T) {
 		return json.Marshal(n)
 	})
 	err := harness.New(m, nil).Register(harness.Tool{Name: "tx", Effect: journal.Keyed, InTx: inTx})
-	if err == nil || !strings.Contains(err.Error(), "TxCompleter") {
-		t.Fatalf("Register(InTx) on a wrapper without CompleteWith = %v; want an error naming TxCompleter", err)
+	if err == nil || !strings.Contains(err.Error(), "CompleteWith") {
+		t.Fatalf("Register(InTx) on a wrapper without CompleteWith = %v; want an error naming CompleteWith", err)
 	}
 	h := harness.New(forwardingStore{m}, nil)
 	if err := h.Register(harness.Tool{Name: "tx", Effect: journal.Keyed, InTx: inTx}); err != nil {

@@ -99,10 +99,10 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 
 // A store without CompleteWith (the in-memory one; bbolt and PostgreSQL
 // have it) is refused for an InTx tool.
-func TestInTxNeedsTxCompleter(t *testing.T) {
+func TestInTxNeedsCompleteWith(t *testing.T) {
 	h := newHarness(t, journal.NewMemory(nil), nil)
 	err := h.Register(harness.Tool{Name: "x", InTx: postgres.InTx(func(context.Context, pgx.Tx, json.RawMessage) (json.RawMessage, error) { return nil, nil })})
-	if err == nil || !strings.Contains(err.Error(), "TxCompleter") {
-		t.Errorf("Register(InTx tool) on a memory journal = %v; want an error naming TxCompleter", err)
+	if err == nil || !strings.Contains(err.Error(), "CompleteWith") {
+		t.Errorf("Register(InTx tool) on a memory journal = %v; want an error naming CompleteWith", err)
 	}
 }
