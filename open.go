@@ -1,6 +1,7 @@
 package agentonce
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +32,8 @@ const NamespaceEnv = "AGENTONCE_NAMESPACE"
 // defaults; each field's zero value is its default.
 type OpenOptions struct {
 	// Options configures the Harness itself, as harness.New's do. Its
-	// OnClose is Open's own: whatever is set there is replaced.
+	// OnClose, if set, runs first when the Harness closes; then Open's own
+	// closing (the background GC, the agentctl socket, the journal).
 	harness.Options
 	// Journal configures the journal that Open opens (for example the
 	// namespace a fleet shares, or a lock timeout); nil means defaults.
@@ -119,7 +121,7 @@ func Open(ctx context.Context, location string, opts *OpenOptions) (*harness.Har
 	if c, ok := st.(interface{ Created() bool }); ok && remote {
 		exists = !c.Created()
 	}
-	w := &wiring{store: st}
+	w := &wiring{store: st, onClose: o.OnClose}
 	hopts := o.Options
 	if fp, ok := st.(filePath); ok && o.Inspect != InspectOff && !jo.ReadOnly {
 		// Every event reaches the socket's followers, after the caller's
@@ -210,21 +212,27 @@ func reportNewJournal(ctx context.Context, o *harness.Options, location string, 
 // socket and the background GC. The Harness's Close ends them (its
 // Options.OnClose), and then closes the journal.
 type wiring struct {
-	h      *harness.Harness
-	store  journal.Store
-	path   string           // the bbolt file, when agentctl may be served
-	events *inspectObserver // set with path
-	srv    *inspect.Server  // serving agentctl; nil if not
+	h       *harness.Harness
+	store   journal.Store
+	onClose func() error     // the caller's Options.OnClose, run first
+	path    string           // the bbolt file, when agentctl may be served
+	events  *inspectObserver // set with path
+	srv     *inspect.Server  // serving agentctl; nil if not
 	// stopGC ends the background GC (nil if none); gcDone is closed when
 	// it has ended.
 	stopGC context.CancelFunc
 	gcDone chan struct{}
 }
 
-// close ends the background GC, stops serving agentctl and closes the
-// journal, in that order: agentctl's requests use the journal, and the
-// socket must be gone before the file's lock is released.
+// close runs the caller's OnClose, ends the background GC, stops serving
+// agentctl and closes the journal, in that order: agentctl's requests use
+// the journal, and the socket must be gone before the file's lock is
+// released. The first error is returned.
 func (w *wiring) close() error {
+	var uerr error
+	if w.onClose != nil {
+		uerr = w.onClose()
+	}
 	if w.stopGC != nil {
 		w.stopGC()
 		<-w.gcDone
@@ -234,8 +242,6 @@ func (w *wiring) close() error {
 		served.Delete(w.h)
 		ierr = w.srv.Close()
 	}
-	if err := w.store.Close(); err != nil {
-		return err
-	}
-	return ierr
+	serr := w.store.Close()
+	return cmp.Or(uerr, serr, ierr)
 }

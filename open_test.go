@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce"
+	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
@@ -95,5 +96,26 @@ func TestOpenBadJournal(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), junk) {
 		t.Errorf("Open(not a journal) = %v; want an error naming %s", err, junk)
+	}
+}
+
+// The caller's Options.OnClose runs when the Harness closes, before Open's
+// own closing: the journal is still open for it.
+func TestOpenRunsCallersOnCloseFirst(t *testing.T) {
+	ctx := context.Background()
+	var h *harness.Harness
+	var ran bool
+	opts := &agentonce.OpenOptions{Inspect: agentonce.InspectOff}
+	opts.OnClose = func() error {
+		ran = true
+		_, err := h.Store().Stats(ctx)
+		return err
+	}
+	h, err := agentonce.Open(ctx, t.TempDir()+"/agent.journal", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil || !ran {
+		t.Errorf("Close() = %v, OnClose ran %v; want nil and true (the journal still open for it)", err, ran)
 	}
 }

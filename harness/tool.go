@@ -93,10 +93,9 @@ type Tool struct {
 	// InTx is for a tool whose side effect lives in the journal's own
 	// database: it runs the effect inside the transaction that records the
 	// outcome, so both commit or neither does and no outcome is ever
-	// unknown. It needs a store that is a TxCompleter (PostgreSQL: write
-	// it with postgres.InTx; a bbolt file: bolt.InTx; each hands the effect
-	// the transaction); Func
-	// is then not used and may be nil.
+	// unknown. It needs a store with CompleteWith (PostgreSQL: write it
+	// with postgres.InTx; a bbolt file: bolt.InTx; each hands the effect
+	// the transaction); Func is then not used and may be nil.
 	InTx Func
 }
 

@@ -16,7 +16,7 @@ const (
 
 // Transport is an http.RoundTripper that carries a call's idempotency key
 // and attempt id downstream: requests made with a tool's context (or any
-// context from WithKey) get the key in KeyHeader and the attempt id in
+// context from NewContext) get the key in KeyHeader and the attempt id in
 // RequestIDHeader. Headers the request already has are left alone, and
 // requests without a key in their context pass through unchanged.
 //
