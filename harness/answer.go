@@ -70,20 +70,6 @@ func (f *flight) lost(ctx context.Context, cause error, out json.RawMessage) Res
 	return f.answer(ctx, Result{Status: Unknown, Source: Executed, Output: out, Err: oe})
 }
 
-// suppressed answers a suppression decided without running the tool (a
-// mismatch, the guard, another owner past the in-flight budget).
-func (f *flight) suppressed(c retryclass.Class, tries int, msg string) Result {
-	f.tries = tries
-	return Result{Status: Suppressed, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: c, Status: Suppressed, Message: msg}}
-}
-
-// inProgress answers a caller that stopped waiting for an intent someone
-// else is running.
-func (f *flight) inProgress(tries int, msg string) Result {
-	f.tries = tries
-	return Result{Status: InProgress, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: retryclass.InFlight, Status: InProgress, Message: msg}}
-}
-
 // fromRecord turns a settled record into a Result, replayed from the
 // journal, and counts its attempts as this flight's.
 func (f *flight) fromRecord(rec journal.Record) Result {

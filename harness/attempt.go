@@ -12,6 +12,8 @@ import (
 	"github.com/agentonce/agentonce/retryclass"
 )
 
+// newAttemptID is the id of a new attempt: the owner and a count, unique
+// within the Harness, so that a trace tells the tries of one key apart.
 func (h *Harness) newAttemptID() string {
 	return h.owner + "#" + strconv.FormatUint(h.attemptN.Add(1), 36)
 }
@@ -119,6 +121,15 @@ func guarded(ctx context.Context, t *tool, fn func(context.Context)) (pe *PanicE
 	return nil
 }
 
+// attemptContext is the context a tool's attempt runs with: the key, the
+// attempt id, the call's place and whether the downstream may be asked to
+// deduplicate by key (downstream.Transport reads it).
+func (h *Harness) attemptContext(ctx context.Context, t *tool, p *prepared, attemptID string) context.Context {
+	c := p.call
+	return downstream.NewContext(ctx, downstream.Attempt{Key: p.d.Key, ID: attemptID, Unkeyed: t.Effect == journal.Unkeyed,
+		Call: downstream.Call{ID: c.ID, Tenant: c.Tenant, Session: c.Session, Turn: c.Turn, Tool: c.Tool, Discriminator: c.Discriminator}})
+}
+
 // tryInTx runs one attempt of an InTx effect. It returns settled with the
 // result when the attempt ended the call, else the failure and its
 // verdict.
@@ -172,6 +183,21 @@ func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result,
 	}
 	return f.lost(ctx, err, nil), true, nil
 }
+
+// withValuesOf returns a context that ends when ctx ends and whose values
+// are those of values, a context derived from ctx without its cancellation
+// (the store's transaction context): an InTx effect keeps its caller's
+// deadline and gains what the store put in.
+func withValuesOf(ctx, values context.Context) context.Context {
+	return valuesFrom{Context: ctx, values: values}
+}
+
+type valuesFrom struct {
+	context.Context
+	values context.Context
+}
+
+func (c valuesFrom) Value(key any) any { return c.values.Value(key) }
 
 // inTxVerdict classifies the failure of an InTx effect, whose transaction
 // rolled back with it (inTxClass).

@@ -212,3 +212,17 @@ func mayHaveRun(rec *journal.Record) bool {
 	}
 	return false
 }
+
+// suppressed answers a suppression decided without running the tool (a
+// mismatch, the guard, another owner past the in-flight budget).
+func (f *flight) suppressed(c retryclass.Class, tries int, msg string) Result {
+	f.tries = tries
+	return Result{Status: Suppressed, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: c, Status: Suppressed, Message: msg}}
+}
+
+// inProgress answers a caller that stopped waiting for an intent someone
+// else is running.
+func (f *flight) inProgress(tries int, msg string) Result {
+	f.tries = tries
+	return Result{Status: InProgress, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: retryclass.InFlight, Status: InProgress, Message: msg}}
+}
