@@ -68,7 +68,7 @@ func AssertNoDuplicates(tb Reporter, d *Downstream) bool {
 }
 
 // AssertEffects checks that d performed exactly want side effects for
-// the intent of each result (its key, as harness.Transport sends it).
+// the intent of each result (its key, as downstream.Transport sends it).
 // Results that share a key (collapsed, replayed) are checked once.
 func AssertEffects(tb Reporter, d *Downstream, want int, results ...harness.Result) bool {
 	tb.Helper()

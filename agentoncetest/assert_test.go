@@ -12,8 +12,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -85,18 +87,18 @@ func TestAssertions(t *testing.T) {
 // (the Reporter of a main program) finds nothing wrong.
 func TestUnkeyedToolKeyHeader(t *testing.T) {
 	srv, err := agentoncetest.StartServer(&charges{}, &agentoncetest.DownstreamOptions{
-		Passthrough: true, KeyHeader: harness.DefaultUnkeyedKeyHeader,
+		Passthrough: true, KeyHeader: downstream.DefaultUnkeyedKeyHeader,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), nil)
+	h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	client := &http.Client{Transport: &harness.Transport{Base: srv.Client().Transport}}
+	client := &http.Client{Transport: &downstream.Transport{Base: srv.Client().Transport}}
 	err = h.Register(harness.Tool{Name: "email", Effect: journal.Unkeyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			req, err := http.NewRequestWithContext(ctx, "POST", srv.URL+"/emails", bytes.NewReader(in))
@@ -129,7 +131,7 @@ func TestUnkeyedToolKeyHeader(t *testing.T) {
 	}
 	defer plain.Close()
 	req, _ := http.NewRequest("POST", plain.URL, strings.NewReader("{}"))
-	req.Header.Set(harness.DefaultUnkeyedKeyHeader, res.Key.String())
+	req.Header.Set(downstream.DefaultUnkeyedKeyHeader, res.Key.String())
 	resp, err := plain.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@
 // functions, and a scripted model that drives an agent loop without an LLM.
 //
 // The parts compose by wrapping, outermost first: ScriptedModel, the
-// harness, an http.Client whose Transport is harness.Transport over
+// harness, an http.Client whose Transport is downstream.Transport over
 // FaultTransport, a loopback Server, the Downstream, your handler. Every
 // retry then crosses the faults, and a test asserts counts:
 // Downstream.Duplicates() == 0, Downstream.Effects(key) == 1.

@@ -41,9 +41,9 @@ const ProblemType = "https://github.com/agentonce/agentonce/agentoncetest#idempo
 // defaults; each field's zero value is its default.
 type DownstreamOptions struct {
 	// KeyHeader is the request header carrying the key. Empty means
-	// DefaultKeyHeader ("Idempotency-Key"), where harness.Transport puts a
+	// DefaultKeyHeader ("Idempotency-Key"), where downstream.Transport puts a
 	// Keyed or Idempotent tool's key. An Unkeyed tool's key arrives in
-	// harness.DefaultUnkeyedKeyHeader ("X-Agentonce-Key", or
+	// downstream.DefaultUnkeyedKeyHeader ("X-Agentonce-Key", or
 	// Transport.UnkeyedKeyHeader) instead, so that the API does not take it
 	// for a promise to de-duplicate: set KeyHeader to it, with
 	// Passthrough, to count an Unkeyed tool's effects per intent.
@@ -95,9 +95,9 @@ type DownstreamOptions struct {
 	// enforced, nothing is stored or replayed, and every request runs the
 	// handler. Effects are still counted per key (read from KeyHeader), so
 	// Duplicates shows what an unprotected API does with the retries it
-	// gets: the downstream of an Unkeyed tool, whose key harness.Transport
+	// gets: the downstream of an Unkeyed tool, whose key downstream.Transport
 	// sends in X-Agentonce-Key (set KeyHeader to
-	// harness.DefaultUnkeyedKeyHeader; under the default KeyHeader every
+	// downstream.DefaultUnkeyedKeyHeader; under the default KeyHeader every
 	// request of an Unkeyed tool counts under no key). False (the default)
 	// enforces the contract.
 	Passthrough bool

@@ -7,18 +7,18 @@ import (
 	"strings"
 
 	"github.com/agentonce/agentonce/agentoncetest"
-	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 )
 
 // The kit in a main program: StartServer instead of NewServer, and a
 // Report instead of a *testing.T. The mail API is an Unkeyed tool's
-// downstream (Passthrough), counting by the key harness.Transport sends
+// downstream (Passthrough), counting by the key downstream.Transport sends
 // such a tool: X-Agentonce-Key. A blind re-run sends the mail twice, and
 // the Report says so.
 func ExampleStartServer() {
 	mail := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusAccepted) })
 	srv, err := agentoncetest.StartServer(mail, &agentoncetest.DownstreamOptions{
-		Passthrough: true, KeyHeader: harness.DefaultUnkeyedKeyHeader,
+		Passthrough: true, KeyHeader: downstream.DefaultUnkeyedKeyHeader,
 	})
 	if err != nil {
 		panic(err)
@@ -27,7 +27,7 @@ func ExampleStartServer() {
 
 	for range 2 { // the re-run the harness exists to prevent
 		req, _ := http.NewRequest("POST", srv.URL+"/emails", strings.NewReader(`{"to":"a@example.com"}`))
-		req.Header.Set(harness.DefaultUnkeyedKeyHeader, "0b9e4c2e-6a4f-5d7e-9f00-1a2b3c4d5e6f")
+		req.Header.Set(downstream.DefaultUnkeyedKeyHeader, "0b9e4c2e-6a4f-5d7e-9f00-1a2b3c4d5e6f")
 		resp, err := srv.Client().Do(req)
 		if err != nil {
 			panic(err)

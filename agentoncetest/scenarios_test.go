@@ -20,8 +20,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/retryclass"
@@ -66,7 +68,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 		r.srv = agentoncetest.NewServer(t, o.handler, o.downstream)
 	}
 	r.faults = agentoncetest.NewFaultTransport(r.srv.Client().Transport, o.faults)
-	client := &http.Client{Transport: &harness.Transport{Base: r.faults}}
+	client := &http.Client{Transport: &downstream.Transport{Base: r.faults}}
 	hopts := o.harness
 	if hopts == nil {
 		hopts = &harness.Options{}
@@ -78,7 +80,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 		r.h = harness.New(o.store, hopts)
 	} else {
 		var err error
-		r.h, err = harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &harness.OpenOptions{Options: *hopts})
+		r.h, err = agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &agentonce.OpenOptions{Options: *hopts})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,14 +431,14 @@ func TestScenarioUnkeyedTool(t *testing.T) {
 			tool := harness.Tool{Name: "send_email", Func: ff.Call, Timeout: 100 * time.Millisecond}
 			if tc.reconcile {
 				tool.Settle = -1 // FaultFunc acts before it answers, never after
-				tool.Reconcile = func(ctx context.Context, key uuid.UUID, in json.RawMessage) harness.Reconciliation {
+				tool.Reconcile = func(ctx context.Context, key uuid.UUID, in json.RawMessage) downstream.Reconciliation {
 					if sent.Load() > 0 {
-						return harness.Happened(json.RawMessage(`{"sent":true}`))
+						return downstream.Happened(json.RawMessage(`{"sent":true}`))
 					}
-					return harness.DidNotHappen()
+					return downstream.DidNotHappen()
 				}
 			}
-			h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &harness.OpenOptions{Options: harness.Options{Retry: fastRetry}})
+			h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &agentonce.OpenOptions{Options: harness.Options{Retry: fastRetry}})
 			if err != nil {
 				t.Fatal(err)
 			}

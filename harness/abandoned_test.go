@@ -41,7 +41,7 @@ func TestJoinerOfAbandonedFlight(t *testing.T) {
 	gate := make(chan struct{})
 	var runs atomic.Int32
 	h := harness.New(gatedBegin{Store: store, gate: gate}, &harness.Options{Retry: fastRetry})
-	mustRegister(t, h, harness.Tool{Name: "pay", Effect: harness.Keyed, Func: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+	mustRegister(t, h, harness.Tool{Name: "pay", Effect: journal.Keyed, Func: func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		runs.Add(1)
 		return json.RawMessage(`{"paid":1}`), nil
 	}})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -87,15 +88,15 @@ func TestReadJSON(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	out, err := harness.ReadJSON(srv.Client().Get(srv.URL + "/ok"))
+	out, err := downstream.ReadJSON(srv.Client().Get(srv.URL + "/ok"))
 	if err != nil || string(out) != `{"id":1}` {
 		t.Errorf("ReadJSON(200) = %s, %v; want the body", out, err)
 	}
-	_, err = harness.ReadJSON(srv.Client().Get(srv.URL + "/boom"))
+	_, err = downstream.ReadJSON(srv.Client().Get(srv.URL + "/boom"))
 	if v := retryclass.Classify(err); v.Class != retryclass.MaybeExecuted || v.Status != 500 {
 		t.Errorf("ReadJSON(500) error classifies as %v (status %d); want maybe-executed 500", v.Class, v.Status)
 	}
-	_, err = harness.ReadJSON(srv.Client().Get(srv.URL + "/cut"))
+	_, err = downstream.ReadJSON(srv.Client().Get(srv.URL + "/cut"))
 	if v := retryclass.Classify(err); err == nil || v.Class != retryclass.MaybeExecuted {
 		t.Errorf("ReadJSON(200, cut body) = %v (%v); want a maybe-executed error", err, v.Class)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,65 +21,15 @@ import (
 // tool runs is answered InProgress; the intent goes on and a re-issue is
 // answered from the journal.
 func (h *Harness) Call(ctx context.Context, c ToolCall) Result {
-	if err := h.enter(); err != nil {
-		return h.rejectedEarly(ctx, c, Result{CallID: c.ID, Tool: c.Tool, Status: Rejected, Err: err})
+	p := prepared{call: c}
+	if p.err = h.enter(); p.err == nil {
+		defer h.exit()
+		h.prepare(&p)
 	}
-	defer h.exit()
-	p := h.prepare(c)
 	if p.err != nil {
-		return h.rejectedEarly(ctx, c, p.rejected())
+		return h.rejectedEarly(ctx, &p)
 	}
 	return h.do(ctx, p)
-}
-
-// rejectedEarly reports a call refused before it reached a flight (closed
-// harness, unknown tool, invalid input, no turn), so that an Observer
-// counts every call.
-func (h *Harness) rejectedEarly(ctx context.Context, c ToolCall, res Result) Result {
-	h.emit(ctx, resultEvent(Event{Tool: c.Tool, Session: c.Session, Turn: c.Turn, Key: res.Key, CallID: c.ID}, res))
-	return res
-}
-
-// prepared is a call whose tool is found and whose key is derived.
-type prepared struct {
-	call ToolCall
-	tool *tool
-	d    keyderive.Derived
-	// unseen: the memo did not hold the call (see derive), so it is most
-	// likely new and goes to Begin without the replay path's read.
-	unseen bool
-	err    error
-}
-
-// event is the start of every Event of p's call.
-func (p *prepared) event() Event {
-	return Event{Tool: p.tool.Name, Session: p.call.Session, Turn: p.call.Turn, Key: p.d.Key,
-		CallID: p.call.ID, ToolDescription: p.tool.Description}
-}
-
-func (p *prepared) rejected() Result {
-	return Result{CallID: p.call.ID, Tool: p.call.Tool, Status: Rejected, Err: p.err, Key: p.d.Key}
-}
-
-func (h *Harness) prepare(c ToolCall) prepared {
-	p := prepared{call: c}
-	p.tool, p.err = h.lookup(c.Tool)
-	if p.err != nil {
-		return p
-	}
-	if c.StepKey == "" && !p.tool.NoTurn && (c.Session == "" || c.Turn == "") {
-		p.err = fmt.Errorf("harness: tool %q: %w (session %q, turn %q)", c.Tool, ErrNoTurn, c.Session, c.Turn)
-		return p
-	}
-	p.d, p.unseen, p.err = h.derive(p.tool, c)
-	if p.err != nil {
-		p.err = fmt.Errorf("harness: tool %q: %w: %w", c.Tool, ErrInvalidInput, p.err)
-	}
-	return p
-}
-
-func intentOf(c ToolCall) keyderive.Intent {
-	return keyderive.Intent{Tenant: c.Tenant, Session: c.Session, Turn: c.Turn, Tool: c.Tool, Discriminator: c.Discriminator}
 }
 
 // flightKey is what identical calls share: the key and the input's
@@ -147,6 +97,22 @@ func (h *Harness) do(ctx context.Context, p prepared) Result {
 	return res
 }
 
+// replay answers a call from a live settled record by one read, without
+// joining a flight: the path of a model re-issuing a finished call. It
+// declines (ok false) whenever Begin could decide anything else, and Begin
+// then decides.
+func (h *Harness) replay(ctx context.Context, p *prepared) (res Result, ok bool) {
+	rec, err := h.store.Get(ctx, p.d.Key)
+	if err != nil || !rec.State.Settled() || rec.Fingerprint != p.d.Fingerprint ||
+		p.tool.next(&rec, h.now()) != journal.StepAnswer {
+		return Result{}, false
+	}
+	f := h.newFlight(p)
+	res = f.answer(ctx, f.fromRecord(rec))
+	res.CallID = p.call.ID
+	return res, true
+}
+
 // left answers a caller that stopped waiting for its flight: its context
 // ended, or the flight died (runtime.Goexit in the tool). The journal says
 // whether anything started: no record means nothing did (Rejected); a
@@ -190,28 +156,95 @@ func (h *Harness) left(ctx context.Context, p *prepared, cause error) Result {
 	return base
 }
 
-// emitJoined reports the result of a call that did not report its own (it
-// shared another's flight, or left it).
-func (h *Harness) emitJoined(ctx context.Context, p *prepared, res Result) {
-	h.emit(ctx, resultEvent(p.event(), res))
-}
-
-// replay answers a call from a live settled record by one read, without
-// joining a flight: the path of a model re-issuing a finished call. It
-// declines (ok false) whenever Begin could decide anything else, and Begin
-// then decides.
-func (h *Harness) replay(ctx context.Context, p *prepared) (res Result, ok bool) {
-	rec, err := h.store.Get(ctx, p.d.Key)
-	if err != nil || !rec.State.Settled() || rec.Fingerprint != p.d.Fingerprint ||
-		p.tool.next(&rec, h.now()) != journal.StepAnswer {
-		return Result{}, false
+// CallAll runs the tool calls of one model response. Identical calls (the
+// same key and the same input) collapse into one execution: the first in
+// order has the flight's Source, the others Collapsed. The same key with
+// another input is not identical: it runs its own Begin and is suppressed
+// as a mismatch. Distinct calls run concurrently, at most
+// Options.Concurrency at a time. Results come back in the calls' order; a
+// call refused before anything started has Status Rejected and its Err says
+// why.
+func (h *Harness) CallAll(ctx context.Context, calls []ToolCall) []Result {
+	results := make([]Result, len(calls))
+	if err := h.enter(); err != nil {
+		for i, c := range calls {
+			results[i] = h.rejectedEarly(ctx, &prepared{call: c, err: err})
+		}
+		return results
 	}
-	f := h.newFlight(p)
-	res = f.answer(ctx, f.fromRecord(rec))
-	res.CallID = p.call.ID
-	return res, true
-}
+	defer h.exit()
+	type group struct {
+		p    prepared
+		idxs []int
+		// after is an earlier group with the same key and another input:
+		// this one begins once that one is answered, so the first in the
+		// model's order runs and the other is suppressed as a mismatch.
+		after *group
+		done  chan struct{}
+	}
+	var groups []*group
+	byKey := make(map[flightKey]*group, len(calls))
+	firstOfKey := make(map[[16]byte]*group, len(calls))
+	for i, c := range calls {
+		p := prepared{call: c}
+		if h.prepare(&p); p.err != nil {
+			results[i] = h.rejectedEarly(ctx, &p)
+			continue
+		}
+		fk := flightKey{p.d.Key, p.d.Fingerprint}
+		if g, ok := byKey[fk]; ok {
+			g.idxs = append(g.idxs, i)
+			continue
+		}
+		g := &group{p: p, idxs: []int{i}, done: make(chan struct{}), after: firstOfKey[p.d.Key]}
+		if g.after == nil {
+			firstOfKey[p.d.Key] = g
+		}
+		byKey[fk] = g
+		groups = append(groups, g)
+	}
 
-func (h *Harness) newAttemptID() string {
-	return h.owner + "#" + strconv.FormatUint(h.attemptN.Add(1), 36)
+	sem := make(chan struct{}, h.opts.Concurrency)
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(g.done)
+			reject := func(err error) {
+				for _, i := range g.idxs {
+					results[i] = Result{CallID: calls[i].ID, Tool: calls[i].Tool, Status: Rejected, Key: g.p.d.Key, Err: err}
+				}
+			}
+			if g.after != nil {
+				select {
+				case <-g.after.done:
+				case <-ctx.Done():
+					reject(ctx.Err())
+					return
+				}
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				reject(ctx.Err())
+				return
+			}
+			res := h.do(ctx, g.p)
+			<-sem
+			for n, i := range g.idxs {
+				r := res
+				r.CallID = calls[i].ID
+				if n > 0 {
+					if r.Source == Executed {
+						r.Source = Collapsed
+					}
+					h.emitJoined(ctx, &g.p, r)
+				}
+				results[i] = r
+			}
+		}()
+	}
+	wg.Wait()
+	return results
 }

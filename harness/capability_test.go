@@ -34,12 +34,14 @@ func (s *meteredStore) Begin(ctx context.Context, req journal.BeginRequest) (jou
 type forwardingStore struct{ *meteredStore }
 
 func (s forwardingStore) LocalReads() bool {
-	lr, ok := s.Store.(harness.LocalReader)
+	lr, ok := s.Store.(interface{ LocalReads() bool })
 	return ok && lr.LocalReads()
 }
 
 func (s forwardingStore) CompleteWith(ctx context.Context, key uuid.UUID, token uint64, effect func(context.Context) ([]byte, error)) (journal.Record, error) {
-	return s.Store.(harness.TxCompleter).CompleteWith(ctx, key, token, effect)
+	return s.Store.(interface {
+		CompleteWith(context.Context, uuid.UUID, uint64, func(context.Context) ([]byte, error)) (journal.Record, error)
+	}).CompleteWith(ctx, key, token, effect)
 }
 
 // A wrapped store keeps the local-read fast path only when it forwards
@@ -90,8 +92,8 @@ func TestWrappedStoreKeepsInTx(t *testing.T) {
 		return json.Marshal(n)
 	})
 	err := harness.New(m, nil).Register(harness.Tool{Name: "tx", Effect: journal.Keyed, InTx: inTx})
-	if err == nil || !strings.Contains(err.Error(), "TxCompleter") {
-		t.Fatalf("Register(InTx) on a wrapper without CompleteWith = %v; want an error naming TxCompleter", err)
+	if err == nil || !strings.Contains(err.Error(), "CompleteWith") {
+		t.Fatalf("Register(InTx) on a wrapper without CompleteWith = %v; want an error naming CompleteWith", err)
 	}
 	h := harness.New(forwardingStore{m}, nil)
 	if err := h.Register(harness.Tool{Name: "tx", Effect: journal.Keyed, InTx: inTx}); err != nil {

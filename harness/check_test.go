@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/keyderive"
 	"github.com/agentonce/agentonce/retryclass"
@@ -94,17 +95,17 @@ func (m *slowMail) sent(ctx context.Context, key uuid.UUID) (bool, error) {
 
 // tool is send_mail over m: Timeout 200 ms, a truthful Reconcile, and the
 // given Settle (zero: the default).
-func (m *slowMail) tool(settle time.Duration, reconcile harness.ReconcileFunc) harness.Tool {
+func (m *slowMail) tool(settle time.Duration, reconcile func(context.Context, uuid.UUID, json.RawMessage) downstream.Reconciliation) harness.Tool {
 	if reconcile == nil {
-		reconcile = func(ctx context.Context, key uuid.UUID, _ json.RawMessage) harness.Reconciliation {
+		reconcile = func(ctx context.Context, key uuid.UUID, _ json.RawMessage) downstream.Reconciliation {
 			sent, err := m.sent(ctx, key)
 			switch {
 			case err != nil:
-				return harness.CannotTell(err)
+				return downstream.CannotTell(err)
 			case sent:
-				return harness.Happened(json.RawMessage(`{"sent":true}`))
+				return downstream.Happened(json.RawMessage(`{"sent":true}`))
 			}
-			return harness.DidNotHappen()
+			return downstream.DidNotHappen()
 		}
 	}
 	return harness.Tool{Name: "send_mail", Effect: journal.Unkeyed, Timeout: 200 * time.Millisecond, Settle: settle,
@@ -191,13 +192,13 @@ func TestSecondDidNotHappen(t *testing.T) {
 	// instead of hanging.
 	t.Cleanup(openGate)
 	var opened bool
-	reconcile := func(ctx context.Context, key uuid.UUID, _ json.RawMessage) harness.Reconciliation {
+	reconcile := func(ctx context.Context, key uuid.UUID, _ json.RawMessage) downstream.Reconciliation {
 		sent, err := srv.sent(ctx, key) // the harness asks one at a time
 		if err != nil {
-			return harness.CannotTell(err)
+			return downstream.CannotTell(err)
 		}
 		if sent {
-			return harness.Happened(json.RawMessage(`{"sent":true}`))
+			return downstream.Happened(json.RawMessage(`{"sent":true}`))
 		}
 		// An answer asked as the tool gave up (the early one) leaves the
 		// gate shut; the first one asked after the settle window (100 ms
@@ -208,7 +209,7 @@ func TestSecondDidNotHappen(t *testing.T) {
 			openGate()
 			srv.waitActed(t, 1)
 		}
-		return harness.DidNotHappen()
+		return downstream.DidNotHappen()
 	}
 	h := probeHarness(t, probeBolt(t, nil), &harness.Options{CheckWait: time.Minute})
 	probeRegister(t, h, srv.tool(100*time.Millisecond, reconcile))
@@ -308,9 +309,9 @@ func TestSettleWindowIsSaid(t *testing.T) {
 			runs++
 			return json.RawMessage(`{"sent":true}`), nil
 		},
-		Reconcile: func(context.Context, uuid.UUID, json.RawMessage) harness.Reconciliation {
+		Reconcile: func(context.Context, uuid.UUID, json.RawMessage) downstream.Reconciliation {
 			asks++
-			return harness.DidNotHappen()
+			return downstream.DidNotHappen()
 		}})
 	res := h.Call(context.Background(), c)
 	oe, _ := res.Err.(*harness.OutcomeError)

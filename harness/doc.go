@@ -3,45 +3,41 @@
 // the network or an operator repeats the call, and across restarts; and so
 // that the agent is always told what really happened.
 //
-// Open a Harness on a journal (or New on an open store), register tools,
-// and send every tool call of the model through Call (or CallAll for one
-// model response):
+// Make a Harness on a journal (New, or package agentonce's Open), register
+// tools, and send every tool call of the model through Call (or CallAll
+// for one model response):
 //
-//	h, err := harness.Open(ctx, "agent.journal", nil) // or a postgres:// URL
-//	...
+//	h := harness.New(store, nil) // or agentonce.Open(ctx, "agent.journal", nil)
 //	h.Register(harness.Tool{Name: "charge_card", Effect: journal.Keyed, Func: charge})
 //	res := h.Call(ctx, harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "3",
 //		Tool: "charge_card", Input: json.RawMessage(`{"amount":4900}`)})
 //	modelText := res.ForModel()
 //
 // The journal records the intent before the tool runs and the outcome
-// after; identical calls in flight at once share one execution. A Result's Status
-// says what the outcome is (Succeeded, Failed, Suppressed, Unknown,
+// after; identical calls in flight at once share one execution. A Result's
+// Status says what the outcome is (Succeeded, Failed, Suppressed, Unknown,
 // InProgress, Rejected) and its Source how the call learned it (Executed,
 // Replayed, Collapsed, Reconciled). What a re-issue does is
 // journal.Reissue's. A tool's effect kind says what may follow an attempt
 // whose outcome is unknown: an Unkeyed tool is never run again silently
 // (its Reconcile hook is asked, and only two "did not happen" a settle
-// window apart, after a settle window of DefaultSettle unless the tool
-// claims a shorter one, let it run again), and once an attempt may have
-// executed, no later refusal is reported as "nothing was done". No caller
-// waits for that check beyond Options.CheckWait: it is answered
-// InProgress, the check goes on in the background, and a re-issue gets its
-// outcome.
+// window apart let it run again), and once an attempt may have executed,
+// no later refusal is reported as "nothing was done". No caller waits for
+// that check beyond Options.CheckWait: it is answered InProgress and a
+// re-issue gets the outcome.
 //
 // A tool's panic becomes a *PanicError inside the Result's *OutcomeError
 // and is not retried; runtime.Goexit is not recovered, and the intent stays
 // pending as after a crash.
 //
-// The contract is docs/design.md; docs/harness.md is this package's long
-// form (the call path step by step, suppression, leases, what a failed
-// attempt becomes).
+// docs/design.md is the contract; docs/harness.md is this package's long
+// form. The files follow a call: call.go, key.go, flight.go, attempt.go,
+// settle.go, answer.go.
 //
 // # Caveats
 //
 //   - The key is only as good as the Turn: it must be the user's turn, not
 //     the model's round-trip.
 //   - Observer runs synchronously in the call path; keep it fast.
-//   - Open on a bbolt file serves agentctl over a unix socket beside it,
-//     "<journal>.sock" (mode 0600); OpenOptions.Inspect turns it off.
+//   - Close does not close a store given to New (Options.OnClose may).
 package harness

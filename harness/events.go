@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -103,66 +102,3 @@ type ObserverFunc func(ctx context.Context, e Event)
 
 // Observe calls f(ctx, e).
 func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
-
-func (h *Harness) emit(ctx context.Context, e Event) {
-	if h.opts.Observer != nil {
-		h.opts.Observer.Observe(ctx, e)
-	}
-	if h.opts.Logger != nil {
-		h.log(ctx, e)
-	}
-}
-
-// log writes the events worth a line: results, retries, waits, takeovers.
-func (h *Harness) log(ctx context.Context, e Event) {
-	var level slog.Level
-	var msg string
-	switch e.Kind {
-	case EventResult:
-		msg = "agentonce " + e.Status.String()
-		if e.Source != NoSource {
-			msg += " (" + e.Source.String() + ")"
-		}
-		switch e.Status {
-		case Suppressed, Unknown:
-			level = slog.LevelWarn
-		case Failed, Rejected, InProgress:
-			level = slog.LevelInfo
-		}
-	case EventRetry:
-		msg = "agentonce retried"
-	case EventInFlight:
-		msg = "agentonce in flight elsewhere"
-	case EventTakeover:
-		msg, level = "agentonce took over an expired lease", slog.LevelWarn
-	case EventReconcile:
-		msg = "agentonce reconcile"
-	case EventSettle:
-		msg = "agentonce waiting out the settle window"
-	default:
-		return
-	}
-	if !h.opts.Logger.Enabled(ctx, level) {
-		return
-	}
-	attrs := []slog.Attr{
-		slog.String("tool", e.Tool),
-		slog.String("session", e.Session),
-		slog.String("turn", e.Turn),
-		slog.String("key", e.Key.String()),
-		slog.Int("attempts", e.Attempts),
-	}
-	if e.Attempt != "" {
-		attrs = append(attrs, slog.String("attempt", e.Attempt))
-	}
-	if e.Class != retryclass.Success {
-		attrs = append(attrs, slog.String("class", e.Class.String()))
-	}
-	if e.Delay > 0 {
-		attrs = append(attrs, slog.Duration("delay", e.Delay))
-	}
-	if e.Err != nil {
-		attrs = append(attrs, slog.String("error", e.Err.Error()))
-	}
-	h.opts.Logger.LogAttrs(ctx, level, msg, attrs...)
-}

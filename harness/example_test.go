@@ -7,11 +7,11 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -20,25 +20,19 @@ import (
 // call's idempotency key, and the second, identical call is answered from
 // the journal without reaching the payment API.
 func Example() {
-	dir, _ := os.MkdirTemp("", "agentonce-example")
-	defer os.RemoveAll(dir)
-
 	charges := 0
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		charges++
 		fmt.Fprintf(w, `{"charge":"ch_%d","key_sent":%t}`, charges, r.Header.Get("Idempotency-Key") != "")
 	}))
 	defer api.Close()
-	client := &http.Client{Transport: &harness.Transport{}}
+	client := &http.Client{Transport: &downstream.Transport{}}
 
-	h, err := harness.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
-	if err != nil {
-		log.Fatal(err)
-	}
+	h := harness.New(memory.New(nil), nil) // agentonce.Open opens a journal file
 	defer h.Close()
-	err = h.Register(harness.Tool{
+	err := h.Register(harness.Tool{
 		Name:   "charge_card",
-		Effect: harness.Keyed,
+		Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, api.URL, nil)
 			resp, err := client.Do(req)
@@ -79,7 +73,7 @@ func ExampleHarness_CallAll() {
 	h := harness.New(memory.New(nil), nil)
 	defer h.Close()
 	var sent atomic.Int32 // distinct calls run concurrently
-	h.Register(harness.Tool{Name: "send_email", Effect: harness.Keyed,
+	h.Register(harness.Tool{Name: "send_email", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			sent.Add(1)
 			return json.RawMessage(`"sent"`), nil
@@ -109,7 +103,7 @@ func ExampleTyped() {
 	}
 	h := harness.New(memory.New(nil), nil)
 	defer h.Close()
-	h.Register(harness.Typed("refund", harness.Keyed, func(ctx context.Context, r refund) (string, error) {
+	h.Register(harness.Typed("refund", journal.Keyed, func(ctx context.Context, r refund) (string, error) {
 		return fmt.Sprintf("refunded %d on %s", r.Amount, r.Order), nil
 	}))
 	for _, in := range []string{`{"order":"A-1","amount":500}`, `{"order":"A-1","amont":500}`} {

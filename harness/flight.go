@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -71,7 +70,7 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 	if !h.opts.FingerprintOnly {
 		req.Input = p.d.Canonical
 	}
-	f.event(ctx, EventBeforeWriteAhead, nil)
+	f.event(ctx, Event{Kind: EventBeforeWriteAhead})
 	for {
 		br, err := h.store.Begin(ctx, req)
 		if err != nil {
@@ -96,7 +95,7 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 				if again {
 					continue
 				}
-				return res
+				return f.answer(ctx, res)
 			}
 			v := retryclass.Verdict{Class: retryclass.InFlight}
 			delay, ok := f.schedule().Next(ctx, v)
@@ -104,7 +103,7 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 				return f.answer(ctx, f.suppressed(retryclass.InFlight, len(br.Record.Attempts),
 					"the same action is still in progress elsewhere"))
 			}
-			f.eventDelay(ctx, EventInFlight, retryclass.InFlight, delay)
+			f.event(ctx, Event{Kind: EventInFlight, Class: retryclass.InFlight, Delay: delay})
 			if err := retryclass.Wait(ctx, delay); err != nil {
 				return f.answer(ctx, f.inProgress(len(br.Record.Attempts),
 					"the same action is in progress elsewhere; this caller stopped waiting ("+err.Error()+")"))
@@ -134,6 +133,35 @@ func (f *flight) own(ctx context.Context, br journal.BeginResult, body func(cont
 	return body(ctx)
 }
 
+// A flight renews the lease of the intent it owns every LeaseTTL/3 for as
+// long as it runs: while its tool runs, while it waits out a backoff or a
+// settle window, while it reconciles. So a live owner never loses its
+// intent because its tool is slow; only an owner that stopped renewing (a
+// crash, a store it cannot reach) does. When a renewal is fenced (another
+// owner or an operator took the intent) or the store stays unreachable
+// until the lease would have run out, the flight's context is cancelled
+// with ErrLeaseLost: the tool is asked to stop, the outcome cannot be
+// recorded, and the caller is told unknown. An Unkeyed intent is not taken
+// over by anyone before its attempt's settle window has passed either, so
+// nobody runs it while the stopped attempt may still be acting.
+
+// keepLease starts renewing f's lease (lease.Keep, the one renewal
+// rule). The returned context ends, with cause ErrLeaseLost, when the
+// lease is lost; the caller ends the renewal (f.lease.Stop) and then the
+// context (cancel). The two are not wrapped in one stop function: that
+// closure was an allocation of every call.
+func (f *flight) keepLease(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	f.lease = lease.Keep(ctx, f.h.store, f.p.d.Key, f.token, f.p.tool.leaseTTL, lostLease(cancel))
+	return ctx, cancel
+}
+
+// lostLease is what a lost lease does: cancel the owner's context with
+// ErrLeaseLost and the reason.
+func lostLease(cancel context.CancelCauseFunc) func(error) {
+	return func(err error) { cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err)) }
+}
+
 // takeover continues an intent whose earlier attempt ended without a
 // recorded answer (a crash, a lost answer) or whose recorded outcome a
 // re-issue runs or reconciles again (journal.Reissue).
@@ -142,7 +170,7 @@ func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 	step := journal.TakeoverStep(&rec, t.Effect)
 	notExecuted := journal.LastAttemptNotExecuted(&rec)
 	f.mayHaveRun = mayHaveRun(&rec)
-	f.event(ctx, EventTakeover, nil)
+	f.event(ctx, Event{Kind: EventTakeover})
 	prevClass, prevErr := "unknown", "no outcome recorded before the lease expired"
 	if notExecuted {
 		prevClass, prevErr = "", ""
@@ -186,264 +214,16 @@ func mayHaveRun(rec *journal.Record) bool {
 	return false
 }
 
-// execute runs attempts until one settles the intent.
-func (f *flight) execute(ctx context.Context, attemptID string) Result {
-	for {
-		f.eventAttempt(ctx, EventAfterWriteAhead, attemptID)
-		var res Result
-		var settled bool
-		var v retryclass.Verdict
-		var err error
-		if f.p.tool.InTx != nil {
-			res, settled, v, err = f.tryInTx(ctx, attemptID)
-		} else {
-			res, settled, v, err = f.tryFunc(ctx, attemptID)
-		}
-		if settled {
-			return res
-		}
-		if v, res, settled = f.afterFailure(ctx, v, err); settled {
-			return res
-		}
-		next, ok := f.retry(ctx, v, err)
-		if !ok {
-			return f.giveUp(ctx, v.Class, err)
-		}
-		attemptID = next
-	}
+// suppressed answers a suppression decided without running the tool (a
+// mismatch, the guard, another owner past the in-flight budget).
+func (f *flight) suppressed(c retryclass.Class, tries int, msg string) Result {
+	f.tries = tries
+	return Result{Status: Suppressed, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: c, Status: Suppressed, Message: msg}}
 }
 
-// tryInTx runs one attempt of an InTx effect. It returns settled with the
-// result when the attempt ended the call, else the failure and its
-// verdict.
-func (f *flight) tryInTx(ctx context.Context, attemptID string) (res Result, settled bool, v retryclass.Verdict, err error) {
-	res, settled, err = f.attemptInTx(ctx, attemptID)
-	if settled {
-		return res, true, v, err
-	}
-	return res, false, f.inTxVerdict(ctx, err), err
-}
-
-// tryFunc runs one attempt of a Func effect. It returns settled with the
-// result when the attempt ended the call (a success, or a panic), else the
-// failure and its verdict.
-func (f *flight) tryFunc(ctx context.Context, attemptID string) (res Result, settled bool, v retryclass.Verdict, err error) {
-	t := f.p.tool
-	out, err, resent := f.h.invoke(ctx, t, f.p, attemptID)
-	if err != nil {
-		v = t.policy.Verdict(ctx, err)
-		if resent && v.Class == retryclass.NotExecuted {
-			// "Not executed" may be the answer to net/http's resend;
-			// the first send of the request may have acted.
-			v.Class = retryclass.MaybeExecuted
-		}
-	}
-	f.eventEffect(ctx, attemptID, v.Class, err)
-	if err == nil {
-		return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: out}, Succeeded, Executed, out, nil), true, v, nil
-	}
-	var pe *PanicError
-	if errors.As(err, &pe) {
-		// A panic is a bug, not a transient failure: never retried. It
-		// may have struck after the effect, so only a tool without one
-		// records a definite failure.
-		if t.Effect == journal.ReadOnly {
-			return f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err), true, v, err
-		}
-		return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted, err), true, v, err
-	}
-	return Result{}, false, v, err
-}
-
-// afterFailure carries out failureTable's row for a failed attempt:
-// settled with the result when the call ends here, else the verdict to
-// retry under.
-func (f *flight) afterFailure(ctx context.Context, v retryclass.Verdict, err error) (retryclass.Verdict, Result, bool) {
-	if v.Class == retryclass.Success {
-		// A classifier that calls an error a success is overruled.
-		v.Class = retryclass.MaybeExecuted
-	}
-	if v.Class == retryclass.MaybeExecuted {
-		f.mayHaveRun = true
-	}
-	rule := failureOf(f.p.tool.Effect, v.Class, f.mayHaveRun)
-	switch rule.step {
-	case recordNow:
-		return v, f.completeErr(ctx, rule.state, rule.record, rule.message(err)), true
-	case reconcileFirst:
-		// Never retried blindly: it could double the effect. Once the
-		// downstream can no longer be acting on the attempt, the
-		// Reconcile hook is asked, in a background check the caller
-		// does not wait for beyond its budget.
-		if f.p.tool.Reconcile == nil {
-			res, _ := f.reconcile(ctx, err) // records unknown: nobody to ask
-			return v, res, true
-		}
-		return v, f.check(ctx, f.h.now().Add(f.p.tool.settle), func(ctx context.Context) Result {
-			if res, ok := f.reconcileEarly(ctx, err); ok {
-				return res
-			}
-			if res, settled := f.settleThenReconcile(ctx, err); settled {
-				return res
-			}
-			v.Class = retryclass.NotExecuted
-			next, ok := f.retry(ctx, v, err)
-			if !ok {
-				return f.giveUp(ctx, v.Class, err)
-			}
-			return f.execute(ctx, next)
-		}), true
-	}
-	return v, Result{}, false
-}
-
-// inTxVerdict classifies the failure of an InTx effect, whose transaction
-// rolled back with it (inTxClass).
-func (f *flight) inTxVerdict(ctx context.Context, err error) retryclass.Verdict {
-	v := f.p.tool.policy.Verdict(ctx, err)
-	var pe *PanicError
-	switch {
-	case errors.As(err, &pe):
-		v.Class = retryclass.Terminal // a bug: not retried
-	case int(v.Class) < len(inTxClass):
-		v.Class = inTxClass[v.Class]
-	default:
-		v.Class = retryclass.NotExecuted
-	}
-	return v
-}
-
-// retry waits out the backoff for a retryable failure and records the next
-// attempt. ok is false when the budget is spent or the caller left; a lost
-// lease is answered by f.lost through giveUp's Complete, which is fenced.
-func (f *flight) retry(ctx context.Context, v retryclass.Verdict, err error) (attemptID string, ok bool) {
-	delay, ok := f.schedule().Next(ctx, v)
-	if !ok {
-		return "", false
-	}
-	f.eventRetry(ctx, v.Class, delay, err)
-	if retryclass.Wait(ctx, delay) != nil {
-		return "", false
-	}
-	attemptID = f.h.newAttemptID()
-	if serr := f.startAttempt(ctx, attemptID, v.Class.String(), err.Error()); serr != nil {
-		return "", false
-	}
-	return attemptID, true
-}
-
-// giveUp records the outcome of a retryable failure whose budget is spent
-// (or whose caller left between attempts): failureTable's, for the class
-// the last attempt left.
-func (f *flight) giveUp(ctx context.Context, c retryclass.Class, err error) Result {
-	rule := failureOf(f.p.tool.Effect, c, f.mayHaveRun)
-	return f.completeErr(ctx, rule.state, rule.record, rule.message(err))
-}
-
-// attemptInTx runs an InTx tool's effect in the transaction that records
-// its outcome. settled reports that res answers the call; otherwise err is
-// the effect's failure and the transaction rolled back.
-func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result, settled bool, err error) {
-	t, tc := f.p.tool, f.h.store.(TxCompleter)
-	var effectErr error
-	rec, err := tc.CompleteWith(context.WithoutCancel(ctx), f.p.d.Key, f.token,
-		func(txCtx context.Context) (out []byte, err error) {
-			// The effect keeps the caller's context (its deadline and the
-			// key) and gains the store's transaction from txCtx.
-			actx := f.h.attemptContext(withValuesOf(ctx, txCtx), t, f.p, attemptID)
-			if pe := guarded(actx, t, func(actx context.Context) { out, effectErr = t.InTx(actx, f.p.call.Input) }); pe != nil {
-				effectErr = pe // rolled back with the transaction, like any error of the effect
-				return nil, pe
-			}
-			return out, effectErr
-		})
-	effectClass := retryclass.Success
-	if effectErr != nil {
-		effectClass = retryclass.NotExecuted // rolled back with its transaction
-	}
-	f.eventEffect(ctx, attemptID, effectClass, effectErr)
-	switch {
-	case err == nil:
-		f.eventAttempt(ctx, EventAfterOutcome, "")
-		return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: rec.Output}), true, nil
-	case effectErr != nil && errors.Is(err, effectErr):
-		return Result{}, false, err
-	case errors.Is(err, journal.ErrOutcomeUncertain):
-		// Effect and outcome committed together or not at all: the record
-		// tells which.
-		if rec, gerr := f.h.store.Get(context.WithoutCancel(ctx), f.p.d.Key); gerr == nil {
-			if rec.State == journal.StateSucceeded {
-				return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: rec.Output}), true, nil
-			}
-			if rec.State == journal.StatePending && rec.Lease.Token == f.token {
-				return Result{}, false, retryclass.MarkNotExecuted(err)
-			}
-		}
-	}
-	return f.lost(ctx, err, nil), true, nil
-}
-
-// invoke runs one attempt of the tool with the key and attempt id in its
-// context, under the tool's timeout, turning a panic into *PanicError.
-// runtime.Goexit is not recovered: it ends the flight's goroutine, the
-// record stays pending, and its lease expiry hands the intent to the next
-// call as after a crash.
-func (h *Harness) invoke(ctx context.Context, t *tool, p *prepared, attemptID string) (out json.RawMessage, err error, resent bool) {
-	actx := h.attemptContext(ctx, t, p, attemptID)
-	if pe := guarded(actx, t, func(actx context.Context) { out, err = t.Func(actx, p.call.Input) }); pe != nil {
-		return nil, pe, false
-	}
-	ai, _ := actx.Value(keyCtxKey).(*attemptInfo)
-	return out, err, ai != nil && ai.resent.Load()
-}
-
-// guarded runs user code (the tool, its InTx effect, its Reconcile hook)
-// under the tool's timeout, and returns the *PanicError of a panic in it,
-// nil when fn returned. runtime.Goexit is not recovered: it ends the
-// flight's goroutine, as after a crash.
-func guarded(ctx context.Context, t *tool, fn func(context.Context)) (pe *PanicError) {
-	if t.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t.timeout)
-		defer cancel()
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			pe = newPanicError(t.Name, r)
-		}
-	}()
-	fn(ctx)
-	return nil
-}
-
-// attemptContext is the context a tool's attempt runs with: the key, the
-// attempt id and whether the downstream may be asked to deduplicate by key
-// (Transport reads it).
-func (h *Harness) attemptContext(ctx context.Context, t *tool, p *prepared, attemptID string) context.Context {
-	return &attemptCtx{Context: ctx, info: attemptInfo{key: p.d.Key, attempt: attemptID, unkeyed: t.Effect == journal.Unkeyed, call: placeOf(p.call)}}
-}
-
-// runUnjournaled runs a ReadOnly tool that is not journaled: retried on any
-// retryable failure, nothing recorded.
-func (h *Harness) runUnjournaled(ctx context.Context, p *prepared) Result {
-	t := p.tool
-	f := h.newFlight(p)
-	for {
-		id := h.newAttemptID()
-		f.tries++
-		out, err, _ := h.invoke(ctx, t, p, id)
-		if err == nil {
-			return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: out})
-		}
-		v := t.policy.Verdict(ctx, err)
-		delay, ok := f.schedule().Next(ctx, v)
-		if ok && v.Class.Retryable() {
-			f.eventRetry(ctx, v.Class, delay, err)
-			if retryclass.Wait(ctx, delay) == nil {
-				continue
-			}
-		}
-		return f.answer(ctx, Result{Status: Failed, Source: Executed,
-			Err: &OutcomeError{Tool: t.Name, Key: p.d.Key, Class: v.Class, Status: Failed, Message: err.Error(), cause: err}})
-	}
+// inProgress answers a caller that stopped waiting for an intent someone
+// else is running.
+func (f *flight) inProgress(tries int, msg string) Result {
+	f.tries = tries
+	return Result{Status: InProgress, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: retryclass.InFlight, Status: InProgress, Message: msg}}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -62,7 +63,7 @@ func (p *guardPayments) charged() []int {
 }
 
 func (p *guardPayments) tool() harness.Tool {
-	client := &http.Client{Transport: &harness.Transport{Base: p.Client().Transport}}
+	client := &http.Client{Transport: &downstream.Transport{Base: p.Client().Transport}}
 	return harness.Tool{Name: "charge", Effect: journal.Keyed,
 		Retry: &retryclass.Policy{MaxAttempts: 1},
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {

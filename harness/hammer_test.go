@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -96,7 +97,7 @@ func (d *hammerDownstream) effect(ctx context.Context, key uuid.UUID, idempotent
 // tool returns the Func of the tool named name.
 func (d *hammerDownstream) tool(name string) harness.Func {
 	return func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-		key, _ := harness.KeyFromContext(ctx)
+		key, _ := downstream.KeyFromContext(ctx)
 		d.mu.Lock()
 		d.invoked[key]++
 		first := d.invoked[key] == 1
@@ -195,13 +196,13 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 // reconcile answers "did key K happen?" from the downstream's own record.
-func (d *hammerDownstream) reconcile(_ context.Context, key uuid.UUID, _ json.RawMessage) harness.Reconciliation {
+func (d *hammerDownstream) reconcile(_ context.Context, key uuid.UUID, _ json.RawMessage) downstream.Reconciliation {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for out := range d.outputs[key] {
-		return harness.Happened(json.RawMessage(out))
+		return downstream.Happened(json.RawMessage(out))
 	}
-	return harness.DidNotHappen()
+	return downstream.DidNotHappen()
 }
 
 // effectsBefore counts key's real executions that happened before t.

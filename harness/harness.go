@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -21,9 +19,9 @@ import (
 	"github.com/agentonce/agentonce/singleflight"
 )
 
-// Options configures a Harness, from New or from Open (OpenOptions holds
-// it, beside how Open finds and keeps its journal). A nil *Options means
-// defaults; each field's zero value is its default.
+// Options configures a Harness, from New or from package agentonce's Open
+// (its OpenOptions holds it, beside how Open finds and keeps its journal).
+// A nil *Options means defaults; each field's zero value is its default.
 type Options struct {
 	// Owner names this process in journal leases. Zero means host name, pid
 	// and a random suffix, unique per Harness.
@@ -66,24 +64,24 @@ type Options struct {
 	// attempt that is being checked (its settle window, then its Reconcile
 	// hook) before it is answered InProgress; the check goes on in the
 	// background and a re-issue gets its outcome. Zero means
-	// DefaultCheckWait (2 s); negative means no wait.
+	// 2 s; negative means no wait.
 	CheckWait time.Duration
+	// OnClose, when set, is called once by Close after every call, flight
+	// and background check has ended; its error is Close's. It ends what
+	// was opened for the Harness: agentonce.Open closes its journal there.
+	// Nil means nothing: Close never closes the store.
+	OnClose func() error
 }
 
 // Harness wraps an agent's tools so that one intent produces at most one
 // side effect. It is safe for concurrent use.
 type Harness struct {
 	store     journal.Store
-	ownStore  bool // Close closes the store
 	owner     string
 	opts      Options
 	namespace [16]byte
 	flights   singleflight.Group[flightKey, Result]
 	memo      memo
-	// inspectMode and readOnly are Open's: whether to serve agentctl, and
-	// whether the journal was opened read-only (then it is not served).
-	inspectMode InspectMode
-	readOnly    bool
 	// localReads enables the replay fast path (see replay).
 	localReads bool
 	attemptN   atomic.Uint64
@@ -92,19 +90,13 @@ type Harness struct {
 	tools   map[string]*tool
 	closed  bool
 	running sync.WaitGroup // calls in progress; Add only under mu with !closed
-	// inspect serves agentctl, when Open started it; Close stops it.
-	inspect *inspectServer
 	// checks are the background checks of Unkeyed outcomes (check.go);
 	// Close ends them.
 	checks checks
-	// stopGC ends the background GC Open started (nil if none); gcDone is
-	// closed when it has ended.
-	stopGC context.CancelFunc
-	gcDone chan struct{}
 }
 
 // New returns a Harness on store. Closing the Harness does not close the
-// store.
+// store (Options.OnClose may).
 func New(store journal.Store, opts *Options) *Harness {
 	h := &Harness{store: store, tools: make(map[string]*tool)}
 	h.checks.init()
@@ -122,7 +114,7 @@ func New(store journal.Store, opts *Options) *Harness {
 		h.owner = defaultOwner()
 	}
 	h.namespace = store.Namespace()
-	if lr, ok := store.(LocalReader); ok {
+	if lr, ok := store.(localReader); ok {
 		h.localReads = lr.LocalReads()
 	}
 	size := h.opts.CacheSize
@@ -183,8 +175,8 @@ func (h *Harness) Register(tools ...Tool) error {
 
 func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	if t.InTx != nil {
-		if _, ok := h.store.(TxCompleter); !ok {
-			return nil, fmt.Errorf("harness: register tool %q: InTx needs a store that runs effects in its transactions (TxCompleter: PostgreSQL or bbolt), not %T", t.Name, h.store)
+		if _, ok := h.store.(txCompleter); !ok {
+			return nil, fmt.Errorf("harness: register tool %q: InTx needs a store that runs effects in its transactions (CompleteWith: PostgreSQL or bbolt), not %T", t.Name, h.store)
 		}
 	} else if t.Func == nil {
 		return nil, fmt.Errorf("harness: register tool %q: Func is nil", t.Name)
@@ -245,11 +237,11 @@ func (h *Harness) Owner() string { return h.owner }
 
 // Close refuses new calls, waits for the calls in progress to finish, and
 // for the flights whose callers left (their outcomes are recorded), and
-// then, when the Harness opened its journal (Open), closes it. A tool that
-// never returns keeps Close waiting. Background checks of Unkeyed outcomes
-// still waiting out a settle window are ended, and their records left
-// pending, as a crash would leave them: the next owner (the next Open, or
-// another process) checks them once the window has passed.
+// then calls Options.OnClose (agentonce.Open's closes the journal). A tool
+// that never returns keeps Close waiting. Background checks of Unkeyed
+// outcomes still waiting out a settle window are ended, and their records
+// left pending, as a crash would leave them: the next owner (the next
+// Open, or another process) checks them once the window has passed.
 func (h *Harness) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -261,19 +253,10 @@ func (h *Harness) Close() error {
 	h.checks.stop()
 	h.running.Wait()
 	h.checks.wg.Wait()
-	if h.stopGC != nil {
-		h.stopGC()
-		<-h.gcDone
+	if h.opts.OnClose != nil {
+		return h.opts.OnClose()
 	}
-	// Before the store: agentctl's requests use it, and the socket must be
-	// gone before the file lock is released.
-	ierr := h.inspect.close()
-	if h.ownStore {
-		if err := h.store.Close(); err != nil {
-			return err
-		}
-	}
-	return ierr
+	return nil
 }
 
 // enter counts a call in, or refuses it after Close; exit counts it out.
@@ -289,32 +272,10 @@ func (h *Harness) enter() error {
 
 func (h *Harness) exit() { h.running.Done() }
 
-func (h *Harness) lookup(name string) (*tool, error) {
-	h.mu.RLock()
-	t, ok := h.tools[name]
-	h.mu.RUnlock()
-	if !ok {
-		return nil, &UnknownToolError{Tool: name}
-	}
-	return t, nil
-}
-
-func decodeStrict(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data after the JSON value")
-	}
-	return nil
-}
-
 // now is the store's clock when it shows one (so that record expiry is
 // judged as the store judges it), else time.Now.
 func (h *Harness) now() time.Time {
-	if c, ok := h.store.(Clock); ok {
+	if c, ok := h.store.(clock); ok {
 		return c.Now()
 	}
 	return time.Now()

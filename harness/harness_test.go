@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/retryclass"
@@ -46,7 +47,7 @@ type effects struct {
 }
 
 func (e *effects) do(ctx context.Context) uuid.UUID {
-	key, _ := harness.KeyFromContext(ctx)
+	key, _ := downstream.KeyFromContext(ctx)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.byKey == nil {
@@ -89,6 +90,16 @@ func newHarness(t *testing.T, st journal.Store, opts *harness.Options) *harness.
 	h := harness.New(st, opts)
 	t.Cleanup(func() { h.Close() })
 	return h
+}
+
+// openOwned opens a Harness on the bbolt file at path that its Close
+// closes (Options.OnClose), as agentonce.Open's does.
+func openOwned(path string) (*harness.Harness, error) {
+	st, err := bolt.Open(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return harness.New(st, &harness.Options{Retry: fastRetry, OnClose: st.Close}), nil
 }
 
 func tempJournal(t *testing.T) (string, *bolt.Store) {
@@ -159,8 +170,8 @@ func TestAnswerLostRetriesWithSameKey(t *testing.T) {
 	calls := 0
 	mustRegister(t, h, harness.Tool{Name: "charge_card", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-			key, _ := harness.KeyFromContext(ctx)
-			att, _ := harness.AttemptFromContext(ctx)
+			key, _ := downstream.KeyFromContext(ctx)
+			att, _ := downstream.AttemptFromContext(ctx)
 			mu.Lock()
 			defer mu.Unlock()
 			calls++
@@ -322,7 +333,7 @@ func TestReplayAfterSuccessAndReopen(t *testing.T) {
 		}}
 	c := call("charge_card", `{"amount":4900,"currency":"usd"}`)
 
-	h, err := harness.Open(context.Background(), path, &harness.OpenOptions{Options: harness.Options{Retry: fastRetry}})
+	h, err := openOwned(path)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
@@ -345,7 +356,7 @@ func TestReplayAfterSuccessAndReopen(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 
-	h2, err := harness.Open(context.Background(), path, &harness.OpenOptions{Options: harness.Options{Retry: fastRetry}})
+	h2, err := openOwned(path)
 	if err != nil {
 		t.Fatalf("reopen %s: %v", path, err)
 	}
@@ -478,8 +489,8 @@ func TestRetriesRecordEachAttemptFirst(t *testing.T) {
 	var recorded []int
 	mustRegister(t, h, harness.Tool{Name: "flaky", Effect: journal.Unkeyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-			key, _ := harness.KeyFromContext(ctx)
-			id, _ := harness.AttemptFromContext(ctx)
+			key, _ := downstream.KeyFromContext(ctx)
+			id, _ := downstream.AttemptFromContext(ctx)
 			attempts = append(attempts, id)
 			rec, err := st.Get(ctx, key)
 			if err != nil {
@@ -539,7 +550,7 @@ func TestUnkeyedReconcile(t *testing.T) {
 	mustRegister(t, h, harness.Tool{Name: "email", Effect: journal.Unkeyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			runs++
-			key, _ := harness.KeyFromContext(ctx)
+			key, _ := downstream.KeyFromContext(ctx)
 			if runs == 1 {
 				sent[key] = true // sent, but the answer is lost
 				return nil, errors.New("read: connection reset by peer")
@@ -549,11 +560,11 @@ func TestUnkeyedReconcile(t *testing.T) {
 		// The downstream is this test's map: nothing acts after the tool
 		// returns, so no settle window is needed.
 		Settle: -1,
-		Reconcile: func(ctx context.Context, key uuid.UUID, in json.RawMessage) harness.Reconciliation {
+		Reconcile: func(ctx context.Context, key uuid.UUID, in json.RawMessage) downstream.Reconciliation {
 			if sent[key] {
-				return harness.Happened(json.RawMessage(`"sent (reconciled)"`))
+				return downstream.Happened(json.RawMessage(`"sent (reconciled)"`))
 			}
-			return harness.DidNotHappen()
+			return downstream.DidNotHappen()
 		}})
 	res := mustCall(t, h, call("email", `{"to":"x"}`))
 	if !res.OK() || res.Source != harness.Reconciled {
@@ -579,7 +590,7 @@ const (
 // crashPay is the tool of TestTakeoverAfterCrash. Its short timeout keeps
 // the Unkeyed settle window (timeout + settle, during which the restart
 // must not take over) short.
-func crashPay(effect harness.Effect, fn harness.Func) harness.Tool {
+func crashPay(effect journal.Effect, fn harness.Func) harness.Tool {
 	// The Unkeyed pay declares a short settle window (its downstream is a
 	// file), so that the restarted process need not wait DefaultSettle.
 	return harness.Tool{Name: "pay", Effect: effect, Timeout: 10 * time.Millisecond, Settle: 10 * time.Millisecond, Func: fn}
@@ -600,7 +611,7 @@ func TestTakeoverAfterCrashChild(t *testing.T) {
 	st := openBolt(t, path, nil)
 	h := harness.New(st, &harness.Options{Owner: "dead"})
 	mustRegister(t, h, crashPay(effect, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-		key, _ := harness.KeyFromContext(ctx)
+		key, _ := downstream.KeyFromContext(ctx)
 		if err := appendLine(os.Getenv(crashDownEnv), key.String()); err != nil {
 			t.Fatalf("downstream: %v", err)
 		}
@@ -633,7 +644,7 @@ func appendLine(path, line string) error {
 // restart runs the tool again under the same key, which the downstream
 // absorbs.
 func TestTakeoverAfterCrash(t *testing.T) {
-	for _, effect := range []harness.Effect{journal.Keyed, journal.Idempotent, journal.Unkeyed} {
+	for _, effect := range []journal.Effect{journal.Keyed, journal.Idempotent, journal.Unkeyed} {
 		t.Run(effect.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			path, downPath := filepath.Join(dir, "agent.journal"), filepath.Join(dir, "downstream")
@@ -642,14 +653,14 @@ func TestTakeoverAfterCrash(t *testing.T) {
 			// The dead process: begins the intent, runs the effect, and is
 			// killed before it records the outcome.
 			key := crashChild(t, effect, path, downPath)
-			downstream := func() int {
+			effectsDown := func() int {
 				b, err := os.ReadFile(downPath)
 				if err != nil {
 					t.Fatalf("reading the downstream: %v", err)
 				}
 				return strings.Count(string(b), key.String())
 			}
-			if n := downstream(); n != 1 {
+			if n := effectsDown(); n != 1 {
 				t.Fatalf("effects before the restart = %d; want 1", n)
 			}
 
@@ -661,7 +672,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 			}
 			h2 := newHarness(t, st2, nil)
 			mustRegister(t, h2, crashPay(effect, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-				k, _ := harness.KeyFromContext(ctx)
+				k, _ := downstream.KeyFromContext(ctx)
 				if k != key {
 					t.Errorf("re-run key = %s; want the dead process's %s", k, key)
 				}
@@ -675,14 +686,14 @@ func TestTakeoverAfterCrash(t *testing.T) {
 				if res.Status != harness.Unknown {
 					t.Errorf("Status = %v; want %v (Unkeyed without Reconcile is never re-run silently)", res.Status, harness.Unknown)
 				}
-				if n := downstream(); n != 1 {
+				if n := effectsDown(); n != 1 {
 					t.Errorf("effects = %d; want 1", n)
 				}
 				again := mustCall(t, h2, call("pay", input))
 				if again.Status != harness.Unknown {
 					t.Errorf("re-issue: Status = %v; want %v", again.Status, harness.Unknown)
 				}
-				if n := downstream(); n != 1 {
+				if n := effectsDown(); n != 1 {
 					t.Errorf("effects after a re-issue = %d; want 1", n)
 				}
 				return
@@ -690,7 +701,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 			if !res.OK() || res.Source != harness.Executed {
 				t.Errorf("Status = %v/%v; want %v/%v (err %v)", res.Status, res.Source, harness.Succeeded, harness.Executed, res.Err)
 			}
-			if n := downstream(); n != 2 {
+			if n := effectsDown(); n != 2 {
 				t.Errorf("effects for key %s = %d; want 2 (re-run under the same key: a keyed downstream absorbs it)", key, n)
 			}
 		})
@@ -700,7 +711,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 // crashChild runs TestTakeoverAfterCrashChild on the journal at path and
 // SIGKILLs it once its tool's effect is in the downstream's file; it
 // returns the intent's key.
-func crashChild(t *testing.T, effect harness.Effect, path, downPath string) uuid.UUID {
+func crashChild(t *testing.T, effect journal.Effect, path, downPath string) uuid.UUID {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestTakeoverAfterCrashChild$")
 	cmd.Env = append(os.Environ(), crashJournalEnv+"="+path, crashEffectEnv+"="+effect.String(), crashDownEnv+"="+downPath)
@@ -746,7 +757,7 @@ func crashChild(t *testing.T, effect harness.Effect, path, downPath string) uuid
 // and answered Failed (agentcheck seed 7311, RELIABILITY.md); the journal
 // now keeps it (journal/bolt's pending log).
 func TestCrashThenRefusedIsNotFailed(t *testing.T) {
-	for _, effect := range []harness.Effect{journal.Keyed, journal.Idempotent} {
+	for _, effect := range []journal.Effect{journal.Keyed, journal.Idempotent} {
 		t.Run(effect.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			path, downPath := filepath.Join(dir, "agent.journal"), filepath.Join(dir, "downstream")
@@ -816,7 +827,7 @@ func TestStepKeyMismatch(t *testing.T) {
 // Behaviour 8: a panicking tool.
 func TestPanic(t *testing.T) {
 	for _, tc := range []struct {
-		effect harness.Effect
+		effect journal.Effect
 		status harness.Status
 		state  journal.State
 	}{
@@ -1094,7 +1105,7 @@ func TestFingerprintOnlyAndRedact(t *testing.T) {
 func TestReissueRunsWhatMayRunAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		effect  harness.Effect
+		effect  journal.Effect
 		fail    error
 		status  harness.Status
 		attempt int // attempts of the first call
@@ -1109,7 +1120,7 @@ func TestReissueRunsWhatMayRunAgain(t *testing.T) {
 			var keys []uuid.UUID
 			mustRegister(t, h, harness.Tool{Name: "op", Effect: tc.effect,
 				Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-					k, _ := harness.KeyFromContext(ctx)
+					k, _ := downstream.KeyFromContext(ctx)
 					keys = append(keys, k)
 					if failing {
 						return nil, tc.fail

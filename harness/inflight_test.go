@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -31,7 +32,7 @@ func TestInFlightSuppressionAsksAgain(t *testing.T) {
 	}
 	srv := httptest.NewServer(down)
 	t.Cleanup(srv.Close)
-	client := &http.Client{Transport: &harness.Transport{Base: srv.Client().Transport}}
+	client := &http.Client{Transport: &downstream.Transport{Base: srv.Client().Transport}}
 
 	h := probeHarness(t, probeBolt(t, nil), nil)
 	probeRegister(t, h, harness.Tool{Name: "charge", Effect: journal.Keyed, Timeout: 100 * time.Millisecond,

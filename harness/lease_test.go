@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/postgres"
@@ -150,15 +151,15 @@ func leaseHarness(st *postgres.Store, owner string) (*harness.Harness, error) {
 			}
 			return json.RawMessage(`{"sent":true}`), nil
 		},
-		Reconcile: func(ctx context.Context, key uuid.UUID, _ json.RawMessage) harness.Reconciliation {
+		Reconcile: func(ctx context.Context, key uuid.UUID, _ json.RawMessage) downstream.Reconciliation {
 			var n int
 			if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+effects+` WHERE key = $1 AND what = 'sent'`, key.String()).Scan(&n); err != nil {
-				return harness.CannotTell(err)
+				return downstream.CannotTell(err)
 			}
 			if n > 0 {
-				return harness.Happened(json.RawMessage(`{"sent":true}`))
+				return downstream.Happened(json.RawMessage(`{"sent":true}`))
 			}
-			return harness.DidNotHappen()
+			return downstream.DidNotHappen()
 		}})
 	return h, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/postgres"
@@ -55,7 +56,7 @@ func TestFleetChild(t *testing.T) {
 	// an intent is a second row.
 	charge := func(hold time.Duration) harness.Func {
 		return func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-			key, _ := harness.KeyFromContext(ctx)
+			key, _ := downstream.KeyFromContext(ctx)
 			if _, err := st.Pool().Exec(ctx, `INSERT INTO `+effects+` (key) VALUES ($1)`, key); err != nil {
 				return nil, err
 			}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -124,7 +125,7 @@ func TestTransportSendsKeyAndAttempt(t *testing.T) {
 		w.Write([]byte(`{"ok":true}`))
 	}))
 	defer srv.Close()
-	client := &http.Client{Transport: &harness.Transport{RequestIDHeader: "PayPal-Request-Id"}}
+	client := &http.Client{Transport: &downstream.Transport{RequestIDHeader: "PayPal-Request-Id"}}
 
 	_, st := tempJournal(t)
 	h := newHarness(t, st, nil)

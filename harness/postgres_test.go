@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/memory"
@@ -47,7 +48,7 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 	mustRegister(t, h, harness.Tool{Name: "charge", Effect: journal.Keyed,
 		InTx: postgres.InTx(func(ctx context.Context, tx pgx.Tx, in json.RawMessage) (json.RawMessage, error) {
 			tries++
-			key, _ := harness.KeyFromContext(ctx)
+			key, _ := downstream.KeyFromContext(ctx)
 			var req struct{ Amount int }
 			if err := json.Unmarshal(in, &req); err != nil {
 				return nil, retryclass.Permanent(err)
@@ -99,10 +100,10 @@ func TestInTxEffectAndOutcomeCommitTogether(t *testing.T) {
 
 // A store without CompleteWith (the in-memory one; bbolt and PostgreSQL
 // have it) is refused for an InTx tool.
-func TestInTxNeedsTxCompleter(t *testing.T) {
+func TestInTxNeedsCompleteWith(t *testing.T) {
 	h := newHarness(t, memory.New(nil), nil)
 	err := h.Register(harness.Tool{Name: "x", InTx: postgres.InTx(func(context.Context, pgx.Tx, json.RawMessage) (json.RawMessage, error) { return nil, nil })})
-	if err == nil || !strings.Contains(err.Error(), "TxCompleter") {
-		t.Errorf("Register(InTx tool) on a memory journal = %v; want an error naming TxCompleter", err)
+	if err == nil || !strings.Contains(err.Error(), "CompleteWith") {
+		t.Errorf("Register(InTx tool) on a memory journal = %v; want an error naming CompleteWith", err)
 	}
 }

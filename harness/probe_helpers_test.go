@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
@@ -146,17 +147,17 @@ func (l *ledger) concurrent() int {
 }
 
 func ctxKey(ctx context.Context) string {
-	k, _ := harness.KeyFromContext(ctx)
+	k, _ := downstream.KeyFromContext(ctx)
 	return k.String()
 }
 
 // ledgerReconcile answers "did key K happen?" truthfully from l.
-func ledgerReconcile(l *ledger, out string) harness.ReconcileFunc {
-	return func(_ context.Context, key uuid.UUID, _ json.RawMessage) harness.Reconciliation {
+func ledgerReconcile(l *ledger, out string) func(context.Context, uuid.UUID, json.RawMessage) downstream.Reconciliation {
+	return func(_ context.Context, key uuid.UUID, _ json.RawMessage) downstream.Reconciliation {
 		if l.happened(key.String()) {
-			return harness.Happened(json.RawMessage(out))
+			return downstream.Happened(json.RawMessage(out))
 		}
-		return harness.DidNotHappen()
+		return downstream.DidNotHappen()
 	}
 }
 

@@ -33,8 +33,8 @@ func (c *countingStore) Begin(ctx context.Context, req journal.BeginRequest) (jo
 }
 
 var (
-	_ harness.LocalReader = (*countingStore)(nil)
-	_ harness.Clock       = (*countingStore)(nil)
+	_ interface{ LocalReads() bool } = (*countingStore)(nil)
+	_ interface{ Now() time.Time }   = (*countingStore)(nil)
 )
 
 // A new call reads nothing before its Begin; its re-issue is answered by

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/retryclass"
@@ -52,7 +53,7 @@ func (p *refusingPayments) count() int {
 }
 
 func (p *refusingPayments) tool(goexitAfterCharge bool) harness.Tool {
-	client := &http.Client{Transport: &harness.Transport{Base: p.Client().Transport}}
+	client := &http.Client{Transport: &downstream.Transport{Base: p.Client().Transport}}
 	return harness.Tool{Name: "charge", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			req, _ := http.NewRequestWithContext(ctx, "POST", p.URL, nil)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -53,7 +54,7 @@ func TestTransportNoResendForUnkeyed(t *testing.T) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 
-	client := &http.Client{Transport: &harness.Transport{Base: srv.Client().Transport}}
+	client := &http.Client{Transport: &downstream.Transport{Base: srv.Client().Transport}}
 	// Warm a keep-alive connection so that the tool's POST reuses it.
 	resp, err := client.Get(srv.URL + "/warm")
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -43,7 +45,7 @@ func TestResendAnswerIsNotTakenForTheFirstSend(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
 	defer srv.Close()
-	client := &http.Client{Transport: &harness.Transport{Base: &http.Transport{}}}
+	client := &http.Client{Transport: &downstream.Transport{Base: &http.Transport{}}}
 
 	store, err := bolt.Open(filepath.Join(t.TempDir(), "j.db"), nil)
 	if err != nil {
@@ -51,7 +53,7 @@ func TestResendAnswerIsNotTakenForTheFirstSend(t *testing.T) {
 	}
 	defer store.Close()
 	h := harness.New(store, &harness.Options{Retry: &retryclass.Policy{MaxAttempts: 3, InitialInterval: 1, MaxInterval: 1}})
-	mustRegister(t, h, harness.Tool{Name: "charge", Effect: harness.Keyed, Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+	mustRegister(t, h, harness.Tool{Name: "charge", Effect: journal.Keyed, Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 		// Warm a keep-alive connection, so that the charge reuses it.
 		warm, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -67,21 +68,21 @@ func TestSettleBeforeReconcile(t *testing.T) {
 			}
 			return json.RawMessage(`{"sent":true}`), nil
 		},
-		Reconcile: func(ctx context.Context, key uuid.UUID, _ json.RawMessage) harness.Reconciliation {
+		Reconcile: func(ctx context.Context, key uuid.UUID, _ json.RawMessage) downstream.Reconciliation {
 			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/sent?key="+key.String(), nil)
 			resp, err := client.Do(req)
 			if err != nil {
-				return harness.CannotTell(err)
+				return downstream.CannotTell(err)
 			}
 			defer resp.Body.Close()
 			var v struct{ Sent bool }
 			if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-				return harness.CannotTell(err)
+				return downstream.CannotTell(err)
 			}
 			if v.Sent {
-				return harness.Happened(json.RawMessage(`{"sent":true}`))
+				return downstream.Happened(json.RawMessage(`{"sent":true}`))
 			}
-			return harness.DidNotHappen()
+			return downstream.DidNotHappen()
 		}})
 
 	res := h.Call(context.Background(), probeCall("send_mail", `{"to":"ann@example.com"}`))

@@ -1,38 +1,23 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/keyderive"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
-// Effect is a tool's effect kind: what the harness may do after an attempt
-// whose outcome is unknown. The zero value is Unkeyed, the safest. It is
-// journal.Effect (the journal records it), so that a program that only
-// registers tools needs no import of journal.
-type Effect = journal.Effect
-
-// The effect kinds, as journal names them.
-const (
-	// Unkeyed: the downstream has no protection; never re-run silently.
-	Unkeyed = journal.Unkeyed
-	// ReadOnly: no side effect; run again freely.
-	ReadOnly = journal.ReadOnly
-	// Idempotent: naturally idempotent (a PUT-like upsert); run again.
-	Idempotent = journal.Idempotent
-	// Keyed: the downstream honours the idempotency key; run again with
-	// the same key.
-	Keyed = journal.Keyed
-)
-
 // Func is a tool's implementation. Its context carries the idempotency key
-// and the attempt id (KeyFromContext, AttemptFromContext), and the
-// Transport sends them downstream.
+// and the attempt id (downstream.KeyFromContext, AttemptFromContext), and
+// downstream.Transport sends them to the services the tool calls.
 //
 // Its error is classified by retryclass (Tool.Retry can override): a plain
 // error, one the harness cannot place, is maybe-executed, which for an
@@ -40,7 +25,7 @@ const (
 // Say what you know: retryclass.Permanent(err) for a definite failure in
 // which nothing happened (the model may correct its input),
 // retryclass.MarkNotExecuted(err) for a failure that provably did not take
-// effect and may be retried, and ReadJSON for an HTTP answer.
+// effect and may be retried, and downstream.ReadJSON for an HTTP answer.
 type Func func(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
 
 // Tool is one tool the agent may call. Name and Func are required; every
@@ -51,8 +36,11 @@ type Tool struct {
 	// Description tells the model what the tool does; adapters put it in
 	// the tool list they give the model. It plays no part in the key.
 	Description string
-	// Effect is the tool's effect kind; zero means Unkeyed.
-	Effect Effect
+	// Effect is the tool's effect kind: what the harness may do after an
+	// attempt whose outcome is unknown (journal.Effect says what each
+	// kind allows). Zero means journal.Unkeyed, the safest: never run
+	// again silently.
+	Effect journal.Effect
 	// Func runs the tool.
 	Func Func
 	// Schema is the tool's input JSON Schema, the one the model sees. When
@@ -62,12 +50,21 @@ type Tool struct {
 	// Volatile names input properties left out of the key: free text such
 	// as "reason" that the model rewrites on every retry.
 	Volatile []string
-	// Reconcile is asked after an attempt of an Unkeyed tool may have taken
-	// effect (a timeout, a lost answer, a crash). Its "happened" is taken
-	// whenever it comes; its "did not happen" only once the settle window
-	// has passed and a second one, a settle window later, agrees. Nil means
-	// the outcome stays unknown until resolved (agentctl resolve).
-	Reconcile ReconcileFunc
+	// Reconcile answers, for an Unkeyed tool whose attempt may have taken
+	// effect (a timeout, a lost answer, a crash), "did the effect for this
+	// key happen?": downstream.Happened with the effect's result,
+	// DidNotHappen if it provably did not (the harness then runs the
+	// tool), or CannotTell (the outcome stays unknown and a later
+	// re-issue asks again). It may be asked as soon as an attempt ended
+	// without an answer, and its "happened" is taken whenever it comes;
+	// its "did not happen" counts only once the settle window has passed,
+	// and the tool runs again only when a second one, a settle window
+	// later, agrees. So a hook need only answer truthfully about the
+	// moment it is asked. It runs in a background check
+	// (Options.CheckWait), one call at a time per intent, under the tool's
+	// Timeout; a panic in it is a "cannot tell". Nil means the outcome
+	// stays unknown until resolved (agentctl resolve).
+	Reconcile func(ctx context.Context, key uuid.UUID, input json.RawMessage) downstream.Reconciliation
 	// Timeout bounds each attempt. Zero means no timeout of the harness's
 	// own for Keyed, Idempotent and ReadOnly tools (the caller's context
 	// still applies) and DefaultUnkeyedTimeout for Unkeyed ones, whose
@@ -96,17 +93,16 @@ type Tool struct {
 	// InTx is for a tool whose side effect lives in the journal's own
 	// database: it runs the effect inside the transaction that records the
 	// outcome, so both commit or neither does and no outcome is ever
-	// unknown. It needs a store that is a TxCompleter (PostgreSQL: write
-	// it with postgres.InTx; a bbolt file: bolt.InTx; each hands the effect
-	// the transaction); Func
-	// is then not used and may be nil.
+	// unknown. It needs a store with CompleteWith (PostgreSQL: write it
+	// with postgres.InTx; a bbolt file: bolt.InTx; each hands the effect
+	// the transaction); Func is then not used and may be nil.
 	InTx Func
 }
 
 // Typed adapts a function with typed input and output to a Tool. The input
 // is decoded from the model's JSON (unknown fields are an error the model
 // can correct) and the output encoded with encoding/json.
-func Typed[In, Out any](name string, effect Effect, fn func(ctx context.Context, in In) (Out, error)) Tool {
+func Typed[In, Out any](name string, effect journal.Effect, fn func(ctx context.Context, in In) (Out, error)) Tool {
 	return Tool{
 		Name:   name,
 		Effect: effect,
@@ -160,3 +156,20 @@ func (t *tool) retake(r *journal.Record, now time.Time) bool {
 	s := t.next(r, now)
 	return s == journal.StepRetry || s == journal.StepReconcile
 }
+
+func decodeStrict(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// DefaultUnkeyedTimeout bounds each attempt of an Unkeyed tool whose Timeout
+// is zero, so that its quiet time (start + Timeout + Settle), and with it
+// reconciliation and takeover after a crash, has an end.
+const DefaultUnkeyedTimeout = 30 * time.Second

@@ -30,7 +30,7 @@ const (
 	// KeyHeader is the draft's request header.
 	KeyHeader = "Idempotency-Key"
 	// AgentonceKeyHeader is where the harness's Transport sends the key of
-	// an Unkeyed tool (see harness.Transport); it is honoured when
+	// an Unkeyed tool (see downstream.Transport); it is honoured when
 	// Idempotency-Key is absent.
 	AgentonceKeyHeader = "X-Agentonce-Key"
 	// RequestIDHeader is recorded as the attempt's id when present, so the

@@ -25,8 +25,8 @@ var (
 //
 //	import _ "github.com/agentonce/agentonce/journal/postgres"
 //
-// The harness imports journal/bolt, so a program that opens a journal
-// through harness.Open needs no import for a bbolt file.
+// Package agentonce imports journal/bolt, so a program that opens a journal
+// through agentonce.Open needs no import for a bbolt file.
 //
 // O is the store's own options type (bolt.Options, postgres.Options). Open
 // calls open with the Options it was given, their StoreOptions cleared, and
@@ -88,7 +88,7 @@ func Open(ctx context.Context, location string, opts *Options) (Store, error) {
 	switch {
 	case open == nil && !ok:
 		return nil, fmt.Errorf("journal: open %s: no store registered for plain paths (known: %s); "+
-			"for a bbolt file, import _ \"github.com/agentonce/agentonce/journal/bolt\" (the harness does)",
+			"for a bbolt file, import _ \"github.com/agentonce/agentonce/journal/bolt\" (package agentonce does)",
 			location, knownSchemes())
 	case open == nil:
 		return nil, fmt.Errorf("journal: open %s://…: no store registered for scheme %q (known: %s); "+

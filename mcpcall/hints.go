@@ -1,7 +1,6 @@
 package mcpcall
 
 import (
-	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -26,7 +25,7 @@ type Hints struct {
 // destructiveHint of Idempotent and Keyed tools and openWorldHint are left
 // out: an effect kind does not tell them, and the specification's defaults
 // (destructive, open world) are the cautious readings.
-func HintsOf(e harness.Effect) Hints {
+func HintsOf(e journal.Effect) Hints {
 	yes, no := true, false
 	switch e {
 	case journal.ReadOnly:
@@ -45,7 +44,7 @@ func HintsOf(e harness.Effect) Hints {
 // else → Unkeyed. The specification asks clients not to rely on the hints
 // of a server they do not trust: a caller gives such a tool its configured
 // kind, or Unkeyed, and never asks EffectOf.
-func EffectOf(h Hints, dedupes bool) harness.Effect {
+func EffectOf(h Hints, dedupes bool) journal.Effect {
 	switch {
 	case h.ReadOnly != nil && *h.ReadOnly:
 		return journal.ReadOnly

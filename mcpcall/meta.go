@@ -25,7 +25,7 @@ const (
 	// in one turn a distinct intent (harness.ToolCall.Discriminator).
 	MetaDiscriminator = "io.github.agentonce/discriminator"
 	// MetaKey, in a request, is the calling agent's idempotency key for
-	// the intent (its harness.KeyFromContext): the server keys the call by
+	// the intent (its downstream.KeyFromContext): the server keys the call by
 	// it, under the caller's tenant and principal. In a result it is the
 	// server's key for the call.
 	MetaKey = "io.github.agentonce/key"

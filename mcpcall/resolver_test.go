@@ -132,7 +132,7 @@ func TestScopeUnderPrincipal(t *testing.T) {
 }
 
 func TestHints(t *testing.T) {
-	for _, e := range []harness.Effect{journal.ReadOnly, journal.Idempotent, journal.Keyed, journal.Unkeyed} {
+	for _, e := range []journal.Effect{journal.ReadOnly, journal.Idempotent, journal.Keyed, journal.Unkeyed} {
 		h := mcpcall.HintsOf(e)
 		want := e
 		if e == journal.Keyed {

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/anthropic"
 	"github.com/agentonce/agentonce/adapters/anthropic/internal/fakeapi"
 	"github.com/agentonce/agentonce/harness"
@@ -39,7 +40,7 @@ func ExampleAdapter_Run() {
 	})
 	defer api.Close()
 
-	h, err := harness.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
+	h, err := agentonce.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

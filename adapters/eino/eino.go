@@ -315,7 +315,7 @@ func (a *Adapter) register(name string) error {
 
 // runTool is every tool's harness Func: it runs the eino tool the
 // middleware is wrapping, with the context the harness gives (it carries
-// the idempotency key for harness.Transport).
+// the idempotency key for downstream.Transport).
 func runTool(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
 	p, ok := ctx.Value(pendingKey{}).(*pending)
 	if !ok {

@@ -19,9 +19,11 @@ import (
 	"github.com/cloudwego/eino/flow/agent/react"
 	"github.com/cloudwego/eino/schema"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/eino"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -37,13 +39,13 @@ func ExampleAdapter_Middleware() {
 	api := httptest.NewServer(payments)
 	defer api.Close()
 
-	client := &http.Client{Transport: &harness.Transport{}} // sends the call's Idempotency-Key
+	client := &http.Client{Transport: &downstream.Transport{}} // sends the call's Idempotency-Key
 	charge, _ := utils.InferTool("charge_card", "Charges the card.", func(ctx context.Context, in struct{ Cents int }) (json.RawMessage, error) {
 		req, _ := http.NewRequestWithContext(ctx, "POST", api.URL+"/charges", strings.NewReader(fmt.Sprint(in.Cents)))
-		return harness.ReadJSON(client.Do(req))
+		return downstream.ReadJSON(client.Do(req))
 	})
 
-	h, err := harness.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
+	h, err := agentonce.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

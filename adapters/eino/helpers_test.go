@@ -18,9 +18,11 @@ import (
 	"github.com/cloudwego/eino/flow/agent/react"
 	"github.com/cloudwego/eino/schema"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/eino"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -121,7 +123,7 @@ type charge struct {
 // idempotency key. base sits under it (nil: http.DefaultTransport), for
 // faults.
 func chargeTool(t testing.TB, url string, base http.RoundTripper) tool.InvokableTool {
-	client := &http.Client{Transport: &harness.Transport{Base: base}}
+	client := &http.Client{Transport: &downstream.Transport{Base: base}}
 	ct, err := utils.InferTool("charge_card", "Charges the customer's card.", func(ctx context.Context, in chargeInput) (charge, error) {
 		b, _ := json.Marshal(in)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/charges", bytes.NewReader(b))
@@ -129,7 +131,7 @@ func chargeTool(t testing.TB, url string, base http.RoundTripper) tool.Invokable
 			return charge{}, err
 		}
 		req.Header.Set("Content-Type", "application/json")
-		out, err := harness.ReadJSON(client.Do(req))
+		out, err := downstream.ReadJSON(client.Do(req))
 		if err != nil {
 			return charge{}, err
 		}
@@ -148,7 +150,7 @@ var keyed = &eino.Options{Tenant: "acme", Tools: map[string]harness.Tool{"charge
 
 func openHarness(t testing.TB, path string) *harness.Harness {
 	t.Helper()
-	h, err := harness.Open(context.Background(), path, nil)
+	h, err := agentonce.Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

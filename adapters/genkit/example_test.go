@@ -15,9 +15,11 @@ import (
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/genkit"
 
+	"github.com/agentonce/agentonce"
 	agentgenkit "github.com/agentonce/agentonce/adapters/genkit"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -33,7 +35,7 @@ func ExampleDefineTool() {
 	api := httptest.NewServer(payments)
 	defer api.Close()
 
-	h, err := harness.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
+	h, err := agentonce.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -42,11 +44,11 @@ func ExampleDefineTool() {
 	g := genkit.Init(ctx)
 	a := agentgenkit.New(h, nil)
 
-	client := &http.Client{Transport: &harness.Transport{}} // sends the call's Idempotency-Key
+	client := &http.Client{Transport: &downstream.Transport{}} // sends the call's Idempotency-Key
 	charge := agentgenkit.DefineTool(g, a, harness.Tool{Name: "charge_card", Description: "Charges the card.", Effect: journal.Keyed},
 		func(tc *ai.ToolContext, in struct{ Cents int }) (json.RawMessage, error) {
 			req, _ := http.NewRequestWithContext(tc, "POST", api.URL+"/charges", strings.NewReader(fmt.Sprint(in.Cents)))
-			return harness.ReadJSON(client.Do(req))
+			return downstream.ReadJSON(client.Do(req))
 		})
 
 	// A model that asks for the charge twice, then repeats what it read.

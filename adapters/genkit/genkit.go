@@ -124,7 +124,7 @@ func resumedDiscriminator(tc *ai.ToolContext) (string, error) {
 
 // run is the tool's harness Func: it runs fn with the ToolContext of the
 // genkit call, on the harness's context (it carries the idempotency key
-// for harness.Transport).
+// for downstream.Transport).
 func (t *tool[In, Out]) run(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
 	p, ok := ctx.Value(pendingKey{t.name}).(*pending[In])
 	if !ok {

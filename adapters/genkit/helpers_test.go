@@ -14,9 +14,11 @@ import (
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/genkit"
 
+	"github.com/agentonce/agentonce"
 	agentgenkit "github.com/agentonce/agentonce/adapters/genkit"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -136,7 +138,7 @@ type agent struct {
 func newAgent(t testing.TB, m *scriptedModel, h *harness.Harness, url string, base http.RoundTripper, approval bool) *agent {
 	g := genkit.Init(context.Background())
 	a := agentgenkit.New(h, &agentgenkit.Options{Tenant: "acme"})
-	client := &http.Client{Transport: &harness.Transport{Base: base}}
+	client := &http.Client{Transport: &downstream.Transport{Base: base}}
 	tool := agentgenkit.DefineTool(g, a, harness.Tool{Name: "charge_card", Description: "Charges the card.", Effect: journal.Keyed},
 		func(tc *ai.ToolContext, in chargeInput) (charge, error) {
 			if approval && !tc.IsResumed() {
@@ -147,7 +149,7 @@ func newAgent(t testing.TB, m *scriptedModel, h *harness.Harness, url string, ba
 			if err != nil {
 				return charge{}, err
 			}
-			out, err := harness.ReadJSON(client.Do(req))
+			out, err := downstream.ReadJSON(client.Do(req))
 			if err != nil {
 				return charge{}, err
 			}
@@ -164,7 +166,7 @@ func (a *agent) generate(ctx context.Context, opts ...ai.GenerateOption) (*ai.Mo
 
 func openHarness(t testing.TB, path string) *harness.Harness {
 	t.Helper()
-	h, err := harness.Open(context.Background(), path, nil)
+	h, err := agentonce.Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/mcpcall"
 	"github.com/agentonce/agentonce/retryclass"
@@ -21,7 +22,7 @@ import (
 type ClientOptions struct {
 	// Effects gives remote tools their effect kind, by remote name. It
 	// wins over whatever the server advertises.
-	Effects map[string]harness.Effect
+	Effects map[string]journal.Effect
 	// TrustAnnotations says the server is trusted, so that a tool not in
 	// Effects gets its kind from its annotations and MetaDedupes
 	// (mcpcall.EffectOf). Without it such a tool is Unkeyed: the MCP
@@ -69,7 +70,7 @@ func ClientTools(ctx context.Context, cs *sdk.ClientSession, opts *ClientOptions
 
 // remoteEffect is the configured kind, else for a trusted server what its
 // hints say, else Unkeyed.
-func remoteEffect(t *sdk.Tool, opts *ClientOptions) harness.Effect {
+func remoteEffect(t *sdk.Tool, opts *ClientOptions) journal.Effect {
 	if e, ok := opts.Effects[t.Name]; ok {
 		return e
 	}
@@ -94,12 +95,12 @@ const codeRejectedByTransport = -32005
 func remoteFunc(cs *sdk.ClientSession, name, tenant string) harness.Func {
 	return func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 		meta, tenant := sdk.Meta{}, tenant
-		if key, ok := harness.KeyFromContext(ctx); ok {
+		if key, ok := downstream.KeyFromContext(ctx); ok {
 			meta[MetaKey] = key.String()
 		}
 		// The key alone places the call; the session and turn name it in
 		// the server's records (agentctl ls --session on either side).
-		if c, ok := harness.CallFromContext(ctx); ok {
+		if c, ok := downstream.CallFromContext(ctx); ok {
 			if c.Session != "" && c.Turn != "" {
 				meta[MetaSession], meta[MetaTurn] = c.Session, c.Turn
 			}

@@ -15,6 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentonce/agentonce"
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -43,7 +44,7 @@ func (l *loseFirstAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func agentHarness(t *testing.T) *harness.Harness {
 	t.Helper()
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "agent.db"), nil)
+	h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "agent.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestAgentToPlainServer(t *testing.T) {
 		}
 	}
 	tools, err := agentmcp.ClientTools(context.Background(), cs, &agentmcp.ClientOptions{
-		TrustAnnotations: true, Prefix: "sms_", Effects: map[string]harness.Effect{"send_sms": journal.Unkeyed}})
+		TrustAnnotations: true, Prefix: "sms_", Effects: map[string]journal.Effect{"send_sms": journal.Unkeyed}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentonce/agentonce"
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -30,7 +31,7 @@ func ExampleAddTools() {
 	dir, _ := os.MkdirTemp("", "agentmcp")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	h, err := harness.Open(ctx, filepath.Join(dir, "journal.db"), nil)
+	h, err := agentonce.Open(ctx, filepath.Join(dir, "journal.db"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func ExampleCallToolResult() {
 func ExampleHandler() {
 	dir, _ := os.MkdirTemp("", "agentmcp")
 	defer os.RemoveAll(dir)
-	h, err := harness.Open(context.Background(), filepath.Join(dir, "journal.db"), nil)
+	h, err := agentonce.Open(context.Background(), filepath.Join(dir, "journal.db"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

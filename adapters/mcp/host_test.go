@@ -13,6 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentonce/agentonce"
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -136,7 +137,7 @@ func TestIdentityBindsEveryLevel(t *testing.T) {
 // some other way refuses every call instead.
 func TestNetworkNeedsIdentity(t *testing.T) {
 	var runs atomic.Int64
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), nil)
+	h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentonce/agentonce"
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/retryclass"
@@ -78,7 +80,7 @@ func chargeTool(p *payments) harness.Tool {
 			if err != nil {
 				return nil, err
 			}
-			return harness.ReadJSON(p.srv.Client().Do(req))
+			return downstream.ReadJSON(p.srv.Client().Do(req))
 		},
 	}
 }
@@ -127,7 +129,7 @@ func newFixtureOpts(t *testing.T, opts *agentmcp.Options, tools ...harness.Tool)
 			f.runs.Add(1)
 		}
 	})
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &harness.OpenOptions{Options: harness.Options{Observer: obs}})
+	h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &agentonce.OpenOptions{Options: harness.Options{Observer: obs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +470,7 @@ func TestToolList(t *testing.T) {
 
 // AddTools refuses a schema MCP cannot offer, and adds no tool then.
 func TestAddToolsSchema(t *testing.T) {
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), nil)
+	h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

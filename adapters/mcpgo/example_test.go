@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/mcpgo"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -27,7 +28,7 @@ func ExampleAddTools() {
 	dir, _ := os.MkdirTemp("", "mcpgo")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	h, err := harness.Open(ctx, filepath.Join(dir, "journal.db"), nil)
+	h, err := agentonce.Open(ctx, filepath.Join(dir, "journal.db"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -20,8 +20,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/mcpgo"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/memory"
 )
@@ -70,7 +72,7 @@ func chargeTool(p *payments) harness.Tool {
 			if err != nil {
 				return nil, err
 			}
-			return harness.ReadJSON(p.srv.Client().Do(req))
+			return downstream.ReadJSON(p.srv.Client().Do(req))
 		},
 	}
 }
@@ -89,7 +91,7 @@ func verify(_ context.Context, token string) (mcpgo.Identity, error) {
 // HTTP, behind bearer tokens; stop closes the listener and the harness.
 func serve(t *testing.T, path string, tools ...harness.Tool) (url string, stop func()) {
 	t.Helper()
-	h, err := harness.Open(context.Background(), path, nil)
+	h, err := agentonce.Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

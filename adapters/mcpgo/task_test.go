@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/mcpgo"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal/memory"
@@ -99,7 +100,7 @@ func finish(t *testing.T, c *client.Client, id string) (string, string, bool) {
 // call again is answered from the journal.
 func TestTaskLongCall(t *testing.T) {
 	p := newPayments(t, true)
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), nil)
+	h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

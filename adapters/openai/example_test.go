@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/openai"
 	"github.com/agentonce/agentonce/adapters/openai/internal/fakeapi"
 	"github.com/agentonce/agentonce/harness"
@@ -34,7 +35,7 @@ func exampleModel(conv []fakeapi.Msg) fakeapi.Reply {
 
 // exampleHarness opens a journal in dir with the shop's charge tool.
 func exampleHarness(dir string, shop *fakeshop.Shop) *harness.Harness {
-	h, err := harness.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
+	h, err := agentonce.Open(context.Background(), filepath.Join(dir, "agent.journal"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/openai"
 	"github.com/agentonce/agentonce/adapters/openai/internal/fakeapi"
 	"github.com/agentonce/agentonce/harness"
@@ -41,9 +42,9 @@ func counted(name string, effect journal.Effect, runs *atomic.Int64, err error) 
 // closed when the test ends (closing twice is harmless).
 func openHarness(t *testing.T, path string, tools ...harness.Tool) *harness.Harness {
 	t.Helper()
-	h, err := harness.Open(context.Background(), path, nil)
+	h, err := agentonce.Open(context.Background(), path, nil)
 	if err != nil {
-		t.Fatalf("harness.Open(%s): %v", path, err)
+		t.Fatalf("agentonce.Open(%s): %v", path, err)
 	}
 	t.Cleanup(func() { h.Close() })
 	if err := h.Register(tools...); err != nil {

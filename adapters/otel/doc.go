@@ -2,7 +2,7 @@
 // spans and metrics: an Observer to set as harness.Options.Observer.
 //
 //	obs, err := otel.New(nil) // the global TracerProvider and MeterProvider
-//	h, err := harness.Open(ctx, "agent.journal", &harness.OpenOptions{Options: harness.Options{Observer: obs}})
+//	h, err := agentonce.Open(ctx, "agent.journal", &agentonce.OpenOptions{Options: harness.Options{Observer: obs}})
 //
 // Each call is one span, "execute_tool <tool>", a child of the span in the
 // call's context, from the call's first event to EventResult, with the

@@ -11,6 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/agentonce/agentonce"
 	agentotel "github.com/agentonce/agentonce/adapters/otel"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -28,7 +29,7 @@ func ExampleNew() {
 	}
 	dir, _ := os.MkdirTemp("", "agentotel")
 	defer os.RemoveAll(dir)
-	h, err := harness.Open(context.Background(), filepath.Join(dir, "journal.db"), &harness.OpenOptions{Options: harness.Options{Observer: obs}})
+	h, err := agentonce.Open(context.Background(), filepath.Join(dir, "journal.db"), &agentonce.OpenOptions{Options: harness.Options{Observer: obs}})
 	if err != nil {
 		log.Fatal(err)
 	}

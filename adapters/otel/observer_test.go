@@ -17,6 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/agentonce/agentonce"
 	agentotel "github.com/agentonce/agentonce/adapters/otel"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -43,7 +44,7 @@ func newFixture(t *testing.T, tools ...harness.Tool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.h, err = harness.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &harness.OpenOptions{Options: harness.Options{
+	f.h, err = agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), &agentonce.OpenOptions{Options: harness.Options{
 		Observer: harness.ObserverFunc(func(ctx context.Context, e harness.Event) {
 			obs.Observe(ctx, e)
 			if e.Kind == harness.EventResult {

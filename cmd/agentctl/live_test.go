@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal"
@@ -46,7 +47,7 @@ func TestHelperLiveAgent(t *testing.T) {
 		t.Skip("helper process for the live agent tests")
 	}
 	ctx := context.Background()
-	h, err := harness.Open(ctx, path, &harness.OpenOptions{Inspect: harness.InspectRequire, Options: harness.Options{Retry: &retryclass.Policy{
+	h, err := agentonce.Open(ctx, path, &agentonce.OpenOptions{Inspect: agentonce.InspectRequire, Options: harness.Options{Retry: &retryclass.Policy{
 		MaxAttempts: 3, InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond}}})
 	if err != nil {
 		fmt.Println("open:", err)

@@ -17,8 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -295,15 +297,15 @@ func setup(ctx context.Context, o options) (*demo, error) {
 		Kinds: []agentoncetest.Fault{agentoncetest.LoseResponse, agentoncetest.Delay, agentoncetest.Unavailable, agentoncetest.ResetBeforeSend},
 		Match: func(r *http.Request) bool { return r.Method == http.MethodPost }, // Reconcile's query stays reliable
 	})
-	apiClient := &http.Client{Transport: &harness.Transport{Base: d.apiFaults}}
-	mailClient := &http.Client{Transport: &harness.Transport{Base: d.mailFaults}}
+	apiClient := &http.Client{Transport: &downstream.Transport{Base: d.apiFaults}}
+	mailClient := &http.Client{Transport: &downstream.Transport{Base: d.mailFaults}}
 
 	d.obs = &observer{crashAt: crashPoint(o.crashAt), crashTool: o.crashTool, crashKill: o.crashKill}
-	hopts := &harness.OpenOptions{Options: harness.Options{LeaseTTL: leaseTTL, Retry: demoPolicy, Observer: d.obs}}
+	hopts := &agentonce.OpenOptions{Options: harness.Options{LeaseTTL: leaseTTL, Retry: demoPolicy, Observer: d.obs}}
 	if o.verbose {
 		hopts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	if d.h, err = harness.Open(ctx, o.journal, hopts); err != nil {
+	if d.h, err = agentonce.Open(ctx, o.journal, hopts); err != nil {
 		d.api.close()
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentonce/agentonce/agentoncetest"
-	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 )
 
 // This file is the outside world the agent acts on: a small SaaS on a
@@ -56,8 +56,8 @@ func startAPI(dir string) (*api, error) {
 		StateFile:   filepath.Join(dir, "emails.json"),
 		Passthrough: true, // a mail API that sends whatever it is given
 		// An Unkeyed tool's key travels in its own header, one that does not
-		// let net/http resend the POST (see harness.Transport).
-		KeyHeader: harness.DefaultUnkeyedKeyHeader,
+		// let net/http resend the POST (see downstream.Transport).
+		KeyHeader: downstream.DefaultUnkeyedKeyHeader,
 	})
 	if err != nil {
 		return nil, err
@@ -119,7 +119,7 @@ type mailer struct {
 func (m *mailer) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /emails", func(w http.ResponseWriter, r *http.Request) {
-		ref := r.Header.Get(harness.DefaultUnkeyedKeyHeader) // kept as a reference; not enforced
+		ref := r.Header.Get(downstream.DefaultUnkeyedKeyHeader) // kept as a reference; not enforced
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusAccepted)
 		fmt.Fprintf(w, `{"id":"msg_%s","status":"sent"}`, shortHash(ref))

@@ -12,11 +12,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
 // The agent's tools, one per effect kind. Each is a plain HTTP client
-// call; the harness supplies the key (through harness.Transport), the
+// call; the harness supplies the key (through downstream.Transport), the
 // retries and the journal.
 
 type chargeInput struct {
@@ -54,15 +56,15 @@ type lookupInput struct {
 const toolTimeout = 300 * time.Millisecond
 
 // tools returns the agent's tools. apiClient and mailClient carry the
-// harness.Transport (key and request id) over the fault injectors.
+// downstream.Transport (key and request id) over the fault injectors.
 func tools(baseURL string, apiClient, mailClient *http.Client) []harness.Tool {
-	charge := harness.Typed("charge_card", harness.Keyed,
+	charge := harness.Typed("charge_card", journal.Keyed,
 		func(ctx context.Context, in chargeInput) (json.RawMessage, error) {
 			return doJSON(ctx, apiClient, http.MethodPost, baseURL+"/charges", in)
 		})
 	charge.Timeout = toolTimeout
 
-	email := harness.Typed("send_email", harness.Unkeyed,
+	email := harness.Typed("send_email", journal.Unkeyed,
 		func(ctx context.Context, in emailInput) (json.RawMessage, error) {
 			return doJSON(ctx, mailClient, http.MethodPost, baseURL+"/emails", in)
 		})
@@ -75,25 +77,25 @@ func tools(baseURL string, apiClient, mailClient *http.Client) []harness.Tool {
 	// The mail API keeps the key as the message's reference and can be
 	// asked about it: after a crash or a lost answer the harness asks
 	// instead of sending again.
-	email.Reconcile = func(ctx context.Context, key uuid.UUID, _ json.RawMessage) harness.Reconciliation {
+	email.Reconcile = func(ctx context.Context, key uuid.UUID, _ json.RawMessage) downstream.Reconciliation {
 		out, err := doJSON(ctx, mailClient, http.MethodGet, baseURL+"/emails/"+key.String(), nil)
 		var se *retryclass.StatusError
 		switch {
 		case err == nil:
-			return harness.Happened(out)
+			return downstream.Happened(out)
 		case errors.As(err, &se) && se.Status == http.StatusNotFound:
-			return harness.DidNotHappen() // provably not sent: the harness may send it
+			return downstream.DidNotHappen() // provably not sent: the harness may send it
 		}
-		return harness.CannotTell(err) // the outcome stays unknown; a re-issue asks again
+		return downstream.CannotTell(err) // the outcome stays unknown; a re-issue asks again
 	}
 
-	address := harness.Typed("set_shipping_address", harness.Idempotent,
+	address := harness.Typed("set_shipping_address", journal.Idempotent,
 		func(ctx context.Context, in addressInput) (json.RawMessage, error) {
 			return doJSON(ctx, apiClient, http.MethodPut, baseURL+"/customers/"+in.Customer+"/address", in)
 		})
 	address.Timeout = toolTimeout
 
-	lookup := harness.Typed("lookup_customer", harness.ReadOnly,
+	lookup := harness.Typed("lookup_customer", journal.ReadOnly,
 		func(ctx context.Context, in lookupInput) (json.RawMessage, error) {
 			return doJSON(ctx, apiClient, http.MethodGet, baseURL+"/customers/"+in.Customer, nil)
 		})

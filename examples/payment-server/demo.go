@@ -16,7 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -84,14 +86,14 @@ func demo(ctx context.Context, dir, loc string, out io.Writer) (summary, error) 
 	defer proxy.close()
 	proxy.cuts.Store(2)
 
-	agent, err := harness.Open(ctx, filepath.Join(dir, "agent.journal"), &harness.OpenOptions{Options: harness.Options{
+	agent, err := agentonce.Open(ctx, filepath.Join(dir, "agent.journal"), &agentonce.OpenOptions{Options: harness.Options{
 		Retry: &retryclass.Policy{InitialInterval: 20 * time.Millisecond, MaxInterval: 100 * time.Millisecond},
 	}})
 	if err != nil {
 		return sum, err
 	}
 	defer agent.Close()
-	client := &http.Client{Transport: &harness.Transport{}, Timeout: 10 * time.Second}
+	client := &http.Client{Transport: &downstream.Transport{}, Timeout: 10 * time.Second}
 	var replayed atomic.Int64
 	err = agent.Register(harness.Tool{
 		Name:   "charge_card",

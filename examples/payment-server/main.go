@@ -1,7 +1,7 @@
 // Command payment-server is both ends of the wire on agentonce: a payments
 // API whose POST /v1/charges is protected by the idempotency middleware on
 // a journal (bbolt or PostgreSQL), and an agent whose Keyed charge tool
-// calls it through harness.Transport while the network drops answers. It
+// calls it through downstream.Transport while the network drops answers. It
 // ends with the charges counted: as many as the agent asked for, none
 // twice.
 //

@@ -201,7 +201,7 @@ func TestPlainRetryingClient(t *testing.T) {
 	})
 }
 
-// The demo: a harness agent's Keyed tool through harness.Transport, the
+// The demo: a harness agent's Keyed tool through downstream.Transport, the
 // answers lost, each charge made once.
 func TestDemoHarnessTransport(t *testing.T) {
 	locations(t, func(t *testing.T, loc string) {

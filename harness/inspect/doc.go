@@ -2,7 +2,7 @@
 // agentctl: read-only inspection of its journal, operator resolution, and a
 // stream of the harness's events, over a unix socket beside the journal.
 //
-// A bbolt journal is locked while its agent runs. The agent (harness.Open
+// A bbolt journal is locked while its agent runs. The agent (agentonce.Open
 // on a bbolt file) serves this protocol at SocketPath(journal),
 // "<journal>.sock"; the Client is a journal.Store whose reads and Resolve
 // travel over the socket, so agentctl's commands run unchanged against it.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -42,13 +43,13 @@ func (s *Shop) ReceiptTool() harness.Tool {
 }
 
 func (s *Shop) post(path string) harness.Func {
-	client := &http.Client{Transport: &harness.Transport{}}
+	client := &http.Client{Transport: &downstream.Transport{}}
 	return func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+path, bytes.NewReader(in))
 		if err != nil {
 			return nil, retryclass.Permanent(err)
 		}
 		req.Header.Set("Content-Type", "application/json")
-		return harness.ReadJSON(client.Do(req))
+		return downstream.ReadJSON(client.Do(req))
 	}
 }

@@ -14,7 +14,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 )
@@ -82,7 +84,7 @@ func callTimes(ctx context.Context, path string, k kind, hk hooks, n int) ([]ans
 			hk.beforeWriteAhead(e.Key.String())
 		}
 	})}
-	h, err := harness.Open(ctx, path, &harness.OpenOptions{Options: *opts})
+	h, err := agentonce.Open(ctx, path, &agentonce.OpenOptions{Options: *opts})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,15 +93,15 @@ func callTimes(ctx context.Context, path string, k kind, hk hooks, n int) ([]ans
 	// timeout + settle, in which no restart takes it over) short.
 	tool := harness.Tool{Name: matrixTool, Effect: k.effect, Timeout: 100 * time.Millisecond, Settle: 100 * time.Millisecond,
 		Func: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
-			key, _ := harness.KeyFromContext(ctx)
+			key, _ := downstream.KeyFromContext(ctx)
 			return json.RawMessage(hk.run(key.String())), nil
 		}}
 	if k.reconcile {
-		tool.Reconcile = func(ctx context.Context, key uuid.UUID, _ json.RawMessage) harness.Reconciliation {
+		tool.Reconcile = func(ctx context.Context, key uuid.UUID, _ json.RawMessage) downstream.Reconciliation {
 			if out, happened := hk.reconcile(key.String()); happened {
-				return harness.Happened(json.RawMessage(out))
+				return downstream.Happened(json.RawMessage(out))
 			}
-			return harness.DidNotHappen()
+			return downstream.DidNotHappen()
 		}
 	}
 	if err := h.Register(tool); err != nil {
@@ -187,11 +189,11 @@ func TestPowerChild(t *testing.T) {
 	crash()
 }
 
-// downstream is the side-effect target of the matrix's tool, in the test
+// service is the side-effect target of the matrix's tool, in the test
 // process. An unprotected one (Unkeyed) applies every request; a Keyed one
 // honours the idempotency key and an Idempotent one is an upsert, so both
 // apply a key once.
-type downstream struct {
+type service struct {
 	protected bool
 
 	mu       sync.Mutex
@@ -199,7 +201,7 @@ type downstream struct {
 	applied  map[string]int // effects applied, by key; guarded by mu
 }
 
-func (d *downstream) effect(key string) {
+func (d *service) effect(key string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.requests = append(d.requests, key)
@@ -209,7 +211,7 @@ func (d *downstream) effect(key string) {
 	d.applied[key]++
 }
 
-func (d *downstream) effects() int {
+func (d *service) effects() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := 0
@@ -219,7 +221,7 @@ func (d *downstream) effects() int {
 	return n
 }
 
-func (d *downstream) happened(key string) bool {
+func (d *service) happened(key string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.applied[key] > 0
@@ -262,7 +264,7 @@ func TestPowerLossMatrix(t *testing.T) {
 func powerLossCell(t *testing.T, k kind, point string) {
 	m := mount(t)
 	const name = "agent.journal"
-	d := &downstream{protected: k.effect != journal.Unkeyed, applied: map[string]int{}}
+	d := &service{protected: k.effect != journal.Unkeyed, applied: map[string]int{}}
 	c := startChild(t, "TestPowerChild", matrixChildEnv+"="+filepath.Join(m.Dir(), name)+"|"+k.name+"|"+point)
 	var first firstRun
 	for crashed := false; !crashed; {

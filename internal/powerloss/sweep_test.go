@@ -54,7 +54,7 @@ func powerCutAtSync(t *testing.T, k kind, n int) (cut bool) {
 	m := mount(t)
 	const name = "agent.journal"
 	m.CutAtSync(n)
-	d := &downstream{protected: k.effect != journal.Unkeyed, applied: map[string]int{}}
+	d := &service{protected: k.effect != journal.Unkeyed, applied: map[string]int{}}
 	c := startChild(t, "TestPowerChild", matrixChildEnv+"="+filepath.Join(m.Dir(), name)+"|"+k.name+"|"+afterOutcome)
 	var first firstRun
 	var failed string // why the child stopped before answering, if it did

@@ -2,8 +2,8 @@
 // held by one process at a time.
 //
 // Importing it registers journal.PathScheme, so that journal.Open takes a
-// plain path (or "file://path") for a bbolt file; the harness imports it,
-// so a program that opens its journal with harness.Open needs no import.
+// plain path (or "file://path") for a bbolt file; package agentonce imports
+// it, so a program that opens its journal with agentonce.Open needs no import.
 // [Open] opens a file directly, with its own [Options]: the shared
 // journal.Options as their Journal field, and the file's lock timeout and
 // group commit. The store keeps journal's state machine and passes the

@@ -71,9 +71,8 @@ var journalBuckets = [...][]byte{bucketMeta, bucketRecords, bucketIndex, bucketC
 // CompleteWith runs effect inside the write transaction that records the
 // intent of key as succeeded with effect's output: both commit, durably,
 // or neither does. It is the effect-in-the-outcome's-transaction
-// capability the harness (TxCompleter) and the idempotency middleware
-// (Options.InTx) look for on a store; effect finds the transaction with
-// TxFrom.
+// capability the harness and the idempotency middleware (Options.InTx)
+// look for on a store; effect finds the transaction with TxFrom.
 //
 // It first checks the fence (journal.ErrNotFound, journal.ErrFenced), so
 // a stale owner never runs the effect. If effect returns an error, the

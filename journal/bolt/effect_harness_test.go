@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 	"github.com/agentonce/agentonce/retryclass"
@@ -28,7 +29,7 @@ func TestHarnessInTx(t *testing.T) {
 	tries := 0
 	credit := bolt.InTx(func(ctx context.Context, tx *bbolt.Tx, in json.RawMessage) (json.RawMessage, error) {
 		tries++
-		key, _ := harness.KeyFromContext(ctx)
+		key, _ := downstream.KeyFromContext(ctx)
 		b, err := tx.CreateBucketIfNotExists(charges)
 		if err != nil {
 			return nil, err

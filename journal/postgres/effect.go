@@ -12,7 +12,7 @@ import (
 )
 
 // The PostgreSQL store registers itself for postgres:// and postgresql://
-// locations, so that journal.Open (and harness.Open) reach it once this
+// locations, so that journal.Open (and agentonce.Open) reach it once this
 // package is imported.
 func init() {
 	open := func(ctx context.Context, location string, jo journal.Options, o Options) (journal.Store, error) {

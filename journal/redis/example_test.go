@@ -4,7 +4,7 @@ import (
 	"context"
 	"log"
 
-	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce"
 	_ "github.com/agentonce/agentonce/journal/redis" // registers redis:// and rediss://
 )
 
@@ -12,7 +12,7 @@ import (
 // always: the harness opens it by URL once the package is imported.
 func Example() {
 	ctx := context.Background()
-	h, err := harness.Open(ctx, "redis://127.0.0.1:6379/0", nil)
+	h, err := agentonce.Open(ctx, "redis://127.0.0.1:6379/0", nil)
 	if err != nil {
 		log.Fatal(err)
 	}

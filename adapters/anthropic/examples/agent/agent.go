@@ -10,6 +10,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/anthropic"
 	"github.com/agentonce/agentonce/adapters/anthropic/internal/fakeapi"
 	"github.com/agentonce/agentonce/harness"
@@ -88,7 +89,7 @@ func run(ctx context.Context, dir string, out io.Writer) (summary, error) {
 
 	journal := filepath.Join(dir, "agent.journal")
 	open := func() (*harness.Harness, *anthropic.Adapter, error) {
-		h, err := harness.Open(ctx, journal, nil)
+		h, err := agentonce.Open(ctx, journal, nil)
 		if err != nil {
 			return nil, nil, err
 		}

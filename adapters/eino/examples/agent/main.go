@@ -29,9 +29,11 @@ import (
 	"github.com/cloudwego/eino/flow/agent/react"
 	"github.com/cloudwego/eino/schema"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/eino"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -71,14 +73,14 @@ func run(ctx context.Context, w io.Writer, path string) error {
 
 	// The charge's first answer is lost after the payment API charged.
 	faults := agentoncetest.NewFaultTransport(nil, &agentoncetest.FaultOptions{Script: []agentoncetest.Fault{agentoncetest.LoseResponse}})
-	client := &http.Client{Transport: &harness.Transport{Base: faults}}
+	client := &http.Client{Transport: &downstream.Transport{Base: faults}}
 	post := func(ctx context.Context, url string, body any) (json.RawMessage, error) {
 		b, _ := json.Marshal(body)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
 		if err != nil {
 			return nil, err
 		}
-		return harness.ReadJSON(client.Do(req))
+		return downstream.ReadJSON(client.Do(req))
 	}
 	type chargeInput struct {
 		Order string `json:"order"`
@@ -104,7 +106,7 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	}
 
 	// The protection: a journal, the tools' effect kinds, the middleware.
-	h, err := harness.Open(ctx, path, nil)
+	h, err := agentonce.Open(ctx, path, nil)
 	if err != nil {
 		return err
 	}

@@ -26,9 +26,11 @@ import (
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/genkit"
 
+	"github.com/agentonce/agentonce"
 	agentgenkit "github.com/agentonce/agentonce/adapters/genkit"
 	"github.com/agentonce/agentonce/agentoncetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -78,19 +80,19 @@ func run(ctx context.Context, w io.Writer, path string) error {
 
 	// The charge's first answer is lost after the payment API charged.
 	faults := agentoncetest.NewFaultTransport(nil, &agentoncetest.FaultOptions{Script: []agentoncetest.Fault{agentoncetest.LoseResponse}})
-	client := &http.Client{Transport: &harness.Transport{Base: faults}}
+	client := &http.Client{Transport: &downstream.Transport{Base: faults}}
 	post := func(ctx context.Context, url string, body any) (json.RawMessage, error) {
 		b, _ := json.Marshal(body)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
 		if err != nil {
 			return nil, err
 		}
-		return harness.ReadJSON(client.Do(req))
+		return downstream.ReadJSON(client.Do(req))
 	}
 
 	// The protection: a journal, the adapter, and DefineTool from it with
 	// each tool's effect kind.
-	h, err := harness.Open(ctx, path, nil)
+	h, err := agentonce.Open(ctx, path, nil)
 	if err != nil {
 		return err
 	}

@@ -27,8 +27,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentonce/agentonce"
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -114,7 +116,7 @@ func run(ctx context.Context, out io.Writer, journalPath string) error {
 	apiSrv := httptest.NewServer(api)
 	defer apiSrv.Close()
 
-	h, err := harness.Open(ctx, journalPath, nil)
+	h, err := agentonce.Open(ctx, journalPath, nil)
 	if err != nil {
 		return err
 	}
@@ -163,7 +165,7 @@ func chargeTool(api *httptest.Server) harness.Tool {
 			if err != nil {
 				return nil, err
 			}
-			return harness.ReadJSON(api.Client().Do(req))
+			return downstream.ReadJSON(api.Client().Do(req))
 		},
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/adapters/openai"
 	"github.com/agentonce/agentonce/adapters/openai/internal/fakeapi"
 	"github.com/agentonce/agentonce/harness"
@@ -111,7 +112,7 @@ func runOn(ctx context.Context, api, journal string, out io.Writer, sum *summary
 	client := sdk.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("offline"))
 
 	open := func() (*harness.Harness, *openai.Adapter, error) {
-		h, err := harness.Open(ctx, journal, nil)
+		h, err := agentonce.Open(ctx, journal, nil)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -18,7 +18,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 	_ "github.com/agentonce/agentonce/journal/postgres" // postgres:// journals
@@ -86,7 +88,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	if !o.Final && o.Slot < len(plan.Skews) {
 		skew = time.Duration(plan.Skews[o.Slot]) * time.Millisecond
 	}
-	hopts := &harness.OpenOptions{
+	hopts := &agentonce.OpenOptions{
 		Options: harness.Options{
 			Owner:    o.Proc,
 			LeaseTTL: time.Duration(plan.LeaseMS) * time.Millisecond,
@@ -105,7 +107,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	// it.
 	var h *harness.Harness
 	for try := 0; ; try++ {
-		if h, err = harness.Open(ctx, o.Journal, hopts); err == nil || try == 4 || ctx.Err() != nil {
+		if h, err = agentonce.Open(ctx, o.Journal, hopts); err == nil || try == 4 || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(time.Duration(100*(try+1)) * time.Millisecond)
@@ -114,7 +116,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		return fmt.Errorf("worker %s: open journal: %w", o.Proc, err)
 	}
 	a := &agent{plan: plan, log: log, h: h, proc: o.Proc,
-		client: &http.Client{Transport: &harness.Transport{Base: &http.Transport{MaxIdleConnsPerHost: 64}}}}
+		client: &http.Client{Transport: &downstream.Transport{Base: &http.Transport{MaxIdleConnsPerHost: 64}}}}
 	for _, spec := range plan.Tools {
 		if err := h.Register(a.tool(spec)); err != nil {
 			h.Close()
@@ -262,7 +264,7 @@ func answerEvent(intent string, p int, callID string, res harness.Result) Event 
 }
 
 // tool makes the harness tool of a spec: an HTTP call to the downstream
-// through harness.Transport, which carries the key and the attempt id.
+// through downstream.Transport, which carries the key and the attempt id.
 func (a *agent) tool(spec ToolSpec) harness.Tool {
 	t := harness.Tool{Name: spec.Name, Effect: effectOf(spec.Kind), Retry: workerRetry,
 		Timeout: time.Duration(spec.TimeoutMS) * time.Millisecond, Settle: time.Duration(spec.SettleMS) * time.Millisecond}
@@ -271,8 +273,8 @@ func (a *agent) tool(spec ToolSpec) harness.Tool {
 		if err := json.Unmarshal(input, &b); err != nil {
 			return nil, retryclass.Permanent(err)
 		}
-		attempt, _ := harness.AttemptFromContext(ctx)
-		key, _ := harness.KeyFromContext(ctx)
+		attempt, _ := downstream.AttemptFromContext(ctx)
+		key, _ := downstream.KeyFromContext(ctx)
 		a.log.Add(Event{Ev: EvAttempt, Intent: b.Intent, P: b.P, Attempt: attempt, Key: key.String(), QuietMS: quietMS(spec)})
 		out, err := a.send(ctx, spec.Kind, b, input)
 		end := Event{Ev: EvAttemptEnd, Intent: b.Intent, P: b.P, Attempt: attempt}
@@ -283,7 +285,7 @@ func (a *agent) tool(spec ToolSpec) harness.Tool {
 		return out, err
 	}
 	if spec.Kind == Unkeyed && spec.Reconcile != RecNone {
-		t.Reconcile = func(ctx context.Context, key uuid.UUID, input json.RawMessage) harness.Reconciliation {
+		t.Reconcile = func(ctx context.Context, key uuid.UUID, input json.RawMessage) downstream.Reconciliation {
 			var b body
 			_ = json.Unmarshal(input, &b)
 			out, happened, err := a.reconcile(ctx, spec.Reconcile, b)
@@ -292,14 +294,14 @@ func (a *agent) tool(spec ToolSpec) harness.Tool {
 			case err != nil:
 				e.Note, e.Err = "cannot tell", err.Error()
 				a.log.Add(e)
-				return harness.CannotTell(err)
+				return downstream.CannotTell(err)
 			case happened:
 				e.Note = "happened"
 				a.log.Add(e)
-				return harness.Happened(out)
+				return downstream.Happened(out)
 			}
 			a.log.Add(e)
-			return harness.DidNotHappen()
+			return downstream.DidNotHappen()
 		}
 	}
 	return t
@@ -324,7 +326,7 @@ func quietMS(spec ToolSpec) int64 {
 	return (timeout + max(settle, 0)).Milliseconds()
 }
 
-func effectOf(k Kind) harness.Effect {
+func effectOf(k Kind) journal.Effect {
 	switch k {
 	case Keyed:
 		return journal.Keyed

@@ -196,9 +196,9 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	return r.report()
 }
 
-// downstream is the run's downstream as the runner drives it: in this
+// service is the run's downstream as the runner drives it: in this
 // process, or in a process of its own (Options.KillServer).
-type downstream struct {
+type service struct {
 	url  string
 	in   *Downstream // in this process, else nil
 	proc *serverProc // in a process of its own, else nil
@@ -208,14 +208,14 @@ type downstream struct {
 
 // wait waits up to timeout for the downstream's requests in progress to
 // end.
-func (d *downstream) wait(timeout time.Duration) bool {
+func (d *service) wait(timeout time.Duration) bool {
 	if d.proc != nil {
 		return d.proc.wait(timeout)
 	}
 	return d.in.Wait(timeout)
 }
 
-func (d *downstream) close() {
+func (d *service) close() {
 	for _, c := range slices.Backward(d.closers) {
 		c()
 	}
@@ -224,8 +224,8 @@ func (d *downstream) close() {
 // startDownstream starts the downstream: the builtin one, or the
 // middleware on a journal of its own, in this process or in one of its
 // own. Close the downstream returned, error or not.
-func (r *runner) startDownstream(ctx context.Context) (*downstream, error) {
-	d := &downstream{}
+func (r *runner) startDownstream(ctx context.Context) (*service, error) {
+	d := &service{}
 	dlog, err := OpenLog(filepath.Join(r.dir, "downstream.jsonl"), "downstream")
 	if err != nil {
 		return d, err
@@ -273,7 +273,7 @@ func (r *runner) startDownstream(ctx context.Context) (*downstream, error) {
 
 // writePlan fixes the run's epoch and end and writes the plan for the
 // workers.
-func (r *runner) writePlan(down *downstream) (planFile string, err error) {
+func (r *runner) writePlan(down *service) (planFile string, err error) {
 	// The workers need a moment to start before the first issue falls.
 	epoch := time.Now().Add(700 * time.Millisecond)
 	r.plan.Epoch = epoch.UnixNano()
@@ -290,7 +290,7 @@ func (r *runner) writePlan(down *downstream) (planFile string, err error) {
 // runWorkers runs the worker slots until the run's end, with the faults
 // (kills, backend terminations, server kills) the options ask for, and
 // waits for the downstream's requests to end.
-func (r *runner) runWorkers(ctx context.Context, planFile string, down *downstream) {
+func (r *runner) runWorkers(ctx context.Context, planFile string, down *service) {
 	r.procs = map[int]*running{}
 	stop := make(chan struct{})
 	var faults sync.WaitGroup
@@ -325,7 +325,7 @@ func (r *runner) runWorkers(ctx context.Context, planFile string, down *downstre
 
 // finalPass corrupts the journal if asked, then re-issues every intent
 // once in a last process, and stops a server process.
-func (r *runner) finalPass(planFile string, down *downstream) {
+func (r *runner) finalPass(planFile string, down *service) {
 	if r.o.Corrupt > 0 && r.o.Store == "bolt" {
 		if err := r.corrupt(r.location("final"), r.o.Corrupt); err != nil {
 			r.problem("corrupt the journal: %v", err)

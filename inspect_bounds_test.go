@@ -1,4 +1,4 @@
-package harness_test
+package agentonce_test
 
 import (
 	"bufio"
@@ -16,12 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal"
 )
 
-// The abusive clients of these tests speak to a real agent (harness.Open
+// The abusive clients of these tests speak to a real agent (agentonce.Open
 // on a bbolt journal) over its real socket, as a stray script of the
 // agent's own user would.
 
@@ -29,7 +30,7 @@ import (
 // whose effects *effects counts.
 func servingAgent(t testing.TB, effects *atomic.Int64) *harness.Harness {
 	t.Helper()
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &harness.OpenOptions{Inspect: harness.InspectRequire})
+	h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &agentonce.OpenOptions{Inspect: agentonce.InspectRequire})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestInspectEndlessLine(t *testing.T) {
 		{"after the hello", true, inspect.DefaultMaxFrame},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, r := rawConn(t, h.InspectSocket(), tc.greet)
+			c, r := rawConn(t, agentonce.InspectSocket(h), tc.greet)
 			prefix := `{"protocol":"agentonce-inspect","pad":"`
 			if tc.greet {
 				prefix = `{"op":"get","key":"`
@@ -149,7 +150,7 @@ func TestInspect100MBLine(t *testing.T) {
 	var effects atomic.Int64
 	h := servingAgent(t, &effects)
 	for i := range 3 {
-		c, r := rawConn(t, h.InspectSocket(), true)
+		c, r := rawConn(t, agentonce.InspectSocket(h), true)
 		written, answer := flood(c, r, `{"op":"stats","pad":"`, "\"}\n", 100<<20)
 		if !strings.Contains(answer, fmt.Sprintf("longer than %d bytes", inspect.DefaultMaxFrame)) {
 			t.Fatalf("line %d: the agent answered %.200q after %d bytes; want an invalid error naming the bound", i, answer, written)
@@ -159,7 +160,7 @@ func TestInspect100MBLine(t *testing.T) {
 		}
 		c.Close()
 	}
-	cl, err := inspect.Dial(context.Background(), h.InspectSocket())
+	cl, err := inspect.Dial(context.Background(), agentonce.InspectSocket(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestInspectManyConnections(t *testing.T) {
 	before := socketFDs(t)
 	conns := make([]*net.UnixConn, n)
 	for i := range conns {
-		conns[i], _ = rawConn(t, h.InspectSocket(), false)
+		conns[i], _ = rawConn(t, agentonce.InspectSocket(h), false)
 	}
 	callsWork(t, h, &effects, "during", 20)
 	// This process holds both ends: the agent's are the sockets beyond
@@ -220,7 +221,7 @@ func TestInspectManyConnections(t *testing.T) {
 	var cl *inspect.Client
 	var err error
 	for range 200 {
-		if cl, err = inspect.Dial(context.Background(), h.InspectSocket()); !errors.Is(err, inspect.ErrBusy) {
+		if cl, err = inspect.Dial(context.Background(), agentonce.InspectSocket(h)); !errors.Is(err, inspect.ErrBusy) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -1,4 +1,4 @@
-package harness_test
+package agentonce_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
@@ -20,7 +21,7 @@ import (
 func TestOpenByLocation(t *testing.T) {
 	ctx := context.Background()
 	path := t.TempDir() + "/agent.journal"
-	h, err := harness.Open(ctx, path, nil)
+	h, err := agentonce.Open(ctx, path, nil)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
@@ -57,7 +58,7 @@ func TestOpenByLocation(t *testing.T) {
 // supply its secret namespace from configuration.
 func TestOpenWithJournalOptions(t *testing.T) {
 	ns := uuid.MustParse("6f1c2e0a-3b7d-4c5e-9a8b-1d2e3f405162")
-	h, err := harness.Open(context.Background(), t.TempDir()+"/j", &harness.OpenOptions{Journal: &journal.Options{Namespace: ns}})
+	h, err := agentonce.Open(context.Background(), t.TempDir()+"/j", &agentonce.OpenOptions{Journal: &journal.Options{Namespace: ns}})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -72,12 +73,12 @@ func TestOpenWithJournalOptions(t *testing.T) {
 func TestOpenBadJournal(t *testing.T) {
 	ctx := context.Background()
 	path := t.TempDir() + "/j"
-	h, err := harness.Open(ctx, path, nil)
+	h, err := agentonce.Open(ctx, path, nil)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
 	defer h.Close()
-	_, err = harness.Open(ctx, path, &harness.OpenOptions{Journal: &journal.Options{StoreOptions: &bolt.Options{LockTimeout: 50 * time.Millisecond}}})
+	_, err = agentonce.Open(ctx, path, &agentonce.OpenOptions{Journal: &journal.Options{StoreOptions: &bolt.Options{LockTimeout: 50 * time.Millisecond}}})
 	if !errors.Is(err, journal.ErrInUse) {
 		t.Errorf("Open(held journal) = %v; want ErrInUse", err)
 	}
@@ -89,11 +90,32 @@ func TestOpenBadJournal(t *testing.T) {
 	if err := os.WriteFile(junk, []byte(strings.Repeat("not a journal\n", 600)), 0o600); err != nil {
 		t.Fatalf("WriteFile(%s): %v", junk, err)
 	}
-	_, err = harness.Open(ctx, junk, nil)
+	_, err = agentonce.Open(ctx, junk, nil)
 	if !errors.Is(err, journal.ErrCorrupt) {
 		t.Errorf("Open(not a journal) = %v; want ErrCorrupt", err)
 	}
 	if err == nil || !strings.Contains(err.Error(), junk) {
 		t.Errorf("Open(not a journal) = %v; want an error naming %s", err, junk)
+	}
+}
+
+// The caller's Options.OnClose runs when the Harness closes, before Open's
+// own closing: the journal is still open for it.
+func TestOpenRunsCallersOnCloseFirst(t *testing.T) {
+	ctx := context.Background()
+	var h *harness.Harness
+	var ran bool
+	opts := &agentonce.OpenOptions{Inspect: agentonce.InspectOff}
+	opts.OnClose = func() error {
+		ran = true
+		_, err := h.Store().Stats(ctx)
+		return err
+	}
+	h, err := agentonce.Open(ctx, t.TempDir()+"/agent.journal", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil || !ran {
+		t.Errorf("Close() = %v, OnClose ran %v; want nil and true (the journal still open for it)", err, ran)
 	}
 }

@@ -1,4 +1,4 @@
-package harness
+package downstream
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 // ReadJSON is the end of a tool that calls an HTTP API: pass it what
 // http.Client.Do returned,
 //
-//	return harness.ReadJSON(client.Do(req))
+//	return downstream.ReadJSON(client.Do(req))
 //
 // and it gives the body of a 2xx answer as the tool's output, closing it.
 // A non-2xx answer becomes retryclass.ResponseError's *StatusError, so the

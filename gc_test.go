@@ -1,4 +1,4 @@
-package harness_test
+package agentonce_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
 )
@@ -20,7 +21,7 @@ func TestBackgroundGC(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	h, err := harness.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &harness.OpenOptions{
+	h, err := agentonce.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"), &agentonce.OpenOptions{
 		Options: harness.Options{Retry: fastRetry, RecordTTL: time.Hour}, GCEvery: 10 * time.Millisecond,
 		Journal: &journal.Options{Now: clock}})
 	if err != nil {

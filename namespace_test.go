@@ -1,4 +1,4 @@
-package harness_test
+package agentonce_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/internal/pgtest"
 	"github.com/agentonce/agentonce/journal"
@@ -19,12 +20,12 @@ import (
 
 // openRecordingNew opens a harness at location and returns the
 // EventNewJournal events Open reported.
-func openRecordingNew(t *testing.T, location string, opts *harness.OpenOptions) (*harness.Harness, []harness.Event, error) {
+func openRecordingNew(t *testing.T, location string, opts *agentonce.OpenOptions) (*harness.Harness, []harness.Event, error) {
 	t.Helper()
 	var mu sync.Mutex
 	var evs []harness.Event
 	if opts == nil {
-		opts = &harness.OpenOptions{}
+		opts = &agentonce.OpenOptions{}
 	}
 	opts.Observer = harness.ObserverFunc(func(_ context.Context, e harness.Event) {
 		if e.Kind == harness.EventNewJournal {
@@ -33,7 +34,7 @@ func openRecordingNew(t *testing.T, location string, opts *harness.OpenOptions) 
 			mu.Unlock()
 		}
 	})
-	h, err := harness.Open(context.Background(), location, opts)
+	h, err := agentonce.Open(context.Background(), location, opts)
 	return h, evs, err
 }
 
@@ -42,7 +43,7 @@ func openRecordingNew(t *testing.T, location string, opts *harness.OpenOptions) 
 // downstream still deduplicates the retry.
 func TestNamespaceFromEnvironmentSurvivesALostJournal(t *testing.T) {
 	ns := uuid.New()
-	t.Setenv(harness.NamespaceEnv, ns.String())
+	t.Setenv(agentonce.NamespaceEnv, ns.String())
 	path := filepath.Join(t.TempDir(), "agent.journal")
 	var down effects
 	charge := harness.Tool{Name: "charge", Effect: journal.Keyed,
@@ -60,7 +61,7 @@ func TestNamespaceFromEnvironmentSurvivesALostJournal(t *testing.T) {
 			t.Errorf("round %d: new-journal events = %+v; want one, without the random-namespace warning", round, evs)
 		}
 		if h.Store().Namespace() != ns {
-			t.Errorf("round %d: namespace = %s; want %s from %s", round, h.Store().Namespace(), ns, harness.NamespaceEnv)
+			t.Errorf("round %d: namespace = %s; want %s from %s", round, h.Store().Namespace(), ns, agentonce.NamespaceEnv)
 		}
 		mustRegister(t, h, charge)
 		keys = append(keys, mustCall(t, h, call("charge", `{"amount":4900}`)).Key)
@@ -78,7 +79,7 @@ func TestNamespaceFromEnvironmentSurvivesALostJournal(t *testing.T) {
 }
 
 func TestNewRandomNamespaceIsReported(t *testing.T) {
-	t.Setenv(harness.NamespaceEnv, "")
+	t.Setenv(agentonce.NamespaceEnv, "")
 	path := filepath.Join(t.TempDir(), "agent.journal")
 	h, evs, err := openRecordingNew(t, path, nil)
 	if err != nil {
@@ -101,16 +102,16 @@ func TestNewRandomNamespaceIsReported(t *testing.T) {
 
 func TestRequireJournal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "agent.journal")
-	_, err := harness.Open(context.Background(), path, &harness.OpenOptions{RequireJournal: true})
+	_, err := agentonce.Open(context.Background(), path, &agentonce.OpenOptions{RequireJournal: true})
 	if !errors.Is(err, journal.ErrNoJournal) {
 		t.Fatalf("Open(missing, RequireJournal) = %v; want ErrNoJournal", err)
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Open(missing, RequireJournal) left a file: %v", err)
 	}
-	t.Setenv(harness.NamespaceEnv, "not-a-uuid")
-	if _, err := harness.Open(context.Background(), path, nil); err == nil || !strings.Contains(err.Error(), harness.NamespaceEnv) {
-		t.Errorf("Open with a bad %s = %v; want an error naming it", harness.NamespaceEnv, err)
+	t.Setenv(agentonce.NamespaceEnv, "not-a-uuid")
+	if _, err := agentonce.Open(context.Background(), path, nil); err == nil || !strings.Contains(err.Error(), agentonce.NamespaceEnv) {
+		t.Errorf("Open with a bad %s = %v; want an error naming it", agentonce.NamespaceEnv, err)
 	}
 }
 
@@ -121,7 +122,7 @@ func TestRequireJournalPostgres(t *testing.T) {
 	if !strings.Contains(url, "?") {
 		loc = url + "?schema=" + schema
 	}
-	_, err := harness.Open(context.Background(), loc, &harness.OpenOptions{RequireJournal: true})
+	_, err := agentonce.Open(context.Background(), loc, &agentonce.OpenOptions{RequireJournal: true})
 	if !errors.Is(err, journal.ErrNoJournal) {
 		t.Fatalf("Open(empty schema, RequireJournal) = %v; want ErrNoJournal", err)
 	}
@@ -133,7 +134,7 @@ func TestRequireJournalPostgres(t *testing.T) {
 	if len(evs) != 1 {
 		t.Errorf("new-journal events on a new schema = %d; want 1", len(evs))
 	}
-	h, err = harness.Open(context.Background(), loc, &harness.OpenOptions{RequireJournal: true})
+	h, err = agentonce.Open(context.Background(), loc, &agentonce.OpenOptions{RequireJournal: true})
 	if err != nil {
 		t.Fatalf("Open(existing schema, RequireJournal) = %v", err)
 	}

@@ -1,10 +1,14 @@
-package harness
+package agentonce
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -33,7 +37,7 @@ const (
 	// to start. The zero value and the default.
 	InspectAuto InspectMode = iota
 	// InspectOff never serves it: agentctl gets "journal in use" while the
-	// agent runs, as before.
+	// agent runs.
 	InspectOff
 	// InspectRequire serves it or makes Open fail, with an error that
 	// names the socket.
@@ -46,65 +50,59 @@ type filePath interface {
 	Path() string
 }
 
-// inspectServer is the running agent's end of the protocol of
-// harness/inspect. A nil *inspectServer serves nothing.
-type inspectServer struct {
-	srv *inspect.Server
-}
+// served maps each Harness that serves agentctl to its server, for
+// InspectSocket.
+var served sync.Map // *harness.Harness → *inspect.Server
 
-// serveInspect starts serving agentctl, as OpenOpenOptions.Inspect says. It runs
-// in Open, before the Harness is shared, so it may set h.opts.Observer.
-func (h *Harness) serveInspect() error {
-	fp, ok := h.store.(filePath)
-	if !ok || h.inspectMode == InspectOff || h.readOnly {
+// serveInspect starts serving agentctl, as OpenOptions.Inspect says, when
+// the journal is a bbolt file opened for writing (w.path is set). It runs
+// in Open, before the Harness is shared.
+func (w *wiring) serveInspect(h *harness.Harness, mode InspectMode, logger *slog.Logger) error {
+	if w.path == "" {
 		return nil
 	}
-	sock := inspect.SocketPath(fp.Path())
-	srv, err := inspect.Listen(sock, h.store, &inspect.ServerOptions{Journal: fp.Path(), Owner: h.owner})
+	sock := inspect.SocketPath(w.path)
+	srv, err := inspect.Listen(sock, w.store, &inspect.ServerOptions{Journal: w.path, Owner: h.Owner()})
 	if err != nil {
-		if h.inspectMode == InspectRequire {
-			return fmt.Errorf("harness: serve agentctl at %s: %w", sock, err)
+		if mode == InspectRequire {
+			return fmt.Errorf("agentonce: serve agentctl at %s: %w", sock, err)
 		}
-		if h.opts.Logger != nil {
-			h.opts.Logger.Warn("agentonce: not serving agentctl; it gets \"journal in use\" while the agent runs",
+		if logger != nil {
+			logger.Warn("agentonce: not serving agentctl; it gets \"journal in use\" while the agent runs",
 				"socket", sock, "error", err.Error())
 		}
 		return nil
 	}
-	h.inspect = &inspectServer{srv: srv}
-	h.opts.Observer = &inspectObserver{next: h.opts.Observer, srv: srv}
+	w.srv = srv
+	w.events.srv.Store(srv)
+	served.Store(h, srv)
 	return nil
 }
 
-// InspectSocket returns the path of the socket the Harness serves agentctl
-// on, or "" when it serves none (see OpenOptions.Inspect).
-func (h *Harness) InspectSocket() string {
-	if h.inspect == nil {
-		return ""
+// InspectSocket returns the path of the socket h serves agentctl on, or ""
+// when it serves none (see OpenOptions.Inspect): always "" for a Harness
+// that Open did not open, or that is closed.
+func InspectSocket(h *harness.Harness) string {
+	if srv, ok := served.Load(h); ok {
+		return srv.(*inspect.Server).Path()
 	}
-	return h.inspect.srv.Path()
-}
-
-func (s *inspectServer) close() error {
-	if s == nil {
-		return nil
-	}
-	return s.srv.Close()
+	return ""
 }
 
 // inspectObserver hands every event to the socket's followers, after the
 // caller's own Observer. Building the event is skipped while nobody
-// follows, so an agent nobody tails pays one atomic load per event.
+// follows, so an agent nobody tails pays two atomic loads per event.
 type inspectObserver struct {
-	next Observer
-	srv  *inspect.Server
+	next harness.Observer
+	srv  atomic.Pointer[inspect.Server] // nil until the server listens
 }
 
-func (o *inspectObserver) Observe(ctx context.Context, e Event) {
+func (o *inspectObserver) Observe(ctx context.Context, e harness.Event) {
 	if o.next != nil {
 		o.next.Observe(ctx, e)
 	}
-	if !o.srv.Subscribed() {
+	srv := o.srv.Load()
+	if srv == nil || !srv.Subscribed() {
 		return
 	}
 	w := inspect.Event{Time: time.Now().UTC(), Kind: e.Kind.String(), Tool: e.Tool, Session: e.Session,
@@ -112,14 +110,14 @@ func (o *inspectObserver) Observe(ctx context.Context, e Event) {
 	if e.Class != retryclass.Success {
 		w.Class = e.Class.String()
 	}
-	if e.Kind == EventResult {
+	if e.Kind == harness.EventResult {
 		w.Status = e.Status.String()
-		if e.Source != NoSource {
+		if e.Source != harness.NoSource {
 			w.Source = e.Source.String()
 		}
 	}
 	if e.Err != nil {
 		w.Error = e.Err.Error()
 	}
-	o.srv.Publish(w)
+	srv.Publish(w)
 }

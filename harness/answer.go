@@ -4,45 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
+	"log/slog"
 
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
-// This file turns what a flight reached into a recorded outcome and an
-// answer, and reports each step as an Event.
-
-func (f *flight) startAttempt(ctx context.Context, id, prevClass, prevErr string) error {
-	err := f.h.store.StartAttempt(context.WithoutCancel(ctx), journal.AttemptRequest{
-		Key: f.p.d.Key, Token: f.token, ID: id, PrevClass: prevClass, PrevError: prevErr,
-		LeaseTTL: f.p.tool.leaseTTL, Durable: f.p.tool.durable, Settle: f.p.tool.quiet,
-	})
-	if err == nil {
-		f.tries++
-	}
-	return err
-}
-
-func statusOf(st journal.State) Status {
-	switch st {
-	case journal.StateSucceeded:
-		return Succeeded
-	case journal.StateFailed:
-		return Failed
-	case journal.StateSuppressed:
-		return Suppressed
-	}
-	return Unknown
-}
-
-// completeErr records an outcome other than success that this flight
-// reached, and answers it.
-func (f *flight) completeErr(ctx context.Context, st journal.State, c retryclass.Class, err error) Result {
-	status := statusOf(st)
-	oe := &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: c, Message: err.Error(), Status: status, cause: err}
-	return f.complete(ctx, journal.Completion{State: st, ErrorClass: c.String(), ErrorMessage: oe.Message}, status, Executed, nil, oe)
-}
+// The last step of a call: the flight records the outcome it reached
+// (complete), or learns it from the journal, and answers (answer); every
+// step of a call is reported as an Event (emit), the answer last.
 
 // complete records the outcome, fenced by the lease token, and answers.
 func (f *flight) complete(ctx context.Context, c journal.Completion, status Status, src Source, out json.RawMessage, oe *OutcomeError) Result {
@@ -56,12 +26,32 @@ func (f *flight) complete(ctx context.Context, c journal.Completion, status Stat
 	if _, err := f.h.store.Complete(context.WithoutCancel(ctx), c); err != nil {
 		return f.lost(ctx, err, out)
 	}
-	f.eventAttempt(ctx, EventAfterOutcome, "")
+	f.event(ctx, Event{Kind: EventAfterOutcome})
 	res := Result{Status: status, Source: src, Output: out}
 	if oe != nil {
 		res.Err = oe
 	}
 	return f.answer(ctx, res)
+}
+
+// completeErr records an outcome other than success that this flight
+// reached, and answers it.
+func (f *flight) completeErr(ctx context.Context, st journal.State, c retryclass.Class, err error) Result {
+	status := statusOf(st)
+	oe := &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: c, Message: err.Error(), Status: status, cause: err}
+	return f.complete(ctx, journal.Completion{State: st, ErrorClass: c.String(), ErrorMessage: oe.Message}, status, Executed, nil, oe)
+}
+
+func statusOf(st journal.State) Status {
+	switch st {
+	case journal.StateSucceeded:
+		return Succeeded
+	case journal.StateFailed:
+		return Failed
+	case journal.StateSuppressed:
+		return Suppressed
+	}
+	return Unknown
 }
 
 // lost answers when the journal refused or failed to record: another owner
@@ -78,20 +68,6 @@ func (f *flight) lost(ctx context.Context, cause error, out json.RawMessage) Res
 	oe := &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: retryclass.MaybeExecuted, Status: Unknown,
 		Message: "the outcome could not be recorded: " + cause.Error(), cause: cause}
 	return f.answer(ctx, Result{Status: Unknown, Source: Executed, Output: out, Err: oe})
-}
-
-// suppressed answers a suppression decided without running the tool (a
-// mismatch, the guard, another owner past the in-flight budget).
-func (f *flight) suppressed(c retryclass.Class, tries int, msg string) Result {
-	f.tries = tries
-	return Result{Status: Suppressed, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: c, Status: Suppressed, Message: msg}}
-}
-
-// inProgress answers a caller that stopped waiting for an intent someone
-// else is running.
-func (f *flight) inProgress(tries int, msg string) Result {
-	f.tries = tries
-	return Result{Status: InProgress, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: retryclass.InFlight, Status: InProgress, Message: msg}}
 }
 
 // fromRecord turns a settled record into a Result, replayed from the
@@ -141,6 +117,21 @@ func (f *flight) answer(ctx context.Context, res Result) Result {
 	return res
 }
 
+// rejectedEarly reports a call refused before it reached a flight (closed
+// harness, unknown tool, invalid input, no turn), so that an Observer
+// counts every call.
+func (h *Harness) rejectedEarly(ctx context.Context, p *prepared) Result {
+	res := p.rejected()
+	h.emit(ctx, resultEvent(Event{Tool: p.call.Tool, Session: p.call.Session, Turn: p.call.Turn, Key: res.Key, CallID: p.call.ID}, res))
+	return res
+}
+
+// emitJoined reports the result of a call that did not report its own (it
+// shared another's flight, or left it).
+func (h *Harness) emitJoined(ctx context.Context, p *prepared, res Result) {
+	h.emit(ctx, resultEvent(p.event(), res))
+}
+
 // resultEvent is the EventResult that reports res, extending base (the
 // call's tool, session, turn and key): the one way a result is reported,
 // whether a flight, a joined caller or an early refusal answers.
@@ -156,34 +147,74 @@ func resultEvent(base Event, res Result) Event {
 	return e
 }
 
-func (f *flight) event(ctx context.Context, k EventKind, err error) {
-	e := f.base
-	e.Kind, e.Err, e.Attempts = k, err, f.tries
-	f.h.emit(ctx, e)
+// event reports a step of the flight: e's Kind and what the step sets
+// (Attempt, Class, Delay, Err), on the call's fields and the attempts so
+// far.
+func (f *flight) event(ctx context.Context, e Event) {
+	b := f.base
+	b.Kind, b.Attempt, b.Class, b.Delay, b.Err, b.Attempts = e.Kind, e.Attempt, e.Class, e.Delay, e.Err, f.tries
+	f.h.emit(ctx, b)
 }
 
-func (f *flight) eventAttempt(ctx context.Context, k EventKind, attempt string) {
-	e := f.base
-	e.Kind, e.Attempt, e.Attempts = k, attempt, f.tries
-	f.h.emit(ctx, e)
+func (h *Harness) emit(ctx context.Context, e Event) {
+	if h.opts.Observer != nil {
+		h.opts.Observer.Observe(ctx, e)
+	}
+	if h.opts.Logger != nil {
+		h.log(ctx, e)
+	}
 }
 
-// eventEffect reports that an attempt returned: Err and Class say how it
-// failed, and are empty when the tool succeeded.
-func (f *flight) eventEffect(ctx context.Context, attempt string, c retryclass.Class, err error) {
-	e := f.base
-	e.Kind, e.Attempt, e.Attempts, e.Class, e.Err = EventAfterEffect, attempt, f.tries, c, err
-	f.h.emit(ctx, e)
-}
-
-func (f *flight) eventDelay(ctx context.Context, k EventKind, c retryclass.Class, d time.Duration) {
-	e := f.base
-	e.Kind, e.Class, e.Delay, e.Attempts = k, c, d, f.tries
-	f.h.emit(ctx, e)
-}
-
-func (f *flight) eventRetry(ctx context.Context, c retryclass.Class, d time.Duration, err error) {
-	e := f.base
-	e.Kind, e.Class, e.Delay, e.Attempts, e.Err = EventRetry, c, d, f.tries, err
-	f.h.emit(ctx, e)
+// log writes the events worth a line: results, retries, waits, takeovers.
+func (h *Harness) log(ctx context.Context, e Event) {
+	var level slog.Level
+	var msg string
+	switch e.Kind {
+	case EventResult:
+		msg = "agentonce " + e.Status.String()
+		if e.Source != NoSource {
+			msg += " (" + e.Source.String() + ")"
+		}
+		switch e.Status {
+		case Suppressed, Unknown:
+			level = slog.LevelWarn
+		case Failed, Rejected, InProgress:
+			level = slog.LevelInfo
+		}
+	case EventRetry:
+		msg = "agentonce retried"
+	case EventInFlight:
+		msg = "agentonce in flight elsewhere"
+	case EventTakeover:
+		msg, level = "agentonce took over an expired lease", slog.LevelWarn
+	case EventReconcile:
+		msg = "agentonce reconcile"
+	case EventSettle:
+		msg = "agentonce waiting out the settle window"
+	default:
+		return
+	}
+	if !h.opts.Logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("tool", e.Tool),
+		slog.String("session", e.Session),
+		slog.String("turn", e.Turn),
+		slog.String("key", e.Key.String()),
+		slog.Int("attempts", e.Attempts),
+	}
+	if e.Attempt != "" {
+		attrs = append(attrs, slog.String("attempt", e.Attempt))
+	}
+	if e.Class != retryclass.Success {
+		attrs = append(attrs, slog.String("class", e.Class.String()))
+	}
+	if e.Delay > 0 {
+		attrs = append(attrs, slog.Duration("delay", e.Delay))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("error", e.Err.Error()))
+	}
+	h.opts.Logger.LogAttrs(ctx, level, msg, attrs...)
 }

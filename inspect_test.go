@@ -1,4 +1,4 @@
-package harness_test
+package agentonce_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal"
@@ -40,7 +41,7 @@ var emailCall = harness.ToolCall{Tenant: "t", Session: "s1", Turn: "1", Tool: "s
 func TestInspectResolveReachesTheAgent(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "j.db")
-	h, err := harness.Open(ctx, path, nil)
+	h, err := agentonce.Open(ctx, path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestInspectResolveReachesTheAgent(t *testing.T) {
 	if err := h.Register(unknownTool(&runs)); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := h.InspectSocket(), path+".sock"; got != want {
+	if got, want := agentonce.InspectSocket(h), path+".sock"; got != want {
 		t.Fatalf("InspectSocket() = %q; want %q", got, want)
 	}
 	fi, err := os.Lstat(path + ".sock")
@@ -61,7 +62,7 @@ func TestInspectResolveReachesTheAgent(t *testing.T) {
 		t.Fatalf("first call = %v (%v); want unknown", first.Status, first.Err)
 	}
 
-	c, err := inspect.Dial(ctx, h.InspectSocket())
+	c, err := inspect.Dial(ctx, agentonce.InspectSocket(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestInspectEvents(t *testing.T) {
 	var userEvents atomic.Int32
 	// The journal is new: Open's EventNewJournal comes before anyone can
 	// subscribe, so the caller's count leaves it out.
-	h, err := harness.Open(ctx, path, &harness.OpenOptions{Options: harness.Options{Observer: harness.ObserverFunc(func(_ context.Context, e harness.Event) {
+	h, err := agentonce.Open(ctx, path, &agentonce.OpenOptions{Options: harness.Options{Observer: harness.ObserverFunc(func(_ context.Context, e harness.Event) {
 		if e.Kind != harness.EventNewJournal {
 			userEvents.Add(1)
 		}
@@ -101,7 +102,7 @@ func TestInspectEvents(t *testing.T) {
 	}
 	var runs atomic.Int32
 	h.Register(unknownTool(&runs))
-	c, err := inspect.Dial(ctx, h.InspectSocket())
+	c, err := inspect.Dial(ctx, agentonce.InspectSocket(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +150,11 @@ func TestInspectModes(t *testing.T) {
 	path := filepath.Join(dir, "j.db")
 	sock := path + ".sock"
 
-	h, err := harness.Open(ctx, path, &harness.OpenOptions{Inspect: harness.InspectOff})
+	h, err := agentonce.Open(ctx, path, &agentonce.OpenOptions{Inspect: agentonce.InspectOff})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := h.InspectSocket(); s != "" {
+	if s := agentonce.InspectSocket(h); s != "" {
 		t.Errorf("InspectOff: InspectSocket() = %q; want none", s)
 	}
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
@@ -161,7 +162,7 @@ func TestInspectModes(t *testing.T) {
 	}
 	h.Close()
 
-	if s := harness.New(memory.New(nil), nil).InspectSocket(); s != "" {
+	if s := agentonce.InspectSocket(harness.New(memory.New(nil), nil)); s != "" {
 		t.Errorf("New: InspectSocket() = %q; want none", s)
 	}
 
@@ -172,7 +173,7 @@ func TestInspectModes(t *testing.T) {
 	}
 	ln.SetUnlinkOnClose(false)
 	ln.Close()
-	h, err = harness.Open(ctx, path, &harness.OpenOptions{Inspect: harness.InspectRequire})
+	h, err = agentonce.Open(ctx, path, &agentonce.OpenOptions{Inspect: agentonce.InspectRequire})
 	if err != nil {
 		t.Fatalf("Open over a stale socket: %v", err)
 	}
@@ -185,20 +186,20 @@ func TestInspectModes(t *testing.T) {
 
 	os.WriteFile(sock, []byte("not a socket"), 0o600)
 	var log bytes.Buffer
-	h, err = harness.Open(ctx, path, &harness.OpenOptions{Options: harness.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))}})
+	h, err = agentonce.Open(ctx, path, &agentonce.OpenOptions{Options: harness.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))}})
 	if err != nil {
 		t.Fatalf("InspectAuto with a file in the way: Open = %v; want the agent to start", err)
 	}
-	if s := h.InspectSocket(); s != "" || !strings.Contains(log.String(), "not serving agentctl") {
+	if s := agentonce.InspectSocket(h); s != "" || !strings.Contains(log.String(), "not serving agentctl") {
 		t.Errorf("InspectAuto with a file in the way: socket %q, log %q; want none and a warning", s, log.String())
 	}
 	h.Close()
-	_, err = harness.Open(ctx, path, &harness.OpenOptions{Inspect: harness.InspectRequire})
+	_, err = agentonce.Open(ctx, path, &agentonce.OpenOptions{Inspect: agentonce.InspectRequire})
 	if !errors.Is(err, inspect.ErrSocketInUse) || !strings.Contains(err.Error(), sock) {
 		t.Errorf("InspectRequire with a file in the way: Open error = %v; want ErrSocketInUse naming %s", err, sock)
 	}
 	// The failed Open released the journal.
-	h, err = harness.Open(ctx, path, &harness.OpenOptions{Inspect: harness.InspectOff, Journal: &journal.Options{StoreOptions: &bolt.Options{LockTimeout: 100 * time.Millisecond}}})
+	h, err = agentonce.Open(ctx, path, &agentonce.OpenOptions{Inspect: agentonce.InspectOff, Journal: &journal.Options{StoreOptions: &bolt.Options{LockTimeout: 100 * time.Millisecond}}})
 	if err != nil {
 		t.Fatalf("Open after a failed Open: %v", err)
 	}
@@ -207,7 +208,7 @@ func TestInspectModes(t *testing.T) {
 
 // A Harness on a bbolt file serves agentctl beside the journal, unless
 // told not to.
-func ExampleHarness_InspectSocket() {
+func ExampleInspectSocket() {
 	dir, err := os.MkdirTemp("", "agentonce-example")
 	if err != nil {
 		panic(err)
@@ -215,18 +216,18 @@ func ExampleHarness_InspectSocket() {
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "agent.journal")
 
-	h, err := harness.Open(context.Background(), path, nil)
+	h, err := agentonce.Open(context.Background(), path, nil)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(filepath.Base(h.InspectSocket()))
+	fmt.Println(filepath.Base(agentonce.InspectSocket(h)))
 	h.Close()
 
-	h, err = harness.Open(context.Background(), path, &harness.OpenOptions{Inspect: harness.InspectOff})
+	h, err = agentonce.Open(context.Background(), path, &agentonce.OpenOptions{Inspect: agentonce.InspectOff})
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%q\n", h.InspectSocket())
+	fmt.Printf("%q\n", agentonce.InspectSocket(h))
 	h.Close()
 	// Output:
 	// agent.journal.sock

@@ -1,6 +1,7 @@
-package harness
+package agentonce
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/journal"
 	_ "github.com/agentonce/agentonce/journal/bolt" // plain paths: bbolt files, the default store
 )
@@ -24,12 +27,14 @@ import (
 // can predict the deployment's keys.
 const NamespaceEnv = "AGENTONCE_NAMESPACE"
 
-// OpenOptions configures Open: the Harness's Options, as for New, and how
-// Open finds, opens and keeps its journal. A nil *OpenOptions means
+// OpenOptions configures Open: the Harness's Options, as for harness.New,
+// and how Open finds, opens and keeps its journal. A nil *OpenOptions means
 // defaults; each field's zero value is its default.
 type OpenOptions struct {
-	// Options configures the Harness itself, as New's do.
-	Options
+	// Options configures the Harness itself, as harness.New's do. Its
+	// OnClose, if set, runs first when the Harness closes; then Open's own
+	// closing (the background GC, the agentctl socket, the journal).
+	harness.Options
 	// Journal configures the journal that Open opens (for example the
 	// namespace a fleet shares, or a lock timeout); nil means defaults.
 	// Its Namespace is the namespace of a journal Open creates; zero means
@@ -52,14 +57,14 @@ type OpenOptions struct {
 	// over a unix socket beside the journal, "<journal>.sock", while the
 	// file is locked. Zero, InspectAuto, serves it when it can and
 	// otherwise runs without it, saying why to Logger; see InspectMode.
-	// A Harness from New, or on PostgreSQL, never serves it.
+	// A Harness from harness.New, or on PostgreSQL, never serves it.
 	Inspect InspectMode
 }
 
 // Open opens the journal at location with journal.Open and returns a
-// Harness on it; Close closes the journal too. A path is a bbolt file,
-// created if missing (journal/bolt, which this package links in, so that
-// no import is needed for it); a postgres:// URL opens the
+// Harness on it; the Harness's Close closes the journal too. A path is a
+// bbolt file, created if missing (journal/bolt, which this package links
+// in, so that no import is needed for it); a postgres:// URL opens the
 // PostgreSQL store shared by a fleet, once the program imports it:
 //
 //	import _ "github.com/agentonce/agentonce/journal/postgres"
@@ -74,8 +79,9 @@ type OpenOptions struct {
 //
 // On a bbolt file, the Harness also serves agentctl over a unix socket
 // beside it (OpenOptions.Inspect), since the file's lock keeps agentctl out
-// while the agent runs.
-func Open(ctx context.Context, location string, opts *OpenOptions) (*Harness, error) {
+// while the agent runs, and removes expired records in the background
+// (OpenOptions.GCEvery).
+func Open(ctx context.Context, location string, opts *OpenOptions) (*harness.Harness, error) {
 	var o OpenOptions
 	if opts != nil {
 		o = *opts
@@ -89,7 +95,7 @@ func Open(ctx context.Context, location string, opts *OpenOptions) (*Harness, er
 		if v := os.Getenv(NamespaceEnv); v != "" {
 			ns, err := uuid.Parse(strings.TrimSpace(v))
 			if err != nil {
-				return nil, fmt.Errorf("harness: open %s: %s is not a UUID: %w", location, NamespaceEnv, err)
+				return nil, fmt.Errorf("agentonce: open %s: %s is not a UUID: %w", location, NamespaceEnv, err)
 			}
 			jo.Namespace, fromEnv = ns, true
 		}
@@ -106,7 +112,7 @@ func Open(ctx context.Context, location string, opts *OpenOptions) (*Harness, er
 		}
 	}
 	if !exists && o.RequireJournal {
-		return nil, fmt.Errorf("harness: open %s: %w (OpenOptions.RequireJournal; a new journal would start with no record of what was done)", location, journal.ErrNoJournal)
+		return nil, fmt.Errorf("agentonce: open %s: %w (OpenOptions.RequireJournal; a new journal would start with no record of what was done)", location, journal.ErrNoJournal)
 	}
 	st, err := journal.Open(ctx, location, &jo)
 	if err != nil {
@@ -115,15 +121,24 @@ func Open(ctx context.Context, location string, opts *OpenOptions) (*Harness, er
 	if c, ok := st.(interface{ Created() bool }); ok && remote {
 		exists = !c.Created()
 	}
-	h := New(st, &o.Options)
-	h.ownStore = true
-	h.inspectMode, h.readOnly = o.Inspect, jo.ReadOnly
-	if err := h.serveInspect(); err != nil {
+	w := &wiring{store: st, onClose: o.OnClose}
+	hopts := o.Options
+	if fp, ok := st.(filePath); ok && o.Inspect != InspectOff && !jo.ReadOnly {
+		// Every event reaches the socket's followers, after the caller's
+		// own Observer; the server is attached once the owner is known.
+		w.events = &inspectObserver{next: hopts.Observer}
+		hopts.Observer = w.events
+		w.path = fp.Path()
+	}
+	hopts.OnClose = w.close
+	h := harness.New(st, &hopts)
+	w.h = h
+	if err := w.serveInspect(h, o.Inspect, hopts.Logger); err != nil {
 		st.Close()
 		return nil, err
 	}
 	if !exists {
-		h.reportNewJournal(ctx, location, jo.Namespace != uuid.Nil, fromEnv)
+		reportNewJournal(ctx, &hopts, location, jo.Namespace != uuid.Nil, fromEnv)
 	}
 	if gc, ok := st.(BatchGC); ok && o.GCEvery >= 0 && !jo.ReadOnly {
 		every := o.GCEvery
@@ -131,10 +146,10 @@ func Open(ctx context.Context, location string, opts *OpenOptions) (*Harness, er
 			every = DefaultGCEvery
 		}
 		gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		h.stopGC, h.gcDone = cancel, make(chan struct{})
+		w.stopGC, w.gcDone = cancel, make(chan struct{})
 		go func() {
-			defer close(h.gcDone)
-			h.collect(gctx, gc, every)
+			defer close(w.gcDone)
+			collect(gctx, gc, every)
 		}()
 	}
 	return h, nil
@@ -151,7 +166,7 @@ func journalExists(ctx context.Context, location string, jo *journal.Options) (b
 		case errors.Is(err, fs.ErrNotExist):
 			return false, nil
 		}
-		return false, fmt.Errorf("harness: open %s: %w", location, err)
+		return false, fmt.Errorf("agentonce: open %s: %w", location, err)
 	}
 	ro := *jo
 	ro.ReadOnly = true
@@ -165,27 +180,68 @@ func journalExists(ctx context.Context, location string, jo *journal.Options) (b
 	return false, err
 }
 
-// reportNewJournal says that Open created a journal: an event, and a
-// warning when its namespace is new and random (every key changed).
-func (h *Harness) reportNewJournal(ctx context.Context, location string, configured, fromEnv bool) {
-	e := Event{Kind: EventNewJournal}
+// reportNewJournal says that Open created a journal: an EventNewJournal to
+// the Observer, and a warning on the Logger when its namespace is new and
+// random (every key changed).
+func reportNewJournal(ctx context.Context, o *harness.Options, location string, configured, fromEnv bool) {
+	e := harness.Event{Kind: harness.EventNewJournal}
 	if !configured {
 		e.Err = errors.New("a new journal with a new random namespace: every key differs from any earlier journal's, and a downstream's own deduplication will not recognise retries of earlier intents")
 	}
-	h.emit(ctx, e)
-	if h.opts.Logger == nil {
+	if o.Observer != nil {
+		o.Observer.Observe(ctx, e)
+	}
+	if o.Logger == nil {
 		return
 	}
 	if !configured {
-		h.opts.Logger.WarnContext(ctx, "agentonce created a new journal with a new random namespace",
+		o.Logger.WarnContext(ctx, "agentonce created a new journal with a new random namespace",
 			slog.String("journal", location),
 			slog.String("why it matters", "keys of intents made before this journal do not carry over"),
-			slog.String("fix", "configure the namespace (harness OpenOptions.Journal.Namespace or "+NamespaceEnv+"), or OpenOptions.RequireJournal to refuse a missing journal"))
+			slog.String("fix", "configure the namespace (agentonce OpenOptions.Journal.Namespace or "+NamespaceEnv+"), or OpenOptions.RequireJournal to refuse a missing journal"))
 		return
 	}
 	src := "OpenOptions.Journal.Namespace"
 	if fromEnv {
 		src = NamespaceEnv
 	}
-	h.opts.Logger.InfoContext(ctx, "agentonce created a new journal", slog.String("journal", location), slog.String("namespace from", src))
+	o.Logger.InfoContext(ctx, "agentonce created a new journal", slog.String("journal", location), slog.String("namespace from", src))
+}
+
+// wiring is what Open adds to a Harness beside its journal: the agentctl
+// socket and the background GC. The Harness's Close ends them (its
+// Options.OnClose), and then closes the journal.
+type wiring struct {
+	h       *harness.Harness
+	store   journal.Store
+	onClose func() error     // the caller's Options.OnClose, run first
+	path    string           // the bbolt file, when agentctl may be served
+	events  *inspectObserver // set with path
+	srv     *inspect.Server  // serving agentctl; nil if not
+	// stopGC ends the background GC (nil if none); gcDone is closed when
+	// it has ended.
+	stopGC context.CancelFunc
+	gcDone chan struct{}
+}
+
+// close runs the caller's OnClose, ends the background GC, stops serving
+// agentctl and closes the journal, in that order: agentctl's requests use
+// the journal, and the socket must be gone before the file's lock is
+// released. The first error is returned.
+func (w *wiring) close() error {
+	var uerr error
+	if w.onClose != nil {
+		uerr = w.onClose()
+	}
+	if w.stopGC != nil {
+		w.stopGC()
+		<-w.gcDone
+	}
+	var ierr error
+	if w.srv != nil {
+		served.Delete(w.h)
+		ierr = w.srv.Close()
+	}
+	serr := w.store.Close()
+	return cmp.Or(uerr, serr, ierr)
 }

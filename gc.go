@@ -1,4 +1,4 @@
-package harness
+package agentonce
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 )
 
 // BatchGC is a store that removes expired records in bounded batches
-// (the bbolt store): the harness can then collect them in the background
-// without holding up calls (OpenOptions.GCEvery).
+// (the bbolt store): a Harness that Open opened can then collect them in
+// the background without holding up calls (OpenOptions.GCEvery).
 type BatchGC interface {
 	GCBatch(ctx context.Context, max int) (int, error)
 }
@@ -25,7 +25,7 @@ const gcBatch = 64
 // sweep takes at most half of the journal's write time; a sweep ends with
 // a batch that found less than a full batch to remove. Errors end the
 // sweep, not the loop: the next interval tries again.
-func (h *Harness) collect(ctx context.Context, gc BatchGC, interval time.Duration) {
+func collect(ctx context.Context, gc BatchGC, interval time.Duration) {
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {

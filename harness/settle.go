@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -31,8 +32,8 @@ const (
 	// (a minute is common), so two minutes past the client's is a
 	// conservative guess. A shorter window is the tool's explicit claim.
 	DefaultSettle = 2 * time.Minute
-	// DefaultCheckWait is Options.CheckWait when it is zero.
-	DefaultCheckWait = 2 * time.Second
+	// defaultCheckWait is Options.CheckWait when it is zero.
+	defaultCheckWait = 2 * time.Second
 )
 
 // errClosing is the cause a background check's context ends with when the
@@ -76,7 +77,7 @@ func (c *checks) find(k flightKey) *checkJob {
 func (h *Harness) checkWait() time.Duration {
 	switch w := h.opts.CheckWait; {
 	case w == 0:
-		return DefaultCheckWait
+		return defaultCheckWait
 	case w < 0:
 		return 0
 	default:
@@ -91,6 +92,29 @@ func (f *flight) waitLeft() time.Duration {
 		f.waitUntil = time.Now().Add(f.h.checkWait())
 	}
 	return time.Until(f.waitUntil)
+}
+
+// settling is the answer to a call that found the intent held only
+// because an earlier attempt's settle window is open (nobody holds its
+// lease): it waits for the window to close if that comes within the call's
+// wait budget (again is true: ask Begin again), else it says so.
+func (f *flight) settling(ctx context.Context, rec *journal.Record) (res Result, again bool) {
+	q := journal.QuietAt(rec)
+	if d := q.Sub(f.h.now()); d <= f.waitLeft() {
+		f.event(ctx, Event{Kind: EventSettle, Class: retryclass.MaybeExecuted, Delay: d})
+		if retryclass.Wait(ctx, d+time.Millisecond) == nil {
+			return Result{}, true
+		}
+	}
+	then := "the first call after then asks the tool's Reconcile hook before anything runs again"
+	if f.p.tool.Effect == journal.Unkeyed && f.p.tool.Reconcile == nil {
+		then = "a call after then is answered unknown (the tool has no Reconcile hook) until an operator resolves it"
+	} else if f.p.tool.Effect != journal.Unkeyed {
+		then = "a call after then runs it again with the same key"
+	}
+	return checking(f.p, len(rec.Attempts), q,
+		"no process is running this action now, but an earlier attempt may still be acting downstream until "+
+			q.UTC().Format(time.RFC3339)+" (its settle window); "+then), false
 }
 
 // check goes on with rest (the settle window, Reconcile, a run on a
@@ -196,25 +220,89 @@ func (f *flight) interrupted(ctx context.Context, cause error) (Result, bool) {
 		fmt.Errorf("%w; the downstream may still be acting on it, so it was not reconciled yet (a re-issue reconciles)", cause)), true
 }
 
-// settling answers a call that found the intent held only because an
-// earlier attempt's settle window is open (nobody holds its lease): it
-// waits for the window to close if that comes within the call's wait
-// budget (again is true: ask Begin again), else it says so.
-func (f *flight) settling(ctx context.Context, rec *journal.Record) (res Result, again bool) {
-	q := journal.QuietAt(rec)
-	if d := q.Sub(f.h.now()); d <= f.waitLeft() {
-		f.eventDelay(ctx, EventSettle, retryclass.MaybeExecuted, d)
-		if retryclass.Wait(ctx, d+time.Millisecond) == nil {
-			return Result{}, true
+// settleThenReconcile waits until the downstream can no longer be acting on
+// the attempt that just ended without an answer, then reconciles. settled
+// reports that res answers the call; false means the effect provably did
+// not happen and the tool may run again.
+func (f *flight) settleThenReconcile(ctx context.Context, cause error) (res Result, settled bool) {
+	if f.p.tool.Reconcile == nil {
+		return f.reconcile(ctx, cause)
+	}
+	if d := f.p.tool.settle; d > 0 {
+		f.event(ctx, Event{Kind: EventSettle, Class: retryclass.MaybeExecuted, Delay: d})
+		if retryclass.Wait(ctx, d) != nil {
+			return f.interrupted(ctx, cause)
 		}
 	}
-	then := "the first call after then asks the tool's Reconcile hook before anything runs again"
-	if f.p.tool.Effect == journal.Unkeyed && f.p.tool.Reconcile == nil {
-		then = "a call after then is answered unknown (the tool has no Reconcile hook) until an operator resolves it"
-	} else if f.p.tool.Effect != journal.Unkeyed {
-		then = "a call after then runs it again with the same key"
+	return f.reconcile(ctx, cause)
+}
+
+// reconcileEarly asks the Reconcile hook at once, before the settle window:
+// a "happened" is the truth whenever it comes, and settles the intent
+// without a wait (the common lost answer). Any other answer is not taken
+// yet: the downstream may still be acting. ok reports that res answers
+// the call.
+func (f *flight) reconcileEarly(ctx context.Context, cause error) (res Result, ok bool) {
+	f.event(ctx, Event{Kind: EventReconcile, Err: cause})
+	out, ok := f.askReconcile(ctx).Happened()
+	if !ok {
+		return Result{}, false
 	}
-	return f.answer(ctx, checking(f.p, len(rec.Attempts), q,
-		"no process is running this action now, but an earlier attempt may still be acting downstream until "+
-			q.UTC().Format(time.RFC3339)+" (its settle window); "+then)), false
+	return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: out}, Succeeded, Reconciled, out, nil), true
+}
+
+// reconcile asks an Unkeyed tool's Reconcile hook whether the effect
+// happened. settled reports that res answers the call (the effect happened,
+// or nobody can tell); false means it provably did not happen and the tool
+// may run.
+//
+// A "did not happen" is believed only when a second one, a settle window
+// later, agrees: a downstream slower than its tool declared has acted by
+// then, and the second answer says so (Happened), where a single one would
+// have let the tool run twice. A "happened" or a "cannot tell" is taken at
+// once: neither runs anything.
+func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settled bool) {
+	t := f.p.tool
+	if t.Reconcile == nil {
+		return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
+			fmt.Errorf("%w; the tool has no Reconcile hook, so it was not run again", cause)), true
+	}
+	f.event(ctx, Event{Kind: EventReconcile, Err: cause})
+	r := f.askReconcile(ctx)
+	if r.DidNotHappen() {
+		if d := t.settle; d > 0 {
+			f.event(ctx, Event{Kind: EventSettle, Class: retryclass.MaybeExecuted, Delay: d})
+			if retryclass.Wait(ctx, d) != nil {
+				return f.interrupted(ctx, cause)
+			}
+		}
+		f.event(ctx, Event{Kind: EventReconcile, Err: cause})
+		r = f.askReconcile(ctx)
+	}
+	if out, ok := r.Happened(); ok {
+		return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: out}, Succeeded, Reconciled, out, nil), true
+	}
+	if r.DidNotHappen() {
+		// Twice, a settle window apart: no attempt of the intent took
+		// effect, so a failure of the next one is again "nothing was done".
+		f.mayHaveRun = false
+		return Result{}, false
+	}
+	why := r.Why()
+	if why == nil {
+		why = fmt.Errorf("no reason given")
+	}
+	return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
+		fmt.Errorf("%w; reconcile cannot tell yet: %w", cause, why)), true
+}
+
+// askReconcile runs the hook under the tool's timeout; a panic in it is a
+// "cannot tell".
+func (f *flight) askReconcile(ctx context.Context) (r downstream.Reconciliation) {
+	t := f.p.tool
+	rctx := f.h.attemptContext(ctx, t, f.p, "")
+	if pe := guarded(rctx, t, func(rctx context.Context) { r = t.Reconcile(rctx, f.p.d.Key, f.p.call.Input) }); pe != nil {
+		return downstream.CannotTell(pe)
+	}
+	return r
 }

@@ -1,4 +1,4 @@
-package harness
+package downstream
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ const (
 
 // Transport is an http.RoundTripper that carries a call's idempotency key
 // and attempt id downstream: requests made with a tool's context (or any
-// context from WithKey) get the key in KeyHeader and the attempt id in
+// context from NewContext) get the key in KeyHeader and the attempt id in
 // RequestIDHeader. Headers the request already has are left alone, and
 // requests without a key in their context pass through unchanged.
 //
@@ -57,21 +57,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	ai, ok := req.Context().Value(keyCtxKey).(*attemptInfo)
+	ac, ok := fromContext(req.Context())
 	if !ok {
 		return base.RoundTrip(req)
 	}
+	ai := &ac.a
 	keyHeader := t.KeyHeader
 	if keyHeader == "" {
 		keyHeader = DefaultKeyHeader
 	}
-	if ai.unkeyed {
+	if ai.Unkeyed {
 		keyHeader = t.UnkeyedKeyHeader
 		switch http.CanonicalHeaderKey(keyHeader) {
 		case "":
 			keyHeader = DefaultUnkeyedKeyHeader
 		case "Idempotency-Key", "X-Idempotency-Key":
-			return nil, fmt.Errorf("harness.Transport: UnkeyedKeyHeader %q would let net/http resend an unkeyed tool's request", keyHeader)
+			return nil, fmt.Errorf("downstream.Transport: UnkeyedKeyHeader %q would let net/http resend an unkeyed tool's request", keyHeader)
 		}
 	}
 	idHeader := t.RequestIDHeader
@@ -81,12 +82,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A RoundTripper must not modify the caller's request.
 	r2 := req.Clone(req.Context())
 	if keyHeader != "-" && r2.Header.Get(keyHeader) == "" {
-		r2.Header.Set(keyHeader, ai.key.String())
+		r2.Header.Set(keyHeader, ai.Key.String())
 	}
-	if idHeader != "-" && ai.attempt != "" && r2.Header.Get(idHeader) == "" {
-		r2.Header.Set(idHeader, ai.attempt)
+	if idHeader != "-" && ai.ID != "" && r2.Header.Get(idHeader) == "" {
+		r2.Header.Set(idHeader, ai.ID)
 	}
-	if ai.unkeyed {
+	if ai.Unkeyed {
 		return base.RoundTrip(r2)
 	}
 	// net/http may send a keyed request twice (see above); the attempt
@@ -96,7 +97,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r2 = r2.WithContext(httptrace.WithClientTrace(r2.Context(), &httptrace.ClientTrace{
 		WroteRequest: func(httptrace.WroteRequestInfo) {
 			if writes.Add(1) > 1 {
-				ai.resent.Store(true)
+				ac.resent.Store(true)
 			}
 		},
 	}))

@@ -1,4 +1,4 @@
-package harness_test
+package agentonce_test
 
 import (
 	"bufio"
@@ -19,7 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -107,7 +109,7 @@ func peakRSS(tb testing.TB, reset bool) float64 {
 }
 
 // BenchmarkInspectAbuse: an agent's calls of an HTTP tool (a Keyed charge
-// on a loopback API, through harness.Transport) while another process
+// on a loopback API, through downstream.Transport) while another process
 // attacks its inspection socket (TestInspectAbuser), beside the same
 // calls with nobody on the socket. It reports the agent process's peak
 // RSS during each run (MiB-peak-rss).
@@ -122,14 +124,14 @@ func BenchmarkInspectAbuse(b *testing.B) {
 		fmt.Fprint(w, `{"id":"ch_1"}`)
 	}))
 	defer api.Close()
-	client := &http.Client{Transport: &harness.Transport{}}
+	client := &http.Client{Transport: &downstream.Transport{}}
 	charge := harness.Tool{Name: "http_charge", Effect: journal.Keyed,
 		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, api.URL, bytes.NewReader(in))
 			if err != nil {
 				return nil, err
 			}
-			return harness.ReadJSON(client.Do(req))
+			return downstream.ReadJSON(client.Do(req))
 		}}
 	run := func(b *testing.B, abuse bool) {
 		var effects atomic.Int64
@@ -139,7 +141,7 @@ func BenchmarkInspectAbuse(b *testing.B) {
 		}
 		if abuse {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestInspectAbuser$", "-test.timeout=0")
-			cmd.Env = append(os.Environ(), abuseEnv+"="+h.InspectSocket())
+			cmd.Env = append(os.Environ(), abuseEnv+"="+agentonce.InspectSocket(h))
 			if err := cmd.Start(); err != nil {
 				b.Fatal(err)
 			}
