@@ -1018,9 +1018,13 @@ func TestTypedTool(t *testing.T) {
 	type out struct {
 		ID string `json:"id"`
 	}
-	mustRegister(t, h, harness.Typed("charge", journal.Keyed, func(ctx context.Context, i in) (out, error) {
+	tool := harness.Typed("charge", journal.Keyed, func(ctx context.Context, i in) (out, error) {
 		return out{ID: fmt.Sprintf("%d-%s", i.Amount, i.Currency)}, nil
-	}))
+	})
+	if tool.InputType != reflect.TypeFor[in]() {
+		t.Errorf("Typed(...).InputType = %v; want %v", tool.InputType, reflect.TypeFor[in]())
+	}
+	mustRegister(t, h, tool)
 	res := mustCall(t, h, call("charge", `{"amount":5,"currency":"eur"}`))
 	if want := `{"id":"5-eur"}`; !sameJSON(res.Output, []byte(want)) {
 		t.Errorf("Output = %s; want %s", res.Output, want)

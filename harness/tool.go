@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,6 +48,11 @@ type Tool struct {
 	// set, inputs are normalized before keying: declared defaults filled,
 	// nulls of optional properties dropped.
 	Schema json.RawMessage
+	// InputType is the Go type a tool's input decodes into, set by Typed.
+	// An adapter that offers the tool to a model derives the schema the
+	// model sees from it when Schema is nil. Unlike Schema it plays no part
+	// in the key: deriving a schema never changes an intent's key.
+	InputType reflect.Type
 	// Volatile names input properties left out of the key: free text such
 	// as "reason" that the model rewrites on every retry.
 	Volatile []string
@@ -101,11 +107,13 @@ type Tool struct {
 
 // Typed adapts a function with typed input and output to a Tool. The input
 // is decoded from the model's JSON (unknown fields are an error the model
-// can correct) and the output encoded with encoding/json.
+// can correct) and the output encoded with encoding/json. The Tool's
+// InputType is In, from which adapters derive the schema a model sees.
 func Typed[In, Out any](name string, effect journal.Effect, fn func(ctx context.Context, in In) (Out, error)) Tool {
 	return Tool{
-		Name:   name,
-		Effect: effect,
+		Name:      name,
+		Effect:    effect,
+		InputType: reflect.TypeFor[In](),
 		Func: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 			var in In
 			if err := decodeStrict(raw, &in); err != nil {
