@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,3 +142,52 @@ func TestRequireJournalPostgres(t *testing.T) {
 	}
 	h.Close()
 }
+
+// A new journal with a random namespace is a warning on slog.Default()
+// when no Logger is set; a configured namespace writes nothing there.
+func TestNewRandomNamespaceWarnsOnDefaultLogger(t *testing.T) {
+	var mu sync.Mutex
+	var buf strings.Builder
+	old, out, flags := slog.Default(), log.Writer(), log.Flags()
+	slog.SetDefault(slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), nil)))
+	t.Cleanup(func() { slog.SetDefault(old); log.SetOutput(out); log.SetFlags(flags) })
+	lines := func(journal string) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var got []string
+		for _, l := range strings.Split(buf.String(), "\n") {
+			if strings.Contains(l, journal) {
+				got = append(got, l)
+			}
+		}
+		return got
+	}
+
+	t.Setenv(agentonce.NamespaceEnv, "")
+	random := filepath.Join(t.TempDir(), "random.journal")
+	h, err := agentonce.Open(context.Background(), random, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if got := lines(random); len(got) != 1 || !strings.Contains(got[0], "level=WARN") || !strings.Contains(got[0], "new random namespace") {
+		t.Errorf("slog.Default() got %q; want one warning of the new random namespace", got)
+	}
+	t.Setenv(agentonce.NamespaceEnv, uuid.NewString())
+	configured := filepath.Join(t.TempDir(), "configured.journal")
+	if h, err = agentonce.Open(context.Background(), configured, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if got := lines(configured); len(got) != 0 {
+		t.Errorf("with a configured namespace, slog.Default() got %q; want nothing", got)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

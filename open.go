@@ -74,8 +74,8 @@ type OpenOptions struct {
 // journal. A journal never silently replaces a lost one: with
 // OpenOptions.RequireJournal a missing journal is an error wrapping
 // journal.ErrNoJournal, and a new journal with a new random namespace is
-// reported (an EventNewJournal and a warning on Options.Logger), since
-// every key changes with it.
+// reported (an EventNewJournal and a warning on Options.Logger, by default
+// slog.Default()), since every key changes with it.
 //
 // On a bbolt file, the Harness also serves agentctl over a unix socket
 // beside it (OpenOptions.Inspect), since the file's lock keeps agentctl out
@@ -86,10 +86,7 @@ func Open(ctx context.Context, location string, opts *OpenOptions) (*harness.Har
 	if opts != nil {
 		o = *opts
 	}
-	var jo journal.Options
-	if o.Journal != nil {
-		jo = *o.Journal
-	}
+	jo := *cmp.Or(o.Journal, new(journal.Options))
 	fromEnv := false
 	if jo.Namespace == uuid.Nil {
 		if v := os.Getenv(NamespaceEnv); v != "" {
@@ -181,8 +178,8 @@ func journalExists(ctx context.Context, location string, jo *journal.Options) (b
 }
 
 // reportNewJournal says that Open created a journal: an EventNewJournal to
-// the Observer, and a warning on the Logger when its namespace is new and
-// random (every key changed).
+// the Observer, and a line on the Logger, a warning (on slog.Default()
+// when Logger is nil) when its namespace is new and random.
 func reportNewJournal(ctx context.Context, o *harness.Options, location string, configured, fromEnv bool) {
 	e := harness.Event{Kind: harness.EventNewJournal}
 	if !configured {
@@ -191,14 +188,14 @@ func reportNewJournal(ctx context.Context, o *harness.Options, location string, 
 	if o.Observer != nil {
 		o.Observer.Observe(ctx, e)
 	}
-	if o.Logger == nil {
-		return
-	}
 	if !configured {
-		o.Logger.WarnContext(ctx, "agentonce created a new journal with a new random namespace",
+		cmp.Or(o.Logger, slog.Default()).WarnContext(ctx, "agentonce created a new journal with a new random namespace",
 			slog.String("journal", location),
 			slog.String("why it matters", "keys of intents made before this journal do not carry over"),
 			slog.String("fix", "configure the namespace (agentonce OpenOptions.Journal.Namespace or "+NamespaceEnv+"), or OpenOptions.RequireJournal to refuse a missing journal"))
+		return
+	}
+	if o.Logger == nil {
 		return
 	}
 	src := "OpenOptions.Journal.Namespace"

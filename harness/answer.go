@@ -119,10 +119,14 @@ func (f *flight) answer(ctx context.Context, res Result) Result {
 
 // rejectedEarly reports a call refused before it reached a flight (closed
 // harness, unknown tool, invalid input, no turn), so that an Observer
-// counts every call.
+// counts every call; a mistake, it is logged even with no Logger.
 func (h *Harness) rejectedEarly(ctx context.Context, p *prepared) Result {
 	res := p.rejected()
-	h.emit(ctx, resultEvent(Event{Tool: p.call.Tool, Session: p.call.Session, Turn: p.call.Turn, Key: res.Key, CallID: p.call.ID}, res))
+	e := resultEvent(Event{Tool: p.call.Tool, Session: p.call.Session, Turn: p.call.Turn, Key: res.Key, CallID: p.call.ID}, res)
+	h.emit(ctx, e)
+	if h.opts.Logger == nil {
+		h.log(ctx, slog.Default(), e)
+	}
 	return res
 }
 
@@ -161,12 +165,12 @@ func (h *Harness) emit(ctx context.Context, e Event) {
 		h.opts.Observer.Observe(ctx, e)
 	}
 	if h.opts.Logger != nil {
-		h.log(ctx, e)
+		h.log(ctx, h.opts.Logger, e)
 	}
 }
 
 // log writes the events worth a line: results, retries, waits, takeovers.
-func (h *Harness) log(ctx context.Context, e Event) {
+func (h *Harness) log(ctx context.Context, l *slog.Logger, e Event) {
 	var level slog.Level
 	var msg string
 	switch e.Kind {
@@ -176,9 +180,9 @@ func (h *Harness) log(ctx context.Context, e Event) {
 			msg += " (" + e.Source.String() + ")"
 		}
 		switch e.Status {
-		case Suppressed, Unknown:
+		case Suppressed, Unknown, Rejected:
 			level = slog.LevelWarn
-		case Failed, Rejected, InProgress:
+		case Failed, InProgress:
 			level = slog.LevelInfo
 		}
 	case EventRetry:
@@ -194,7 +198,7 @@ func (h *Harness) log(ctx context.Context, e Event) {
 	default:
 		return
 	}
-	if !h.opts.Logger.Enabled(ctx, level) {
+	if !l.Enabled(ctx, level) {
 		return
 	}
 	attrs := []slog.Attr{
@@ -216,5 +220,5 @@ func (h *Harness) log(ctx context.Context, e Event) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("error", e.Err.Error()))
 	}
-	h.opts.Logger.LogAttrs(ctx, level, msg, attrs...)
+	l.LogAttrs(ctx, level, msg, attrs...)
 }

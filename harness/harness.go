@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -53,7 +54,11 @@ type Options struct {
 	// Concurrency bounds how many distinct calls CallAll runs at once;
 	// zero means 8.
 	Concurrency int
-	// Logger receives structured events; nil means no logging.
+	// Logger receives the calls' steps worth a line (results, retries,
+	// takeovers). Nil means slog.Default(), for the mistakes only, at Warn:
+	// a call refused before its tool ran (no session or turn, an unknown
+	// tool, invalid input) and Open's new journal with a new random
+	// namespace. slog.New(slog.DiscardHandler) logs nothing.
 	Logger *slog.Logger
 	// Observer receives every event, for metrics and tests; nil means none.
 	Observer Observer
@@ -117,11 +122,7 @@ func New(store journal.Store, opts *Options) *Harness {
 	if lr, ok := store.(localReader); ok {
 		h.localReads = lr.LocalReads()
 	}
-	size := h.opts.CacheSize
-	if size == 0 {
-		size = 4096
-	}
-	h.memo.max = size
+	h.memo.max = cmp.Or(h.opts.CacheSize, 4096)
 	return h
 }
 
@@ -205,11 +206,7 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 		pt.timeout = DefaultUnkeyedTimeout
 	}
 	if t.Effect == journal.Unkeyed {
-		pt.settle = t.Settle
-		if pt.settle == 0 {
-			pt.settle = DefaultSettle
-		}
-		pt.settle = max(pt.settle, 0)
+		pt.settle = max(cmp.Or(t.Settle, DefaultSettle), 0) // negative: none
 		pt.quiet = pt.timeout + pt.settle
 	}
 	pt.retakeFn = func(r *journal.Record) bool { return pt.retake(r, h.now()) }
