@@ -9,15 +9,17 @@
 // ChatModelAgent or a graph's ToolsNode, and every tool call becomes a
 // harness.Harness.Call. The tools stay eino tools; each is registered in
 // the Harness on its first call with the settings Options.Tools gives its
-// name (Unkeyed by default).
+// name (Unkeyed by default; a name that looks like a misspelling of an
+// unused one there is logged, with the suggestion).
 //
 // Scope: Tenant is Options.Tenant, ID the model's tool call id; Session and
 // Turn come from WithSession, harness.WithScope, or the adk session values
 // SessionKey and TurnKey. The turn is the user's message, not the model's
 // round trip, so a call repeated while the agent answers one message is
 // answered from the journal. A call without a session or turn is refused
-// (harness.ErrNoTurn) and nothing runs; a resumed run must be given the
-// scope of the run it resumes.
+// (harness.ErrNoTurn, a warning on the Harness's Logger, by default
+// slog.Default()) and nothing runs; a resumed run must be given the scope
+// of the run it resumes.
 //
 // The model reads Text(result): the tool's result on success, else
 // harness.Result.ForModel, the same on a replay. A failure, suppression,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -33,7 +34,13 @@ type Options struct {
 	// Func are the adapter's (Func runs the eino tool). A tool not named
 	// here is journaled as journal.Unkeyed with the harness's defaults, the
 	// safest kind: never re-run after an attempt that may have acted.
+	// The first call of a tool not named here, when Tools names a tool no
+	// call has used whose name is that one's give or take two letters (or
+	// spelt in another case or with other separators), is logged as a
+	// likely misspelling, naming the closest.
 	Tools map[string]harness.Tool
+	// Logger receives that warning; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Adapter routes every tool call of an eino ToolsNode through a Harness.
@@ -42,6 +49,7 @@ type Adapter struct {
 	h      *harness.Harness
 	tenant string
 	tools  map[string]harness.Tool
+	logger *slog.Logger
 
 	mu         sync.Mutex      // guards registered
 	registered map[string]bool // tool names this Adapter registered in h
@@ -49,10 +57,13 @@ type Adapter struct {
 
 // New returns an Adapter on h.
 func New(h *harness.Harness, opts *Options) *Adapter {
-	a := &Adapter{h: h, registered: make(map[string]bool)}
+	a := &Adapter{h: h, registered: make(map[string]bool), logger: slog.Default()}
 	if opts != nil {
 		a.tenant = opts.Tenant
 		a.tools = opts.Tools
+		if opts.Logger != nil {
+			a.logger = opts.Logger
+		}
 	}
 	return a
 }
@@ -304,13 +315,72 @@ func (a *Adapter) register(name string) error {
 	if a.registered[name] {
 		return nil
 	}
-	t := a.tools[name]
+	t, listed := a.tools[name]
 	t.Name, t.Func, t.InTx = name, runTool, nil
 	if err := a.h.Register(t); err != nil && !errors.Is(err, harness.ErrDuplicateTool) {
 		return err
 	}
 	a.registered[name] = true
+	if !listed {
+		if near := a.unusedNear(name); near != "" {
+			a.logger.Warn("agentonce eino: a called tool is not in Options.Tools, so it is journaled as Unkeyed with the harness's defaults; Options.Tools names a tool no call has used: a misspelling?",
+				"tool", name, "did you mean", near)
+		}
+	}
 	return nil
+}
+
+// unusedNear returns the name in Options.Tools closest to name among those
+// no call has used, if it is near enough to be a misspelling of it; else
+// "". a.mu is held.
+func (a *Adapter) unusedNear(name string) string {
+	best, bestD := "", 0
+	x := fold(name)
+	for n := range a.tools {
+		y := fold(n)
+		d := distance(x, y)
+		if a.registered[n] || d > 2 || d >= min(len(x), len(y)) {
+			continue
+		}
+		if best == "" || d < bestD || d == bestD && n < best {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// fold is a tool name as a misspelling would be judged: lower case,
+// without separators, so that sendEmail and send_email are the same.
+func fold(s string) []rune {
+	var r []rune
+	for _, c := range strings.ToLower(s) {
+		if !strings.ContainsRune("_-. ", c) {
+			r = append(r, c)
+		}
+	}
+	return r
+}
+
+// distance is the Levenshtein distance of a and b.
+func distance(a, b []rune) int {
+	row := make([]int, len(b)+1)
+	for j := range row {
+		row[j] = j
+	}
+	for i := range a {
+		prev := row[0]
+		row[0] = i + 1
+		for j := range b {
+			cur := row[j+1]
+			cost := 1
+			if a[i] == b[j] {
+				cost = 0
+			}
+			row[j+1] = min(row[j+1]+1, row[j]+1, prev+cost)
+			prev = cur
+		}
+	}
+	return row[len(b)]
 }
 
 // runTool is every tool's harness Func: it runs the eino tool the
