@@ -83,4 +83,6 @@ func (m *scriptedModel) Stream(ctx context.Context, in []*schema.Message, opts .
 	return schema.StreamReaderFromArray([]*schema.Message{msg}), err
 }
 
-func (m *scriptedModel) WithTools([]*schema.ToolInfo) (model.ToolCallingChatModel, error) { return m, nil }
+func (m *scriptedModel) WithTools([]*schema.ToolInfo) (model.ToolCallingChatModel, error) {
+	return m, nil
+}
