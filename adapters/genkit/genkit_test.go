@@ -2,13 +2,17 @@ package genkit_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/firebase/genkit/go/ai"
 
+	"github.com/agentonce/agentonce"
 	agentgenkit "github.com/agentonce/agentonce/adapters/genkit"
 	"github.com/agentonce/agentonce/agentoncetest"
+	"github.com/agentonce/agentonce/harness"
 )
 
 var userTurn = []*ai.Message{ai.NewUserTextMessage("Charge me $49.")}
@@ -77,7 +81,7 @@ func TestRetryAfterLostAnswer(t *testing.T) {
 }
 
 // A call without a session is refused before anything runs, the model is
-// told so, and the generation goes on.
+// told so, the Logger gets a warning, and the generation goes on.
 func TestNoScopeIsRejected(t *testing.T) {
 	s := newShop(t)
 	m := &scriptedModel{reply: func(n int, req *ai.ModelRequest) *ai.Message {
@@ -86,7 +90,14 @@ func TestNoScopeIsRejected(t *testing.T) {
 		}
 		return ai.NewModelTextMessage("Sorry.")
 	}}
-	ag := newAgent(t, m, openHarness(t, journalPath(t)), s.URL, nil, false)
+	var log lockedBuffer
+	h, err := agentonce.Open(context.Background(), journalPath(t), &agentonce.OpenOptions{Options: harness.Options{
+		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ag := newAgent(t, m, h, s.URL, nil, false)
 	if _, err := ag.generate(context.Background(), ai.WithMessages(userTurn...)); err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +107,27 @@ func TestNoScopeIsRejected(t *testing.T) {
 	if got := m.toolOutputs(t, 2)["call_1"]; !strings.Contains(got, "rejected and did not run") {
 		t.Errorf("the model read %s; want a rejection", got)
 	}
+	if got := log.String(); strings.Count(got, "tool=charge_card") != 1 || !strings.Contains(got, harness.ErrNoTurn.Error()) {
+		t.Errorf("log = %q; want one warning for charge_card naming %q", got, harness.ErrNoTurn)
+	}
+}
+
+// lockedBuffer is a log a test reads while slog may write.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func TestUserTurn(t *testing.T) {
