@@ -1,6 +1,7 @@
 package eino
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,7 +50,7 @@ type Adapter struct {
 	h      *harness.Harness
 	tenant string
 	tools  map[string]harness.Tool
-	logger *slog.Logger
+	logger *slog.Logger // nil: slog.Default(), when a line is written
 
 	mu         sync.Mutex      // guards registered
 	registered map[string]bool // tool names this Adapter registered in h
@@ -57,13 +58,9 @@ type Adapter struct {
 
 // New returns an Adapter on h.
 func New(h *harness.Harness, opts *Options) *Adapter {
-	a := &Adapter{h: h, registered: make(map[string]bool), logger: slog.Default()}
+	a := &Adapter{h: h, registered: make(map[string]bool)}
 	if opts != nil {
-		a.tenant = opts.Tenant
-		a.tools = opts.Tools
-		if opts.Logger != nil {
-			a.logger = opts.Logger
-		}
+		a.tenant, a.tools, a.logger = opts.Tenant, opts.Tools, opts.Logger
 	}
 	return a
 }
@@ -323,7 +320,7 @@ func (a *Adapter) register(name string) error {
 	a.registered[name] = true
 	if !listed {
 		if near := a.unusedNear(name); near != "" {
-			a.logger.Warn("agentonce eino: a called tool is not in Options.Tools, so it is journaled as Unkeyed with the harness's defaults; Options.Tools names a tool no call has used: a misspelling?",
+			cmp.Or(a.logger, slog.Default()).Warn("agentonce eino: a called tool is not in Options.Tools, so it is journaled as Unkeyed with the harness's defaults; Options.Tools names a tool no call has used: a misspelling?",
 				"tool", name, "did you mean", near)
 		}
 	}
