@@ -104,35 +104,24 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 }
 
 // requestKey returns the request's idempotency key: Idempotency-Key, or
-// X-Agentonce-Key when it is absent. ok is false when neither is sent. The
-// draft makes the value a Structured Field string ("…"); the bare token
-// that Stripe's clients and the harness send is accepted too.
+// X-Agentonce-Key when it is absent, read by parseKey. ok is false when
+// neither is sent; a header sent empty, or on several lines, is an error.
 func requestKey(r *http.Request) (key string, ok bool, err error) {
-	v := headerValue(r.Header, KeyHeader)
 	name := KeyHeader
-	if v == "" {
-		v, name = headerValue(r.Header, AgentonceKeyHeader), AgentonceKeyHeader
-	}
-	if v == "" {
-		return "", false, nil
-	}
-	if len(v) > MaxKeyLength+2 {
-		return "", true, fmt.Errorf("%s is %d bytes, more than the %d allowed", name, len(v), MaxKeyLength)
-	}
-	if v[0] == '"' {
-		if v, err = unquoteSF(v); err != nil {
-			return "", true, fmt.Errorf("%s: %w", name, err)
+	vs := r.Header[name]
+	if len(vs) == 0 {
+		name = AgentonceKeyHeader
+		if vs = r.Header[name]; len(vs) == 0 {
+			return "", false, nil
 		}
 	}
-	if v == "" || len(v) > MaxKeyLength {
-		return "", true, fmt.Errorf("%s must be 1 to %d characters, got %d", name, MaxKeyLength, len(v))
+	if len(vs) > 1 {
+		return "", true, fmt.Errorf("%s is sent on %d lines: send one key", name, len(vs))
 	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] > 0x7e {
-			return "", true, fmt.Errorf("%s has a byte 0x%02x at %d: only printable ASCII is allowed", name, v[i], i)
-		}
+	if key, err = parseKey(vs[0]); err != nil {
+		return "", true, fmt.Errorf("%s: %w", name, err)
 	}
-	return v, true, nil
+	return key, true, nil
 }
 
 // headerValue is h.Get(name) for a name already in canonical form, without
@@ -144,29 +133,159 @@ func headerValue(h http.Header, name string) string {
 	return ""
 }
 
-// unquoteSF decodes an RFC 8941 sf-string.
-func unquoteSF(v string) (string, error) {
-	if len(v) < 2 || v[len(v)-1] != '"' {
-		return "", errors.New("a quoted key must end with a double quote")
+// parseKey reads a key as the draft sends it, an RFC 8941 Item whose
+// value is a String ("k1"), its parameters (;p=1) checked and ignored;
+// or bare (k1), as Stripe's clients, Fiber's and the harness's Transport
+// send it: visible ASCII without the delimiters `"`, `,`, `;` and `\`.
+// The key is 1 to MaxKeyLength characters of printable ASCII.
+func parseKey(v string) (string, error) {
+	v = strings.Trim(v, " \t")
+	if v == "" {
+		return "", errors.New("the key is empty")
 	}
-	in := v[1 : len(v)-1]
-	if !strings.ContainsAny(in, `\"`) {
-		return in, nil
+	key, rest := v, ""
+	if v[0] == '"' {
+		var err error
+		if key, rest, err = parseString(v); err != nil {
+			return "", err
+		}
+		if err = skipParams(v, rest); err != nil {
+			return "", err
+		}
+	} else if i := strings.IndexFunc(v, func(c rune) bool { return c <= ' ' || c > '~' || strings.ContainsRune(`",;\`, c) }); i >= 0 {
+		switch v[i] {
+		case ',':
+			return "", fmt.Errorf("a list (a comma at %d): send one key", i)
+		case ';':
+			return "", fmt.Errorf("parameters (at %d) follow only a quoted key", i)
+		}
+		return "", fmt.Errorf("%q at %d is not allowed in a bare key: send it quoted, as the draft does (\"…\")", v[i], i)
 	}
-	var b strings.Builder
-	for i := 0; i < len(in); i++ {
-		c := in[i]
-		switch {
-		case c == '\\' && i+1 < len(in) && (in[i+1] == '\\' || in[i+1] == '"'):
+	switch {
+	case key == "":
+		return "", errors.New("the key is empty")
+	case len(key) > MaxKeyLength:
+		return "", fmt.Errorf("the key is %d characters, more than the %d allowed", len(key), MaxKeyLength)
+	}
+	return key, nil
+}
+
+// parseString reads the RFC 8941 sf-string that v begins with, and
+// returns it decoded and what follows it.
+func parseString(v string) (s, rest string, err error) {
+	var b []byte // only for a string with an escape
+	for i := 1; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"':
+			if b == nil {
+				return v[1:i], v[i+1:], nil
+			}
+			return string(b), v[i+1:], nil
+		case c == '\\':
+			if i+1 == len(v) || v[i+1] != '"' && v[i+1] != '\\' {
+				return "", "", fmt.Errorf("an invalid escape at %d: only \\\" and \\\\ are", i)
+			}
+			if b == nil {
+				b = append(make([]byte, 0, len(v)), v[1:i]...)
+			}
 			i++
-			b.WriteByte(in[i])
-		case c == '\\' || c == '"':
-			return "", fmt.Errorf("a quoted key has a bare %q at %d", c, i+1)
+			b = append(b, v[i])
+		case c < ' ' || c > '~':
+			return "", "", fmt.Errorf("the byte %#02x at %d is not allowed in a string", c, i)
 		default:
-			b.WriteByte(c)
+			if b != nil {
+				b = append(b, c)
+			}
 		}
 	}
-	return b.String(), nil
+	return "", "", errors.New("the string has no closing quote")
+}
+
+// skipParams checks the RFC 8941 parameters rest holds (;name or
+// ;name=bare-item, each), which end the Item v.
+func skipParams(v, rest string) error {
+	for rest != "" {
+		at := len(v) - len(rest)
+		switch {
+		case rest[0] == ',':
+			return fmt.Errorf("a list (a comma at %d): send one key", at)
+		case rest[0] != ';':
+			return fmt.Errorf("%q at %d after the string: only parameters (;name=value) may follow it", rest[0], at)
+		}
+		rest = strings.TrimLeft(rest[1:], " ")
+		n := strings.IndexFunc(rest, func(c rune) bool {
+			return !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.ContainsRune("_-.*", c))
+		})
+		if n < 0 {
+			n = len(rest)
+		}
+		if n == 0 || rest[0] != '*' && (rest[0] < 'a' || rest[0] > 'z') {
+			return fmt.Errorf("a parameter's name at %d must begin with a-z or *", len(v)-len(rest))
+		}
+		if rest = rest[n:]; rest == "" || rest[0] != '=' {
+			continue
+		}
+		var err error
+		if rest, err = skipBareItem(rest[1:]); err != nil {
+			return fmt.Errorf("the parameter's value at %d: %w", len(v)-len(rest), err)
+		}
+	}
+	return nil
+}
+
+// skipBareItem returns what follows the RFC 8941 bare item v begins with:
+// an Integer or Decimal, a String, a Token, a Byte Sequence or a Boolean.
+func skipBareItem(v string) (string, error) {
+	span := func(from int, ok func(c byte) bool) int {
+		for from < len(v) && ok(v[from]) {
+			from++
+		}
+		return from
+	}
+	digit := func(c byte) bool { return '0' <= c && c <= '9' }
+	switch {
+	case v == "":
+		return "", errors.New("missing")
+	case v[0] == '"':
+		_, rest, err := parseString(v)
+		return rest, err
+	case v[0] == '?':
+		if len(v) < 2 || v[1] != '0' && v[1] != '1' {
+			return "", errors.New("a Boolean is ?0 or ?1")
+		}
+		return v[2:], nil
+	case v[0] == ':':
+		n := span(1, func(c byte) bool { return c == '+' || c == '/' || c == '=' || digit(c) || isAlpha(c) })
+		if n == len(v) || v[n] != ':' {
+			return "", errors.New("a Byte Sequence ends with ':'")
+		}
+		return v[n+1:], nil
+	case v[0] == '*' || isAlpha(v[0]):
+		return v[span(1, func(c byte) bool { return c == ':' || c == '/' || isTchar(c) }):], nil
+	}
+	i := 0
+	if v[0] == '-' {
+		i = 1
+	}
+	n := span(i, digit)
+	if n > i && n < len(v) && v[n] == '.' {
+		m := span(n+1, digit)
+		if n-i > 12 || m-n-1 < 1 || m-n-1 > 3 {
+			return "", errors.New("a Decimal has 1 to 12 digits, '.', and 1 to 3 digits")
+		}
+		return v[m:], nil
+	}
+	if n == i || n-i > 15 {
+		return "", errors.New("not a bare item (an Integer has 1 to 15 digits)")
+	}
+	return v[n:], nil
+}
+
+func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// isTchar reports whether c is an RFC 9110 token character.
+func isTchar(c byte) bool {
+	return isAlpha(c) || '0' <= c && c <= '9' || c < 0x80 && strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 // safeMethod reports whether method has no effect to protect (RFC 9110
