@@ -20,9 +20,10 @@ const (
 	DefaultRetryAfter = time.Second
 	// DefaultMaxBodyBytes caps the request body the middleware reads.
 	DefaultMaxBodyBytes = 1 << 20
-	// DefaultMaxStoredBytes caps a response body kept in the record; a
-	// larger one goes to Options.Blobs.
-	DefaultMaxStoredBytes = 64 << 10
+	// DefaultMaxStoredBytes caps a response body kept in the record, as
+	// large as the request body a request may carry: far above a JSON
+	// answer's. A larger one goes to Options.Blobs.
+	DefaultMaxStoredBytes = 1 << 20
 	// DefaultMaxResponseBytes caps a response body the middleware buffers.
 	DefaultMaxResponseBytes = 32 << 20
 	// DefaultReplayedHeader marks a replayed response, as Stripe names it.
@@ -87,11 +88,13 @@ type Options struct {
 	// not run. Zero means DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
 
-	// MaxStoredBytes caps the response body kept in the journal record.
-	// A larger body is kept in Blobs, the record holding its SHA-256 and
-	// Blobs' reference; without Blobs, only the hash is kept and a replay
-	// answers 500 (stored-body-unavailable). Zero means
-	// DefaultMaxStoredBytes (64 KiB).
+	// MaxStoredBytes caps the response body (and the canonical request
+	// body) kept in the journal record. A larger response body is kept in
+	// Blobs, the record holding its SHA-256 and Blobs' reference. Without
+	// Blobs only the hash is kept: the first client gets the body, ErrorLog
+	// is told (the key, the route, the size), and every retry gets 500
+	// stored-body-unavailable; the handler never runs twice. Zero means
+	// DefaultMaxStoredBytes (1 MiB).
 	MaxStoredBytes int
 
 	// MaxResponseBytes caps the response body the middleware buffers

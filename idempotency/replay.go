@@ -56,7 +56,7 @@ func (m *Middleware) answer(w http.ResponseWriter, c *call, rec *journal.Record)
 // fetchBlob returns the body e's record keeps in the blob store.
 func (m *Middleware) fetchBlob(c *call, e *envelope) ([]byte, error) {
 	if m.o.Blobs == nil || len(e.blob) == 0 {
-		return nil, errors.New("the body was larger than MaxStoredBytes and no BlobStore kept it")
+		return nil, fmt.Errorf("the first answer's body was over MaxStoredBytes (%d) and no Options.Blobs kept it: only its SHA-256 is stored, and the handler is not run again", m.o.MaxStoredBytes)
 	}
 	b, err := m.o.Blobs.Get(context.Background(), string(e.blob), int64(m.o.MaxResponseBytes))
 	if err == nil && sha256.Sum256(b) != e.sum {

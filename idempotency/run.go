@@ -155,7 +155,7 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 	if m.inTx != nil {
 		_, err = m.inTx.CompleteWith(ctx, c.jkey, token, func(tctx context.Context) ([]byte, error) {
 			next.ServeHTTP(cw, r.WithContext(tctx))
-			if resp, recErr = m.record(tctx, cw); recErr != nil {
+			if resp, recErr = m.record(tctx, c, cw); recErr != nil {
 				return nil, fmt.Errorf("%w: %w", errRelease, recErr)
 			}
 			if m.released(resp) {
@@ -193,8 +193,9 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 }
 
 // record builds the response to store from what the handler wrote, and
-// moves a body over MaxStoredBytes to the blob store.
-func (m *Middleware) record(ctx context.Context, cw *capture) (*response, error) {
+// moves a body over MaxStoredBytes to the blob store; without one, it
+// keeps the body's hash only, and says so in the log.
+func (m *Middleware) record(ctx context.Context, c *call, cw *capture) (*response, error) {
 	if cw.err != nil {
 		return nil, cw.err
 	}
@@ -209,6 +210,10 @@ func (m *Middleware) record(ctx context.Context, cw *capture) (*response, error)
 	}
 	resp.Sum = sha256.Sum256(resp.Body)
 	inline := len(resp.Body) <= m.o.MaxStoredBytes
+	if !inline && m.o.Blobs == nil && !m.released(resp) {
+		m.o.ErrorLog("idempotency: key %s (%s): the response body is %d bytes, over MaxStoredBytes (%d), and Options.Blobs is nil: "+
+			"only its SHA-256 is kept, and a retry will get 500 %s", c.jkey, c.tool, len(resp.Body), m.o.MaxStoredBytes, ProblemBodyUnavailable)
+	}
 	if !inline && m.o.Blobs != nil && !m.released(resp) {
 		ref, err := m.o.Blobs.Put(ctx, resp.Sum, resp.Body)
 		if err == nil && (ref == "" || strings.ContainsAny(ref, " =\t\r\n")) {
@@ -230,7 +235,7 @@ func (m *Middleware) released(resp *response) bool {
 
 // complete records the handler's response outside a transaction.
 func (m *Middleware) complete(ctx context.Context, c *call, token uint64, cw *capture, out **response) error {
-	resp, err := m.record(ctx, cw)
+	resp, err := m.record(ctx, c, cw)
 	if err != nil {
 		class := ClassTooLarge
 		if !errors.Is(err, ErrResponseTooLarge) {
