@@ -27,7 +27,7 @@ func (m *Middleware) lookUp(r *http.Request, c *call, body []byte) *journal.Reco
 	input, at, kind := m.fingerprintInput((*bufp)[:0], r, body)
 	c.req.Fingerprint = fingerprint(input)
 	now := time.Now()
-	ans := m.answers.get(c.jkey, c.req.Fingerprint, now)
+	ans := m.answers.get(c.jkey, c.req.Fingerprint, now, m.o.TTL)
 	if ans == nil && (m.readFirst || m.seen.has(c.jkey)) {
 		if rec, ok := m.replayable(r.Context(), &c.req); ok {
 			m.answers.put(&rec, now)
@@ -50,7 +50,7 @@ func (m *Middleware) lookUp(r *http.Request, c *call, body []byte) *journal.Reco
 // store's clock.
 func (m *Middleware) replayable(ctx context.Context, req *journal.BeginRequest) (journal.Record, bool) {
 	rec, err := m.store.Get(ctx, req.Key)
-	return rec, err == nil && answersRequest(&rec, req.Fingerprint, time.Now())
+	return rec, err == nil && answersRequest(&rec, req.Fingerprint, time.Now(), m.o.TTL)
 }
 
 // seenKeys is a lossy table of the journal keys this Middleware began or
@@ -145,18 +145,18 @@ func answerSlot(k uuid.UUID) int { return int(binary.BigEndian.Uint16(k[2:4])) &
 
 // get returns the record kept for key when it answers a request with
 // fingerprint fp now, or nil. The record is shared: read it only.
-func (a *answers) get(key uuid.UUID, fp keyderive.Fingerprint, now time.Time) *journal.Record {
+func (a *answers) get(key uuid.UUID, fp keyderive.Fingerprint, now time.Time, ttl time.Duration) *journal.Record {
 	r := a[answerSlot(key)].Load()
-	if r == nil || r.Key != key || !answersRequest(r, fp, now) {
+	if r == nil || r.Key != key || !answersRequest(r, fp, now, ttl) {
 		return nil
 	}
 	return r
 }
 
 // put keeps a copy of rec when it may be answered from the table at now
-// and later, without
-// what an answer does not read (the request's input, the attempts), so
-// that a slot holds at most maxAnswerBytes of output and a few strings.
+// and later, without what an answer does not read (the request's input,
+// the attempts but the last), so that a slot holds at most maxAnswerBytes
+// of output and a few strings.
 // rec's output is shared with the copy: the caller must not change it.
 func (a *answers) put(rec *journal.Record, now time.Time) {
 	switch rec.State {
@@ -168,16 +168,33 @@ func (a *answers) put(rec *journal.Record, now time.Time) {
 		return
 	}
 	c := *rec
-	c.Input, c.Attempts = nil, nil
+	c.Input, c.Attempts = nil, rec.Attempts[max(len(rec.Attempts)-1, 0):] // the last: expired reads its start
 	a[answerSlot(rec.Key)].Store(&c)
 }
 
 // answersRequest reports whether the record rec answers a request with
 // fingerprint fp at now without a Begin: it has the request's fingerprint
-// (or none), and journal.RequestStep answers from it (a settled record
-// not to be run again, a minute before its expiry at the latest on this
-// clock). Anything else goes through Begin, which decides on the store's
-// clock.
-func answersRequest(rec *journal.Record, fp keyderive.Fingerprint, now time.Time) bool {
-	return (rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && journal.RequestStep(rec, now) == journal.StepAnswer
+// (or none), journal.RequestStep answers from it (a settled record not to
+// be run again, a minute before its expiry at the latest on this clock),
+// and it is not past the middleware's TTL (expired). Anything else goes
+// through Begin, which decides on the store's clock.
+func answersRequest(rec *journal.Record, fp keyderive.Fingerprint, now time.Time, ttl time.Duration) bool {
+	return (rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && journal.RequestStep(rec, now) == journal.StepAnswer &&
+		!expired(rec, now, ttl)
+}
+
+// expired reports whether the settled record rec no longer answers its key
+// at now: its answer is known, and its run began ttl (Options.TTL) ago or
+// more. The key is then new again, at the later of its first request + TTL
+// and its answer. The store keeps such a record longer when its handler
+// outlived part of the TTL (a known outcome is kept half its TTL after it
+// is known, and a lease renewed past the TTL moves the expiry with it), so
+// Begin still answers from it, and the middleware retakes it (decide): the
+// request runs as a new one under the key. A run begins at its attempt's
+// start (decide starts an attempt for every run after the first). An
+// unknown outcome and an operator's verdict are the store's to expire.
+func expired(rec *journal.Record, now time.Time, ttl time.Duration) bool {
+	n := len(rec.Attempts)
+	return (rec.State == journal.StateSucceeded || rec.State == journal.StateFailed) && rec.Resolution == nil && n > 0 &&
+		!now.Before(rec.Attempts[n-1].Start.Add(ttl))
 }

@@ -61,8 +61,9 @@ type effectCompleter interface {
 		effect func(ctx context.Context) ([]byte, error)) (journal.Record, error)
 }
 
-// New returns a Middleware on store. It fails when a Volatile path is
-// invalid or InTx is asked of a store without the capability.
+// New returns a Middleware on store. It fails when TTL is shorter than
+// LeaseTTL, a Volatile path is invalid, or InTx is asked of a store
+// without the capability.
 func New(store journal.Store, opts *Options) (*Middleware, error) {
 	if store == nil {
 		return nil, errors.New("idempotency.New: nil store")
@@ -93,6 +94,9 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 	}
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if o.TTL < o.LeaseTTL {
+		return nil, fmt.Errorf("idempotency.New: TTL %v is shorter than LeaseTTL %v: a key would be new again while its first request may still run", o.TTL, o.LeaseTTL)
 	}
 	if o.ReplayedHeader == "" {
 		o.ReplayedHeader = DefaultReplayedHeader

@@ -15,9 +15,8 @@ import (
 )
 
 // decide carries out what Begin decided for the request; with Options.Wait
-// it waits for a key in flight to settle. A settled record that
-// journal.RequestStep runs again (StepRetry) is asked for by a second
-// Begin with a Retake.
+// it waits for a key in flight to settle. A settled record to run again
+// (m.retake) is asked for by a second Begin with a Retake.
 func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Handler, c *call) {
 	ctx := r.Context()
 	req := &c.req
@@ -46,18 +45,18 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 			return
 		case journal.TakenOver:
 			if retaken || m.inTx != nil { // under InTx a dead process's writes were rolled back
-				m.run(w, r, next, c, res.Token)
+				m.runAgain(w, r, next, c, res.Token)
 				return
 			}
 			m.abandon(ctx, c, res.Token)
 			m.answerUnknown(w, c, "the server stopped while handling the first request with this key; whether it took effect is unknown")
 			return
 		case journal.Answered:
-			if req.Retake == nil && retake(&res.Record) {
+			if req.Retake == nil && m.retake(&res.Record) {
 				// Begin again, asking for the record: rare, so that the
 				// common replay does not pay for Retake's copy.
 				req.Retake = func(rec *journal.Record) bool {
-					ok := retake(rec)
+					ok := m.retake(rec)
 					retaken = retaken || ok
 					return ok
 				}
@@ -89,10 +88,33 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 	}
 }
 
-// retake reports whether journal.RequestStep runs the settled record rec
-// again (a step that does not depend on the time).
-func retake(rec *journal.Record) bool {
-	return journal.RequestStep(rec, time.Now()) == journal.StepRetry
+// retake reports whether the settled record rec is run again:
+// journal.RequestStep says so (a failure that committed nothing), or its
+// answer is past the TTL (expired) while the store keeps it.
+func (m *Middleware) retake(rec *journal.Record) bool {
+	now := time.Now()
+	return journal.RequestStep(rec, now) == journal.StepRetry || expired(rec, now, m.o.TTL)
+}
+
+// runAgain runs the handler for a record taken over, as an attempt of its
+// own: the TTL counts from its start (expired), and the record's timeline
+// shows every run. A journal that cannot record the attempt gets the
+// record released, since nothing ran, and the client 503.
+func (m *Middleware) runAgain(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64) {
+	ctx := r.Context()
+	err := m.store.StartAttempt(ctx, journal.AttemptRequest{Key: c.jkey, Token: token, ID: c.req.AttemptID,
+		PrevClass: ClassCrashed, PrevError: "the server stopped while the handler ran; its writes were rolled back",
+		LeaseTTL: m.o.LeaseTTL})
+	if err != nil {
+		if _, cerr := m.store.Complete(context.WithoutCancel(ctx), journal.Completion{Key: c.jkey, Token: token,
+			State: journal.StateFailed, ErrorClass: ClassReleased, ErrorMessage: "not run: " + err.Error()}); cerr != nil {
+			m.o.ErrorLog("idempotency: key %s (%s): releasing a run that could not start: %v", c.jkey, c.tool, cerr)
+		}
+		writeProblem(w, http.StatusServiceUnavailable, ProblemJournal,
+			problem{Detail: "the request was not run: " + err.Error(), Key: c.key}, m.o.RetryAfter)
+		return
+	}
+	m.run(w, r, next, c, token)
 }
 
 // abandon settles a record whose owner died mid-request as unknown: it is
