@@ -98,3 +98,19 @@ func FuzzParseEnvelope(f *testing.F) {
 		}
 	})
 }
+
+// parseKey takes the draft's String Item with any RFC 8941 parameters, and
+// a bare key; nothing else.
+func TestParseKey(t *testing.T) {
+	for in, want := range map[string]string{
+		`"k"`: "k", `"k";a;b=?0;c=-1.5;d=:aGk=:;e=tok/x:y;f="s\"t";g=*h;i=-12`: "k", `"k"; a=1`: "k", ` "a\\b\"c" `: `a\b"c`,
+		`"\"k"`: `"k`, "1733582400_AbCdEf": "1733582400_AbCdEf", "ch:1/a=b+c": "ch:1/a=b+c",
+		`"k";a=1.2345`: "", `"k";a=1234567890123456`: "", `"k";a=1234567890123.5`: "", `"k" ;a`: "", `"k";a=?2`: "",
+		`"k";a=:a b:`: "", `"k";_a`: "", `"k";a="x`: "", `"k"x`: "", "k\x7f": "", `"é"`: "", "a\tb": "",
+	} {
+		got, err := parseKey(in)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("parseKey(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -134,34 +135,27 @@ func headerValue(h http.Header, name string) string {
 }
 
 // parseKey reads a key as the draft sends it, an RFC 8941 Item whose
-// value is a String ("k1"), its parameters (;p=1) checked and ignored;
-// or bare (k1), as Stripe's clients, Fiber's and the harness's Transport
-// send it: visible ASCII without the delimiters `"`, `,`, `;` and `\`.
-// The key is 1 to MaxKeyLength characters of printable ASCII.
-func parseKey(v string) (string, error) {
+// value is a String ("k1"), its parameters (;p=1) checked and ignored; or
+// bare (k1), as Stripe's clients, Fiber's and the harness's Transport send
+// it: visible ASCII without the delimiters `"`, `,`, `;` and `\`. The key
+// is 1 to MaxKeyLength characters of printable ASCII.
+func parseKey(v string) (key string, err error) {
 	v = strings.Trim(v, " \t")
-	if v == "" {
-		return "", errors.New("the key is empty")
-	}
 	key, rest := v, ""
-	if v[0] == '"' {
-		var err error
-		if key, rest, err = parseString(v); err != nil {
-			return "", err
-		}
-		if err = skipParams(v, rest); err != nil {
-			return "", err
-		}
+	if v != "" && v[0] == '"' {
+		key, rest, err = parseString(v)
 	} else if i := strings.IndexFunc(v, func(c rune) bool { return c <= ' ' || c > '~' || strings.ContainsRune(`",;\`, c) }); i >= 0 {
-		switch v[i] {
-		case ',':
-			return "", fmt.Errorf("a list (a comma at %d): send one key", i)
-		case ';':
-			return "", fmt.Errorf("parameters (at %d) follow only a quoted key", i)
-		}
-		return "", fmt.Errorf("%q at %d is not allowed in a bare key: send it quoted, as the draft does (\"…\")", v[i], i)
+		rest, err = v[i:], fmt.Errorf("%q at %d is not allowed in a bare key: send it quoted, as the draft does (\"…\")", v[i], i)
 	}
 	switch {
+	case strings.HasPrefix(rest, ","):
+		return "", errors.New("a list: send one key")
+	case strings.HasPrefix(rest, ";") && err != nil:
+		return "", errors.New("parameters follow only a quoted key")
+	case err != nil:
+		return "", err
+	case rest != "" && !params.MatchString(rest):
+		return "", fmt.Errorf("%.40q after the key is not RFC 8941 parameters (;name or ;name=value)", rest)
 	case key == "":
 		return "", errors.New("the key is empty")
 	case len(key) > MaxKeyLength:
@@ -170,122 +164,34 @@ func parseKey(v string) (string, error) {
 	return key, nil
 }
 
-// parseString reads the RFC 8941 sf-string that v begins with, and
-// returns it decoded and what follows it.
+// params matches RFC 8941 parameters, each ;name or ;name=value, the value
+// a String, Decimal, Integer, Token, Byte Sequence or Boolean.
+var params = regexp.MustCompile(`^(?:; *[a-z*][a-z0-9_.*-]*(?:=(?:"(?:[ !#-\[\]-~]|\\["\\])*"|` +
+	`-?[0-9]{1,12}\.[0-9]{1,3}|-?[0-9]{1,15}|[A-Za-z*][-!#$%&'*+.^_|~0-9A-Za-z:/` + "`" + `]*|:[A-Za-z0-9+/=]*:|\?[01]))?)*$`)
+
+// parseString reads the RFC 8941 String that v begins with, and returns it
+// decoded and what follows it.
 func parseString(v string) (s, rest string, err error) {
-	var b []byte // only for a string with an escape
+	var b []byte // the string decoded up to from, once it has an escape
+	from := 1
 	for i := 1; i < len(v); i++ {
 		switch c := v[i]; {
+		case c == '"' && b == nil:
+			return v[1:i], v[i+1:], nil
 		case c == '"':
-			if b == nil {
-				return v[1:i], v[i+1:], nil
-			}
-			return string(b), v[i+1:], nil
+			return string(append(b, v[from:i]...)), v[i+1:], nil
 		case c == '\\':
 			if i+1 == len(v) || v[i+1] != '"' && v[i+1] != '\\' {
 				return "", "", fmt.Errorf("an invalid escape at %d: only \\\" and \\\\ are", i)
 			}
-			if b == nil {
-				b = append(make([]byte, 0, len(v)), v[1:i]...)
-			}
+			b = append(append(b, v[from:i]...), v[i+1])
 			i++
-			b = append(b, v[i])
+			from = i + 1
 		case c < ' ' || c > '~':
 			return "", "", fmt.Errorf("the byte %#02x at %d is not allowed in a string", c, i)
-		default:
-			if b != nil {
-				b = append(b, c)
-			}
 		}
 	}
 	return "", "", errors.New("the string has no closing quote")
-}
-
-// skipParams checks the RFC 8941 parameters rest holds (;name or
-// ;name=bare-item, each), which end the Item v.
-func skipParams(v, rest string) error {
-	for rest != "" {
-		at := len(v) - len(rest)
-		switch {
-		case rest[0] == ',':
-			return fmt.Errorf("a list (a comma at %d): send one key", at)
-		case rest[0] != ';':
-			return fmt.Errorf("%q at %d after the string: only parameters (;name=value) may follow it", rest[0], at)
-		}
-		rest = strings.TrimLeft(rest[1:], " ")
-		n := strings.IndexFunc(rest, func(c rune) bool {
-			return !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.ContainsRune("_-.*", c))
-		})
-		if n < 0 {
-			n = len(rest)
-		}
-		if n == 0 || rest[0] != '*' && (rest[0] < 'a' || rest[0] > 'z') {
-			return fmt.Errorf("a parameter's name at %d must begin with a-z or *", len(v)-len(rest))
-		}
-		if rest = rest[n:]; rest == "" || rest[0] != '=' {
-			continue
-		}
-		var err error
-		if rest, err = skipBareItem(rest[1:]); err != nil {
-			return fmt.Errorf("the parameter's value at %d: %w", len(v)-len(rest), err)
-		}
-	}
-	return nil
-}
-
-// skipBareItem returns what follows the RFC 8941 bare item v begins with:
-// an Integer or Decimal, a String, a Token, a Byte Sequence or a Boolean.
-func skipBareItem(v string) (string, error) {
-	span := func(from int, ok func(c byte) bool) int {
-		for from < len(v) && ok(v[from]) {
-			from++
-		}
-		return from
-	}
-	digit := func(c byte) bool { return '0' <= c && c <= '9' }
-	switch {
-	case v == "":
-		return "", errors.New("missing")
-	case v[0] == '"':
-		_, rest, err := parseString(v)
-		return rest, err
-	case v[0] == '?':
-		if len(v) < 2 || v[1] != '0' && v[1] != '1' {
-			return "", errors.New("a Boolean is ?0 or ?1")
-		}
-		return v[2:], nil
-	case v[0] == ':':
-		n := span(1, func(c byte) bool { return c == '+' || c == '/' || c == '=' || digit(c) || isAlpha(c) })
-		if n == len(v) || v[n] != ':' {
-			return "", errors.New("a Byte Sequence ends with ':'")
-		}
-		return v[n+1:], nil
-	case v[0] == '*' || isAlpha(v[0]):
-		return v[span(1, func(c byte) bool { return c == ':' || c == '/' || isTchar(c) }):], nil
-	}
-	i := 0
-	if v[0] == '-' {
-		i = 1
-	}
-	n := span(i, digit)
-	if n > i && n < len(v) && v[n] == '.' {
-		m := span(n+1, digit)
-		if n-i > 12 || m-n-1 < 1 || m-n-1 > 3 {
-			return "", errors.New("a Decimal has 1 to 12 digits, '.', and 1 to 3 digits")
-		}
-		return v[m:], nil
-	}
-	if n == i || n-i > 15 {
-		return "", errors.New("not a bare item (an Integer has 1 to 15 digits)")
-	}
-	return v[n:], nil
-}
-
-func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
-
-// isTchar reports whether c is an RFC 9110 token character.
-func isTchar(c byte) bool {
-	return isAlpha(c) || '0' <= c && c <= '9' || c < 0x80 && strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 // safeMethod reports whether method has no effect to protect (RFC 9110
