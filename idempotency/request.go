@@ -17,11 +17,10 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// parse reads what the journal needs from r: the client's key (or the
-// event id Options.Key takes), the body, the tenant, and from them the
-// journal key and the BeginRequest, less its fingerprint. It returns a nil
-// call when it answered r itself: a problem, or next for a request that
-// is not protected (a safe method, or no key where none is required).
+// parse reads the key (or Options.Key's event id), the body and the tenant
+// of r, and from them the journal key and the BeginRequest, less its
+// fingerprint. It returns a nil call when it answered r itself: a problem,
+// or next for a request it does not protect.
 func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, read bool) (*call, []byte) {
 	if safeMethod(r.Method) && m.o.Key == nil {
 		next.ServeHTTP(w, r)
@@ -93,11 +92,8 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 		LeaseTTL:  m.o.LeaseTTL,
 		RecordTTL: m.o.TTL,
 		// The write-ahead: a crash mid-handler must leave the record. Under
-		// InTx it need not reach the disk first: the handler's writes
-		// commit only with the outcome, which makes the record durable
-		// too, so a record lost in a crash lost them with it, and a
-		// process killed mid-handler still leaves it (the bbolt store's
-		// pending log, PostgreSQL's server), to be run again.
+		// InTx the handler's writes commit only with the outcome, so a
+		// record lost in a crash lost them with it (docs/server.md).
 		Durable: m.inTx == nil,
 		Guard:   journal.GuardOff,
 	}
@@ -276,16 +272,11 @@ func kindOf(contentType string) bodyKind {
 }
 
 // fingerprintInput appends to buf what a request's fingerprint is the
-// SHA-256 of, and returns it with the canonical body's offset in it and its
-// kind: the path and query (the route pattern and method are in the key
-// already) and the body in its canonical form, with the route's volatile
-// fields dropped, each length-prefixed. A JSON body's canonical form is
-// also the record's Input. A JSON or form body that does not parse is
-// fingerprinted by its bytes: rejecting it is the handler's business.
-//
-// The fields are appended to one buffer and hashed once (see fingerprint),
-// the canonical form written in place after its kind and length: a request
-// costs no allocation here beyond the buffer, which serve pools.
+// SHA-256 of, and returns it with the canonical body's offset and kind:
+// the path and query (the method and route are in the key) and the body in
+// its canonical form without the route's volatile fields, each
+// length-prefixed, in one pooled buffer. A JSON or form body that does not
+// parse is taken by its bytes: rejecting it is the handler's business.
 func (m *Middleware) fingerprintInput(buf []byte, r *http.Request, body []byte) (out []byte, at int, kind bodyKind) {
 	buf = appendField(buf, "agentonce/idempotency/request/v1")
 	buf = appendField(buf, r.URL.EscapedPath())
@@ -347,11 +338,9 @@ var inputPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &
 const maxPooledInput = 64 << 10
 
 // stepKey is the scope of a key within its tenant (keyderive.ExplicitKey
-// adds the tenant and the journal's secret namespace): the method, the
-// route and the client's key. No newline can occur in a method, a route
-// pattern or a header value, so the join is unambiguous. tool, the method
-// and route ("POST /v1/charges"), is a substring of it: one allocation
-// for both.
+// adds the tenant and the namespace): the method, the route and the key,
+// which hold no newline, so the join is unambiguous. tool, the method and
+// route ("POST /v1/charges"), is a substring of it.
 func stepKey(method, route, key string) (step, tool string) {
 	step = stepKeyTag + method + " " + route + "\n" + key
 	return step, step[len(stepKeyTag) : len(stepKeyTag)+len(method)+1+len(route)]

@@ -96,10 +96,9 @@ func (m *Middleware) retake(rec *journal.Record) bool {
 	return journal.RequestStep(rec, now) == journal.StepRetry || expired(rec, now, m.o.TTL)
 }
 
-// runAgain runs the handler for a record taken over, as an attempt of its
-// own: the TTL counts from its start (expired), and the record's timeline
-// shows every run. A journal that cannot record the attempt gets the
-// record released, since nothing ran, and the client 503.
+// runAgain runs the handler for a record taken over as an attempt of its
+// own, whose start the TTL counts from (expired). If the attempt cannot
+// be recorded, nothing runs: the record is released, the client gets 503.
 func (m *Middleware) runAgain(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64) {
 	ctx := r.Context()
 	err := m.store.StartAttempt(ctx, journal.AttemptRequest{Key: c.jkey, Token: token, ID: c.req.AttemptID,
@@ -133,18 +132,15 @@ func (m *Middleware) abandon(ctx context.Context, c *call, token uint64) {
 var errRelease = errors.New("idempotency: handler's writes rolled back")
 
 // run runs the handler for a key this process now owns, records its
-// response and sends it. The record is completed before the client sees a
+// response and sends it: the record is completed before the client sees a
 // byte, so an answer lost on the way is replayed to the retry.
 //
-// Panic policy: a panic (or runtime.Goexit) in the handler settles the
-// record unknown, since the handler may have had its effect, and is then
-// re-raised so that net/http logs it and drops the connection. Under InTx
-// the handler's writes roll back with the panic, so the record is
-// released instead and the next request runs it again.
+// Panic policy: a panic (or runtime.Goexit) settles the record unknown,
+// since the handler may have had its effect, and is re-raised for net/http
+// to log. Under InTx the writes roll back with it: the record is released.
 func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64) {
-	// The handler is not cancelled when the client goes away: a client
-	// that gave up retries, and its retry should find the answer recorded,
-	// not a handler cut off halfway.
+	// A client that goes away cancels nothing: its retry should find the
+	// answer recorded, not a handler cut off halfway.
 	bg := context.WithoutCancel(r.Context())
 	ctx, stop := keepLease(bg, m.store, c.jkey, token, m.o.LeaseTTL)
 	defer stop()
