@@ -15,19 +15,16 @@ import (
 )
 
 // lookUp fingerprints the request and returns the settled record that
-// answers it without a Begin, or nil. Begin answers a replay by a read
-// (it writes nothing on a settled record), so a new key is one Begin, not
-// a Get and a Begin: the answer is looked up in memory (answers), and read
-// by a Get first only for a key this Middleware has seen, likely a retry,
-// or for every key on a store whose Begin costs more than a read
-// (readFirst). When nothing answers, the request's canonical JSON body
-// becomes the record's Input.
+// answers it without a Begin, or nil: from memory (answers), else by a Get
+// for a key seen before (likely a retry) or, on a store whose Begin costs
+// more than a read, for every key (readFirst). When nothing answers, the
+// canonical JSON body becomes the record's Input.
 func (m *Middleware) lookUp(r *http.Request, c *call, body []byte) *journal.Record {
 	bufp := inputPool.Get().(*[]byte)
 	input, at, kind := m.fingerprintInput((*bufp)[:0], r, body)
 	c.req.Fingerprint = fingerprint(input)
 	now := time.Now()
-	ans := m.answers.get(c.jkey, c.req.Fingerprint, now)
+	ans := m.answers.get(c.jkey, c.req.Fingerprint, now, m.o.TTL)
 	if ans == nil && (m.readFirst || m.seen.has(c.jkey)) {
 		if rec, ok := m.replayable(r.Context(), &c.req); ok {
 			m.answers.put(&rec, now)
@@ -46,21 +43,17 @@ func (m *Middleware) lookUp(r *http.Request, c *call, body []byte) *journal.Reco
 }
 
 // replayable reads req's record and reports whether it answers req
-// (answersRequest). Anything else goes through Begin, which decides on the
-// store's clock.
+// (answersRequest).
 func (m *Middleware) replayable(ctx context.Context, req *journal.BeginRequest) (journal.Record, bool) {
 	rec, err := m.store.Get(ctx, req.Key)
-	return rec, err == nil && answersRequest(&rec, req.Fingerprint, time.Now())
+	return rec, err == nil && answersRequest(&rec, req.Fingerprint, time.Now(), m.o.TTL)
 }
 
 // seenKeys is a lossy table of the journal keys this Middleware began or
-// was answered about: a request for one is likely a retry, answered by a
-// Get before Begin (1 round trip, where Begin's answer to a replay costs
-// more than a Get even on stores that answer it by a read), and a request
-// for any other likely a new key, sent straight to Begin (no read before
-// it). The table only chooses the path and both answer the same, so a key
-// forgotten (its slot taken by another) or mistaken (another key's tag)
-// costs at most a round trip, never an answer.
+// was answered about: a request for one is likely a retry, read by a Get
+// before Begin; any other goes straight to Begin. It only chooses the path,
+// and both answer the same: a wrong guess costs a round trip, never an
+// answer.
 type seenKeys [seenSlots]atomic.Uint64
 
 // seenSlots is the table's size: 32 KiB a Middleware.
@@ -84,9 +77,7 @@ func (s *seenKeys) add(k uuid.UUID) {
 }
 
 // beginReplayer is a store whose Begin answers a settled record by one
-// read-only round trip (journal/redis): a Get before every Begin would add
-// a round trip to every new key, and save a replay only the difference
-// between a Get and that Begin.
+// read-only round trip (journal/redis).
 type beginReplayer interface {
 	BeginReplays() bool
 }
@@ -98,13 +89,9 @@ type localReader interface {
 }
 
 // replayReads reports whether the middleware reads every key's record
-// before Begin on store. Begin alone answers every request, a replay
-// included (journal.Store: "Begin on the replay path writes nothing"), so
-// a read before it is a read more for every new key. It stays for every
-// request on a store that does not say that its Begin answers a replay by
-// a read: journal/postgres, whose Begin on a settled record is a statement
-// costing about 2.4 Gets, and a wrapper that does not forward the
-// capabilities. On the others only a key seen before is read first.
+// before Begin on store: on one that does not say its Begin answers a
+// replay by a read (journal/postgres, whose Begin there costs about 2.4
+// Gets, or a wrapper). On the others only a key seen before is read first.
 func replayReads(store journal.Store) bool {
 	if b, ok := store.(beginReplayer); ok && b.BeginReplays() {
 		return false
@@ -120,16 +107,12 @@ func replayReads(store journal.Store) bool {
 // round trip to the store. A slot holds one record, replaced whole by the
 // next record whose key falls in it; readers load it without a lock.
 //
-// It is sound because what it holds cannot change in any store before it
-// expires: a record is kept only when settled with a known outcome
-// (succeeded, failed, suppressed) and not to be run again (retakable),
-// and such a record is only ever replaced by a Begin once it has expired
-// (journal.Reissue), deleted by GC once it has expired, and never
-// resolved (Resolve takes pending and unknown records); settling late or
-// covering a lease only moves its expiry later. A record is answered from
-// here on the same terms as replayable answers it from a Get, a minute
-// before its expiry on this machine's clock at the latest; an unknown
-// outcome, which an operator may resolve at any time, is never kept.
+// It is sound because what it holds cannot change before it expires: it
+// keeps only a known outcome not to be run again, which a store replaces
+// only once it has expired (journal.Reissue, or a retake past the TTL,
+// when expired stops answering from it too), GC deletes only then, and
+// Resolve never takes. It answers on replayable's terms (answersRequest);
+// an unknown outcome, which an operator may resolve, is never kept.
 type answers [answerSlots]atomic.Pointer[journal.Record]
 
 // answerSlots is the table's size, and maxAnswerBytes the largest stored
@@ -145,18 +128,18 @@ func answerSlot(k uuid.UUID) int { return int(binary.BigEndian.Uint16(k[2:4])) &
 
 // get returns the record kept for key when it answers a request with
 // fingerprint fp now, or nil. The record is shared: read it only.
-func (a *answers) get(key uuid.UUID, fp keyderive.Fingerprint, now time.Time) *journal.Record {
+func (a *answers) get(key uuid.UUID, fp keyderive.Fingerprint, now time.Time, ttl time.Duration) *journal.Record {
 	r := a[answerSlot(key)].Load()
-	if r == nil || r.Key != key || !answersRequest(r, fp, now) {
+	if r == nil || r.Key != key || !answersRequest(r, fp, now, ttl) {
 		return nil
 	}
 	return r
 }
 
 // put keeps a copy of rec when it may be answered from the table at now
-// and later, without
-// what an answer does not read (the request's input, the attempts), so
-// that a slot holds at most maxAnswerBytes of output and a few strings.
+// and later, without what an answer does not read (the request's input,
+// the attempts but the last), so that a slot holds at most maxAnswerBytes
+// of output and a few strings.
 // rec's output is shared with the copy: the caller must not change it.
 func (a *answers) put(rec *journal.Record, now time.Time) {
 	switch rec.State {
@@ -168,16 +151,26 @@ func (a *answers) put(rec *journal.Record, now time.Time) {
 		return
 	}
 	c := *rec
-	c.Input, c.Attempts = nil, nil
+	c.Input, c.Attempts = nil, rec.Attempts[max(len(rec.Attempts)-1, 0):] // the last: expired reads its start
 	a[answerSlot(rec.Key)].Store(&c)
 }
 
 // answersRequest reports whether the record rec answers a request with
 // fingerprint fp at now without a Begin: it has the request's fingerprint
-// (or none), and journal.RequestStep answers from it (a settled record
-// not to be run again, a minute before its expiry at the latest on this
-// clock). Anything else goes through Begin, which decides on the store's
-// clock.
-func answersRequest(rec *journal.Record, fp keyderive.Fingerprint, now time.Time) bool {
-	return (rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && journal.RequestStep(rec, now) == journal.StepAnswer
+// (or none), journal.RequestStep answers from it (a minute before its
+// expiry at the latest) and it is not expired. Begin decides the rest.
+func answersRequest(rec *journal.Record, fp keyderive.Fingerprint, now time.Time, ttl time.Duration) bool {
+	return (rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && journal.RequestStep(rec, now) == journal.StepAnswer &&
+		!expired(rec, now, ttl)
+}
+
+// expired reports whether the settled record rec no longer answers its key
+// at now: a known outcome whose run (its last attempt) began ttl ago. Its
+// key is new again at the later of first request + TTL and the answer;
+// the store may keep it longer (a slow handler's), and decide retakes it.
+// An unknown outcome and an operator's verdict expire as the store says.
+func expired(rec *journal.Record, now time.Time, ttl time.Duration) bool {
+	n := len(rec.Attempts)
+	return (rec.State == journal.StateSucceeded || rec.State == journal.StateFailed) && rec.Resolution == nil && n > 0 &&
+		!now.Before(rec.Attempts[n-1].Start.Add(ttl))
 }

@@ -10,6 +10,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -61,8 +62,9 @@ type effectCompleter interface {
 		effect func(ctx context.Context) ([]byte, error)) (journal.Record, error)
 }
 
-// New returns a Middleware on store. It fails when a Volatile path is
-// invalid or InTx is asked of a store without the capability.
+// New returns a Middleware on store. It fails when TTL is shorter than
+// LeaseTTL, a Volatile path is invalid, or InTx is asked of a store
+// without the capability.
 func New(store journal.Store, opts *Options) (*Middleware, error) {
 	if store == nil {
 		return nil, errors.New("idempotency.New: nil store")
@@ -76,23 +78,14 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 		m.o = *opts
 	}
 	o := &m.o
-	if o.RetryAfter <= 0 {
-		o.RetryAfter = DefaultRetryAfter
-	}
-	if o.TTL <= 0 {
-		o.TTL = DefaultTTL
-	}
-	if o.LeaseTTL <= 0 {
-		o.LeaseTTL = DefaultLeaseTTL
-	}
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if o.MaxStoredBytes <= 0 {
-		o.MaxStoredBytes = DefaultMaxStoredBytes
-	}
-	if o.MaxResponseBytes <= 0 {
-		o.MaxResponseBytes = DefaultMaxResponseBytes
+	orDefault(&o.RetryAfter, DefaultRetryAfter)
+	orDefault(&o.TTL, DefaultTTL)
+	orDefault(&o.LeaseTTL, DefaultLeaseTTL)
+	orDefault(&o.MaxBodyBytes, DefaultMaxBodyBytes)
+	orDefault(&o.MaxStoredBytes, DefaultMaxStoredBytes)
+	orDefault(&o.MaxResponseBytes, DefaultMaxResponseBytes)
+	if o.TTL < o.LeaseTTL {
+		return nil, fmt.Errorf("idempotency.New: TTL %v is shorter than LeaseTTL %v: a key would be new again while its first request may still run", o.TTL, o.LeaseTTL)
 	}
 	if o.ReplayedHeader == "" {
 		o.ReplayedHeader = DefaultReplayedHeader
@@ -126,6 +119,13 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 	return m, nil
 }
 
+// orDefault sets *v to d when it is not positive.
+func orDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
+}
+
 // Handler wraps next. Register the result on a ServeMux (mux.Handle(
 // "POST /v1/charges", m.Handler(charge))) so that the route pattern is
 // known: wrapping the mux itself scopes keys by path instead.
@@ -134,14 +134,11 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 }
 
 // Serve answers r as m.Handler(next) does, for a server that is not
-// net/http's and holds the request's body in memory already (Fiber's
-// fasthttp, for one): body is r's body, which the middleware neither reads
-// from r.Body nor copies (it is not kept after Serve returns), and
-// MaxBodyBytes still caps it. When the middleware protects r, next gets
-// it with a Body that reads body; when r passes through (a safe method, no
-// key), next gets r as it is. r.Pattern, when set, is the route that
-// scopes the key, as a ServeMux would set it. A replay is handed to w's
-// WriteReplay when w is a ReplayWriter.
+// net/http's and holds the body in memory (Fiber's fasthttp): body is r's
+// body, neither read from r.Body nor copied nor kept, and MaxBodyBytes
+// caps it. A protected r reaches next with a Body that reads body; one
+// passed through, as it is. r.Pattern, when set, is the route that scopes
+// the key. A replay goes to w's WriteReplay when w is a ReplayWriter.
 func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, body []byte, next http.Handler) {
 	m.serve(w, r, next, body, false)
 }

@@ -10,28 +10,26 @@ const (
 	// DefaultTTL is how long a stored response is kept, counted from the
 	// first request with its key: Stripe keeps keys at least 24 hours.
 	DefaultTTL = 24 * time.Hour
-	// DefaultLeaseTTL is the lease a running handler holds on its key. It
-	// is renewed every third of it while the handler runs, so it bounds
-	// how long a dead process's key stays "in flight", not how long a
-	// handler may take.
+	// DefaultLeaseTTL is a running handler's lease on its key, renewed
+	// every third of it: it bounds how long a dead process's key stays in
+	// flight, not how long a handler may take.
 	DefaultLeaseTTL = 30 * time.Second
 	// DefaultRetryAfter is the Retry-After sent with a 409 for a key whose
 	// first request is still running.
 	DefaultRetryAfter = time.Second
 	// DefaultMaxBodyBytes caps the request body the middleware reads.
 	DefaultMaxBodyBytes = 1 << 20
-	// DefaultMaxStoredBytes caps a response body kept in the record; a
-	// larger one goes to Options.Blobs.
-	DefaultMaxStoredBytes = 64 << 10
+	// DefaultMaxStoredBytes caps a response body kept in the record: the
+	// request body's bound, far above a JSON answer's.
+	DefaultMaxStoredBytes = 1 << 20
 	// DefaultMaxResponseBytes caps a response body the middleware buffers.
 	DefaultMaxResponseBytes = 32 << 20
 	// DefaultReplayedHeader marks a replayed response, as Stripe names it.
 	DefaultReplayedHeader = "Idempotent-Replayed"
 	// KeyHeader is the draft's request header.
 	KeyHeader = "Idempotency-Key"
-	// AgentonceKeyHeader is where the harness's Transport sends the key of
-	// an Unkeyed tool (see downstream.Transport); it is honoured when
-	// Idempotency-Key is absent.
+	// AgentonceKeyHeader carries an Unkeyed tool's key from the harness's
+	// downstream.Transport; it is honoured when Idempotency-Key is absent.
 	AgentonceKeyHeader = "X-Agentonce-Key"
 	// RequestIDHeader is recorded as the attempt's id when present, so the
 	// caller's journal and this one name the same attempt.
@@ -55,11 +53,10 @@ type Options struct {
 	// a key runs unprotected, as Stripe's API treats it.
 	Require func(r *http.Request) bool
 
-	// Volatile lists, per route pattern (r.Pattern as ServeMux reports it,
-	// e.g. "POST /v1/charges"), the body fields left out of the
-	// fingerprint: JSON property paths as keyderive.NewNormalizer takes
-	// them ("metadata.trace_id"), or form field names. A retry that
-	// differs only in them is the same request.
+	// Volatile lists, per route pattern (r.Pattern, "POST /v1/charges"),
+	// the body fields left out of the fingerprint: JSON paths as
+	// keyderive.NewNormalizer takes them ("metadata.trace_id"), or form
+	// field names.
 	Volatile map[string][]string
 
 	// Wait, when positive, makes a request whose key is in flight wait up
@@ -71,27 +68,31 @@ type Options struct {
 	// means DefaultRetryAfter (1s); it is rounded up to whole seconds.
 	RetryAfter time.Duration
 
-	// TTL is how long a stored response is kept, from the first request
-	// with its key; after it, the key is new again. Zero means DefaultTTL
-	// (24h). A record whose outcome is unknown is kept past it until an
-	// operator resolves it.
+	// TTL is how long a stored response answers its key, from the first
+	// request with it; then the key is new again, but never while that
+	// request runs: a handler slower than TTL leaves its key new at its
+	// answer. It must be at least LeaseTTL (New refuses less). Zero means
+	// DefaultTTL (24h). An unknown outcome is kept until an operator
+	// resolves it; the store may keep other records longer (docs/server.md).
 	TTL time.Duration
 
-	// LeaseTTL is the running handler's lease. Zero means DefaultLeaseTTL
-	// (30s). It is renewed every LeaseTTL/3; a process that dies leaves
-	// its keys in flight for at most LeaseTTL (on bbolt, until it reopens
-	// the journal, which ends the dead process's leases).
+	// LeaseTTL is the running handler's lease, renewed every LeaseTTL/3: a
+	// process that dies leaves its keys in flight for at most LeaseTTL (on
+	// bbolt, until the journal is reopened). Zero means DefaultLeaseTTL
+	// (30s).
 	LeaseTTL time.Duration
 
 	// MaxBodyBytes caps the request body; a larger one gets 413 and does
 	// not run. Zero means DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
 
-	// MaxStoredBytes caps the response body kept in the journal record.
-	// A larger body is kept in Blobs, the record holding its SHA-256 and
-	// Blobs' reference; without Blobs, only the hash is kept and a replay
-	// answers 500 (stored-body-unavailable). Zero means
-	// DefaultMaxStoredBytes (64 KiB).
+	// MaxStoredBytes caps the response body (and the canonical request
+	// body) kept in the journal record. A larger response body is kept in
+	// Blobs, the record holding its SHA-256 and Blobs' reference. Without
+	// Blobs only the hash is kept: the first client gets the body, ErrorLog
+	// is told (the key, the route, the size), and every retry gets 500
+	// stored-body-unavailable; the handler never runs twice. Zero means
+	// DefaultMaxStoredBytes (1 MiB).
 	MaxStoredBytes int
 
 	// MaxResponseBytes caps the response body the middleware buffers
@@ -132,21 +133,15 @@ type Options struct {
 	Key func(r *http.Request, body []byte) (string, error)
 
 	// InTx runs the handler inside the transaction that records its
-	// response, on a store that offers one: on PostgreSQL the handler
-	// writes through postgres.TxFrom(r.Context()), on a bbolt file through
-	// bolt.TxFrom(r.Context()) into buckets of its own, and it must have no
-	// other effect. Its writes and the stored response then commit
-	// together, so a handler that panics or answers 5xx, or a process that
-	// dies, leaves nothing behind and the next request with the key runs it
-	// again; and the write-ahead need not be durable before the handler
-	// runs, so a new key costs one commit, the handler's own. On bbolt the handler holds the file's single writer lock while
-	// it runs: every other request's journal write waits for it, so it must
-	// be short and local, and must not call the journal. New refuses InTx
-	// on a store without the capability.
+	// response: it writes through postgres.TxFrom(r.Context()) or, into
+	// buckets of its own, bolt.TxFrom(r.Context()), and has no other
+	// effect. A panic, a 5xx or a crash then leaves nothing behind and the
+	// next request runs again, and a new key costs one commit. On bbolt the
+	// handler holds the file's single writer lock: it must be short, local,
+	// and not call the journal. New refuses InTx on a store without it.
 	InTx bool
 
-	// ErrorLog receives what cannot be told to the client (a record that
-	// could not be completed after its response was built). Nil means the
-	// log package's standard logger.
+	// ErrorLog receives what cannot be told to the client (a response that
+	// could not be recorded, or only its hash). Nil means log.Printf.
 	ErrorLog func(format string, args ...any)
 }

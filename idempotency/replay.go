@@ -24,21 +24,14 @@ func (m *Middleware) answer(w http.ResponseWriter, c *call, rec *journal.Record)
 			operatorResponse(rec.Output).write(w, m.o.ReplayedHeader)
 			return
 		}
+		if err == nil && e.body == nil && e.sum != emptySum { // kept elsewhere: a blob, or only its hash
+			e.body, err = m.fetchBlob(&e)
+		}
 		if err != nil {
 			m.o.ErrorLog("idempotency: key %s (%s): %v", c.jkey, c.tool, err)
 			writeProblem(w, http.StatusInternalServerError, ProblemBodyUnavailable,
 				problem{Detail: err.Error(), Key: c.key, JournalKey: c.jkey.String()}, 0)
 			return
-		}
-		if e.body == nil && e.sum != emptySum {
-			// Kept elsewhere: a blob, or only its hash.
-			b, err := m.fetchBlob(c, &e)
-			if err != nil {
-				writeProblem(w, http.StatusInternalServerError, ProblemBodyUnavailable,
-					problem{Detail: err.Error(), Key: c.key, JournalKey: c.jkey.String()}, 0)
-				return
-			}
-			e.body = b
 		}
 		if rw, ok := w.(ReplayWriter); ok {
 			rw.WriteReplay(Replay{Status: e.status, Body: e.body, header: e.header, sorted: e.sorted, replayed: m.replayedB})
@@ -54,9 +47,9 @@ func (m *Middleware) answer(w http.ResponseWriter, c *call, rec *journal.Record)
 }
 
 // fetchBlob returns the body e's record keeps in the blob store.
-func (m *Middleware) fetchBlob(c *call, e *envelope) ([]byte, error) {
+func (m *Middleware) fetchBlob(e *envelope) ([]byte, error) {
 	if m.o.Blobs == nil || len(e.blob) == 0 {
-		return nil, errors.New("the body was larger than MaxStoredBytes and no BlobStore kept it")
+		return nil, fmt.Errorf("the first answer's body was over MaxStoredBytes (%d) and no Options.Blobs kept it: only its SHA-256 is stored, and the handler is not run again", m.o.MaxStoredBytes)
 	}
 	b, err := m.o.Blobs.Get(context.Background(), string(e.blob), int64(m.o.MaxResponseBytes))
 	if err == nil && sha256.Sum256(b) != e.sum {
@@ -88,11 +81,8 @@ func (m *Middleware) answerUnknown(w http.ResponseWriter, c *call, detail string
 
 // A ReplayWriter is an http.ResponseWriter that sends a replayed answer
 // itself, for a server whose response is not an http.Header and a stream
-// (Fiber's fasthttp, for one): when the ResponseWriter the middleware
-// answers on is a ReplayWriter, a stored answer is handed whole to
-// WriteReplay, without being built into w.Header() first. Every other
-// answer (the first one, a problem) goes through Header, WriteHeader and
-// Write.
+// (Fiber's fasthttp): a stored answer is handed whole to WriteReplay.
+// Every other answer goes through Header, WriteHeader and Write.
 type ReplayWriter interface {
 	http.ResponseWriter
 	// WriteReplay sends r as the answer, in place of any header the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -16,11 +17,10 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// parse reads what the journal needs from r: the client's key (or the
-// event id Options.Key takes), the body, the tenant, and from them the
-// journal key and the BeginRequest, less its fingerprint. It returns a nil
-// call when it answered r itself: a problem, or next for a request that
-// is not protected (a safe method, or no key where none is required).
+// parse reads the key (or Options.Key's event id), the body and the tenant
+// of r, and from them the journal key and the BeginRequest, less its
+// fingerprint. It returns a nil call when it answered r itself: a problem,
+// or next for a request it does not protect.
 func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, read bool) (*call, []byte) {
 	if safeMethod(r.Method) && m.o.Key == nil {
 		next.ServeHTTP(w, r)
@@ -92,11 +92,8 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 		LeaseTTL:  m.o.LeaseTTL,
 		RecordTTL: m.o.TTL,
 		// The write-ahead: a crash mid-handler must leave the record. Under
-		// InTx it need not reach the disk first: the handler's writes
-		// commit only with the outcome, which makes the record durable
-		// too, so a record lost in a crash lost them with it, and a
-		// process killed mid-handler still leaves it (the bbolt store's
-		// pending log, PostgreSQL's server), to be run again.
+		// InTx the handler's writes commit only with the outcome, so a
+		// record lost in a crash lost them with it (docs/server.md).
 		Durable: m.inTx == nil,
 		Guard:   journal.GuardOff,
 	}
@@ -104,35 +101,24 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 }
 
 // requestKey returns the request's idempotency key: Idempotency-Key, or
-// X-Agentonce-Key when it is absent. ok is false when neither is sent. The
-// draft makes the value a Structured Field string ("…"); the bare token
-// that Stripe's clients and the harness send is accepted too.
+// X-Agentonce-Key when it is absent, read by parseKey. ok is false when
+// neither is sent; a header sent empty, or on several lines, is an error.
 func requestKey(r *http.Request) (key string, ok bool, err error) {
-	v := headerValue(r.Header, KeyHeader)
 	name := KeyHeader
-	if v == "" {
-		v, name = headerValue(r.Header, AgentonceKeyHeader), AgentonceKeyHeader
-	}
-	if v == "" {
-		return "", false, nil
-	}
-	if len(v) > MaxKeyLength+2 {
-		return "", true, fmt.Errorf("%s is %d bytes, more than the %d allowed", name, len(v), MaxKeyLength)
-	}
-	if v[0] == '"' {
-		if v, err = unquoteSF(v); err != nil {
-			return "", true, fmt.Errorf("%s: %w", name, err)
+	vs := r.Header[name]
+	if len(vs) == 0 {
+		name = AgentonceKeyHeader
+		if vs = r.Header[name]; len(vs) == 0 {
+			return "", false, nil
 		}
 	}
-	if v == "" || len(v) > MaxKeyLength {
-		return "", true, fmt.Errorf("%s must be 1 to %d characters, got %d", name, MaxKeyLength, len(v))
+	if len(vs) > 1 {
+		return "", true, fmt.Errorf("%s is sent on %d lines: send one key", name, len(vs))
 	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] > 0x7e {
-			return "", true, fmt.Errorf("%s has a byte 0x%02x at %d: only printable ASCII is allowed", name, v[i], i)
-		}
+	if key, err = parseKey(vs[0]); err != nil {
+		return "", true, fmt.Errorf("%s: %w", name, err)
 	}
-	return v, true, nil
+	return key, true, nil
 }
 
 // headerValue is h.Get(name) for a name already in canonical form, without
@@ -144,29 +130,64 @@ func headerValue(h http.Header, name string) string {
 	return ""
 }
 
-// unquoteSF decodes an RFC 8941 sf-string.
-func unquoteSF(v string) (string, error) {
-	if len(v) < 2 || v[len(v)-1] != '"' {
-		return "", errors.New("a quoted key must end with a double quote")
+// parseKey reads a key as the draft sends it, an RFC 8941 Item whose
+// value is a String ("k1"), its parameters (;p=1) checked and ignored; or
+// bare (k1), as Stripe's clients, Fiber's and the harness's Transport send
+// it: visible ASCII without the delimiters `"`, `,`, `;` and `\`. The key
+// is 1 to MaxKeyLength characters of printable ASCII.
+func parseKey(v string) (key string, err error) {
+	v = strings.Trim(v, " \t")
+	key, rest := v, ""
+	if v != "" && v[0] == '"' {
+		key, rest, err = parseString(v)
+	} else if i := strings.IndexFunc(v, func(c rune) bool { return c <= ' ' || c > '~' || strings.ContainsRune(`",;\`, c) }); i >= 0 {
+		rest, err = v[i:], fmt.Errorf("%q at %d is not allowed in a bare key: send it quoted, as the draft does (\"…\")", v[i], i)
 	}
-	in := v[1 : len(v)-1]
-	if !strings.ContainsAny(in, `\"`) {
-		return in, nil
+	switch {
+	case strings.HasPrefix(rest, ","):
+		return "", errors.New("a list: send one key")
+	case strings.HasPrefix(rest, ";") && err != nil:
+		return "", errors.New("parameters follow only a quoted key")
+	case err != nil:
+		return "", err
+	case rest != "" && !params.MatchString(rest):
+		return "", fmt.Errorf("%.40q after the key is not RFC 8941 parameters (;name or ;name=value)", rest)
+	case key == "":
+		return "", errors.New("the key is empty")
+	case len(key) > MaxKeyLength:
+		return "", fmt.Errorf("the key is %d characters, more than the %d allowed", len(key), MaxKeyLength)
 	}
-	var b strings.Builder
-	for i := 0; i < len(in); i++ {
-		c := in[i]
-		switch {
-		case c == '\\' && i+1 < len(in) && (in[i+1] == '\\' || in[i+1] == '"'):
+	return key, nil
+}
+
+// params matches RFC 8941 parameters, each ;name or ;name=value, the value
+// a String, Decimal, Integer, Token, Byte Sequence or Boolean.
+var params = regexp.MustCompile(`^(?:; *[a-z*][a-z0-9_.*-]*(?:=(?:"(?:[ !#-\[\]-~]|\\["\\])*"|` +
+	`-?[0-9]{1,12}\.[0-9]{1,3}|-?[0-9]{1,15}|[A-Za-z*][-!#$%&'*+.^_|~0-9A-Za-z:/` + "`" + `]*|:[A-Za-z0-9+/=]*:|\?[01]))?)*$`)
+
+// parseString reads the RFC 8941 String that v begins with, and returns it
+// decoded and what follows it.
+func parseString(v string) (s, rest string, err error) {
+	var b []byte // the string decoded up to from, once it has an escape
+	from := 1
+	for i := 1; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"' && b == nil:
+			return v[1:i], v[i+1:], nil
+		case c == '"':
+			return string(append(b, v[from:i]...)), v[i+1:], nil
+		case c == '\\':
+			if i+1 == len(v) || v[i+1] != '"' && v[i+1] != '\\' {
+				return "", "", fmt.Errorf("an invalid escape at %d: only \\\" and \\\\ are", i)
+			}
+			b = append(append(b, v[from:i]...), v[i+1])
 			i++
-			b.WriteByte(in[i])
-		case c == '\\' || c == '"':
-			return "", fmt.Errorf("a quoted key has a bare %q at %d", c, i+1)
-		default:
-			b.WriteByte(c)
+			from = i + 1
+		case c < ' ' || c > '~':
+			return "", "", fmt.Errorf("the byte %#02x at %d is not allowed in a string", c, i)
 		}
 	}
-	return b.String(), nil
+	return "", "", errors.New("the string has no closing quote")
 }
 
 // safeMethod reports whether method has no effect to protect (RFC 9110
@@ -251,16 +272,11 @@ func kindOf(contentType string) bodyKind {
 }
 
 // fingerprintInput appends to buf what a request's fingerprint is the
-// SHA-256 of, and returns it with the canonical body's offset in it and its
-// kind: the path and query (the route pattern and method are in the key
-// already) and the body in its canonical form, with the route's volatile
-// fields dropped, each length-prefixed. A JSON body's canonical form is
-// also the record's Input. A JSON or form body that does not parse is
-// fingerprinted by its bytes: rejecting it is the handler's business.
-//
-// The fields are appended to one buffer and hashed once (see fingerprint),
-// the canonical form written in place after its kind and length: a request
-// costs no allocation here beyond the buffer, which serve pools.
+// SHA-256 of, and returns it with the canonical body's offset and kind:
+// the path and query (the method and route are in the key) and the body in
+// its canonical form without the route's volatile fields, each
+// length-prefixed, in one pooled buffer. A JSON or form body that does not
+// parse is taken by its bytes: rejecting it is the handler's business.
 func (m *Middleware) fingerprintInput(buf []byte, r *http.Request, body []byte) (out []byte, at int, kind bodyKind) {
 	buf = appendField(buf, "agentonce/idempotency/request/v1")
 	buf = appendField(buf, r.URL.EscapedPath())
@@ -322,11 +338,9 @@ var inputPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &
 const maxPooledInput = 64 << 10
 
 // stepKey is the scope of a key within its tenant (keyderive.ExplicitKey
-// adds the tenant and the journal's secret namespace): the method, the
-// route and the client's key. No newline can occur in a method, a route
-// pattern or a header value, so the join is unambiguous. tool, the method
-// and route ("POST /v1/charges"), is a substring of it: one allocation
-// for both.
+// adds the tenant and the namespace): the method, the route and the key,
+// which hold no newline, so the join is unambiguous. tool, the method and
+// route ("POST /v1/charges"), is a substring of it.
 func stepKey(method, route, key string) (step, tool string) {
 	step = stepKeyTag + method + " " + route + "\n" + key
 	return step, step[len(stepKeyTag) : len(stepKeyTag)+len(method)+1+len(route)]

@@ -283,18 +283,6 @@ func (e *envelope) writeHeader(h http.Header, replayed string, length int) {
 	}
 }
 
-// decodeResponse reads an Output written by encode. The body is nil when
-// it was not kept inline.
-func decodeResponse(out []byte) (*response, error) {
-	var e envelope
-	if err := parseEnvelope(out, &e); err != nil {
-		return nil, err
-	}
-	resp := &response{Status: e.status, Header: http.Header{}, Sum: e.sum, Blob: string(e.blob), Body: e.body}
-	e.writeHeader(resp.Header, "", 0)
-	return resp, nil
-}
-
 // write sends resp to w, marked as a replay when replayed is not empty.
 func (resp *response) write(w http.ResponseWriter, replayedHeader string) {
 	h := w.Header()

@@ -15,9 +15,8 @@ import (
 )
 
 // decide carries out what Begin decided for the request; with Options.Wait
-// it waits for a key in flight to settle. A settled record that
-// journal.RequestStep runs again (StepRetry) is asked for by a second
-// Begin with a Retake.
+// it waits for a key in flight to settle. A settled record to run again
+// (m.retake) is asked for by a second Begin with a Retake.
 func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Handler, c *call) {
 	ctx := r.Context()
 	req := &c.req
@@ -46,18 +45,18 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 			return
 		case journal.TakenOver:
 			if retaken || m.inTx != nil { // under InTx a dead process's writes were rolled back
-				m.run(w, r, next, c, res.Token)
+				m.runAgain(w, r, next, c, res.Token)
 				return
 			}
 			m.abandon(ctx, c, res.Token)
 			m.answerUnknown(w, c, "the server stopped while handling the first request with this key; whether it took effect is unknown")
 			return
 		case journal.Answered:
-			if req.Retake == nil && retake(&res.Record) {
+			if req.Retake == nil && m.retake(&res.Record) {
 				// Begin again, asking for the record: rare, so that the
 				// common replay does not pay for Retake's copy.
 				req.Retake = func(rec *journal.Record) bool {
-					ok := retake(rec)
+					ok := m.retake(rec)
 					retaken = retaken || ok
 					return ok
 				}
@@ -89,10 +88,32 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 	}
 }
 
-// retake reports whether journal.RequestStep runs the settled record rec
-// again (a step that does not depend on the time).
-func retake(rec *journal.Record) bool {
-	return journal.RequestStep(rec, time.Now()) == journal.StepRetry
+// retake reports whether the settled record rec is run again:
+// journal.RequestStep says so (a failure that committed nothing), or its
+// answer is past the TTL (expired) while the store keeps it.
+func (m *Middleware) retake(rec *journal.Record) bool {
+	now := time.Now()
+	return journal.RequestStep(rec, now) == journal.StepRetry || expired(rec, now, m.o.TTL)
+}
+
+// runAgain runs the handler for a record taken over as an attempt of its
+// own, whose start the TTL counts from (expired). If the attempt cannot
+// be recorded, nothing runs: the record is released, the client gets 503.
+func (m *Middleware) runAgain(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64) {
+	ctx := r.Context()
+	err := m.store.StartAttempt(ctx, journal.AttemptRequest{Key: c.jkey, Token: token, ID: c.req.AttemptID,
+		PrevClass: ClassCrashed, PrevError: "the server stopped while the handler ran; its writes were rolled back",
+		LeaseTTL: m.o.LeaseTTL})
+	if err != nil {
+		if _, cerr := m.store.Complete(context.WithoutCancel(ctx), journal.Completion{Key: c.jkey, Token: token,
+			State: journal.StateFailed, ErrorClass: ClassReleased, ErrorMessage: "not run: " + err.Error()}); cerr != nil {
+			m.o.ErrorLog("idempotency: key %s (%s): releasing a run that could not start: %v", c.jkey, c.tool, cerr)
+		}
+		writeProblem(w, http.StatusServiceUnavailable, ProblemJournal,
+			problem{Detail: "the request was not run: " + err.Error(), Key: c.key}, m.o.RetryAfter)
+		return
+	}
+	m.run(w, r, next, c, token)
 }
 
 // abandon settles a record whose owner died mid-request as unknown: it is
@@ -111,18 +132,15 @@ func (m *Middleware) abandon(ctx context.Context, c *call, token uint64) {
 var errRelease = errors.New("idempotency: handler's writes rolled back")
 
 // run runs the handler for a key this process now owns, records its
-// response and sends it. The record is completed before the client sees a
+// response and sends it: the record is completed before the client sees a
 // byte, so an answer lost on the way is replayed to the retry.
 //
-// Panic policy: a panic (or runtime.Goexit) in the handler settles the
-// record unknown, since the handler may have had its effect, and is then
-// re-raised so that net/http logs it and drops the connection. Under InTx
-// the handler's writes roll back with the panic, so the record is
-// released instead and the next request runs it again.
+// Panic policy: a panic (or runtime.Goexit) settles the record unknown,
+// since the handler may have had its effect, and is re-raised for net/http
+// to log. Under InTx the writes roll back with it: the record is released.
 func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64) {
-	// The handler is not cancelled when the client goes away: a client
-	// that gave up retries, and its retry should find the answer recorded,
-	// not a handler cut off halfway.
+	// A client that goes away cancels nothing: its retry should find the
+	// answer recorded, not a handler cut off halfway.
 	bg := context.WithoutCancel(r.Context())
 	ctx, stop := keepLease(bg, m.store, c.jkey, token, m.o.LeaseTTL)
 	defer stop()
@@ -155,7 +173,7 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 	if m.inTx != nil {
 		_, err = m.inTx.CompleteWith(ctx, c.jkey, token, func(tctx context.Context) ([]byte, error) {
 			next.ServeHTTP(cw, r.WithContext(tctx))
-			if resp, recErr = m.record(tctx, cw); recErr != nil {
+			if resp, recErr = m.record(tctx, c, cw); recErr != nil {
 				return nil, fmt.Errorf("%w: %w", errRelease, recErr)
 			}
 			if m.released(resp) {
@@ -193,8 +211,9 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 }
 
 // record builds the response to store from what the handler wrote, and
-// moves a body over MaxStoredBytes to the blob store.
-func (m *Middleware) record(ctx context.Context, cw *capture) (*response, error) {
+// moves a body over MaxStoredBytes to the blob store; without one, it
+// keeps the body's hash only, and says so in the log.
+func (m *Middleware) record(ctx context.Context, c *call, cw *capture) (*response, error) {
 	if cw.err != nil {
 		return nil, cw.err
 	}
@@ -209,6 +228,10 @@ func (m *Middleware) record(ctx context.Context, cw *capture) (*response, error)
 	}
 	resp.Sum = sha256.Sum256(resp.Body)
 	inline := len(resp.Body) <= m.o.MaxStoredBytes
+	if !inline && m.o.Blobs == nil && !m.released(resp) {
+		m.o.ErrorLog("idempotency: key %s (%s): the response body is %d bytes, over MaxStoredBytes (%d), and Options.Blobs is nil: "+
+			"only its SHA-256 is kept, and a retry will get 500 %s", c.jkey, c.tool, len(resp.Body), m.o.MaxStoredBytes, ProblemBodyUnavailable)
+	}
 	if !inline && m.o.Blobs != nil && !m.released(resp) {
 		ref, err := m.o.Blobs.Put(ctx, resp.Sum, resp.Body)
 		if err == nil && (ref == "" || strings.ContainsAny(ref, " =\t\r\n")) {
@@ -230,7 +253,7 @@ func (m *Middleware) released(resp *response) bool {
 
 // complete records the handler's response outside a transaction.
 func (m *Middleware) complete(ctx context.Context, c *call, token uint64, cw *capture, out **response) error {
-	resp, err := m.record(ctx, cw)
+	resp, err := m.record(ctx, c, cw)
 	if err != nil {
 		class := ClassTooLarge
 		if !errors.Is(err, ErrResponseTooLarge) {

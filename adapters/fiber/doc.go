@@ -19,7 +19,9 @@
 // passes through unprotected.
 //
 // The request reaches idempotency through Middleware.Serve with Fiber's
-// body, neither copied nor kept, and a replay is written straight into
+// body, neither copied nor kept, and every header line as Fiber received
+// it, so that idempotency's parser reads the key (a key on two lines is
+// refused there, as on net/http); a replay is written straight into
 // Fiber's response. The chain runs with c.Context() set to the
 // middleware's context, as a net/http handler gets r.Context(): not
 // cancelled when the client leaves, and under Options.InTx carrying the

@@ -557,3 +557,40 @@ func TestInTxReachesTheHandler(t *testing.T) {
 		t.Errorf("handler ran %d times; want 2 (one a key)", n)
 	}
 }
+
+// The key reaches the middleware's parser as Fiber received it: an empty
+// header, a list, a key on two lines is a 400 and runs nothing; a
+// quoted key with parameters is the key.
+func TestKeyHeader(t *testing.T) {
+	a := start(t, stores(t)["bolt"], nil)
+	for _, tc := range []struct {
+		keys   []string
+		status int
+	}{
+		{[]string{""}, 400},
+		{[]string{"a, b"}, 400},
+		{[]string{"a b"}, 400},
+		{[]string{"k1", "k2"}, 400},
+		{[]string{`"k1";p=1`}, 201},
+		{[]string{"k1"}, 201},
+	} {
+		req, err := http.NewRequest("POST", a.base+"/v1/charges/ch_1", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header["Idempotency-Key"] = tc.keys
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("Idempotency-Key %q = %d %s; want %d", tc.keys, resp.StatusCode, b, tc.status)
+		}
+	}
+	if n := a.effects.Load(); n != 1 {
+		t.Errorf("handler runs = %d; want 1", n)
+	}
+}

@@ -12,7 +12,8 @@ import (
 // request makes x.req the net/http view of Fiber's request that the
 // middleware and the Options' functions (Tenant, Require, Key) read: the
 // method, the URL as url.ParseRequestURI reads the request target, Host,
-// the headers (one value a name, the last, as Header.Set leaves it), TLS,
+// the headers (every line, in order, as net/http reads them: a key sent
+// on two lines reaches the middleware's parser as two, and is refused), TLS,
 // the peer's address, c.Context() and the route pattern. Its strings are
 // copies, made in one allocation, so that what keeps one (a journal
 // record's intent) never sees a fasthttp buffer reused; its Body is empty,
@@ -66,7 +67,7 @@ func (x *exchange) request(pattern string) error {
 		case name == "Transfer-Encoding":
 			r.TransferEncoding = append(r.TransferEncoding, value)
 		case ok:
-			vs[0] = value
+			r.Header[name] = append(vs, value)
 		default:
 			vals[n] = value
 			r.Header[name] = vals[n : n+1 : n+1]
