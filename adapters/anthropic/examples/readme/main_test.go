@@ -52,8 +52,11 @@ func TestProgram(t *testing.T) {
 		t.Fatalf("model requests = %d; want 3", len(reqs))
 	}
 	tools := reqs[0].Tools
-	if len(tools) != 1 || tools[0].Name != "send_receipt" || tools[0].Description != "Mails the receipt of an order to the customer." || !sameJSON(tools[0].InputSchema, receiptSchema) {
-		t.Errorf("tools = %+v; want send_receipt, its description and the schema of ReceiptInput %s", tools, receiptSchema)
+	if len(tools) != 1 {
+		t.Fatalf("tools = %d; want 1, send_receipt", len(tools))
+	}
+	if tl := tools[0]; tl.Name != "send_receipt" || tl.Description != "Mails the receipt of an order to the customer." || !sameJSON(tl.InputSchema, receiptSchema) {
+		t.Errorf("tool = {%s, %q, %s}; want send_receipt, its description and the schema of ReceiptInput %s", tl.Name, tl.Description, tl.InputSchema, receiptSchema)
 	}
 	first, second := reqs[1].Last().Content[0], reqs[2].Last().Content[0]
 	if first.ResultText() != second.ResultText() || first.IsError || second.IsError {
