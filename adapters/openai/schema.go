@@ -76,7 +76,7 @@ func inputSchema(t harness.Tool) (json.RawMessage, error) {
 		return nil, fmt.Errorf("input type %s: %w", t.InputType, err)
 	}
 	if s.Type != "object" {
-		return nil, fmt.Errorf("input type %s is not a JSON object (a struct or a map with string keys)", t.InputType)
+		return nil, fmt.Errorf("input type %s has no object schema (a struct or a map with string keys has)", t.InputType)
 	}
 	return json.Marshal(s)
 }
