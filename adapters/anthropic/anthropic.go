@@ -3,7 +3,9 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
+	"sync"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
@@ -17,6 +19,10 @@ type Options struct {
 	// Tenant is the account the calls act for; it is part of every key.
 	// Zero means the empty tenant (one account per journal).
 	Tenant string
+	// Logger receives the warnings about the tools Tools offers: a tool
+	// the model is given no input schema or no description for. Nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Adapter runs the tool_use blocks of Messages API responses through a
@@ -24,36 +30,36 @@ type Options struct {
 type Adapter struct {
 	h      *harness.Harness
 	tenant string
+	log    *slog.Logger
+
+	mu      sync.Mutex                 // guards schemas
+	schemas map[string]json.RawMessage // input schema offered, by tool name
 }
 
 // New returns an Adapter on h.
 func New(h *harness.Harness, opts *Options) *Adapter {
 	a := &Adapter{h: h}
 	if opts != nil {
-		a.tenant = opts.Tenant
+		a.tenant, a.log = opts.Tenant, opts.Logger
 	}
 	return a
 }
 
-// emptySchema is the input schema of a tool registered without one: the
-// Messages API requires an object schema on every custom tool.
-const emptySchema = `{"type":"object"}`
-
 // Tools returns the Harness's registered tools as Messages API tool
 // definitions (MessageNewParams.Tools), sorted by name so that the request
-// prefix, and so the prompt cache, is stable. The input schema is
-// Tool.Schema as given, or {"type":"object"} for a tool without one.
+// prefix, and so the prompt cache, is stable. The description is
+// Tool.Description. The input schema is Tool.Schema as given, else the
+// JSON Schema of Tool.InputType (harness.Typed's input type), derived on
+// the first listing; a tool with neither, or whose type has no object
+// schema, gets {"type":"object"}. Each tool without a schema or a
+// description is warned about once, on Options.Logger.
 func (a *Adapter) Tools() []sdk.ToolUnionParam {
 	tools := a.h.Tools()
 	out := make([]sdk.ToolUnionParam, len(tools))
 	for i, t := range tools {
-		schema := json.RawMessage(t.Schema)
-		if len(schema) == 0 {
-			schema = json.RawMessage(emptySchema)
-		}
 		tp := sdk.ToolParam{
 			Name:        t.Name,
-			InputSchema: param.Override[sdk.ToolInputSchemaParam](schema),
+			InputSchema: param.Override[sdk.ToolInputSchemaParam](a.offered(t)),
 		}
 		if t.Description != "" {
 			tp.Description = param.NewOpt(t.Description)

@@ -5,7 +5,9 @@
 // model is told what really happened.
 //
 // Adapter.Tools gives the registered tools as the request's tool
-// definitions. Adapter.Run takes the model's response and the conversation
+// definitions; a harness.Typed tool without a Schema gets the JSON Schema
+// of its Go input type, and a tool without a schema or a description is
+// warned about once on Options.Logger. Adapter.Run takes the model's response and the conversation
 // it answers, runs every tool_use block (identical ones collapse into one
 // execution) and returns the user message to send back: one tool_result
 // block per tool_use block, in order, with its tool_use id.

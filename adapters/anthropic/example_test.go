@@ -96,23 +96,23 @@ func ExampleUserTurn() {
 	// 2
 }
 
-// Tools gives each registered tool's name, description and input schema.
+// Tools gives each registered tool's name, description and input schema:
+// for a Typed tool, the JSON Schema of its Go input type.
 func ExampleAdapter_Tools() {
 	h := harness.New(memory.New(nil), nil)
 	defer h.Close()
-	h.Register(harness.Tool{
-		Name:        "lookup_order",
-		Description: "Looks an order up by id.",
-		Effect:      journal.ReadOnly,
-		Schema:      json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`),
-		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-			return in, nil
-		},
+	type lookup struct {
+		ID string `json:"id" jsonschema:"the order's id"`
+	}
+	tool := harness.Typed("lookup_order", journal.ReadOnly, func(ctx context.Context, in lookup) (string, error) {
+		return in.ID, nil
 	})
+	tool.Description = "Looks an order up by id."
+	h.Register(tool)
 	b, _ := json.Marshal(anthropic.New(h, nil).Tools())
 	fmt.Println(string(b))
 	// Output:
-	// [{"input_schema":{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]},"name":"lookup_order","description":"Looks an order up by id."}]
+	// [{"input_schema":{"type":"object","properties":{"id":{"type":"string","description":"the order's id"}},"required":["id"],"additionalProperties":false},"name":"lookup_order","description":"Looks an order up by id."}]
 }
 
 // RunTurn is for an application that numbers its user turns itself.

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/agentonce/agentonce v0.1.0
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
+	github.com/google/jsonschema-go v0.4.3
 )
 
 require (

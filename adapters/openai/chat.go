@@ -12,13 +12,17 @@ import (
 
 // ChatTools returns the Harness's registered tools as Chat Completions
 // function tools (ChatCompletionNewParams.Tools), sorted by name. The
-// parameters are Tool.Schema, or {"type":"object"} for a tool without
-// one; strict mode is left off, since it needs every property required.
+// description is Tool.Description. The parameters are Tool.Schema as
+// given, else the JSON Schema of Tool.InputType (harness.Typed's input
+// type), derived on the first listing; a tool with neither, or whose type
+// has no object schema, gets {"type":"object"}. Each tool without a
+// schema or a description is warned about once, on Options.Logger. Strict
+// mode is left off, since it needs every property required.
 func (a *Adapter) ChatTools() []sdk.ChatCompletionToolUnionParam {
 	tools := a.h.Tools()
 	out := make([]sdk.ChatCompletionToolUnionParam, len(tools))
 	for i, t := range tools {
-		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: parameters(t)}
+		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: a.parameters(t)}
 		if t.Description != "" {
 			fn.Description = param.NewOpt(t.Description)
 		}

@@ -5,7 +5,9 @@
 // effect, and the model is told what really happened.
 //
 // ChatTools and ResponseTools give the registered tools as function tool
-// definitions. RunChat takes the assistant message and returns one "tool"
+// definitions; a harness.Typed tool without a Schema gets the JSON Schema
+// of its Go input type, and a tool without a schema or a description is
+// warned about once on Options.Logger. RunChat takes the assistant message and returns one "tool"
 // message per tool call, with its tool_call_id; RunResponse takes the
 // response and returns one function_call_output item per function_call
 // item, with its call_id. Identical calls in one answer collapse into one

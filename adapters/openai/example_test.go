@@ -193,25 +193,25 @@ func ExampleResponseUserTurn() {
 }
 
 // ChatTools and ResponseTools give each registered tool's name,
-// description and parameters.
+// description and parameters: for a Typed tool, the JSON Schema of its Go
+// input type.
 func ExampleAdapter_ChatTools() {
 	h := harness.New(memory.New(nil), nil)
 	defer h.Close()
-	h.Register(harness.Tool{
-		Name:        "lookup_order",
-		Description: "Looks an order up by id.",
-		Effect:      journal.ReadOnly,
-		Schema:      json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`),
-		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-			return in, nil
-		},
+	type lookup struct {
+		ID string `json:"id" jsonschema:"the order's id"`
+	}
+	tool := harness.Typed("lookup_order", journal.ReadOnly, func(ctx context.Context, in lookup) (string, error) {
+		return in.ID, nil
 	})
+	tool.Description = "Looks an order up by id."
+	h.Register(tool)
 	a := openai.New(h, nil)
 	chat, _ := json.Marshal(a.ChatTools())
 	resp, _ := json.Marshal(a.ResponseTools())
 	fmt.Println(string(chat))
 	fmt.Println(string(resp))
 	// Output:
-	// [{"function":{"name":"lookup_order","description":"Looks an order up by id.","parameters":{"properties":{"id":{"type":"string"}},"required":["id"],"type":"object"}},"type":"function"}]
-	// [{"strict":false,"parameters":{"properties":{"id":{"type":"string"}},"required":["id"],"type":"object"},"name":"lookup_order","description":"Looks an order up by id.","type":"function"}]
+	// [{"function":{"name":"lookup_order","description":"Looks an order up by id.","parameters":{"additionalProperties":false,"properties":{"id":{"description":"the order's id","type":"string"}},"required":["id"],"type":"object"}},"type":"function"}]
+	// [{"strict":false,"parameters":{"additionalProperties":false,"properties":{"id":{"description":"the order's id","type":"string"}},"required":["id"],"type":"object"},"name":"lookup_order","description":"Looks an order up by id.","type":"function"}]
 }

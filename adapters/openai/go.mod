@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/agentonce/agentonce v0.1.0
+	github.com/google/jsonschema-go v0.4.3
 	github.com/openai/openai-go/v3 v3.99.0
 )
 

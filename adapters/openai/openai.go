@@ -3,7 +3,9 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
+	"sync"
 
 	"github.com/agentonce/agentonce/harness"
 )
@@ -14,6 +16,10 @@ type Options struct {
 	// Tenant is the account the calls act for; it is part of every key.
 	// Zero means the empty tenant (one account per journal).
 	Tenant string
+	// Logger receives the warnings about the tools ChatTools and
+	// ResponseTools offer: a tool the model is given no input schema or no
+	// description for. Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Adapter runs the function calls of Chat Completions and Responses API
@@ -21,34 +27,19 @@ type Options struct {
 type Adapter struct {
 	h      *harness.Harness
 	tenant string
+	log    *slog.Logger
+
+	mu      sync.Mutex                 // guards schemas
+	schemas map[string]json.RawMessage // input schema offered, by tool name
 }
 
 // New returns an Adapter on h.
 func New(h *harness.Harness, opts *Options) *Adapter {
 	a := &Adapter{h: h}
 	if opts != nil {
-		a.tenant = opts.Tenant
+		a.tenant, a.log = opts.Tenant, opts.Logger
 	}
 	return a
-}
-
-// emptySchema is the parameters of a tool registered without a schema: a
-// function that takes an object with any properties.
-const emptySchema = `{"type":"object"}`
-
-// parameters returns t's input schema as the SDKs take it.
-func parameters(t harness.Tool) map[string]any {
-	schema := t.Schema
-	if len(schema) == 0 {
-		schema = json.RawMessage(emptySchema)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(schema, &m); err != nil {
-		// Register accepted the schema, so it is valid JSON; an array or a
-		// scalar is no object schema, and the API would refuse it anyway.
-		return map[string]any{"type": "object"}
-	}
-	return m
 }
 
 // call is one function call of a model answer, whatever the API.

@@ -11,12 +11,13 @@ import (
 
 // ResponseTools returns the Harness's registered tools as Responses API
 // function tools (ResponseNewParams.Tools), sorted by name, with the same
-// parameters as ChatTools and strict mode off.
+// descriptions and parameters as ChatTools (and its warnings, given once
+// for both), and strict mode off.
 func (a *Adapter) ResponseTools() []responses.ToolUnionParam {
 	tools := a.h.Tools()
 	out := make([]responses.ToolUnionParam, len(tools))
 	for i, t := range tools {
-		u := responses.ToolParamOfFunction(t.Name, parameters(t), false)
+		u := responses.ToolParamOfFunction(t.Name, a.parameters(t), false)
 		if t.Description != "" {
 			u.OfFunction.Description = param.NewOpt(t.Description)
 		}
