@@ -27,52 +27,111 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	defer s.exit()
 
 	st := s.stripe(req.Key)
-	var now time.Time
-	// A replay of a settled record in the cache is answered from it, as
-	// from the file below (a settled record is replaced only under the
-	// key's lock, by a durable write, which the cache follows).
-	var hot journal.Record
-	if hit, _, _ := st.cache.cached(req.Key, &hot); hit {
-		now = s.now()
-		if !journal.Expired(&hot, now) {
-			if d := journal.Kit.DecideBegin(&hot, &req, now); d.Write == nil && d.Suppress == nil {
-				return d.Result, nil
-			}
-		}
+	if res, ok := s.replayCached(st, &req); ok {
+		return res, nil
 	}
 	if !st.mu.TryLock() {
 		// The key's stripe is busy (a commit may hold it for an fsync): the
-		// replay path, without the lock. A live settled record in the file
-		// is the truth: the overlay only ever holds pending records, and
-		// only Retake (decided again below under the key's lock) replaces
-		// a live settled record. When the stripe is free, the read under
-		// the lock below answers a replay as well, and a new intent's
+		// replay path, without the lock. When the stripe is free, the read
+		// under the lock below answers a replay as well, and a new intent's
 		// Begin reads in one transaction instead of two.
-		var file journal.Record
-		found, err := s.readFile(req.Key, &file)
-		if err != nil {
-			return journal.BeginResult{}, err
-		}
-		now = s.now()
-		if found && file.State.Settled() && !journal.Expired(&file, now) {
-			if d := journal.Kit.DecideBegin(&file, &req, now); d.Write == nil && d.Suppress == nil {
-				return d.Result, nil
-			}
-			// A Retake or a mismatch to record: decide again under the lock.
+		if res, ok, err := s.replayFile(&req); ok || err != nil {
+			return res, err
 		}
 		st.mu.Lock()
 	}
 	defer st.mu.Unlock()
-	var cur *journal.Record
-	var fileRec journal.Record // cur when the file's: on the stack, like a replay's read
-	fileNone := false          // neither the overlay nor the file holds the key
-	// The record and, when the decision asks it, the guard, in one read
-	// transaction.
-	var d journal.BeginDecision
-	var g *journal.Record // the guard's answer, if guarded
-	guarded := false      // the guard was asked with this decision
-	err := s.view(func(tx *bbolt.Tx) error {
+	return s.beginLocked(st, &req)
+}
+
+// replayCached answers a replay of a settled record in the cache from it,
+// as replayFile does from the file (a settled record is replaced only under
+// the key's lock, by a durable write, which the cache follows). ok is false
+// when the cache cannot answer: Begin goes on.
+func (s *Store) replayCached(st *stripe, req *journal.BeginRequest) (res journal.BeginResult, ok bool) {
+	var hot journal.Record
+	if hit, _, _ := st.cache.cached(req.Key, &hot); hit {
+		now := s.now()
+		if !journal.Expired(&hot, now) {
+			if d := journal.Kit.DecideBegin(&hot, req, now); d.Write == nil && d.Suppress == nil {
+				return d.Result, true
+			}
+		}
+	}
+	return journal.BeginResult{}, false
+}
+
+// replayFile answers a replay from the file without the key's lock. A live
+// settled record in the file is the truth: the overlay only ever holds
+// pending records, and only Retake (decided again under the key's lock)
+// replaces a live settled record. ok is false when the file's record does
+// not answer by itself: Begin goes on under the lock.
+func (s *Store) replayFile(req *journal.BeginRequest) (res journal.BeginResult, ok bool, err error) {
+	var file journal.Record
+	found, err := s.readFile(req.Key, &file)
+	if err != nil {
+		return journal.BeginResult{}, false, err
+	}
+	now := s.now()
+	if found && file.State.Settled() && !journal.Expired(&file, now) {
+		if d := journal.Kit.DecideBegin(&file, req, now); d.Write == nil && d.Suppress == nil {
+			return d.Result, true, nil
+		}
+		// A Retake or a mismatch to record: decide again under the lock.
+	}
+	return journal.BeginResult{}, false, nil
+}
+
+// beginRead is what Begin read and decided under the key's lock.
+type beginRead struct {
+	d   journal.BeginDecision
+	now time.Time
+	// fileNone says that neither the overlay nor the file holds the key
+	// (see overlaid.unfiled).
+	fileNone bool
+	guarded  bool            // the guard was asked with d
+	g        *journal.Record // the guard's answer, if guarded
+}
+
+// beginLocked is Begin under the lock of st, the stripe of req's key: read
+// and decide, lock the suppression's stripe too when the decision places
+// one, ask the guard, and write what the decision says.
+func (s *Store) beginLocked(st *stripe, req *journal.BeginRequest) (journal.BeginResult, error) {
+	var b beginRead
+	if err := s.decideLocked(st, req, &b); err != nil {
+		return journal.BeginResult{}, err
+	}
+	var sst *stripe // the stripe of d.Suppress's key, locked too
+	if b.d.Suppress != nil {
+		if sst = s.stripe(b.d.Suppress.Key); sst != st {
+			if err := s.lockSuppression(st, sst, req, &b); err != nil {
+				return journal.BeginResult{}, err
+			}
+			defer sst.mu.Unlock()
+		}
+	}
+	if b.d.Guard {
+		if !b.guarded {
+			var err error
+			if b.g, err = s.guard(req, b.now); err != nil {
+				return journal.BeginResult{}, err
+			}
+		}
+		if b.g != nil {
+			return journal.BeginResult{Outcome: journal.Guarded, Record: *b.g}, nil
+		}
+	}
+	return s.beginWrite(st, sst, req, &b)
+}
+
+// decideLocked reads the key's record and decides, and when the decision
+// asks it, asks the guard, all in one read transaction. The key's stripe
+// is locked.
+func (s *Store) decideLocked(st *stripe, req *journal.BeginRequest, b *beginRead) error {
+	var fileRec journal.Record // the file's record: on the stack, like a replay's read
+	return s.view(func(tx *bbolt.Tx) error {
 		var err error
+		var cur *journal.Record
 		recs := tx.Bucket(bucketRecords) // opened once: the guard reads it too
 		if o, ok := st.overlay[req.Key]; ok {
 			cur = o.rec // read only, as in current
@@ -84,51 +143,45 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 			if found {
 				cur = &fileRec
 			}
-			fileNone = !found
+			b.fileNone = !found
 		}
-		now = s.now()
-		d = journal.Kit.DecideBegin(cur, &req, now)
-		if d.Guard && d.Suppress == nil {
-			guarded = true
-			g, err = s.guardIn(tx, recs, &req, now)
+		b.now = s.now()
+		b.d = journal.Kit.DecideBegin(cur, req, b.now)
+		if b.d.Guard && b.d.Suppress == nil {
+			b.guarded = true
+			b.g, err = s.guardIn(tx, recs, req, b.now)
 		}
 		return err
 	})
+}
+
+// lockSuppression locks sst, the stripe of the suppression's key, beside
+// st. Stripes are locked in index order, so that two mismatches cannot
+// deadlock: when sst comes first, st is let go and both are taken in
+// order, and the decision is made again once both are held.
+func (s *Store) lockSuppression(st, sst *stripe, req *journal.BeginRequest, b *beginRead) error {
+	if b.d.Suppress.Key[0] >= req.Key[0] {
+		sst.mu.Lock()
+		return nil
+	}
+	st.mu.Unlock()
+	sst.mu.Lock()
+	st.mu.Lock()
+	cur, err := s.current(st, req.Key)
 	if err != nil {
-		return journal.BeginResult{}, err
+		sst.mu.Unlock()
+		return err
 	}
-	var sst *stripe // the stripe of d.Suppress's key, locked too
-	if d.Suppress != nil {
-		if sst = s.stripe(d.Suppress.Key); sst != st {
-			if d.Suppress.Key[0] < req.Key[0] {
-				// Stripes are locked in index order, so that two
-				// mismatches cannot deadlock; decide again once both are held.
-				st.mu.Unlock()
-				sst.mu.Lock()
-				st.mu.Lock()
-				if cur, err = s.current(st, req.Key); err != nil {
-					sst.mu.Unlock()
-					return journal.BeginResult{}, err
-				}
-				fileNone = false // not known this time: the file is read again at the write
-				now = s.now()
-				d = journal.Kit.DecideBegin(cur, &req, now)
-			} else {
-				sst.mu.Lock()
-			}
-			defer sst.mu.Unlock()
-		}
-	}
-	if d.Guard {
-		if !guarded {
-			if g, err = s.guard(&req, now); err != nil {
-				return journal.BeginResult{}, err
-			}
-		}
-		if g != nil {
-			return journal.BeginResult{Outcome: journal.Guarded, Record: *g}, nil
-		}
-	}
+	b.fileNone = false // not known this time: the file is read again at the write
+	b.now = s.now()
+	b.d = journal.Kit.DecideBegin(cur, req, b.now)
+	return nil
+}
+
+// beginWrite records b's decision: the suppression it places, in sst, and
+// the record of req's key, in st. Both stripes are locked.
+func (s *Store) beginWrite(st, sst *stripe, req *journal.BeginRequest, b *beginRead) (journal.BeginResult, error) {
+	d := &b.d
 	if d.Write == nil && d.Suppress == nil {
 		return d.Result, nil
 	}
@@ -144,14 +197,14 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 			return journal.BeginResult{}, err
 		}
 		// Durable like every suppression: the guard reads the file.
-		if w := journal.Kit.PlaceSuppression(sc, d.Suppress, now); w != nil {
+		if w := journal.Kit.PlaceSuppression(sc, d.Suppress, b.now); w != nil {
 			if err := s.persist(sst, w, true, false); err != nil {
 				return journal.BeginResult{}, err
 			}
 		}
 	}
 	if d.Write != nil {
-		if err := s.persist(st, d.Write, req.Durable || d.Durable, fileNone); err != nil {
+		if err := s.persist(st, d.Write, req.Durable || d.Durable, b.fileNone); err != nil {
 			return journal.BeginResult{}, err
 		}
 	}
