@@ -29,209 +29,105 @@ const listPage = 256
 // pages of listPage, each in its own read transaction.
 func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Record, error] {
 	return func(yield func(journal.Record, error) bool) {
-		if err := s.enter(ctx); err != nil {
-			yield(journal.Record{}, err)
-			return
-		}
-		over := s.overlaySnapshot()
-		// The fresh bucket's records are listed with the overlay's: the
-		// index does not hold them yet. Only those whose fresh entry may
-		// match f are read. skip leaves out of the index's pages every
-		// record listed that way, should a write move it into the index
-		// while List pages.
-		skip := maps.Clone(over)
-		err := s.view(func(tx *bbolt.Tx) error {
-			fresh, err := s.freshEntries(tx)
-			if err != nil {
-				return err
-			}
-			recs := tx.Bucket(bucketRecords)
-			for i := range fresh {
-				e := &fresh[i]
-				if _, ok := skip[e.key]; ok || !e.mayMatch(&f) {
-					continue
-				}
-				if v := recs.Get(e.key[:]); v != nil {
-					r, err := journal.Kit.DecodeRecord(v)
-					if err != nil {
-						return wrapKey(s.path, e.key[:], err)
-					}
-					s.endStale(&r)
-					skip[e.key] = &r
-				}
-			}
-			return nil
-		})
-		s.exit()
+		skip, extra, err := s.listUnindexed(ctx, f)
 		if err != nil {
 			yield(journal.Record{}, err)
 			return
 		}
-		var extra []*journal.Record
-		for _, r := range skip {
-			if journal.Kit.MatchFilter(r, &f) {
-				extra = append(extra, r)
+		next, err := s.listPager(ctx, &f, skip)
+		if err != nil {
+			yield(journal.Record{}, err)
+			return
+		}
+		s.listMerged(ctx, &f, next, extra, yield)
+	}
+}
+
+// listUnindexed returns the records matching f that the index does not
+// hold yet, newest first: the overlay's and the fresh bucket's. Only the
+// fresh records whose fresh entry may match f are read. skip holds every
+// record read that way, matching or not: the index's pages leave them out,
+// should a write move one into the index while List pages.
+func (s *Store) listUnindexed(ctx context.Context, f journal.Filter) (skip map[uuid.UUID]*journal.Record, extra []*journal.Record, err error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, nil, err
+	}
+	over := s.overlaySnapshot()
+	skip = maps.Clone(over)
+	err = s.view(func(tx *bbolt.Tx) error {
+		fresh, err := s.freshEntries(tx)
+		if err != nil {
+			return err
+		}
+		recs := tx.Bucket(bucketRecords)
+		for i := range fresh {
+			e := &fresh[i]
+			if _, ok := skip[e.key]; ok || !e.mayMatch(&f) {
+				continue
+			}
+			if v := recs.Get(e.key[:]); v != nil {
+				r, err := journal.Kit.DecodeRecord(v)
+				if err != nil {
+					return wrapKey(s.path, e.key[:], err)
+				}
+				s.endStale(&r)
+				skip[e.key] = &r
 			}
 		}
-		slices.SortFunc(extra, journal.Kit.NewerFirst)
+		return nil
+	})
+	s.exit()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, r := range skip {
+		if journal.Kit.MatchFilter(r, &f) {
+			extra = append(extra, r)
+		}
+	}
+	slices.SortFunc(extra, journal.Kit.NewerFirst)
+	return skip, extra, nil
+}
 
-		var next func(tx *bbolt.Tx) ([]*journal.Record, bool, error)
-		var entries []*ixEntry
-		listed := false // entries is the list to read (else walk the 'c' index)
+// pager reads List's next page in the read transaction tx, and says
+// whether it was the last.
+type pager func(tx *bbolt.Tx) (page []*journal.Record, done bool, err error)
+
+// listPager returns List's pager. A Session filter, an unknown or pending
+// State filter, and a journal whose indexes are not built list their
+// entries first, in one read transaction, and page through that list;
+// anything else walks the time index (createdWalk).
+func (s *Store) listPager(ctx context.Context, f *journal.Filter, skip map[uuid.UUID]*journal.Record) (pager, error) {
+	if !s.legacy && f.Session == "" && f.State != journal.StateUnknown && f.State != journal.StatePending {
+		return s.createdWalk(f, skip), nil
+	}
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	var entries []*ixEntry
+	err := s.view(func(tx *bbolt.Tx) error {
+		var err error
 		switch {
 		case s.legacy:
-			listed = true
-		case f.Session != "" || f.State == journal.StateUnknown || f.State == journal.StatePending:
-			listed = true
+			entries, err = s.scanEntries(tx, f)
+		case f.Session != "":
+			entries, err = s.sessionEntries(tx, f.Session)
+		default:
+			entries, err = openKeys(tx.Bucket(bucketIndex), f.State)
+			sortNewestFirst(entries)
 		}
-		if listed {
-			if err := s.enter(ctx); err != nil {
-				yield(journal.Record{}, err)
-				return
-			}
-			err := s.view(func(tx *bbolt.Tx) error {
-				var err error
-				switch {
-				case s.legacy:
-					entries, err = s.scanEntries(tx, &f)
-				case f.Session != "":
-					entries, err = s.sessionEntries(tx, f.Session)
-				default:
-					entries, err = openKeys(tx.Bucket(bucketIndex), f.State)
-					sortNewestFirst(entries)
-				}
-				return err
-			})
-			s.exit()
-			if err != nil {
-				yield(journal.Record{}, err)
-				return
-			}
-			next = func(tx *bbolt.Tx) ([]*journal.Record, bool, error) {
-				chunk := entries[:min(len(entries), listPage)]
-				entries = entries[len(chunk):]
-				page, err := s.readPage(tx, chunk, &f, skip)
-				return page, len(entries) == 0, err
-			}
-		} else {
-			next = s.createdWalk(&f, skip)
-		}
-
-		n := 0
-		emit := func(r *journal.Record) bool {
-			if f.Limit > 0 && n >= f.Limit {
-				return false
-			}
-			n++
-			return yield(*r, nil)
-		}
-		for done := false; !done; {
-			if f.Limit > 0 && n >= f.Limit {
-				return
-			}
-			if err := s.enter(ctx); err != nil {
-				yield(journal.Record{}, err)
-				return
-			}
-			var page []*journal.Record
-			err := s.view(func(tx *bbolt.Tx) error {
-				var err error
-				page, done, err = next(tx)
-				return err
-			})
-			s.exit()
-			if err != nil {
-				yield(journal.Record{}, err)
-				return
-			}
-			for _, r := range page {
-				for len(extra) > 0 && journal.Kit.NewerFirst(extra[0], r) < 0 {
-					if !emit(extra[0]) {
-						return
-					}
-					extra = extra[1:]
-				}
-				if !emit(r) {
-					return
-				}
-			}
-			if err := ctx.Err(); err != nil {
-				yield(journal.Record{}, err)
-				return
-			}
-		}
-		for _, r := range extra {
-			if !emit(r) {
-				return
-			}
-		}
-	}
-}
-
-// readPage reads the records of chunk that still match f, skipping those
-// the overlay holds.
-func (s *Store) readPage(tx *bbolt.Tx, chunk []*ixEntry, f *journal.Filter, over map[uuid.UUID]*journal.Record) ([]*journal.Record, error) {
-	recs := tx.Bucket(bucketRecords)
-	page := make([]*journal.Record, 0, len(chunk))
-	for _, e := range chunk {
-		if _, ok := over[e.key]; ok {
-			continue
-		}
-		v := recs.Get(e.key[:])
-		if v == nil {
-			continue // removed since the index was read
-		}
-		r, err := journal.Kit.DecodeRecord(v)
-		if err != nil {
-			return nil, fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
-		}
-		s.endStale(&r)
-		// The record may have changed since the index was read.
-		if journal.Kit.MatchFilter(&r, f) {
-			page = append(page, &r)
-		}
-	}
-	return page, nil
-}
-
-// createdWalk returns List's pager over the time index: it walks it from
-// the newest entry down (from Until's to Since's) and reads the records
-// listPage at a time.
-func (s *Store) createdWalk(f *journal.Filter, over map[uuid.UUID]*journal.Record) func(tx *bbolt.Tx) ([]*journal.Record, bool, error) {
-	var stop []byte // the walk ends below this key (Since's), nil: at the index's start
-	if !f.Since.IsZero() {
-		stop = appendTime([]byte{pfxTime}, nanos(f.Since))
-	}
-	below := []byte{pfxTime + 1} // the next entry to read is below this key
-	if !f.Until.IsZero() {
-		below = appendTime([]byte{pfxTime}, nanos(f.Until))
+		return err
+	})
+	s.exit()
+	if err != nil {
+		return nil, err
 	}
 	return func(tx *bbolt.Tx) ([]*journal.Record, bool, error) {
-		c := tx.Bucket(bucketIndex).Cursor()
-		k, _ := c.Seek(below)
-		if k == nil {
-			k, _ = c.Last()
-		}
-		for k != nil && bytes.Compare(k, below) >= 0 {
-			k, _ = c.Prev()
-		}
-		chunk := make([]*ixEntry, 0, listPage)
-		done := false
-		for ; len(chunk) < listPage; k, _ = c.Prev() {
-			if k == nil || k[0] != pfxTime || (stop != nil && bytes.Compare(k, stop) < 0) {
-				done = true
-				break
-			}
-			e, err := timeEntryOf(k)
-			if err != nil {
-				return nil, false, fmt.Errorf("journal %s: %w", s.path, err)
-			}
-			chunk = append(chunk, e)
-			below = bytes.Clone(k)
-		}
-		page, err := s.readPage(tx, chunk, f, over)
-		return page, done, err
-	}
+		chunk := entries[:min(len(entries), listPage)]
+		entries = entries[len(chunk):]
+		page, err := s.readPage(tx, chunk, f, skip)
+		return page, len(entries) == 0, err
+	}, nil
 }
 
 // sessionEntries lists the records of session newest first, as entries
@@ -283,4 +179,124 @@ func (s *Store) scanEntries(tx *bbolt.Tx, f *journal.Filter) ([]*ixEntry, error)
 	})
 	sortNewestFirst(out)
 	return out, err
+}
+
+// createdWalk returns List's pager over the time index: it walks it from
+// the newest entry down (from Until's to Since's) and reads the records
+// listPage at a time.
+func (s *Store) createdWalk(f *journal.Filter, over map[uuid.UUID]*journal.Record) pager {
+	var stop []byte // the walk ends below this key (Since's), nil: at the index's start
+	if !f.Since.IsZero() {
+		stop = appendTime([]byte{pfxTime}, nanos(f.Since))
+	}
+	below := []byte{pfxTime + 1} // the next entry to read is below this key
+	if !f.Until.IsZero() {
+		below = appendTime([]byte{pfxTime}, nanos(f.Until))
+	}
+	return func(tx *bbolt.Tx) ([]*journal.Record, bool, error) {
+		c := tx.Bucket(bucketIndex).Cursor()
+		k, _ := c.Seek(below)
+		if k == nil {
+			k, _ = c.Last()
+		}
+		for k != nil && bytes.Compare(k, below) >= 0 {
+			k, _ = c.Prev()
+		}
+		chunk := make([]*ixEntry, 0, listPage)
+		done := false
+		for ; len(chunk) < listPage; k, _ = c.Prev() {
+			if k == nil || k[0] != pfxTime || (stop != nil && bytes.Compare(k, stop) < 0) {
+				done = true
+				break
+			}
+			e, err := timeEntryOf(k)
+			if err != nil {
+				return nil, false, fmt.Errorf("journal %s: %w", s.path, err)
+			}
+			chunk = append(chunk, e)
+			below = bytes.Clone(k)
+		}
+		page, err := s.readPage(tx, chunk, f, over)
+		return page, done, err
+	}
+}
+
+// readPage reads the records of chunk that still match f, skipping those
+// the overlay holds.
+func (s *Store) readPage(tx *bbolt.Tx, chunk []*ixEntry, f *journal.Filter, over map[uuid.UUID]*journal.Record) ([]*journal.Record, error) {
+	recs := tx.Bucket(bucketRecords)
+	page := make([]*journal.Record, 0, len(chunk))
+	for _, e := range chunk {
+		if _, ok := over[e.key]; ok {
+			continue
+		}
+		v := recs.Get(e.key[:])
+		if v == nil {
+			continue // removed since the index was read
+		}
+		r, err := journal.Kit.DecodeRecord(v)
+		if err != nil {
+			return nil, fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
+		}
+		s.endStale(&r)
+		// The record may have changed since the index was read.
+		if journal.Kit.MatchFilter(&r, f) {
+			page = append(page, &r)
+		}
+	}
+	return page, nil
+}
+
+// listMerged yields the pages of next, each read in a read transaction of
+// its own, merged with extra, newest first, until f.Limit records or the
+// caller stops.
+func (s *Store) listMerged(ctx context.Context, f *journal.Filter, next pager, extra []*journal.Record, yield func(journal.Record, error) bool) {
+	n := 0
+	emit := func(r *journal.Record) bool {
+		if f.Limit > 0 && n >= f.Limit {
+			return false
+		}
+		n++
+		return yield(*r, nil)
+	}
+	for done := false; !done; {
+		if f.Limit > 0 && n >= f.Limit {
+			return
+		}
+		if err := s.enter(ctx); err != nil {
+			yield(journal.Record{}, err)
+			return
+		}
+		var page []*journal.Record
+		err := s.view(func(tx *bbolt.Tx) error {
+			var err error
+			page, done, err = next(tx)
+			return err
+		})
+		s.exit()
+		if err != nil {
+			yield(journal.Record{}, err)
+			return
+		}
+		for _, r := range page {
+			for len(extra) > 0 && journal.Kit.NewerFirst(extra[0], r) < 0 {
+				if !emit(extra[0]) {
+					return
+				}
+				extra = extra[1:]
+			}
+			if !emit(r) {
+				return
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			yield(journal.Record{}, err)
+			return
+		}
+	}
+	for _, r := range extra {
+		if !emit(r) {
+			return
+		}
+	}
 }
