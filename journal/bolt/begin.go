@@ -216,80 +216,72 @@ func (s *Store) beginWrite(st, sst *stripe, req *journal.BeginRequest, b *beginR
 // session and tool.
 func (s *Store) guard(req *journal.BeginRequest, now time.Time) (found *journal.Record, err error) {
 	err = s.view(func(tx *bbolt.Tx) error {
-		found, err = s.guardTx(tx, req, now)
+		found, err = s.guardIn(tx, tx.Bucket(bucketRecords), req, now)
 		return err
 	})
 	return found, err
 }
 
-// guardTx is guard within the read transaction tx.
-func (s *Store) guardTx(tx *bbolt.Tx, req *journal.BeginRequest, now time.Time) (*journal.Record, error) {
-	return s.guardIn(tx, tx.Bucket(bucketRecords), req, now)
-}
-
-// guardIn is guardTx with recs, tx's records bucket, already open.
-func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequest, now time.Time) (*journal.Record, error) {
-	var found *journal.Record
-	err := func() error {
-		check := func(v []byte) (bool, error) {
-			r, err := journal.Kit.DecodeRecord(v)
-			if err != nil {
-				return false, err
-			}
-			if r.Key != req.Key && journal.Kit.GuardBlocks(&r, req, now) {
-				found = &r
-				return true, nil
-			}
-			return false, nil
+// guardIn is guard within the read transaction tx, whose records bucket
+// recs is already open.
+func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequest, now time.Time) (found *journal.Record, err error) {
+	check := func(v []byte) (bool, error) {
+		r, err := journal.Kit.DecodeRecord(v)
+		if err != nil {
+			return false, err
 		}
-		if s.legacy {
-			c := recs.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
+		if r.Key != req.Key && journal.Kit.GuardBlocks(&r, req, now) {
+			found = &r
+			return true, nil
+		}
+		return false, nil
+	}
+	if s.legacy {
+		c := recs.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if ok, err := check(v); ok || err != nil {
+				return found, wrapKey(s.path, k, err)
+			}
+		}
+		return nil, nil
+	}
+	if !s.maySuppress(req.Intent.Tool) {
+		return nil, nil
+	}
+	// The fresh bucket's suppressed records, which the guard index does
+	// not hold yet: read from the bucket in place (a new call's Begin asks
+	// the guard, and finds none there most of the time).
+	if fresh := tx.Bucket(bucketFresh); fresh != nil {
+		c := fresh.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(k) != 16 || len(v) != freshValueLen {
+				return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, k, v)
+			}
+			if journal.State(v[0]) != journal.StateSuppressed {
+				continue
+			}
+			if v := recs.Get(k); v != nil {
 				if ok, err := check(v); ok || err != nil {
-					return wrapKey(s.path, k, err)
-				}
-			}
-			return nil
-		}
-		if !s.maySuppress(req.Intent.Tool) {
-			return nil
-		}
-		// The fresh bucket's suppressed records, which the guard index
-		// does not hold yet: read from the bucket in place (a new call's
-		// Begin asks the guard, and finds none there most of the time).
-		if fresh := tx.Bucket(bucketFresh); fresh != nil {
-			c := fresh.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				if len(k) != 16 || len(v) != freshValueLen {
-					return fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, k, v)
-				}
-				if journal.State(v[0]) != journal.StateSuppressed {
-					continue
-				}
-				if v := recs.Get(k); v != nil {
-					if ok, err := check(v); ok || err != nil {
-						return wrapKey(s.path, k, err)
-					}
+					return found, wrapKey(s.path, k, err)
 				}
 			}
 		}
-		in := &req.Intent
-		prefix := guardPrefix(in.Tenant, in.Session, in.Tool)
-		c := tx.Bucket(bucketIndex).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			key, err := keyTail(k)
-			if err != nil {
-				return fmt.Errorf("journal %s: %w", s.path, err)
-			}
-			if v := recs.Get(key[:]); v != nil {
-				if ok, err := check(v); ok || err != nil {
-					return wrapKey(s.path, key[:], err)
-				}
+	}
+	in := &req.Intent
+	prefix := guardPrefix(in.Tenant, in.Session, in.Tool)
+	c := tx.Bucket(bucketIndex).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		key, err := keyTail(k)
+		if err != nil {
+			return nil, fmt.Errorf("journal %s: %w", s.path, err)
+		}
+		if v := recs.Get(key[:]); v != nil {
+			if ok, err := check(v); ok || err != nil {
+				return found, wrapKey(s.path, key[:], err)
 			}
 		}
-		return nil
-	}()
-	return found, err
+	}
+	return nil, nil
 }
 
 // toolSet is the set of tools that may have a suppressed record in the

@@ -90,13 +90,8 @@ func (s *Store) read(key uuid.UUID) (r *journal.Record, err error) {
 
 // readTx is read within the transaction tx.
 func (s *Store) readTx(tx *bbolt.Tx, key uuid.UUID) (*journal.Record, error) {
-	return s.readRecs(tx.Bucket(bucketRecords), key)
-}
-
-// readRecs is read from recs, the records bucket of a transaction.
-func (s *Store) readRecs(recs *bbolt.Bucket, key uuid.UUID) (*journal.Record, error) {
 	var d journal.Record
-	if ok, err := s.readIn(recs, key, &d); !ok || err != nil {
+	if ok, err := s.readInto(tx, key, &d); !ok || err != nil {
 		return nil, err
 	}
 	return &d, nil
