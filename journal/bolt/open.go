@@ -122,19 +122,6 @@ func Open(path string, opts *Options) (s *Store, err error) {
 	return s, nil
 }
 
-// endStale ends, as of the open, the lease of r, read from the file, when
-// a process that stopped wrote it: the file lock means that no other
-// process has the journal open for writing, so a pending record last
-// written before this open belongs to a crashed owner. Without this, a
-// restarted agent would find its own intents "in flight elsewhere" until
-// their leases ran out. Nothing is written: the next write of the record
-// keeps the ended lease.
-func (s *Store) endStale(r *journal.Record) {
-	if r.State == journal.StatePending && r.Updated.Before(s.leasesEnded) && r.Lease.Expires.After(s.leasesEnded) {
-		r.Lease.Expires = s.leasesEnded
-	}
-}
-
 // openError turns an error of bbolt.Open into one of ours, naming the file.
 func openError(path string, err error) error {
 	var pe *fs.PathError
@@ -207,6 +194,8 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 	return s.db.Update(func(tx *bbolt.Tx) error { return s.create(tx, ns) })
 }
 
+// create makes the buckets of a new journal in tx, under namespace ns (a
+// new one when ns is Nil).
 func (s *Store) create(tx *bbolt.Tx, ns uuid.UUID) error {
 	if ns == uuid.Nil {
 		ns = uuid.New()
@@ -231,4 +220,17 @@ func (s *Store) create(tx *bbolt.Tx, ns uuid.UUID) error {
 	}
 	s.ns = ns
 	return nil
+}
+
+// endStale ends, as of the open, the lease of r, read from the file, when
+// a process that stopped wrote it: the file lock means that no other
+// process has the journal open for writing, so a pending record last
+// written before this open belongs to a crashed owner. Without this, a
+// restarted agent would find its own intents "in flight elsewhere" until
+// their leases ran out. Nothing is written: the next write of the record
+// keeps the ended lease.
+func (s *Store) endStale(r *journal.Record) {
+	if r.State == journal.StatePending && r.Updated.Before(s.leasesEnded) && r.Lease.Expires.After(s.leasesEnded) {
+		r.Lease.Expires = s.leasesEnded
+	}
 }
