@@ -1,10 +1,15 @@
-// The bbolt store. The file holds three buckets: meta (layout version,
-// namespace), records (key → encoded record, journal.Kit.EncodeRecord) and index
-// (every secondary index and the counters, written in the transaction of
-// the record they index: see index.go). Nothing is held in memory but the
-// overlay of non-durable records, so an open reads no record. A journal of
-// layout 1 (no index bucket) is migrated by its first writer's open
-// (migrate.go).
+// The bbolt store. The file holds five buckets: meta (layout version,
+// namespace, the clock's line), records (key → encoded record,
+// journal.Kit.EncodeRecord), and index, counts and fresh (every secondary
+// index and the counters, written in the transaction of the record they
+// index: see index.go). Memory holds the overlay of non-durable records
+// and a cache of settled ones (cache.go), neither filled by the open, so
+// an open reads no record. A journal of layout 1 (no index bucket) is
+// migrated by its first writer's open (migrate.go).
+//
+// The files follow a call: open.go opens the file, begin.go decides a
+// Begin, write.go records attempts and outcomes, read.go and list.go read,
+// gc.go and stats.go walk the indexes, and store.go closes.
 //
 // Opening for writing: the file's length is checked against its meta page
 // before bbolt maps it (boltfile.go), and a panic inside bbolt (it panics,
