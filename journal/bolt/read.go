@@ -79,16 +79,7 @@ func (s *Store) view(fn func(tx *bbolt.Tx) error) (err error) {
 	return s.db.View(fn)
 }
 
-// read returns the committed record for key, or nil.
-func (s *Store) read(key uuid.UUID) (r *journal.Record, err error) {
-	err = s.view(func(tx *bbolt.Tx) error {
-		r, err = s.readTx(tx, key)
-		return err
-	})
-	return r, err
-}
-
-// readTx is read within the transaction tx.
+// readTx returns the committed record for key within tx, or nil.
 func (s *Store) readTx(tx *bbolt.Tx, key uuid.UUID) (*journal.Record, error) {
 	var d journal.Record
 	if ok, err := s.readInto(tx, key, &d); !ok || err != nil {
@@ -123,11 +114,15 @@ func (s *Store) readIn(recs *bbolt.Bucket, key uuid.UUID, dst *journal.Record) (
 // file's. The key's stripe is locked. The overlay's record is returned
 // itself, not a copy: callers only read it, and the journal.Kit functions
 // they give it to do not modify it.
-func (s *Store) current(st *stripe, key uuid.UUID) (*journal.Record, error) {
+func (s *Store) current(st *stripe, key uuid.UUID) (r *journal.Record, err error) {
 	if o, ok := st.overlay[key]; ok {
 		return o.rec, nil
 	}
-	return s.read(key)
+	err = s.view(func(tx *bbolt.Tx) error {
+		r, err = s.readTx(tx, key)
+		return err
+	})
+	return r, err
 }
 
 // wrapKey names the file and the record key in err, if not nil.
