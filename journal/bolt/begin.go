@@ -27,7 +27,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	defer s.exit()
 
 	st := s.stripe(req.Key)
-	if res, ok := s.replayCached(st, &req); ok {
+	if res, ok := s.replayCached(st, req); ok {
 		return res, nil
 	}
 	if !st.mu.TryLock() {
@@ -35,7 +35,7 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		// replay path, without the lock. When the stripe is free, the read
 		// under the lock below answers a replay as well, and a new intent's
 		// Begin reads in one transaction instead of two.
-		if res, ok, err := s.replayFile(&req); ok || err != nil {
+		if res, ok, err := s.replayFile(req); ok || err != nil {
 			return res, err
 		}
 		st.mu.Lock()
@@ -48,12 +48,12 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 // as replayFile does from the file (a settled record is replaced only under
 // the key's lock, by a durable write, which the cache follows). ok is false
 // when the cache cannot answer: Begin goes on.
-func (s *Store) replayCached(st *stripe, req *journal.BeginRequest) (res journal.BeginResult, ok bool) {
+func (s *Store) replayCached(st *stripe, req journal.BeginRequest) (res journal.BeginResult, ok bool) {
 	var hot journal.Record
 	if hit, _, _ := st.cache.cached(req.Key, &hot); hit {
 		now := s.now()
 		if !journal.Expired(&hot, now) {
-			if d := journal.Kit.DecideBegin(&hot, req, now); d.Write == nil && d.Suppress == nil {
+			if d := journal.Kit.DecideBegin(&hot, &req, now); d.Write == nil && d.Suppress == nil {
 				return d.Result, true
 			}
 		}
@@ -66,7 +66,7 @@ func (s *Store) replayCached(st *stripe, req *journal.BeginRequest) (res journal
 // pending records, and only Retake (decided again under the key's lock)
 // replaces a live settled record. ok is false when the file's record does
 // not answer by itself: Begin goes on under the lock.
-func (s *Store) replayFile(req *journal.BeginRequest) (res journal.BeginResult, ok bool, err error) {
+func (s *Store) replayFile(req journal.BeginRequest) (res journal.BeginResult, ok bool, err error) {
 	var file journal.Record
 	found, err := s.readFile(req.Key, &file)
 	if err != nil {
@@ -74,7 +74,7 @@ func (s *Store) replayFile(req *journal.BeginRequest) (res journal.BeginResult, 
 	}
 	now := s.now()
 	if found && file.State.Settled() && !journal.Expired(&file, now) {
-		if d := journal.Kit.DecideBegin(&file, req, now); d.Write == nil && d.Suppress == nil {
+		if d := journal.Kit.DecideBegin(&file, &req, now); d.Write == nil && d.Suppress == nil {
 			return d.Result, true, nil
 		}
 		// A Retake or a mismatch to record: decide again under the lock.
@@ -98,13 +98,13 @@ type beginRead struct {
 // one, ask the guard, and write what the decision says.
 func (s *Store) beginLocked(st *stripe, req *journal.BeginRequest) (journal.BeginResult, error) {
 	var b beginRead
-	if err := s.decideLocked(st, req, &b); err != nil {
+	if err := s.decideLocked(st, *req, &b); err != nil {
 		return journal.BeginResult{}, err
 	}
 	var sst *stripe // the stripe of d.Suppress's key, locked too
 	if b.d.Suppress != nil {
 		if sst = s.stripe(b.d.Suppress.Key); sst != st {
-			if err := s.lockSuppression(st, sst, req, &b); err != nil {
+			if err := s.lockSuppression(st, sst, *req, &b); err != nil {
 				return journal.BeginResult{}, err
 			}
 			defer sst.mu.Unlock()
@@ -127,7 +127,7 @@ func (s *Store) beginLocked(st *stripe, req *journal.BeginRequest) (journal.Begi
 // decideLocked reads the key's record and decides, and when the decision
 // asks it, asks the guard, all in one read transaction. The key's stripe
 // is locked.
-func (s *Store) decideLocked(st *stripe, req *journal.BeginRequest, b *beginRead) error {
+func (s *Store) decideLocked(st *stripe, req journal.BeginRequest, b *beginRead) error {
 	var fileRec journal.Record // the file's record: on the stack, like a replay's read
 	return s.view(func(tx *bbolt.Tx) error {
 		var err error
@@ -145,11 +145,12 @@ func (s *Store) decideLocked(st *stripe, req *journal.BeginRequest, b *beginRead
 			}
 			b.fileNone = !found
 		}
-		b.now = s.now()
-		b.d = journal.Kit.DecideBegin(cur, req, b.now)
+		now := s.now()
+		b.now = now
+		b.d = journal.Kit.DecideBegin(cur, &req, now)
 		if b.d.Guard && b.d.Suppress == nil {
 			b.guarded = true
-			b.g, err = s.guardIn(tx, recs, req, b.now)
+			b.g, err = s.guardIn(tx, recs, &req, now)
 		}
 		return err
 	})
@@ -159,7 +160,7 @@ func (s *Store) decideLocked(st *stripe, req *journal.BeginRequest, b *beginRead
 // st. Stripes are locked in index order, so that two mismatches cannot
 // deadlock: when sst comes first, st is let go and both are taken in
 // order, and the decision is made again once both are held.
-func (s *Store) lockSuppression(st, sst *stripe, req *journal.BeginRequest, b *beginRead) error {
+func (s *Store) lockSuppression(st, sst *stripe, req journal.BeginRequest, b *beginRead) error {
 	if b.d.Suppress.Key[0] >= req.Key[0] {
 		sst.mu.Lock()
 		return nil
@@ -173,15 +174,16 @@ func (s *Store) lockSuppression(st, sst *stripe, req *journal.BeginRequest, b *b
 		return err
 	}
 	b.fileNone = false // not known this time: the file is read again at the write
-	b.now = s.now()
-	b.d = journal.Kit.DecideBegin(cur, req, b.now)
+	now := s.now()
+	b.now = now
+	b.d = journal.Kit.DecideBegin(cur, &req, now)
 	return nil
 }
 
 // beginWrite records b's decision: the suppression it places, in sst, and
 // the record of req's key, in st. Both stripes are locked.
 func (s *Store) beginWrite(st, sst *stripe, req *journal.BeginRequest, b *beginRead) (journal.BeginResult, error) {
-	d := &b.d
+	d, now := &b.d, b.now
 	if d.Write == nil && d.Suppress == nil {
 		return d.Result, nil
 	}
@@ -197,7 +199,7 @@ func (s *Store) beginWrite(st, sst *stripe, req *journal.BeginRequest, b *beginR
 			return journal.BeginResult{}, err
 		}
 		// Durable like every suppression: the guard reads the file.
-		if w := journal.Kit.PlaceSuppression(sc, d.Suppress, b.now); w != nil {
+		if w := journal.Kit.PlaceSuppression(sc, d.Suppress, now); w != nil {
 			if err := s.persist(sst, w, true, false); err != nil {
 				return journal.BeginResult{}, err
 			}
