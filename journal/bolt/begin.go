@@ -1,0 +1,350 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/internal/codec"
+	"github.com/agentonce/agentonce/journal/internal/machine"
+)
+
+// Begin decides what happens to an intent; see Store. It reads in one
+// read transaction: under the key's lock when that is free, else first
+// without it, which answers a live settled record without waiting for the
+// lock.
+func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
+	if err := machine.ValidateBegin(&req); err != nil {
+		return journal.BeginResult{}, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return journal.BeginResult{}, err
+	}
+	defer s.exit()
+
+	st := s.stripe(req.Key)
+	if res, ok := s.replayCached(st, req); ok {
+		return res, nil
+	}
+	if !st.mu.TryLock() {
+		// The key's stripe is busy (a commit may hold it for an fsync): the
+		// replay path, without the lock. When the stripe is free, the read
+		// under the lock below answers a replay as well, and a new intent's
+		// Begin reads in one transaction instead of two.
+		if res, ok, err := s.replayFile(req); ok || err != nil {
+			return res, err
+		}
+		st.mu.Lock()
+	}
+	defer st.mu.Unlock()
+	return s.beginLocked(st, &req)
+}
+
+// replayCached answers a replay of a settled record in the cache from it,
+// as replayFile does from the file (a settled record is replaced only under
+// the key's lock, by a durable write, which the cache follows). ok is false
+// when the cache cannot answer: Begin goes on.
+func (s *Store) replayCached(st *stripe, req journal.BeginRequest) (res journal.BeginResult, ok bool) {
+	var hot journal.Record
+	if hit, _, _ := st.cache.cached(req.Key, &hot); hit {
+		now := s.now()
+		if !journal.Expired(&hot, now) {
+			if d := machine.DecideBegin(&hot, &req, now); d.Write == nil && d.Suppress == nil {
+				return d.Result, true
+			}
+		}
+	}
+	return journal.BeginResult{}, false
+}
+
+// replayFile answers a replay from the file without the key's lock. A live
+// settled record in the file is the truth: the overlay only ever holds
+// pending records, and only Retake (decided again under the key's lock)
+// replaces a live settled record. ok is false when the file's record does
+// not answer by itself: Begin goes on under the lock.
+func (s *Store) replayFile(req journal.BeginRequest) (res journal.BeginResult, ok bool, err error) {
+	var file journal.Record
+	found, err := s.readFile(req.Key, &file)
+	if err != nil {
+		return journal.BeginResult{}, false, err
+	}
+	now := s.now()
+	if found && file.State.Settled() && !journal.Expired(&file, now) {
+		if d := machine.DecideBegin(&file, &req, now); d.Write == nil && d.Suppress == nil {
+			return d.Result, true, nil
+		}
+		// A Retake or a mismatch to record: decide again under the lock.
+	}
+	return journal.BeginResult{}, false, nil
+}
+
+// beginRead is what Begin read and decided under the key's lock.
+type beginRead struct {
+	d   machine.BeginDecision
+	now time.Time
+	// fileNone says that neither the overlay nor the file holds the key
+	// (see overlaid.unfiled).
+	fileNone bool
+	guarded  bool            // the guard was asked with d
+	g        *journal.Record // the guard's answer, if guarded
+}
+
+// beginLocked is Begin under the lock of st, the stripe of req's key: read
+// and decide, lock the suppression's stripe too when the decision places
+// one, ask the guard, and write what the decision says.
+func (s *Store) beginLocked(st *stripe, req *journal.BeginRequest) (journal.BeginResult, error) {
+	var b beginRead
+	if err := s.decideLocked(st, *req, &b); err != nil {
+		return journal.BeginResult{}, err
+	}
+	var sst *stripe // the stripe of d.Suppress's key, locked too
+	if b.d.Suppress != nil {
+		if sst = s.stripe(b.d.Suppress.Key); sst != st {
+			if err := s.lockSuppression(st, sst, *req, &b); err != nil {
+				return journal.BeginResult{}, err
+			}
+			defer sst.mu.Unlock()
+		}
+	}
+	if b.d.Guard {
+		if !b.guarded {
+			var err error
+			if b.g, err = s.guard(req, b.now); err != nil {
+				return journal.BeginResult{}, err
+			}
+		}
+		if b.g != nil {
+			return journal.BeginResult{Outcome: journal.Guarded, Record: *b.g}, nil
+		}
+	}
+	return s.beginWrite(st, sst, req, &b)
+}
+
+// decideLocked reads the key's record and decides, and when the decision
+// asks it, asks the guard, all in one read transaction. The key's stripe
+// is locked.
+func (s *Store) decideLocked(st *stripe, req journal.BeginRequest, b *beginRead) error {
+	var fileRec journal.Record // the file's record: on the stack, like a replay's read
+	return s.view(func(tx *bbolt.Tx) error {
+		var err error
+		var cur *journal.Record
+		recs := tx.Bucket(bucketRecords) // opened once: the guard reads it too
+		if o, ok := st.overlay[req.Key]; ok {
+			cur = o.rec // read only, as in current
+		} else {
+			found, err := s.readIn(recs, req.Key, &fileRec)
+			if err != nil {
+				return err
+			}
+			if found {
+				cur = &fileRec
+			}
+			b.fileNone = !found
+		}
+		now := s.now()
+		b.now = now
+		b.d = machine.DecideBegin(cur, &req, now)
+		if b.d.Guard && b.d.Suppress == nil {
+			b.guarded = true
+			b.g, err = s.guardIn(tx, recs, &req, now)
+		}
+		return err
+	})
+}
+
+// lockSuppression locks sst, the stripe of the suppression's key, beside
+// st. Stripes are locked in index order, so that two mismatches cannot
+// deadlock: when sst comes first, st is let go and both are taken in
+// order, and the decision is made again once both are held.
+func (s *Store) lockSuppression(st, sst *stripe, req journal.BeginRequest, b *beginRead) error {
+	if b.d.Suppress.Key[0] >= req.Key[0] {
+		sst.mu.Lock()
+		return nil
+	}
+	st.mu.Unlock()
+	sst.mu.Lock()
+	st.mu.Lock()
+	cur, err := s.current(st, req.Key)
+	if err != nil {
+		sst.mu.Unlock()
+		return err
+	}
+	b.fileNone = false // not known this time: the file is read again at the write
+	now := s.now()
+	b.now = now
+	b.d = machine.DecideBegin(cur, &req, now)
+	return nil
+}
+
+// beginWrite records b's decision: the suppression it places, in sst, and
+// the record of req's key, in st. Both stripes are locked.
+func (s *Store) beginWrite(st, sst *stripe, req *journal.BeginRequest, b *beginRead) (journal.BeginResult, error) {
+	d, now := &b.d, b.now
+	if d.Write == nil && d.Suppress == nil {
+		return d.Result, nil
+	}
+	if s.readOnly {
+		if d.Write == nil {
+			return d.Result, nil // a Mismatch, whose suppression cannot be recorded
+		}
+		return journal.BeginResult{}, fmt.Errorf("journal %s: %w: begin %s", s.path, journal.ErrReadOnly, req.Key)
+	}
+	if d.Suppress != nil {
+		sc, err := s.current(sst, d.Suppress.Key)
+		if err != nil {
+			return journal.BeginResult{}, err
+		}
+		// Durable like every suppression: the guard reads the file.
+		if w := machine.PlaceSuppression(sc, d.Suppress, now); w != nil {
+			if err := s.persist(sst, w, true, false); err != nil {
+				return journal.BeginResult{}, err
+			}
+		}
+	}
+	if d.Write != nil {
+		if err := s.persist(st, d.Write, req.Durable || d.Durable, b.fileNone); err != nil {
+			return journal.BeginResult{}, err
+		}
+	}
+	return d.Result, nil
+}
+
+// guard returns a live suppressed record that blocks req, or nil: one
+// read transaction over the guard index's entries for req's tenant,
+// session and tool.
+func (s *Store) guard(req *journal.BeginRequest, now time.Time) (found *journal.Record, err error) {
+	err = s.view(func(tx *bbolt.Tx) error {
+		found, err = s.guardIn(tx, tx.Bucket(bucketRecords), req, now)
+		return err
+	})
+	return found, err
+}
+
+// guardIn is guard within the read transaction tx, whose records bucket
+// recs is already open.
+func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequest, now time.Time) (found *journal.Record, err error) {
+	check := func(v []byte) (bool, error) {
+		r, err := codec.Decode(v)
+		if err != nil {
+			return false, err
+		}
+		if r.Key != req.Key && machine.GuardBlocks(&r, req, now) {
+			found = &r
+			return true, nil
+		}
+		return false, nil
+	}
+	if s.legacy {
+		c := recs.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if ok, err := check(v); ok || err != nil {
+				return found, wrapKey(s.path, k, err)
+			}
+		}
+		return nil, nil
+	}
+	if !s.maySuppress(req.Intent.Tool) {
+		return nil, nil
+	}
+	// The fresh bucket's suppressed records, which the guard index does
+	// not hold yet: read from the bucket in place (a new call's Begin asks
+	// the guard, and finds none there most of the time).
+	if fresh := tx.Bucket(bucketFresh); fresh != nil {
+		c := fresh.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(k) != 16 || len(v) != freshValueLen {
+				return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, k, v)
+			}
+			if journal.State(v[0]) != journal.StateSuppressed {
+				continue
+			}
+			if v := recs.Get(k); v != nil {
+				if ok, err := check(v); ok || err != nil {
+					return found, wrapKey(s.path, k, err)
+				}
+			}
+		}
+	}
+	in := &req.Intent
+	prefix := guardPrefix(in.Tenant, in.Session, in.Tool)
+	c := tx.Bucket(bucketIndex).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		key, err := keyTail(k)
+		if err != nil {
+			return nil, fmt.Errorf("journal %s: %w", s.path, err)
+		}
+		if v := recs.Get(key[:]); v != nil {
+			if ok, err := check(v); ok || err != nil {
+				return found, wrapKey(s.path, key[:], err)
+			}
+		}
+	}
+	return nil, nil
+}
+
+// toolSet is the set of tools that may have a suppressed record in the
+// file (Store.suppressing). It is safe for concurrent use.
+type toolSet struct {
+	mu sync.Mutex
+	m  map[string]struct{} // guarded by mu
+}
+
+func (t *toolSet) add(tool string) {
+	t.mu.Lock()
+	if _, ok := t.m[tool]; !ok {
+		if t.m == nil {
+			t.m = map[string]struct{}{}
+		}
+		t.m[strings.Clone(tool)] = struct{}{} // tool may alias a decoded record
+	}
+	t.mu.Unlock()
+}
+
+func (t *toolSet) has(tool string) bool {
+	t.mu.Lock()
+	_, ok := t.m[tool]
+	t.mu.Unlock()
+	return ok
+}
+
+// loadSuppressing fills s.suppressing from the counters at open: each tool
+// whose counters count a suppressed record, or do not decode. Counters are
+// one entry a tool, not a record, so this costs the same at ten records
+// and at ten million.
+func (s *Store) loadSuppressing() error {
+	return s.view(func(tx *bbolt.Tx) error {
+		counts := tx.Bucket(bucketCounts)
+		if counts == nil {
+			return nil // a legacy reader's guard reads every record instead
+		}
+		return counts.ForEach(func(k, v []byte) error {
+			if len(k) == 0 || k[0] != 't' {
+				return nil
+			}
+			var c toolCounts
+			if c.decode(v) != nil || c[journal.StateSuppressed-1] != 0 {
+				s.suppressing.add(string(k[1:]))
+			}
+			return nil
+		})
+	})
+}
+
+// maySuppress reports whether the file may hold a suppressed record of
+// tool. When it cannot, no record can block a Begin of that tool
+// (journal's guard asks for a suppressed record of the same tool), and the
+// guard reads nothing: a new call's Begin reads its record and nothing
+// else. The answer is from memory (s.suppressing), which says yes at
+// least whenever the counters would: it is filled from them at open and
+// every write of a suppressed record adds its tool before its transaction
+// commits, so a read transaction that sees the record finds the tool in
+// the set. A tool stays in the set until the store is reopened, even once
+// its suppressed records are gone; its guard then reads the fresh entries
+// and the index, as it would if the set said yes by mistake.
+func (s *Store) maySuppress(tool string) bool { return s.suppressing.has(tool) }
