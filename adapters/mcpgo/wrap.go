@@ -33,12 +33,14 @@ import (
 // AddTools serves (a harness tool has its own Effect), or if h already has
 // a tool of a wrapped tool's name.
 //
-// A handler's result is the call's outcome, an error result too (IsError):
-// journaled and answered again as it was to a repeat. A handler's Go error
-// is a failure the harness cannot place, so for an Unkeyed tool the
-// outcome is unknown. The model may send mcpcall.RepeatArgument (the note
-// of a repeated call says how) although the tool's schema does not offer
-// it: it is taken out of the arguments before the handler sees them.
+// A handler's result is the call's outcome, journaled and answered again
+// as it was to a repeat. A Go error or a result with IsError (the go-sdk
+// makes every error of a typed handler one) is a failure the harness cannot
+// place: it may have taken effect, so an Unkeyed tool's outcome is unknown
+// and the tool is not run again, while the harness retries a tool of
+// another kind. The model may send mcpcall.RepeatArgument (the note of a repeated
+// call says how) although the tool's schema does not offer it: it is taken
+// out of the arguments before the handler sees them.
 func Wrap(s *server.MCPServer, h *harness.Harness, opts *Options) error {
 	if s == nil || h == nil {
 		return errors.New("agentonce mcpgo: Wrap needs a server and a harness")
@@ -117,8 +119,22 @@ func runHandler(tool string) harness.Func {
 		if res == nil {
 			return nil, fmt.Errorf("agentonce mcpgo: tool %s: the handler returned no result and no error", tool)
 		}
+		if res.IsError {
+			return nil, fmt.Errorf("tool %s answered an error: %s", tool, resultText(res.Content))
+		}
 		return json.Marshal(res)
 	}
+}
+
+// resultText is the text of a result's text contents.
+func resultText(content []mcp.Content) string {
+	var b strings.Builder
+	for _, c := range content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }
 
 // wrappedResult answers a call of a wrapped tool: the handler's result as
