@@ -210,7 +210,9 @@ func (s *srv) place(ctx context.Context, tool string, req mcp.CallToolRequest) (
 			return mcpcall.Call{}, toResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: the caller is not identified, so the tool did not run: %w", tool, err)))
 		}
 		r.Identity = &id
-	case !s.trusted && req.Header != nil:
+	case !s.trusted && len(req.Header) > 0:
+		// mcp-go gives a request an empty Header on stdio, the headers
+		// of its POST over HTTP.
 		return mcpcall.Call{}, toResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: %w; the tool did not run", tool, ErrNoIdentity)))
 	}
 	call, err := s.resolver.Resolve(ctx, r)
