@@ -50,14 +50,24 @@ func AnswerOf(res harness.Result, c Call) Answer {
 	}
 	if c.Placement == ByWindow {
 		a.Meta[MetaWindow] = c.WindowLabel
-		if res.Source == harness.Replayed || res.Source == harness.Collapsed {
-			a.Text += "\n\nNote: an identical " + c.Tool + " call (same input) was made in the last " + c.Window.String() +
-				", so this is that call's outcome and the action was not done again. " +
-				"Only if the user wants it done once more, call " + c.Tool + " again with \"" + RepeatArgument +
-				"\" set to a value not used before (for example \"2\")."
-		}
+	}
+	if note := Note(res, c); note != "" {
+		a.Text += "\n\n" + note
 	}
 	return a
+}
+
+// Note is what AnswerOf adds to the text of a call placed by the window
+// whose answer is an earlier call's: that the action was not done again,
+// and how to repeat it on purpose. It is empty for any other call.
+func Note(res harness.Result, c Call) string {
+	if c.Placement != ByWindow || (res.Source != harness.Replayed && res.Source != harness.Collapsed) {
+		return ""
+	}
+	return "Note: an identical " + c.Tool + " call (same input) was made in the last " + c.Window.String() +
+		", so this is that call's outcome and the action was not done again. " +
+		"Only if the user wants it done once more, call " + c.Tool + " again with \"" + RepeatArgument +
+		"\" set to a value not used before (for example \"2\")."
 }
 
 // Refusal is the answer to a call that did not run.

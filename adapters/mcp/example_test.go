@@ -209,3 +209,49 @@ func ExampleClientTools() {
 	// send_invoice keyed
 	// succeeded {"invoice":"in_1"} invoices sent: 1
 }
+
+// Wrap protects the tools a server already has, as the SDK registered
+// them: a host sends the same refund twice (no agentonce _meta, so the
+// de-duplication window places both) and the handler runs once.
+func ExampleWrap() {
+	type refundIn struct {
+		Order string `json:"order"`
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v1"}, nil)
+	refunds := 0
+	mcp.AddTool(server, &mcp.Tool{Name: "refund", Description: "Refund an order."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in refundIn) (*mcp.CallToolResult, any, error) {
+			refunds++
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refunded " + in.Order}}}, nil, nil
+		})
+
+	h := harness.New(memory.New(nil), nil)
+	defer h.Close()
+	if err := agentmcp.Wrap(server, h, &agentmcp.Options{Effects: map[string]journal.Effect{"refund": journal.Unkeyed}}); err != nil {
+		log.Fatal(err)
+	}
+
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(context.Background(), st, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cs.Close()
+	for range 2 {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order": "A-17"}})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(res.Content[0].(*mcp.TextContent).Text, res.Meta[agentmcp.MetaSource])
+	}
+	fmt.Println("refunds:", refunds)
+	// Output:
+	// refunded A-17 executed
+	// refunded A-17 replayed
+	// refunds: 1
+}

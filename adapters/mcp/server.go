@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/mcpcall"
 )
 
@@ -47,6 +49,14 @@ type Options struct {
 	// long that context lasts. The tool's own Timeout and retry policy
 	// normally end a call well before. Zero means DefaultMaxCall.
 	MaxCall time.Duration
+	// Effects gives Wrap the effect kind of each wrapped tool, by name; a
+	// tool not named is journal.Unkeyed, the safest. Wrap refuses a name
+	// that is not one of the server's tools. AddTools does not read it: a
+	// harness tool has its own Effect.
+	Effects map[string]journal.Effect
+	// Logger hears the warnings of AddTools (a tool offered without an
+	// input schema or a description). Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 func (o *Options) maxCall() time.Duration {
@@ -77,10 +87,12 @@ func newServer(h *harness.Harness, opts *Options) *server {
 
 // AddTools registers every tool of h (harness.Harness.Tools) on s, each
 // with its name, description, input schema (with RepeatArgument added) and
-// annotations (mcpcall.HintsOf), served by Handler. A tool without a
-// Schema is offered as {"type":"object"}. It adds nothing and returns an
-// error if a schema is not a JSON object of type "object", which MCP
-// requires of an input schema.
+// annotations (mcpcall.HintsOf), served by Handler. The input schema is
+// Tool.Schema, else derived from Tool.InputType (set by harness.Typed),
+// else {"type":"object"}; a tool with no schema or no description is
+// offered anyway and Options.Logger warns of it. It adds nothing and
+// returns an error if a schema is not a JSON object of type "object",
+// which MCP requires of an input schema, or cannot be derived.
 func AddTools(s *sdk.Server, h *harness.Harness, opts *Options) error {
 	tools := h.Tools()
 	defs := make([]*sdk.Tool, 0, len(tools))
@@ -89,6 +101,7 @@ func AddTools(s *sdk.Server, h *harness.Harness, opts *Options) error {
 		if err != nil {
 			return err
 		}
+		warnBare(logger(opts), t)
 		defs = append(defs, d)
 	}
 	srv := newServer(h, opts)
@@ -98,8 +111,13 @@ func AddTools(s *sdk.Server, h *harness.Harness, opts *Options) error {
 	return nil
 }
 
-// Definition is the MCP tool definition AddTools offers for t.
+// Definition is the MCP tool definition AddTools offers for t, its input
+// schema derived from t.InputType when t.Schema is empty.
 func Definition(t harness.Tool) (*sdk.Tool, error) {
+	t, err := withSchema(t)
+	if err != nil {
+		return nil, err
+	}
 	schema, err := mcpcall.InputSchema(t)
 	if err != nil {
 		return nil, err
@@ -129,26 +147,36 @@ func Handler(h *harness.Harness, tool string, opts *Options) sdk.ToolHandler {
 
 func (s *server) handler(tool string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		r := mcpcall.Request{Tool: tool}
-		if req.Params != nil {
-			r.Meta, r.Arguments = req.Params.GetMeta(), req.Params.Arguments
+		call, refused := s.place(ctx, tool, req)
+		if refused != nil {
+			return refused, nil
 		}
-		switch {
-		case s.identity != nil:
-			id, err := s.identity(ctx, req)
-			if err != nil {
-				return toResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: the caller is not identified, so the tool did not run: %w", tool, err))), nil
-			}
-			r.Identity = &id
-		case !s.trusted && req.Extra != nil && (req.Extra.Header != nil || req.Extra.TokenInfo != nil):
-			return toResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: %w; the tool did not run", tool, ErrNoIdentity))), nil
-		}
-		call, err := s.resolver.Resolve(ctx, r)
-		if err != nil {
-			return toResult(mcpcall.Refusal(err)), nil
-		}
-		return detached(ctx, s.h, call, s.maxCall)
+		return detached(ctx, s.h, call, s.maxCall, toResult)
 	}
+}
+
+// place reads the request's identity, _meta and arguments and places the
+// call; a call that cannot be placed gets the refusal to answer.
+func (s *server) place(ctx context.Context, tool string, req *sdk.CallToolRequest) (mcpcall.Call, *sdk.CallToolResult) {
+	r := mcpcall.Request{Tool: tool}
+	if req.Params != nil {
+		r.Meta, r.Arguments = req.Params.GetMeta(), req.Params.Arguments
+	}
+	switch {
+	case s.identity != nil:
+		id, err := s.identity(ctx, req)
+		if err != nil {
+			return mcpcall.Call{}, answerResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: the caller is not identified, so the tool did not run: %w", tool, err)))
+		}
+		r.Identity = &id
+	case !s.trusted && req.Extra != nil && (req.Extra.Header != nil || req.Extra.TokenInfo != nil):
+		return mcpcall.Call{}, answerResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: %w; the tool did not run", tool, ErrNoIdentity)))
+	}
+	call, err := s.resolver.Resolve(ctx, r)
+	if err != nil {
+		return mcpcall.Call{}, answerResult(mcpcall.Refusal(err))
+	}
+	return call, nil
 }
 
 // detached runs the call so that it outlives the request: a client that
@@ -156,8 +184,10 @@ func (s *server) handler(tool string) sdk.ToolHandler {
 // kill an effect half-way, and its retry then joins the call or reads its
 // outcome. The handler itself returns when the request ends, so that the
 // SDK can close a session without waiting for the call; the call goes on
-// until it is answered or maxCall has passed since its start.
-func detached(ctx context.Context, h *harness.Harness, call mcpcall.Call, maxCall time.Duration) (*sdk.CallToolResult, error) {
+// until it is answered or maxCall has passed since its start. answer words
+// the Result.
+func detached(ctx context.Context, h *harness.Harness, call mcpcall.Call, maxCall time.Duration,
+	answer func(harness.Result, mcpcall.Call) *sdk.CallToolResult) (*sdk.CallToolResult, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxCall)
 	answered := make(chan harness.Result, 1)
 	go func() {
@@ -166,7 +196,7 @@ func detached(ctx context.Context, h *harness.Harness, call mcpcall.Call, maxCal
 	}()
 	select {
 	case res := <-answered:
-		return toResult(mcpcall.AnswerOf(res, call)), nil
+		return answer(res, call), nil
 	case <-ctx.Done():
 		// Nobody reads this answer: the request is over.
 		return nil, fmt.Errorf("agentonce: tool %s: the request ended while the call was running; it goes on, and the same call again is answered with its outcome: %w",
@@ -180,10 +210,15 @@ func detached(ctx context.Context, h *harness.Harness, call mcpcall.Call, maxCal
 // a success that is a JSON object, and the result's _meta carries
 // MetaStatus, MetaSource and MetaKey for the client program.
 func CallToolResult(res harness.Result) *sdk.CallToolResult {
-	return toResult(mcpcall.AnswerOf(res, mcpcall.Call{}))
+	return toResult(res, mcpcall.Call{})
 }
 
-func toResult(a mcpcall.Answer) *sdk.CallToolResult {
+// toResult answers a call of a harness tool (mcpcall.AnswerOf).
+func toResult(res harness.Result, call mcpcall.Call) *sdk.CallToolResult {
+	return answerResult(mcpcall.AnswerOf(res, call))
+}
+
+func answerResult(a mcpcall.Answer) *sdk.CallToolResult {
 	out := &sdk.CallToolResult{
 		Content: []sdk.Content{&sdk.TextContent{Text: a.Text}},
 		IsError: a.IsError,

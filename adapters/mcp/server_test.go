@@ -154,8 +154,8 @@ func newFixtureOpts(t *testing.T, opts *agentmcp.Options, tools ...harness.Tool)
 		}
 	})
 	// PropagateRequestCancellation makes a client that gives up cancel the
-	// handler's context under the 2026-07-28 protocol too, as it always
-	// does under the older ones: the worst case for an effect in flight.
+	// handler's context under every protocol: the worst case for an effect
+	// in flight.
 	handler, err := agentmcp.HTTPHandler(s, opts, &sdk.StreamableHTTPOptions{PropagateRequestCancellation: true})
 	if err != nil {
 		t.Fatal(err)
@@ -252,9 +252,11 @@ func metaOf(r *sdk.CallToolResult, key string) string {
 	return s
 }
 
-// protocols are the versions every scenario runs at: the SDK's latest
-// (per-request, no transport session) and the last one with a transport
-// session id.
+// protocols are the versions every scenario runs at: the client's choice
+// ("") and 2025-11-25, the last one with a transport session id. Against
+// the fixture's handler, which is not Stateless, the client's choice is
+// 2025-11-25 too; the stateless protocol (2026-07-28) is
+// TestStatelessReconnect's.
 var protocols = []string{"", "2025-11-25"}
 
 // A client that gives up on a call while the charge is running, then sends

@@ -19,6 +19,7 @@ import (
 	"github.com/agentonce/agentonce/adapters/mcpgo"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 )
 
 // An mcp-go server offers a harness's tools over streamable HTTP behind
@@ -81,4 +82,52 @@ func ExampleAddTools() {
 	// executed false
 	// replayed false
 	// emails sent: 1
+}
+
+// Wrap protects the tools a server already has, as mcp-go registered
+// them: a host sends the same refund twice (no agentonce _meta, so the
+// de-duplication window places both) and the handler runs once.
+func ExampleWrap() {
+	s := server.NewMCPServer("shop", "v1")
+	refunds := 0
+	s.AddTool(mcp.NewTool("refund", mcp.WithDescription("Refund an order."), mcp.WithString("order", mcp.Required())),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			refunds++
+			return mcp.NewToolResultText("refunded " + req.GetString("order", "")), nil
+		})
+
+	h := harness.New(memory.New(nil), nil)
+	defer h.Close()
+	if err := mcpgo.Wrap(s, h, &mcpgo.Options{Effects: map[string]journal.Effect{"refund": journal.Unkeyed}}); err != nil {
+		log.Fatal(err)
+	}
+
+	c, err := client.NewInProcessClient(s)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	var init mcp.InitializeRequest
+	init.Params.ClientInfo = mcp.Implementation{Name: "host", Version: "v1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		log.Fatal(err)
+	}
+	var r mcp.CallToolRequest
+	r.Params.Name, r.Params.Arguments = "refund", map[string]any{"order": "A-17"}
+	for range 2 {
+		res, err := c.CallTool(ctx, r)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(res.Content[0].(mcp.TextContent).Text, res.Meta.AdditionalFields["io.github.agentonce/source"])
+	}
+	fmt.Println("refunds:", refunds)
+	// Output:
+	// refunded A-17 executed
+	// refunded A-17 replayed
+	// refunds: 1
 }

@@ -4,12 +4,12 @@ go 1.26.0
 
 require (
 	github.com/agentonce/agentonce v0.1.0
+	github.com/google/jsonschema-go v0.4.3
 	github.com/mark3labs/mcp-go v1.2.1
 )
 
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
-	github.com/google/jsonschema-go v0.4.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
 	github.com/spf13/cast v1.7.1 // indirect
@@ -18,4 +18,3 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
-

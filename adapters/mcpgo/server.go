@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/mcpcall"
 )
 
@@ -55,6 +57,14 @@ type Options struct {
 	// harness answers that the intent is under way (mcpcall.UnderWay),
 	// re-asking it until it has an outcome or MaxCall has passed.
 	Tasks bool
+	// Effects gives Wrap the effect kind of each wrapped tool, by name; a
+	// tool not named is journal.Unkeyed, the safest. Wrap refuses a name
+	// that is not one of the server's tools. AddTools does not read it: a
+	// harness tool has its own Effect.
+	Effects map[string]journal.Effect
+	// Logger hears the warnings of AddTools (a tool offered without an
+	// input schema or a description). Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Task re-asks an intent that is under way after a pause that grows from
@@ -88,8 +98,11 @@ func newSrv(h *harness.Harness, opts *Options) *srv {
 
 // AddTools registers every tool of h on s with its name, description, input
 // schema (with mcpcall.RepeatArgument added) and annotations
-// (mcpcall.HintsOf), served by Handler. It adds nothing and returns an
-// error if a schema is not a JSON object of type "object".
+// (mcpcall.HintsOf), served by Handler. The input schema is Tool.Schema,
+// else derived from Tool.InputType (set by harness.Typed); a tool with
+// neither, or with no description, is offered anyway and Options.Logger
+// warns of it. It adds nothing and returns an error if a schema is not a
+// JSON object of type "object" or cannot be derived.
 func AddTools(s *server.MCPServer, h *harness.Harness, opts *Options) error {
 	var tools []server.ServerTool
 	sv := newSrv(h, opts)
@@ -98,6 +111,7 @@ func AddTools(s *server.MCPServer, h *harness.Harness, opts *Options) error {
 		if err != nil {
 			return err
 		}
+		warnBare(logger(opts), t)
 		if sv.tasks {
 			d.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
 		}
@@ -107,8 +121,13 @@ func AddTools(s *server.MCPServer, h *harness.Harness, opts *Options) error {
 	return nil
 }
 
-// Definition is the mcp-go tool definition AddTools offers for t.
+// Definition is the mcp-go tool definition AddTools offers for t, its input
+// schema derived from t.InputType when t.Schema is empty.
 func Definition(t harness.Tool) (mcp.Tool, error) {
+	t, err := withSchema(t)
+	if err != nil {
+		return mcp.Tool{}, err
+	}
 	schema, err := mcpcall.InputSchema(t)
 	if err != nil {
 		return mcp.Tool{}, err
@@ -129,52 +148,78 @@ func Handler(h *harness.Harness, tool string, opts *Options) server.ToolHandlerF
 
 func (s *srv) handler(tool string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		asTask := s.tasks && req.Params.Task != nil
-		if asTask {
-			// mcp-go runs a task's handler on the context of the request
-			// that created it, which ends as soon as the task is created;
-			// the task is over when the call is, within MaxCall.
-			ctx = context.WithoutCancel(ctx)
-		}
-		r := mcpcall.Request{Tool: tool, Arguments: req.Params.RawArguments}
-		if req.Params.Meta != nil {
-			r.Meta = req.Params.Meta.AdditionalFields
-		}
-		if len(r.Arguments) == 0 && req.Params.Arguments != nil {
-			b, err := json.Marshal(req.Params.Arguments)
-			if err != nil {
-				return toResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: arguments: %w", tool, err))), nil
-			}
-			r.Arguments = b
-		}
-		switch {
-		case s.identity != nil:
-			id, err := s.identity(ctx, req)
-			if err != nil {
-				return toResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: the caller is not identified, so the tool did not run: %w", tool, err))), nil
-			}
-			r.Identity = &id
-		case !s.trusted && req.Header != nil:
-			return toResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: %w; the tool did not run", tool, ErrNoIdentity))), nil
-		}
-		call, err := s.resolver.Resolve(ctx, r)
-		if err != nil {
-			return toResult(mcpcall.Refusal(err)), nil
-		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.maxCall)
-		answered := make(chan harness.Result, 1)
-		go func() {
-			defer cancel()
-			answered <- s.call(cctx, call, asTask)
-		}()
-		select {
-		case res := <-answered:
-			return toResult(mcpcall.AnswerOf(res, call)), nil
-		case <-ctx.Done():
-			return nil, fmt.Errorf("agentonce: tool %s: the request ended while the call was running; it goes on, and the same call again is answered with its outcome: %w",
-				tool, context.Cause(ctx))
-		}
+		return s.serve(ctx, tool, req, nil)
 	}
+}
+
+// serve places a call of tool and runs it through the harness. next is
+// the server's own handler of a wrapped tool (Wrap), nil for a harness
+// tool: the harness's Func for it runs next with the request, and its
+// result is answered as next gave it.
+func (s *srv) serve(ctx context.Context, tool string, req mcp.CallToolRequest, next server.ToolHandlerFunc) (*mcp.CallToolResult, error) {
+	asTask := s.tasks && req.Params.Task != nil && next == nil
+	if asTask {
+		// mcp-go runs a task's handler on the context of the request
+		// that created it, which ends as soon as the task is created;
+		// the task is over when the call is, within MaxCall.
+		ctx = context.WithoutCancel(ctx)
+	}
+	call, refused := s.place(ctx, tool, req)
+	if refused != nil {
+		return refused, nil
+	}
+	if next != nil {
+		ctx = context.WithValue(ctx, pendingKey{}, pending{next: next, req: req})
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.maxCall)
+	answered := make(chan harness.Result, 1)
+	go func() {
+		defer cancel()
+		answered <- s.call(cctx, call, asTask)
+	}()
+	select {
+	case res := <-answered:
+		if next != nil {
+			return wrappedResult(res, call), nil
+		}
+		return toResult(mcpcall.AnswerOf(res, call)), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("agentonce: tool %s: the request ended while the call was running; it goes on, and the same call again is answered with its outcome: %w",
+			tool, context.Cause(ctx))
+	}
+}
+
+// place reads the request's identity, _meta and arguments and places the
+// call; a call that cannot be placed gets the refusal to answer.
+func (s *srv) place(ctx context.Context, tool string, req mcp.CallToolRequest) (mcpcall.Call, *mcp.CallToolResult) {
+	r := mcpcall.Request{Tool: tool, Arguments: req.Params.RawArguments}
+	if req.Params.Meta != nil {
+		r.Meta = req.Params.Meta.AdditionalFields
+	}
+	if len(r.Arguments) == 0 && req.Params.Arguments != nil {
+		b, err := json.Marshal(req.Params.Arguments)
+		if err != nil {
+			return mcpcall.Call{}, toResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: arguments: %w", tool, err)))
+		}
+		r.Arguments = b
+	}
+	switch {
+	case s.identity != nil:
+		id, err := s.identity(ctx, req)
+		if err != nil {
+			return mcpcall.Call{}, toResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: the caller is not identified, so the tool did not run: %w", tool, err)))
+		}
+		r.Identity = &id
+	case !s.trusted && len(req.Header) > 0:
+		// mcp-go gives a request an empty Header on stdio, the headers
+		// of its POST over HTTP.
+		return mcpcall.Call{}, toResult(mcpcall.Refusal(fmt.Errorf("agentonce: tool %s: %w; the tool did not run", tool, ErrNoIdentity)))
+	}
+	call, err := s.resolver.Resolve(ctx, r)
+	if err != nil {
+		return mcpcall.Call{}, toResult(mcpcall.Refusal(err))
+	}
+	return call, nil
 }
 
 // call runs the call; as a task, it re-asks an intent that is under way
