@@ -203,54 +203,60 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			o.scenarios = append(o.scenarios, name)
 		}
 	}
+	return o, o.validate(stderr)
+}
+
+// validate tells on stderr the first value of o that cannot run, and
+// returns errUsage for it.
+func (o *options) validate(stderr io.Writer) error {
 	switch o.store {
 	case "bolt", "postgres", "both":
 	default:
 		fmt.Fprintf(stderr, "agentcheck: -store %q: want bolt, postgres or both\n", o.store)
-		return o, errUsage
+		return errUsage
 	}
 	if o.duration <= 0 {
 		fmt.Fprintln(stderr, "agentcheck: -duration must be positive")
-		return o, errUsage
+		return errUsage
 	}
 	if o.lease < 100*time.Millisecond {
 		fmt.Fprintln(stderr, "agentcheck: -lease must be at least 100ms")
-		return o, errUsage
+		return errUsage
 	}
 	if o.store != "bolt" && o.pg == "" {
 		fmt.Fprintf(stderr, "agentcheck: -store %s needs -pg URL or AGENTONCE_PG_URL\n", o.store)
-		return o, errUsage
+		return errUsage
 	}
 	if o.downstream != check.ModeBuiltin && o.downstream != check.ModeMiddleware {
 		fmt.Fprintf(stderr, "agentcheck: -downstream %q: want %s or %s\n", o.downstream, check.ModeBuiltin, check.ModeMiddleware)
-		return o, errUsage
+		return errUsage
 	}
 	if o.killServer && o.downstream != check.ModeMiddleware {
 		fmt.Fprintln(stderr, "agentcheck: -kill-server needs -downstream middleware (the builtin downstream runs in the checker's process)")
-		return o, errUsage
+		return errUsage
 	}
 	switch o.serverStore {
 	case "bolt":
 	case "postgres":
 		if o.downstream == check.ModeMiddleware && o.pg == "" {
 			fmt.Fprintln(stderr, "agentcheck: -server-store postgres needs -pg URL or AGENTONCE_PG_URL")
-			return o, errUsage
+			return errUsage
 		}
 	case "redis":
 		switch {
 		case o.downstream != check.ModeMiddleware:
 		case DropRedis == nil:
 			fmt.Fprintln(stderr, "agentcheck: -server-store redis: this agentcheck has no Redis journal linked in; run the one that has: go run ./cmd/agentcheck/redis -downstream middleware -server-store redis")
-			return o, errUsage
+			return errUsage
 		case o.redis == "":
 			fmt.Fprintln(stderr, "agentcheck: -server-store redis needs -redis URL or AGENTONCE_REDIS_URL")
-			return o, errUsage
+			return errUsage
 		}
 	default:
 		fmt.Fprintf(stderr, "agentcheck: -server-store %q: want bolt, postgres or redis\n", o.serverStore)
-		return o, errUsage
+		return errUsage
 	}
-	return o, nil
+	return nil
 }
 
 // parseError is the message for an error of fs.Parse: for a flag fs does
