@@ -108,6 +108,7 @@ svg.chart{display:block;width:100%;height:22px;overflow:visible}
 .c-in-flight{fill:#4c7ddc}.c-mismatch{fill:#8e44ad}.c-terminal{fill:#d73027}.c-canceled{fill:#5d6d7e}
 .c-running{fill:url(#p-running)}.c-stopped,.c-unknown{fill:url(#p-stopped)}.c-resolved{fill:#0b7285}.c-other{fill:#000}
 rect.attempt,rect.lg-bar{stroke:#fff;stroke-width:1.5}
+.mark{transform-box:view-box}
 .wait{stroke:#4c7ddc;stroke-width:2;stroke-dasharray:3 2}
 .retry{stroke:#1f2933;stroke-width:2}
 .takeover{stroke:#c2185b;stroke-width:3}
@@ -454,12 +455,11 @@ func intentDuration(in *timelineIntent) string {
 }
 
 // writeChart draws a row's attempts, one bar each (a white edge parts
-// bars that touch, so retries can be counted), and its marks. A bar is at
-// least chartMinPx wide, widened to the right; the bars are drawn last to
-// first, so a widened one lies over the start of the next, and the retry
-// lines and glyphs go under the bars, which they can then never hide.
+// bars that touch, so retries can be counted), and its marks. Retry lines
+// and glyphs go under the bars, which they can then never hide.
 func writeChart(b *strings.Builder, tl *timeline, in *timelineIntent, lay *axisLayout, pct func(time.Time) float64) {
 	mid := float64(chartH) / 2
+	shift := barShifts(in, pct)
 	fmt.Fprintf(b, "<svg class=\"chart\" height=\"%d\">\n", chartH)
 	for _, g := range tl.axis.gaps() {
 		p, w := pct(g.from.Add(g.dur()/2)), lay.gapW/chartUnits*100
@@ -469,33 +469,42 @@ func writeChart(b *strings.Builder, tl *timeline, in *timelineIntent, lay *axisL
 		p := pct(in.Attempts[n].Start)
 		switch boundaryMark(in, n) {
 		case markTakeover:
-			fmt.Fprintf(b, "<line class=\"mark takeover\" x1=\"%.2f%%\" y1=\"1\" x2=\"%.2f%%\" y2=\"%d\"><title>attempt %d: taken over after its owner stopped</title></line>\n", p, p, chartH-1, n+1)
+			fmt.Fprintf(b, "<line class=\"mark takeover\" x1=\"%.2f%%\" y1=\"1\" x2=\"%.2f%%\" y2=\"%d\"%s><title>attempt %d: taken over after its owner stopped</title></line>\n",
+				p, p, chartH-1, shiftStyle(shift[n]), n+1)
 		case markRetry:
-			fmt.Fprintf(b, "<line class=\"mark retry\" x1=\"%.2f%%\" y1=\"1\" x2=\"%.2f%%\" y2=\"%d\"><title>attempt %d: retried with the same key</title></line>\n",
-				p, p, chartH-1, n+1)
+			fmt.Fprintf(b, "<line class=\"mark retry\" x1=\"%.2f%%\" y1=\"1\" x2=\"%.2f%%\" y2=\"%d\"%s><title>attempt %d: retried with the same key</title></line>\n",
+				p, p, chartH-1, shiftStyle(shift[n]), n+1)
 		}
 	}
 	for _, m := range in.Marks {
 		if m.Kind == markSuppress || m.Kind == markResolve {
 			// Glyphs, not shapes: a text's x takes a percentage and its
 			// shape stays the same at any width. A suppression's starts
-			// where the last attempt ends (pageCSS).
-			fmt.Fprintf(b, "<text class=\"mark %s\" x=\"%.2f%%\" y=\"%.1f\"><title>%s</title>%s</text>\n",
-				m.Kind, pct(m.At), mid+5, escapeHTML(m.Text), markGlyph[m.Kind])
+			// where the last bar ends (pageCSS).
+			style := ""
+			if m.Kind == markSuppress {
+				style = shiftStyle(shift[len(in.Attempts)])
+			}
+			fmt.Fprintf(b, "<text class=\"mark %s\" x=\"%.2f%%\" y=\"%.1f\"%s><title>%s</title>%s</text>\n",
+				m.Kind, pct(m.At), mid+5, style, escapeHTML(m.Text), markGlyph[m.Kind])
 		}
 	}
-	for n := len(in.Attempts) - 1; n >= 0; n-- {
-		a := &in.Attempts[n]
+	for n, a := range in.Attempts {
 		x0 := pct(a.Start)
-		w := max(pct(a.drawEnd)-x0, chartMinW)
-		fmt.Fprintf(b, "<rect class=\"attempt c-%s\" data-id=\"%s\" x=\"%.2f%%\" y=\"%.1f\" width=\"%.2f%%\" style=\"width:max(%.2f%%,%dpx)\" height=\"%d\"><title>%s</title></rect>\n",
-			barClass(a.Class), escapeHTML(a.ID), x0, mid-chartBarH/2, w, w, chartMinPx, chartBarH, escapeHTML(fmt.Sprintf("attempt %d: %s", n+1, attemptTitle(a, tl.From))))
+		w := pct(a.drawEnd) - x0
+		x := fmt.Sprintf("%.2f%%", x0)
+		if shift[n] != "" {
+			x = "calc(" + x + " + " + shift[n] + ")"
+		}
+		fmt.Fprintf(b, "<rect class=\"attempt c-%s\" data-id=\"%s\" x=\"%.2f%%\" y=\"%.1f\" width=\"%.2f%%\" style=\"x:%s;width:max(%.2f%%,%dpx)\" height=\"%d\"><title>%s</title></rect>\n",
+			barClass(a.Class), escapeHTML(a.ID), x0, mid-chartBarH/2, max(w, chartMinW), x, w, chartMinPx, chartBarH,
+			escapeHTML(fmt.Sprintf("attempt %d: %s", n+1, attemptTitle(&a, tl.From))))
 	}
 	for _, m := range in.Marks {
-		if m.Kind == markWait { // above the bars
+		if m.Kind == markWait { // above the bars, moved with the bar it waited after
 			wy := mid - chartBarH/2 - 2.5
-			fmt.Fprintf(b, "<line class=\"mark wait\" x1=\"%.2f%%\" y1=\"%.1f\" x2=\"%.2f%%\" y2=\"%.1f\"><title>%s</title></line>\n",
-				pct(m.At), wy, pct(*m.Until), wy, escapeHTML(m.Text))
+			fmt.Fprintf(b, "<line class=\"mark wait\" x1=\"%.2f%%\" y1=\"%.1f\" x2=\"%.2f%%\" y2=\"%.1f\"%s><title>%s</title></line>\n",
+				pct(m.At), wy, pct(*m.Until), wy, shiftStyle(shift[attemptAt(in, m.At)]), escapeHTML(m.Text))
 		}
 	}
 	if in.hasRunning() {
@@ -503,6 +512,55 @@ func writeChart(b *strings.Builder, tl *timeline, in *timelineIntent, lay *axisL
 		fmt.Fprintf(b, "<line class=\"now\" x1=\"%.2f%%\" y1=\"0\" x2=\"%.2f%%\" y2=\"%d\"><title>now</title></line>\n", p, p, chartH)
 	}
 	b.WriteString("</svg>\n")
+}
+
+// barShifts says how far each attempt's bar, and what is drawn at its
+// start, moves right so that the bars before it that were widened to
+// chartMinPx do not cover it: a CSS length (percentages are of the
+// chart's width), "" for none. Entry len(in.Attempts) is the shift of
+// the last bar's end. A row of a few attempts too short to see thus
+// shows each, a little later than to scale (their hover texts give the
+// real times).
+func barShifts(in *timelineIntent, pct func(time.Time) float64) []string {
+	shift := make([]string, len(in.Attempts)+1)
+	var terms []string
+	for n, a := range in.Attempts {
+		if len(terms) > 0 {
+			shift[n] = strings.Join(terms, " + ")
+		}
+		if w := pct(a.drawEnd) - pct(a.Start); w*chartNarrowest/100 < chartMinPx {
+			terms = append(terms, fmt.Sprintf("max(0px, %dpx - %.2f%%)", chartMinPx, w))
+		}
+	}
+	if len(terms) > 0 {
+		shift[len(in.Attempts)] = strings.Join(terms, " + ")
+	}
+	return shift
+}
+
+// chartNarrowest is the chart column's least width in pixels (pageCSS):
+// a bar chartMinPx wide there is never widened, and moves nothing.
+const chartNarrowest = 160
+
+// shiftStyle moves a mark by shift (barShifts): a translation measured
+// against the chart's width (pageCSS's transform-box).
+func shiftStyle(shift string) string {
+	if shift == "" {
+		return ""
+	}
+	return " style=\"transform:translateX(calc(" + shift + "))\""
+}
+
+// attemptAt is the index of the attempt of in that starts at t, or the
+// last one starting before it.
+func attemptAt(in *timelineIntent, t time.Time) int {
+	n := 0
+	for i, a := range in.Attempts {
+		if !a.Start.After(t) {
+			n = i
+		}
+	}
+	return n
 }
 
 // writeDetail is what opening a row shows.

@@ -102,8 +102,9 @@ var tlIntents = []tlIntent{
 var tlNow = t0.Add(time.Hour + 30*time.Second)
 
 // tlQuick is session "quick": 370 ms in all, with a lookup whose one
-// attempt took 2 ms and a hold whose first attempt, refused, took 2 ms
-// before the retry. To scale, at 800 px, either is under two pixels.
+// attempt took 2 ms, a hold whose first attempt, refused, took 2 ms
+// before the retry, and a ping refused three times in 3 ms. To scale, at
+// 800 px, each of these attempts is under two pixels.
 var tlQuick = []tlIntent{
 	{tool: "search_flights", effect: journal.ReadOnly, at: 10 * time.Minute,
 		tries: []tlTry{{dur: 150 * time.Millisecond}}, state: journal.StateSucceeded, output: `{"flights":3}`},
@@ -112,6 +113,9 @@ var tlQuick = []tlIntent{
 	{tool: "hold_seat", effect: journal.Keyed, at: 10*time.Minute + 160*time.Millisecond,
 		tries: []tlTry{{dur: 2 * time.Millisecond, class: "not-executed", msg: "503 Service Unavailable"},
 			{dur: 208 * time.Millisecond}}, state: journal.StateSucceeded, output: `{"seat":"12A"}`},
+	{tool: "ping", effect: journal.Idempotent, at: 10*time.Minute + 200*time.Millisecond,
+		tries: []tlTry{{dur: time.Millisecond, class: "not-executed", msg: "503"}, {dur: time.Millisecond, class: "not-executed", msg: "503"},
+			{dur: time.Millisecond, class: "not-executed", msg: "503"}}, state: journal.StateFailed},
 }
 
 // buildTimelineJournal writes tlIntents (session "demo", tenant "acme")
