@@ -18,7 +18,8 @@ import (
 // given, the resolve command of a blocked intent). Rows that need a look
 // are open from the start, so a screenshot or a printout shows them
 // without a hover. The charts are SVG whose x coordinates are percentages
-// of the chart column, so the page reflows from 800 px up.
+// of the chart column, so the page reflows from 800 px up; CSS keeps each
+// bar at least chartMinPx wide at any width.
 
 // chartUnits is the axis's width in layout units; x/chartUnits*100 is a
 // percentage of the chart column.
