@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentonce/agentonce/internal/suggest"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -210,51 +211,16 @@ func flagError(cmd *cobra.Command, err error) error {
 	return usageErrorf("%v; run 'agentctl help %s'", err, cmd.Name())
 }
 
-// closestFlag is the flag of fs nearest to name: within edit distance 2
-// (one less for names of up to three letters), or the one flag name
-// starts. "" when none is close.
+// closestFlag is the flag of fs that name most likely meant
+// (suggest.Closest), or "".
 func closestFlag(fs *pflag.FlagSet, name string) string {
-	best, bestD := "", 3
-	if len(name) <= 3 {
-		bestD = 2
-	}
-	var prefixed []string
+	var names []string
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Name == "help" {
-			return
-		}
-		if strings.HasPrefix(f.Name, name) {
-			prefixed = append(prefixed, f.Name)
-		}
-		if d := editDistance(name, f.Name); d < bestD {
-			best, bestD = f.Name, d
+		if f.Name != "help" {
+			names = append(names, f.Name)
 		}
 	})
-	if best == "" && len(prefixed) == 1 {
-		best = prefixed[0]
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, by bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return suggest.Closest(name, names)
 }
 
 // journalFlagFirst moves a --journal flag written before the command

@@ -18,7 +18,8 @@ import (
 // given, the resolve command of a blocked intent). Rows that need a look
 // are open from the start, so a screenshot or a printout shows them
 // without a hover. The charts are SVG whose x coordinates are percentages
-// of the chart column, so the page reflows from 800 px up.
+// of the chart column, so the page reflows from 800 px up; CSS keeps each
+// bar at least chartMinPx wide at any width.
 
 // chartUnits is the axis's width in layout units; x/chartUnits*100 is a
 // percentage of the chart column.
@@ -28,7 +29,11 @@ const (
 	chartPadW  = 8.0  // room around a segment's instants, in units
 	chartH     = 22   // a row's chart, in pixels
 	chartBarH  = 12
-	chartMinW  = 0.3 // the narrowest bar, in percent
+	// A bar is drawn at least chartMinPx wide, however short its attempt
+	// (its hover text gives the real time); chartMinW, in percent, is the
+	// fallback of a renderer that takes no CSS width on SVG shapes.
+	chartMinPx = 6
+	chartMinW  = 0.3
 )
 
 // attemptClasses are the bar classes, in legend order, with what each
@@ -78,7 +83,7 @@ code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;
 .legend{display:flex;flex-wrap:wrap;gap:2px 14px;margin:4px 0 6px}
 .legend span{white-space:nowrap}
 .legend svg{vertical-align:middle;margin-right:4px}
-.grid{display:grid;grid-template-columns:28px 130px 104px 76px minmax(200px,1fr) 34px 58px 118px;column-gap:8px;align-items:center;padding:0 12px 0 8px}
+.grid{display:grid;grid-template-columns:28px 130px 104px 76px minmax(200px,1fr) 62px 56px 120px;column-gap:8px;align-items:center;padding:0 12px 0 8px}
 .axis{height:30px;font-size:11px;color:#52606d}
 .axis .chart{height:30px}
 .colh{font-weight:600;color:#3e4c59;font-size:12px}
@@ -103,11 +108,13 @@ svg.chart{display:block;width:100%;height:22px;overflow:visible}
 .c-success{fill:#1a9850}.c-not-executed{fill:#a6adb4}.c-maybe-executed{fill:#f39c12}
 .c-in-flight{fill:#4c7ddc}.c-mismatch{fill:#8e44ad}.c-terminal{fill:#d73027}.c-canceled{fill:#5d6d7e}
 .c-running{fill:url(#p-running)}.c-stopped,.c-unknown{fill:url(#p-stopped)}.c-resolved{fill:#0b7285}.c-other{fill:#000}
-rect.attempt{stroke:#fff;stroke-width:1.5}
+rect.attempt,rect.lg-bar{stroke:#fff;stroke-width:1.5}
+.mark{transform-box:view-box}
 .wait{stroke:#4c7ddc;stroke-width:2;stroke-dasharray:3 2}
 .retry{stroke:#1f2933;stroke-width:2}
 .takeover{stroke:#c2185b;stroke-width:3}
 text.suppress,text.resolve{font-size:15px;text-anchor:middle;font-weight:bold}
+text.suppress{text-anchor:start}
 text.suppress{fill:#6c2f8a}text.resolve{fill:#0b7285}span.suppress{color:#6c2f8a;font-weight:bold}span.resolve{color:#0b7285}
 .cut{fill:url(#p-cut)}
 .tick line{stroke:#9aa5b1}.tick text{font-size:11px;fill:#52606d;text-anchor:middle}.tick text.first{text-anchor:start}.tick text.last{text-anchor:end}
@@ -124,7 +131,7 @@ button.copy{font:inherit;font-size:11px;padding:0 6px;margin-left:6px;cursor:poi
 .model{white-space:pre-wrap;overflow-wrap:anywhere;max-width:60em}
 .muted{color:#616e7c}
 @media (max-width:980px){
-.grid{grid-template-columns:24px 96px 96px minmax(160px,1fr) 30px 50px 124px;column-gap:6px}
+.grid{grid-template-columns:24px 96px 96px minmax(160px,1fr) 62px 50px 112px;column-gap:6px}
 .short,.colh.short{display:none}
 .tick text.alt{display:none}
 .detail{padding-left:30px}
@@ -187,9 +194,11 @@ func writeTimelineHTML(w io.Writer, tl *timeline, loc *time.Location, journalLoc
 	fmt.Fprintf(&b, "<p>%d intents, %s from %s to %s (times below are from its start); drawn at %s. %s</p>\n",
 		len(tl.Intents), esc(shortDuration(tl.To.Sub(tl.From))), esc(tl.From.In(loc).Format("2006-01-02 15:04:05.000")),
 		esc(tl.To.In(loc).Format("15:04:05.000 MST")), esc(tl.At.In(loc).Format("2006-01-02 15:04:05 MST")), esc(summaryLine(tl)))
-	b.WriteString("<p class=\"muted\">Click a row for its attempts, full key and the text the model was given; rows that need a look are open. " +
-		"A row is one intent: calls answered from the journal (replays) and identical calls collapsed into one run no attempt " +
-		"and are not recorded, so the last column says what a re-issue would do now.</p>\n")
+	fmt.Fprintf(&b, "<p class=\"muted\">Each row is one intent, a tool call as the journal recorded it; click a row for its attempts, "+
+		"full key and the text the model was given (rows that need a look are open). A bar is at least %d px wide, however short "+
+		"its attempt: hover over it for the real times. A call the journal answered without running the tool, or one that joined "+
+		"an identical call already running, is not recorded, so it is not drawn. The last column says what the same call would get "+
+		"if the agent made it again now.</p>\n", chartMinPx)
 	writeFilters(&b, tl)
 	writeLegend(&b, tl)
 	writeAxis(&b, tl, lay, pct)
@@ -281,11 +290,11 @@ func writeLegend(b *strings.Builder, tl *timeline) {
 		var glyph string
 		switch m.kind {
 		case markRetry:
-			glyph = `<svg width="10" height="16"><line class="retry" x1="5" y1="0" x2="5" y2="16"/></svg>`
+			glyph = `<svg width="24" height="16"><line class="retry" x1="12" y1="0" x2="12" y2="16"/><rect class="lg-bar c-not-executed" x="0" y="3" width="12" height="10"/><rect class="lg-bar c-success" x="12" y="3" width="12" height="10"/></svg>`
 		case markWait:
 			glyph = `<svg width="22" height="12"><line class="wait" x1="0" y1="6" x2="22" y2="6"/></svg>`
 		case markTakeover:
-			glyph = `<svg width="10" height="16"><line class="takeover" x1="5" y1="0" x2="5" y2="16"/></svg>`
+			glyph = `<svg width="24" height="16"><line class="takeover" x1="12" y1="0" x2="12" y2="16"/><rect class="lg-bar c-stopped" x="0" y="3" width="12" height="10"/><rect class="lg-bar c-success" x="12" y="3" width="12" height="10"/></svg>`
 		case markSuppress, markResolve:
 			glyph = "<span class=\"" + m.kind + "\">" + markGlyph[m.kind] + "</span> "
 		}
@@ -386,7 +395,7 @@ func writeAxis(b *strings.Builder, tl *timeline, lay *axisLayout, pct func(time.
 			}
 		}
 	}
-	b.WriteString("</svg>\n<span class=\"colh num\" title=\"attempts of the intent\">attempts</span><span class=\"colh num\" title=\"first attempt's start to the last one's end\">took</span><span class=\"colh\">on re-issue now</span></div>\n")
+	b.WriteString("</svg>\n<span class=\"colh num\" title=\"attempts of the intent\">attempts</span><span class=\"colh num\" title=\"first attempt's start to the last one's end\">took</span><span class=\"colh\" title=\"what the same call, made again now, would get (as agentctl replay says)\">if called again</span></div>\n")
 }
 
 // roundDuration is a cut gap's label, short enough for its band: "59m",
@@ -447,43 +456,56 @@ func intentDuration(in *timelineIntent) string {
 }
 
 // writeChart draws a row's attempts, one bar each (a white edge parts
-// bars that touch, so retries can be counted), and its marks.
+// bars that touch, so retries can be counted), and its marks. Retry lines
+// and glyphs go under the bars, which they can then never hide.
 func writeChart(b *strings.Builder, tl *timeline, in *timelineIntent, lay *axisLayout, pct func(time.Time) float64) {
 	mid := float64(chartH) / 2
+	shift := barShifts(in, pct)
 	fmt.Fprintf(b, "<svg class=\"chart\" height=\"%d\">\n", chartH)
 	for _, g := range tl.axis.gaps() {
 		p, w := pct(g.from.Add(g.dur()/2)), lay.gapW/chartUnits*100
 		fmt.Fprintf(b, "<rect class=\"cut\" x=\"%.2f%%\" y=\"0\" width=\"%.2f%%\" height=\"%d\"/>\n", p-w/2, w, chartH)
 	}
-	for n, a := range in.Attempts {
-		x0, x1 := pct(a.Start), pct(a.drawEnd)
-		if x1-x0 < chartMinW {
-			x1 = x0 + chartMinW
-		}
-		fmt.Fprintf(b, "<rect class=\"attempt c-%s\" data-id=\"%s\" x=\"%.2f%%\" y=\"%.1f\" width=\"%.2f%%\" height=\"%d\"><title>%s</title></rect>\n",
-			barClass(a.Class), escapeHTML(a.ID), x0, mid-chartBarH/2, x1-x0, chartBarH, escapeHTML(fmt.Sprintf("attempt %d: %s", n+1, attemptTitle(&a, tl.From))))
-	}
 	for n := 1; n < len(in.Attempts); n++ {
 		p := pct(in.Attempts[n].Start)
 		switch boundaryMark(in, n) {
 		case markTakeover:
-			fmt.Fprintf(b, "<line class=\"mark takeover\" x1=\"%.2f%%\" y1=\"1\" x2=\"%.2f%%\" y2=\"%d\"><title>attempt %d: taken over after its owner stopped</title></line>\n", p, p, chartH-1, n+1)
+			fmt.Fprintf(b, "<line class=\"mark takeover\" x1=\"%.2f%%\" y1=\"1\" x2=\"%.2f%%\" y2=\"%d\"%s><title>attempt %d: taken over after its owner stopped</title></line>\n",
+				p, p, chartH-1, shiftStyle(shift[n]), n+1)
 		case markRetry:
-			fmt.Fprintf(b, "<line class=\"mark retry\" x1=\"%.2f%%\" y1=\"%.1f\" x2=\"%.2f%%\" y2=\"%.1f\"><title>attempt %d: retried with the same key</title></line>\n",
-				p, mid-chartBarH/2-3, p, mid+chartBarH/2+3, n+1)
+			fmt.Fprintf(b, "<line class=\"mark retry\" x1=\"%.2f%%\" y1=\"1\" x2=\"%.2f%%\" y2=\"%d\"%s><title>attempt %d: retried with the same key</title></line>\n",
+				p, p, chartH-1, shiftStyle(shift[n]), n+1)
 		}
 	}
 	for _, m := range in.Marks {
-		switch m.Kind {
-		case markWait:
-			wy := mid - chartBarH/2 - 2.5
-			fmt.Fprintf(b, "<line class=\"mark wait\" x1=\"%.2f%%\" y1=\"%.1f\" x2=\"%.2f%%\" y2=\"%.1f\"><title>%s</title></line>\n",
-				pct(m.At), wy, pct(*m.Until), wy, escapeHTML(m.Text))
-		case markSuppress, markResolve:
+		if m.Kind == markSuppress || m.Kind == markResolve {
 			// Glyphs, not shapes: a text's x takes a percentage and its
-			// shape stays the same at any width.
-			fmt.Fprintf(b, "<text class=\"mark %s\" x=\"%.2f%%\" y=\"%.1f\"><title>%s</title>%s</text>\n",
-				m.Kind, pct(m.At), mid+5, escapeHTML(m.Text), markGlyph[m.Kind])
+			// shape stays the same at any width. A suppression's starts
+			// where the last bar ends (pageCSS).
+			style := ""
+			if m.Kind == markSuppress {
+				style = shiftStyle(shift[len(in.Attempts)])
+			}
+			fmt.Fprintf(b, "<text class=\"mark %s\" x=\"%.2f%%\" y=\"%.1f\"%s><title>%s</title>%s</text>\n",
+				m.Kind, pct(m.At), mid+5, style, escapeHTML(m.Text), markGlyph[m.Kind])
+		}
+	}
+	for n, a := range in.Attempts {
+		x0 := pct(a.Start)
+		w := pct(a.drawEnd) - x0
+		x := fmt.Sprintf("%.2f%%", x0)
+		if shift[n] != "" {
+			x = "calc(" + x + " + " + shift[n] + ")"
+		}
+		fmt.Fprintf(b, "<rect class=\"attempt c-%s\" data-id=\"%s\" x=\"%.2f%%\" y=\"%.1f\" width=\"%.2f%%\" style=\"x:%s;width:max(%.2f%%,%dpx)\" height=\"%d\"><title>%s</title></rect>\n",
+			barClass(a.Class), escapeHTML(a.ID), x0, mid-chartBarH/2, max(w, chartMinW), x, w, chartMinPx, chartBarH,
+			escapeHTML(fmt.Sprintf("attempt %d: %s", n+1, attemptTitle(&a, tl.From))))
+	}
+	for _, m := range in.Marks {
+		if m.Kind == markWait { // above the bars, moved with the bar it waited after
+			wy := mid - chartBarH/2 - 2.5
+			fmt.Fprintf(b, "<line class=\"mark wait\" x1=\"%.2f%%\" y1=\"%.1f\" x2=\"%.2f%%\" y2=\"%.1f\"%s><title>%s</title></line>\n",
+				pct(m.At), wy, pct(*m.Until), wy, shiftStyle(shift[attemptAt(in, m.At)]), escapeHTML(m.Text))
 		}
 	}
 	if in.hasRunning() {
@@ -491,6 +513,55 @@ func writeChart(b *strings.Builder, tl *timeline, in *timelineIntent, lay *axisL
 		fmt.Fprintf(b, "<line class=\"now\" x1=\"%.2f%%\" y1=\"0\" x2=\"%.2f%%\" y2=\"%d\"><title>now</title></line>\n", p, p, chartH)
 	}
 	b.WriteString("</svg>\n")
+}
+
+// barShifts says how far each attempt's bar, and what is drawn at its
+// start, moves right so that the bars before it that were widened to
+// chartMinPx do not cover it: a CSS length (percentages are of the
+// chart's width), "" for none. Entry len(in.Attempts) is the shift of
+// the last bar's end. A row of a few attempts too short to see thus
+// shows each, a little later than to scale (their hover texts give the
+// real times).
+func barShifts(in *timelineIntent, pct func(time.Time) float64) []string {
+	shift := make([]string, len(in.Attempts)+1)
+	var terms []string
+	for n, a := range in.Attempts {
+		if len(terms) > 0 {
+			shift[n] = strings.Join(terms, " + ")
+		}
+		if w := pct(a.drawEnd) - pct(a.Start); w*chartNarrowest/100 < chartMinPx {
+			terms = append(terms, fmt.Sprintf("max(0px, %dpx - %.2f%%)", chartMinPx, w))
+		}
+	}
+	if len(terms) > 0 {
+		shift[len(in.Attempts)] = strings.Join(terms, " + ")
+	}
+	return shift
+}
+
+// chartNarrowest is the chart column's least width in pixels (pageCSS):
+// a bar chartMinPx wide there is never widened, and moves nothing.
+const chartNarrowest = 160
+
+// shiftStyle moves a mark by shift (barShifts): a translation measured
+// against the chart's width (pageCSS's transform-box).
+func shiftStyle(shift string) string {
+	if shift == "" {
+		return ""
+	}
+	return " style=\"transform:translateX(calc(" + shift + "))\""
+}
+
+// attemptAt is the index of the attempt of in that starts at t, or the
+// last one starting before it.
+func attemptAt(in *timelineIntent, t time.Time) int {
+	n := 0
+	for i, a := range in.Attempts {
+		if !a.Start.After(t) {
+			n = i
+		}
+	}
+	return n
 }
 
 // writeDetail is what opening a row shows.
@@ -527,9 +598,9 @@ func writeDetail(b *strings.Builder, tl *timeline, in *timelineIntent, loc *time
 		}
 	}
 	fmt.Fprintf(b, "<p>the model was given: <span class=\"model\">%s</span></p>\n", esc(clipRunes(in.ForModel, 600)))
-	fmt.Fprintf(b, "<p>on re-issue now: <b>%s</b>: %s</p>\n", esc(in.Reissue), esc(in.ReissueReason))
+	fmt.Fprintf(b, "<p>if called again now: <b>%s</b>: %s</p>\n", esc(reissueLabel(in.Reissue)), esc(in.ReissueReason))
 	if in.Reissue == actBlock {
-		b.WriteString("<p>Check the downstream, then settle it (a re-issue is then answered from the journal):</p>\n")
+		b.WriteString("<p>Check the downstream, then settle it (the same call is then answered from the journal):</p>\n")
 		for _, c := range resolveCommands(journalLoc, in.Key) {
 			fmt.Fprintf(b, "<code class=\"cmd\">%s</code>\n", esc(c))
 		}
@@ -572,14 +643,20 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// reissueLabel is the last column's word for what the same call would
+// get if made again now: agentctl replay's verdict, said of the call.
 func reissueLabel(action string) string {
 	switch action {
 	case actAnswer:
-		return "answer (replay)"
+		return "stored answer" // the journal's answer, the tool not run
+	case actRetry:
+		return "runs again"
+	case actWait:
+		return "waits"
 	case actBlock:
-		return "block (unknown)"
+		return "blocked"
 	case actAnew:
-		return "anew (expired)"
+		return "runs anew" // the record expired
 	}
 	return action
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,9 +101,27 @@ var tlIntents = []tlIntent{
 // tlNow is when the timeline tests draw the fixture.
 var tlNow = t0.Add(time.Hour + 30*time.Second)
 
+// tlQuick is session "quick": 370 ms in all, with a lookup whose one
+// attempt took 2 ms, a hold whose first attempt, refused, took 2 ms
+// before the retry, and a ping refused three times in 3 ms. To scale, at
+// 800 px, each of these attempts is under two pixels.
+var tlQuick = []tlIntent{
+	{tool: "search_flights", effect: journal.ReadOnly, at: 10 * time.Minute,
+		tries: []tlTry{{dur: 150 * time.Millisecond}}, state: journal.StateSucceeded, output: `{"flights":3}`},
+	{tool: "lookup_customer", effect: journal.ReadOnly, at: 10*time.Minute + 155*time.Millisecond,
+		tries: []tlTry{{dur: 2 * time.Millisecond}}, state: journal.StateSucceeded, output: `{"id":"8812"}`},
+	{tool: "hold_seat", effect: journal.Keyed, at: 10*time.Minute + 160*time.Millisecond,
+		tries: []tlTry{{dur: 2 * time.Millisecond, class: "not-executed", msg: "503 Service Unavailable"},
+			{dur: 208 * time.Millisecond}}, state: journal.StateSucceeded, output: `{"seat":"12A"}`},
+	{tool: "ping", effect: journal.Idempotent, at: 10*time.Minute + 200*time.Millisecond,
+		tries: []tlTry{{dur: time.Millisecond, class: "not-executed", msg: "503"}, {dur: time.Millisecond, class: "not-executed", msg: "503"},
+			{dur: time.Millisecond, class: "not-executed", msg: "503"}}, state: journal.StateFailed},
+}
+
 // buildTimelineJournal writes tlIntents (session "demo", tenant "acme")
-// through the real Store methods into a bbolt file in t.TempDir(), plus
-// one intent of another session that must not show.
+// and tlQuick (session "quick") through the real Store methods into a
+// bbolt file in t.TempDir(), plus one intent of another session that must
+// not show.
 func buildTimelineJournal(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "timeline.db")
@@ -114,9 +133,13 @@ func buildTimelineJournal(t *testing.T) string {
 	ctx := context.Background()
 	d := &keyderive.Deriver{Namespace: testNS}
 	other := tlIntent{tool: "other", at: 0, tries: []tlTry{{dur: time.Second}}, state: journal.StateSucceeded, output: `1`}
-	for i, in := range append(tlIntents, other) {
+	all := append(append(slices.Clone(tlIntents), other), tlQuick...)
+	for i, in := range all {
 		session := "demo"
-		if i == len(tlIntents) {
+		switch {
+		case i > len(tlIntents):
+			session = "quick"
+		case i == len(tlIntents):
 			session = "elsewhere"
 		}
 		clock = t0.Add(in.at)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/cmd/agentcheck/internal/check"
+	"github.com/agentonce/agentonce/internal/suggest"
 )
 
 // Exit codes.
@@ -36,8 +37,15 @@ const (
 // while it is nil, -server-store redis is refused.
 var DropRedis func(ctx context.Context, location string) error
 
-// errHelp is returned by parseFlags when -h or -help was asked for.
-var errHelp = errors.New("help requested")
+// parseFlags's errors: -h or -help was asked for; a usage error, already
+// told on stderr.
+var (
+	errHelp  = errors.New("help requested")
+	errUsage = errors.New("usage error")
+)
+
+// helpHint ends a usage error's message.
+const helpHint = "run 'agentcheck -help' for the flags and exit codes"
 
 // usage is what -help prints: what the tool does, its flags and its exit
 // codes. Keep it in step with doc.go and README.md.
@@ -145,8 +153,10 @@ func Run(args []string, stdout, stderr io.Writer) int {
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("agentcheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, "Run 'agentcheck -help' for the flags and exit codes.") }
+	// The flag package's own messages and usage are silenced: Run prints
+	// usage for -help, parseError the error with a suggestion.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.Int64Var(&o.seed, "seed", 0, "schedule seed (default random, printed)")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "how long issues and faults go on, per store")
 	fs.StringVar(&o.store, "store", "bolt", "journal: bolt, postgres or both")
@@ -171,11 +181,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, errHelp
 		}
-		return o, err
+		fmt.Fprintln(stderr, parseError(fs, err))
+		return o, errUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "agentcheck: unexpected argument %q\n", fs.Arg(0))
-		return o, flag.ErrHelp
+		fmt.Fprintf(stderr, "agentcheck: unexpected argument %q; %s\n", fs.Arg(0), helpHint)
+		return o, errUsage
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "seed" {
@@ -187,59 +198,80 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			name = strings.TrimSpace(name)
 			if !slices.Contains(check.Scenarios(), name) {
 				fmt.Fprintf(stderr, "agentcheck: -scenarios: unknown scenario %q (want %s)\n", name, strings.Join(check.Scenarios(), ", "))
-				return o, flag.ErrHelp
+				return o, errUsage
 			}
 			o.scenarios = append(o.scenarios, name)
 		}
 	}
+	return o, o.validate(stderr)
+}
+
+// validate tells on stderr the first value of o that cannot run, and
+// returns errUsage for it.
+func (o *options) validate(stderr io.Writer) error {
 	switch o.store {
 	case "bolt", "postgres", "both":
 	default:
 		fmt.Fprintf(stderr, "agentcheck: -store %q: want bolt, postgres or both\n", o.store)
-		return o, flag.ErrHelp
+		return errUsage
 	}
 	if o.duration <= 0 {
 		fmt.Fprintln(stderr, "agentcheck: -duration must be positive")
-		return o, flag.ErrHelp
+		return errUsage
 	}
 	if o.lease < 100*time.Millisecond {
 		fmt.Fprintln(stderr, "agentcheck: -lease must be at least 100ms")
-		return o, flag.ErrHelp
+		return errUsage
 	}
 	if o.store != "bolt" && o.pg == "" {
 		fmt.Fprintf(stderr, "agentcheck: -store %s needs -pg URL or AGENTONCE_PG_URL\n", o.store)
-		return o, flag.ErrHelp
+		return errUsage
 	}
 	if o.downstream != check.ModeBuiltin && o.downstream != check.ModeMiddleware {
 		fmt.Fprintf(stderr, "agentcheck: -downstream %q: want %s or %s\n", o.downstream, check.ModeBuiltin, check.ModeMiddleware)
-		return o, flag.ErrHelp
+		return errUsage
 	}
 	if o.killServer && o.downstream != check.ModeMiddleware {
 		fmt.Fprintln(stderr, "agentcheck: -kill-server needs -downstream middleware (the builtin downstream runs in the checker's process)")
-		return o, flag.ErrHelp
+		return errUsage
 	}
 	switch o.serverStore {
 	case "bolt":
 	case "postgres":
 		if o.downstream == check.ModeMiddleware && o.pg == "" {
 			fmt.Fprintln(stderr, "agentcheck: -server-store postgres needs -pg URL or AGENTONCE_PG_URL")
-			return o, flag.ErrHelp
+			return errUsage
 		}
 	case "redis":
 		switch {
 		case o.downstream != check.ModeMiddleware:
 		case DropRedis == nil:
 			fmt.Fprintln(stderr, "agentcheck: -server-store redis: this agentcheck has no Redis journal linked in; run the one that has: go run ./cmd/agentcheck/redis -downstream middleware -server-store redis")
-			return o, flag.ErrHelp
+			return errUsage
 		case o.redis == "":
 			fmt.Fprintln(stderr, "agentcheck: -server-store redis needs -redis URL or AGENTONCE_REDIS_URL")
-			return o, flag.ErrHelp
+			return errUsage
 		}
 	default:
 		fmt.Fprintf(stderr, "agentcheck: -server-store %q: want bolt, postgres or redis\n", o.serverStore)
-		return o, flag.ErrHelp
+		return errUsage
 	}
-	return o, nil
+	return nil
+}
+
+// parseError is the message for an error of fs.Parse: for a flag fs does
+// not define, with the flag it most likely meant. Package flag has no
+// typed error for it, so its message, unchanged since Go 1, is read.
+func parseError(fs *flag.FlagSet, err error) string {
+	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if sug := suggest.Closest(name, names); sug != "" {
+			return fmt.Sprintf("agentcheck: unknown flag -%s; did you mean -%s? (%s)", name, sug, helpHint)
+		}
+		return fmt.Sprintf("agentcheck: unknown flag -%s; %s", name, helpHint)
+	}
+	return fmt.Sprintf("agentcheck: %v; %s", err, helpHint)
 }
 
 func runCheck(o options, stdout, stderr io.Writer) int {
