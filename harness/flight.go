@@ -25,7 +25,7 @@ type flight struct {
 	sched      *retryclass.Schedule // made on first need: the replay path has none
 	base       Event
 	lease      *lease.Keeper // set while this flight owns the intent
-	// detached says the flight went on as a background check (check.go):
+	// detached says the flight went on as a background check (settle.go):
 	// from then on only that goroutine uses the flight, and its answer is
 	// the check's, not a call's.
 	detached bool

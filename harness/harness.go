@@ -95,7 +95,7 @@ type Harness struct {
 	tools   map[string]*tool
 	closed  bool
 	running sync.WaitGroup // calls in progress; Add only under mu with !closed
-	// checks are the background checks of Unkeyed outcomes (check.go);
+	// checks are the background checks of Unkeyed outcomes (settle.go);
 	// Close ends them.
 	checks checks
 }
