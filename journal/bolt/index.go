@@ -196,18 +196,6 @@ func appendStr(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// timeKey is prefix, t, key: the 'd' and 'e' entries.
-func timeKey(prefix byte, t int64, key uuid.UUID) []byte {
-	b := make([]byte, 0, 25)
-	return append(appendTime(append(b, prefix), t), key[:]...)
-}
-
-// expiryKey is key's 'e' entry: the expiry inverted, so that the latest
-// comes first, next to the newest 'c' entries.
-func expiryKey(expires int64, key uuid.UUID) []byte {
-	return timeKey(pfxExpiry, ^expires, key)
-}
-
 // walkExpired calls fn with the key of each 'e' entry whose expiry is at or
 // before t, the earliest first, until fn returns false.
 func walkExpired(ix *bbolt.Bucket, t int64, fn func(key uuid.UUID) bool) {
@@ -255,13 +243,9 @@ func timeEntryOf(k []byte) (*ixEntry, error) {
 	return &ixEntry{created: readTime(k[1:9]), key: uuid.UUID(k[9:])}, nil
 }
 
-// sessionEntry is the session index's key for a record: session hash,
-// creation time, key. A session's records are one range of it, oldest
-// first.
-func sessionEntry(created int64, shash [8]byte, key uuid.UUID) []byte {
-	return appendSessionEntry(make([]byte, 0, sessionKeyLen), created, shash, key)
-}
-
+// appendSessionEntry appends the session index's key for a record to b:
+// session hash, creation time, key. A session's records are one range of
+// it, oldest first.
 func appendSessionEntry(b []byte, created int64, shash [8]byte, key uuid.UUID) []byte {
 	b = append(append(b, pfxSession), shash[:]...)
 	return append(appendTime(b, created), key[:]...)
