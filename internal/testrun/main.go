@@ -38,28 +38,31 @@ var heavy = []string{"adapters/anthropic", "adapters/eino", "adapters/genkit", "
 
 func main() {
 	flags := append([]string{"-race", "-count=1"}, os.Args[1:]...)
-	wd, err := os.Getwd()
+	gowork, err := exec.Command("go", "env", "GOWORK").Output()
+	root := filepath.Dir(strings.TrimSpace(string(gowork)))
 	var out []byte
-	if err == nil {
-		out, err = exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err == nil && filepath.IsAbs(root) {
+		list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}")
+		list.Dir = root
+		out, err = list.Output()
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "testrun: go list -m (run it in the repository):", err)
+	if err != nil || !filepath.IsAbs(root) {
+		fmt.Fprintln(os.Stderr, "testrun: no go.work found (run it inside the repository)", err)
 		os.Exit(2)
 	}
 	long := os.Getenv("AGENTONCE_LONG") == "1"
 	var pkgs []string
 	for _, dir := range strings.Fields(string(out)) {
-		if rel, err := filepath.Rel(wd, dir); err == nil && !long && slices.Contains(heavy, filepath.ToSlash(rel)) {
+		if rel, err := filepath.Rel(root, dir); err == nil && !long && slices.Contains(heavy, filepath.ToSlash(rel)) {
 			continue
 		}
 		pkgs = append(pkgs, dir+"/...")
 	}
 	start := time.Now()
 	r := newReport(os.Stdout)
-	ok := run(r, "", append(flags, pkgs...))
+	ok := run(r, root, append(flags, pkgs...))
 	if long {
-		ok = run(r, "adapters/genkit", append(flags, "./...")) && ok // its own workspace
+		ok = run(r, filepath.Join(root, "adapters/genkit"), append(flags, "./...")) && ok // its own workspace
 	} else {
 		r.leftOut = heavy
 	}
@@ -234,14 +237,17 @@ func (r *report) summary(getenv func(string) string) {
 		if getenv(s.name) != "" || len(skipped)+len(short)+len(leftOut) == 0 {
 			continue
 		}
-		n, pkgs := total(skipped)
-		line := fmt.Sprintf("skipped: %s is not set: %d tests in %s", s.name, n, pkgs)
-		if ns, spkgs := total(short); ns > 0 {
-			line += fmt.Sprintf("; %d run shortened in %s", ns, spkgs)
+		var parts []string
+		if n, pkgs := total(skipped); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d tests in %s", n, pkgs))
+		}
+		if n, pkgs := total(short); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d run shortened in %s", n, pkgs))
 		}
 		if len(leftOut) > 0 {
-			line += "; the modules " + strings.Join(leftOut, ", ") + " not built (their SDKs are most of a cold build)"
+			parts = append(parts, "the modules "+strings.Join(leftOut, ", ")+" not built (their SDKs are most of a cold build)")
 		}
+		line := "skipped: " + s.name + " is not set: " + strings.Join(parts, "; ")
 		fmt.Fprintf(r.w, "%s. It turns on %s.\n", line, s.what)
 	}
 }
