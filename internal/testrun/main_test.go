@@ -11,8 +11,8 @@ import (
 
 // TestReport runs a real go test -json over a module of its own, whose
 // tests pass, fail, skip behind a switch or for another reason, and run
-// shortened, and checks what the report prints of it, a module left out
-// too.
+// shortened, or do not build, and checks what the report prints of it, a
+// module left out too.
 func TestReport(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) {
@@ -47,6 +47,7 @@ func TestFail(t *testing.T) { t.Log("the log of a failure"); t.Fatal("broken") }
 func TestLong(t *testing.T) { t.Skip("AGENTONCE_LONG=1 runs the matrix") }
 `)
 	write("c/c.go", "package c\n")
+	write("d/d_test.go", "package d\n\nfunc TestX(t *testing.T) { undefinedName() }\n")
 	cmd := exec.Command("go", "test", "-json", "-count=1", "./...")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
@@ -72,6 +73,8 @@ func TestLong(t *testing.T) { t.Skip("AGENTONCE_LONG=1 runs the matrix") }
 		"the log of a failure",
 		"--- FAIL: TestFail",
 		"FAIL\texample.com/m/b",
+		"undefined: testing", // the compiler's message
+		"FAIL\texample.com/m/d [build failed]",
 		"skipped: AGENTONCE_LONG is not set: 2 tests in example.com/m/a, example.com/m/b; 1 run shortened in example.com/m/a; the modules adapters/x not built (their SDKs are most of a cold build). It turns on the long suites",
 		"skipped: AGENTONCE_PG_URL is not set: 2 tests in example.com/m/a. It turns on",
 	} {
