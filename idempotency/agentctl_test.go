@@ -12,6 +12,9 @@ import (
 	"github.com/agentonce/agentonce/journal"
 )
 
+// buildFlags are go build's flags for the agentctl the test builds.
+var buildFlags []string
+
 // The middleware's records are ordinary journal records: the agentctl
 // binary lists the unknown one a panic left, shows it, draws it, and its
 // resolve settles it; the next request with the key gets the verdict.
@@ -21,7 +24,7 @@ func TestAgentctlResolvesServerRecord(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "agentctl")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/agentonce/agentonce/cmd/agentctl").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", bin, "github.com/agentonce/agentonce/cmd/agentctl")...).CombinedOutput(); err != nil {
 		t.Fatalf("building agentctl: %v\n%s", err, out)
 	}
 	path := filepath.Join(dir, "server.journal")

@@ -15,6 +15,13 @@
 // with its line "//SNIPPET" replaced by the block. A diff block gives its
 // new side: lines starting with "-" are dropped, the first column of the
 // rest removed.
+//
+//	goget programs -readme README.md -out DIR
+//
+// writes, for the Nth ```go block that follows a line
+// "<!-- program: PATH -->", DIR/N/main.go: the block, a whole program.
+// It prints a line "N LINE" per block, LINE the block's first line in the
+// README; none when the README has no such block.
 package main
 
 import (
@@ -38,7 +45,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: goget proxy|snippets [flags]"))
+		fail(errors.New("usage: goget proxy|snippets|programs [flags]"))
 	}
 	var err error
 	switch os.Args[1] {
@@ -46,8 +53,10 @@ func main() {
 		err = proxyCmd(os.Args[2:])
 	case "snippets":
 		err = snippetsCmd(os.Args[2:])
+	case "programs":
+		err = programsCmd(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (want proxy or snippets)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (want proxy, snippets or programs)", os.Args[1])
 	}
 	if err != nil {
 		fail(err)
@@ -163,7 +172,7 @@ func snippetsCmd(args []string) error {
 		return err
 	}
 	defer f.Close()
-	snippets, err := readSnippets(f)
+	snippets, err := readBlocks(f, marker)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *readme, err)
 	}
@@ -191,12 +200,54 @@ func snippetsCmd(args []string) error {
 	return nil
 }
 
-type snippet struct{ name, code string }
+func programsCmd(args []string) error {
+	fl := flag.NewFlagSet("programs", flag.ExitOnError)
+	readme := fl.String("readme", "README.md", "the README to read")
+	out := fl.String("out", "", "directory to write N/main.go into")
+	fl.Parse(args)
+	f, err := os.Open(*readme)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	programs, err := readBlocks(f, programMarker)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *readme, err)
+	}
+	for _, p := range programs {
+		if p.lang != "go" {
+			return fmt.Errorf("%s:%d: the program %q is a ```%s block; want ```go", *readme, p.line, p.name, p.lang)
+		}
+	}
+	for i, p := range programs {
+		dir := filepath.Join(*out, fmt.Sprint(i+1))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(p.code), 0o644); err != nil {
+			return err
+		}
+		fmt.Println(i+1, p.line)
+	}
+	return nil
+}
 
-var marker = regexp.MustCompile(`^<!-- snippet: ([a-z0-9-]+) -->$`)
+// snippet is a marked code block: the marker's name, the block's
+// language, its first line in the README and its code.
+type snippet struct {
+	name, lang string
+	line       int
+	code       string
+}
 
-// readSnippets returns the fenced code block after each snippet marker.
-func readSnippets(f *os.File) ([]snippet, error) {
+var (
+	marker        = regexp.MustCompile(`^<!-- snippet: ([a-z0-9-]+) -->$`)
+	programMarker = regexp.MustCompile(`^<!-- program: ([A-Za-z0-9/._-]+) -->$`)
+)
+
+// readBlocks returns the fenced code block after each line that marker
+// matches.
+func readBlocks(f *os.File, marker *regexp.Regexp) ([]snippet, error) {
 	var out []snippet
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -208,10 +259,12 @@ func readSnippets(f *os.File) ([]snippet, error) {
 			continue
 		}
 		if !sc.Scan() || !strings.HasPrefix(sc.Text(), "```") {
-			return nil, fmt.Errorf("line %d: snippet %q is not followed by a fenced code block", line, m[1])
+			return nil, fmt.Errorf("line %d: %q is not followed by a fenced code block", line, m[0])
 		}
 		line++
-		diff := strings.TrimPrefix(sc.Text(), "```") == "diff"
+		start := line + 1
+		lang := strings.TrimPrefix(sc.Text(), "```")
+		diff := lang == "diff"
 		var b strings.Builder
 		closed := false
 		for sc.Scan() {
@@ -232,9 +285,9 @@ func readSnippets(f *os.File) ([]snippet, error) {
 			b.WriteString(l + "\n")
 		}
 		if !closed {
-			return nil, fmt.Errorf("snippet %q: the code block does not end", m[1])
+			return nil, fmt.Errorf("line %d: the code block after %q does not end", start, m[0])
 		}
-		out = append(out, snippet{m[1], b.String()})
+		out = append(out, snippet{m[1], lang, start, b.String()})
 	}
 	return out, sc.Err()
 }

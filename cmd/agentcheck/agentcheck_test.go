@@ -14,10 +14,10 @@ import (
 	"github.com/agentonce/agentonce/internal/pgtest"
 )
 
-// checkEnv turns TestCheck on: .ci/run sets it. It is off by default
-// because the run takes a minute and a half of real time, too long for
-// every go test of a developer.
-const checkEnv = "AGENTONCE_CHECK"
+// checkEnv, the switch of the long suites, turns TestCheck on: .ci/run
+// sets it. It is off by default because the run takes a minute and a half
+// of real time, too long for every go test of a developer.
+const checkEnv = "AGENTONCE_LONG"
 
 // checkLease is the workers' lease in TestCheck, three times agentcheck's
 // default: a live owner renews at a third of it, and on a saturated CI

@@ -143,6 +143,9 @@ func TestNoJournalGiven(t *testing.T) {
 	}
 }
 
+// buildFlags are go build's flags for the binary a test builds.
+var buildFlags []string
+
 // TestBinary builds agentctl and runs it as a subprocess: the real main,
 // exit codes, stdout not a terminal (tab-separated output).
 func TestBinary(t *testing.T) {
@@ -151,7 +154,7 @@ func TestBinary(t *testing.T) {
 	}
 	fx := buildFixture(t)
 	bin := filepath.Join(t.TempDir(), "agentctl")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", bin, ".")...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	tests := []struct {

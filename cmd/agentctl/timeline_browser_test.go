@@ -94,6 +94,9 @@ func browser(t *testing.T, chromium string, proxy *countingProxy, page string, a
 // colours and keep the last column in view. With
 // AGENTONCE_TIMELINE_SHOTS=DIR the screenshots are kept there (docs/).
 func TestTimelineInBrowser(t *testing.T) {
+	if os.Getenv("AGENTONCE_LONG") != "1" {
+		t.Skip("AGENTONCE_LONG=1 runs the timeline's browser test (chromium, about 40 s)")
+	}
 	chromium := chromiumPath(t)
 	proxy := newCountingProxy(t)
 	shotsDir := os.Getenv("AGENTONCE_TIMELINE_SHOTS")

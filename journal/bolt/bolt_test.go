@@ -514,12 +514,15 @@ func TestBoltReadOnly(t *testing.T) {
 	}
 }
 
-// TestBoltCompact reports the file size per 100k records, and what Compact
-// gives back after GC removed half of them.
+// TestBoltCompact reports the file size of 5000 records (100,000 with
+// AGENTONCE_LONG=1), and what Compact gives back after GC removed half of
+// them.
 func TestBoltCompact(t *testing.T) {
-	n := 100_000
-	if testing.Short() {
-		n = 5000
+	n := 5000
+	if os.Getenv("AGENTONCE_LONG") == "1" && !testing.Short() {
+		n = 100_000 // the file sizes BENCHMARKS.md reports
+	} else {
+		t.Logf("AGENTONCE_LONG=1 runs it on 100,000 records; %d here", n)
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "j.db")
