@@ -45,37 +45,37 @@ type edit struct{ file, old, new string }
 var mutations = []mutation{
 	{
 		name:  "transport sends the attempt id as the key",
-		edits: []edit{{"harness/transport.go", "r2.Header.Set(keyHeader, ai.key.String())", "r2.Header.Set(keyHeader, ai.attempt)"}},
+		edits: []edit{{"harness/downstream/transport.go", "r2.Header.Set(keyHeader, ai.Key.String())", "r2.Header.Set(keyHeader, ai.ID)"}},
 		store: "bolt", seed: "11", duration: "8s", scenarios: "refuse-retry,duplicates",
 		catch: []string{check.RuleKeys, check.RuleDuplicate},
 	},
 	{
 		name:  "collapse by key alone",
-		edits: []edit{{"harness/call.go", "flightKey{p.d.Key, p.d.Fingerprint}", "flightKey{key: p.d.Key}"}},
+		edits: []edit{{"harness/call.go", "fk := flightKey{p.d.Key, p.d.Fingerprint}\n\tif job", "fk := flightKey{key: p.d.Key}\n\tif job"}},
 		store: "bolt", seed: "11", duration: "12s", scenarios: "stepkey",
 		catch: []string{check.RuleWrongOutput},
 	},
 	{
 		name:  "Unkeyed maybe-executed retried",
-		edits: []edit{{"harness/failure.go", "	{retryclass.MaybeExecuted, ranAny, unkeyed, reconcileFirst, journal.StateUnknown, retryclass.MaybeExecuted, \"\"},\n", ""}},
+		edits: []edit{{"harness/attempt.go", "	{retryclass.MaybeExecuted, ranAny, unkeyed, reconcileFirst, journal.StateUnknown, retryclass.MaybeExecuted, \"\"},\n", ""}},
 		store: "bolt", seed: "11", duration: "12s", scenarios: "refuse-retry,mixed,hangup",
 		catch: []string{check.RuleDuplicate},
 	},
 	{
 		name:  "lease renewal off",
-		edits: []edit{{"journal/lease.go", "k.timer = time.AfterFunc(ttl/3, k.tick)", "k.timer = time.AfterFunc(time.Hour, k.tick)"}},
+		edits: []edit{{"journal/lease/lease.go", "k.timer = time.AfterFunc(ttl/3, k.tick)", "k.timer = time.AfterFunc(time.Hour, k.tick)"}},
 		store: "postgres", seed: "11", duration: "15s", scenarios: "outlive-lease",
 		catch: []string{check.RuleDuplicate, check.RuleLeaseLost, check.RuleWrongOutput},
 	},
 	{
 		name:  "suppression guard off",
-		edits: []edit{{"journal/machine.go", "	if s.State != StateSuppressed || s.Key == req.Key || Expired(s, now) {", "	if true || s.State != StateSuppressed || s.Key == req.Key || Expired(s, now) {"}},
+		edits: []edit{{"journal/internal/machine/begin.go", "	if s.State != journal.StateSuppressed || s.Key == req.Key || journal.Expired(s, now) {", "	if true || s.State != journal.StateSuppressed || s.Key == req.Key || journal.Expired(s, now) {"}},
 		store: "bolt", seed: "11", duration: "12s", scenarios: "guard",
 		catch: []string{check.RuleGuard},
 	},
 	{
 		name: "checksum not verified",
-		edits: []edit{{"journal/encoding.go", "		if err := checkSeal(val); err != nil {\n			return r, err\n		}",
+		edits: []edit{{"journal/internal/codec/codec.go", "		if err := checkSeal(val); err != nil {\n			return r, err\n		}",
 			"		_ = checkSeal(val)"}},
 		store: "bolt", seed: "11", duration: "8s", scenarios: "mixed,duplicates", args: []string{"-corrupt", "5"},
 		catch: []string{check.RuleWrongOutput},
@@ -93,8 +93,8 @@ var mutations = []mutation{
 		// Records live for days (RecordTTL), so a checker run never sees
 		// one expire: the conformance suite, whose clock it owns, does.
 		name:   "expiry ignoring the state",
-		edits:  []edit{{"journal/machine.go", "	return expires(r.State) && pastTTL(r, now)", "	return pastTTL(r, now)"}},
-		goTest: "./journal",
+		edits:  []edit{{"journal/expiry.go", "	return expires(r.State) && pastTTL(r, now)", "	return pastTTL(r, now)"}},
+		goTest: "./journal/memory",
 	},
 }
 
