@@ -68,6 +68,7 @@ func main() {
 	}
 	r.summary(os.Getenv)
 	fmt.Printf("tests of every module: %s in %s\n", map[bool]string{true: "ok", false: "FAIL"}[ok], time.Since(start).Round(time.Second))
+	fmt.Printf("tests: %d passed, %d failed, %d skipped\n", r.counts["pass"], r.counts["fail"], r.counts["skip"])
 	if !ok {
 		os.Exit(1)
 	}
@@ -128,11 +129,12 @@ type report struct {
 	skipped map[string]map[string]int // switch → package → tests skipped
 	short   map[string]map[string]int // switch → package → tests shortened
 	leftOut []string                  // modules not run without AGENTONCE_LONG=1
+	counts  map[string]int            // "pass", "fail", "skip" → top-level tests
 }
 
 func newReport(w io.Writer) *report {
 	return &report{w: w, output: map[string][]string{}, lines: map[string][]string{}, tests: map[[2]string][]string{},
-		skipped: map[string]map[string]int{}, short: map[string]map[string]int{}}
+		skipped: map[string]map[string]int{}, short: map[string]map[string]int{}, counts: map[string]int{}}
 }
 
 // read reports every event of a go test -json stream.
@@ -169,6 +171,7 @@ func (r *report) event(e event) {
 		if strings.Contains(e.Test, "/") {
 			return // a subtest: its parent is counted
 		}
+		r.counts[e.Action]++
 		switch e.Action {
 		case "skip":
 			count(r.skipped, reason(out), e.Package)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,6 +82,9 @@ func TestLong(t *testing.T) { t.Skip("AGENTONCE_LONG=1 runs the matrix") }
 		if !strings.Contains(got.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, got.String())
 		}
+	}
+	if got, want := r.counts, map[string]int{"pass": 3, "fail": 1, "skip": 5}; !maps.Equal(got, want) {
+		t.Errorf("counts = %v; want %v (top-level tests only)", got, want)
 	}
 	for _, bad := range []string{"AGENTONCE_REDIS_URL", "helper process", "TestPass", "=== RUN"} {
 		if strings.Contains(got.String(), bad) {
