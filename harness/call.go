@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 	"github.com/agentonce/agentonce/keyderive"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -104,7 +105,7 @@ func (h *Harness) do(ctx context.Context, p prepared) Result {
 func (h *Harness) replay(ctx context.Context, p *prepared) (res Result, ok bool) {
 	rec, err := h.store.Get(ctx, p.d.Key)
 	if err != nil || !rec.State.Settled() || rec.Fingerprint != p.d.Fingerprint ||
-		p.tool.next(&rec, h.now()) != journal.StepAnswer {
+		p.tool.next(&rec, h.now()) != reissue.Answer {
 		return Result{}, false
 	}
 	f := h.newFlight(p)
@@ -140,7 +141,7 @@ func (h *Harness) left(ctx context.Context, p *prepared, cause error) Result {
 		// false a moment later.
 		oe.Status, oe.Message = InProgress, "the caller left before the action was recorded; it may still start ("+cause.Error()+")"
 		base.Status, base.Err = InProgress, oe
-	case err == nil && rec.State.Settled() && p.tool.next(&rec, h.now()) == journal.StepAnswer:
+	case err == nil && rec.State.Settled() && p.tool.next(&rec, h.now()) == reissue.Answer:
 		f := h.newFlight(p)
 		res := f.answer(ctx, f.fromRecord(rec))
 		res.CallID = p.call.ID

@@ -17,6 +17,7 @@ import (
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 	"github.com/agentonce/agentonce/keyderive"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -247,8 +248,8 @@ func TestCloseLeavesCheckPending(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	rec, err := st.Get(context.Background(), res.Key)
-	if err != nil || rec.State != journal.StatePending || journal.QuietAt(&rec).IsZero() {
-		t.Errorf("record after Close: %v (QuietAt %v), %v; want pending with its settle window", rec.State, journal.QuietAt(&rec), err)
+	if err != nil || rec.State != journal.StatePending || reissue.QuietAt(&rec).IsZero() {
+		t.Errorf("record after Close: %v (QuietAt %v), %v; want pending with its settle window", rec.State, reissue.QuietAt(&rec), err)
 	}
 	st.Close()
 	srv.waitActed(t, 1)
@@ -297,7 +298,7 @@ func TestSettleWindowIsSaid(t *testing.T) {
 	if err != nil || br.Outcome != journal.Started {
 		t.Fatalf("Begin: %v, %v; want started", br.Outcome, err)
 	}
-	quiet := journal.QuietAt(&br.Record)
+	quiet := reissue.QuietAt(&br.Record)
 	st.Close()
 
 	st2 := openBolt(t, path, nil)

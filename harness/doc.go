@@ -18,7 +18,7 @@
 // Status says what the outcome is (Succeeded, Failed, Suppressed, Unknown,
 // InProgress, Rejected) and its Source how the call learned it (Executed,
 // Replayed, Collapsed, Reconciled). What a re-issue does is
-// journal.Reissue's. A tool's effect kind says what may follow an attempt
+// reissue.Of's. A tool's effect kind says what may follow an attempt
 // whose outcome is unknown: an Unkeyed tool is never run again silently
 // (its Reconcile hook is asked, and only two "did not happen" a settle
 // window apart let it run again), and once an attempt may have executed,

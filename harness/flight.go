@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/lease"
+	"github.com/agentonce/agentonce/journal/reissue"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -88,7 +89,7 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 				fmt.Sprintf("an earlier call of %s in this turn was suppressed (key %s); a call with altered input is refused too",
 					t.Name, br.Record.Key)))
 		case journal.Held:
-			if journal.Settling(&br.Record, h.now()) {
+			if reissue.Settling(&br.Record, h.now()) {
 				// Nobody holds it: an earlier attempt's settle window is
 				// open, and "in progress elsewhere" would be untrue.
 				res, again := f.settling(ctx, &br.Record)
@@ -164,18 +165,18 @@ func lostLease(cancel context.CancelCauseFunc) func(error) {
 
 // takeover continues an intent whose earlier attempt ended without a
 // recorded answer (a crash, a lost answer) or whose recorded outcome a
-// re-issue runs or reconciles again (journal.Reissue).
+// re-issue runs or reconciles again (reissue.Of).
 func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 	t := f.p.tool
-	step := journal.TakeoverStep(&rec, t.Effect)
-	notExecuted := journal.LastAttemptNotExecuted(&rec)
+	step := reissue.Takeover(&rec, t.Effect)
+	notExecuted := reissue.LastAttemptNotExecuted(&rec)
 	f.mayHaveRun = mayHaveRun(&rec)
 	f.event(ctx, Event{Kind: EventTakeover})
 	prevClass, prevErr := "unknown", "no outcome recorded before the lease expired"
 	if notExecuted {
 		prevClass, prevErr = "", ""
 	}
-	if step == journal.StepReconcile {
+	if step == reissue.Reconcile {
 		cause := errors.New("an earlier attempt ended without a recorded outcome (crash, lost answer or an unknown outcome)")
 		if t.Reconcile == nil {
 			res, _ := f.reconcile(ctx, cause) // records unknown: nobody to ask

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -99,7 +100,7 @@ func (f *flight) waitLeft() time.Duration {
 // lease): it waits for the window to close if that comes within the call's
 // wait budget (again is true: ask Begin again), else it says so.
 func (f *flight) settling(ctx context.Context, rec *journal.Record) (res Result, again bool) {
-	q := journal.QuietAt(rec)
+	q := reissue.QuietAt(rec)
 	if d := q.Sub(f.h.now()); d <= f.waitLeft() {
 		f.event(ctx, Event{Kind: EventSettle, Class: retryclass.MaybeExecuted, Delay: d})
 		if retryclass.Wait(ctx, d+time.Millisecond) == nil {

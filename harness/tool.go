@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 	"github.com/agentonce/agentonce/keyderive"
 	"github.com/agentonce/agentonce/retryclass"
 )
@@ -147,13 +148,13 @@ type tool struct {
 	retakeFn func(*journal.Record) bool // the journal's Retake, bound once
 }
 
-// next is journal.Reissue for this tool at now: an Unkeyed intent to
+// next is reissue.Of for this tool at now: an Unkeyed intent to
 // reconcile whose tool has no Reconcile hook has nobody to ask, and is
 // answered as recorded (unknown) until an operator resolves it.
-func (t *tool) next(r *journal.Record, now time.Time) journal.Step {
-	s := journal.Reissue(r, t.Effect, now)
-	if s == journal.StepReconcile && t.Reconcile == nil {
-		return journal.StepAnswer
+func (t *tool) next(r *journal.Record, now time.Time) reissue.Step {
+	s := reissue.Of(r, t.Effect, now)
+	if s == reissue.Reconcile && t.Reconcile == nil {
+		return reissue.Answer
 	}
 	return s
 }
@@ -162,7 +163,7 @@ func (t *tool) next(r *journal.Record, now time.Time) journal.Step {
 // taken over when a re-issue would run or reconcile it.
 func (t *tool) retake(r *journal.Record, now time.Time) bool {
 	s := t.next(r, now)
-	return s == journal.StepRetry || s == journal.StepReconcile
+	return s == reissue.Retry || s == reissue.Reconcile
 }
 
 func decodeStrict(raw json.RawMessage, v any) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
@@ -109,7 +110,7 @@ func replayReads(store journal.Store) bool {
 //
 // It is sound because what it holds cannot change before it expires: it
 // keeps only a known outcome not to be run again, which a store replaces
-// only once it has expired (journal.Reissue, or a retake past the TTL,
+// only once it has expired (reissue.Of, or a retake past the TTL,
 // when expired stops answering from it too), GC deletes only then, and
 // Resolve never takes. It answers on replayable's terms (answersRequest);
 // an unknown outcome, which an operator may resolve, is never kept.
@@ -147,7 +148,7 @@ func (a *answers) put(rec *journal.Record, now time.Time) {
 	default:
 		return
 	}
-	if journal.RequestStep(rec, now) != journal.StepAnswer || len(rec.Output) > maxAnswerBytes || rec.Expires.IsZero() {
+	if reissue.Request(rec, now) != reissue.Answer || len(rec.Output) > maxAnswerBytes || rec.Expires.IsZero() {
 		return
 	}
 	c := *rec
@@ -157,10 +158,10 @@ func (a *answers) put(rec *journal.Record, now time.Time) {
 
 // answersRequest reports whether the record rec answers a request with
 // fingerprint fp at now without a Begin: it has the request's fingerprint
-// (or none), journal.RequestStep answers from it (a minute before its
+// (or none), reissue.Request answers from it (a minute before its
 // expiry at the latest) and it is not expired. Begin decides the rest.
 func answersRequest(rec *journal.Record, fp keyderive.Fingerprint, now time.Time, ttl time.Duration) bool {
-	return (rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && journal.RequestStep(rec, now) == journal.StepAnswer &&
+	return (rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && reissue.Request(rec, now) == reissue.Answer &&
 		!expired(rec, now, ttl)
 }
 

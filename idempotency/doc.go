@@ -12,7 +12,7 @@
 // body gets 422, a request while the first runs 409 with Retry-After (or,
 // with Options.Wait, the first answer), a missing key where Options.Require
 // wants one 400: RFC 9457 problem details. What a stored record means to a
-// request is the journal's rule, journal.RequestStep.
+// request is the journal's rule, reissue.Request.
 //
 // A handler that panics, or a process that dies mid-request, leaves the
 // record unknown: the retry gets 500 naming the journal key, never a second

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
@@ -23,7 +24,7 @@ const (
 	// ClassReleased marks a record settled failed because the handler
 	// answered 5xx (and Options.StoreServerErrors is off) or, under InTx,
 	// panicked: nothing was committed, and the next request runs again.
-	ClassReleased = journal.ClassReleased
+	ClassReleased = reissue.ClassReleased
 	// ClassPanic marks a record whose handler panicked (outcome unknown).
 	ClassPanic = "panic"
 	// ClassCrashed marks a record whose process stopped mid-request: the

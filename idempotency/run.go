@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 )
 
 // decide carries out what Begin decided for the request; with Options.Wait
@@ -89,11 +90,11 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 }
 
 // retake reports whether the settled record rec is run again:
-// journal.RequestStep says so (a failure that committed nothing), or its
+// reissue.Request says so (a failure that committed nothing), or its
 // answer is past the TTL (expired) while the store keeps it.
 func (m *Middleware) retake(rec *journal.Record) bool {
 	now := time.Now()
-	return journal.RequestStep(rec, now) == journal.StepRetry || expired(rec, now, m.o.TTL)
+	return reissue.Request(rec, now) == reissue.Retry || expired(rec, now, m.o.TTL)
 }
 
 // runAgain runs the handler for a record taken over as an attempt of its

@@ -7,12 +7,13 @@
 // (TakenOver), a payload mismatch (Mismatch), or blocked by a recorded
 // suppression (Guarded). The owner records each attempt with
 // [Store.StartAttempt] and the outcome with [Store.Complete]; an operator
-// settles what nobody could with [Store.Resolve]. [Reissue] says what a
-// call of a recorded intent would do now, the one rule every caller follows.
+// settles what nobody could with [Store.Resolve]. Package journal/reissue
+// says what a call of a recorded intent would do now, the one rule every
+// caller follows.
 //
 // The stores are packages of their own, which [Open] picks by the
 // location's scheme from those registered with [Register]: a plain path
-// is a bbolt file (journal/bolt, which the harness links in),
+// is a bbolt file (journal/bolt, which package agentonce links in),
 // "postgres://…" journal/postgres, "redis://…" journal/redis;
 // journal/memory keeps records in maps, for tests. All of them call one
 // state machine, internal to journal, and pass the conformance suite in

@@ -30,15 +30,3 @@ func pastTTL(r *Record, now time.Time) bool {
 func expires(st State) bool {
 	return st == StateSucceeded || st == StateFailed || st == StateSuppressed
 }
-
-// quietAt is the latest QuietAt of r's attempts: until then an earlier
-// attempt may still be acting downstream.
-func quietAt(r *Record) time.Time {
-	var q time.Time
-	for i := range r.Attempts {
-		if r.Attempts[i].QuietAt.After(q) {
-			q = r.Attempts[i].QuietAt
-		}
-	}
-	return q
-}

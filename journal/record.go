@@ -150,3 +150,20 @@ func ParseEffect(name string) (Effect, error) {
 	}
 	return 0, errors.New("unknown effect kind " + strconv.Quote(name) + " (want unkeyed, read-only, idempotent or keyed)")
 }
+
+// The class names a record's ErrorClass and Attempt.Class hold that the
+// journal itself reads or writes. They are retryclass's names (its
+// Class.String); journal may import only keyderive (docs/design.md), so
+// they are spelled once here, and a test in harness checks that the two
+// agree. reissue.ClassReleased is the idempotency middleware's own.
+const (
+	// ClassNotExecuted: the attempt provably did not take effect.
+	ClassNotExecuted = "not-executed"
+	// ClassInFlight: the downstream was still processing the same key.
+	ClassInFlight = "in-flight"
+	// ClassMismatch: the key was already used with another input.
+	ClassMismatch = "mismatch"
+	// ClassResolved is not a retry class: the class of an attempt closed,
+	// and of a failure recorded, by an operator's Resolve.
+	ClassResolved = "resolved"
+)

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/spf13/pflag"
 	"strconv"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -89,7 +91,7 @@ const (
 var replayActions = []string{actAnswer, actRetry, actWait, actBlock, actAnew}
 
 // previewRecord says what a re-issued call of r would do at now, in words.
-// The decision is journal.Reissue's, from the effect kind the record
+// The decision is reissue.Of's, from the effect kind the record
 // keeps; this function only words it. The reason starts with the verdict.
 //
 // singleWriter says the journal has one writing process at a time (bbolt,
@@ -111,24 +113,24 @@ func previewRecord(r *journal.Record, now time.Time, singleWriter bool) (action,
 	case journal.StateSuppressed:
 		why = "the downstream was still processing it (in-flight suppression)"
 	}
-	switch journal.Reissue(r, r.Effect, now) {
-	case journal.StepWait:
-		if journal.Settling(r, now) {
+	switch reissue.Of(r, r.Effect, now) {
+	case reissue.Wait:
+		if reissue.Settling(r, now) {
 			// Nobody holds it: an earlier attempt's settle window is open.
 			then := "it runs again with the same key"
-			if journal.TakeoverStep(r, r.Effect) == journal.StepReconcile {
+			if reissue.Takeover(r, r.Effect) == reissue.Reconcile {
 				then = "the tool's Reconcile hook is asked (else agentctl resolve " + r.Key.String() + ")"
 			}
-			return actWait, "settle window open until " + journal.QuietAt(r).UTC().Format(time.RFC3339) +
+			return actWait, "settle window open until " + reissue.QuietAt(r).UTC().Format(time.RFC3339) +
 				": an earlier attempt may still be acting downstream, so nothing runs or is reconciled before then; after it, " + then
 		}
 		return actWait, fmt.Sprintf("in flight elsewhere: %s holds the lease until %s",
 			orDash(r.Lease.Owner), r.Lease.Expires.UTC().Format(time.RFC3339))
-	case journal.StepAnew:
+	case reissue.Anew:
 		return actAnew, "runs anew: the record expired at " + r.Expires.UTC().Format(time.RFC3339) + ", so the call is a new intent"
-	case journal.StepReconcile:
+	case reissue.Reconcile:
 		return actBlock, "blocked as unknown: " + why + " and the tool is unkeyed; the tool's Reconcile hook decides, else agentctl resolve " + r.Key.String()
-	case journal.StepRetry:
+	case reissue.Retry:
 		switch {
 		case r.State == journal.StateFailed:
 			return actRetry, "run again with the same key: the failure provably did not execute (not-executed)"

@@ -15,7 +15,7 @@ import (
 
 // A settled record with a zero Expires (written before the field was kept;
 // Import refuses one) records no TTL. Begin answers it, as
-// a re-issue of it does (journal.Reissue, agentctl replay): running the
+// a re-issue of it does (reissue.Of, agentctl replay): running the
 // intent again on a guess about its age could repeat its effect. GC keeps
 // it.
 func TestZeroExpiresIsAnswered(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
@@ -96,11 +97,11 @@ func PlaceSuppression(cur, s *journal.Record, now time.Time) *journal.Record {
 // durable differs. It does not modify cur, and calls req.Retake on a copy.
 func DecideBegin(cur *journal.Record, req *journal.BeginRequest, now time.Time) BeginDecision {
 	var prevToken uint64
-	var step journal.Step
+	var step reissue.Step
 	if cur != nil {
-		step = journal.Reissue(cur, req.Effect, now)
+		step = reissue.Of(cur, req.Effect, now)
 	}
-	if step == journal.StepAnew {
+	if step == reissue.Anew {
 		// An expired record is absent for Begin. Its token is carried on so
 		// that a late owner of the old record is fenced.
 		prevToken = cur.Lease.Token
@@ -124,7 +125,7 @@ func DecideBegin(cur *journal.Record, req *journal.BeginRequest, now time.Time) 
 			return BeginDecision{Result: journal.BeginResult{Outcome: journal.Answered, Record: *cur}}
 		}
 		retaken = true
-	case step == journal.StepWait:
+	case step == reissue.Wait:
 		// A pending record with a live owner, or an earlier attempt the
 		// downstream may still be acting on: nobody runs or reconciles the
 		// intent meanwhile.

@@ -1,30 +1,15 @@
-package journal
+// Package reissue is the journal's re-issue decision: what a call of a
+// recorded intent does if it is made again now. Begin's state machine, the
+// harness (its replay, its Retake, its takeover), the idempotency
+// middleware and every preview of a journal (agentctl replay, the
+// timeline) ask it; the rule lives here only.
+package reissue
 
 import (
 	"strconv"
 	"time"
-)
 
-// This file is the re-issue decision: what a call of a recorded intent
-// does if it is made again now. DecideBegin, the harness (its replay fast
-// path, its Retake, its takeover) and every preview of a journal
-// (agentctl replay, the timeline) ask Reissue; the rule lives here only.
-
-// The class names a record's ErrorClass and Attempt.Class hold that the
-// journal itself reads or writes. They are retryclass's names (its
-// Class.String); journal may import only keyderive (docs/design.md), so
-// they are spelled once here, and a test in harness checks that the two
-// agree.
-const (
-	// ClassNotExecuted: the attempt provably did not take effect.
-	ClassNotExecuted = "not-executed"
-	// ClassInFlight: the downstream was still processing the same key.
-	ClassInFlight = "in-flight"
-	// ClassMismatch: the key was already used with another input.
-	ClassMismatch = "mismatch"
-	// ClassResolved is not a retry class: the class of an attempt closed,
-	// and of a failure recorded, by an operator's Resolve.
-	ClassResolved = "resolved"
+	"github.com/agentonce/agentonce/journal"
 )
 
 // Step is what a re-issued call of a recorded intent does: the answer to
@@ -32,24 +17,24 @@ const (
 type Step uint8
 
 const (
-	// StepAnswer: answered from the record; the tool does not run.
-	StepAnswer Step = iota + 1
-	// StepRetry: the tool runs again under the same key. The intent's
+	// Answer: answered from the record; the tool does not run.
+	Answer Step = iota + 1
+	// Retry: the tool runs again under the same key. The intent's
 	// effect kind absorbs a repeat (Keyed, Idempotent, ReadOnly), or its
 	// last attempt provably did not execute.
-	StepRetry
-	// StepReconcile: an Unkeyed intent whose earlier attempt may have
+	Retry
+	// Reconcile: an Unkeyed intent whose earlier attempt may have
 	// executed. The tool's Reconcile hook is asked whether it did; the tool
 	// runs only on a "did not happen". Without a hook the intent stays
 	// unknown until an operator resolves it (agentctl resolve).
-	StepReconcile
-	// StepWait: another owner holds the lease, or the last attempt may
+	Reconcile
+	// Wait: another owner holds the lease, or the last attempt may
 	// still be acting downstream (its settle window is open). The call
 	// waits within the in-flight budget, then answers "in progress".
-	StepWait
-	// StepAnew: the record holds a known outcome that has expired
-	// (Expired); the call is a new intent and runs.
-	StepAnew
+	Wait
+	// Anew: the record holds a known outcome that has expired
+	// (journal.Expired); the call is a new intent and runs.
+	Anew
 )
 
 var stepNames = [...]string{"", "answer", "retry", "reconcile", "wait", "anew"}
@@ -68,7 +53,7 @@ func (s Step) String() string {
 //
 // The rules, in order: a pending record whose lease is live, or whose last
 // attempt may still be acting, is waited for; a known outcome (succeeded,
-// failed, suppressed) past its TTL runs anew (Expired), while an unknown
+// failed, suppressed) past its TTL runs anew (journal.Expired), while an unknown
 // or pending one, or one with no TTL recorded, never expires into a
 // re-run; a success is answered; a failure is run again only when it
 // provably did not execute; a suppression is answered, except "still in
@@ -78,98 +63,98 @@ func (s Step) String() string {
 // Unkeyed.
 //
 // DecideBegin follows the same rules for what a store can decide alone:
-// StepAnew is a new record, StepWait of a pending record is Held, another
+// Anew is a new record, Wait of a pending record is Held, another
 // step of a pending record is TakenOver, and a settled record is Answered
 // unless BeginRequest.Retake (which the harness answers with Reissue)
 // takes it over.
-func Reissue(rec *Record, effect Effect, now time.Time) Step {
-	if rec.State == StatePending {
+func Of(rec *journal.Record, effect journal.Effect, now time.Time) Step {
+	if rec.State == journal.StatePending {
 		if leaseLive(rec, now) || stillActing(rec, now) {
-			return StepWait
+			return Wait
 		}
 		return afterMaybe(rec, effect)
 	}
-	if Expired(rec, now) {
-		return StepAnew
+	if journal.Expired(rec, now) {
+		return Anew
 	}
 	switch rec.State {
-	case StateSucceeded:
-		return StepAnswer
-	case StateFailed:
-		if rec.ErrorClass == ClassNotExecuted {
-			return StepRetry
+	case journal.StateSucceeded:
+		return Answer
+	case journal.StateFailed:
+		if rec.ErrorClass == journal.ClassNotExecuted {
+			return Retry
 		}
-		return StepAnswer
-	case StateSuppressed:
-		if rec.ErrorClass == ClassInFlight {
+		return Answer
+	case journal.StateSuppressed:
+		if rec.ErrorClass == journal.ClassInFlight {
 			if stillActing(rec, now) {
-				return StepWait
+				return Wait
 			}
 			return afterMaybe(rec, effect)
 		}
-		return StepAnswer
-	case StateUnknown:
+		return Answer
+	case journal.StateUnknown:
 		if stillActing(rec, now) {
-			return StepWait
+			return Wait
 		}
 		return afterMaybe(rec, effect)
 	}
 	// A state this version does not know: answer what is recorded rather
 	// than run anything.
-	return StepAnswer
+	return Answer
 }
 
-// TakeoverStep is the step Reissue gives rec once nobody may still be
-// acting on it (its lease expired, its settle window passed): StepRetry or
-// StepReconcile. The harness asks it about the record Begin handed over
+// Takeover is the step Reissue gives rec once nobody may still be
+// acting on it (its lease expired, its settle window passed): Retry or
+// Reconcile. The harness asks it about the record Begin handed over
 // (TakenOver), whose lease is by then its own.
-func TakeoverStep(rec *Record, effect Effect) Step {
+func Takeover(rec *journal.Record, effect journal.Effect) Step {
 	return afterMaybe(rec, effect)
 }
 
 // LastAttemptNotExecuted reports whether rec's last attempt was closed as
-// provably not executed (ClassNotExecuted). An attempt still open, or
+// provably not executed (journal.ClassNotExecuted). An attempt still open, or
 // whose owner died, was not.
-func LastAttemptNotExecuted(rec *Record) bool {
+func LastAttemptNotExecuted(rec *journal.Record) bool {
 	n := len(rec.Attempts)
-	return n > 0 && rec.Attempts[n-1].Class == ClassNotExecuted
+	return n > 0 && rec.Attempts[n-1].Class == journal.ClassNotExecuted
 }
 
 // afterMaybe decides for an intent whose earlier attempt may have executed:
 // the effect kind says whether a repeat is absorbed.
-func afterMaybe(rec *Record, effect Effect) Step {
+func afterMaybe(rec *journal.Record, effect journal.Effect) Step {
 	if LastAttemptNotExecuted(rec) {
-		return StepRetry
+		return Retry
 	}
-	if effect == Unkeyed {
-		return StepReconcile
+	if effect == journal.Unkeyed {
+		return Reconcile
 	}
-	return StepRetry
+	return Retry
 }
 
 // leaseLive reports whether rec's owner still holds its lease at now.
-func leaseLive(rec *Record, now time.Time) bool {
+func leaseLive(rec *journal.Record, now time.Time) bool {
 	return now.Before(rec.Lease.Expires)
 }
 
 // stillActing reports whether an attempt of rec may still be acting
 // downstream at now: the latest QuietAt of its attempts is ahead.
-func stillActing(rec *Record, now time.Time) bool {
+func stillActing(rec *journal.Record, now time.Time) bool {
 	return now.Before(quietAt(rec))
 }
 
 // QuietAt is when no attempt of rec can still be acting downstream: the
 // latest QuietAt of its attempts (zero when none declared a settle
 // window). Until then nobody runs or reconciles the intent.
-func QuietAt(rec *Record) time.Time { return quietAt(rec) }
+func QuietAt(rec *journal.Record) time.Time { return quietAt(rec) }
 
 // Settling reports that Reissue waits for rec at now only because an
 // earlier attempt's settle window is open: no owner holds a live lease (or
 // the outcome is recorded), yet an attempt may still be acting downstream
 // until QuietAt. A caller is then told that, not that the intent is in
 // progress elsewhere.
-func Settling(rec *Record, now time.Time) bool {
-	if rec.State == StatePending && leaseLive(rec, now) {
+func Settling(rec *journal.Record, now time.Time) bool {
+	if rec.State == journal.StatePending && leaseLive(rec, now) {
 		return false
 	}
 	return stillActing(rec, now)
@@ -181,32 +166,44 @@ func Settling(rec *Record, now time.Time) bool {
 // panicked inside the transaction that would have recorded its answer.
 const ClassReleased = "released"
 
-// RequestStep is Reissue for an HTTP request that the idempotency
+// Request is Reissue for an HTTP request that the idempotency
 // middleware recorded in rec, sent again at now on the server's clock. The
 // server has no Reconcile hook, and it answers from a record it read only
 // what Begin would answer on the store's clock:
 //
-//   - StepRetry: rec failed having committed nothing (ClassReleased), or
+//   - Retry: rec failed having committed nothing (ClassReleased), or
 //     an operator's failed verdict says its effect did not happen. The
 //     request runs again under its key: Begin is to retake rec.
-//   - StepAnew: rec holds a known outcome that has expired, or expires
+//   - Anew: rec holds a known outcome that has expired, or expires
 //     within a minute of now (the margin allowed between the two clocks):
 //     Begin decides.
-//   - StepAnswer: rec holds any other settled outcome, which answers the
+//   - Answer: rec holds any other settled outcome, which answers the
 //     request as recorded; an unknown one until an operator resolves it.
-//   - For a pending record, Reissue's step for an Unkeyed intent (StepWait
-//     or StepReconcile): Begin holds it or hands it over.
+//   - For a pending record, Reissue's step for an Unkeyed intent (Wait
+//     or Reconcile): Begin holds it or hands it over.
 //
 // Whether rec's fingerprint matches the request's is Begin's question,
 // asked before this one.
-func RequestStep(rec *Record, now time.Time) Step {
+func Request(rec *journal.Record, now time.Time) Step {
 	switch {
-	case rec.State == StateFailed && (rec.ErrorClass == ClassReleased || rec.Resolution != nil):
-		return StepRetry
-	case rec.State == StatePending:
-		return Reissue(rec, Unkeyed, now)
-	case Expired(rec, now.Add(time.Minute)):
-		return StepAnew
+	case rec.State == journal.StateFailed && (rec.ErrorClass == ClassReleased || rec.Resolution != nil):
+		return Retry
+	case rec.State == journal.StatePending:
+		return Of(rec, journal.Unkeyed, now)
+	case journal.Expired(rec, now.Add(time.Minute)):
+		return Anew
 	}
-	return StepAnswer
+	return Answer
+}
+
+// quietAt is the latest QuietAt of r's attempts: until then an earlier
+// attempt may still be acting downstream.
+func quietAt(r *journal.Record) time.Time {
+	var q time.Time
+	for i := range r.Attempts {
+		if r.Attempts[i].QuietAt.After(q) {
+			q = r.Attempts[i].QuietAt
+		}
+	}
+	return q
 }
