@@ -88,7 +88,8 @@ func sealedLine(k sealKey, r *journal.Record) ([]byte, error) {
 func unsealLine(k sealKey, line []byte) (journal.Record, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(line, &members); err != nil {
-		return journal.Record{}, err
+		return journal.Record{}, fmt.Errorf("not a record on one line (%v): an export is JSON Lines, one record a line, "+
+			"and a tool that spread records over several lines or cut one broke it; export again", err)
 	}
 	var seal string
 	raw, ok := members[sealMember]
