@@ -233,3 +233,22 @@ func TestImportReformatted(t *testing.T) {
 		t.Errorf("import of records spread over lines = %d, %q; want %d and an error saying the line is not a whole record", r.code, r.stderr, exitUsage)
 	}
 }
+
+// TestImportCreateNeedsNamespace: the export does not carry the namespace,
+// so import --create takes it from AGENTONCE_NAMESPACE and says so when it
+// is missing or not a UUID, creating nothing.
+func TestImportCreateNeedsNamespace(t *testing.T) {
+	fx := buildFixture(t)
+	in := writeFile(t, exportOf(t, fx.path))
+	for v, want := range map[string]string{"": "needs the journal's namespace in AGENTONCE_NAMESPACE", "nope": `AGENTONCE_NAMESPACE="nope" is not a namespace`} {
+		dst := filepath.Join(t.TempDir(), "new.db")
+		e, _, errb := testEnv(false)
+		e.getenv = func(string) string { return v }
+		if code := run(context.Background(), e, []string{"import", "--journal", dst, "--create", in}); code != exitUsage || !strings.Contains(errb.String(), want) {
+			t.Errorf("import --create with AGENTONCE_NAMESPACE=%q = %d, %q; want %d and %q", v, code, errb, exitUsage, want)
+		}
+		if _, err := os.Stat(dst); err == nil {
+			t.Errorf("import --create with AGENTONCE_NAMESPACE=%q created the journal", v)
+		}
+	}
+}
