@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/pflag"
 
 	"github.com/agentonce/agentonce/journal"
 )
@@ -15,15 +16,19 @@ var exportCommand = &command{
 	name:    "export",
 	args:    "[--output FILE] [flags]",
 	summary: "write every record as JSON Lines (backup, audit, moving stores)",
-	long: `Writes the journal as JSON Lines: a header line with the journal's namespace,
-then one record per line, newest first, in the schema of 'agentctl help
-json', each sealed by a last member "checksum": the SHA-256 of the line's
-bytes before it, so that import refuses a changed or damaged line. agentctl import reads it back into any store; export, import into a
-new journal and export again gives identical lines.
+	long: `Writes the journal as JSON Lines: a header line naming the format and the
+key the lines are sealed with, then one record per line, newest first, in
+the schema of 'agentctl help json', each sealed by a last member "seal": an
+HMAC-SHA-256 of the record under a key derived from the journal's
+namespace. Only a holder of the namespace can make a line that import
+accepts, so an edited output cannot be slipped into a journal and replayed
+as a tool's answer. The namespace itself is not in the export: import takes
+it from the journal it writes to, or from AGENTONCE_NAMESPACE with --create.
+Export, import into a new journal and export again gives identical lines.
 
-The export holds the namespace secret and the tools' inputs and outputs:
-keep it like the journal itself. --output writes the file with mode 0600,
-through a temporary file, so a failed export leaves no partial file.`,
+The export holds the tools' inputs and outputs: keep it like the journal
+itself. --output writes the file with mode 0600, through a temporary file,
+so a failed export leaves no partial file.`,
 	main: withRun(exportCmd, runExport),
 }
 
@@ -54,7 +59,7 @@ func runExport(ctx context.Context, e *env, o *exportOptions) error {
 		if _, err := exportTo(ctx, s, e.stdout); err != nil {
 			return err
 		}
-		warnNamespace(e, "standard output")
+		warnExport(e, "standard output")
 		return nil
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(o.output), ".agentctl-export-*")
@@ -78,22 +83,23 @@ func runExport(ctx context.Context, e *env, o *exportOptions) error {
 	if e.stderrTTY {
 		fmt.Fprintf(e.stderr, "exported %d records to %s\n", n, o.output)
 	}
-	warnNamespace(e, o.output)
+	warnExport(e, o.output)
 	return nil
 }
 
-// warnNamespace says, on standard error, that an export written to dest
-// carries the namespace: derive hides it unless asked (--show-namespace),
-// and export must not hand it out without a word.
-func warnNamespace(e *env, dest string) {
-	fmt.Fprintf(e.stderr, "agentctl export: warning: %s holds the journal's namespace, a secret that lets anyone "+
-		"predict this deployment's keys, and the tools' inputs and outputs: keep it like the journal itself\n", dest)
+// warnExport says, on standard error, that an export written to dest
+// holds the tools' inputs and outputs, which export must not hand out
+// without a word.
+func warnExport(e *env, dest string) {
+	fmt.Fprintf(e.stderr, "agentctl export: warning: %s holds the tools' inputs and outputs: keep it like the journal itself "+
+		"(it does not hold the namespace: import --create takes it from AGENTONCE_NAMESPACE)\n", dest)
 }
 
 // exportTo writes the header and every record of s to w.
 func exportTo(ctx context.Context, s journal.Store, w io.Writer) (int, error) {
+	k := exportSealKey(s.Namespace())
 	jw := newJSONWriter(w)
-	if err := jw.write(exportHeader{Export: exportFormat, Namespace: s.Namespace().String(), Checksum: sealName}); err != nil {
+	if err := jw.write(exportHeader{Export: exportFormat, Seal: sealName, KeyID: k.id()}); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -101,7 +107,7 @@ func exportTo(ctx context.Context, s journal.Store, w io.Writer) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		line, err := sealedLine(&r)
+		line, err := sealedLine(k, &r)
 		if err != nil {
 			return n, err
 		}

@@ -43,7 +43,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if n := strings.Count(first, "\n"); n != fixtureSize+1 {
 		t.Fatalf("export has %d lines; want a header and %d records", n, fixtureSize)
 	}
-	if !strings.HasPrefix(first, `{"agentonce_export":2,"namespace":"`+testNS.String()+`","checksum":"sha256"}`+"\n") {
+	if !strings.HasPrefix(first, `{"agentonce_export":3,"seal":"hmac-sha256","key_id":"`+exportSealKey(testNS).id()+`"}`+"\n") || strings.Contains(first, testNS.String()) {
 		t.Errorf("export header = %q", strings.SplitN(first, "\n", 2)[0])
 	}
 
@@ -133,7 +133,7 @@ func TestImportRejectsAndWritesNothing(t *testing.T) {
 		{"bad state", header + "\n" + reseal(t, strings.Replace(recs[0], `"state":"`, `"state":"x`, 1)) + "\n", "", exitUsage, "line 2: unknown state"},
 		{"bad effect", header + "\n" + reseal(t, strings.Replace(recs[0], `"effect":"`, `"effect":"x`, 1)) + "\n", "", exitUsage, "line 2: unknown effect"},
 		{"duplicate", header + "\n" + recs[0] + "\n" + recs[0] + "\n", "", exitUsage, "line 3: key"},
-		{"other namespace", strings.Replace(header, testNS.String(), uuid.NewString(), 1) + "\n" + recs[0] + "\n", changed, exitConflict, "another namespace"},
+		{"other namespace", strings.Replace(header, exportSealKey(testNS).id(), exportSealKey(uuid.New()).id(), 1) + "\n" + recs[0] + "\n", changed, exitConflict, "line 1: the export is sealed with key"},
 		{"different record", header + "\n" + recs[0] + "\n" + reseal(t, strings.Replace(recs[3], `"turn":"`, `"turn":"9`, 1)) + "\n", changed, exitConflict, "line 3"},
 		{"nil key", header + "\n" + recs[0] + "\n" + reseal(t, strings.Replace(recs[1], keyOfLine(recs[1]), uuid.Nil.String(), 1)) + "\n", "", exitUsage, "line 3: key is the nil UUID"},
 		{"newer version", header + "\n" + reseal(t, strings.Replace(recs[0], `"version":1`, `"version":99`, 1)) + "\n", "", exitUsage, "line 2: record version 99"},
@@ -142,10 +142,10 @@ func TestImportRejectsAndWritesNothing(t *testing.T) {
 		// file without a header into an existing journal (no namespace
 		// check), an unsealed line, and a record the state machine could
 		// not have produced.
-		{"tampered output", header + "\n" + tamperOutput(t, recs) + "\n", "", exitUsage, "does not match its checksum"},
+		{"tampered output", header + "\n" + tamperOutput(t, recs) + "\n", "", exitUsage, "line 2: the record does not match its seal"},
 		{"no header into a journal", strings.Join(recs, "\n") + "\n", changed, exitUsage, "no export header"},
-		{"unsealed line", header + "\n" + unseal(t, recs[0]) + "\n", "", exitUsage, "line 2: the record has no checksum"},
-		{"format 1", strings.Replace(strings.Replace(header, `"agentonce_export":2`, `"agentonce_export":1`, 1), `,"checksum":"sha256"`, "", 1) + "\n" + unseal(t, recs[0]) + "\n", "", exitUsage, "export format 1"},
+		{"unsealed line", header + "\n" + unseal(t, recs[0]) + "\n", "", exitUsage, "line 2: the record has no seal"},
+		{"format 1", `{"agentonce_export":1,"namespace":"` + testNS.String() + `"}` + "\n" + unseal(t, recs[0]) + "\n", "", exitUsage, "line 1: export format 1"},
 		{"token 0", header + "\n" + editLine(t, recs[0], func(m map[string]any) { m["lease"].(map[string]any)["token"] = 0 }) + "\n", "", exitUsage, "line 2: import: invalid request"},
 		{"attempt ends before it starts", header + "\n" + endBeforeStart(t, recs) + "\n", "", exitUsage, "ends"},
 	}
@@ -204,32 +204,46 @@ func keyOfLine(line string) string {
 	return strings.SplitN(strings.SplitN(line, `"key":"`, 2)[1], `"`, 2)[0]
 }
 
-// unseal drops a line's checksum member.
+// unseal drops a line's seal member.
 func unseal(t *testing.T, line string) string {
 	t.Helper()
-	i := strings.LastIndex(line, `,"checksum":"`)
+	i := strings.LastIndex(line, `,"seal":"`)
 	if i < 0 {
-		t.Fatalf("line has no checksum: %s", line)
+		t.Fatalf("line has no seal: %s", line)
 	}
 	return line[:i] + "}"
 }
 
-// reseal gives an edited line a checksum that matches it again, as someone
-// who edits an export on purpose would.
+// reseal gives an edited line a seal that matches it again, as someone who
+// holds the namespace and edits an export on purpose would (to reach the
+// checks after the seal's).
 func reseal(t *testing.T, line string) string {
 	t.Helper()
 	obj := unseal(t, line)
-	return obj[:len(obj)-1] + checksumMember + sealOf([]byte(obj)) + `"}`
+	var rec journal.Record
+	canon := []byte(obj)
+	if json.Unmarshal(canon, &rec) == nil {
+		canon, _ = canonicalRecord(&rec)
+	}
+	return obj[:len(obj)-1] + `,"seal":"` + exportSealKey(testNS).mac(canon) + `"}`
 }
 
 // tamperOutput changes the output of the export's first succeeded record,
-// keeping its old checksum.
+// keeping its old seal.
 func tamperOutput(t *testing.T, recs []string) string {
 	t.Helper()
 	for _, l := range recs {
-		if strings.Contains(l, `"state":"succeeded"`) && strings.Contains(l, `"output":`) {
-			i := strings.Index(l, `"output":`) + len(`"output":`)
-			return l[:i] + `{"charged":999999},"was":` + l[i:]
+		if strings.Contains(l, `"state":"succeeded"`) && strings.Contains(l, `"output":{`) {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatal(err)
+			}
+			m["output"] = map[string]any{"charged": 999999}
+			b, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
 		}
 	}
 	t.Fatal("no succeeded record with an output in the fixture")
@@ -248,7 +262,7 @@ func editLine(t *testing.T, line string, f func(m map[string]any)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reseal(t, string(b[:len(b)-1])+`,"checksum":""}`)
+	return reseal(t, string(b[:len(b)-1])+`,"seal":""}`)
 }
 
 // endBeforeStart: the first closed attempt's end moved before its start,

@@ -41,13 +41,22 @@ func testEnv(tty bool) (*env, *bytes.Buffer, *bytes.Buffer) {
 		stdin:     strings.NewReader(""),
 		stdout:    &out,
 		stderr:    &errb,
-		getenv:    func(string) string { return "" },
+		getenv:    testGetenv,
 		now:       func() time.Time { return testNow },
 		loc:       testZone,
 		stdoutTTY: tty,
 		stderrTTY: tty,
 		user:      func() string { return "alice@host1" },
 	}, &out, &errb
+}
+
+// testGetenv is the tests' environment: the fixture's namespace, which
+// import --create needs (an export does not carry it), and nothing else.
+func testGetenv(k string) string {
+	if k == namespaceEnv {
+		return testNS.String()
+	}
+	return ""
 }
 
 // result is one agentctl invocation's outcome.

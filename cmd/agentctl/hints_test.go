@@ -29,9 +29,9 @@ func TestPostgresUnreachable(t *testing.T) {
 	}
 }
 
-// An export says on standard error that it carries the namespace, to a
-// file or to standard output; the export itself is unchanged.
-func TestExportWarnsOfNamespace(t *testing.T) {
+// An export says on standard error that it carries the tools' inputs and
+// outputs, to a file or to standard output; the export itself is unchanged.
+func TestExportWarns(t *testing.T) {
 	fx := buildFixture(t)
 	out := filepath.Join(t.TempDir(), "backup.jsonl")
 	for _, args := range [][]string{
@@ -39,8 +39,8 @@ func TestExportWarnsOfNamespace(t *testing.T) {
 		{"export", "--journal", fx.path, "--output", out},
 	} {
 		r := agentctl(t, false, args...)
-		if r.code != exitOK || !strings.Contains(r.stderr, "warning:") || !strings.Contains(r.stderr, "holds the journal's namespace") {
-			t.Errorf("agentctl %q = %d, stderr %q; want 0 and the namespace warning", args, r.code, r.stderr)
+		if r.code != exitOK || !strings.Contains(r.stderr, "warning:") || !strings.Contains(r.stderr, "holds the tools' inputs and outputs") {
+			t.Errorf("agentctl %q = %d, stderr %q; want 0 and the warning", args, r.code, r.stderr)
 		}
 		if len(args) == 3 && !strings.HasPrefix(r.stdout, `{"agentonce_export"`) {
 			t.Errorf("agentctl %q stdout starts %.40q; want the export's header", args, r.stdout)

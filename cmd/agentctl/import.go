@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/spf13/pflag"
 	"io"
 	"io/fs"
 	"os"
 	"sync"
 
 	"github.com/google/uuid"
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentonce/agentonce/journal"
@@ -27,8 +27,9 @@ var importCommand = &command{
 records into the journal as they are: state, attempts and times kept.
 
 Nothing is written until the whole input has been read and checked: the
-header must be there (it names the namespace), every line must parse and
-match its checksum, every record must be one the journal's state machine
+header must be there (it names the key the lines are sealed with), every
+line must parse and carry a seal that the journal's namespace makes for its
+record, every record must be one the journal's state machine
 could have produced (the check every store's Import makes), and every
 record must either be new or identical to the one the journal already
 holds (identical ones are skipped). A bad line or
@@ -36,10 +37,15 @@ a conflicting record is reported with its line number and nothing is
 imported. The input is read twice (standard input is first copied to a
 temporary file), so memory does not grow with the export's size.
 
-The export's namespace must be the journal's, or keys derived later would
-not match the imported records. --create creates the journal (a bbolt file,
-or the PostgreSQL schema) when it does not exist, with the export's
-namespace.`,
+The seals are checked with the journal's namespace: an export from a
+journal with another namespace is refused (its keys would not match), and
+so is a line changed by anyone who does not hold the namespace. --create
+creates the journal (a bbolt file, or the PostgreSQL schema) when it does
+not exist, with the namespace in AGENTONCE_NAMESPACE, which must be the one
+the export was sealed with: the export does not carry it ('agentctl derive
+--show-namespace' on the source journal prints it). An export of an older
+agentctl (format 2, sealed with a plain SHA-256 that anyone who edits it can
+recompute) is refused: export again from the source journal.`,
 	main: withRun(importCmd, runImport),
 }
 
@@ -103,7 +109,7 @@ func runImport(ctx context.Context, e *env, o *importOptions) error {
 		return err
 	}
 	defer s.Close()
-	written, err := writeImport(ctx, s, in, name, plan.present)
+	written, err := writeImport(ctx, s, in, name, plan)
 	if err != nil {
 		return err
 	}
@@ -116,9 +122,29 @@ func runImport(ctx context.Context, e *env, o *importOptions) error {
 
 // importPlan is what the check pass learned about an export.
 type importPlan struct {
-	ns      uuid.UUID          // the header's namespace; zero without a header
+	ns      uuid.UUID          // the namespace the seals were checked with
+	from    string             // where ns came from: the journal, or the environment
 	present map[uuid.UUID]bool // records the journal already holds, identical
 	total   int                // records in the export
+}
+
+// namespaceEnv holds the namespace import --create gives a new journal.
+const namespaceEnv = "AGENTONCE_NAMESPACE"
+
+// createNamespace is the namespace of a journal import --create makes:
+// the export does not carry it (whoever holds it can seal lines), so the
+// operator gives it, and the seals must have been made with it.
+func createNamespace(e *env) (uuid.UUID, error) {
+	v := e.getenv(namespaceEnv)
+	if v == "" {
+		return uuid.Nil, usageErrorf("import --create needs the journal's namespace in %s: an export does not carry it; "+
+			"'agentctl derive --show-namespace' on the source journal prints it; nothing was imported", namespaceEnv)
+	}
+	ns, err := uuid.Parse(v)
+	if err != nil || ns == uuid.Nil {
+		return uuid.Nil, usageErrorf("%s=%q is not a namespace (a UUID); nothing was imported", namespaceEnv, v)
+	}
+	return ns, nil
 }
 
 // checkImport is pass 1: it reads and checks the whole export before
@@ -127,15 +153,22 @@ type importPlan struct {
 // for byte.
 func checkImport(ctx context.Context, e *env, o *importOptions, in io.Reader, name string, exists, create bool) (*importPlan, error) {
 	var check journal.Store
+	plan := &importPlan{present: map[uuid.UUID]bool{}}
 	if exists {
 		var err error
 		if check, err = o.journal.open(ctx, e, true); err != nil {
 			return nil, err
 		}
 		defer check.Close()
+		plan.ns, plan.from = check.Namespace(), o.journal.location+"'s namespace"
+	} else {
+		ns, err := createNamespace(e)
+		if err != nil {
+			return nil, err
+		}
+		plan.ns, plan.from = ns, "the namespace in "+namespaceEnv
 	}
-	plan := &importPlan{present: map[uuid.UUID]bool{}}
-	ns, err := scanExport(in, name, func(ns uuid.UUID, line int, rec *journal.Record) error {
+	err := scanExport(in, name, plan, func(line int, rec *journal.Record) error {
 		plan.total++
 		if check == nil {
 			return nil
@@ -157,13 +190,6 @@ func checkImport(ctx context.Context, e *env, o *importOptions, in io.Reader, na
 	if err != nil {
 		return nil, err
 	}
-	plan.ns = ns
-	switch {
-	case check != nil && ns != check.Namespace():
-		return nil, &cliError{code: exitConflict,
-			err:  fmt.Errorf("%s was exported from a journal with another namespace than %s", name, o.journal.location),
-			hint: "its keys would not match: import into a new journal with --create"}
-	}
 	if check != nil {
 		if err := check.Close(); err != nil {
 			return nil, err
@@ -177,7 +203,7 @@ func checkImport(ctx context.Context, e *env, o *importOptions, in io.Reader, na
 // wrote. Another process may have written meanwhile; Import still refuses a
 // different record, and running the same import again finishes the job
 // (identical records are skipped).
-func writeImport(ctx context.Context, s journal.Store, in io.ReadSeeker, name string, present map[uuid.UUID]bool) (int, error) {
+func writeImport(ctx context.Context, s journal.Store, in io.ReadSeeker, name string, plan *importPlan) (int, error) {
 	if _, err := in.Seek(0, io.SeekStart); err != nil {
 		return 0, err
 	}
@@ -200,8 +226,8 @@ func writeImport(ctx context.Context, s journal.Store, in io.ReadSeeker, name st
 	}
 	g.Go(func() error {
 		defer close(work)
-		_, err := scanExport(in, name, func(_ uuid.UUID, line int, rec *journal.Record) error {
-			if present[rec.Key] {
+		err := scanExport(in, name, plan, func(line int, rec *journal.Record) error {
+			if plan.present[rec.Key] {
 				return nil
 			}
 			select {
@@ -279,14 +305,15 @@ func sameRecord(a, b *journal.Record) bool {
 }
 
 // scanExport parses an export: its header line, then records, calling fn
-// for each record with the header's namespace. Everything is checked
-// before fn sees a record: the header (required: it carries the namespace
-// and says the lines are sealed), each line's checksum, and that the
-// record is one the journal's state machine could have produced (the
-// validator every store's Import applies). A line that fails, or a key
-// seen twice, stops it with an error naming the line.
-func scanExport(r io.Reader, name string, fn func(ns uuid.UUID, line int, rec *journal.Record) error) (uuid.UUID, error) {
-	var ns uuid.UUID
+// for each. Everything is checked before fn sees a record: the header
+// (required: it says how the lines are sealed, and with which key, which
+// must be the one plan.ns gives), each line's seal, and that the record is
+// one the journal's state machine could have produced (the validator every
+// store's Import applies). A line that fails, or a key seen twice, stops
+// it with an error naming the line.
+func scanExport(r io.Reader, name string, plan *importPlan, fn func(line int, rec *journal.Record) error) error {
+	k := exportSealKey(plan.ns)
+	header := false
 	seen := map[uuid.UUID]int{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 256<<20)
@@ -300,73 +327,88 @@ func scanExport(r io.Reader, name string, fn func(ns uuid.UUID, line int, rec *j
 		if len(b) == 0 {
 			continue
 		}
-		if ns == uuid.Nil {
-			u, err := readHeader(b)
+		if !header {
+			id, err := readHeader(b)
 			if err != nil {
-				return ns, bad("%v", err)
+				return bad("%v", err)
 			}
-			ns = u
+			if id != k.id() {
+				return &cliError{code: exitConflict,
+					err: fmt.Errorf("%s line %d: the export is sealed with key %s, and %s gives key %s: it comes from a journal with another namespace",
+						name, line, id, plan.from, k.id()),
+					hint: "nothing was imported: its keys would not match; import it into a new journal with --create and " +
+						namespaceEnv + " set to its source journal's namespace"}
+			}
+			header = true
 			continue
 		}
-		rec, err := unsealLine(b)
+		rec, err := unsealLine(k, b)
 		switch {
 		case errors.Is(err, errUnsealed):
-			return ns, bad("the record has no checksum")
+			return bad("the record has no seal")
 		case err != nil:
-			return ns, bad("%v", err)
+			return bad("%v", err)
 		}
 		if err := rec.Validate(); err != nil {
-			return ns, bad("import: %v", err)
+			return bad("import: %v", err)
 		}
 		if prev, dup := seen[rec.Key]; dup {
-			return ns, bad("key %s again (first on line %d)", rec.Key, prev)
+			return bad("key %s again (first on line %d)", rec.Key, prev)
 		}
 		seen[rec.Key] = line
-		if err := fn(ns, line, &rec); err != nil {
-			return ns, err
+		if err := fn(line, &rec); err != nil {
+			return err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return ns, fmt.Errorf("reading %s after line %d: %w", name, line, err)
+		return fmt.Errorf("reading %s after line %d: %w", name, line, err)
 	}
-	if ns == uuid.Nil {
-		return ns, usageErrorf("%s is empty: an export starts with its header line; nothing was imported", name)
+	if !header {
+		return usageErrorf("%s is empty: an export starts with its header line; nothing was imported", name)
 	}
-	return ns, nil
+	return nil
 }
 
-// readHeader parses an export's first line and returns its namespace.
-func readHeader(b []byte) (uuid.UUID, error) {
+// readHeader parses an export's first line and returns the id of the key
+// its lines are sealed with.
+func readHeader(b []byte) (string, error) {
 	if !bytes.Contains(b, []byte(`"agentonce_export"`)) {
-		return uuid.Nil, errors.New("no export header (the first line of agentctl export names the format and the journal's namespace); " +
-			"a file without one cannot be checked against the journal's namespace")
+		return "", errors.New("no export header (the first line of agentctl export names the format and the key the lines are sealed with); " +
+			"a file without one cannot be checked")
+	}
+	var format struct {
+		Export int `json:"agentonce_export"`
+	}
+	if err := json.Unmarshal(b, &format); err != nil {
+		return "", fmt.Errorf("export header: %v", err)
+	}
+	switch {
+	case format.Export == 2:
+		return "", errors.New("export format 2 seals its lines with a plain SHA-256, which anyone who edits the file can recompute, " +
+			"so its records cannot be told from forged ones: export again from the source journal with this agentctl")
+	case format.Export != exportFormat:
+		return "", fmt.Errorf("export format %d; this agentctl reads format %d (lines sealed with the namespace): "+
+			"export again from the source journal with this agentctl", format.Export, exportFormat)
 	}
 	var h exportHeader
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&h); err != nil {
-		return uuid.Nil, fmt.Errorf("export header: %v", err)
+		return "", fmt.Errorf("export header: %v", err)
 	}
-	if h.Export != exportFormat {
-		return uuid.Nil, fmt.Errorf("export format %d; this agentctl reads format %d (sealed lines): export again with this agentctl", h.Export, exportFormat)
+	if h.Seal != sealName {
+		return "", fmt.Errorf("export header: seal %q; this agentctl reads %q", h.Seal, sealName)
 	}
-	if h.Checksum != sealName {
-		return uuid.Nil, fmt.Errorf("export header: checksum %q; this agentctl reads %q", h.Checksum, sealName)
-	}
-	u, err := uuid.Parse(h.Namespace)
-	if err != nil || u == uuid.Nil {
-		return uuid.Nil, fmt.Errorf("export header: namespace %q is not a UUID", h.Namespace)
-	}
-	return u, nil
+	return h.KeyID, nil
 }
 
-// readExport parses a whole export into memory (for tests and small
-// inputs).
-func readExport(r io.Reader, name string) (uuid.UUID, []importLine, error) {
+// readExport parses a whole export sealed with ns into memory (for tests
+// and small inputs).
+func readExport(r io.Reader, name string, ns uuid.UUID) ([]importLine, error) {
 	var out []importLine
-	ns, err := scanExport(r, name, func(_ uuid.UUID, line int, rec *journal.Record) error {
+	err := scanExport(r, name, &importPlan{ns: ns, from: "the namespace"}, func(line int, rec *journal.Record) error {
 		out = append(out, importLine{line: line, rec: *rec})
 		return nil
 	})
-	return ns, out, err
+	return out, err
 }

@@ -5,18 +5,21 @@ import "time"
 // A record's JSON form is journal.Record's own (MarshalJSON and
 // UnmarshalJSON); jsonSchemaHelp documents it.
 
-// exportHeader is the first line of an export: it carries the journal's
-// namespace so that import can create a journal whose keys still match.
+// exportHeader is the first line of an export: the format, how its lines
+// are sealed, and which key sealed them. It does not carry the namespace:
+// whoever holds the namespace can seal a line, so a file that carried it
+// could be forged by anyone who can read it.
 type exportHeader struct {
-	Export    int    `json:"agentonce_export"`
-	Namespace string `json:"namespace"`
-	// Checksum names how each record line is sealed (sealName).
-	Checksum string `json:"checksum"`
+	Export int    `json:"agentonce_export"`
+	Seal   string `json:"seal"`   // sealName
+	KeyID  string `json:"key_id"` // sealKey.id of the namespace
 }
 
-// exportFormat 2 seals every record line with a checksum; format 1 (no
-// checksums) is refused.
-const exportFormat = 2
+// exportFormat 3 seals every record line with an HMAC keyed by the
+// namespace, and leaves the namespace out. Format 2 (a plain SHA-256 that
+// anyone can recompute, and the namespace in the header) and format 1 (no
+// seal) are refused: their lines cannot be told from forged ones.
+const exportFormat = 3
 
 const jsonSchemaHelp = `JSON output
 
@@ -49,10 +52,14 @@ import use one per line):
   }
 
 Export (JSON Lines): the first line is a header
-  {"agentonce_export": 1, "namespace": "UUID"}
-and every other line is a record. The namespace is the journal's secret:
-treat an export like the journal itself. Import reads the same format; it
-rejects unknown fields, so nothing is dropped silently.
+  {"agentonce_export": 3, "seal": "hmac-sha256", "key_id": "hex"}
+and every other line is a record with a last member "seal": the
+HMAC-SHA-256 of the record's canonical JSON under a key derived from the
+journal's namespace (key_id names that key). The namespace is not in the
+export: import takes it from the journal, or from AGENTONCE_NAMESPACE with
+--create. The export holds the tools' inputs and outputs: keep it like the
+journal itself. Import rejects unknown fields, so nothing is dropped
+silently.
 
 stats --json:
   {"journal": PATH, "size_bytes": N, "records": N, "expired": N,

@@ -59,13 +59,14 @@ func FuzzImportLine(f *testing.F) {
 		f.Add(string(b))
 	}
 	f.Add(`{"agentonce_export":1,"namespace":"6ba7b812-9dad-11d1-80b4-00c04fd430c8"}`)
+	f.Add(`{"agentonce_export":3,"seal":"hmac-sha256","key_id":"` + exportSealKey(testNS).id() + `"}`)
 	f.Add(`{"key":"nope"}`)
 	f.Add(`{}`)
 	f.Fuzz(func(t *testing.T, line string) {
 		if strings.ContainsAny(line, "\n\r") {
 			return
 		}
-		_, recs, err := readExport(strings.NewReader(line), "fuzz")
+		recs, err := readExport(strings.NewReader(line), "fuzz", testNS)
 		if err != nil {
 			if !strings.Contains(err.Error(), "fuzz line 1") && !strings.Contains(err.Error(), "reading fuzz") {
 				t.Fatalf("error does not name the line: %v", err)
@@ -77,7 +78,7 @@ func FuzzImportLine(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, again, err := readExport(bytes.NewReader(b1), "again")
+			again, err := readExport(bytes.NewReader(b1), "again", testNS)
 			if err != nil || len(again) != 1 {
 				t.Fatalf("export form %s does not parse back: %v", b1, err)
 			}
@@ -109,15 +110,16 @@ func throughExport(t *testing.T, r journal.Record) ([]importLine, error) {
 	t.Helper()
 	var buf bytes.Buffer
 	jw := newJSONWriter(&buf)
-	if err := jw.write(exportHeader{Export: exportFormat, Namespace: testNS.String(), Checksum: sealName}); err != nil {
+	k := exportSealKey(testNS)
+	if err := jw.write(exportHeader{Export: exportFormat, Seal: sealName, KeyID: k.id()}); err != nil {
 		t.Fatal(err)
 	}
 	jw.flush()
-	line, err := sealedLine(&r)
+	line, err := sealedLine(k, &r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	buf.Write(line)
-	_, recs, err := readExport(&buf, "test")
+	recs, err := readExport(&buf, "test", testNS)
 	return recs, err
 }
