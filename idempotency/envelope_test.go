@@ -144,8 +144,8 @@ func TestReplayHeaderAllocs(t *testing.T) {
 }
 
 // ResolvedResponse builds the envelope a replay parses back to the same
-// status, headers and body; what a replay could not send is refused,
-// named.
+// status, headers and body; what a replay could not send (a newline would
+// forge a header line) is refused, named.
 func TestResolvedResponse(t *testing.T) {
 	body := []byte("{\"id\":\"ch_1\"}\n")
 	hdr := http.Header{"Location": {"/v1/charges/ch_1"}, "Content-Type": {"application/json"}, "Vary": {"A", "B"}}
@@ -171,7 +171,6 @@ func TestResolvedResponse(t *testing.T) {
 		{600, nil, "status 600"},
 		{200, http.Header{"Bad Name": {"x"}}, `header name "Bad Name" is not an HTTP token`},
 		{200, http.Header{"X-A": {"a\nInjected: 1"}}, "header X-A: value"},
-		{200, http.Header{"Content-Length": {"3"}}, "Content-Length"},
 	} {
 		if _, err := ResolvedResponse(tc.status, tc.hdr, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ResolvedResponse(%d, %v) = %v; want an error containing %q", tc.status, tc.hdr, err, tc.want)

@@ -305,27 +305,18 @@ func (e *envelope) write(w http.ResponseWriter, replayed string, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// ResolvedResponse returns the record Output that makes the middleware
-// answer every retry with status, header and body, byte for byte (marked
-// replayed): the Output of a journal.Resolution settling a request whose
-// outcome was unknown, when the operator knows the first answer (agentctl
-// resolve --status builds it). Content-Length is the body's on replay.
-// Bad input is an error naming it: a status outside 200–599, a header
-// name that is not an HTTP token, a value net/http would refuse, or a
-// Content-Length.
+// ResolvedResponse returns the Output of a journal.Resolution that makes
+// the middleware answer every retry with status, header and body, byte for
+// byte (a replay sends its own Content-Length): an operator's restoring of
+// a lost first answer. It refuses, naming it, a status outside 200–599, a
+// header name that is not an HTTP token, or a control character in a value.
 func ResolvedResponse(status int, header http.Header, body []byte) ([]byte, error) {
 	if status < 200 || status > 599 {
 		return nil, fmt.Errorf("status %d is not a final HTTP status (200–599)", status)
 	}
 	for k, vs := range header {
-		bad := k == "" || strings.ContainsFunc(k, func(r rune) bool {
-			return r > '~' || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r)
-		})
-		switch {
-		case bad:
+		if k == "" || strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r > '~' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) }) {
 			return nil, fmt.Errorf("header name %q is not an HTTP token", k)
-		case strings.EqualFold(k, "Content-Length"):
-			return nil, errors.New("header Content-Length: a replay sends the body's own length, leave it out")
 		}
 		for _, v := range vs {
 			if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
@@ -333,6 +324,5 @@ func ResolvedResponse(status int, header http.Header, body []byte) ([]byte, erro
 			}
 		}
 	}
-	resp := response{Status: status, Header: header, Body: body, Sum: sha256.Sum256(body)}
-	return resp.encode(true), nil
+	return (&response{Status: status, Header: header, Body: body, Sum: sha256.Sum256(body)}).encode(true), nil
 }

@@ -34,15 +34,15 @@ is then answered from the journal.
 A record of the idempotency middleware (a server's request) can be given
 its first answer back: --status, with --header (repeated, as curl -H) and
 --body (the bytes as given, or @FILE's), is what every retry with the key
-then gets, byte for byte. A body that is JSON and no Content-Type header
-sends Content-Type: application/json. With --output instead, a retry gets
-200 with the output.
+then gets, byte for byte, marked replayed. A JSON body without a
+Content-Type header is sent as application/json. With --output instead, a
+retry gets 200 with the output. On an agent's record the three are refused.
 
 On PostgreSQL, or through the socket of a running agent, a pending intent
 whose lease is still live is in flight in another process: resolving it
 would fence that process out mid-call, so it is refused unless --force. (A
-bbolt journal that agentctl can open for writing has no agent.) Settled intents (succeeded, failed, suppressed) cannot be
-resolved.`,
+bbolt journal that agentctl can open for writing has no agent.) Settled
+intents (succeeded, failed, suppressed) cannot be resolved.`,
 	main: withRun(resolveCmd, runResolve),
 }
 
@@ -70,6 +70,7 @@ func resolveCmd(e *env, fs *pflag.FlagSet, run runFunc[resolveOptions]) func(con
 	fs.StringVar(&o.output, "output", "", "the tool's result as `JSON`, for --succeeded")
 	fs.IntVar(&o.status, "status", 0, "a server's answer: its status `CODE` (200–599), for --succeeded")
 	fs.StringArrayVar(&o.headers, "header", nil, "a server's answer: a header `'NAME: VALUE'` (repeat for more), with --status")
+	fs.Lookup("header").DefValue = "" // none: not "[]" in the help
 	fs.StringVar(&o.body, "body", "", "a server's answer: its body as `TEXT`, or @FILE for a file's bytes, with --status")
 	fs.StringVar(&o.reason, "reason", "", "`TEXT` saying why (required with --failed)")
 	fs.StringVar(&o.by, "by", "", "`WHO` resolves it (default $USER@hostname)")
@@ -184,6 +185,9 @@ func serverAnswer(fs *pflag.FlagSet, o *resolveOptions) ([]byte, error) {
 		name, value, ok := strings.Cut(line, ":")
 		if name = strings.TrimSpace(name); !ok || name == "" {
 			return nil, usageErrorf("--header %q: want 'NAME: VALUE', as Location: /v1/charges/ch_1", line)
+		}
+		if strings.EqualFold(name, "Content-Length") {
+			return nil, usageErrorf("--header %q: a replay sends the body's own Content-Length, leave it out", line)
 		}
 		h.Add(name, strings.Trim(value, " \t"))
 	}
