@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -139,5 +140,40 @@ func TestReplayHeaderAllocs(t *testing.T) {
 		}
 	}); a != 0 {
 		t.Errorf("Replay.Header allocates %v times; want 0", a)
+	}
+}
+
+// ResolvedResponse builds the envelope a replay parses back to the same
+// status, headers and body; what a replay could not send (a newline would
+// forge a header line) is refused, named.
+func TestResolvedResponse(t *testing.T) {
+	body := []byte("{\"id\":\"ch_1\"}\n")
+	hdr := http.Header{"Location": {"/v1/charges/ch_1"}, "Content-Type": {"application/json"}, "Vary": {"A", "B"}}
+	out, err := ResolvedResponse(201, hdr, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e envelope
+	if err := parseEnvelope(out, &e); err != nil || e.status != 201 || string(e.body) != string(body) || e.sum != sha256.Sum256(body) {
+		t.Fatalf("parsed %q: %v, status %d, body %q", out, err, e.status, e.body)
+	}
+	got := http.Header{}
+	e.writeHeader(got, "", 0)
+	if !reflect.DeepEqual(got, hdr) {
+		t.Errorf("headers = %v; want %v", got, hdr)
+	}
+	for _, tc := range []struct {
+		status int
+		hdr    http.Header
+		want   string
+	}{
+		{199, nil, "status 199 is not a final HTTP status"},
+		{600, nil, "status 600"},
+		{200, http.Header{"Bad Name": {"x"}}, `header name "Bad Name" is not an HTTP token`},
+		{200, http.Header{"X-A": {"a\nInjected: 1"}}, "header X-A: value"},
+	} {
+		if _, err := ResolvedResponse(tc.status, tc.hdr, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ResolvedResponse(%d, %v) = %v; want an error containing %q", tc.status, tc.hdr, err, tc.want)
+		}
 	}
 }

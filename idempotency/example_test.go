@@ -141,3 +141,22 @@ func ExampleMiddleware_Serve() {
 	// 200 [Content-Length: 13 Content-Type: application/json] {"id":"ch_1"}
 	// 200 [Content-Type: application/json Idempotent-Replayed: true] {"id":"ch_1"}
 }
+
+// An operator who knows a lost first answer restores it: the resolution's
+// Output is what every retry with the key is then answered, replayed.
+func ExampleResolvedResponse() {
+	out, err := idempotency.ResolvedResponse(http.StatusCreated,
+		http.Header{"Location": {"/v1/charges/ch_1"}, "Content-Type": {"application/json"}}, []byte(`{"id":"ch_1"}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	// It settles the unknown record: store.Resolve(ctx, key,
+	// journal.Resolution{State: journal.StateSucceeded, Output: out, By: "ops"}).
+	fmt.Printf("%s\n", out)
+	// Output:
+	// agentonce-http/1 201 sha256=151e544a78199dd6d0088fd925e1f4835072a4de7eacd28fe6c87162c36bbb31
+	// Content-Type: application/json
+	// Location: /v1/charges/ch_1
+	//
+	// {"id":"ch_1"}
+}

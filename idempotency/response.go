@@ -304,3 +304,25 @@ func (e *envelope) write(w http.ResponseWriter, replayed string, body []byte) {
 	w.WriteHeader(e.status)
 	_, _ = w.Write(body)
 }
+
+// ResolvedResponse returns the Output of a journal.Resolution that makes
+// the middleware answer every retry with status, header and body, byte for
+// byte (a replay sends its own Content-Length): an operator's restoring of
+// a lost first answer. It refuses, naming it, a status outside 200–599, a
+// header name that is not an HTTP token, or a control character in a value.
+func ResolvedResponse(status int, header http.Header, body []byte) ([]byte, error) {
+	if status < 200 || status > 599 {
+		return nil, fmt.Errorf("status %d is not a final HTTP status (200–599)", status)
+	}
+	for k, vs := range header {
+		if k == "" || strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r > '~' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) }) {
+			return nil, fmt.Errorf("header name %q is not an HTTP token", k)
+		}
+		for _, v := range vs {
+			if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+				return nil, fmt.Errorf("header %s: value %q holds a control character", k, v)
+			}
+		}
+	}
+	return (&response{Status: status, Header: header, Body: body, Sum: sha256.Sum256(body)}).encode(true), nil
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentonce/agentonce/idempotency"
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
+)
+
+// The first answer of the charge the server made and then lost: what the
+// operator restores, byte for byte (the spacing and the newline included).
+const chargeAnswer = "{\"id\": \"ch_1\",  \"object\":\"charge\"}\n"
+
+// A handler that panics after charging leaves an unknown record; agentctl
+// resolve --status --header --body gives it back its first answer, and the
+// retry gets exactly that, replayed, without running the handler again.
+// On bbolt the server is stopped for agentctl (it holds the file's lock);
+// on PostgreSQL it keeps running.
+func TestResolveRestoresServerAnswer(t *testing.T) {
+	clock := &journal.Options{Now: func() time.Time { return testNow }}
+	t.Run("bolt", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "server.journal")
+		open := func() journal.Store {
+			s, err := bolt.Open(path, &bolt.Options{Journal: *clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		restoreServerAnswer(t, path, open, true)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		loc := pgJournal(t)
+		open := func() journal.Store {
+			s, err := openAt(context.Background(), loc, clock, 0, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		restoreServerAnswer(t, loc, open, false)
+	})
+}
+
+func restoreServerAnswer(t *testing.T, loc string, open func() journal.Store, restart bool) {
+	var runs atomic.Int32
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		if runs.Add(1) == 1 {
+			panic("lost the card network after charging")
+		}
+		w.WriteHeader(http.StatusTeapot) // a second run: the duplicate charge
+	}
+	serve := func() (*httptest.Server, journal.Store) {
+		s := open()
+		m, err := idempotency.New(s, &idempotency.Options{ErrorLog: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("POST /v1/charges", m.Handler(http.HandlerFunc(handler)))
+		srv := httptest.NewUnstartedServer(mux)
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the panic, on purpose
+		srv.Start()
+		return srv, s
+	}
+	srv, store := serve()
+	defer func() { srv.Close(); store.Close() }()
+
+	if st, _, _ := postCharge(t, srv.URL); st != 0 {
+		t.Fatalf("the panicking request answered %d; want the connection dropped", st)
+	}
+	st, _, body := postCharge(t, srv.URL)
+	var p struct {
+		JournalKey string `json:"journal_key"`
+	}
+	if st != http.StatusInternalServerError || json.Unmarshal([]byte(body), &p) != nil || p.JournalKey == "" {
+		t.Fatalf("retry before the resolve = %d %s; want 500 outcome-unknown with the journal key", st, body)
+	}
+	if restart {
+		srv.Close()
+		store.Close()
+	}
+
+	file := filepath.Join(t.TempDir(), "answer.json")
+	if err := os.WriteFile(file, []byte(chargeAnswer), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := agentctl(t, false, "resolve", p.JournalKey, "--journal", loc, "--succeeded", "--by", "ops",
+		"--status", "201", "--header", "Location: /v1/charges/ch_1", "--header", "Content-Type: application/json", "--body", "@"+file)
+	if r.code != 0 || !strings.Contains(r.stdout, "answered 201, headers Content-Type, Location, 35 bytes of body") {
+		t.Fatalf("resolve = %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+
+	if restart {
+		srv, store = serve()
+	}
+	for range 2 {
+		st, h, body := postCharge(t, srv.URL)
+		if st != http.StatusCreated || body != chargeAnswer || h.Get("Location") != "/v1/charges/ch_1" ||
+			h.Get("Content-Type") != "application/json" || h.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("retry after the resolve = %d %v %q; want 201, the Location, the body as given, replayed", st, h, body)
+		}
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the handler ran %d times; want 1", n)
+	}
+}
+
+// postCharge sends the charge with its idempotency key; a dropped
+// connection is status 0.
+func postCharge(t *testing.T, url string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/charges", strings.NewReader(`{"amount":100}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "order-77")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// The server flags are checked before the journal is opened, each bad
+// one named; on an agent's record they are refused.
+func TestResolveServerAnswerBadUsage(t *testing.T) {
+	fx := buildFixture(t)
+	key := fx.keys[fxEmail].String()
+	big := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(big, make([]byte, idempotency.DefaultMaxStoredBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{key, "--succeeded", "--status", "700"}, exitUsage, "status 700 is not a final HTTP status (200–599)"},
+		{[]string{key, "--succeeded", "--status", "201", "--header", "Location /x"}, exitUsage, `--header "Location /x": want 'NAME: VALUE'`},
+		{[]string{key, "--succeeded", "--status", "201", "--header", "Bad Name: x"}, exitUsage, `header name "Bad Name" is not an HTTP token`},
+		{[]string{key, "--succeeded", "--status", "201", "--header", "Content-Length: 3"}, exitUsage, "Content-Length"},
+		{[]string{key, "--succeeded", "--status", "201", "--body", "@" + big}, exitUsage, "--body is 1048577 bytes, over the 1048576"},
+		{[]string{key, "--succeeded", "--status", "201", "--body", "@/no/such/file"}, exitUsage, "--body @/no/such/file"},
+		{[]string{key, "--succeeded", "--body", "{}"}, exitUsage, "give its status too (--status CODE)"},
+		{[]string{key, "--failed", "--reason", "x", "--status", "201"}, exitUsage, "they go with --succeeded, not --failed"},
+		{[]string{key, "--succeeded", "--status", "201", "--output", "{}"}, exitUsage, "not both"},
+		{[]string{key, "--succeeded", "--output", "agentonce-http/1 201 sha256=00\n\n"}, exitUsage, "give its parts as --status CODE"},
+		{[]string{key, "--succeeded", "--status", "201", "--body", "{}"}, exitUsage, "is an agent's tool call (email), not a request to the idempotency middleware"},
+	}
+	for _, tt := range tests {
+		r := agentctl(t, false, append([]string{"resolve", "--journal", fx.path}, tt.args...)...)
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("resolve %v = %d, %q; want %d and one line containing %q", tt.args, r.code, r.stderr, tt.code, tt.want)
+		}
+	}
+	if rec := getRecord(t, fx.path, key); rec.State != journal.StateUnknown {
+		t.Errorf("after the refusals the record is %s; want unknown", rec.State)
+	}
+}
