@@ -70,13 +70,7 @@ func (s *Store) startClock() (time.Time, error) {
 		}
 		// The newest record's creation, which a crashed process left no
 		// high-water mark above.
-		ck := tx.Bucket(bucketIndex).Cursor()
-		k, _ := ck.Seek([]byte{pfxTime + 1})
-		if k == nil {
-			k, _ = ck.Last()
-		} else {
-			k, _ = ck.Prev()
-		}
+		k := lastBelow(tx.Bucket(bucketIndex).Cursor(), pfxTime+1)
 		if len(k) == 25 && k[0] == pfxTime {
 			high = max(high, readTime(k[1:9]))
 		}

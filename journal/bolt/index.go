@@ -182,17 +182,22 @@ func appendStr(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
+// lastBelow moves c to the last key of the bucket below the one-byte
+// prefix to, and returns it (nil when there is none).
+func lastBelow(c *bbolt.Cursor, to byte) []byte {
+	if k, _ := c.Seek([]byte{to}); k == nil {
+		k, _ = c.Last()
+		return k
+	}
+	k, _ := c.Prev()
+	return k
+}
+
 // walkExpired calls fn with the key of each 'e' entry whose expiry is at or
 // before t, the earliest first, until fn returns false.
 func walkExpired(ix *bbolt.Bucket, t int64, fn func(key uuid.UUID) bool) {
 	c := ix.Cursor()
-	k, _ := c.Seek([]byte{pfxExpiry + 1})
-	if k == nil {
-		k, _ = c.Last()
-	} else {
-		k, _ = c.Prev()
-	}
-	for ; k != nil && len(k) == 25 && k[0] == pfxExpiry; k, _ = c.Prev() {
+	for k := lastBelow(c, pfxExpiry+1); k != nil && len(k) == 25 && k[0] == pfxExpiry; k, _ = c.Prev() {
 		if ^readTime(k[1:]) > t || !fn(uuid.UUID(k[9:])) {
 			return
 		}
@@ -682,13 +687,7 @@ func indexedStats(tx *bbolt.Tx, now time.Time) (journal.Stats, error) {
 	walkExpired(ix, t, func(uuid.UUID) bool { st.Expired++; return true })
 	st.OverdueUnknown = countRange(ix, openPrefix(journal.StateUnknown), t) + countRange(ix, openPrefix(journal.StatePending), t)
 	if first, _ := c.Seek([]byte{pfxTime}); first != nil && first[0] == pfxTime && len(first) == timeKeyLen {
-		k, _ := c.Seek([]byte{pfxTime + 1})
-		if k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-		if k != nil && k[0] == pfxTime && len(k) == timeKeyLen {
+		if k := lastBelow(c, pfxTime+1); k != nil && k[0] == pfxTime && len(k) == timeKeyLen {
 			st.Oldest, st.Newest = time.Unix(0, readTime(first[1:9])).UTC(), time.Unix(0, readTime(k[1:9])).UTC()
 		}
 	}
