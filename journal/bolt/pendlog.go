@@ -30,6 +30,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -293,12 +294,7 @@ func readPendingLog(path string) ([]*journal.Record, error) {
 			newest[r.Key] = &r
 		}
 	}
-	out := make([]*journal.Record, 0, len(newest))
-	for _, r := range newest {
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b *journal.Record) int { return machine.CompareKeys(a.Key, b.Key) })
-	return out, nil
+	return slices.SortedFunc(maps.Values(newest), func(a, b *journal.Record) int { return machine.CompareKeys(a.Key, b.Key) }), nil
 }
 
 // newerThan reports whether a is a later write of its key than b: by

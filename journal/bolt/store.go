@@ -41,6 +41,7 @@ package bolt
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -234,11 +235,7 @@ func (s *Store) Close() error {
 // compactTxRecords.
 func (s *Store) flushOverlay() error {
 	over := s.overlaySnapshot()
-	recs := make([]*journal.Record, 0, len(over))
-	for _, r := range over {
-		recs = append(recs, r)
-	}
-	slices.SortFunc(recs, func(a, b *journal.Record) int { return machine.CompareKeys(a.Key, b.Key) })
+	recs := slices.SortedFunc(maps.Values(over), func(a, b *journal.Record) int { return machine.CompareKeys(a.Key, b.Key) })
 	for len(recs) > 0 {
 		chunk := recs[:min(len(recs), compactTxRecords)]
 		recs = recs[len(chunk):]
