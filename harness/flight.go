@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentonce/agentonce/journal"
@@ -201,12 +202,7 @@ func (f *flight) rerun(ctx context.Context, prevClass, prevErr string) Result {
 // mayHaveRun reports whether any attempt of rec may have taken effect:
 // every attempt that was not closed as provably not executed may have.
 func mayHaveRun(rec *journal.Record) bool {
-	for _, a := range rec.Attempts {
-		if a.Class != journal.ClassNotExecuted {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(rec.Attempts, func(a journal.Attempt) bool { return a.Class != journal.ClassNotExecuted })
 }
 
 // suppressed answers a suppression decided without running the tool (a
