@@ -64,6 +64,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -606,12 +607,7 @@ func firstErr(errs ...error) error {
 }
 
 func hasKV(list []ixKV, kv ixKV) bool {
-	for _, x := range list {
-		if bytes.Equal(x.k, kv.k) && bytes.Equal(x.v, kv.v) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(list, func(x ixKV) bool { return bytes.Equal(x.k, kv.k) && bytes.Equal(x.v, kv.v) })
 }
 
 // addCounts changes tool's counters: takes out away (nil: none) and
