@@ -106,7 +106,6 @@ type toolCounts [6]int64
 // it fits (bbolt copies the key it puts, and keeps none it reads).
 func countKey(buf []byte, tool string) []byte { return append(append(buf[:0], 't'), tool...) }
 
-// encode appends c's encoding to b.
 func (c *toolCounts) encode(b []byte) []byte {
 	for _, n := range c {
 		b = binary.AppendUvarint(b, uint64(n))
@@ -155,7 +154,6 @@ func entryOf(r *journal.Record) *ixEntry {
 	return e
 }
 
-// set makes e the entry of r.
 func (e *ixEntry) set(r *journal.Record) {
 	*e = ixEntry{
 		key: r.Key, created: nanos(r.Created), expires: nanos(r.Expires),
