@@ -538,7 +538,6 @@ func (v *view) find(key uuid.UUID) *check {
 	return nil
 }
 
-// keys returns the keys v checks.
 func (v *view) keys() []uuid.UUID {
 	k := make([]uuid.UUID, len(v.checks))
 	for i := range v.checks {
