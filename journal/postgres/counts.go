@@ -52,7 +52,6 @@ const countedElsewhere = `coalesce(current_setting('` + countRowsSetting + `', t
 // countRows is the trigger condition of a session that counts row by row.
 const countRows = `coalesce(current_setting('` + countRowsSetting + `', true), '') = 'on'`
 
-// countColumns is the counts table's column list.
 var countColumns = "shard, tool, " + strings.Join(countStates, ", ") + ", attempts"
 
 // countsMigration is migration 3: the counts table, its triggers, and the
