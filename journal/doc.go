@@ -12,7 +12,7 @@
 //
 // The stores are packages of their own, which [Open] picks by the
 // location's scheme from those registered with [Register]: a plain path
-// is a bbolt file (journal/bolt, which the harness links in),
+// is a bbolt file (journal/bolt, which package agentonce links in),
 // "postgres://…" journal/postgres, "redis://…" journal/redis;
 // journal/memory keeps records in maps, for tests. All of them call one
 // state machine, internal to journal, and pass the conformance suite in
