@@ -1,6 +1,7 @@
 package agentoncetest
 
 import (
+	"cmp"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -121,19 +123,7 @@ func (d *Downstream) persist() error {
 }
 
 func cmpKey(c1, k1, c2, k2 string) int {
-	if c1 != c2 {
-		if c1 < c2 {
-			return -1
-		}
-		return 1
-	}
-	switch {
-	case k1 < k2:
-		return -1
-	case k1 > k2:
-		return 1
-	}
-	return 0
+	return cmp.Or(strings.Compare(c1, c2), strings.Compare(k1, k2))
 }
 
 func writeFileAtomic(path string, data []byte) error {
