@@ -10,14 +10,8 @@
 // Downstream.Duplicates() == 0, Downstream.Effects(key) == 1.
 //
 // Downstream is the server side of the Idempotency-Key contract as Stripe
-// and draft-ietf-httpapi-idempotency-key-header describe it: the first
-// response for a (client, key) is stored and replayed; another fingerprint
-// is 422, a key in flight 409, a missing key 400; stored responses expire
-// after a TTL (24 hours). A side effect is a call whose response was stored
-// below 400. A 5xx is not stored unless StoreServerErrors: the key is
-// released and a retry runs again. Passthrough only counts, for an Unkeyed
-// tool's API. StateFile makes responses and counts survive the process,
-// written durably before the response is sent.
+// and draft-ietf-httpapi-idempotency-key-header describe it (its doc has
+// the rules); a side effect is a call whose response was stored below 400.
 //
 // FaultTransport and FaultFunc inject lost responses, late replies, 503
 // with Retry-After, refused and reset connections and double deliveries,

@@ -95,11 +95,8 @@ type DownstreamOptions struct {
 	// enforced, nothing is stored or replayed, and every request runs the
 	// handler. Effects are still counted per key (read from KeyHeader), so
 	// Duplicates shows what an unprotected API does with the retries it
-	// gets: the downstream of an Unkeyed tool, whose key downstream.Transport
-	// sends in X-Agentonce-Key (set KeyHeader to
-	// downstream.DefaultUnkeyedKeyHeader; under the default KeyHeader every
-	// request of an Unkeyed tool counts under no key). False (the default)
-	// enforces the contract.
+	// gets, such as an Unkeyed tool's downstream (see KeyHeader). False
+	// (the default) enforces the contract.
 	Passthrough bool
 
 	// Now is the clock, a test seam. Nil means time.Now.
@@ -252,70 +249,51 @@ func NewServer(tb testing.TB, h http.Handler, opts *DownstreamOptions) *Server {
 // Effects returns how many side effects the wrapped handler performed for
 // key, summed over clients. Requests without a key count under "".
 func (d *Downstream) Effects(key string) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := 0
-	for k, c := range d.effects {
-		if k.Key == key {
-			n += c
-		}
-	}
-	return n
+	return d.tally(d.effects, func(k scopedKey, c int) int { return when(k.Key == key, c) })
 }
 
 // Calls returns how many times the wrapped handler ran for key, summed
 // over clients, whatever it answered (a 5xx included).
 func (d *Downstream) Calls(key string) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := 0
-	for k, c := range d.calls {
-		if k.Key == key {
-			n += c
-		}
-	}
-	return n
+	return d.tally(d.calls, func(k scopedKey, c int) int { return when(k.Key == key, c) })
 }
 
 // TotalEffects returns how many side effects the wrapped handler
 // performed, over all keys and keyless requests.
 func (d *Downstream) TotalEffects() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := 0
-	for _, c := range d.effects {
-		n += c
-	}
-	return n
+	return d.tally(d.effects, func(_ scopedKey, c int) int { return c })
 }
 
 // Duplicates returns the number of side effects beyond the first for each
 // (client, key): the number the Idempotency-Key contract exists to keep at
 // zero. Keyless requests are not counted: they carry no identity.
 func (d *Downstream) Duplicates() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := 0
-	for k, c := range d.effects {
-		if k.Key != "" && c > 1 {
-			n += c - 1
-		}
-	}
-	return n
+	return d.tally(d.effects, func(k scopedKey, c int) int { return when(k.Key != "", max(c-1, 0)) })
 }
 
 // Keys returns how many distinct (client, key) pairs had at least one
 // side effect.
 func (d *Downstream) Keys() int {
+	return d.tally(d.effects, func(k scopedKey, c int) int { return when(k.Key != "", min(c, 1)) })
+}
+
+// tally sums f over the counts of m.
+func (d *Downstream) tally(m map[scopedKey]int, f func(k scopedKey, c int) int) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := 0
-	for k, c := range d.effects {
-		if k.Key != "" && c > 0 {
-			n++
-		}
+	for k, c := range m {
+		n += f(k, c)
 	}
 	return n
+}
+
+// when is n if ok, else 0.
+func when(ok bool, n int) int {
+	if ok {
+		return n
+	}
+	return 0
 }
 
 // ServeHTTP implements http.Handler: it validates the request, decides

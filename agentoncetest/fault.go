@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,10 +65,8 @@ func (f Fault) String() string {
 
 // ParseFault parses a fault's name as String writes it.
 func ParseFault(name string) (Fault, error) {
-	for i, n := range faultNames {
-		if n == name {
-			return Fault(i), nil
-		}
+	if i := slices.Index(faultNames[:], name); i >= 0 {
+		return Fault(i), nil
 	}
 	return 0, fmt.Errorf("unknown fault %q (want one of %s)", name, strings.Join(faultNames[:], ", "))
 }

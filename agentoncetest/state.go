@@ -1,6 +1,7 @@
 package agentoncetest
 
 import (
+	"cmp"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -121,19 +123,7 @@ func (d *Downstream) persist() error {
 }
 
 func cmpKey(c1, k1, c2, k2 string) int {
-	if c1 != c2 {
-		if c1 < c2 {
-			return -1
-		}
-		return 1
-	}
-	switch {
-	case k1 < k2:
-		return -1
-	case k1 > k2:
-		return 1
-	}
-	return 0
+	return cmp.Or(strings.Compare(c1, c2), strings.Compare(k1, k2))
 }
 
 func writeFileAtomic(path string, data []byte) error {
@@ -142,30 +132,23 @@ func writeFileAtomic(path string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("downstream state file %s: %w", path, err)
 	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
 		return fmt.Errorf("downstream state file %s: %w", path, err)
 	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("downstream state file %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("downstream state file %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("downstream state file %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("downstream state file %s: %w", path, err)
-	}
-	ok = true
 	if dh, err := os.Open(dir); err == nil {
 		// Make the rename itself durable; not every platform can fsync a
 		// directory, so a failure here is not reported.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentonce/agentonce/journal"
@@ -135,16 +136,11 @@ func (f *flight) own(ctx context.Context, br journal.BeginResult, body func(cont
 }
 
 // A flight renews the lease of the intent it owns every LeaseTTL/3 for as
-// long as it runs: while its tool runs, while it waits out a backoff or a
-// settle window, while it reconciles. So a live owner never loses its
-// intent because its tool is slow; only an owner that stopped renewing (a
-// crash, a store it cannot reach) does. When a renewal is fenced (another
-// owner or an operator took the intent) or the store stays unreachable
-// until the lease would have run out, the flight's context is cancelled
-// with ErrLeaseLost: the tool is asked to stop, the outcome cannot be
-// recorded, and the caller is told unknown. An Unkeyed intent is not taken
-// over by anyone before its attempt's settle window has passed either, so
-// nobody runs it while the stopped attempt may still be acting.
+// long as it runs (tool, backoff, settle window, Reconcile), so a live
+// owner never loses its intent to a slow tool; a lost lease cancels the
+// flight's context with ErrLeaseLost (docs/harness.md, "Leases and time").
+// An Unkeyed intent is not taken over before its attempt's settle window
+// has passed either, so nobody runs it while that attempt may still act.
 
 // keepLease starts renewing f's lease (lease.Keep, the one renewal
 // rule). The returned context ends, with cause ErrLeaseLost, when the
@@ -207,12 +203,7 @@ func (f *flight) rerun(ctx context.Context, prevClass, prevErr string) Result {
 // mayHaveRun reports whether any attempt of rec may have taken effect:
 // every attempt that was not closed as provably not executed may have.
 func mayHaveRun(rec *journal.Record) bool {
-	for _, a := range rec.Attempts {
-		if a.Class != journal.ClassNotExecuted {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(rec.Attempts, func(a journal.Attempt) bool { return a.Class != journal.ClassNotExecuted })
 }
 
 // suppressed answers a suppression decided without running the tool (a

@@ -15,15 +15,11 @@ import (
 )
 
 // An Unkeyed attempt that ended without an answer is checked before
-// anything else happens to its intent: the harness waits out the tool's
-// settle window, asks its Reconcile hook, and runs the tool again only on a
-// "did not happen" that a second one, a settle window later, confirms. That
-// takes minutes under the default window, and no caller waits for it: the
-// check goes on in a goroutine the Harness owns, the caller is answered
-// InProgress once Options.CheckWait has passed, and a re-issue in this
-// process joins the check (elsewhere it finds the intent held). Close ends
-// the checks still waiting and leaves their records pending, for the next
-// owner to check once the settle window has passed.
+// anything else happens to its intent: settle window, Reconcile, and a run
+// again only on a "did not happen" that a second one confirms. The check
+// goes on in a goroutine the Harness owns; the caller is answered
+// InProgress once Options.CheckWait has passed (docs/harness.md,
+// "Checking an Unkeyed outcome").
 
 const (
 	// DefaultSettle is an Unkeyed tool's settle window when Tool.Settle is

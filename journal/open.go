@@ -3,7 +3,8 @@ package journal
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -121,10 +122,5 @@ func knownSchemes() string {
 	if len(openers) == 0 {
 		return "none"
 	}
-	names := make([]string, 0, len(openers))
-	for s := range openers {
-		names = append(names, s)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(openers)), ", ")
 }

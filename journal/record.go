@@ -2,6 +2,7 @@ package journal
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -44,10 +45,8 @@ func (s State) String() string {
 
 // ParseState parses a state's name as String writes it.
 func ParseState(name string) (State, error) {
-	for i, n := range stateNames {
-		if i > 0 && n == name {
-			return State(i), nil
-		}
+	if i := slices.Index(stateNames[1:], name); i >= 0 {
+		return State(i + 1), nil
 	}
 	return 0, errors.New("unknown state " + strconv.Quote(name) + " (want pending, succeeded, failed, suppressed or unknown)")
 }
@@ -143,10 +142,8 @@ func (e Effect) String() string {
 
 // ParseEffect parses an effect kind's name as String writes it.
 func ParseEffect(name string) (Effect, error) {
-	for i, n := range effectNames {
-		if n == name {
-			return Effect(i), nil
-		}
+	if i := slices.Index(effectNames[:], name); i >= 0 {
+		return Effect(i), nil
 	}
 	return 0, errors.New("unknown effect kind " + strconv.Quote(name) + " (want unkeyed, read-only, idempotent or keyed)")
 }

@@ -1,6 +1,7 @@
 package keyderive
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sync"
@@ -104,10 +105,7 @@ func namePrefix(name []byte) uint64 {
 // by their prefixes when it can.
 func compareMembers(out []byte, a, b *member) int {
 	if a.prefix != b.prefix && a.prefix != noPrefix && b.prefix != noPrefix {
-		if a.prefix < b.prefix {
-			return -1
-		}
-		return 1
+		return cmp.Compare(a.prefix, b.prefix)
 	}
 	return compareKeys(out[a.start+1:a.keyEnd-1], out[b.start+1:b.keyEnd-1])
 }
@@ -408,10 +406,7 @@ func compareKeys(a, b []byte) int {
 			continue
 		}
 		if ca < utf8.RuneSelf && cb < utf8.RuneSelf && ca != cb && ca != '\\' && cb != '\\' {
-			if ca < cb { // two plain ASCII characters
-				return -1
-			}
-			return 1
+			return cmp.Compare(ca, cb) // two plain ASCII characters
 		}
 		if ca == cb { // both escapes: compare what they stand for
 			ra, na := decodeCanonical(a[i:])
@@ -428,22 +423,13 @@ func compareKeys(a, b []byte) int {
 		if ca >= 0x80 && ca < 0xC0 && cb >= 0x80 && cb < 0xC0 {
 			// Inside two UTF-8 sequences with the same lead byte: the
 			// same length and the same UTF-16 class, so bytes decide.
-			if ca < cb {
-				return -1
-			}
-			return 1
+			return cmp.Compare(ca, cb)
 		}
 		ra, _ := decodeCanonical(a[i:])
 		rb, _ := decodeCanonical(b[i:])
 		return compareUTF16(ra, rb)
 	}
-	switch {
-	case len(a)-i < len(b)-i:
-		return -1
-	case len(a)-i > len(b)-i:
-		return 1
-	}
-	return 0
+	return cmp.Compare(len(a)-i, len(b)-i)
 }
 
 // decodeCanonical decodes the first character of a canonically escaped
@@ -489,13 +475,7 @@ func compareUTF16(a, b rune) int {
 		}
 		return -1
 	}
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a, b)
 }
 
 func unhex(b byte) int {

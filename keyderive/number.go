@@ -1,6 +1,7 @@
 package keyderive
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 )
@@ -166,11 +167,8 @@ func (c *canonicalizer) numberSlow(out, tok []byte, off int, intDigits, fracDigi
 // cmpSafe compares the integer part of 0.d × 10^point (d without leading
 // zeros, point > 0) with 2^53: -1, 0 or +1.
 func cmpSafe(d []byte, point int) int {
-	switch {
-	case point < len(maxSafe):
-		return -1
-	case point > len(maxSafe):
-		return 1
+	if point != len(maxSafe) {
+		return cmp.Compare(point, len(maxSafe))
 	}
 	for i := 0; i < point; i++ {
 		x := byte('0')
@@ -178,10 +176,7 @@ func cmpSafe(d []byte, point int) int {
 			x = d[i]
 		}
 		if x != maxSafe[i] {
-			if x > maxSafe[i] {
-				return 1
-			}
-			return -1
+			return cmp.Compare(x, maxSafe[i])
 		}
 	}
 	return 0

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
-	"strings"
 )
 
 // The _meta keys of a tools/call request that place the call. The prefix is
@@ -82,9 +81,5 @@ func bound(principal, name string) string {
 	if principal == "" {
 		return name
 	}
-	var b strings.Builder
-	b.WriteString(strconv.Quote(principal))
-	b.WriteByte('/')
-	b.WriteString(name)
-	return b.String()
+	return strconv.Quote(principal) + "/" + name
 }

@@ -1,6 +1,7 @@
 package retryclass
 
 import (
+	"cmp"
 	"sync"
 	"time"
 )
@@ -56,9 +57,9 @@ func NewBudget(opts *BudgetOptions) *Budget {
 	if opts != nil {
 		o = *opts
 	}
-	ratio := orDefault(o.Ratio, 0.2)
-	perSec := orDefault(o.MinPerSecond, 1)
-	window := orDefault(o.Window, 10*time.Second)
+	ratio := cmp.Or(o.Ratio, 0.2)
+	perSec := cmp.Or(o.MinPerSecond, 1)
+	window := cmp.Or(o.Window, 10*time.Second)
 	if window < budgetSlots {
 		window = budgetSlots
 	}

@@ -2,6 +2,7 @@ package retryclass
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -58,10 +59,8 @@ func (c Class) String() string {
 // ParseClass parses a class name as String writes it. An unknown name
 // returns an error wrapping ErrUnknownClass.
 func ParseClass(s string) (Class, error) {
-	for i, n := range classNames {
-		if n == s {
-			return Class(i), nil
-		}
+	if i := slices.Index(classNames[:], s); i >= 0 {
+		return Class(i), nil
 	}
 	return 0, fmt.Errorf("%w %q (want success, not-executed, maybe-executed, in-flight, mismatch, terminal or canceled)", ErrUnknownClass, s)
 }

@@ -1,6 +1,7 @@
 package retryclass
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"time"
@@ -92,13 +93,6 @@ type settings struct {
 	budget         *Budget
 }
 
-func orDefault[T int | time.Duration | float64](v, d T) T {
-	if v == 0 {
-		return d
-	}
-	return v
-}
-
 // NewSchedule starts the retry state of one call. Its elapsed-time budget
 // starts now. A nil p means the defaults.
 func (p *Policy) NewSchedule() *Schedule {
@@ -106,16 +100,13 @@ func (p *Policy) NewSchedule() *Schedule {
 	if p != nil {
 		q = *p
 	}
-	mult := max(orDefault(q.Multiplier, DefaultMultiplier), 1)
-	jitter := min(orDefault(q.Jitter, DefaultJitter), 1)
-	if jitter < 0 {
-		jitter = 0
-	}
+	mult := max(cmp.Or(q.Multiplier, DefaultMultiplier), 1)
+	jitter := max(min(cmp.Or(q.Jitter, DefaultJitter), 1), 0)
 	s := &Schedule{backoff: backoff.ExponentialBackOff{
-		InitialInterval:     orDefault(q.InitialInterval, DefaultInitialInterval),
+		InitialInterval:     cmp.Or(q.InitialInterval, DefaultInitialInterval),
 		RandomizationFactor: jitter,
 		Multiplier:          mult,
-		MaxInterval:         orDefault(q.MaxInterval, DefaultMaxInterval),
+		MaxInterval:         cmp.Or(q.MaxInterval, DefaultMaxInterval),
 		MaxElapsedTime:      0, // Schedule applies the elapsed budget itself, Retry-After included
 		Stop:                backoff.Stop,
 		Clock:               backoff.SystemClock,
@@ -125,10 +116,10 @@ func (p *Policy) NewSchedule() *Schedule {
 	b.MaxInterval = max(b.MaxInterval, b.InitialInterval)
 	b.Reset()
 	s.set = settings{
-		maxAttempts:    orDefault(q.MaxAttempts, DefaultMaxAttempts),
-		maxElapsed:     orDefault(q.MaxElapsed, DefaultMaxElapsed),
-		inFlightBudget: orDefault(q.InFlightBudget, DefaultInFlightBudget),
-		maxRetryAfter:  orDefault(q.MaxRetryAfter, DefaultMaxRetryAfter),
+		maxAttempts:    cmp.Or(q.MaxAttempts, DefaultMaxAttempts),
+		maxElapsed:     cmp.Or(q.MaxElapsed, DefaultMaxElapsed),
+		inFlightBudget: cmp.Or(q.InFlightBudget, DefaultInFlightBudget),
+		maxRetryAfter:  cmp.Or(q.MaxRetryAfter, DefaultMaxRetryAfter),
 		budget:         q.Budget,
 	}
 	s.start = time.Now()

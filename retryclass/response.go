@@ -39,26 +39,20 @@ type StatusError struct {
 func (e *StatusError) Error() string {
 	var b strings.Builder
 	if e.Method != "" {
-		b.WriteString(e.Method)
-		b.WriteByte(' ')
+		b.WriteString(e.Method + " ")
 	}
 	if e.URL != "" {
-		b.WriteString(e.URL)
-		b.WriteString(": ")
+		b.WriteString(e.URL + ": ")
 	}
 	b.WriteString(strconv.Itoa(e.Status))
 	if t := http.StatusText(e.Status); t != "" {
-		b.WriteByte(' ')
-		b.WriteString(t)
+		b.WriteString(" " + t)
 	}
 	if e.RetryAfter > 0 {
-		b.WriteString(" (retry after ")
-		b.WriteString(e.RetryAfter.String())
-		b.WriteByte(')')
+		b.WriteString(" (retry after " + e.RetryAfter.String() + ")")
 	}
 	if e.Body != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Body)
+		b.WriteString(": " + e.Body)
 	}
 	return b.String()
 }

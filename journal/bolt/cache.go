@@ -31,10 +31,8 @@ import (
 // The file's lock keeps every other process out while the store is open,
 // so the file changes only through these writes.
 //
-// A record in the cache was checked (its checksum) when it was read or
-// encoded; bytes damaged on disk afterwards are found by the next read of
-// the file (a reopen, agentctl verify), not by a replay from memory, which
-// answers what the file held when it was sound.
+// A cached record's checksum was checked when it was read or encoded;
+// docs/journal.md, "The bbolt file", says what a replay answers after.
 
 const (
 	// cacheStripeRecords bounds each stripe's cache: 256 stripes keep at

@@ -1,21 +1,8 @@
-// The store's clock. Expiry, leases and settle windows are judged by it,
-// so a jump of the wall clock must not move it: a record re-runs only
-// when real time passed.
-//
-// The store's time is a line drawn through a monotonic clock: at open it
-// is fixed as base at the monotonic reading baseMono, and then moves with
-// the monotonic clock alone. The line is kept in meta ("clock": the
-// monotonic clock's epoch, the reading and the store's time), so that the
-// next open in the same epoch (on the host's clock, the same boot) carries
-// on along it, however far the wall clock was set meanwhile. Only an open
-// in another epoch (after a reboot) consults the wall clock, and then
-// never below the journal's high-water mark: the newest record's creation
-// or the time at the last Close ("high-water"), whichever is later
-// (within an epoch, a record imported with times ahead of the line does
-// not move it). The
-// store's time thus never goes backward across opens and moves forward
-// only as fast as the monotonic clock, except across a reboot, when a wall
-// clock set ahead is indistinguishable from real downtime.
+// The store's clock, by which expiry, leases and settle windows are judged:
+// a line drawn through a monotonic clock, kept in meta so that an open in
+// the same boot carries on along it, so that a jump of the wall clock
+// moves nothing. docs/journal.md, "Clocks", has the rules and what a jump
+// can still do.
 
 package bolt
 
@@ -83,13 +70,7 @@ func (s *Store) startClock() (time.Time, error) {
 		}
 		// The newest record's creation, which a crashed process left no
 		// high-water mark above.
-		ck := tx.Bucket(bucketIndex).Cursor()
-		k, _ := ck.Seek([]byte{pfxTime + 1})
-		if k == nil {
-			k, _ = ck.Last()
-		} else {
-			k, _ = ck.Prev()
-		}
+		k := lastBelow(tx.Bucket(bucketIndex).Cursor(), pfxTime+1)
 		if len(k) == 25 && k[0] == pfxTime {
 			high = max(high, readTime(k[1:9]))
 		}

@@ -45,7 +45,6 @@ var touchPool = sync.Pool{New: func() any { return new(txTouches) }}
 // once its writer has its answer, and by then no committer holds it.
 var ops = sync.Pool{New: func() any { return &writeOp{done: make(chan error, 1)} }}
 
-// apply runs op's write in tx.
 func (s *Store) apply(op *writeOp, tx *bbolt.Tx) error {
 	if op.fn != nil {
 		return op.fn(tx)

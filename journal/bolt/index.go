@@ -27,46 +27,32 @@
 // the bucket headers, which every commit rewrites anyway: counting costs
 // no page.
 //
-// New records wait in the fresh bucket before they enter the index. The
-// cost of a bbolt commit is the pages it writes, and a record's key is a
-// UUID, so its leaf is anywhere in the records bucket: an index entry
-// written with it dirties a second leaf and the index's branches above it,
-// three pages on top of a bare Update's five or six (measured: 9.2 pages
-// per Keyed commit against 6.2, and 1.4x the time). "fresh" holds the keys
-// of the newest records that have no index entry yet (key → state,
-// creation time, expiry, session hash); at freshMax of them it stays under
-// a quarter page, so bbolt keeps it inline in the page of the bucket
-// headers, which every commit rewrites anyway, as it does "counts". The
-// write that fills it moves its records into the index in one go; their
-// entries ascend and land in a few hot leaves. A new record's commit
-// writes no index page, and one commit in freshMax pays a few (measured:
-// 6.0 pages per Keyed commit against a bare Update's 5.6).
+// New records wait in the fresh bucket before they enter the index, so
+// that a new record's commit writes no index page (docs/journal.md, "The
+// bbolt file", says why; BENCHMARKS.md has the figures). "fresh" holds
+// the keys of the newest records that have no index entry yet (key →
+// state, creation time, expiry, session hash); at freshMax of them it
+// stays inline, as "counts" does. The write that fills it moves its
+// records into the index in one go; their entries ascend and land in a
+// few hot leaves.
 //
 // Every query of the index also reads the fresh entries, so that an answer
 // never depends on whether a record was moved yet: Stats and GC's counts
 // from the entries alone, List and the guard by reading the records whose
-// entries may match (the guard: the suppressed ones). The flush makes the
-// entries from the fresh entries, which hold all that they need but a
-// suppressed record's names (its guard entry): it reads only the
-// suppressed records, and one of them that cannot be read (damaged on
-// disk) stays fresh rather than fail the write. A Begin's guard first asks
-// whether the tool may have a suppressed record at all (most often not:
-// then it reads nothing more), of a set in memory that the counters fill
-// at open and every suppressed write adds to (maySuppress). Invariant: a record is either in the index, with
-// the entries its current version gives, or its key is in "fresh" and it
-// has no entry at all. A write to a record that is already indexed (an
+// entries may match (flushFresh moves them; maySuppress spares most
+// guards any read). Invariant: a record is either in the index, with the
+// entries its current version gives, or its key is in "fresh" and it has
+// no entry at all. A write to a record that is already indexed (an
 // outcome, a resolution, a GC delete) changes its entries at once.
 //
 // Times are Unix nanoseconds, big-endian with the sign bit flipped so that
-// they sort as signed numbers; strings are uvarint-length-prefixed. Why one
-// bucket with prefixes rather than a bucket per index: a commit dirties
-// every leaf it touches and the branch pages above each, and every bucket
-// adds a root of its own to that path. The indexes a batch of new records
-// enters meet at one point: 'd' ascends to now and 'e' (in descending
-// order) starts with the latest expiry, so the entries land in the same
-// few hot leaves under the same branches; the 's' entries of a flush land
-// at one point per session active in it. A session's records are one
-// range of 's'; a List without a session walks 'd' from the newest.
+// they sort as signed numbers; strings are uvarint-length-prefixed. One
+// bucket with prefixes, not a bucket per index, because every bucket adds
+// a root of its own to each commit's path. The entries a batch of new
+// records enters meet at one point ('d' ascends to now, 'e' descending
+// starts with the latest expiry, 's' at one point per session), in a few
+// hot leaves. A List of one session walks one range of 's'; one without a
+// session walks 'd' from the newest.
 
 // An index entry is derived from the record alone (see ixEntry), so a
 // write computes the entries of the record it replaces (read in the same
@@ -78,6 +64,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -119,7 +106,6 @@ type toolCounts [6]int64
 // it fits (bbolt copies the key it puts, and keeps none it reads).
 func countKey(buf []byte, tool string) []byte { return append(append(buf[:0], 't'), tool...) }
 
-// encode appends c's encoding to b.
 func (c *toolCounts) encode(b []byte) []byte {
 	for _, n := range c {
 		b = binary.AppendUvarint(b, uint64(n))
@@ -168,7 +154,6 @@ func entryOf(r *journal.Record) *ixEntry {
 	return e
 }
 
-// set makes e the entry of r.
 func (e *ixEntry) set(r *journal.Record) {
 	*e = ixEntry{
 		key: r.Key, created: nanos(r.Created), expires: nanos(r.Expires),
@@ -196,17 +181,22 @@ func appendStr(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
+// lastBelow moves c to the last key of the bucket below the one-byte
+// prefix to, and returns it (nil when there is none).
+func lastBelow(c *bbolt.Cursor, to byte) []byte {
+	if k, _ := c.Seek([]byte{to}); k == nil {
+		k, _ = c.Last()
+		return k
+	}
+	k, _ := c.Prev()
+	return k
+}
+
 // walkExpired calls fn with the key of each 'e' entry whose expiry is at or
 // before t, the earliest first, until fn returns false.
 func walkExpired(ix *bbolt.Bucket, t int64, fn func(key uuid.UUID) bool) {
 	c := ix.Cursor()
-	k, _ := c.Seek([]byte{pfxExpiry + 1})
-	if k == nil {
-		k, _ = c.Last()
-	} else {
-		k, _ = c.Prev()
-	}
-	for ; k != nil && len(k) == 25 && k[0] == pfxExpiry; k, _ = c.Prev() {
+	for k := lastBelow(c, pfxExpiry+1); k != nil && len(k) == 25 && k[0] == pfxExpiry; k, _ = c.Prev() {
 		if ^readTime(k[1:]) > t || !fn(uuid.UUID(k[9:])) {
 			return
 		}
@@ -615,12 +605,7 @@ func firstErr(errs ...error) error {
 }
 
 func hasKV(list []ixKV, kv ixKV) bool {
-	for _, x := range list {
-		if bytes.Equal(x.k, kv.k) && bytes.Equal(x.v, kv.v) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(list, func(x ixKV) bool { return bytes.Equal(x.k, kv.k) && bytes.Equal(x.v, kv.v) })
 }
 
 // addCounts changes tool's counters: takes out away (nil: none) and
@@ -696,13 +681,7 @@ func indexedStats(tx *bbolt.Tx, now time.Time) (journal.Stats, error) {
 	walkExpired(ix, t, func(uuid.UUID) bool { st.Expired++; return true })
 	st.OverdueUnknown = countRange(ix, openPrefix(journal.StateUnknown), t) + countRange(ix, openPrefix(journal.StatePending), t)
 	if first, _ := c.Seek([]byte{pfxTime}); first != nil && first[0] == pfxTime && len(first) == timeKeyLen {
-		k, _ := c.Seek([]byte{pfxTime + 1})
-		if k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-		if k != nil && k[0] == pfxTime && len(k) == timeKeyLen {
+		if k := lastBelow(c, pfxTime+1); k != nil && k[0] == pfxTime && len(k) == timeKeyLen {
 			st.Oldest, st.Newest = time.Unix(0, readTime(first[1:9])).UTC(), time.Unix(0, readTime(k[1:9])).UTC()
 		}
 	}

@@ -6,6 +6,7 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"iter"
@@ -156,10 +157,7 @@ func (s *Store) sessionEntries(tx *bbolt.Tx, session string) ([]*ixEntry, error)
 func sortNewestFirst(out []*ixEntry) {
 	slices.SortFunc(out, func(a, b *ixEntry) int {
 		if a.created != b.created {
-			if a.created > b.created {
-				return -1
-			}
-			return 1
+			return cmp.Compare(b.created, a.created)
 		}
 		return machine.CompareKeys(b.key, a.key)
 	})

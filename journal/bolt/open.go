@@ -201,16 +201,10 @@ func (s *Store) create(tx *bbolt.Tx, ns uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	if err := meta.Put(metaVersion, binary.AppendUvarint(nil, layoutVersion)); err != nil {
+	if err := firstErr(meta.Put(metaVersion, binary.AppendUvarint(nil, layoutVersion)), meta.Put(metaNamespace, ns[:])); err != nil {
 		return err
 	}
-	if err := meta.Put(metaNamespace, ns[:]); err != nil {
-		return err
-	}
-	if _, err := tx.CreateBucket(bucketRecords); err != nil {
-		return err
-	}
-	for _, b := range [][]byte{bucketIndex, bucketCounts, bucketFresh} {
+	for _, b := range [][]byte{bucketRecords, bucketIndex, bucketCounts, bucketFresh} {
 		if _, err := tx.CreateBucket(b); err != nil {
 			return err
 		}

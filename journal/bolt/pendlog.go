@@ -1,21 +1,13 @@
 package bolt
 
 // The pending log: the non-durable records' second home, so that they
-// outlive the process that wrote them.
-//
-// A record written with Durable false (the write-ahead of a Keyed or
-// Idempotent call, and its later attempts) lives in the overlay until a
-// durable write of its key. Before the pending log, a process killed
-// meanwhile took it along, and its successor, finding no record, began the
-// intent afresh and could answer "failed, nothing was done" about an
-// intent whose effect the killed attempt had made. Now every overlay write
-// is also appended to the file <journal>-pending with one write(2), not
-// followed by fsync: what the kernel has accepted survives the process
-// (a kill, a crash, an OOM), and only an operating-system crash or power
-// loss can take it. A writer's Open folds the log's records that are newer
-// than the file's into the file, durably, before anything else, so the
-// successor finds the killed attempt's record pending under a lease that
-// ended at the open: it may have run.
+// outlive the process that wrote them (a successor finding no record would
+// begin the intent afresh and could deny an effect the killed attempt
+// made). Every overlay write is also appended to <journal>-pending with
+// one write(2), not fsynced: a kill cannot take it, an operating-system
+// crash or power loss can. A writer's Open folds the log's records that
+// are newer than the file's into the file, durably, before anything else,
+// so the successor finds them pending under a lease ended at the open.
 //
 // The log holds the encoded record of every key in the overlay (live) and
 // is rewritten from it when it has grown past twice their size plus
@@ -38,6 +30,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -301,12 +294,7 @@ func readPendingLog(path string) ([]*journal.Record, error) {
 			newest[r.Key] = &r
 		}
 	}
-	out := make([]*journal.Record, 0, len(newest))
-	for _, r := range newest {
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b *journal.Record) int { return machine.CompareKeys(a.Key, b.Key) })
-	return out, nil
+	return slices.SortedFunc(maps.Values(newest), func(a, b *journal.Record) int { return machine.CompareKeys(a.Key, b.Key) }), nil
 }
 
 // newerThan reports whether a is a later write of its key than b: by

@@ -28,16 +28,11 @@
 // Non-durable writes: a pending record written with Durable false is kept
 // in its key's stripe overlay, which every call on the store consults, so
 // it is visible at once; it reaches the file with its outcome, with a
-// durable write of the same key, or at Close. It is also appended, without
-// fsync, to the pending log beside the file (pendlog.go), which the next
-// writer's Open folds into the file: a killed process's write-aheads
-// outlive it, and only a system crash can lose them. Durable writes go through the
-// group commit (commit.go): one goroutine takes the first queued write,
-// adds every write queued behind it (up to Options.MaxBatchSize, waiting up
-// to Options.MaxBatchDelay when that is set) and commits them in one
-// transaction; a group whose transaction fails is retried one write at a
-// time, so each write must be safe to run twice. The replay path (Begin on
-// a settled record while another call holds its key's lock) is one read
+// durable write of the same key, or at Close, and meanwhile lives in the
+// pending log too (pendlog.go). Durable writes go through the group commit
+// (commit.go), which retries a failed group one write at a time, so each
+// write must be safe to run twice. The replay path (Begin on a settled
+// record while another call holds its key's lock) is one read
 // transaction and reads only the file, which is why a Retake, which makes
 // a settled record pending again, is always written durably.
 
@@ -46,6 +41,7 @@ package bolt
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -239,11 +235,7 @@ func (s *Store) Close() error {
 // compactTxRecords.
 func (s *Store) flushOverlay() error {
 	over := s.overlaySnapshot()
-	recs := make([]*journal.Record, 0, len(over))
-	for _, r := range over {
-		recs = append(recs, r)
-	}
-	slices.SortFunc(recs, func(a, b *journal.Record) int { return machine.CompareKeys(a.Key, b.Key) })
+	recs := slices.SortedFunc(maps.Values(over), func(a, b *journal.Record) int { return machine.CompareKeys(a.Key, b.Key) })
 	for len(recs) > 0 {
 		chunk := recs[:min(len(recs), compactTxRecords)]
 		recs = recs[len(chunk):]

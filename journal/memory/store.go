@@ -77,26 +77,18 @@ func (m *Store) put(r *journal.Record) {
 	m.records[r.Key] = codec.Encode(nil, r)
 }
 
-// lockWrite takes the write lock for a mutating call.
-func (m *Store) lockWrite(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return journal.ErrClosed
-	}
-	return nil
-}
+// lockWrite takes the write lock for a mutating call, lockRead the read
+// lock; neither is held when they fail.
+func (m *Store) lockWrite(ctx context.Context) error { return m.lock(ctx, m.mu.Lock, m.mu.Unlock) }
+func (m *Store) lockRead(ctx context.Context) error  { return m.lock(ctx, m.mu.RLock, m.mu.RUnlock) }
 
-func (m *Store) lockRead(ctx context.Context) error {
+func (m *Store) lock(ctx context.Context, lock, unlock func()) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	m.mu.RLock()
+	lock()
 	if m.closed {
-		m.mu.RUnlock()
+		unlock()
 		return journal.ErrClosed
 	}
 	return nil

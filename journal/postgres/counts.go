@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -16,23 +17,17 @@ import (
 var countStates = []string{"pending", "succeeded", "failed", "suppressed", "unknown"}
 
 // countShards is how many rows share each tool's counts, so that
-// concurrent writers seldom wait for the same counter row's lock, which a
-// write holds until it commits (a synchronous Complete: through the WAL
-// flush). Stats sums over them, so which row a change goes to is free: the
-// store's own writes use their connection's row (ownShardSQL), the
-// triggers a record's (shardSQL). With 64 writers of one tool
-// (BenchmarkConcurrent64), 16 shards kept most of them waiting on each
-// other's commits; 64 shards did 10-20 % more calls a second, and 256 no
-// more than 64.
+// concurrent writers seldom wait for one counter row's lock
+// (docs/postgres.md, "Stats"). With 64 writers of one tool
+// (BenchmarkConcurrent64), 64 shards did 10-20 % more calls a second than
+// 16, and 256 no more than 64.
 const countShards = 64
 
 // ownShardSQL is the counter shard of the store's own writes: the server
-// process of the connection, so that two connections of a pool never wait
-// for each other's counter row unless their process ids agree in the low
-// bits (consecutive ones never do). A shard by key let any two concurrent
-// writes meet on one row one time in countShards; with 16 workers
-// (bench/peer) the connection's shard took the server's CPU per step from
-// about 1,040 to 890 µs and the steps per second up 10-20 %.
+// process of the connection, which consecutive connections of a pool never
+// share in the low bits. A shard by key made two concurrent writes meet one
+// time in countShards; with 16 workers (bench/peer) this shard did 10-20 %
+// more steps a second.
 var ownShardSQL = fmt.Sprintf("(pg_backend_pid() & %d)::smallint", countShards-1)
 
 // countRowsSetting is the session setting under which the records table's
@@ -57,7 +52,6 @@ const countedElsewhere = `coalesce(current_setting('` + countRowsSetting + `', t
 // countRows is the trigger condition of a session that counts row by row.
 const countRows = `coalesce(current_setting('` + countRowsSetting + `', true), '') = 'on'`
 
-// countColumns is the counts table's column list.
 var countColumns = "shard, tool, " + strings.Join(countStates, ", ") + ", attempts"
 
 // countsMigration is migration 3: the counts table, its triggers, and the
@@ -311,11 +305,7 @@ func countOne(q, from string, add map[string]string, version int) string {
 func countValues(add map[string]string) []string {
 	var vals []string
 	for _, c := range append(append([]string{}, countStates...), "attempts") {
-		if e, ok := add[c]; ok {
-			vals = append(vals, e)
-		} else {
-			vals = append(vals, "0")
-		}
+		vals = append(vals, cmp.Or(add[c], "0"))
 	}
 	return vals
 }

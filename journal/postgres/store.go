@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -252,14 +253,9 @@ func (s *Store) fail(op string, key uuid.UUID, write bool, err error) error {
 }
 
 func isSentinel(err error) bool {
-	for _, e := range []error{journal.ErrNotFound, journal.ErrFenced, journal.ErrNotResolvable,
+	return slices.ContainsFunc([]error{journal.ErrNotFound, journal.ErrFenced, journal.ErrNotResolvable,
 		journal.ErrExists, journal.ErrReadOnly, journal.ErrClosed, journal.ErrNewerVersion, journal.ErrCorrupt,
-		journal.ErrInvalid, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
+		journal.ErrInvalid, context.Canceled, context.DeadlineExceeded}, func(e error) bool { return errors.Is(err, e) })
 }
 
 // keyError names the key a sentinel error is about.

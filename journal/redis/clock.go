@@ -69,7 +69,6 @@ func (p *pendingRecords) remember(key uuid.UUID, val []byte) {
 	p.m[key] = val
 }
 
-// recall returns the bytes remembered for key.
 func (p *pendingRecords) recall(key uuid.UUID) ([]byte, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -77,7 +76,6 @@ func (p *pendingRecords) recall(key uuid.UUID) ([]byte, bool) {
 	return v, ok
 }
 
-// forget drops what is remembered for key.
 func (p *pendingRecords) forget(key uuid.UUID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

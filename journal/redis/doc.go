@@ -5,18 +5,12 @@
 // It passes the conformance suite in internal/journaltest. A program that
 // opens "redis://" or "rediss://" journals imports it for its side effect.
 //
-// Each record is a string holding its checksummed encoding, beside sorted
-// sets by creation and by expiry and a set of suppressed records per
-// (tenant, session, tool). Every key starts with the hash tag "{prefix}:",
-// so that a cluster keeps a journal in one slot.
-//
 // Each transition is decided in Go and written by one Lua script that
-// first compares the records the decision read, and the decision's clock,
-// with the server's; when anything differs it writes nothing and answers
-// what it found, and the transition is decided again. Two writers racing
-// on one key thus serialize. A transition costs one round trip when its
-// guess of the record holds, and a write one fsync. A script whose answer
-// is lost is not sent again: the error wraps journal.ErrOutcomeUncertain.
+// first checks that the records the decision read, and its clock, are
+// still the server's; otherwise it writes nothing and the transition is
+// decided again, so two writers racing on one key serialize. A script
+// whose answer is lost is not sent again: the error wraps
+// journal.ErrOutcomeUncertain.
 //
 // Durability: an Unkeyed tool's write-ahead record must survive a crash of
 // the server, so Open refuses, with ErrNotDurable, a server without
@@ -24,7 +18,8 @@
 // Options.AllowUnsyncedWrites, which gives up that guarantee. Replication
 // does not help: a promoted replica may lack the last writes.
 //
-// docs/redis.md is the long form: the layout, the script's checks, round
+// docs/redis.md is the long form: the key layout (every key behind the
+// hash tag "{prefix}:", one slot in a cluster), the script's checks, round
 // trips and durability.
 //
 // # Caveats

@@ -15,13 +15,9 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
-// This file is the one way a transition writes: a compare-and-set script.
-// Go reads (or remembers, or assumes) the records a decision depends on,
-// decides with the journal's state machine, and sends the script the values it decided on
-// beside the records to write. The script writes only when every value is
-// still the server's and the decision's clock is the server's; otherwise
-// it writes nothing and answers what it found, and Go decides again on
-// that. Every decision stays in Go; the script compares and copies.
+// This file is the one way a transition writes: the compare-and-set script
+// of the package documentation. Every decision stays in Go; the script
+// compares and copies.
 
 // casSource is the script. KEYS: the creation index, the expiry index,
 // the nc record keys checked, a (record key, guard set) pair per record

@@ -250,12 +250,7 @@ func (s *Store) recordKey(k uuid.UUID) string {
 	hex.Encode(text[19:23], k[8:10])
 	hex.Encode(text[24:36], k[10:16])
 	text[8], text[13], text[18], text[23] = '-', '-', '-', '-'
-	var b strings.Builder
-	b.Grow(len(s.prefix) + 2 + len(text))
-	b.WriteString(s.prefix)
-	b.WriteString("r:")
-	b.Write(text[:])
-	return b.String()
+	return s.prefix + "r:" + string(text[:]) // one allocation: the conversion is not copied
 }
 
 // guardKey names the set of suppressed records' keys of one tenant,
@@ -275,12 +270,7 @@ func (s *Store) guardKey(tenant, session, tool string) string {
 	sum := sha256.Sum256(buf)
 	var text [32]byte
 	hex.Encode(text[:], sum[:16])
-	var b strings.Builder
-	b.Grow(len(s.prefix) + 2 + len(text))
-	b.WriteString(s.prefix)
-	b.WriteString("g:")
-	b.Write(text[:])
-	return b.String()
+	return s.prefix + "g:" + string(text[:]) // one allocation: the conversion is not copied
 }
 
 // micros is a sorted-set score: microseconds since the epoch, exact in a
@@ -548,7 +538,6 @@ func (v *view) find(key uuid.UUID) *check {
 	return nil
 }
 
-// keys returns the keys v checks.
 func (v *view) keys() []uuid.UUID {
 	k := make([]uuid.UUID, len(v.checks))
 	for i := range v.checks {

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,17 +46,8 @@ func NewerFirst(a, b *journal.Record) int {
 	return CompareKeys(b.Key, a.Key)
 }
 
-func CompareKeys(a, b uuid.UUID) int {
-	for i := range a {
-		if a[i] != b[i] {
-			if a[i] < b[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
-}
+// CompareKeys orders keys by their bytes.
+func CompareKeys(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) }
 
 // AddStats counts r into s.
 func AddStats(s *journal.Stats, r *journal.Record, now time.Time) {
