@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 )
 
 var importCommand = &command{
@@ -315,6 +316,10 @@ func scanExport(r io.Reader, name string, plan *importPlan, fn func(line int, re
 	k := exportSealKey(plan.ns)
 	header := false
 	seen := map[uuid.UUID]int{}
+	// An in-memory journal's Import is the validator every store's Import
+	// applies: a record goes through it before the real journal sees any.
+	check := memory.New(nil)
+	defer check.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 256<<20)
 	line := 0
@@ -349,11 +354,11 @@ func scanExport(r io.Reader, name string, plan *importPlan, fn func(line int, re
 		case err != nil:
 			return bad("%v", err)
 		}
-		if err := rec.Validate(); err != nil {
-			return bad("import: %v", err)
-		}
 		if prev, dup := seen[rec.Key]; dup {
 			return bad("key %s again (first on line %d)", rec.Key, prev)
+		}
+		if err := check.Import(context.Background(), rec); err != nil {
+			return bad("%v", err)
 		}
 		seen[rec.Key] = line
 		if err := fn(line, &rec); err != nil {

@@ -163,10 +163,10 @@ func ApplyResolution(cur *journal.Record, res journal.Resolution, now time.Time)
 	return r, nil
 }
 
-// ValidateImport checks a record given to Import: Record.Validate, its
-// error prefixed with the operation.
+// ValidateImport checks a record given to Import (validate), its error
+// prefixed with the operation.
 func ValidateImport(r *journal.Record) error {
-	if err := r.Validate(); err != nil {
+	if err := validate(r); err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
 	return nil

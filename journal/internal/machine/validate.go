@@ -1,9 +1,10 @@
-package journal
+package machine
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/agentonce/agentonce/journal"
 	"github.com/google/uuid"
 )
 
@@ -11,29 +12,29 @@ import (
 // one, so a token near 2^64 would wrap to a value an old owner held.
 const maxToken = 1 << 62
 
-// Validate reports why r is a record the state machine could not have
-// produced (an error wrapping ErrInvalid, or ErrNewerVersion for a newer
-// schema), or nil. Every store's Import refuses such a record, so that a
-// damaged or hand-made export can never become an answer or a lease; a
-// reader of an export can check it before importing anything.
+// validate reports why r is a record the state machine could not have
+// produced (an error wrapping journal.ErrInvalid, or journal.ErrNewerVersion
+// for a newer schema), or nil. Every store's Import refuses such a record
+// (ValidateImport), so that a damaged or hand-made export can never become
+// an answer or a lease.
 //
 // It checks what every transition keeps: times that are set and in order,
 // a lease that ends with a settled outcome and never outlives its record,
 // attempts that start after the record and end after they start (only a
 // pending record's last one may still be open), a resolution only on a
 // settled success or failure, and a token far from overflow.
-func (r *Record) Validate() error {
+func validate(r *journal.Record) error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: record %s: %s", ErrInvalid, r.Key, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: record %s: %s", journal.ErrInvalid, r.Key, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case r.Key == uuid.Nil:
-		return fmt.Errorf("%w: zero key", ErrInvalid)
-	case r.Version > SchemaVersion:
-		return fmt.Errorf("%w: record %s: version %d, this package writes %d", ErrNewerVersion, r.Key, r.Version, SchemaVersion)
-	case r.State < StatePending || r.State > StateUnknown:
+		return fmt.Errorf("%w: zero key", journal.ErrInvalid)
+	case r.Version > journal.SchemaVersion:
+		return fmt.Errorf("%w: record %s: version %d, this package writes %d", journal.ErrNewerVersion, r.Key, r.Version, journal.SchemaVersion)
+	case r.State < journal.StatePending || r.State > journal.StateUnknown:
 		return bad("state %s", r.State)
-	case int(r.Effect) >= len(effectNames):
+	case r.Effect > journal.Keyed:
 		return bad("effect kind %d", r.Effect)
 	case r.Created.IsZero() || r.Updated.IsZero() || r.Expires.IsZero():
 		return bad("created, updated and expires must all be set (created %s, updated %s, expires %s)",
@@ -44,13 +45,13 @@ func (r *Record) Validate() error {
 		return bad("expires %s not after created %s", fmtTime(r.Expires), fmtTime(r.Created))
 	case r.Lease.Token == 0 || r.Lease.Token >= maxToken:
 		return bad("fencing token %d (want 1 to %d)", r.Lease.Token, uint64(maxToken-1))
-	case r.State == StatePending && (r.Output != nil || r.Resolution != nil || r.ErrorClass != ""):
+	case r.State == journal.StatePending && (r.Output != nil || r.Resolution != nil || r.ErrorClass != ""):
 		return bad("pending with an outcome (output, error class or resolution)")
-	case r.State == StatePending && r.Lease.Expires.After(r.Expires):
+	case r.State == journal.StatePending && r.Lease.Expires.After(r.Expires):
 		return bad("lease until %s outlives the record (expires %s)", fmtTime(r.Lease.Expires), fmtTime(r.Expires))
-	case r.State != StatePending && r.Lease.Expires.After(r.Updated):
+	case r.State != journal.StatePending && r.Lease.Expires.After(r.Updated):
 		return bad("%s with a lease until %s after its last change %s", r.State, fmtTime(r.Lease.Expires), fmtTime(r.Updated))
-	case r.State != StateSucceeded && r.Output != nil:
+	case r.State != journal.StateSucceeded && r.Output != nil:
 		return bad("%s with an output", r.State)
 	}
 	if err := validResolution(r); err != nil {
@@ -60,12 +61,12 @@ func (r *Record) Validate() error {
 }
 
 // validResolution checks an operator's verdict against the record.
-func validResolution(r *Record) error {
+func validResolution(r *journal.Record) error {
 	res := r.Resolution
 	switch {
 	case res == nil:
 		return nil
-	case r.State != StateSucceeded && r.State != StateFailed:
+	case r.State != journal.StateSucceeded && r.State != journal.StateFailed:
 		return fmt.Errorf("a resolution on a %s record", r.State)
 	case res.State != r.State:
 		return fmt.Errorf("resolved as %s but %s", res.State, r.State)
@@ -77,9 +78,9 @@ func validResolution(r *Record) error {
 
 // validAttempts checks the attempts' times and order. Only the suppression
 // of a payload mismatch has none: nothing ran.
-func validAttempts(r *Record, bad func(string, ...any) error) error {
+func validAttempts(r *journal.Record, bad func(string, ...any) error) error {
 	if len(r.Attempts) == 0 {
-		if r.State == StateSuppressed && r.ErrorClass == ClassMismatch {
+		if r.State == journal.StateSuppressed && r.ErrorClass == journal.ClassMismatch {
 			return nil
 		}
 		return bad("%s with no attempt", r.State)
@@ -102,7 +103,7 @@ func validAttempts(r *Record, bad func(string, ...any) error) error {
 			return bad("attempt %d ends %s, after the record's last change %s", n, fmtTime(a.End), fmtTime(r.Updated))
 		case !a.QuietAt.IsZero() && a.QuietAt.Before(a.Start):
 			return bad("attempt %d is quiet at %s, before it starts %s", n, fmtTime(a.QuietAt), fmtTime(a.Start))
-		case a.End.IsZero() && (r.State != StatePending || n != len(r.Attempts)):
+		case a.End.IsZero() && (r.State != journal.StatePending || n != len(r.Attempts)):
 			return bad("attempt %d is still open in a %s record", n, r.State)
 		}
 	}
