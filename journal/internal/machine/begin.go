@@ -223,7 +223,7 @@ type begun struct {
 // coverLease keeps a pending record at least until its lease ends: a
 // lease longer than the record's TTL, or renewed past it (a tool slower
 // than its TTL), moves the record's expiry with it. A pending record never
-// expires (journal.Expired); this keeps what journal.Record.Validate checks, that no lease
+// expires (journal.Expired); this keeps what validate checks, that no lease
 // outlives its record, true of every record the machine writes. A record
 // with no expiry (zero, from an older journal) keeps none.
 func coverLease(r *journal.Record) {
