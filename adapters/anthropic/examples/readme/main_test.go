@@ -34,6 +34,9 @@ func TestProgram(t *testing.T) {
 	defer api.Close()
 	t.Setenv("ANTHROPIC_BASE_URL", api.URL)
 	t.Setenv("ANTHROPIC_API_KEY", "test-key")
+	// A configured namespace, as a deployment has: the warning a new journal
+	// with a random one gives is not what this test looks for.
+	t.Setenv("AGENTONCE_NAMESPACE", "0b6d5e1c-3f5a-4e7b-9c2d-8a1f4e6b7c90")
 	t.Chdir(t.TempDir())
 	var warnings bytes.Buffer
 	defer slog.SetDefault(slog.Default())
