@@ -13,8 +13,9 @@
 //
 // The Server bounds what a client can make it hold (ServerOptions): a
 // message of at most 1 MiB, the hello within 5 s, the next request within
-// 2 min, at most 32 connections (one more is told ErrBusy). The socket is
-// mode 0600, and on Linux each end checks the other's uid.
+// 2 min, at most 32 connections (one more closes the one idle longest, and
+// is told ErrBusy only when all are answering). The socket is mode 0600,
+// and on Linux each end checks the other's uid.
 //
 // docs/inspect.md has the long form: the messages, error codes, bounds and
 // security.

@@ -524,29 +524,151 @@ func TestRequestTooLong(t *testing.T) {
 	}
 }
 
-// TestBusy: a connection beyond MaxConns gets ErrBusy from Dial, and one
-// freed is taken again.
+// greeted connects and exchanges the hellos, and leaves the connection
+// idle.
+func greeted(t *testing.T, sock string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, `{"protocol":%q,"version":%d}`+"\n", protocolName, Version)
+	r := bufio.NewReader(c)
+	if line, err := r.ReadString('\n'); err != nil || !strings.Contains(line, `"namespace"`) {
+		t.Fatalf("hello = %q, %v; want the agent's hello", line, err)
+	}
+	return c, r
+}
+
+// TestIdleMakesRoom: MaxConns connections that greeted and sit idle do not
+// keep a newcomer out: the one idle longest is closed, the newcomer served,
+// the others serve on. The newcomer used to be told busy until one of
+// them left.
+func TestIdleMakesRoom(t *testing.T) {
+	fx := serveWith(t, 1, &ServerOptions{MaxConns: 3})
+	var idle []net.Conn
+	var readers []*bufio.Reader
+	for range 3 {
+		c, r := greeted(t, fx.sock)
+		idle, readers = append(idle, c), append(readers, r)
+	}
+	cl, err := Dial(context.Background(), fx.sock)
+	if err != nil {
+		t.Fatalf("Dial with %d idle connections held: %v", len(idle), err)
+	}
+	defer cl.Close()
+	if st, err := cl.Stats(context.Background()); err != nil || st.Records != 1 {
+		t.Errorf("Stats = %+v, %v; want 1 record", st, err)
+	}
+	silentUntilClosed(t, idle[0], "the connection idle longest")
+	for i := 1; i < 3; i++ {
+		fmt.Fprintln(idle[i], `{"op":"stats"}`)
+		idle[i].SetReadDeadline(time.Now().Add(time.Minute))
+		if line, err := readers[i].ReadString('\n'); err != nil || !strings.Contains(line, `"stats"`) {
+			t.Errorf("idle connection %d answered %q, %v; want stats", i, line, err)
+		}
+	}
+}
+
+// TestStreamsMakeRoomLast: a newcomer closes an idle connection rather
+// than an event stream, and the stream followed longest only when every
+// connection is a stream.
+func TestStreamsMakeRoomLast(t *testing.T) {
+	fx := serveWith(t, 1, &ServerOptions{MaxConns: 2})
+	follow := func(cl *Client) (chan Event, chan error) {
+		events, done, ready := make(chan Event, 10), make(chan error, 1), make(chan struct{})
+		go func() {
+			done <- cl.Events(context.Background(), func() { close(ready) }, func(e Event) error { events <- e; return nil }, nil)
+		}()
+		<-ready
+		return events, done
+	}
+	a := dial(t, fx.sock) // a's idle connection, then its stream
+	ev1, done1 := follow(a)
+	b := dial(t, fx.sock) // closes a's idle connection, not the stream
+	fx.srv.Publish(Event{Kind: "one"})
+	if e := <-ev1; e.Kind != "one" {
+		t.Errorf("first stream got %+v; want event one", e)
+	}
+	ev2, done2 := follow(b) // closes b's idle connection: two streams now
+	c := dial(t, fx.sock)   // closes the first stream
+	if err := <-done1; !errors.Is(err, ErrAgentGone) {
+		t.Errorf("first stream ended with %v; want ErrAgentGone", err)
+	}
+	if _, err := c.Stats(context.Background()); err != nil {
+		t.Errorf("Stats on the newcomer: %v", err)
+	}
+	fx.srv.Publish(Event{Kind: "two"})
+	if e := <-ev2; e.Kind != "two" {
+		t.Errorf("second stream got %+v; want event two", e)
+	}
+	select {
+	case err := <-done2:
+		t.Errorf("second stream ended: %v", err)
+	default:
+	}
+}
+
+// slowStats holds every Stats until release is closed.
+type slowStats struct {
+	journal.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *slowStats) Stats(ctx context.Context) (journal.Stats, error) {
+	s.entered <- struct{}{}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	return s.Store.Stats(ctx)
+}
+
+// TestBusy: with every connection in the middle of a request, a newcomer
+// gets ErrBusy naming the cap; once the requests are answered it is
+// served.
 func TestBusy(t *testing.T) {
 	fx := serveWith(t, 1, &ServerOptions{MaxConns: 2})
-	a, b := dial(t, fx.sock), dial(t, fx.sock)
-	if _, err := Dial(context.Background(), fx.sock); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "at most 2") {
-		t.Errorf("third Dial = %v; want ErrBusy naming the cap 2", err)
+	fx.srv.Close()
+	slow := &slowStats{Store: fx.store, entered: make(chan struct{}), release: make(chan struct{})}
+	srv, err := Listen(fx.sock, slow, &ServerOptions{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
 	}
-	a.Close()
-	var err error
+	defer srv.Close()
+	errs := make(chan error, 2)
+	for range 2 {
+		cl := dial(t, fx.sock)
+		go func() {
+			_, err := cl.Stats(context.Background())
+			errs <- err
+		}()
+		<-slow.entered
+	}
+	if _, err := Dial(context.Background(), fx.sock); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "at most 2") {
+		t.Errorf("Dial with both connections answering = %v; want ErrBusy naming the cap 2", err)
+	}
+	close(slow.release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("a held Stats: %v", err)
+		}
+	}
+	// The two turn idle just after their answers are sent.
 	for range 200 {
 		var c *Client
 		if c, err = Dial(context.Background(), fx.sock); err == nil {
 			c.Close()
+		}
+		if !errors.Is(err, ErrBusy) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	if err != nil {
-		t.Errorf("Dial after one closed: %v", err)
-	}
-	if _, err := b.Stats(context.Background()); err != nil {
-		t.Errorf("Stats on a held connection: %v", err)
+		t.Fatalf("Dial after the answers: %v", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -40,8 +41,11 @@ type ServerOptions struct {
 	// An event stream, on which the client sends nothing, is never idle by
 	// the first rule. Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// MaxConns bounds the connections served at once. One more is told
-	// "busy" (ErrBusy on the client) and closed. Default DefaultMaxConns.
+	// MaxConns bounds the connections served at once. One more takes the
+	// place of the connection idle longest between requests (closed
+	// unanswered), or when none is, of the event stream followed longest;
+	// when every connection is greeting or answering, it is told "busy"
+	// (ErrBusy on the client) and closed. Default DefaultMaxConns.
 	MaxConns int
 }
 
@@ -107,9 +111,29 @@ type Server struct {
 }
 
 type serverConn struct {
-	c      *net.UnixConn
-	w      *deadlineWriter
-	events bool // streaming events: Close lets it say bye
+	c     *net.UnixConn
+	w     *deadlineWriter
+	state atomic.Int32 // connGreeting … connEvicted
+	since atomic.Int64 // when it last turned idle or a stream, ns after epoch
+}
+
+// A connection's states. Only an idle one, or a stream, is closed to make
+// room: a greeting ends within HandshakeTimeout, an answer on its own.
+const (
+	connGreeting int32 = iota
+	connIdle           // waiting for the next request
+	connBusy           // answering a request
+	connStream         // following events: Close lets it say bye
+	connEvicted        // closed to make room
+)
+
+// epoch is the monotonic clock's origin for serverConn.since.
+var epoch = time.Now()
+
+// enter puts sc in state st (connIdle or connStream) as of now.
+func (sc *serverConn) enter(st int32) {
+	sc.since.Store(int64(time.Since(epoch)))
+	sc.state.Store(st)
 }
 
 // deadlineWriter gives every write to the connection a deadline of its
@@ -253,7 +277,7 @@ func (s *Server) Close() error {
 	}
 	close(s.bye)
 	for sc := range s.conns {
-		if sc.events {
+		if sc.state.Load() == connStream {
 			sc.w.limit.Store(int64(byeWait))
 			sc.c.SetWriteDeadline(time.Now().Add(byeWait))
 		} else {
@@ -290,7 +314,7 @@ func (s *Server) accept() {
 			c.Close()
 			return
 		}
-		if len(s.conns) >= s.lim.MaxConns {
+		if len(s.conns) >= s.lim.MaxConns && !s.makeRoom() {
 			s.mu.Unlock()
 			s.refuseBusy(c)
 			// A client that dials in a loop is refused at most this
@@ -303,6 +327,34 @@ func (s *Server) accept() {
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serve(sc)
+	}
+}
+
+// makeRoom closes the connection idle longest, or when none is idle the
+// stream followed longest; false when there is none. s.mu is held.
+func (s *Server) makeRoom() bool {
+	for {
+		var victim *serverConn
+		var vs int32
+		best := int64(math.MaxInt64)
+		for sc := range s.conns {
+			st, at := sc.state.Load(), sc.since.Load()
+			if st == connStream {
+				at += 1 << 62 // after every idle one
+			}
+			if (st == connIdle || st == connStream) && at < best {
+				victim, vs, best = sc, st, at
+			}
+		}
+		if victim == nil {
+			return false
+		}
+		// It may have just read a request: then it is busy, look again.
+		if victim.state.CompareAndSwap(vs, connEvicted) {
+			delete(s.conns, victim)
+			victim.c.Close()
+			return true
+		}
 	}
 }
 
@@ -419,12 +471,20 @@ func (s *Server) serve(sc *serverConn) {
 		flush()
 		return
 	}
+	// Idle from before the hello is sent: of connections greeted one after
+	// another, the first is the one idle longest.
+	sc.enter(connIdle)
 	if !send(s.info) || !flush() {
 		return
 	}
 	for {
 		var req request
 		if !read(&req, s.lim.MaxFrame, s.lim.IdleTimeout, responseError) {
+			return
+		}
+		// A connection closed to make room leaves its request unanswered,
+		// and unread by the store.
+		if !sc.state.CompareAndSwap(connIdle, connBusy) {
 			return
 		}
 		if req.Op == opEvents {
@@ -434,6 +494,7 @@ func (s *Server) serve(sc *serverConn) {
 		if !s.answer(&req, send) || !flush() {
 			return
 		}
+		sc.enter(connIdle)
 	}
 }
 
@@ -507,7 +568,7 @@ func (s *Server) streamEvents(sc *serverConn, enc *json.Encoder, w *bufio.Writer
 		s.mu.Unlock()
 		return
 	}
-	sc.events = true
+	sc.enter(connStream)
 	s.subs[sub] = struct{}{}
 	s.nsubs.Add(1)
 	s.mu.Unlock()
