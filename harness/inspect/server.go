@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"net"
 	"os"
 	"sync"
@@ -111,30 +110,21 @@ type Server struct {
 }
 
 type serverConn struct {
-	c     *net.UnixConn
-	w     *deadlineWriter
-	state atomic.Int32 // connGreeting … connEvicted
-	since atomic.Int64 // when it last turned idle or a stream, ns after epoch
+	c *net.UnixConn
+	w *deadlineWriter
+	// rank orders the connections a newcomer may close, the least first:
+	// when it turned idle (ns after epoch), a stream (Close lets it say
+	// bye) after every idle one; 0 while greeting or answering, never
+	// closed; -1 once closed to make room.
+	rank atomic.Int64
 }
 
-// A connection's states. Only an idle one, or a stream, is closed to make
-// room: a greeting ends within HandshakeTimeout, an answer on its own.
-const (
-	connGreeting int32 = iota
-	connIdle           // waiting for the next request
-	connBusy           // answering a request
-	connStream         // following events: Close lets it say bye
-	connEvicted        // closed to make room
-)
+const streamRank = 1 << 62
 
-// epoch is the monotonic clock's origin for serverConn.since.
 var epoch = time.Now()
 
-// enter puts sc in state st (connIdle or connStream) as of now.
-func (sc *serverConn) enter(st int32) {
-	sc.since.Store(int64(time.Since(epoch)))
-	sc.state.Store(st)
-}
+// idle ranks sc as idle from now, after offset.
+func (sc *serverConn) idle(offset int64) { sc.rank.Store(offset + 1 + int64(time.Since(epoch))) }
 
 // deadlineWriter gives every write to the connection a deadline of its
 // own, so that a client that stops reading is cut after that long, while
@@ -277,7 +267,7 @@ func (s *Server) Close() error {
 	}
 	close(s.bye)
 	for sc := range s.conns {
-		if sc.state.Load() == connStream {
+		if sc.rank.Load() >= streamRank {
 			sc.w.limit.Store(int64(byeWait))
 			sc.c.SetWriteDeadline(time.Now().Add(byeWait))
 		} else {
@@ -335,22 +325,17 @@ func (s *Server) accept() {
 func (s *Server) makeRoom() bool {
 	for {
 		var victim *serverConn
-		var vs int32
-		best := int64(math.MaxInt64)
+		var best int64
 		for sc := range s.conns {
-			st, at := sc.state.Load(), sc.since.Load()
-			if st == connStream {
-				at += 1 << 62 // after every idle one
-			}
-			if (st == connIdle || st == connStream) && at < best {
-				victim, vs, best = sc, st, at
+			if r := sc.rank.Load(); r > 0 && (victim == nil || r < best) {
+				victim, best = sc, r
 			}
 		}
 		if victim == nil {
 			return false
 		}
-		// It may have just read a request: then it is busy, look again.
-		if victim.state.CompareAndSwap(vs, connEvicted) {
+		// Failing, it has just taken a request: look again.
+		if victim.rank.CompareAndSwap(best, -1) {
 			delete(s.conns, victim)
 			victim.c.Close()
 			return true
@@ -471,9 +456,8 @@ func (s *Server) serve(sc *serverConn) {
 		flush()
 		return
 	}
-	// Idle from before the hello is sent: of connections greeted one after
-	// another, the first is the one idle longest.
-	sc.enter(connIdle)
+	// Idle before the hello goes out: of clients greeted in turn, the first ranks least.
+	sc.idle(0)
 	if !send(s.info) || !flush() {
 		return
 	}
@@ -482,9 +466,8 @@ func (s *Server) serve(sc *serverConn) {
 		if !read(&req, s.lim.MaxFrame, s.lim.IdleTimeout, responseError) {
 			return
 		}
-		// A connection closed to make room leaves its request unanswered,
-		// and unread by the store.
-		if !sc.state.CompareAndSwap(connIdle, connBusy) {
+		// Closed to make room: the store never sees the request.
+		if sc.rank.Swap(0) < 0 {
 			return
 		}
 		if req.Op == opEvents {
@@ -494,7 +477,7 @@ func (s *Server) serve(sc *serverConn) {
 		if !s.answer(&req, send) || !flush() {
 			return
 		}
-		sc.enter(connIdle)
+		sc.idle(0)
 	}
 }
 
@@ -568,7 +551,7 @@ func (s *Server) streamEvents(sc *serverConn, enc *json.Encoder, w *bufio.Writer
 		s.mu.Unlock()
 		return
 	}
-	sc.enter(connStream)
+	sc.idle(streamRank)
 	s.subs[sub] = struct{}{}
 	s.nsubs.Add(1)
 	s.mu.Unlock()
