@@ -110,8 +110,8 @@ func replayReads(store journal.Store) bool {
 //
 // It is sound because what it holds cannot change before it expires: it
 // keeps only a known outcome not to be run again, which a store replaces
-// only once it has expired (reissue.Of, or a retake past the TTL,
-// when expired stops answering from it too), GC deletes only then, and
+// only once it has expired (reissue.Of, or a retake past the TTL, when
+// reissue.Request stops answering from it too), GC deletes only then, and
 // Resolve never takes. It answers on replayable's terms (answersRequest);
 // an unknown outcome, which an operator may resolve, is never kept.
 type answers [answerSlots]atomic.Pointer[journal.Record]
@@ -148,30 +148,18 @@ func (a *answers) put(rec *journal.Record, now time.Time) {
 	default:
 		return
 	}
-	if reissue.Request(rec, now) != reissue.Answer || len(rec.Output) > maxAnswerBytes || rec.Expires.IsZero() {
+	if reissue.Request(rec, now, 0) != reissue.Answer || len(rec.Output) > maxAnswerBytes || rec.Expires.IsZero() {
 		return
 	}
 	c := *rec
-	c.Input, c.Attempts = nil, rec.Attempts[max(len(rec.Attempts)-1, 0):] // the last: expired reads its start
+	c.Input, c.Attempts = nil, rec.Attempts[max(len(rec.Attempts)-1, 0):] // the last: reissue.Request reads its start
 	a[answerSlot(rec.Key)].Store(&c)
 }
 
 // answersRequest reports whether the record rec answers a request with
 // fingerprint fp at now without a Begin: it has the request's fingerprint
-// (or none), reissue.Request answers from it (a minute before its
-// expiry at the latest) and it is not expired. Begin decides the rest.
+// (or none), and reissue.Request answers from it under the TTL (a minute
+// before its expiry in the store at the latest). Begin decides the rest.
 func answersRequest(rec *journal.Record, fp keyderive.Fingerprint, now time.Time, ttl time.Duration) bool {
-	return (rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && reissue.Request(rec, now) == reissue.Answer &&
-		!expired(rec, now, ttl)
-}
-
-// expired reports whether the settled record rec no longer answers its key
-// at now: a known outcome whose run (its last attempt) began ttl ago. Its
-// key is new again at the later of first request + TTL and the answer;
-// the store may keep it longer (a slow handler's), and decide retakes it.
-// An unknown outcome and an operator's verdict expire as the store says.
-func expired(rec *journal.Record, now time.Time, ttl time.Duration) bool {
-	n := len(rec.Attempts)
-	return (rec.State == journal.StateSucceeded || rec.State == journal.StateFailed) && rec.Resolution == nil && n > 0 &&
-		!now.Before(rec.Attempts[n-1].Start.Add(ttl))
+	return (rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && reissue.Request(rec, now, ttl) == reissue.Answer
 }

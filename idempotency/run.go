@@ -89,16 +89,15 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 	}
 }
 
-// retake reports whether the settled record rec is run again:
-// reissue.Request says so (a failure that committed nothing), or its
-// answer is past the TTL (expired) while the store keeps it.
+// retake reports whether the settled record rec is run again, as
+// reissue.Request says: a failure that committed nothing, or an answer
+// past the TTL while the store keeps it.
 func (m *Middleware) retake(rec *journal.Record) bool {
-	now := time.Now()
-	return reissue.Request(rec, now) == reissue.Retry || expired(rec, now, m.o.TTL)
+	return reissue.Request(rec, time.Now(), m.o.TTL) == reissue.Retry
 }
 
 // runAgain runs the handler for a record taken over as an attempt of its
-// own, whose start the TTL counts from (expired). If the attempt cannot
+// own, whose start the TTL counts from (reissue.Request). If the attempt cannot
 // be recorded, nothing runs: the record is released, the client gets 503.
 func (m *Middleware) runAgain(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64) {
 	ctx := r.Context()

@@ -166,34 +166,48 @@ func Settling(rec *journal.Record, now time.Time) bool {
 // panicked inside the transaction that would have recorded its answer.
 const ClassReleased = "released"
 
-// Request is Reissue for an HTTP request that the idempotency
-// middleware recorded in rec, sent again at now on the server's clock. The
-// server has no Reconcile hook, and it answers from a record it read only
-// what Begin would answer on the store's clock:
+// Request is Of for an HTTP request that the idempotency middleware
+// recorded in rec, sent again at now on the server's clock, under a TTL
+// counted from the request's first run. The server has no Reconcile hook,
+// and it answers from a record it read only what Begin would answer on
+// the store's clock:
 //
-//   - Retry: rec failed having committed nothing (ClassReleased), or
-//     an operator's failed verdict says its effect did not happen. The
+//   - Retry: rec failed having committed nothing (ClassReleased), or an
+//     operator's failed verdict says its effect did not happen, or rec's
+//     succeeded or failed answer is ttl past the start of the run that
+//     gave it (the store may keep a slow handler's record longer). The
 //     request runs again under its key: Begin is to retake rec.
-//   - Anew: rec holds a known outcome that has expired, or expires
-//     within a minute of now (the margin allowed between the two clocks):
-//     Begin decides.
+//   - Anew: rec holds a known outcome that has expired in the store, or
+//     expires within a minute of now (the margin allowed between the two
+//     clocks): Begin decides.
 //   - Answer: rec holds any other settled outcome, which answers the
-//     request as recorded; an unknown one until an operator resolves it.
-//   - For a pending record, Reissue's step for an Unkeyed intent (Wait
-//     or Reconcile): Begin holds it or hands it over.
+//     request as recorded; an unknown one, or an operator's verdict, until
+//     the store expires it.
+//   - For a pending record, Of's step for an Unkeyed intent (Wait or
+//     Reconcile): Begin holds it or hands it over.
 //
 // Whether rec's fingerprint matches the request's is Begin's question,
 // asked before this one.
-func Request(rec *journal.Record, now time.Time) Step {
+func Request(rec *journal.Record, now time.Time, ttl time.Duration) Step {
 	switch {
 	case rec.State == journal.StateFailed && (rec.ErrorClass == ClassReleased || rec.Resolution != nil):
 		return Retry
 	case rec.State == journal.StatePending:
 		return Of(rec, journal.Unkeyed, now)
+	case ttl > 0 && ranBefore(rec, now.Add(-ttl)):
+		return Retry
 	case journal.Expired(rec, now.Add(time.Minute)):
 		return Anew
 	}
 	return Answer
+}
+
+// ranBefore reports whether rec is a succeeded or failed answer, not an
+// operator's, whose last run started at or before t.
+func ranBefore(rec *journal.Record, t time.Time) bool {
+	n := len(rec.Attempts)
+	return (rec.State == journal.StateSucceeded || rec.State == journal.StateFailed) &&
+		rec.Resolution == nil && n > 0 && !t.Before(rec.Attempts[n-1].Start)
 }
 
 // quietAt is the latest QuietAt of r's attempts: until then an earlier

@@ -98,11 +98,12 @@ func TestDecideBeginNewAllocs(t *testing.T) {
 	}
 }
 
-// RequestStep is the server's re-issue: a failure that committed nothing
-// runs again whatever its expiry, a known outcome within a minute of its
-// expiry is left to Begin, any other settled outcome answers, and a
-// pending record is Reissue's for an Unkeyed intent.
-func TestRequestStep(t *testing.T) {
+// Request is the server's re-issue: a failure that committed nothing runs
+// again whatever its expiry, so does an answer older than the TTL, a known
+// outcome within a minute of its expiry is left to Begin, any other
+// settled outcome answers, and a pending record is Of's for an Unkeyed
+// intent.
+func TestRequest(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	far, near, past := now.Add(time.Hour), now.Add(30*time.Second), now.Add(-time.Second)
 	var zero time.Time
@@ -137,8 +138,36 @@ func TestRequestStep(t *testing.T) {
 		{"pending, owner stopped", rec(journal.StatePending, "", far, past), reissue.Reconcile},
 	}
 	for _, c := range cases {
-		if got := reissue.Request(&c.r, now); got != c.want {
-			t.Errorf("RequestStep(%s) = %v; want %v", c.name, got, c.want)
+		if got := reissue.Request(&c.r, now, 0); got != c.want {
+			t.Errorf("Request(%s, no TTL) = %v; want %v", c.name, got, c.want)
+		}
+	}
+
+	// Under the middleware's TTL, counted from the start of the run that
+	// answered: a succeeded or failed answer that old runs again (a slow
+	// handler's record the store still keeps); an operator's verdict, an
+	// unknown outcome and a younger answer do not.
+	ran := func(r journal.Record, start time.Time) journal.Record {
+		r.Attempts = []journal.Attempt{{ID: "a", Start: start, End: start.Add(time.Second)}}
+		return r
+	}
+	const ttl = 10 * time.Second
+	old, young := now.Add(-ttl), now.Add(-ttl+time.Millisecond)
+	for _, c := range []struct {
+		name string
+		r    journal.Record
+		want reissue.Step
+	}{
+		{"succeeded, ran a TTL ago", ran(rec(journal.StateSucceeded, "", far, zero), old), reissue.Retry},
+		{"succeeded, ran a TTL ago, within the store's minute", ran(rec(journal.StateSucceeded, "", near, zero), old), reissue.Retry},
+		{"succeeded, ran less than a TTL ago", ran(rec(journal.StateSucceeded, "", far, zero), young), reissue.Answer},
+		{"failed, ran a TTL ago", ran(rec(journal.StateFailed, "terminal", far, zero), old), reissue.Retry},
+		{"succeeded by an operator, ran a TTL ago", ran(resolved(journal.StateSucceeded, ""), old), reissue.Answer},
+		{"unknown, ran a TTL ago", ran(rec(journal.StateUnknown, "panic", far, zero), old), reissue.Answer},
+		{"succeeded, no attempt", rec(journal.StateSucceeded, "", far, zero), reissue.Answer},
+	} {
+		if got := reissue.Request(&c.r, now, ttl); got != c.want {
+			t.Errorf("Request(%s, TTL %v) = %v; want %v", c.name, ttl, got, c.want)
 		}
 	}
 }
