@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -604,10 +605,11 @@ func TestTakeoverAfterCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestTakeoverAfterCrash")
 	}
-	effect, err := journal.ParseEffect(os.Getenv(crashEffectEnv))
+	n, err := strconv.Atoi(os.Getenv(crashEffectEnv))
 	if err != nil {
 		t.Fatalf("effect kind: %v", err)
 	}
+	effect := journal.Effect(n)
 	st := openBolt(t, path, nil)
 	h := harness.New(st, &harness.Options{Owner: "dead"})
 	mustRegister(t, h, crashPay(effect, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
@@ -714,7 +716,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 func crashChild(t *testing.T, effect journal.Effect, path, downPath string) uuid.UUID {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestTakeoverAfterCrashChild$")
-	cmd.Env = append(os.Environ(), crashJournalEnv+"="+path, crashEffectEnv+"="+effect.String(), crashDownEnv+"="+downPath)
+	cmd.Env = append(os.Environ(), crashJournalEnv+"="+path, crashEffectEnv+"="+strconv.Itoa(int(effect)), crashDownEnv+"="+downPath)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

@@ -7,18 +7,13 @@ import "time"
 // suppressed). An unknown record, and a pending one (whose owner may be
 // gone, leaving an unknown outcome), never expire into a re-run: they wait
 // for an operator's Resolve, after which the verdict expires like any
-// other. A zero Expires (a record imported from elsewhere, or written
-// before the field was kept) records no TTL, and never expires: running an
-// intent a second time on a guess about its age could repeat its effect.
-// See Overdue and Reissue.
+// other. A record awaiting approval expires too: nothing ran. A zero
+// Expires (a record imported from elsewhere, or written before the field
+// was kept) records no TTL, and never expires: running an intent a second
+// time on a guess about its age could repeat its effect.
+// See package reissue.
 func Expired(r *Record, now time.Time) bool {
 	return expires(r.State) && pastTTL(r, now)
-}
-
-// Overdue reports whether r is past its TTL but kept because its outcome is
-// not known: an unknown or pending record that waits for an operator.
-func Overdue(r *Record, now time.Time) bool {
-	return !expires(r.State) && pastTTL(r, now)
 }
 
 // pastTTL reports whether r records a TTL and now is past it.
@@ -28,5 +23,5 @@ func pastTTL(r *Record, now time.Time) bool {
 
 // expires reports whether records in state st expire with their TTL.
 func expires(st State) bool {
-	return st == StateSucceeded || st == StateFailed || st == StateSuppressed
+	return st == StateSucceeded || st == StateFailed || st == StateSuppressed || st == StateAwaiting
 }

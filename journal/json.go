@@ -40,6 +40,7 @@ type recordJSON struct {
 	Attempts     []attemptJSON   `json:"attempts"`
 	Lease        leaseJSON       `json:"lease"`
 	Resolution   *resolutionJSON `json:"resolution"`
+	Approval     *approvalJSON   `json:"approval,omitempty"`
 	Created      time.Time       `json:"created"`
 	Updated      time.Time       `json:"updated"`
 	Expires      time.Time       `json:"expires"`
@@ -67,6 +68,13 @@ type resolutionJSON struct {
 	Reason       string          `json:"reason"`
 	By           string          `json:"by"`
 	At           time.Time       `json:"at"`
+	Fingerprint  string          `json:"fingerprint,omitempty"`
+}
+
+type approvalJSON struct {
+	Need     int              `json:"need"`
+	Deadline time.Time        `json:"deadline"`
+	Given    []resolutionJSON `json:"given"`
 }
 
 // MarshalJSON encodes r in the one JSON form of a record, which carries
@@ -113,9 +121,13 @@ func (r Record) MarshalJSON() ([]byte, error) {
 		})
 	}
 	if res := r.Resolution; res != nil {
-		rj := &resolutionJSON{State: res.State.String(), Reason: res.Reason, By: res.By, At: res.At.UTC()}
-		rj.Output, rj.OutputBase64 = embedJSON(res.Output)
-		j.Resolution = rj
+		j.Resolution = toResolutionJSON(res)
+	}
+	if a := r.Approval; a != nil {
+		j.Approval = &approvalJSON{Need: a.Need, Deadline: a.Deadline.UTC(), Given: make([]resolutionJSON, 0, len(a.Given))}
+		for i := range a.Given {
+			j.Approval.Given = append(j.Approval.Given, *toResolutionJSON(&a.Given[i]))
+		}
 	}
 	// Without HTML escaping: an encoder that wants it (json.Marshal) escapes
 	// these bytes itself; one that does not (SetEscapeHTML(false)) keeps them.
@@ -162,14 +174,10 @@ func fromRecordJSON(j *recordJSON) (Record, error) {
 		return r, errors.New("key is the nil UUID")
 	}
 	r.Intent = keyderive.Intent{Tenant: j.Tenant, Session: j.Session, Turn: j.Turn, Tool: j.Tool, Discriminator: j.Discriminator}
-	if j.Fingerprint != "" {
-		b, err := hex.DecodeString(j.Fingerprint)
-		if err != nil || len(b) != len(r.Fingerprint) {
-			return r, fmt.Errorf("fingerprint %q: want %d hex digits", j.Fingerprint, 2*len(r.Fingerprint))
-		}
-		copy(r.Fingerprint[:], b)
+	if r.Fingerprint, err = parseFingerprint(j.Fingerprint); err != nil {
+		return r, err
 	}
-	if r.Effect, err = ParseEffect(j.Effect); err != nil {
+	if r.Effect, err = parseEffect(j.Effect); err != nil {
 		return r, fmt.Errorf("%v: %w", err, ErrNewerVersion)
 	}
 	if r.State, err = ParseState(j.State); err != nil {
@@ -190,20 +198,63 @@ func fromRecordJSON(j *recordJSON) (Record, error) {
 	}
 	r.Lease = Lease{Owner: j.Lease.Owner, Token: j.Lease.Token, Expires: fromOptTime(j.Lease.Expires)}
 	if rj := j.Resolution; rj != nil {
-		res := &Resolution{Reason: rj.Reason, By: rj.By, At: rj.At.UTC()}
-		if res.State, err = ParseState(rj.State); err != nil {
-			return r, fmt.Errorf("resolution: %v: %w", err, ErrNewerVersion)
-		}
-		if res.Output, err = unembedJSON("resolution output", rj.Output, rj.OutputBase64); err != nil {
+		if r.Resolution, err = fromResolutionJSON(rj); err != nil {
 			return r, err
 		}
-		r.Resolution = res
+	}
+	if aj := j.Approval; aj != nil {
+		r.Approval = &Approval{Need: aj.Need, Deadline: aj.Deadline.UTC()}
+		for i := range aj.Given {
+			g, err := fromResolutionJSON(&aj.Given[i])
+			if err != nil {
+				return r, fmt.Errorf("approval %d: %w", i+1, err)
+			}
+			r.Approval.Given = append(r.Approval.Given, *g)
+		}
 	}
 	r.Created, r.Updated, r.Expires = j.Created.UTC(), j.Updated.UTC(), j.Expires.UTC()
 	if r.Created.IsZero() {
 		return r, errors.New("created is missing")
 	}
 	return r, nil
+}
+
+func toResolutionJSON(res *Resolution) *resolutionJSON {
+	rj := &resolutionJSON{State: res.State.String(), Reason: res.Reason, By: res.By, At: res.At.UTC()}
+	rj.Output, rj.OutputBase64 = embedJSON(res.Output)
+	if !res.Fingerprint.IsZero() {
+		rj.Fingerprint = res.Fingerprint.String()
+	}
+	return rj
+}
+
+func fromResolutionJSON(rj *resolutionJSON) (*Resolution, error) {
+	res := &Resolution{Reason: rj.Reason, By: rj.By, At: rj.At.UTC()}
+	var err error
+	if res.State, err = ParseState(rj.State); err != nil {
+		return nil, fmt.Errorf("resolution: %v: %w", err, ErrNewerVersion)
+	}
+	if res.Output, err = unembedJSON("resolution output", rj.Output, rj.OutputBase64); err != nil {
+		return nil, err
+	}
+	if res.Fingerprint, err = parseFingerprint(rj.Fingerprint); err != nil {
+		return nil, fmt.Errorf("resolution %v", err)
+	}
+	return res, nil
+}
+
+// parseFingerprint parses a fingerprint in hex, "" for none.
+func parseFingerprint(s string) (keyderive.Fingerprint, error) {
+	var fp keyderive.Fingerprint
+	if s == "" {
+		return fp, nil
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(fp) {
+		return fp, fmt.Errorf("fingerprint %q: want %d hex digits", s, 2*len(fp))
+	}
+	copy(fp[:], b)
+	return fp, nil
 }
 
 func optTime(t time.Time) *time.Time {

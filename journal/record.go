@@ -31,9 +31,14 @@ const (
 	// StateUnknown: an attempt may have happened and no answer was
 	// recorded. It stays so until an operator resolves it.
 	StateUnknown
+	// StateAwaiting: the intent must be approved before it runs
+	// (Record.Approval) and nothing has run. Begin answers it Held; once
+	// enough approvers approved it (Resolve), the next Begin takes it over
+	// and it runs once. A rejection or its deadline suppresses it.
+	StateAwaiting
 )
 
-var stateNames = [...]string{"", "pending", "succeeded", "failed", "suppressed", "unknown"}
+var stateNames = [...]string{"", "pending", "succeeded", "failed", "suppressed", "unknown", "awaiting"}
 
 // String returns the state's lower-case name.
 func (s State) String() string {
@@ -48,11 +53,11 @@ func ParseState(name string) (State, error) {
 	if i := slices.Index(stateNames[1:], name); i >= 0 {
 		return State(i + 1), nil
 	}
-	return 0, errors.New("unknown state " + strconv.Quote(name) + " (want pending, succeeded, failed, suppressed or unknown)")
+	return 0, errors.New("unknown state " + strconv.Quote(name) + " (want pending, succeeded, failed, suppressed, unknown or awaiting)")
 }
 
 // Settled reports whether s is an outcome that Begin answers from the
-// journal (everything but pending).
+// journal (everything but pending and awaiting).
 func (s State) Settled() bool { return s >= StateSucceeded && s <= StateUnknown }
 
 // Record is everything the journal knows about one intent.
@@ -76,11 +81,28 @@ type Record struct {
 	Attempts     []Attempt
 	// Lease is the current owner's lease; meaningful while pending.
 	Lease Lease
-	// Resolution is set when an operator settled the record.
+	// Resolution is set when an operator settled the record, or rejected
+	// it while it awaited approval.
 	Resolution *Resolution
-	Created    time.Time
-	Updated    time.Time
-	Expires    time.Time
+	// Approval is set on an intent that had to be approved before it ran.
+	Approval *Approval
+	Created  time.Time
+	Updated  time.Time
+	Expires  time.Time
+}
+
+// Approval is what an intent that must be approved before it runs needs
+// and has been given. It stays on the record after the intent ran.
+type Approval struct {
+	// Need is how many distinct approvers must approve.
+	Need int
+	// Deadline ends the wait: an intent that has not started running by
+	// then is suppressed (reissue.ClassExpired), approved or not.
+	Deadline time.Time
+	// Given are the approvals so far, in order: each a Resolution with
+	// State StatePending, the approver (By), the reason, when (At) and the
+	// fingerprint of the input it approved.
+	Given []Resolution
 }
 
 // Attempt is one try at executing an intent.
@@ -140,8 +162,8 @@ func (e Effect) String() string {
 	return "effect(" + strconv.Itoa(int(e)) + ")"
 }
 
-// ParseEffect parses an effect kind's name as String writes it.
-func ParseEffect(name string) (Effect, error) {
+// parseEffect parses an effect kind's name as String writes it.
+func parseEffect(name string) (Effect, error) {
 	if i := slices.Index(effectNames[:], name); i >= 0 {
 		return Effect(i), nil
 	}

@@ -49,7 +49,9 @@ type Store interface {
 	// Resolve lets an operator settle a pending or unknown intent as
 	// succeeded or failed. It advances the fencing token, so a live owner
 	// that later tries to complete gets ErrFenced. A settled record other
-	// than unknown gives ErrNotResolvable.
+	// than unknown gives ErrNotResolvable. On a record awaiting approval it
+	// records an approval or a rejection instead (see Resolution); an
+	// approval past the deadline, or of another fingerprint, is refused.
 	Resolve(ctx context.Context, key uuid.UUID, r Resolution) (Record, error)
 
 	// Get returns the record for key, or ErrNotFound.
@@ -129,6 +131,14 @@ type BeginRequest struct {
 	// last failure provably did not execute. It must be a pure function: it
 	// may be called more than once.
 	Retake func(r *Record) bool
+	// Approvals, when positive, makes a new intent wait for that many
+	// distinct approvers before it runs: Begin records it StateAwaiting,
+	// with no attempt, and answers Held. It needs a Fingerprint, which
+	// every approval must name.
+	Approvals int
+	// ApprovalTTL is how long a new intent awaits approval (its
+	// Approval.Deadline from now); zero means the record's TTL.
+	ApprovalTTL time.Duration
 }
 
 // GuardScope says where a recorded suppression blocks calls of the same
@@ -157,9 +167,12 @@ const (
 	Answered
 	// Held: the record is pending and another owner's lease is live, or
 	// the lease expired but the last attempt may still be acting downstream
-	// (its QuietAt is ahead): nobody runs or reconciles the intent yet.
+	// (its QuietAt is ahead): nobody runs or reconciles the intent yet. Or
+	// the record is StateAwaiting, not yet approved: nothing runs until it
+	// is.
 	Held
-	// TakenOver: the record was pending with an expired lease. The outcome
+	// TakenOver: the record was pending with an expired lease, or awaiting
+	// and approved (it has no attempt: nothing ran). The outcome
 	// of the earlier attempts is unknown; the caller now owns the lease and
 	// must decide by the tool's effect kind whether to start an attempt,
 	// reconcile, or complete as unknown.
@@ -229,8 +242,14 @@ type Completion struct {
 }
 
 // Resolution is an operator's verdict on an unknown intent.
+//
+// On a record awaiting approval it is a decision instead: State
+// StatePending approves the intent (Fingerprint must be the record's, so
+// that approving one input never runs another) and StateSuppressed
+// rejects it; By is required.
 type Resolution struct {
-	// State is StateSucceeded or StateFailed.
+	// State is StateSucceeded or StateFailed; StatePending or
+	// StateSuppressed to approve or reject.
 	State State
 	// Output is the result for StateSucceeded (may be nil).
 	Output []byte
@@ -238,6 +257,8 @@ type Resolution struct {
 	Reason string
 	By     string
 	At     time.Time
+	// Fingerprint is the input an approval approves.
+	Fingerprint keyderive.Fingerprint
 }
 
 // Filter selects records for List. Zero fields match everything.

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
@@ -43,6 +44,8 @@ func Run(t *testing.T, open func(t *testing.T, opts *journal.Options) journal.St
 		{"Settle", testSettle},
 		{"CompleteFencing", testCompleteFencing},
 		{"Resolve", testResolve},
+		{"Approval", testApproval},
+		{"ApprovalRejectAndExpire", testApprovalRejectAndExpire},
 		{"TTLExpiry", testTTLExpiry},
 		{"LateOutcome", testLateOutcome},
 		{"GC", testGC},
@@ -209,6 +212,16 @@ func normalize(r journal.Record) journal.Record {
 		res.Output = nz(res.Output)
 		r.Resolution = &res
 	}
+	if r.Approval != nil {
+		a := *r.Approval
+		a.Deadline = utc(a.Deadline)
+		a.Given = nil
+		for _, g := range r.Approval.Given {
+			g.At, g.Output = utc(g.At), nz(g.Output)
+			a.Given = append(a.Given, g)
+		}
+		r.Approval = &a
+	}
 	return r
 }
 
@@ -234,6 +247,11 @@ func fmtField(v any) any {
 	case []byte:
 		return string(x)
 	case *journal.Resolution:
+		if x == nil {
+			return "<nil>"
+		}
+		return *x
+	case *journal.Approval:
 		if x == nil {
 			return "<nil>"
 		}
@@ -595,6 +613,133 @@ func testResolve(e *env) {
 	_, err = e.s.Resolve(e.ctx, req3.Key, journal.Resolution{State: journal.StateSuppressed})
 	e.wantErr("Resolve to suppressed", err, journal.ErrInvalid)
 	e.same("Get after invalid Resolve", e.get(req3.Key), before)
+}
+
+// awaiting is a request for an intent that needs two approvers within an
+// hour, without the guard (a mismatch of it would arm the guard).
+func (e *env) awaiting(turn string) journal.BeginRequest {
+	r := e.req()
+	r.Intent.Turn = turn
+	r.Approvals, r.ApprovalTTL = 2, time.Hour
+	r.Guard = journal.GuardOff
+	return r
+}
+
+func (e *env) decide(key uuid.UUID, res journal.Resolution, want error) journal.Record {
+	e.t.Helper()
+	before, _ := e.s.Get(e.ctx, key)
+	got, err := e.s.Resolve(e.ctx, key, res)
+	if want != nil {
+		e.wantErr(fmt.Sprintf("Resolve(%s by %q)", res.State, res.By), err, want)
+		e.same("Get after a refused decision", e.get(key), before)
+		return before
+	}
+	if err != nil {
+		e.t.Fatalf("Resolve(%s by %q) error: %v", res.State, res.By, err)
+	}
+	e.same("Get after a decision", e.get(key), got)
+	return got
+}
+
+func testApproval(e *env) {
+	req := e.awaiting("approve")
+	res := e.begin(req, journal.Held)
+	if r := res.Record; r.State != journal.StateAwaiting || len(r.Attempts) != 0 || r.Approval == nil ||
+		r.Approval.Need != 2 || !r.Approval.Deadline.Equal(e.clk.Now().Add(time.Hour)) {
+		e.t.Fatalf("Begin(needs approval) = %+v; want awaiting 2 approvals, no attempt", r)
+	}
+	e.same("Get after Begin(needs approval)", e.get(req.Key), res.Record)
+	e.begin(req, journal.Held)
+	other := req
+	other.Fingerprint = fp(2)
+	e.begin(other, journal.Mismatch)
+
+	approve := func(by string, f keyderive.Fingerprint) journal.Resolution {
+		return journal.Resolution{State: journal.StatePending, By: by, Reason: "checked", Fingerprint: f}
+	}
+	e.decide(req.Key, approve("alice", fp(2)), journal.ErrInvalid) // another input
+	e.decide(req.Key, journal.Resolution{State: journal.StatePending, Reason: "no name", Fingerprint: fp(1)}, journal.ErrInvalid)
+	e.decide(req.Key, journal.Resolution{State: journal.StateSucceeded, By: "ops"}, journal.ErrNotResolvable)
+	at := e.clk.Advance(time.Minute)
+	got := e.decide(req.Key, approve("alice", fp(1)), nil)
+	if g := got.Approval.Given; got.State != journal.StateAwaiting || len(g) != 1 || g[0].By != "alice" || !g[0].At.Equal(at) {
+		e.t.Fatalf("after one approval: %+v", got)
+	}
+	e.decide(req.Key, approve("alice", fp(1)), journal.ErrInvalid) // the same approver twice
+	e.begin(req, journal.Held)
+	e.decide(req.Key, approve("bob", fp(1)), nil)
+	e.decide(req.Key, approve("carol", fp(1)), journal.ErrNotResolvable) // already approved
+
+	// Several processes re-issue the approved intent at once: one takes it.
+	var wg sync.WaitGroup
+	outcomes := make([]journal.BeginResult, 8)
+	for i := range outcomes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := req
+			r.Owner = fmt.Sprintf("owner-%d", i)
+			outcomes[i], _ = e.s.Begin(e.ctx, r)
+		}()
+	}
+	wg.Wait()
+	var taken []journal.BeginResult
+	for _, o := range outcomes {
+		switch o.Outcome {
+		case journal.TakenOver:
+			taken = append(taken, o)
+		case journal.Held:
+		default:
+			e.t.Fatalf("Begin of an approved intent = %s; want TakenOver once and Held", outcomeName(o.Outcome))
+		}
+	}
+	if len(taken) != 1 || len(taken[0].Record.Attempts) != 0 || taken[0].Record.State != journal.StatePending {
+		e.t.Fatalf("approved intent taken %d times (%+v); want once, pending with no attempt", len(taken), taken)
+	}
+	tok := taken[0].Token
+	e.clk.Advance(tick)
+	if err := e.s.StartAttempt(e.ctx, journal.AttemptRequest{Key: req.Key, Token: tok, ID: "att-1", LeaseTTL: leaseTTL}); err != nil {
+		e.t.Fatalf("StartAttempt after approval: %v", err)
+	}
+	done := e.complete(req.Key, tok, journal.StateSucceeded, `{"ok":true}`)
+	if done.Approval == nil || len(done.Approval.Given) != 2 || len(done.Attempts) != 1 {
+		e.t.Fatalf("after the run: %+v; want the two approvals kept and one attempt", done)
+	}
+	e.same("Begin after the approved run", e.begin(req, journal.Answered).Record, done)
+	e.decide(req.Key, approve("dave", fp(1)), journal.ErrNotResolvable)
+}
+
+func testApprovalRejectAndExpire(e *env) {
+	req := e.awaiting("reject")
+	e.begin(req, journal.Held)
+	e.decide(req.Key, journal.Resolution{State: journal.StatePending, By: "alice", Fingerprint: fp(1)}, nil)
+	e.clk.Advance(tick)
+	e.decide(req.Key, journal.Resolution{State: journal.StateSuppressed, Reason: "wrong customer"}, journal.ErrInvalid)
+	got := e.decide(req.Key, journal.Resolution{State: journal.StateSuppressed, By: "bob", Reason: "wrong customer"}, nil)
+	if got.State != journal.StateSuppressed || got.ErrorClass != reissue.ClassRejected || got.Resolution == nil ||
+		got.Resolution.By != "bob" || !strings.Contains(got.ErrorMessage, "wrong customer") {
+		e.t.Fatalf("rejected: %+v", got)
+	}
+	e.same("Begin after a rejection", e.begin(req, journal.Answered).Record, got)
+	e.decide(req.Key, journal.Resolution{State: journal.StatePending, By: "carol", Fingerprint: fp(1)}, journal.ErrNotResolvable)
+
+	// Approved, but not run by the deadline: suppressed, not run.
+	late := e.awaiting("late")
+	e.begin(late, journal.Held)
+	e.decide(late.Key, journal.Resolution{State: journal.StatePending, By: "alice", Fingerprint: fp(1)}, nil)
+	e.decide(late.Key, journal.Resolution{State: journal.StatePending, By: "bob", Fingerprint: fp(1)}, nil)
+	never := e.awaiting("never")
+	e.begin(never, journal.Held)
+	e.clk.Advance(time.Hour)
+	e.decide(never.Key, journal.Resolution{State: journal.StatePending, By: "alice", Fingerprint: fp(1)}, journal.ErrNotResolvable)
+	for _, r := range []journal.BeginRequest{late, never} {
+		got := e.begin(r, journal.Answered).Record
+		if got.State != journal.StateSuppressed || got.ErrorClass != reissue.ClassExpired || len(got.Attempts) != 0 {
+			e.t.Fatalf("Begin past the approval deadline = %+v; want suppressed %s, no attempt", got, reissue.ClassExpired)
+		}
+		e.same("Get after the deadline", e.get(r.Key), got)
+		e.same("Begin again after the deadline", e.begin(r, journal.Answered).Record, got)
+	}
 }
 
 func testTTLExpiry(e *env) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/internal/codec"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
 // DefaultGCBatch is how many records one GCBatch transaction removes when
@@ -42,7 +43,7 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 				if _, ok := over[r.Key]; !ok {
 					if journal.Expired(&r, now) {
 						res.Removed++
-					} else if journal.Overdue(&r, now) {
+					} else if machine.Overdue(&r, now) {
 						res.KeptUnknown++
 					}
 				}
@@ -80,7 +81,7 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 		return journal.GCResult{}, err
 	}
 	for _, r := range over {
-		if journal.Overdue(r, now) {
+		if machine.Overdue(r, now) {
 			res.KeptUnknown++
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 	"github.com/agentonce/agentonce/keyderive"
 )
 
@@ -57,7 +58,7 @@ func agree(t *testing.T, stage string, s *bolt.Store, now time.Time) {
 		if journal.Expired(&r, now) {
 			expired++
 		}
-		if journal.Overdue(&r, now) {
+		if machine.Overdue(&r, now) {
 			overdue++
 		}
 	}

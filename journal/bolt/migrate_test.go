@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
+	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
 // v1Now is after every record of testdata/v1.journal was created and
@@ -175,7 +176,7 @@ func TestMigrateLayout1(t *testing.T) {
 		switch {
 		case journal.Expired(&r, v1Now):
 			expired++
-		case journal.Overdue(&r, v1Now):
+		case machine.Overdue(&r, v1Now):
 			overdue++
 			kept = append(kept, r)
 		default:

@@ -121,7 +121,7 @@ func subStats(s *journal.Stats, r *journal.Record, now time.Time) {
 	if journal.Expired(r, now) {
 		s.Expired--
 	}
-	if journal.Overdue(r, now) {
+	if machine.Overdue(r, now) {
 		s.OverdueUnknown--
 	}
 }

@@ -273,7 +273,7 @@ func (m *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 			if !opts.DryRun {
 				delete(m.records, key)
 			}
-		case journal.Overdue(&r, now):
+		case machine.Overdue(&r, now):
 			res.KeptUnknown++
 		}
 	}

@@ -787,7 +787,7 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 					res.Removed--
 					return s.wrapWrite("gc "+id, err)
 				}
-			case journal.Overdue(r, now):
+			case machine.Overdue(r, now):
 				res.KeptUnknown++
 			}
 			return nil

@@ -93,6 +93,8 @@ func Of(rec *journal.Record, effect journal.Effect, now time.Time) Step {
 			return afterMaybe(rec, effect)
 		}
 		return Answer
+	case journal.StateAwaiting:
+		return Wait
 	case journal.StateUnknown:
 		if stillActing(rec, now) {
 			return Wait
@@ -121,9 +123,10 @@ func LastAttemptNotExecuted(rec *journal.Record) bool {
 }
 
 // afterMaybe decides for an intent whose earlier attempt may have executed:
-// the effect kind says whether a repeat is absorbed.
+// the effect kind says whether a repeat is absorbed. An approved intent
+// with no attempt yet has nothing that may have executed.
 func afterMaybe(rec *journal.Record, effect journal.Effect) Step {
-	if LastAttemptNotExecuted(rec) {
+	if len(rec.Attempts) == 0 && rec.Approval != nil || LastAttemptNotExecuted(rec) {
 		return Retry
 	}
 	if effect == journal.Unkeyed {
@@ -165,6 +168,14 @@ func Settling(rec *journal.Record, now time.Time) bool {
 // handler that answered a server error it does not store, or that
 // panicked inside the transaction that would have recorded its answer.
 const ClassReleased = "released"
+
+// The classes of an intent that awaited approval and was suppressed: an
+// approver rejected it (the record's Resolution says who and why), or it
+// had not started running by its deadline.
+const (
+	ClassRejected = "rejected"
+	ClassExpired  = "approval-expired"
+)
 
 // Request is Of for an HTTP request that the idempotency middleware
 // recorded in rec, sent again at now on the server's clock, under a TTL

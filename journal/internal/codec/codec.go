@@ -64,6 +64,7 @@ const (
 	tagCreated
 	tagUpdated
 	tagExpires
+	tagApproval
 )
 
 // Sub-tags of tagAttempt and tagResolution.
@@ -82,6 +83,14 @@ const (
 	tagResReason
 	tagResBy
 	tagResAt
+	tagResFingerprint
+)
+
+// Sub-tags of tagApproval; each tagApGiven holds a resolution's fields.
+const (
+	tagApNeed = iota + 1
+	tagApDeadline
+	tagApGiven
 )
 
 type encoder struct{ b []byte }
@@ -189,20 +198,37 @@ func Encode(dst []byte, r *journal.Record) []byte {
 	e.str(tagLeaseOwner, r.Lease.Owner)
 	e.uint(tagLeaseToken, r.Lease.Token)
 	e.time(tagLeaseExpires, r.Lease.Expires)
-	if res := r.Resolution; res != nil {
-		at := e.open(tagResolution)
-		e.uint(tagResState, uint64(res.State))
-		e.bytes(tagResOutput, res.Output)
-		e.str(tagResReason, res.Reason)
-		e.str(tagResBy, res.By)
-		e.time(tagResAt, res.At)
-		e.end(at)
+	if r.Resolution != nil {
+		e.resolution(tagResolution, r.Resolution)
 	}
 	e.time(tagCreated, r.Created)
 	e.time(tagUpdated, r.Updated)
 	e.time(tagExpires, r.Expires)
+	if a := r.Approval; a != nil {
+		at := e.open(tagApproval)
+		e.uint(tagApNeed, uint64(a.Need))
+		e.time(tagApDeadline, a.Deadline)
+		for i := range a.Given {
+			e.resolution(tagApGiven, &a.Given[i])
+		}
+		e.end(at)
+	}
 	seal(e.b[start:])
 	return e.b
+}
+
+func (e *encoder) resolution(tag int, res *journal.Resolution) {
+	at := e.open(tag)
+	e.uint(tagResState, uint64(res.State))
+	e.bytes(tagResOutput, res.Output)
+	e.str(tagResReason, res.Reason)
+	e.str(tagResBy, res.By)
+	e.time(tagResAt, res.At)
+	if !res.Fingerprint.IsZero() {
+		e.head(tagResFingerprint, len(res.Fingerprint))
+		e.b = append(e.b, res.Fingerprint[:]...)
+	}
+	e.end(at)
 }
 
 // sizeHint is about the size of r's encoding, so that it takes one
@@ -218,6 +244,12 @@ func sizeHint(r *journal.Record) int {
 	}
 	if res := r.Resolution; res != nil {
 		n += 24 + len(res.Output) + len(res.Reason) + len(res.By)
+	}
+	if a := r.Approval; a != nil {
+		n += 16
+		for _, g := range a.Given {
+			n += 48 + len(g.Reason) + len(g.By)
+		}
 	}
 	return n
 }
@@ -415,6 +447,8 @@ func Decode(val []byte) (journal.Record, error) {
 			r.Updated = d.time(p)
 		case tagExpires:
 			r.Expires = d.time(p)
+		case tagApproval:
+			r.Approval = decodeApproval(&d, p)
 		}
 	}
 	if len(atts) > 0 && d.err == nil {
@@ -472,12 +506,37 @@ func decodeResolution(parent *decoder, p []byte) *journal.Resolution {
 			res.By = str(q)
 		case tagResAt:
 			res.At = d.time(q)
+		case tagResFingerprint:
+			if len(q) != len(res.Fingerprint) {
+				d.err = fmt.Errorf("fingerprint of %d bytes", len(q))
+				break
+			}
+			copy(res.Fingerprint[:], q)
 		}
 	}
 	if d.err != nil && parent.err == nil {
 		parent.err = fmt.Errorf("resolution: %v", d.err)
 	}
 	return res
+}
+
+func decodeApproval(parent *decoder, p []byte) *journal.Approval {
+	a := new(journal.Approval)
+	d := decoder{buf: p}
+	for tag, q, ok := d.next(); ok; tag, q, ok = d.next() {
+		switch tag {
+		case tagApNeed:
+			a.Need = int(d.uint(q))
+		case tagApDeadline:
+			a.Deadline = d.time(q)
+		case tagApGiven:
+			a.Given = append(a.Given, *decodeResolution(&d, q))
+		}
+	}
+	if d.err != nil && parent.err == nil {
+		parent.err = fmt.Errorf("approval: %v", d.err)
+	}
+	return a
 }
 
 // Integrity. A record this package writes is sealed: the format byte, then

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 )
 
 // This file is the transitions of a record the caller owns (attempt,
@@ -120,11 +121,16 @@ func settledExpiry(cur *journal.Record, now time.Time) time.Time {
 	return cur.Expires
 }
 
-// ValidateResolution checks an operator's verdict on key before anything
-// is read.
+// ValidateResolution checks an operator's verdict on key, or an
+// approver's decision, before anything is read.
 func ValidateResolution(key uuid.UUID, res *journal.Resolution) error {
-	if res.State != journal.StateSucceeded && res.State != journal.StateFailed {
-		return fmt.Errorf("%w: resolve %s: state %s (want succeeded or failed)", journal.ErrInvalid, key, res.State)
+	switch {
+	case res.State < journal.StatePending || res.State > journal.StateSuppressed:
+		return fmt.Errorf("%w: resolve %s: state %s (want succeeded or failed to settle, pending to approve, suppressed to reject)", journal.ErrInvalid, key, res.State)
+	case (res.State == journal.StatePending || res.State == journal.StateSuppressed) && res.By == "":
+		return fmt.Errorf("%w: resolve %s: an approval or a rejection names who decides (By)", journal.ErrInvalid, key)
+	case res.State == journal.StatePending && res.Fingerprint.IsZero():
+		return fmt.Errorf("%w: resolve %s: an approval names the fingerprint of the input it approves", journal.ErrInvalid, key)
 	}
 	return nil
 }
@@ -135,7 +141,12 @@ func ApplyResolution(cur *journal.Record, res journal.Resolution, now time.Time)
 	if err := ValidateResolution(cur.Key, &res); err != nil {
 		return journal.Record{}, err
 	}
-	if cur.State != journal.StatePending && cur.State != journal.StateUnknown {
+	switch {
+	case cur.State == journal.StateAwaiting:
+		return applyDecision(cur, res, now)
+	case res.State == journal.StatePending || res.State == journal.StateSuppressed:
+		return journal.Record{}, fmt.Errorf("%w: key %s is %s, not awaiting approval", journal.ErrNotResolvable, cur.Key, cur.State)
+	case cur.State != journal.StatePending && cur.State != journal.StateUnknown:
 		return journal.Record{}, fmt.Errorf("%w: key %s is %s", journal.ErrNotResolvable, cur.Key, cur.State)
 	}
 	r := *cur
@@ -160,6 +171,38 @@ func ApplyResolution(cur *journal.Record, res journal.Resolution, now time.Time)
 	if exp := now.Add(cur.Expires.Sub(cur.Created)); exp.After(r.Expires) {
 		r.Expires = exp
 	}
+	return r, nil
+}
+
+// applyDecision returns cur, awaiting approval, approved once more or
+// rejected by res; or journal.ErrNotResolvable past its deadline, once
+// approved, or for a verdict (nothing ran, so there is nothing to settle);
+// or journal.ErrInvalid for an approval of another input or a second one
+// by the same approver.
+func applyDecision(cur *journal.Record, res journal.Resolution, now time.Time) (journal.Record, error) {
+	a := cur.Approval
+	switch {
+	case res.State == journal.StateSucceeded || res.State == journal.StateFailed:
+		return journal.Record{}, fmt.Errorf("%w: key %s awaits approval and nothing ran: approve or reject it", journal.ErrNotResolvable, cur.Key)
+	case !now.Before(a.Deadline):
+		return journal.Record{}, fmt.Errorf("%w: key %s: its approval deadline %s has passed", journal.ErrNotResolvable, cur.Key, fmtTime(a.Deadline))
+	case len(a.Given) >= a.Need:
+		return journal.Record{}, fmt.Errorf("%w: key %s is already approved (%d of %d)", journal.ErrNotResolvable, cur.Key, len(a.Given), a.Need)
+	case res.State == journal.StatePending && res.Fingerprint != cur.Fingerprint:
+		return journal.Record{}, fmt.Errorf("%w: approval of key %s names input %s, but the intent's input is %s: an approval runs only the input it names",
+			journal.ErrInvalid, cur.Key, res.Fingerprint, cur.Fingerprint)
+	case res.State == journal.StatePending && slices.ContainsFunc(a.Given, func(g journal.Resolution) bool { return g.By == res.By }):
+		return journal.Record{}, fmt.Errorf("%w: key %s is already approved by %q; it needs %d distinct approvers", journal.ErrInvalid, cur.Key, res.By, a.Need)
+	}
+	r := cloneRecord(cur)
+	res.At, res.Output = now, nil
+	if res.State == journal.StatePending {
+		r.Approval.Given = append(r.Approval.Given, res)
+		r.Updated = now
+		return r, nil
+	}
+	r.Resolution = &res
+	settle(&r, journal.StateSuppressed, reissue.ClassRejected, fmt.Sprintf("rejected by %s: %s", res.By, res.Reason), now)
 	return r, nil
 }
 

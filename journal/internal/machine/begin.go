@@ -109,6 +109,9 @@ func DecideBegin(cur *journal.Record, req *journal.BeginRequest, now time.Time) 
 	}
 	if cur == nil {
 		r := newRecord(req, now, prevToken+1)
+		if req.Approvals > 0 {
+			return awaitApproval(r, req, now)
+		}
 		return BeginDecision{
 			Result: journal.BeginResult{Outcome: journal.Started, Record: *r, Token: r.Lease.Token},
 			Write:  r,
@@ -120,6 +123,15 @@ func DecideBegin(cur *journal.Record, req *journal.BeginRequest, now time.Time) 
 	case fingerprintsDiffer(cur, req):
 		sup := mismatchRecord(req, now)
 		return BeginDecision{Result: journal.BeginResult{Outcome: journal.Mismatch, Record: *cur}, Suppress: &sup}
+	case cur.State == journal.StateAwaiting && !now.Before(cur.Approval.Deadline):
+		r := cloneRecord(cur)
+		settle(&r, journal.StateSuppressed, reissue.ClassExpired, fmt.Sprintf("not run by its approval deadline %s (%d of %d approvals given)",
+			fmtTime(cur.Approval.Deadline), len(cur.Approval.Given), cur.Approval.Need), now)
+		return BeginDecision{Result: journal.BeginResult{Outcome: journal.Answered, Record: r}, Write: &r, Durable: true}
+	case cur.State == journal.StateAwaiting && len(cur.Approval.Given) < cur.Approval.Need:
+		return BeginDecision{Result: journal.BeginResult{Outcome: journal.Held, Record: *cur}}
+	case cur.State == journal.StateAwaiting:
+		retaken = true // approved: taken over once, durably, with no attempt yet
 	case cur.State.Settled():
 		if !retake(cur, req) {
 			return BeginDecision{Result: journal.BeginResult{Outcome: journal.Answered, Record: *cur}}
@@ -150,6 +162,30 @@ func DecideBegin(cur *journal.Record, req *journal.BeginRequest, now time.Time) 
 	}
 }
 
+// awaitApproval turns r, the new record of req, into an intent awaiting
+// req.Approvals approvers: nothing runs, and Begin answers Held. It is
+// kept a TTL past its deadline, so that a call after the deadline is
+// answered that it expired rather than asking anew.
+func awaitApproval(r *journal.Record, req *journal.BeginRequest, now time.Time) BeginDecision {
+	ttl := req.ApprovalTTL
+	if ttl <= 0 {
+		ttl = recordTTL(req.RecordTTL)
+	}
+	r.State, r.Attempts = journal.StateAwaiting, nil
+	r.Lease.Expires = now
+	r.Approval = &journal.Approval{Need: req.Approvals, Deadline: now.Add(ttl)}
+	r.Expires = r.Approval.Deadline.Add(recordTTL(req.RecordTTL))
+	return BeginDecision{Result: journal.BeginResult{Outcome: journal.Held, Record: *r}, Write: r, Guard: req.Guard != journal.GuardOff}
+}
+
+// settle ends r's wait for approval in state st: no owner, a new token.
+func settle(r *journal.Record, st journal.State, class, msg string, now time.Time) {
+	r.State, r.ErrorClass, r.ErrorMessage = st, class, msg
+	r.Lease.Token++
+	r.Lease.Expires = now
+	r.Updated = now
+}
+
 // retake asks req.Retake about a settled record, on a deep copy so that the
 // callback cannot change the store's record or the answer.
 func retake(cur *journal.Record, req *journal.BeginRequest) bool {
@@ -170,6 +206,11 @@ func cloneRecord(r *journal.Record) journal.Record {
 		res := *r.Resolution
 		res.Output = bytes.Clone(r.Resolution.Output)
 		c.Resolution = &res
+	}
+	if r.Approval != nil {
+		a := *r.Approval
+		a.Given = slices.Clone(a.Given)
+		c.Approval = &a
 	}
 	return c
 }
@@ -271,6 +312,9 @@ func ValidateBegin(req *journal.BeginRequest) error {
 	}
 	if req.Guard > journal.GuardOff {
 		return fmt.Errorf("%w: begin %s: unknown guard scope %d", journal.ErrInvalid, req.Key, req.Guard)
+	}
+	if req.Approvals > 0 && req.Fingerprint.IsZero() {
+		return fmt.Errorf("%w: begin %s: an intent that needs approval needs a fingerprint for the approval to name", journal.ErrInvalid, req.Key)
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func AddStats(s *journal.Stats, r *journal.Record, now time.Time) {
 	if journal.Expired(r, now) {
 		s.Expired++
 	}
-	if journal.Overdue(r, now) {
+	if Overdue(r, now) {
 		s.OverdueUnknown++
 	}
 	if s.Oldest.IsZero() || r.Created.Before(s.Oldest) {
@@ -67,6 +67,12 @@ func AddStats(s *journal.Stats, r *journal.Record, now time.Time) {
 	if r.Created.After(s.Newest) {
 		s.Newest = r.Created
 	}
+}
+
+// Overdue reports whether r is past its TTL but kept because its outcome
+// is not known: an unknown or pending record that waits for an operator.
+func Overdue(r *journal.Record, now time.Time) bool {
+	return !r.Expires.IsZero() && !now.Before(r.Expires) && !journal.Expired(r, now)
 }
 
 func NewStats() journal.Stats {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 	"github.com/google/uuid"
 )
 
@@ -32,7 +33,7 @@ func validate(r *journal.Record) error {
 		return fmt.Errorf("%w: zero key", journal.ErrInvalid)
 	case r.Version > journal.SchemaVersion:
 		return fmt.Errorf("%w: record %s: version %d, this package writes %d", journal.ErrNewerVersion, r.Key, r.Version, journal.SchemaVersion)
-	case r.State < journal.StatePending || r.State > journal.StateUnknown:
+	case r.State < journal.StatePending || r.State > journal.StateAwaiting:
 		return bad("state %s", r.State)
 	case r.Effect > journal.Keyed:
 		return bad("effect kind %d", r.Effect)
@@ -53,8 +54,13 @@ func validate(r *journal.Record) error {
 		return bad("%s with a lease until %s after its last change %s", r.State, fmtTime(r.Lease.Expires), fmtTime(r.Updated))
 	case r.State != journal.StateSucceeded && r.Output != nil:
 		return bad("%s with an output", r.State)
+	case r.State == journal.StateAwaiting && (r.Approval == nil || len(r.Attempts) > 0 || r.ErrorClass != "" || r.Resolution != nil):
+		return bad("awaiting approval with an attempt, an outcome or no approval")
 	}
 	if err := validResolution(r); err != nil {
+		return bad("%v", err)
+	}
+	if err := validApproval(r); err != nil {
 		return bad("%v", err)
 	}
 	return validAttempts(r, bad)
@@ -66,7 +72,8 @@ func validResolution(r *journal.Record) error {
 	switch {
 	case res == nil:
 		return nil
-	case r.State != journal.StateSucceeded && r.State != journal.StateFailed:
+	case r.State != journal.StateSucceeded && r.State != journal.StateFailed &&
+		(r.State != journal.StateSuppressed || r.ErrorClass != reissue.ClassRejected):
 		return fmt.Errorf("a resolution on a %s record", r.State)
 	case res.State != r.State:
 		return fmt.Errorf("resolved as %s but %s", res.State, r.State)
@@ -76,11 +83,32 @@ func validResolution(r *journal.Record) error {
 	return nil
 }
 
+// validApproval checks what an intent that needed approval was given.
+func validApproval(r *journal.Record) error {
+	a := r.Approval
+	if a == nil {
+		return nil
+	}
+	if a.Need <= 0 || len(a.Given) > a.Need || a.Deadline.Before(r.Created) {
+		return fmt.Errorf("approval needing %d with %d given, deadline %s", a.Need, len(a.Given), fmtTime(a.Deadline))
+	}
+	for i, g := range a.Given {
+		switch {
+		case g.State != journal.StatePending || g.By == "" || g.Fingerprint != r.Fingerprint:
+			return fmt.Errorf("approval %d is not an approval of this input by someone", i+1)
+		case g.At.Before(r.Created) || g.At.After(r.Updated) || g.At.After(a.Deadline):
+			return fmt.Errorf("approval %d at %s, outside created %s to updated %s or past its deadline", i+1, fmtTime(g.At), fmtTime(r.Created), fmtTime(r.Updated))
+		}
+	}
+	return nil
+}
+
 // validAttempts checks the attempts' times and order. Only the suppression
-// of a payload mismatch has none: nothing ran.
+// of a payload mismatch, and an intent that awaited approval and has not
+// started, have none: nothing ran.
 func validAttempts(r *journal.Record, bad func(string, ...any) error) error {
 	if len(r.Attempts) == 0 {
-		if r.State == journal.StateSuppressed && r.ErrorClass == journal.ClassMismatch {
+		if r.State == journal.StateSuppressed && r.ErrorClass == journal.ClassMismatch || r.Approval != nil {
 			return nil
 		}
 		return bad("%s with no attempt", r.State)
