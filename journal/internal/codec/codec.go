@@ -32,6 +32,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/keyderive"
 )
 
 // The record encoding: one format byte (the schema version), then fields,
@@ -318,6 +319,14 @@ func (d *decoder) uint(p []byte) uint64 {
 	return v
 }
 
+func (d *decoder) fingerprint(fp *keyderive.Fingerprint, p []byte) {
+	if len(p) != len(fp) && d.err == nil {
+		d.err = fmt.Errorf("fingerprint of %d bytes", len(p))
+		return
+	}
+	copy(fp[:], p)
+}
+
 func (d *decoder) time(p []byte) time.Time {
 	v, ok := exactVarint(p)
 	if !ok && d.err == nil {
@@ -414,11 +423,7 @@ func Decode(val []byte) (journal.Record, error) {
 		case tagDiscriminator:
 			r.Intent.Discriminator = str(p)
 		case tagFingerprint:
-			if len(p) != len(r.Fingerprint) {
-				d.err = fmt.Errorf("fingerprint of %d bytes", len(p))
-				break
-			}
-			copy(r.Fingerprint[:], p)
+			d.fingerprint(&r.Fingerprint, p)
 		case tagEffect:
 			r.Effect = journal.Effect(d.uint(p))
 		case tagInput:
@@ -507,11 +512,7 @@ func decodeResolution(parent *decoder, p []byte) *journal.Resolution {
 		case tagResAt:
 			res.At = d.time(q)
 		case tagResFingerprint:
-			if len(q) != len(res.Fingerprint) {
-				d.err = fmt.Errorf("fingerprint of %d bytes", len(q))
-				break
-			}
-			copy(res.Fingerprint[:], q)
+			d.fingerprint(&res.Fingerprint, q)
 		}
 	}
 	if d.err != nil && parent.err == nil {

@@ -2,6 +2,7 @@ package codec_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -33,7 +34,10 @@ func fuzzSeeds() []journal.Record {
 	}
 	minimal := journal.Record{Key: uuid.New(), State: journal.StatePending}
 	old := journal.Record{Key: uuid.New(), State: journal.StateUnknown, Created: time.Unix(0, -5).UTC()}
-	return []journal.Record{full, minimal, old}
+	awaiting := journal.Record{Key: uuid.New(), State: journal.StateAwaiting, Fingerprint: full.Fingerprint, Created: t0,
+		Approval: &journal.Approval{Need: 2, Deadline: t0.Add(time.Hour), Given: []journal.Resolution{
+			{State: journal.StatePending, By: "alice", Reason: "checked", At: t0.Add(time.Minute), Fingerprint: full.Fingerprint}}}}
+	return []journal.Record{full, minimal, old, awaiting}
 }
 
 // FuzzDecodeRecord: decoding arbitrary bytes never panics, and whatever
@@ -120,7 +124,8 @@ func TestRecordEncodingRoundTrip(t *testing.T) {
 		if (got.Output == nil) != (want.Output == nil) || (got.Input == nil) != (want.Input == nil) {
 			t.Errorf("round trip of %s: Input nil %v, Output nil %v; want %v, %v", want.Key, got.Input == nil, got.Output == nil, want.Input == nil, want.Output == nil)
 		}
-		if len(got.Attempts) != len(want.Attempts) || (want.Resolution != nil) != (got.Resolution != nil) {
+		if len(got.Attempts) != len(want.Attempts) || (want.Resolution != nil) != (got.Resolution != nil) ||
+			fmt.Sprint(got.Approval) != fmt.Sprint(want.Approval) {
 			t.Errorf("round trip of %s = %+v; want %+v", want.Key, got, want)
 		}
 		for i := range want.Attempts {
