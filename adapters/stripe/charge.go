@@ -72,21 +72,34 @@ func Create(ctx context.Context, client *stripego.Client, params *stripego.Payme
 }
 
 // Error returns err with the HTTP status of a *stripe.Error in it visible
-// to the harness (retryclass reads a StatusCode() method); other errors,
-// such as a connection lost after sending, are returned as they are.
+// to the harness (retryclass reads a StatusCode() method), and its text
+// short enough for a model: Stripe's type, code, status and message, not
+// the whole error object stripe-go prints. Other errors, such as a
+// connection lost after sending, are returned as they are.
 func Error(err error) error {
 	var se *stripego.Error
 	if errors.As(err, &se) && se.HTTPStatusCode != 0 {
-		return &statusError{err: err, status: se.HTTPStatusCode}
+		return &statusError{err: err, se: se}
 	}
 	return err
 }
 
 type statusError struct {
-	err    error
-	status int
+	err error
+	se  *stripego.Error
 }
 
-func (e *statusError) Error() string   { return e.err.Error() }
+func (e *statusError) Error() string {
+	msg := fmt.Sprintf("stripe: %s", e.se.Type)
+	if e.se.Code != "" {
+		msg += " " + string(e.se.Code)
+	}
+	msg += fmt.Sprintf(" (HTTP %d): %s", e.se.HTTPStatusCode, e.se.Msg)
+	if e.se.PaymentIntent != nil && e.se.PaymentIntent.ID != "" {
+		msg += " (PaymentIntent " + e.se.PaymentIntent.ID + ")"
+	}
+	return msg
+}
+
 func (e *statusError) Unwrap() error   { return e.err }
-func (e *statusError) StatusCode() int { return e.status }
+func (e *statusError) StatusCode() int { return e.se.HTTPStatusCode }

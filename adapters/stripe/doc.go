@@ -25,8 +25,12 @@
 // # Caveats
 //
 //   - A PaymentIntent found but not succeeded (declined, awaiting 3-D
-//     Secure, processing) is "cannot tell": the call stays unknown until
-//     a person resolves it (agentctl resolve).
+//     Secure or capture, processing) is "cannot tell": the call stays
+//     unknown until a person resolves it (agentctl resolve). A decline
+//     answered is a failure at once (Create passes Stripe's 402 on).
+//   - When the search finds the key, the list is not read: a second
+//     PaymentIntent with the same key made within SearchLag (possible only
+//     after Stripe forgot the key, 24 hours on) goes unseen.
 //   - Stripe's search is not offered to accounts in India; there every
 //     question is "cannot tell".
 //   - Metadata is editable: a PaymentIntent whose agentonce_key was

@@ -1,21 +1,26 @@
 package stripe_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	stripego "github.com/stripe/stripe-go/v82"
 
 	agentstripe "github.com/agentonce/agentonce/adapters/stripe"
 	"github.com/agentonce/agentonce/adapters/stripe/stripetest"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 )
@@ -23,6 +28,7 @@ import (
 type chargeInput struct {
 	Order string `json:"order"`
 	Cents int64  `json:"cents"`
+	Card  string `json:"card,omitempty"` // a payment method; empty means pm_card_visa
 }
 
 // newHarness returns a Harness on a bbolt journal in t.TempDir() with an
@@ -42,7 +48,7 @@ func newHarness(t *testing.T, s *stripetest.Server, sc *stripego.Client) (h *har
 		runs.Add(1)
 		return agentstripe.Create(ctx, sc, &stripego.PaymentIntentCreateParams{
 			Amount: stripego.Int64(in.Cents), Currency: stripego.String("usd"),
-			PaymentMethod: stripego.String("pm_card_visa"), Confirm: stripego.Bool(true),
+			PaymentMethod: stripego.String(cmp.Or(in.Card, "pm_card_visa")), Confirm: stripego.Bool(true),
 			Description: stripego.String("order " + in.Order),
 		})
 	})
@@ -149,5 +155,40 @@ func TestChargeThatDidNotHappenRunsAgainOnce(t *testing.T) {
 	if runs.Load() != 2 || s.Creates() != 2 || len(s.PaymentIntents()) != 1 {
 		t.Errorf("the tool ran %d times, Stripe got %d creates and holds %d PaymentIntents; want 2, 2, 1",
 			runs.Load(), s.Creates(), len(s.PaymentIntents()))
+	}
+}
+
+// A declined card is a definite failure, told to the model at once: Create
+// passes Stripe's 402 on where the harness reads it, so the call is not
+// left unknown (the declined PaymentIntent is not "succeeded", and a
+// reconcile could not tell).
+func TestDeclineIsAFailureNotAnUnknown(t *testing.T) {
+	s := stripetest.NewServer()
+	defer s.Close()
+	h, runs := newHarness(t, s, s.Client())
+	res := h.Call(t.Context(), harness.ToolCall{Session: "conversation-1", Turn: "1", Tool: "charge_card",
+		Input: json.RawMessage(`{"order":"A-1","cents":4900,"card":"` + stripetest.DeclinedCard + `"}`)})
+	if res.Status != harness.Failed || res.Err == nil || !strings.Contains(res.Err.Error(), "card_declined") {
+		t.Fatalf("got %v %v: %v; want failed with Stripe's card_declined", res.Status, res.Source, res.Err)
+	}
+	if runs.Load() != 1 || len(s.PaymentIntents()) != 1 {
+		t.Errorf("the tool ran %d times and Stripe holds %d PaymentIntents; want 1, 1", runs.Load(), len(s.PaymentIntents()))
+	}
+}
+
+// Error keeps the status and says what Stripe said, briefly.
+func TestError(t *testing.T) {
+	s := stripetest.NewServer()
+	defer s.Close()
+	ctx := downstream.NewContext(t.Context(), downstream.Attempt{Key: uuid.New()})
+	_, err := agentstripe.Create(ctx, s.Client(), &stripego.PaymentIntentCreateParams{Amount: stripego.Int64(4900),
+		Currency: stripego.String("usd"), PaymentMethod: stripego.String(stripetest.DeclinedCard), Confirm: stripego.Bool(true)})
+	var se *stripego.Error
+	if err == nil || err.Error() != "stripe: card_error card_declined (HTTP 402): Your card was declined. (PaymentIntent pi_fake000001)" ||
+		!errors.As(err, &se) || err.(interface{ StatusCode() int }).StatusCode() != 402 {
+		t.Errorf("got %v (%T)", err, err)
+	}
+	if plain := errors.New("EOF"); agentstripe.Error(plain) != plain {
+		t.Error("Error changed an error that is not Stripe's")
 	}
 }
