@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,13 +97,21 @@ func TestLostAnswersSettleWithoutAPerson(t *testing.T) {
 			h, runs := newHarness(t, s, sc)
 
 			results := make([]harness.Result, n)
+			var wg sync.WaitGroup
+			for w := range 4 { // four conversations' worth at once
+				wg.Go(func() {
+					for i := w; i < n; i += 4 {
+						results[i] = charge(t.Context(), h, i)
+					}
+				})
+			}
+			wg.Wait()
 			sources := map[harness.Source]int{}
-			for i := range results {
-				results[i] = charge(t.Context(), h, i)
-				if results[i].Status != harness.Succeeded {
-					t.Fatalf("charge %d: %v %v: %v", i, results[i].Status, results[i].Source, results[i].Err)
+			for i, res := range results {
+				if res.Status != harness.Succeeded {
+					t.Fatalf("charge %d: %v %v: %v", i, res.Status, res.Source, res.Err)
 				}
-				sources[results[i].Source]++
+				sources[res.Source]++
 			}
 			if sources[harness.Reconciled] != n/3 || sources[harness.Executed] != n-n/3 {
 				t.Errorf("sources %v; want %d reconciled (the lost answers), %d executed", sources, n/3, n-n/3)
