@@ -1,0 +1,15 @@
+module github.com/agentonce/agentonce/adapters/stripe
+
+go 1.26.0
+
+require (
+	github.com/agentonce/agentonce v0.1.0
+	github.com/google/uuid v1.6.0
+	github.com/stripe/stripe-go/v82 v82.5.1
+)
+
+require (
+	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
+	go.etcd.io/bbolt v1.5.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
