@@ -54,28 +54,30 @@ type filePath interface {
 // InspectSocket.
 var served sync.Map // *harness.Harness → *inspect.Server
 
-// serveInspect starts serving agentctl, as OpenOptions.Inspect says, when
-// the journal is a bbolt file opened for writing (w.path is set). It runs
-// in Open, before the Harness is shared.
-func (w *wiring) serveInspect(h *harness.Harness, mode InspectMode, logger *slog.Logger) error {
+// serveInspect starts serving agentctl, as mode says, when the journal is
+// a bbolt file opened for writing (w.path is set). It runs before the
+// journal is shared.
+func (w *wiring) serveInspect(mode InspectMode, logger *slog.Logger, owner string) error {
 	if w.path == "" {
 		return nil
 	}
 	sock := inspect.SocketPath(w.path)
-	srv, err := inspect.Listen(sock, w.store, &inspect.ServerOptions{Journal: w.path, Owner: h.Owner()})
+	srv, err := inspect.Listen(sock, w.store, &inspect.ServerOptions{Journal: w.path, Owner: owner})
 	if err != nil {
 		if mode == InspectRequire {
 			return fmt.Errorf("agentonce: serve agentctl at %s: %w", sock, err)
 		}
 		if logger != nil {
-			logger.Warn("agentonce: not serving agentctl; it gets \"journal in use\" while the agent runs",
+			logger.Warn("agentonce: not serving agentctl; it gets \"journal in use\" while the journal is open",
 				"socket", sock, "error", err.Error())
 		}
 		return nil
 	}
 	w.srv = srv
-	w.events.srv.Store(srv)
-	served.Store(h, srv)
+	if w.h != nil {
+		w.events.srv.Store(srv)
+		served.Store(w.h, srv)
+	}
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,8 +28,8 @@ import (
 // can predict the deployment's keys.
 const NamespaceEnv = "AGENTONCE_NAMESPACE"
 
-// OpenOptions configures Open: the Harness's Options, as for harness.New,
-// and how Open finds, opens and keeps its journal. A nil *OpenOptions means
+// OpenOptions configures Open (and OpenJournal): the Harness's Options, as
+// for harness.New, and how Open finds, opens and keeps its journal. A nil *OpenOptions means
 // defaults; each field's zero value is its default.
 type OpenOptions struct {
 	// Options configures the Harness itself, as harness.New's do. Its
@@ -52,9 +53,9 @@ type OpenOptions struct {
 	// start empty (a lost disk would otherwise start a new journal, and
 	// with a random namespace, new keys). False, the default, creates it.
 	RequireJournal bool
-	// Inspect says whether a Harness that Open opened on a bbolt file
-	// serves agentctl (read-only inspection, resolve and the event stream)
-	// over a unix socket beside the journal, "<journal>.sock", while the
+	// Inspect says whether a bbolt file that Open or OpenJournal opened
+	// is served to agentctl (read-only inspection, resolve and the event
+	// stream) over a unix socket beside it, "<journal>.sock", while the
 	// file is locked. Zero, InspectAuto, serves it when it can and
 	// otherwise runs without it, saying why to Logger; see InspectMode.
 	// A Harness from harness.New, or on PostgreSQL, never serves it.
@@ -82,19 +83,62 @@ type OpenOptions struct {
 // while the agent runs, and removes expired records in the background
 // (OpenOptions.GCEvery).
 func Open(ctx context.Context, location string, opts *OpenOptions) (*harness.Harness, error) {
-	var o OpenOptions
-	if opts != nil {
-		o = *opts
+	o := *cmp.Or(opts, new(OpenOptions))
+	w, err := openWiring(ctx, location, &o)
+	if err != nil {
+		return nil, err
 	}
+	w.onClose = o.OnClose
+	hopts := o.Options
+	if w.path != "" {
+		// Every event reaches the socket's followers, after the caller's
+		// own Observer; the server is attached once the owner is known.
+		w.events = &inspectObserver{next: hopts.Observer}
+		hopts.Observer = w.events
+	}
+	hopts.OnClose = w.close
+	w.h = harness.New(w.store, &hopts)
+	if err := w.start(ctx, &o, &hopts, w.h.Owner()); err != nil {
+		return nil, err
+	}
+	return w.h, nil
+}
+
+// OpenJournal opens the journal at location as Open does, for a program
+// that uses it without a Harness: a server's idempotency middleware
+// (idempotency.New(store, …)). On a bbolt file it serves agentctl at
+// "<journal>.sock" as Open does, so that agentctl ls, show, queue and
+// resolve reach the running server, and removes expired records in the
+// background. Of opts, Options.Logger and Options.Observer (told of a new
+// journal) count; the rest of Options is the Harness's and is ignored.
+//
+// Call close, not the store's Close, when done: it stops the background
+// GC and the socket, then closes the store.
+func OpenJournal(ctx context.Context, location string, opts *OpenOptions) (store journal.Store, close func() error, err error) {
+	o := *cmp.Or(opts, new(OpenOptions))
+	w, err := openWiring(ctx, location, &o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := w.start(ctx, &o, &o.Options, ""); err != nil {
+		return nil, nil, err
+	}
+	return w.store, sync.OnceValue(w.close), nil
+}
+
+// openWiring opens the journal at location as o says (its namespace, and
+// whether it may be created), for Open and OpenJournal; start then starts
+// what runs beside it.
+func openWiring(ctx context.Context, location string, o *OpenOptions) (*wiring, error) {
 	jo := *cmp.Or(o.Journal, new(journal.Options))
-	fromEnv := false
-	if jo.Namespace == uuid.Nil {
+	w := &wiring{configured: jo.Namespace != uuid.Nil, readOnly: jo.ReadOnly}
+	if !w.configured {
 		if v := os.Getenv(NamespaceEnv); v != "" {
 			ns, err := uuid.Parse(strings.TrimSpace(v))
 			if err != nil {
 				return nil, fmt.Errorf("agentonce: open %s: %s is not a UUID: %w", location, NamespaceEnv, err)
 			}
-			jo.Namespace, fromEnv = ns, true
+			jo.Namespace, w.configured, w.fromEnv = ns, true, true
 		}
 	}
 	// A file is looked at before it is created; a store that creates its
@@ -118,38 +162,33 @@ func Open(ctx context.Context, location string, opts *OpenOptions) (*harness.Har
 	if c, ok := st.(interface{ Created() bool }); ok && remote {
 		exists = !c.Created()
 	}
-	w := &wiring{store: st, onClose: o.OnClose}
-	hopts := o.Options
+	w.store, w.location, w.created = st, location, !exists
 	if fp, ok := st.(filePath); ok && o.Inspect != InspectOff && !jo.ReadOnly {
-		// Every event reaches the socket's followers, after the caller's
-		// own Observer; the server is attached once the owner is known.
-		w.events = &inspectObserver{next: hopts.Observer}
-		hopts.Observer = w.events
 		w.path = fp.Path()
 	}
-	hopts.OnClose = w.close
-	h := harness.New(st, &hopts)
-	w.h = h
-	if err := w.serveInspect(h, o.Inspect, hopts.Logger); err != nil {
-		st.Close()
-		return nil, err
+	return w, nil
+}
+
+// start serves agentctl (owner names the lease owner in its hello),
+// reports a new journal to hopts's Observer and Logger, and starts the
+// background GC, as o says. On error the journal is closed.
+func (w *wiring) start(ctx context.Context, o *OpenOptions, hopts *harness.Options, owner string) error {
+	if err := w.serveInspect(o.Inspect, hopts.Logger, owner); err != nil {
+		w.store.Close()
+		return err
 	}
-	if !exists {
-		reportNewJournal(ctx, &hopts, location, jo.Namespace != uuid.Nil, fromEnv)
+	if w.created {
+		reportNewJournal(ctx, hopts, w.location, w.configured, w.fromEnv)
 	}
-	if gc, ok := st.(BatchGC); ok && o.GCEvery >= 0 && !jo.ReadOnly {
-		every := o.GCEvery
-		if every == 0 {
-			every = DefaultGCEvery
-		}
+	if gc, ok := w.store.(BatchGC); ok && o.GCEvery >= 0 && !w.readOnly {
 		gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		w.stopGC, w.gcDone = cancel, make(chan struct{})
 		go func() {
 			defer close(w.gcDone)
-			collect(gctx, gc, every)
+			collect(gctx, gc, cmp.Or(o.GCEvery, DefaultGCEvery))
 		}()
 	}
-	return h, nil
+	return nil
 }
 
 // journalExists reports whether a journal is at location: a file, or a
@@ -205,16 +244,21 @@ func reportNewJournal(ctx context.Context, o *harness.Options, location string, 
 	o.Logger.InfoContext(ctx, "agentonce created a new journal", slog.String("journal", location), slog.String("namespace from", src))
 }
 
-// wiring is what Open adds to a Harness beside its journal: the agentctl
-// socket and the background GC. The Harness's Close ends them (its
+// wiring is what Open and OpenJournal add beside a journal: the agentctl
+// socket and the background GC. Its close ends them (a Harness's
 // Options.OnClose), and then closes the journal.
 type wiring struct {
-	h       *harness.Harness
-	store   journal.Store
-	onClose func() error     // the caller's Options.OnClose, run first
-	path    string           // the bbolt file, when agentctl may be served
-	events  *inspectObserver // set with path
-	srv     *inspect.Server  // serving agentctl; nil if not
+	h        *harness.Harness // nil for OpenJournal
+	store    journal.Store
+	location string
+	onClose  func() error     // the caller's Options.OnClose, run first
+	path     string           // the bbolt file, when agentctl may be served
+	events   *inspectObserver // a Harness's events for the socket; nil if none
+	srv      *inspect.Server  // serving agentctl; nil if not
+	readOnly bool
+	// created says the journal is new; configured, that its namespace was
+	// given (fromEnv: by NamespaceEnv), not made at random.
+	created, configured, fromEnv bool
 	// stopGC ends the background GC (nil if none); gcDone is closed when
 	// it has ended.
 	stopGC context.CancelFunc

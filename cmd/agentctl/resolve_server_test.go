@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
@@ -26,35 +27,46 @@ const chargeAnswer = "{\"id\": \"ch_1\",  \"object\":\"charge\"}\n"
 // A handler that panics after charging leaves an unknown record; agentctl
 // resolve --status --header --body gives it back its first answer, and the
 // retry gets exactly that, replayed, without running the handler again.
-// On bbolt the server is stopped for agentctl (it holds the file's lock);
-// on PostgreSQL it keeps running.
+// On a bbolt journal that agentonce.OpenJournal opened, and on PostgreSQL,
+// the server keeps running: agentctl reaches the first through the socket
+// beside it. On a bbolt journal opened bare, the server is stopped for
+// agentctl (it holds the file's lock).
 func TestResolveRestoresServerAnswer(t *testing.T) {
 	clock := &journal.Options{Now: func() time.Time { return testNow }}
-	t.Run("bolt", func(t *testing.T) {
+	t.Run("bolt served", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "server.journal")
-		open := func() journal.Store {
+		restoreServerAnswer(t, path, func() (journal.Store, func() error) {
+			s, closeJournal, err := agentonce.OpenJournal(context.Background(), path,
+				&agentonce.OpenOptions{Journal: clock, Inspect: agentonce.InspectRequire})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s, closeJournal
+		}, false)
+	})
+	t.Run("bolt stopped", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "server.journal")
+		restoreServerAnswer(t, path, func() (journal.Store, func() error) {
 			s, err := bolt.Open(path, &bolt.Options{Journal: *clock})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return s
-		}
-		restoreServerAnswer(t, path, open, true)
+			return s, s.Close
+		}, true)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		loc := pgJournal(t)
-		open := func() journal.Store {
+		restoreServerAnswer(t, loc, func() (journal.Store, func() error) {
 			s, err := openAt(context.Background(), loc, clock, 0, true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return s
-		}
-		restoreServerAnswer(t, loc, open, false)
+			return s, s.Close
+		}, false)
 	})
 }
 
-func restoreServerAnswer(t *testing.T, loc string, open func() journal.Store, restart bool) {
+func restoreServerAnswer(t *testing.T, loc string, open func() (journal.Store, func() error), restart bool) {
 	var runs atomic.Int32
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		if runs.Add(1) == 1 {
@@ -62,8 +74,8 @@ func restoreServerAnswer(t *testing.T, loc string, open func() journal.Store, re
 		}
 		w.WriteHeader(http.StatusTeapot) // a second run: the duplicate charge
 	}
-	serve := func() (*httptest.Server, journal.Store) {
-		s := open()
+	serve := func() (*httptest.Server, func() error) {
+		s, closeJournal := open()
 		m, err := idempotency.New(s, &idempotency.Options{ErrorLog: t.Logf})
 		if err != nil {
 			t.Fatal(err)
@@ -73,10 +85,10 @@ func restoreServerAnswer(t *testing.T, loc string, open func() journal.Store, re
 		srv := httptest.NewUnstartedServer(mux)
 		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the panic, on purpose
 		srv.Start()
-		return srv, s
+		return srv, closeJournal
 	}
-	srv, store := serve()
-	defer func() { srv.Close(); store.Close() }()
+	srv, closeJournal := serve()
+	defer func() { srv.Close(); closeJournal() }()
 
 	if st, _, _ := postCharge(t, srv.URL); st != 0 {
 		t.Fatalf("the panicking request answered %d; want the connection dropped", st)
@@ -90,7 +102,7 @@ func restoreServerAnswer(t *testing.T, loc string, open func() journal.Store, re
 	}
 	if restart {
 		srv.Close()
-		store.Close()
+		closeJournal()
 	}
 
 	file := filepath.Join(t.TempDir(), "answer.json")
@@ -104,7 +116,7 @@ func restoreServerAnswer(t *testing.T, loc string, open func() journal.Store, re
 	}
 
 	if restart {
-		srv, store = serve()
+		srv, closeJournal = serve()
 	}
 	for range 2 {
 		st, h, body := postCharge(t, srv.URL)
