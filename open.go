@@ -21,67 +21,45 @@ import (
 )
 
 // NamespaceEnv names the environment variable Open reads the journal's
-// namespace from when OpenOptions.Journal.Namespace is zero: a UUID. Keys are
-// derived under the namespace, so a fleet that shares one, or an agent
-// whose journal was lost, derives the same keys again, and a Keyed
-// downstream still recognises a retry. It is a secret: anyone who has it
-// can predict the deployment's keys.
+// namespace (a UUID) from when OpenOptions.Journal.Namespace is zero, so
+// that a fleet, or an agent whose journal was lost, derives the same keys
+// again. It is a secret: whoever has it can predict the keys.
 const NamespaceEnv = "AGENTONCE_NAMESPACE"
 
-// OpenOptions configures Open (and OpenJournal): the Harness's Options, as
-// for harness.New, and how Open finds, opens and keeps its journal. A nil *OpenOptions means
+// OpenOptions configures Open and OpenJournal: the Harness's Options, and
+// how the journal is found, opened and kept. A nil *OpenOptions means
 // defaults; each field's zero value is its default.
 type OpenOptions struct {
-	// Options configures the Harness itself, as harness.New's do. Its
-	// OnClose, if set, runs first when the Harness closes; then Open's own
-	// closing (the background GC, the agentctl socket, the journal).
+	// Options configures the Harness, as for harness.New. Its OnClose, if
+	// set, runs first when the Harness closes; then Open's own closing.
 	harness.Options
-	// Journal configures the journal that Open opens (for example the
-	// namespace a fleet shares, or a lock timeout); nil means defaults.
-	// Its Namespace is the namespace of a journal Open creates; zero means
-	// NamespaceEnv, else a new random one.
+	// Journal configures the journal (a fleet's namespace, a lock
+	// timeout); nil means defaults. A zero Namespace means NamespaceEnv,
+	// else a new random one for a new journal.
 	Journal *journal.Options
-	// GCEvery is how often a Harness that Open opened removes its journal's
-	// expired records in the background, in small paced batches (calls
-	// meanwhile stay within about 1.2× their latency), when the store
-	// supports it (BatchGC: bbolt). Zero means DefaultGCEvery (1 hour);
-	// negative turns it off (run agentctl gc instead). Unknown and pending
-	// records are never removed.
+	// GCEvery is how often expired records are removed in the
+	// background, in small paced batches, on a store that supports it
+	// (BatchGC: bbolt). Zero means DefaultGCEvery; negative turns it off
+	// (run agentctl gc). Unknown and pending records are never removed.
 	GCEvery time.Duration
-	// RequireJournal makes Open fail with journal.ErrNoJournal instead of
-	// creating a journal that does not exist: for deployments that must not
-	// start empty (a lost disk would otherwise start a new journal, and
-	// with a random namespace, new keys). False, the default, creates it.
+	// RequireJournal refuses, with journal.ErrNoJournal, to create a
+	// journal that does not exist: a lost disk must not start an empty
+	// journal, and with a random namespace, new keys.
 	RequireJournal bool
-	// Inspect says whether a bbolt file that Open or OpenJournal opened
-	// is served to agentctl (read-only inspection, resolve and the event
-	// stream) over a unix socket beside it, "<journal>.sock", while the
-	// file is locked. Zero, InspectAuto, serves it when it can and
-	// otherwise runs without it, saying why to Logger; see InspectMode.
-	// A Harness from harness.New, or on PostgreSQL, never serves it.
+	// Inspect says whether a bbolt file is served to agentctl over a unix
+	// socket beside it, "<journal>.sock", while it is locked; see
+	// InspectMode. PostgreSQL and Redis journals are never served.
 	Inspect InspectMode
 }
 
 // Open opens the journal at location with journal.Open and returns a
-// Harness on it; the Harness's Close closes the journal too. A path is a
-// bbolt file, created if missing (journal/bolt, which this package links
-// in, so that no import is needed for it); a postgres:// URL opens the
-// PostgreSQL store shared by a fleet, once the program imports it:
-//
-//	import _ "github.com/agentonce/agentonce/journal/postgres"
-//
-// The namespace comes from OpenOptions.Journal.Namespace, else from the
-// NamespaceEnv environment variable, else it is made at random with a new
-// journal. A journal never silently replaces a lost one: with
-// OpenOptions.RequireJournal a missing journal is an error wrapping
-// journal.ErrNoJournal, and a new journal with a new random namespace is
-// reported (an EventNewJournal and a warning on Options.Logger, by default
-// slog.Default()), since every key changes with it.
-//
-// On a bbolt file, the Harness also serves agentctl over a unix socket
-// beside it (OpenOptions.Inspect), since the file's lock keeps agentctl out
-// while the agent runs, and removes expired records in the background
-// (OpenOptions.GCEvery).
+// Harness on it, whose Close closes the journal too. A path is a bbolt
+// file, created if missing; a postgres:// URL needs the program to import
+// journal/postgres. A new journal with a new random namespace is reported
+// (an EventNewJournal, and a warning on Options.Logger or slog.Default()),
+// since every key changes with it. On a bbolt file the Harness serves
+// agentctl beside it (OpenOptions.Inspect), since the file's lock keeps
+// agentctl out, and removes expired records (OpenOptions.GCEvery).
 func Open(ctx context.Context, location string, opts *OpenOptions) (*harness.Harness, error) {
 	o := *cmp.Or(opts, new(OpenOptions))
 	w, err := openWiring(ctx, location, &o)
@@ -105,15 +83,11 @@ func Open(ctx context.Context, location string, opts *OpenOptions) (*harness.Har
 }
 
 // OpenJournal opens the journal at location as Open does, for a program
-// that uses it without a Harness: a server's idempotency middleware
-// (idempotency.New(store, …)). On a bbolt file it serves agentctl at
-// "<journal>.sock" as Open does, so that agentctl ls, show, queue and
-// resolve reach the running server, and removes expired records in the
-// background. Of opts, Options.Logger and Options.Observer (told of a new
-// journal) count; the rest of Options is the Harness's and is ignored.
-//
-// Call close, not the store's Close, when done: it stops the background
-// GC and the socket, then closes the store.
+// without a Harness: a server's idempotency middleware (idempotency.New).
+// On a bbolt file it serves agentctl beside it, so that agentctl queue
+// and resolve reach the running server, and removes expired records. Of
+// opts.Options only Logger and Observer (told of a new journal) count.
+// Call close, not the store's Close: it stops both, then closes the store.
 func OpenJournal(ctx context.Context, location string, opts *OpenOptions) (store journal.Store, close func() error, err error) {
 	o := *cmp.Or(opts, new(OpenOptions))
 	w, err := openWiring(ctx, location, &o)
@@ -131,15 +105,15 @@ func OpenJournal(ctx context.Context, location string, opts *OpenOptions) (store
 // what runs beside it.
 func openWiring(ctx context.Context, location string, o *OpenOptions) (*wiring, error) {
 	jo := *cmp.Or(o.Journal, new(journal.Options))
-	w := &wiring{configured: jo.Namespace != uuid.Nil, readOnly: jo.ReadOnly}
-	if !w.configured {
-		if v := os.Getenv(NamespaceEnv); v != "" {
-			ns, err := uuid.Parse(strings.TrimSpace(v))
-			if err != nil {
-				return nil, fmt.Errorf("agentonce: open %s: %s is not a UUID: %w", location, NamespaceEnv, err)
-			}
-			jo.Namespace, w.configured, w.fromEnv = ns, true, true
+	w := &wiring{readOnly: jo.ReadOnly}
+	if jo.Namespace != uuid.Nil {
+		w.nsFrom = "OpenOptions.Journal.Namespace"
+	} else if v := os.Getenv(NamespaceEnv); v != "" {
+		ns, err := uuid.Parse(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("agentonce: open %s: %s is not a UUID: %w", location, NamespaceEnv, err)
 		}
+		jo.Namespace, w.nsFrom = ns, NamespaceEnv
 	}
 	// A file is looked at before it is created; a store that creates its
 	// journal itself says so afterwards (Created), and is only probed
@@ -178,7 +152,7 @@ func (w *wiring) start(ctx context.Context, o *OpenOptions, hopts *harness.Optio
 		return err
 	}
 	if w.created {
-		reportNewJournal(ctx, hopts, w.location, w.configured, w.fromEnv)
+		reportNewJournal(ctx, hopts, w.location, w.nsFrom)
 	}
 	if gc, ok := w.store.(BatchGC); ok && o.GCEvery >= 0 && !w.readOnly {
 		gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -196,13 +170,10 @@ func (w *wiring) start(ctx context.Context, o *OpenOptions, hopts *harness.Optio
 func journalExists(ctx context.Context, location string, jo *journal.Options) (bool, error) {
 	if _, remote := journal.Scheme(location); !remote {
 		_, err := os.Stat(location)
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, fs.ErrNotExist):
-			return false, nil
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("agentonce: open %s: %w", location, err)
 		}
-		return false, fmt.Errorf("agentonce: open %s: %w", location, err)
+		return err == nil, nil
 	}
 	ro := *jo
 	ro.ReadOnly = true
@@ -216,32 +187,26 @@ func journalExists(ctx context.Context, location string, jo *journal.Options) (b
 	return false, err
 }
 
-// reportNewJournal says that Open created a journal: an EventNewJournal to
+// reportNewJournal says that a journal was created: an EventNewJournal to
 // the Observer, and a line on the Logger, a warning (on slog.Default()
-// when Logger is nil) when its namespace is new and random.
-func reportNewJournal(ctx context.Context, o *harness.Options, location string, configured, fromEnv bool) {
+// when Logger is nil) when nsFrom is "": its namespace is new and random.
+func reportNewJournal(ctx context.Context, o *harness.Options, location, nsFrom string) {
 	e := harness.Event{Kind: harness.EventNewJournal}
-	if !configured {
+	if nsFrom == "" {
 		e.Err = errors.New("a new journal with a new random namespace: every key differs from any earlier journal's, and a downstream's own deduplication will not recognise retries of earlier intents")
 	}
 	if o.Observer != nil {
 		o.Observer.Observe(ctx, e)
 	}
-	if !configured {
+	switch {
+	case nsFrom == "":
 		cmp.Or(o.Logger, slog.Default()).WarnContext(ctx, "agentonce created a new journal with a new random namespace",
 			slog.String("journal", location),
 			slog.String("why it matters", "keys of intents made before this journal do not carry over"),
 			slog.String("fix", "configure the namespace (agentonce OpenOptions.Journal.Namespace or "+NamespaceEnv+"), or OpenOptions.RequireJournal to refuse a missing journal"))
-		return
+	case o.Logger != nil:
+		o.Logger.InfoContext(ctx, "agentonce created a new journal", slog.String("journal", location), slog.String("namespace from", nsFrom))
 	}
-	if o.Logger == nil {
-		return
-	}
-	src := "OpenOptions.Journal.Namespace"
-	if fromEnv {
-		src = NamespaceEnv
-	}
-	o.Logger.InfoContext(ctx, "agentonce created a new journal", slog.String("journal", location), slog.String("namespace from", src))
 }
 
 // wiring is what Open and OpenJournal add beside a journal: the agentctl
@@ -256,9 +221,8 @@ type wiring struct {
 	events   *inspectObserver // a Harness's events for the socket; nil if none
 	srv      *inspect.Server  // serving agentctl; nil if not
 	readOnly bool
-	// created says the journal is new; configured, that its namespace was
-	// given (fromEnv: by NamespaceEnv), not made at random.
-	created, configured, fromEnv bool
+	created  bool   // the journal is new
+	nsFrom   string // where its namespace came from; "": made at random
 	// stopGC ends the background GC (nil if none); gcDone is closed when
 	// it has ended.
 	stopGC context.CancelFunc
@@ -270,7 +234,7 @@ type wiring struct {
 // the journal, and the socket must be gone before the file's lock is
 // released. The first error is returned.
 func (w *wiring) close() error {
-	var uerr error
+	var uerr, ierr error
 	if w.onClose != nil {
 		uerr = w.onClose()
 	}
@@ -278,7 +242,6 @@ func (w *wiring) close() error {
 		w.stopGC()
 		<-w.gcDone
 	}
-	var ierr error
 	if w.srv != nil {
 		served.Delete(w.h)
 		ierr = w.srv.Close()

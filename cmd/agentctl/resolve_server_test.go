@@ -30,7 +30,8 @@ const chargeAnswer = "{\"id\": \"ch_1\",  \"object\":\"charge\"}\n"
 // On a bbolt journal that agentonce.OpenJournal opened, and on PostgreSQL,
 // the server keeps running: agentctl reaches the first through the socket
 // beside it. On a bbolt journal opened bare, the server is stopped for
-// agentctl (it holds the file's lock).
+// agentctl (it holds the file's lock). agentctl queue lists the request
+// until it is resolved.
 func TestResolveRestoresServerAnswer(t *testing.T) {
 	clock := &journal.Options{Now: func() time.Time { return testNow }}
 	t.Run("bolt served", func(t *testing.T) {
@@ -105,6 +106,12 @@ func restoreServerAnswer(t *testing.T, loc string, open func() (journal.Store, f
 		closeJournal()
 	}
 
+	items, qr := queueItems(t, loc)
+	if qr.code != exitQueued || len(items) != 1 || items[0].Key != p.JournalKey || items[0].End != "server" ||
+		!strings.Contains(items[0].Commands[0].Command, " resolve "+p.JournalKey+" --succeeded --status ") {
+		t.Fatalf("queue before the resolve = %d, %+v, %q; want the request, a server's, with its resolve commands", qr.code, items, qr.stderr)
+	}
+
 	file := filepath.Join(t.TempDir(), "answer.json")
 	if err := os.WriteFile(file, []byte(chargeAnswer), 0o600); err != nil {
 		t.Fatal(err)
@@ -115,6 +122,9 @@ func restoreServerAnswer(t *testing.T, loc string, open func() (journal.Store, f
 		t.Fatalf("resolve = %d, %q, %q", r.code, r.stdout, r.stderr)
 	}
 
+	if items, qr := queueItems(t, loc); qr.code != 0 || len(items) != 0 {
+		t.Errorf("queue after the resolve = %d, %+v, %q; want nothing, exit 0", qr.code, items, qr.stderr)
+	}
 	if restart {
 		srv, closeJournal = serve()
 	}
