@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentonce/agentonce"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
@@ -31,7 +35,8 @@ const chargeAnswer = "{\"id\": \"ch_1\",  \"object\":\"charge\"}\n"
 // the server keeps running: agentctl reaches the first through the socket
 // beside it. On a bbolt journal opened bare, the server is stopped for
 // agentctl (it holds the file's lock). agentctl queue lists the request
-// until it is resolved.
+// until it is resolved; on the served journal, while every connection the
+// socket allows is held idle.
 func TestResolveRestoresServerAnswer(t *testing.T) {
 	clock := &journal.Options{Now: func() time.Time { return testNow }}
 	t.Run("bolt served", func(t *testing.T) {
@@ -106,6 +111,9 @@ func restoreServerAnswer(t *testing.T, loc string, open func() (journal.Store, f
 		closeJournal()
 	}
 
+	if sock := inspect.SocketPath(loc); !restart && !isRemote(loc) {
+		holdIdle(t, sock, inspect.DefaultMaxConns) // they never lock the operator out
+	}
 	items, qr := queueItems(t, loc)
 	if qr.code != exitQueued || len(items) != 1 || items[0].Key != p.JournalKey || items[0].End != "server" ||
 		!strings.Contains(items[0].Commands[0].Command, " resolve "+p.JournalKey+" --succeeded --status ") {
@@ -137,6 +145,23 @@ func restoreServerAnswer(t *testing.T, loc string, open func() (journal.Store, f
 	}
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the handler ran %d times; want 1", n)
+	}
+}
+
+// holdIdle opens n connections to the agentctl socket at sock, each left
+// idle after the hellos, until the test ends.
+func holdIdle(t *testing.T, sock string, n int) {
+	t.Helper()
+	for range n {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, `{"protocol":"agentonce-inspect","version":%d}`+"\n", inspect.Version)
+		if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.Contains(line, `"namespace"`) {
+			t.Fatalf("hello = %q, %v; want the server's hello", line, err)
+		}
 	}
 }
 
