@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -175,6 +176,12 @@ func checkQueue(t *testing.T, qs *queueStore, keys map[string]uuid.UUID, fixture
 	if n := strings.Count(tsv.stdout, "\n"); tsv.code != exitQueued || n != len(want) {
 		t.Errorf("queue = %d with %d lines; want %d lines, exit %d:\n%s", tsv.code, n, len(want), exitQueued, tsv.stdout)
 	}
+	human := agentctl(t, true, "queue", "--journal", qs.loc)
+	last := "\n" + strconv.Itoa(len(want)) + ". " // the last block's number
+	if human.code != exitQueued || !strings.HasPrefix(human.stdout, "1. ") || !strings.Contains(human.stdout, last) ||
+		strings.Count(human.stdout, "   # it did not happen\n") != len(want)-1 {
+		t.Errorf("queue on a terminal = %d:\n%s\nwant %d blocks, all but the suppression with its commands", human.code, human.stdout, len(want))
+	}
 	if two, r := queueItems(t, qs.loc, "--limit", "2"); len(two) != 2 || two[0].Key != items[0].Key || two[1].Key != items[1].Key ||
 		!strings.Contains(r.stderr, "need a person; showing the oldest 2") {
 		t.Errorf("queue --limit 2 = %v, %q; want the oldest two and a note of the rest", two, r.stderr)
@@ -296,4 +303,16 @@ func redisJournal(t *testing.T) string {
 		}
 	})
 	return u + "?prefix=" + prefix
+}
+
+// Bad arguments are usage errors, before any journal is opened.
+func TestQueueUsage(t *testing.T) {
+	for _, args := range [][]string{{"queue", "extra"}, {"queue", "--limit", "-1"}} {
+		if r := agentctl(t, false, append(args, "--journal", "/no/such/journal")...); r.code != exitUsage {
+			t.Errorf("%v = %d, %q; want %d", args, r.code, r.stderr, exitUsage)
+		}
+	}
+	if r := agentctl(t, false, "queue", "--journal", buildFixture(t).path, "--tenant", "nobody"); r.code != 0 || r.stdout != "" {
+		t.Errorf("queue --tenant nobody = %d, %q; want nothing, exit 0", r.code, r.stdout)
+	}
 }
