@@ -15,7 +15,8 @@
 // random namespace, or a refusal to create one (OpenOptions.RequireJournal),
 // the agentctl socket (OpenOptions.Inspect) and the background removal of
 // expired records (OpenOptions.GCEvery). The Harness's Close ends them and
-// closes the journal.
+// closes the journal. OpenJournal does the same for a server's journal
+// (package idempotency), without a Harness.
 //
 // Everything else — registering tools, calling them, what a call answers —
 // is package harness's; docs/harness.md is the long form.
@@ -26,9 +27,6 @@
 //     program on PostgreSQL that must not link it opens its store with
 //     journal.Open (or postgres.Open) and wraps it with harness.New; it then
 //     sets the namespace itself and closes the store after the Harness.
-//   - On a bbolt file the Harness serves agentctl over a unix socket beside
-//     the journal, "<journal>.sock" (mode 0600, the agent's own user only);
-//     OpenOptions.Inspect turns it off.
 //   - The namespace is a secret: whoever has it can predict the
 //     deployment's keys.
 package agentonce

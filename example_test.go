@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentonce/agentonce"
 	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -48,4 +52,43 @@ func Example() {
 	// succeeded executed {"charge":"ch_1"}
 	// succeeded replayed {"charge":"ch_1"}
 	// charges: 1
+}
+
+// A server opens its journal with OpenJournal and puts the idempotency
+// middleware on it; while it runs, agentctl reaches the bbolt file through
+// the socket beside it (agentctl queue, agentctl resolve).
+func ExampleOpenJournal() {
+	dir, _ := os.MkdirTemp("", "agentonce-server")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "server.journal")
+	store, closeJournal, err := agentonce.OpenJournal(context.Background(), path, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer closeJournal()
+	m, err := idempotency.New(store, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	charges := 0
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/charges", m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		charges++
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"charge":"ch_%d"}`, charges)
+	})))
+
+	for range 2 { // the client retries with the same key
+		req := httptest.NewRequest("POST", "/v1/charges", strings.NewReader(`{"amount":4900}`))
+		req.Header.Set("Idempotency-Key", "order-77")
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		fmt.Println(rec.Code, rec.Body, "replayed:", rec.Header().Get("Idempotent-Replayed") == "true")
+	}
+	_, err = os.Stat(path + ".sock")
+	fmt.Println("charges:", charges, "agentctl socket:", err == nil)
+	// Output:
+	// 201 {"charge":"ch_1"} replayed: false
+	// 201 {"charge":"ch_1"} replayed: true
+	// charges: 1 agentctl socket: true
 }

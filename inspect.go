@@ -13,34 +13,26 @@ import (
 	"github.com/agentonce/agentonce/retryclass"
 )
 
-// InspectMode says whether Open serves agentctl over a unix socket beside
-// a bbolt journal (OpenOptions.Inspect).
+// InspectMode says whether Open or OpenJournal serves agentctl over a
+// unix socket beside a bbolt journal (OpenOptions.Inspect).
 //
-// The socket is "<journal>.sock", mode 0600, and serves only the agent's
-// own user (on Linux the peer's uid is checked with SO_PEERCRED): agentctl
-// reads the journal through it (ls, show, stats, replay, export), resolves
-// unknown intents, and follows the events of every call (agentctl tail),
-// exactly as it would read the file of a stopped agent. The socket is
-// bounded (harness/inspect's defaults: 1 MiB a message, 32 connections,
-// hello within 5 s, 2 min idle), so a stray client cannot take the agent's
-// memory, descriptors or calls. A stale socket left by an agent that died
-// is removed at Open; Close removes the socket before it releases the
-// journal.
+// The socket is "<journal>.sock", mode 0600, for the process's own user
+// only (on Linux the peer's uid is checked): agentctl reads, resolves and
+// follows events through it as it would read a stopped process's file.
+// It is bounded as harness/inspect's defaults say, so a stray client
+// cannot take the process's memory, descriptors or calls. A stale socket
+// is removed at open; closing removes the socket before the journal.
 type InspectMode uint8
 
 const (
 	// InspectAuto serves the socket when the journal is a bbolt file opened
-	// for writing and the socket can be made. When it cannot (a file that
-	// is not a socket is in the way, another process serves there, the
-	// file system takes no sockets), the Harness runs without it and says
-	// why to Options.Logger: inspection is never a reason for an agent not
-	// to start. The zero value and the default.
+	// for writing and the socket can be made; otherwise it runs without it
+	// and says why to Options.Logger: inspection is never a reason not to
+	// start. The zero value and the default.
 	InspectAuto InspectMode = iota
-	// InspectOff never serves it: agentctl gets "journal in use" while the
-	// agent runs.
+	// InspectOff never serves it: agentctl gets "journal in use".
 	InspectOff
-	// InspectRequire serves it or makes Open fail, with an error that
-	// names the socket.
+	// InspectRequire serves it or fails to open, naming the socket.
 	InspectRequire
 )
 
@@ -50,32 +42,32 @@ type filePath interface {
 	Path() string
 }
 
-// served maps each Harness that serves agentctl to its server, for
-// InspectSocket.
+// served maps each Harness that serves agentctl to its server, for InspectSocket.
 var served sync.Map // *harness.Harness → *inspect.Server
 
-// serveInspect starts serving agentctl, as OpenOptions.Inspect says, when
-// the journal is a bbolt file opened for writing (w.path is set). It runs
-// in Open, before the Harness is shared.
-func (w *wiring) serveInspect(h *harness.Harness, mode InspectMode, logger *slog.Logger) error {
+// serveInspect starts serving agentctl, as mode says, when the journal is
+// a bbolt file opened for writing (w.path is set), before it is shared.
+func (w *wiring) serveInspect(mode InspectMode, logger *slog.Logger, owner string) error {
 	if w.path == "" {
 		return nil
 	}
 	sock := inspect.SocketPath(w.path)
-	srv, err := inspect.Listen(sock, w.store, &inspect.ServerOptions{Journal: w.path, Owner: h.Owner()})
+	srv, err := inspect.Listen(sock, w.store, &inspect.ServerOptions{Journal: w.path, Owner: owner})
 	if err != nil {
 		if mode == InspectRequire {
 			return fmt.Errorf("agentonce: serve agentctl at %s: %w", sock, err)
 		}
 		if logger != nil {
-			logger.Warn("agentonce: not serving agentctl; it gets \"journal in use\" while the agent runs",
+			logger.Warn("agentonce: not serving agentctl; it gets \"journal in use\" while the journal is open",
 				"socket", sock, "error", err.Error())
 		}
 		return nil
 	}
 	w.srv = srv
-	w.events.srv.Store(srv)
-	served.Store(h, srv)
+	if w.h != nil {
+		w.events.srv.Store(srv)
+		served.Store(w.h, srv)
+	}
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,82 +21,99 @@ import (
 )
 
 // NamespaceEnv names the environment variable Open reads the journal's
-// namespace from when OpenOptions.Journal.Namespace is zero: a UUID. Keys are
-// derived under the namespace, so a fleet that shares one, or an agent
-// whose journal was lost, derives the same keys again, and a Keyed
-// downstream still recognises a retry. It is a secret: anyone who has it
-// can predict the deployment's keys.
+// namespace (a UUID) from when OpenOptions.Journal.Namespace is zero, so
+// that a fleet, or an agent whose journal was lost, derives the same keys
+// again. It is a secret: whoever has it can predict the keys.
 const NamespaceEnv = "AGENTONCE_NAMESPACE"
 
-// OpenOptions configures Open: the Harness's Options, as for harness.New,
-// and how Open finds, opens and keeps its journal. A nil *OpenOptions means
+// OpenOptions configures Open and OpenJournal: the Harness's Options, and
+// how the journal is found, opened and kept. A nil *OpenOptions means
 // defaults; each field's zero value is its default.
 type OpenOptions struct {
-	// Options configures the Harness itself, as harness.New's do. Its
-	// OnClose, if set, runs first when the Harness closes; then Open's own
-	// closing (the background GC, the agentctl socket, the journal).
+	// Options configures the Harness, as for harness.New. Its OnClose, if
+	// set, runs first when the Harness closes; then Open's own closing.
 	harness.Options
-	// Journal configures the journal that Open opens (for example the
-	// namespace a fleet shares, or a lock timeout); nil means defaults.
-	// Its Namespace is the namespace of a journal Open creates; zero means
-	// NamespaceEnv, else a new random one.
+	// Journal configures the journal (a fleet's namespace, a lock
+	// timeout); nil means defaults. A zero Namespace means NamespaceEnv,
+	// else a new random one for a new journal.
 	Journal *journal.Options
-	// GCEvery is how often a Harness that Open opened removes its journal's
-	// expired records in the background, in small paced batches (calls
-	// meanwhile stay within about 1.2× their latency), when the store
-	// supports it (BatchGC: bbolt). Zero means DefaultGCEvery (1 hour);
-	// negative turns it off (run agentctl gc instead). Unknown and pending
-	// records are never removed.
+	// GCEvery is how often expired records are removed in the
+	// background, in small paced batches, on a store that supports it
+	// (BatchGC: bbolt). Zero means DefaultGCEvery; negative turns it off
+	// (run agentctl gc). Unknown and pending records are never removed.
 	GCEvery time.Duration
-	// RequireJournal makes Open fail with journal.ErrNoJournal instead of
-	// creating a journal that does not exist: for deployments that must not
-	// start empty (a lost disk would otherwise start a new journal, and
-	// with a random namespace, new keys). False, the default, creates it.
+	// RequireJournal refuses, with journal.ErrNoJournal, to create a
+	// journal that does not exist: a lost disk must not start an empty
+	// journal, and with a random namespace, new keys.
 	RequireJournal bool
-	// Inspect says whether a Harness that Open opened on a bbolt file
-	// serves agentctl (read-only inspection, resolve and the event stream)
-	// over a unix socket beside the journal, "<journal>.sock", while the
-	// file is locked. Zero, InspectAuto, serves it when it can and
-	// otherwise runs without it, saying why to Logger; see InspectMode.
-	// A Harness from harness.New, or on PostgreSQL, never serves it.
+	// Inspect says whether a bbolt file is served to agentctl over a unix
+	// socket beside it, "<journal>.sock", while it is locked; see
+	// InspectMode. PostgreSQL and Redis journals are never served.
 	Inspect InspectMode
 }
 
 // Open opens the journal at location with journal.Open and returns a
-// Harness on it; the Harness's Close closes the journal too. A path is a
-// bbolt file, created if missing (journal/bolt, which this package links
-// in, so that no import is needed for it); a postgres:// URL opens the
-// PostgreSQL store shared by a fleet, once the program imports it:
-//
-//	import _ "github.com/agentonce/agentonce/journal/postgres"
-//
-// The namespace comes from OpenOptions.Journal.Namespace, else from the
-// NamespaceEnv environment variable, else it is made at random with a new
-// journal. A journal never silently replaces a lost one: with
-// OpenOptions.RequireJournal a missing journal is an error wrapping
-// journal.ErrNoJournal, and a new journal with a new random namespace is
-// reported (an EventNewJournal and a warning on Options.Logger, by default
-// slog.Default()), since every key changes with it.
-//
-// On a bbolt file, the Harness also serves agentctl over a unix socket
-// beside it (OpenOptions.Inspect), since the file's lock keeps agentctl out
-// while the agent runs, and removes expired records in the background
-// (OpenOptions.GCEvery).
+// Harness on it, whose Close closes the journal too. A path is a bbolt
+// file, created if missing; a postgres:// URL needs the program to import
+// journal/postgres. A new journal with a new random namespace is reported
+// (an EventNewJournal, and a warning on Options.Logger or slog.Default()),
+// since every key changes with it. On a bbolt file the Harness serves
+// agentctl beside it (OpenOptions.Inspect), since the file's lock keeps
+// agentctl out, and removes expired records (OpenOptions.GCEvery).
 func Open(ctx context.Context, location string, opts *OpenOptions) (*harness.Harness, error) {
-	var o OpenOptions
-	if opts != nil {
-		o = *opts
+	o := *cmp.Or(opts, new(OpenOptions))
+	w, err := openWiring(ctx, location, &o)
+	if err != nil {
+		return nil, err
 	}
+	w.onClose = o.OnClose
+	hopts := o.Options
+	if w.path != "" {
+		// Every event reaches the socket's followers, after the caller's
+		// own Observer; the server is attached once the owner is known.
+		w.events = &inspectObserver{next: hopts.Observer}
+		hopts.Observer = w.events
+	}
+	hopts.OnClose = w.close
+	w.h = harness.New(w.store, &hopts)
+	if err := w.start(ctx, &o, &hopts, w.h.Owner()); err != nil {
+		return nil, err
+	}
+	return w.h, nil
+}
+
+// OpenJournal opens the journal at location as Open does, for a program
+// without a Harness: a server's idempotency middleware (idempotency.New).
+// On a bbolt file it serves agentctl beside it, so that agentctl queue
+// and resolve reach the running server, and removes expired records. Of
+// opts.Options only Logger and Observer (told of a new journal) count.
+// Call close, not the store's Close: it stops both, then closes the store.
+func OpenJournal(ctx context.Context, location string, opts *OpenOptions) (store journal.Store, close func() error, err error) {
+	o := *cmp.Or(opts, new(OpenOptions))
+	w, err := openWiring(ctx, location, &o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := w.start(ctx, &o, &o.Options, ""); err != nil {
+		return nil, nil, err
+	}
+	return w.store, sync.OnceValue(w.close), nil
+}
+
+// openWiring opens the journal at location as o says (its namespace, and
+// whether it may be created), for Open and OpenJournal; start then starts
+// what runs beside it.
+func openWiring(ctx context.Context, location string, o *OpenOptions) (*wiring, error) {
 	jo := *cmp.Or(o.Journal, new(journal.Options))
-	fromEnv := false
-	if jo.Namespace == uuid.Nil {
-		if v := os.Getenv(NamespaceEnv); v != "" {
-			ns, err := uuid.Parse(strings.TrimSpace(v))
-			if err != nil {
-				return nil, fmt.Errorf("agentonce: open %s: %s is not a UUID: %w", location, NamespaceEnv, err)
-			}
-			jo.Namespace, fromEnv = ns, true
+	w := &wiring{readOnly: jo.ReadOnly}
+	if jo.Namespace != uuid.Nil {
+		w.nsFrom = "OpenOptions.Journal.Namespace"
+	} else if v := os.Getenv(NamespaceEnv); v != "" {
+		ns, err := uuid.Parse(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("agentonce: open %s: %s is not a UUID: %w", location, NamespaceEnv, err)
 		}
+		jo.Namespace, w.nsFrom = ns, NamespaceEnv
 	}
 	// A file is looked at before it is created; a store that creates its
 	// journal itself says so afterwards (Created), and is only probed
@@ -118,38 +136,33 @@ func Open(ctx context.Context, location string, opts *OpenOptions) (*harness.Har
 	if c, ok := st.(interface{ Created() bool }); ok && remote {
 		exists = !c.Created()
 	}
-	w := &wiring{store: st, onClose: o.OnClose}
-	hopts := o.Options
+	w.store, w.location, w.created = st, location, !exists
 	if fp, ok := st.(filePath); ok && o.Inspect != InspectOff && !jo.ReadOnly {
-		// Every event reaches the socket's followers, after the caller's
-		// own Observer; the server is attached once the owner is known.
-		w.events = &inspectObserver{next: hopts.Observer}
-		hopts.Observer = w.events
 		w.path = fp.Path()
 	}
-	hopts.OnClose = w.close
-	h := harness.New(st, &hopts)
-	w.h = h
-	if err := w.serveInspect(h, o.Inspect, hopts.Logger); err != nil {
-		st.Close()
-		return nil, err
+	return w, nil
+}
+
+// start serves agentctl (owner names the lease owner in its hello),
+// reports a new journal to hopts's Observer and Logger, and starts the
+// background GC, as o says. On error the journal is closed.
+func (w *wiring) start(ctx context.Context, o *OpenOptions, hopts *harness.Options, owner string) error {
+	if err := w.serveInspect(o.Inspect, hopts.Logger, owner); err != nil {
+		w.store.Close()
+		return err
 	}
-	if !exists {
-		reportNewJournal(ctx, &hopts, location, jo.Namespace != uuid.Nil, fromEnv)
+	if w.created {
+		reportNewJournal(ctx, hopts, w.location, w.nsFrom)
 	}
-	if gc, ok := st.(BatchGC); ok && o.GCEvery >= 0 && !jo.ReadOnly {
-		every := o.GCEvery
-		if every == 0 {
-			every = DefaultGCEvery
-		}
+	if gc, ok := w.store.(BatchGC); ok && o.GCEvery >= 0 && !w.readOnly {
 		gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		w.stopGC, w.gcDone = cancel, make(chan struct{})
 		go func() {
 			defer close(w.gcDone)
-			collect(gctx, gc, every)
+			collect(gctx, gc, cmp.Or(o.GCEvery, DefaultGCEvery))
 		}()
 	}
-	return h, nil
+	return nil
 }
 
 // journalExists reports whether a journal is at location: a file, or a
@@ -157,13 +170,10 @@ func Open(ctx context.Context, location string, opts *OpenOptions) (*harness.Har
 func journalExists(ctx context.Context, location string, jo *journal.Options) (bool, error) {
 	if _, remote := journal.Scheme(location); !remote {
 		_, err := os.Stat(location)
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, fs.ErrNotExist):
-			return false, nil
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("agentonce: open %s: %w", location, err)
 		}
-		return false, fmt.Errorf("agentonce: open %s: %w", location, err)
+		return err == nil, nil
 	}
 	ro := *jo
 	ro.ReadOnly = true
@@ -177,44 +187,42 @@ func journalExists(ctx context.Context, location string, jo *journal.Options) (b
 	return false, err
 }
 
-// reportNewJournal says that Open created a journal: an EventNewJournal to
+// reportNewJournal says that a journal was created: an EventNewJournal to
 // the Observer, and a line on the Logger, a warning (on slog.Default()
-// when Logger is nil) when its namespace is new and random.
-func reportNewJournal(ctx context.Context, o *harness.Options, location string, configured, fromEnv bool) {
+// when Logger is nil) when nsFrom is "": its namespace is new and random.
+func reportNewJournal(ctx context.Context, o *harness.Options, location, nsFrom string) {
 	e := harness.Event{Kind: harness.EventNewJournal}
-	if !configured {
+	if nsFrom == "" {
 		e.Err = errors.New("a new journal with a new random namespace: every key differs from any earlier journal's, and a downstream's own deduplication will not recognise retries of earlier intents")
 	}
 	if o.Observer != nil {
 		o.Observer.Observe(ctx, e)
 	}
-	if !configured {
+	switch {
+	case nsFrom == "":
 		cmp.Or(o.Logger, slog.Default()).WarnContext(ctx, "agentonce created a new journal with a new random namespace",
 			slog.String("journal", location),
 			slog.String("why it matters", "keys of intents made before this journal do not carry over"),
 			slog.String("fix", "configure the namespace (agentonce OpenOptions.Journal.Namespace or "+NamespaceEnv+"), or OpenOptions.RequireJournal to refuse a missing journal"))
-		return
+	case o.Logger != nil:
+		o.Logger.InfoContext(ctx, "agentonce created a new journal", slog.String("journal", location), slog.String("namespace from", nsFrom))
 	}
-	if o.Logger == nil {
-		return
-	}
-	src := "OpenOptions.Journal.Namespace"
-	if fromEnv {
-		src = NamespaceEnv
-	}
-	o.Logger.InfoContext(ctx, "agentonce created a new journal", slog.String("journal", location), slog.String("namespace from", src))
 }
 
-// wiring is what Open adds to a Harness beside its journal: the agentctl
-// socket and the background GC. The Harness's Close ends them (its
+// wiring is what Open and OpenJournal add beside a journal: the agentctl
+// socket and the background GC. Its close ends them (a Harness's
 // Options.OnClose), and then closes the journal.
 type wiring struct {
-	h       *harness.Harness
-	store   journal.Store
-	onClose func() error     // the caller's Options.OnClose, run first
-	path    string           // the bbolt file, when agentctl may be served
-	events  *inspectObserver // set with path
-	srv     *inspect.Server  // serving agentctl; nil if not
+	h        *harness.Harness // nil for OpenJournal
+	store    journal.Store
+	location string
+	onClose  func() error     // the caller's Options.OnClose, run first
+	path     string           // the bbolt file, when agentctl may be served
+	events   *inspectObserver // a Harness's events for the socket; nil if none
+	srv      *inspect.Server  // serving agentctl; nil if not
+	readOnly bool
+	created  bool   // the journal is new
+	nsFrom   string // where its namespace came from; "": made at random
 	// stopGC ends the background GC (nil if none); gcDone is closed when
 	// it has ended.
 	stopGC context.CancelFunc
@@ -226,7 +234,7 @@ type wiring struct {
 // the journal, and the socket must be gone before the file's lock is
 // released. The first error is returned.
 func (w *wiring) close() error {
-	var uerr error
+	var uerr, ierr error
 	if w.onClose != nil {
 		uerr = w.onClose()
 	}
@@ -234,7 +242,6 @@ func (w *wiring) close() error {
 		w.stopGC()
 		<-w.gcDone
 	}
-	var ierr error
 	if w.srv != nil {
 		served.Delete(w.h)
 		ierr = w.srv.Close()

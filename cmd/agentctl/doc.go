@@ -5,9 +5,9 @@
 //
 //	agentctl COMMAND [flags] [args]
 //
-// The commands are ls, show, stats, derive and replay (inspection: they
-// open the journal read-only and never modify it), resolve, gc, compact
-// and import (writes), and export. "agentctl help COMMAND" describes each;
+// The commands are ls, show, stats, derive, replay and queue (inspection:
+// they open the journal read-only and never modify it), resolve, gc,
+// compact and import (writes), and export. "agentctl help COMMAND" describes each;
 // "agentctl help exit-codes" prints the exit-code table and "agentctl help
 // json" the JSON schema.
 //

@@ -25,6 +25,7 @@ const (
 	exitUnreachable = 9  // the PostgreSQL server cannot be reached
 	exitReplayRun   = 10 // replay: some intent would execute again, nothing is blocked
 	exitReplayBlock = 11 // replay: some intent is blocked (unknown outcome, needs reconcile or resolve)
+	exitQueued      = 12 // queue: some intent needs a person
 )
 
 var exitCodes = []struct {
@@ -43,6 +44,7 @@ var exitCodes = []struct {
 	{exitUnreachable, "cannot reach the PostgreSQL server of a postgres:// journal (no server at the URL's host and port, or the name does not resolve)"},
 	{exitReplayRun, "replay: at least one intent would execute again (retry with the same key, or anew after expiry); none is blocked"},
 	{exitReplayBlock, "replay: at least one intent is blocked (outcome unknown: reconcile, or agentctl resolve)"},
+	{exitQueued, "queue: at least one intent needs a person (the list says what each needs)"},
 }
 
 // cliError is an error with an exit code and a hint saying what to do

@@ -100,6 +100,16 @@ timeline --json:
    "gaps": [{"from": TIME, "to": TIME}],   idle stretches cut from the axis
    "summary": {"STATUS": N, ...}}
 
+queue --json, one intent per line, oldest first:
+  {"key": "UUID", "created": TIME, "age_seconds": N, "end": "agent|server",
+   "tenant": "", "session": "", "turn": "", "tool": "", "state": "",
+   "needs": "resolve|reissue", "why": "",
+   "commands": [{"when": "it happened: ...", "command": "agentctl ..."},
+                {"when": "it did not happen", "command": "agentctl ..."}]}
+  where a server's request (end "server") has its method and route as
+  tool and the client's idempotency key as session; commands is null for
+  "reissue" (nothing to resolve: the agent's next call settles it)
+
 gc --json: {"dry_run": BOOL, "removed": N}
 
 tail --json, one event per line:

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentonce/agentonce"
+	"github.com/agentonce/agentonce/harness/inspect"
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
@@ -26,35 +31,48 @@ const chargeAnswer = "{\"id\": \"ch_1\",  \"object\":\"charge\"}\n"
 // A handler that panics after charging leaves an unknown record; agentctl
 // resolve --status --header --body gives it back its first answer, and the
 // retry gets exactly that, replayed, without running the handler again.
-// On bbolt the server is stopped for agentctl (it holds the file's lock);
-// on PostgreSQL it keeps running.
+// On a bbolt journal that agentonce.OpenJournal opened, and on PostgreSQL,
+// the server keeps running: agentctl reaches the first through the socket
+// beside it. On a bbolt journal opened bare, the server is stopped for
+// agentctl (it holds the file's lock). agentctl queue lists the request
+// until it is resolved; on the served journal, while every connection the
+// socket allows is held idle.
 func TestResolveRestoresServerAnswer(t *testing.T) {
 	clock := &journal.Options{Now: func() time.Time { return testNow }}
-	t.Run("bolt", func(t *testing.T) {
+	t.Run("bolt served", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "server.journal")
-		open := func() journal.Store {
+		restoreServerAnswer(t, path, func() (journal.Store, func() error) {
+			s, closeJournal, err := agentonce.OpenJournal(context.Background(), path,
+				&agentonce.OpenOptions{Journal: clock, Inspect: agentonce.InspectRequire})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s, closeJournal
+		}, false)
+	})
+	t.Run("bolt stopped", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "server.journal")
+		restoreServerAnswer(t, path, func() (journal.Store, func() error) {
 			s, err := bolt.Open(path, &bolt.Options{Journal: *clock})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return s
-		}
-		restoreServerAnswer(t, path, open, true)
+			return s, s.Close
+		}, true)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		loc := pgJournal(t)
-		open := func() journal.Store {
+		restoreServerAnswer(t, loc, func() (journal.Store, func() error) {
 			s, err := openAt(context.Background(), loc, clock, 0, true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return s
-		}
-		restoreServerAnswer(t, loc, open, false)
+			return s, s.Close
+		}, false)
 	})
 }
 
-func restoreServerAnswer(t *testing.T, loc string, open func() journal.Store, restart bool) {
+func restoreServerAnswer(t *testing.T, loc string, open func() (journal.Store, func() error), restart bool) {
 	var runs atomic.Int32
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		if runs.Add(1) == 1 {
@@ -62,8 +80,8 @@ func restoreServerAnswer(t *testing.T, loc string, open func() journal.Store, re
 		}
 		w.WriteHeader(http.StatusTeapot) // a second run: the duplicate charge
 	}
-	serve := func() (*httptest.Server, journal.Store) {
-		s := open()
+	serve := func() (*httptest.Server, func() error) {
+		s, closeJournal := open()
 		m, err := idempotency.New(s, &idempotency.Options{ErrorLog: t.Logf})
 		if err != nil {
 			t.Fatal(err)
@@ -73,10 +91,10 @@ func restoreServerAnswer(t *testing.T, loc string, open func() journal.Store, re
 		srv := httptest.NewUnstartedServer(mux)
 		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the panic, on purpose
 		srv.Start()
-		return srv, s
+		return srv, closeJournal
 	}
-	srv, store := serve()
-	defer func() { srv.Close(); store.Close() }()
+	srv, closeJournal := serve()
+	defer func() { srv.Close(); closeJournal() }()
 
 	if st, _, _ := postCharge(t, srv.URL); st != 0 {
 		t.Fatalf("the panicking request answered %d; want the connection dropped", st)
@@ -90,7 +108,16 @@ func restoreServerAnswer(t *testing.T, loc string, open func() journal.Store, re
 	}
 	if restart {
 		srv.Close()
-		store.Close()
+		closeJournal()
+	}
+
+	if sock := inspect.SocketPath(loc); !restart && !isRemote(loc) {
+		holdIdle(t, sock, inspect.DefaultMaxConns) // they never lock the operator out
+	}
+	items, qr := queueItems(t, loc)
+	if qr.code != exitQueued || len(items) != 1 || items[0].Key != p.JournalKey || items[0].End != "server" ||
+		!strings.Contains(items[0].Commands[0].Command, " resolve "+p.JournalKey+" --succeeded --status ") {
+		t.Fatalf("queue before the resolve = %d, %+v, %q; want the request, a server's, with its resolve commands", qr.code, items, qr.stderr)
 	}
 
 	file := filepath.Join(t.TempDir(), "answer.json")
@@ -103,8 +130,11 @@ func restoreServerAnswer(t *testing.T, loc string, open func() journal.Store, re
 		t.Fatalf("resolve = %d, %q, %q", r.code, r.stdout, r.stderr)
 	}
 
+	if items, qr := queueItems(t, loc); qr.code != 0 || len(items) != 0 {
+		t.Errorf("queue after the resolve = %d, %+v, %q; want nothing, exit 0", qr.code, items, qr.stderr)
+	}
 	if restart {
-		srv, store = serve()
+		srv, closeJournal = serve()
 	}
 	for range 2 {
 		st, h, body := postCharge(t, srv.URL)
@@ -115,6 +145,23 @@ func restoreServerAnswer(t *testing.T, loc string, open func() journal.Store, re
 	}
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the handler ran %d times; want 1", n)
+	}
+}
+
+// holdIdle opens n connections to the agentctl socket at sock, each left
+// idle after the hellos, until the test ends.
+func holdIdle(t *testing.T, sock string, n int) {
+	t.Helper()
+	for range n {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, `{"protocol":"agentonce-inspect","version":%d}`+"\n", inspect.Version)
+		if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.Contains(line, `"namespace"`) {
+			t.Fatalf("hello = %q, %v; want the server's hello", line, err)
+		}
 	}
 }
 

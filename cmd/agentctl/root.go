@@ -100,7 +100,7 @@ func withRun[O any](setup func(*env, *pflag.FlagSet, runFunc[O]) func(context.Co
 func commands() []*command {
 	return []*command{
 		lsCommand, showCommand, statsCommand, deriveCommand, replayCommand,
-		resolveCommand, gcCommand, compactCommand, exportCommand, importCommand, tailCommand,
+		resolveCommand, queueCommand, gcCommand, compactCommand, exportCommand, importCommand, tailCommand,
 		verifyCommand, timelineCommand, completionCommand(),
 	}
 }
@@ -293,6 +293,7 @@ Examples:
   agentctl show KEY                          one intent, its attempts and lease
   agentctl replay --session s-42             what a restart would do
   agentctl derive --tool charge --session s-42 --turn 3 '{"amount":"49.00"}'
+  agentctl queue                             what needs a person, oldest first
   agentctl resolve KEY --succeeded --output '{"id":"ch_1"}'
   agentctl export --output backup.jsonl
 

@@ -608,14 +608,14 @@ func writeDetail(b *strings.Builder, tl *timeline, in *timelineIntent, loc *time
 	b.WriteString("</div>\n")
 }
 
-// resolveCommands are the two commands that settle an unknown intent:
-// the effect happened, or it did not.
+// resolveCommands are the two commands that settle an unknown intent of
+// an agent (settleCommands), each with its comment.
 func resolveCommands(journalLoc, key string) []string {
-	j := shellQuote(commandJournal(journalLoc))
-	return []string{
-		"agentctl --journal " + j + " resolve " + key + " --succeeded --output '{}'   # it happened: the tool's result as JSON",
-		"agentctl --journal " + j + " resolve " + key + " --failed --reason 'not done downstream'   # it did not happen",
+	var lines []string
+	for _, c := range settleCommands(journalLoc, key, false) {
+		lines = append(lines, c.Command+"   # "+c.When)
 	}
+	return lines
 }
 
 // commandJournal is the journal location to print in a command: a
