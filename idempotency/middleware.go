@@ -88,6 +88,11 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 	if o.TTL < o.LeaseTTL {
 		return nil, fmt.Errorf("idempotency.New: TTL %v is shorter than LeaseTTL %v: a key would be new again while its first request may still run", o.TTL, o.LeaseTTL)
 	}
+	for pattern, n := range o.Approvals {
+		if n < 0 {
+			return nil, fmt.Errorf("idempotency.New: route %q needs %d approvals: want 0 or more", pattern, n)
+		}
+	}
 	if o.ReplayedHeader == "" {
 		o.ReplayedHeader = DefaultReplayedHeader
 	}

@@ -94,8 +94,10 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 		// The write-ahead: a crash mid-handler must leave the record. Under
 		// InTx the handler's writes commit only with the outcome, so a
 		// record lost in a crash lost them with it (docs/server.md).
-		Durable: m.inTx == nil,
-		Guard:   journal.GuardOff,
+		Durable:     m.inTx == nil,
+		Guard:       journal.GuardOff,
+		Approvals:   m.o.Approvals[r.Pattern],
+		ApprovalTTL: m.o.ApprovalTTL,
 	}
 	return c, body
 }
