@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -173,5 +174,40 @@ func TestApprovalRouteRejectedOrExpired(t *testing.T) {
 	}
 	if l.count() != 0 {
 		t.Errorf("effects = %d; want 0", l.count())
+	}
+}
+
+// The gate cannot be walked around: a request without a key on a route
+// that needs approval gets 400, a middleware that cannot see the route
+// pattern (it wraps the mux) refuses to run anything, and New refuses a
+// route the middleware would pass through.
+func TestApprovalRouteFailsClosed(t *testing.T) {
+	store := openAt(t, filepath.Join(t.TempDir(), "server.journal"))
+	var l ledger
+	opts := &idempotency.Options{Approvals: map[string]int{"POST /v1/charges": 1}}
+	srv := chargeServer(t, store, opts, &l, nil)
+	if st, _, b := post(t, srv.URL+"/v1/charges", "", `{"amount":1}`); st != http.StatusBadRequest || !strings.Contains(b, idempotency.ProblemKeyRequired) {
+		t.Errorf("no key: %d %s; want 400 key-required", st, b)
+	}
+
+	m, err := idempotency.New(store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/charges", func(w http.ResponseWriter, r *http.Request) { l.add("") })
+	wrapped := httptest.NewServer(m.Handler(mux))
+	t.Cleanup(wrapped.Close)
+	if st, _, _ := post(t, wrapped.URL+"/v1/charges", "k1", `{"amount":1}`); st != http.StatusInternalServerError {
+		t.Errorf("the mux wrapped: %d; want 500", st)
+	}
+	if l.count() != 0 {
+		t.Errorf("effects = %d; want 0", l.count())
+	}
+
+	for _, bad := range []map[string]int{{"GET /v1/charges": 1}, {"POST /v1/charges": -1}} {
+		if _, err := idempotency.New(store, &idempotency.Options{Approvals: bad}); err == nil {
+			t.Errorf("New with Approvals %v: no error", bad)
+		}
 	}
 }

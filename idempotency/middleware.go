@@ -10,6 +10,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -89,8 +90,8 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 		return nil, fmt.Errorf("idempotency.New: TTL %v is shorter than LeaseTTL %v: a key would be new again while its first request may still run", o.TTL, o.LeaseTTL)
 	}
 	for pattern, n := range o.Approvals {
-		if n < 0 {
-			return nil, fmt.Errorf("idempotency.New: route %q needs %d approvals: want 0 or more", pattern, n)
+		if method, _, _ := strings.Cut(pattern, " "); n < 0 || safeMethod(method) {
+			return nil, fmt.Errorf("idempotency.New: Approvals[%q] is %d: want 0 or more, on a method other than GET, HEAD, OPTIONS and TRACE (they pass through)", pattern, n)
 		}
 	}
 	if o.ReplayedHeader == "" {

@@ -64,7 +64,11 @@ type Options struct {
 	// runs. Such a request records its intent awaiting approval and is
 	// answered 409 awaiting-approval, naming the approver's command; sent
 	// again once approved, it runs once; rejected or past ApprovalTTL it is
-	// answered 422 for good (docs/server.md). Nil means no route needs it.
+	// answered 422 for good (docs/server.md). A request on such a route
+	// without a key gets 400; with Approvals set, a request with no route
+	// pattern (the middleware wraps the mux) gets 500 and does not run.
+	// GET, HEAD, OPTIONS and TRACE pass through. Nil means no route needs
+	// approval.
 	Approvals map[string]int
 
 	// ApprovalTTL is how long a request awaits its approvals. Zero means

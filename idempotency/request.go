@@ -27,6 +27,11 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 		return nil, nil
 	}
 	c := &call{}
+	if m.o.Approvals != nil && r.Pattern == "" { // fail closed: no route, no telling it needs none
+		writeProblem(w, http.StatusInternalServerError, ProblemFailed, problem{Detail: "not run: Options.Approvals names route patterns, " +
+			"and this request has none (wrap the handlers registered on a ServeMux, not the mux)"}, 0)
+		return nil, nil
+	}
 	var err error
 	if m.o.Key == nil {
 		var ok bool
@@ -36,7 +41,7 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 			return nil, nil
 		}
 		if !ok {
-			if m.o.Require != nil && m.o.Require(r) {
+			if m.o.Approvals[r.Pattern] > 0 || m.o.Require != nil && m.o.Require(r) {
 				writeProblem(w, http.StatusBadRequest, ProblemKeyRequired,
 					problem{Detail: r.Method + " " + route(r) + " requires an Idempotency-Key header"}, 0)
 				return nil, nil
