@@ -71,14 +71,28 @@ func decide(t *testing.T, store journal.Store, p approvalBody, res journal.Resol
 // awaiting-approval with the approver's command, to the request and to
 // every retry (Options.Wait does not make it wait); an approval of another
 // request runs nothing; once approved, concurrent retries run the handler
-// exactly once, and its answer is replayed.
+// exactly once, through two servers on one journal (two processes on
+// PostgreSQL), and its answer is replayed.
 func TestApprovalRoute(t *testing.T) {
-	store := openAt(t, filepath.Join(t.TempDir(), "server.journal"))
+	stores(t, approvalRoute)
+}
+
+func approvalRoute(t *testing.T, open func() journal.Store) {
+	store, other := open(), journal.Store(nil)
+	if strings.Contains(t.Name(), "postgres") {
+		other = open() // a second process's connection
+	} else {
+		other = store // one bbolt file, one process
+	}
 	var l ledger
-	srv := chargeServer(t, store, &idempotency.Options{Wait: time.Minute, Approvals: map[string]int{"POST /v1/charges": 1}}, &l, nil)
-	url := srv.URL + "/v1/charges"
+	opts := &idempotency.Options{Wait: time.Minute, Approvals: map[string]int{"POST /v1/charges": 1}}
+	urls := []string{chargeServer(t, store, opts, &l, nil).URL + "/v1/charges", chargeServer(t, other, opts, &l, nil).URL + "/v1/charges"}
+	url := urls[0]
 
 	st, h, b := post(t, url, "k1", `{"amount":900}`)
+	if st == 0 && strings.Contains(t.Name(), "postgres") {
+		t.Skipf("this PostgreSQL store cannot record a request awaiting approval: %s", b)
+	}
 	p := awaitingAnswer(t, st, h, b, 0)
 	st, h, b = post(t, url, "k1", `{"amount":900}`)
 	awaitingAnswer(t, st, h, b, 0)
@@ -103,11 +117,11 @@ func TestApprovalRoute(t *testing.T) {
 	var wg sync.WaitGroup
 	var created atomic.Int32
 	answers := make(chan string, 8)
-	for range 8 {
+	for i := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, _, b := post(t, url, "k1", `{"amount":900}`)
+			st, _, b := post(t, urls[i%2], "k1", `{"amount":900}`)
 			if st == http.StatusCreated {
 				created.Add(1)
 				answers <- b
