@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,7 +98,7 @@ func ResultFromRecord(rec *journal.Record) Result {
 	case journal.StatePending:
 		res.Status = InProgress
 	case journal.StateAwaiting:
-		a := rec.Approval
+		a := cmp.Or(rec.Approval, new(journal.Approval)) // a record from elsewhere may lack it
 		res.Status, res.Source = AwaitingApproval, NoSource
 		res.Err = &OutcomeError{Tool: rec.Intent.Tool, Key: rec.Key, Class: retryclass.NotExecuted, Status: res.Status, Approval: a,
 			Message: fmt.Sprintf("it needs %d approval(s), %d given, by %s; an approver runs: agentctl approve %s --fingerprint %s",
