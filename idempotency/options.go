@@ -59,6 +59,22 @@ type Options struct {
 	// field names.
 	Volatile map[string][]string
 
+	// Approvals names, per route pattern (r.Pattern, "POST /v1/refunds"),
+	// how many distinct people must approve a request before its handler
+	// runs. Such a request records its intent awaiting approval and is
+	// answered 409 awaiting-approval, naming the approver's command; sent
+	// again once approved, it runs once; rejected or past ApprovalTTL it is
+	// answered 422 for good (docs/server.md). A request on such a route
+	// without a key gets 400; with Approvals set, a request with no route
+	// pattern (the middleware wraps the mux) gets 500 and does not run.
+	// GET, HEAD, OPTIONS and TRACE pass through. Nil means no route needs
+	// approval.
+	Approvals map[string]int
+
+	// ApprovalTTL is how long a request awaits its approvals. Zero means
+	// TTL.
+	ApprovalTTL time.Duration
+
 	// Wait, when positive, makes a request whose key is in flight wait up
 	// to Wait for the first request's answer and send it, rather than a
 	// 409 at once. Zero (the default) answers 409 with Retry-After.

@@ -45,7 +45,9 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 			m.run(w, r, next, c, res.Token)
 			return
 		case journal.TakenOver:
-			if retaken || m.inTx != nil { // under InTx a dead process's writes were rolled back
+			// Under InTx a dead process's writes were rolled back; an
+			// approved intent with no attempt has not run.
+			if retaken || m.inTx != nil || len(res.Record.Attempts) == 0 && res.Record.Approval != nil {
 				m.runAgain(w, r, next, c, res.Token)
 				return
 			}
@@ -72,7 +74,11 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 				JournalKey: c.jkey.String()}, 0)
 			return
 		}
-		// Held: the first request is running (or its process may still be).
+		// Held: the first request is running (or its process may still
+		// be), or it awaits approval, which no wait here would end.
+		if m.answerApproval(w, c, &res.Record) {
+			return
+		}
 		if m.o.Wait <= 0 || !time.Now().Add(pause).Before(deadline) {
 			writeProblem(w, http.StatusConflict, ProblemInFlight, problem{
 				Detail: "retry after the first request has been answered", Key: c.key}, m.o.RetryAfter)
@@ -103,7 +109,7 @@ func (m *Middleware) runAgain(w http.ResponseWriter, r *http.Request, next http.
 	ctx := r.Context()
 	err := m.store.StartAttempt(ctx, journal.AttemptRequest{Key: c.jkey, Token: token, ID: c.req.AttemptID,
 		PrevClass: ClassCrashed, PrevError: "the server stopped while the handler ran; its writes were rolled back",
-		LeaseTTL: m.o.LeaseTTL})
+		LeaseTTL: m.o.LeaseTTL, Durable: c.req.Durable})
 	if err != nil {
 		if _, cerr := m.store.Complete(context.WithoutCancel(ctx), journal.Completion{Key: c.jkey, Token: token,
 			State: journal.StateFailed, ErrorClass: ClassReleased, ErrorMessage: "not run: " + err.Error()}); cerr != nil {
