@@ -1,6 +1,7 @@
 package agentonce
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/harness/inspect"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -62,7 +64,8 @@ func (w *wiring) serveInspect(h *harness.Harness, mode InspectMode, logger *slog
 		return nil
 	}
 	sock := inspect.SocketPath(w.path)
-	srv, err := inspect.Listen(sock, w.store, &inspect.ServerOptions{Journal: w.path, Owner: h.Owner()})
+	srv, err := inspect.Listen(sock, w.store, &inspect.ServerOptions{Journal: w.path, Owner: h.Owner(),
+		OnResolve: func(ctx context.Context, rec journal.Record) { w.events.resolved(ctx, &rec, logger) }})
 	if err != nil {
 		if mode == InspectRequire {
 			return fmt.Errorf("agentonce: serve agentctl at %s: %w", sock, err)
@@ -116,8 +119,26 @@ func (o *inspectObserver) Observe(ctx context.Context, e harness.Event) {
 			w.Source = e.Source.String()
 		}
 	}
+	if e.Resolution != nil {
+		w.Kind, w.Status = "resolved", e.Resolution.State.String()
+	}
 	if e.Err != nil {
 		w.Error = e.Err.Error()
 	}
 	srv.Publish(w)
+}
+
+// resolved reports an operator's resolve served by the socket: the intent
+// no longer needs a person (an EventNeedsPerson with its Resolution), to
+// the Observers and, at Info, to the Logger or slog.Default().
+func (o *inspectObserver) resolved(ctx context.Context, rec *journal.Record, logger *slog.Logger) {
+	r := rec.Resolution
+	if r == nil { // the store answered without one: nothing to report
+		return
+	}
+	o.Observe(ctx, harness.Event{Kind: harness.EventNeedsPerson, Tool: rec.Intent.Tool, Session: rec.Intent.Session,
+		Turn: rec.Intent.Turn, Key: rec.Key, Attempts: len(rec.Attempts), Resolution: r})
+	cmp.Or(logger, slog.Default()).LogAttrs(ctx, slog.LevelInfo, "agentonce resolved by a person",
+		slog.String("tool", rec.Intent.Tool), slog.String("key", rec.Key.String()), slog.String("state", r.State.String()),
+		slog.String("by", r.By), slog.String("reason", r.Reason))
 }
