@@ -47,8 +47,9 @@ const (
 	// EventNeedsPerson: the intent needs a person, or no longer does. With
 	// Resolution nil, the call recorded an unknown outcome only a person
 	// can settle (an Unkeyed tool without a Reconcile hook, or a hook that
-	// cannot tell): Err says why and Command how; a re-issue that ends so
-	// again reports it again. With Resolution set, outside any call, an
+	// cannot tell): Err says why and Command how; a re-issue that asks the
+	// hook again and ends so reports it again. With Resolution set, outside
+	// any call, an
 	// operator resolved the intent through this process (agentctl over
 	// package agentonce's socket).
 	EventNeedsPerson

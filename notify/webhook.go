@@ -250,6 +250,11 @@ func (w *Webhook) Close(ctx context.Context) error {
 	select {
 	case <-w.done:
 		return nil
+	default:
+	}
+	select {
+	case <-w.done:
+		return nil
 	case <-ctx.Done():
 	}
 	before := w.dropped.Load()
