@@ -28,29 +28,25 @@ const (
 	Resolved    = "resolved"     // a person settled it
 )
 
-// Notice is the JSON body of one POST.
+// Notice is the JSON body of one POST. ID is its own (and the POST's
+// Idempotency-Key), Key the journal's. Tool, Session and Turn place an
+// agent's intent; Route, Tenant and IdempotencyKey a server's request.
+// Class and Message say why a person is needed or, once Resolved, how,
+// by whom and why it was settled; Command settles it.
 type Notice struct {
-	// ID is unique to the notice, and its POST's Idempotency-Key.
-	ID    string `json:"id"`
-	Event string `json:"event"`
-	// Key is the journal key: agentctl's handle on the intent.
-	Key string `json:"key"`
-	// Tool, Session and Turn say where an agent's intent comes from;
-	// Route, Tenant and IdempotencyKey a server's request.
-	Tool           string `json:"tool,omitempty"`
-	Session        string `json:"session,omitempty"`
-	Turn           string `json:"turn,omitempty"`
-	Route          string `json:"route,omitempty"`
-	Tenant         string `json:"tenant,omitempty"`
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
-	// Class and Message say why a person is needed, or, once Resolved,
-	// who settled it, how and why. Message quotes the journal's record,
-	// which may quote the downstream's answer.
-	Class   string `json:"class,omitempty"`
-	Message string `json:"message,omitempty"`
-	// Command is the agentctl command that settles the intent.
-	Command string    `json:"command,omitempty"`
-	At      time.Time `json:"at"`
+	ID             string    `json:"id"`
+	Event          string    `json:"event"`
+	Key            string    `json:"key"`
+	Tool           string    `json:"tool,omitempty"`
+	Session        string    `json:"session,omitempty"`
+	Turn           string    `json:"turn,omitempty"`
+	Route          string    `json:"route,omitempty"`
+	Tenant         string    `json:"tenant,omitempty"`
+	IdempotencyKey string    `json:"idempotency_key,omitempty"`
+	Class          string    `json:"class,omitempty"`
+	Message        string    `json:"message,omitempty"`
+	Command        string    `json:"command,omitempty"`
+	At             time.Time `json:"at"`
 }
 
 // Options configures a Webhook. A nil *Options means defaults; each
@@ -161,19 +157,16 @@ func (w *Webhook) queue(n Notice, r *journal.Resolution) {
 	}
 	n.At = time.Now().UTC()
 	w.mu.RLock()
-	ok := false
+	defer w.mu.RUnlock()
 	if !w.closed {
 		select {
 		case w.q <- n:
-			ok = true
+			return
 		default:
 		}
 	}
-	w.mu.RUnlock()
-	if !ok {
-		w.o.Logger.Warn("notify: webhook queue full or closed; notice dropped",
-			"event", n.Event, "key", n.Key, "dropped", w.dropped.Add(1))
-	}
+	w.o.Logger.Warn("notify: webhook queue full or closed; notice dropped",
+		"event", n.Event, "key", n.Key, "dropped", w.dropped.Add(1))
 }
 
 // send posts the queued notices, one at a time, until Close.
@@ -252,14 +245,11 @@ func (w *Webhook) Close(ctx context.Context) error {
 		return nil
 	default:
 	}
-	select {
-	case <-w.done:
-		return nil
-	case <-ctx.Done():
-	}
 	before := w.dropped.Load()
-	w.cancel()
-	<-w.done
+	stop := context.AfterFunc(ctx, w.cancel)
+	if <-w.done; stop() {
+		return nil
+	}
 	unsent := w.dropped.Load() - before
 	w.o.Logger.Warn("notify: webhook closed before its queue was sent", "unsent", unsent)
 	return fmt.Errorf("notify: closed with %d notices unsent: %w", unsent, ctx.Err())
