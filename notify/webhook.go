@@ -29,24 +29,22 @@ const (
 )
 
 // Notice is the JSON body of one POST. ID is its own (and the POST's
-// Idempotency-Key), Key the journal's. Tool, Session and Turn place an
-// agent's intent; Route, Tenant and IdempotencyKey a server's request.
-// Class and Message say why a person is needed or, once Resolved, how,
-// by whom and why it was settled; Command settles it.
+// Idempotency-Key), Key the journal's. Tool, Session and Turn are the
+// intent's as the journal keeps them: for a server's request, the method
+// and route, and the client's Idempotency-Key. Class and Message say why
+// a person is needed or, once Resolved, how, by whom and why it was
+// settled; Command settles it.
 type Notice struct {
-	ID             string    `json:"id"`
-	Event          string    `json:"event"`
-	Key            string    `json:"key"`
-	Tool           string    `json:"tool,omitempty"`
-	Session        string    `json:"session,omitempty"`
-	Turn           string    `json:"turn,omitempty"`
-	Route          string    `json:"route,omitempty"`
-	Tenant         string    `json:"tenant,omitempty"`
-	IdempotencyKey string    `json:"idempotency_key,omitempty"`
-	Class          string    `json:"class,omitempty"`
-	Message        string    `json:"message,omitempty"`
-	Command        string    `json:"command,omitempty"`
-	At             time.Time `json:"at"`
+	ID      string    `json:"id"`
+	Event   string    `json:"event"`
+	Key     string    `json:"key"`
+	Tool    string    `json:"tool,omitempty"`
+	Session string    `json:"session,omitempty"`
+	Turn    string    `json:"turn,omitempty"`
+	Class   string    `json:"class,omitempty"`
+	Message string    `json:"message,omitempty"`
+	Command string    `json:"command,omitempty"`
+	At      time.Time `json:"at"`
 }
 
 // Options configures a Webhook. A nil *Options means defaults; each
@@ -68,7 +66,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Stats counts a Webhook's notices.
+// Stats counts a Webhook's notices, each once.
 type Stats struct {
 	Sent    uint64 // answered 2xx
 	Failed  uint64 // given up: a 4xx other than 429, or out of tries or time
@@ -142,10 +140,9 @@ func (w *Webhook) Observe(_ context.Context, e harness.Event) {
 // inspect.ServerOptions.OnResolve.
 func (w *Webhook) Record(_ context.Context, rec journal.Record) {
 	k := rec.Key.String()
-	w.queue(Notice{Event: NeedsPerson, Key: k, Route: rec.Intent.Tool, Tenant: rec.Intent.Tenant,
-		IdempotencyKey: rec.Intent.Session, Class: rec.ErrorClass, Message: rec.ErrorMessage,
-		Command: "agentctl resolve " + k + " --succeeded --status CODE [--header 'NAME: VALUE']... [--body TEXT] | --failed --reason TEXT"},
-		rec.Resolution)
+	w.queue(Notice{Event: NeedsPerson, Key: k, Tool: rec.Intent.Tool, Session: rec.Intent.Session, Class: rec.ErrorClass,
+		Message: rec.ErrorMessage, Command: "agentctl resolve " + k +
+			" --succeeded --status CODE [--header 'NAME: VALUE']... [--body TEXT] | --failed --reason TEXT"}, rec.Resolution)
 }
 
 // queue adds n, made Resolved by r if set, to the queue without waiting:

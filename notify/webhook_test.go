@@ -395,7 +395,7 @@ func TestServerNotice(t *testing.T) {
 	if len(ns) != 1 {
 		t.Fatalf("notices = %+v; want 1", ns)
 	}
-	if n := ns[0]; n.Event != notify.NeedsPerson || n.Route != "POST /v1/charges" || n.IdempotencyKey != "order-77" ||
+	if n := ns[0]; n.Event != notify.NeedsPerson || n.Tool != "POST /v1/charges" || n.Session != "order-77" ||
 		n.Class != idempotency.ClassPanic || !strings.Contains(n.Command, "agentctl resolve "+n.Key+" --succeeded --status CODE") {
 		t.Errorf("notice = %+v; want needs-person for POST /v1/charges, order-77, class panic, the server's command", n)
 	}
