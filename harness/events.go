@@ -102,8 +102,9 @@ type Event struct {
 }
 
 // Observer receives every event of every call, synchronously, on the
-// call's goroutine (a background check's, on the check's: settle.go): it
-// must be quick and safe for concurrent use. A check that outlives its
+// call's goroutine (a background check's, on the check's: settle.go; an
+// operator's resolve, on the socket's): it must be quick and safe for
+// concurrent use. A check that outlives its
 // caller reports its steps and EventAfterOutcome, but no second
 // EventResult: the caller's InProgress was the call's result. It is the
 // hook for metrics and for tests; an Observer may end the process (the

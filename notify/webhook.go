@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -80,6 +81,7 @@ const maxResponse = 64 << 10
 // it with New and Close it.
 type Webhook struct {
 	url    string
+	where  string // scheme and host: what logs say (a chat's URL path is often its secret)
 	secret []byte
 	o      Options // defaults filled in
 	ctx    context.Context
@@ -96,13 +98,14 @@ type Webhook struct {
 // New returns a Webhook that posts to rawURL, an http or https URL,
 // signing with secret (at least 16 bytes), and starts its sender.
 func New(rawURL string, secret []byte, opts *Options) (*Webhook, error) {
-	if u, err := url.Parse(rawURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("notify.New: URL %q is not an absolute http or https URL", rawURL)
 	}
 	if len(secret) < 16 {
 		return nil, fmt.Errorf("notify.New: the secret is %d bytes; at least 16 are needed to sign", len(secret))
 	}
-	w := &Webhook{url: rawURL, secret: bytes.Clone(secret), done: make(chan struct{})}
+	w := &Webhook{url: rawURL, where: u.Scheme + "://" + u.Host, secret: bytes.Clone(secret), done: make(chan struct{})}
 	if opts != nil {
 		w.o = *opts
 	}
@@ -202,6 +205,9 @@ func (w *Webhook) deliver(n Notice) error {
 		req.Header.Set("Idempotency-Key", n.ID)
 		req.Header.Set(SignatureHeader, sign(w.secret, time.Now(), body))
 		resp, err := w.o.Client.Do(req)
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			ue.URL = w.where
+		}
 		if err != nil {
 			return err
 		}
@@ -210,7 +216,7 @@ func (w *Webhook) deliver(n Notice) error {
 		if resp.StatusCode/100 == 2 {
 			return nil
 		}
-		err = fmt.Errorf("%s answered %s: %.200q", w.url, resp.Status, answer)
+		err = fmt.Errorf("%s answered %s: %.200q", w.where, resp.Status, answer)
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 			return err
 		}

@@ -113,6 +113,10 @@ func newWebhook(t *testing.T, url string, o *notify.Options) *notify.Webhook {
 	return w
 }
 
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
 // canceled is a context that has ended: Close gives up at once.
 func canceled() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -228,18 +232,32 @@ func TestRetries(t *testing.T) {
 			}
 		})
 	}
+	// A chat's webhook URL often carries its secret in the path: the log
+	// names the host only.
 	t.Run("connection refused", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		url := "http://" + ln.Addr().String()
+		host := ln.Addr().String()
 		ln.Close()
-		w := newWebhook(t, url, &notify.Options{MaxAttempts: 2})
+		var logs strings.Builder
+		var mu sync.Mutex
+		w := newWebhook(t, "http://"+host+"/services/T0/B0/SECRET-TOKEN", &notify.Options{MaxAttempts: 2,
+			Logger: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return logs.Write(p)
+			}), nil))})
 		w.Observe(context.Background(), needsPerson(1))
 		flush(t, w)
 		if got := w.Stats(); got != (notify.Stats{Failed: 1}) {
 			t.Errorf("Stats = %+v; want one failed", got)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if l := logs.String(); !strings.Contains(l, "gave up") || !strings.Contains(l, host) || strings.Contains(l, "SECRET-TOKEN") {
+			t.Errorf("log = %q; want the give-up naming %s, not the URL's path", l, host)
 		}
 	})
 }
