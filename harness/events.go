@@ -49,9 +49,8 @@ const (
 	// can settle (an Unkeyed tool without a Reconcile hook, or a hook that
 	// cannot tell): Err says why and Command how; a re-issue that asks the
 	// hook again and ends so reports it again. With Resolution set, outside
-	// any call, an
-	// operator resolved the intent through this process (agentctl over
-	// package agentonce's socket).
+	// any call, an operator resolved the intent through this process
+	// (agentctl over package agentonce's socket).
 	EventNeedsPerson
 )
 
@@ -104,11 +103,11 @@ type Event struct {
 // Observer receives every event of every call, synchronously, on the
 // call's goroutine (a background check's, on the check's: settle.go; an
 // operator's resolve, on the socket's): it must be quick and safe for
-// concurrent use. A check that outlives its
-// caller reports its steps and EventAfterOutcome, but no second
-// EventResult: the caller's InProgress was the call's result. It is the
-// hook for metrics and for tests; an Observer may end the process (the
-// crash tests do) but must not call back into the Harness.
+// concurrent use. A check that outlives its caller reports its steps and
+// EventAfterOutcome, but no second EventResult: the caller's InProgress
+// was the call's result. It is the hook for metrics and for tests; an
+// Observer may end the process (the crash tests do) but must not call
+// back into the Harness.
 type Observer interface {
 	Observe(ctx context.Context, e Event)
 }

@@ -37,7 +37,7 @@ func Verify(secret []byte, header string, body []byte, maxAge time.Duration) err
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	got, herr := hex.DecodeString(sum)
 	if err != nil || herr != nil || len(got) == 0 {
-		return fmt.Errorf("%w: %s %q is not \"t=<unix seconds>,v1=<hex>\"", ErrSignature, SignatureHeader, header)
+		return fmt.Errorf("%w: %s %.80q is not \"t=<unix seconds>,v1=<hex>\"", ErrSignature, SignatureHeader, header)
 	}
 	maxAge = cmp.Or(max(maxAge, 0), 5*time.Minute)
 	if age := time.Since(time.Unix(sec, 0)); age > maxAge || age < -maxAge {
