@@ -6,10 +6,13 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/memory"
 )
 
 // Every record the middleware settles unknown is told, once, to
@@ -70,5 +73,56 @@ func TestOnUnknown(t *testing.T) {
 				t.Errorf("ErrorLog = %q; want one line with agentctl resolve %s", logged, rec.Key)
 			}
 		})
+	}
+}
+
+// A server that stops mid-request (here: its lease runs out while its
+// handler hangs) leaves a record the next server settles unknown: that
+// server tells OnUnknown, once, and the handler ran once.
+func TestOnUnknownAfterCrash(t *testing.T) {
+	var skew atomic.Int64
+	store := memory.New(&journal.Options{Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
+	var mu sync.Mutex
+	var told []journal.Record
+	var l ledger
+	started, release := make(chan struct{}), make(chan struct{})
+	opts := func(owner string) *idempotency.Options {
+		return &idempotency.Options{Owner: owner, LeaseTTL: time.Hour, ErrorLog: func(string, ...any) {},
+			OnUnknown: func(_ context.Context, rec journal.Record) {
+				mu.Lock()
+				defer mu.Unlock()
+				told = append(told, rec)
+			}}
+	}
+	hung := chargeServer(t, store, opts("hung"), &l, func(w http.ResponseWriter, r *http.Request) {
+		l.add("")
+		close(started)
+		<-release
+	})
+	next := chargeServer(t, store, opts("next"), &l, nil)
+	first := make(chan struct{})
+	t.Cleanup(func() { // before the servers close: they wait for the handler
+		close(release)
+		<-first
+	})
+	go func() {
+		defer close(first)
+		req, _ := http.NewRequest(http.MethodPost, hung.URL+"/v1/charges", strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", "kc")
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-started
+	skew.Store(int64(2 * time.Hour)) // the hung server's lease has run out
+	st, _, b := post(t, next.URL+"/v1/charges", "kc", `{}`)
+	if st != http.StatusInternalServerError || !strings.Contains(b, idempotency.ProblemOutcomeUnknown) {
+		t.Fatalf("retry after the lease ran out = %d %s; want 500 outcome-unknown", st, b)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if l.count() != 1 || len(told) != 1 || told[0].ErrorClass != idempotency.ClassCrashed || told[0].Intent.Session != "kc" {
+		t.Errorf("effects %d, OnUnknown told %+v; want 1 effect, one record of class %q for kc", l.count(), told, idempotency.ClassCrashed)
 	}
 }
