@@ -34,6 +34,9 @@ type flight struct {
 	// waitUntil ends the caller's wait for an outcome being checked
 	// (Options.CheckWait); set on first need.
 	waitUntil time.Time
+	// person says the outcome being recorded is one only a person can
+	// settle: complete reports EventNeedsPerson once it is recorded.
+	person bool
 }
 
 // newFlight is the flight of the prepared call p: the one place a flight

@@ -1,8 +1,11 @@
 package idempotency
 
 import (
+	"context"
 	"net/http"
 	"time"
+
+	"github.com/agentonce/agentonce/journal"
 )
 
 // Defaults of Options.
@@ -158,6 +161,14 @@ type Options struct {
 	InTx bool
 
 	// ErrorLog receives what cannot be told to the client (a response that
-	// could not be recorded, or only its hash). Nil means log.Printf.
+	// could not be recorded, or only its hash) and every outcome left
+	// unknown for an operator. Nil means log.Printf.
 	ErrorLog func(format string, args ...any)
+
+	// OnUnknown, when set, is told of every record the middleware settles
+	// unknown (the handler panicked, its process died mid-request, or its
+	// response could not be kept), as stored: only an operator settles it
+	// (agentctl resolve). It runs on the request's goroutine and must be
+	// quick, as notify.Webhook's Record is.
+	OnUnknown func(ctx context.Context, rec journal.Record)
 }

@@ -125,11 +125,23 @@ func (m *Middleware) runAgain(w http.ResponseWriter, r *http.Request, next http.
 // abandon settles a record whose owner died mid-request as unknown: it is
 // what an operator must look at (agentctl ls --state unknown).
 func (m *Middleware) abandon(ctx context.Context, c *call, token uint64) {
-	_, err := m.store.Complete(context.WithoutCancel(ctx), journal.Completion{Key: c.jkey, Token: token,
+	rec, err := m.store.Complete(context.WithoutCancel(ctx), journal.Completion{Key: c.jkey, Token: token,
 		State: journal.StateUnknown, ErrorClass: ClassCrashed,
 		ErrorMessage: "the server stopped while the handler ran (its lease expired); resolve with agentctl after checking the effect"})
 	if err != nil {
 		m.o.ErrorLog("idempotency: key %s (%s): recording an unknown outcome: %v", c.jkey, c.tool, err)
+		return
+	}
+	m.unknown(ctx, rec)
+}
+
+// unknown tells ErrorLog and Options.OnUnknown of rec, just settled
+// unknown: an operator must resolve it.
+func (m *Middleware) unknown(ctx context.Context, rec journal.Record) {
+	m.o.ErrorLog("idempotency: key %s (%s): outcome unknown (%s); after checking its effect: agentctl resolve %s",
+		rec.Key, rec.Intent.Tool, rec.ErrorMessage, rec.Key)
+	if m.o.OnUnknown != nil {
+		m.o.OnUnknown(ctx, rec)
 	}
 }
 
@@ -165,9 +177,11 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 		if m.inTx != nil {
 			st, class = journal.StateFailed, ClassReleased
 		}
-		if _, err := m.store.Complete(bg, journal.Completion{Key: c.jkey, Token: token,
+		if rec, err := m.store.Complete(bg, journal.Completion{Key: c.jkey, Token: token,
 			State: st, ErrorClass: class, ErrorMessage: msg}); err != nil {
 			m.o.ErrorLog("idempotency: key %s (%s): recording the handler's panic: %v", c.jkey, c.tool, err)
+		} else if st == journal.StateUnknown {
+			m.unknown(bg, rec)
 		}
 		if v != nil {
 			panic(v)
@@ -265,8 +279,11 @@ func (m *Middleware) complete(ctx context.Context, c *call, token uint64, cw *ca
 		if !errors.Is(err, ErrResponseTooLarge) {
 			class = "blob"
 		}
-		_, cerr := m.store.Complete(ctx, journal.Completion{Key: c.jkey, Token: token,
+		rec, cerr := m.store.Complete(ctx, journal.Completion{Key: c.jkey, Token: token,
 			State: journal.StateUnknown, ErrorClass: class, ErrorMessage: err.Error()})
+		if cerr == nil {
+			m.unknown(ctx, rec)
+		}
 		return errors.Join(err, cerr)
 	}
 	*out = resp
