@@ -128,11 +128,10 @@ func resolved(ctx context.Context, rec *journal.Record, observer harness.Observe
 	if r == nil { // the store answered without one: nothing to report
 		return
 	}
-	if observer == nil {
-		observer = harness.ObserverFunc(func(context.Context, harness.Event) {})
+	if observer != nil {
+		observer.Observe(ctx, harness.Event{Kind: harness.EventNeedsPerson, Tool: rec.Intent.Tool, Session: rec.Intent.Session,
+			Turn: rec.Intent.Turn, Key: rec.Key, Attempts: len(rec.Attempts), Resolution: r})
 	}
-	observer.Observe(ctx, harness.Event{Kind: harness.EventNeedsPerson, Tool: rec.Intent.Tool, Session: rec.Intent.Session,
-		Turn: rec.Intent.Turn, Key: rec.Key, Attempts: len(rec.Attempts), Resolution: r})
 	cmp.Or(logger, slog.Default()).LogAttrs(ctx, slog.LevelInfo, "agentonce resolved by a person",
 		slog.String("tool", rec.Intent.Tool), slog.String("key", rec.Key.String()), slog.String("state", r.State.String()),
 		slog.String("by", r.By), slog.String("reason", r.Reason))
