@@ -125,7 +125,10 @@ func (o *inspectObserver) Observe(ctx context.Context, e harness.Event) {
 // observer and, at Info, to the Logger or slog.Default().
 func resolved(ctx context.Context, rec *journal.Record, observer harness.Observer, logger *slog.Logger) {
 	r := rec.Resolution
-	if r == nil { // the store answered without one: nothing to report
+	if a := rec.Approval; r == nil && a != nil && rec.State == journal.StateAwaiting && len(a.Given) >= a.Need && a.Need > 0 {
+		r = &a.Given[len(a.Given)-1] // the approval that completed it
+	}
+	if r == nil { // an approval short of enough, or no verdict: nothing ends
 		return
 	}
 	if observer != nil {

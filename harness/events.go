@@ -48,7 +48,9 @@ const (
 	// Resolution nil, the call recorded an unknown outcome only a person
 	// can settle (an Unkeyed tool without a Reconcile hook, or a hook that
 	// cannot tell): Err says why and Command how; a re-issue that asks the
-	// hook again and ends so reports it again. With Resolution set, outside
+	// hook again and ends so reports it again; a call answered
+	// AwaitingApproval reports it too, with the approve and reject
+	// commands. With Resolution set, outside
 	// any call, an operator resolved the intent through this process
 	// (agentctl over package agentonce's socket).
 	EventNeedsPerson

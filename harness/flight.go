@@ -97,7 +97,10 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 		case journal.Held:
 			if br.Record.State == journal.StateAwaiting {
 				// A person decides, not an owner: no wait would end it.
-				return f.answer(ctx, f.fromRecord(br.Record))
+				res, key := f.fromRecord(br.Record), p.d.Key.String()
+				f.event(ctx, Event{Kind: EventNeedsPerson, Class: retryclass.NotExecuted, Err: res.Err, Command: "agentctl approve " +
+					key + " --fingerprint " + br.Record.Fingerprint.String() + " | agentctl reject " + key + " --reason TEXT"})
+				return f.answer(ctx, res)
 			}
 			if reissue.Settling(&br.Record, h.now()) {
 				// Nobody holds it: an earlier attempt's settle window is
