@@ -185,13 +185,23 @@ func (s *Store) CompleteInTx(ctx context.Context, key uuid.UUID, token uint64,
 }
 
 // Resolve settles a pending or unknown record as an operator's verdict and
-// advances the fencing token, in one UPDATE.
+// advances the fencing token, in one UPDATE. An approval or a rejection
+// (or a verdict naming a fingerprint) is machine.ApplyResolution's, under
+// the record's row lock.
 func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resolution) (journal.Record, error) {
 	if err := s.checkWrite(ctx, "resolve", key); err != nil {
 		return journal.Record{}, err
 	}
 	if err := machine.ValidateResolution(key, &res); err != nil {
 		return journal.Record{}, err
+	}
+	if res.State == journal.StatePending || res.State == journal.StateSuppressed || !res.Fingerprint.IsZero() {
+		rec, err := s.decide(ctx, key, res)
+		if err != nil {
+			var ce *commitError
+			return journal.Record{}, s.fail("resolve", key, errors.As(err, &ce), err)
+		}
+		return rec, nil
 	}
 	reason := cleanText(res.Reason)
 	closing, err := closeAttempt(journal.ClassResolved, reason)
@@ -210,6 +220,38 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 		return journal.Record{}, s.fail("resolve", key, true, err)
 	}
 	return r.record()
+}
+
+// decide applies res to the record of key under its row lock and writes
+// the record it makes.
+func (s *Store) decide(ctx context.Context, key uuid.UUID, res journal.Resolution) (journal.Record, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return journal.Record{}, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	cur, now, err := s.lockRecord(ctx, tx, key)
+	if err == nil && cur == nil {
+		err = keyError("resolve", key, journal.ErrNotFound)
+	}
+	if err != nil {
+		return journal.Record{}, err
+	}
+	rec, err := machine.ApplyResolution(cur, res, now)
+	if err != nil {
+		return journal.Record{}, err
+	}
+	w, err := rowOf(rec)
+	if err != nil {
+		return journal.Record{}, fmt.Errorf("%w: resolve: %w", journal.ErrInvalid, err)
+	}
+	if _, err := tx.Exec(ctx, s.sql.replace, w.args()...); err != nil {
+		return journal.Record{}, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return journal.Record{}, &commitError{err}
+	}
+	return rec, nil
 }
 
 // resolveLocked runs Resolve's UPDATE under the record's row lock, taken
