@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -324,14 +325,13 @@ func (s *Store) Import(ctx context.Context, rec journal.Record) error {
 	return fmt.Errorf("postgres journal: import %s: the record kept changing under concurrent writers", rec.Key)
 }
 
-// sameRow compares two rows as stored; attempts compare as JSON values,
-// since jsonb does not keep the text it was given.
+// sameRow compares two rows as stored; the jsonb columns compare as JSON
+// values, since jsonb does not keep the text it was given.
 func sameRow(a, b row) bool {
-	var aa, ba []storedAttempt
-	if json.Unmarshal(a.Attempts, &aa) != nil || json.Unmarshal(b.Attempts, &ba) != nil {
+	if !sameJSON(a.Attempts, b.Attempts) || !sameJSON(a.Approval, b.Approval) {
 		return false
 	}
-	a.Attempts, b.Attempts = nil, nil
+	a.Attempts, b.Attempts, a.Approval, b.Approval = nil, nil, nil, nil
 	norm := func(p []byte) []byte {
 		if len(p) == 0 {
 			return nil
@@ -341,11 +341,22 @@ func sameRow(a, b row) bool {
 	a.Input, b.Input = norm(a.Input), norm(b.Input)
 	a.Output, b.Output = norm(a.Output), norm(b.Output)
 	a.ResOutput, b.ResOutput = norm(a.ResOutput), norm(b.ResOutput)
-	if len(aa) == 0 {
-		aa = nil
+	return reflect.DeepEqual(a, b)
+}
+
+// sameJSON reports whether two JSON texts (nil for NULL) hold the same
+// value, numbers compared as written.
+func sameJSON(a, b []byte) bool {
+	var v [2]any
+	for i, p := range [][]byte{a, b} {
+		if p == nil {
+			continue
+		}
+		d := json.NewDecoder(bytes.NewReader(p))
+		d.UseNumber()
+		if d.Decode(&v[i]) != nil {
+			return false
+		}
 	}
-	if len(ba) == 0 {
-		ba = nil
-	}
-	return reflect.DeepEqual(a, b) && reflect.DeepEqual(aa, ba)
+	return (a == nil) == (b == nil) && reflect.DeepEqual(v[0], v[1])
 }
