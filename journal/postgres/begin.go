@@ -18,16 +18,15 @@ import (
 // that shares the database.
 //
 // The common paths take one statement, one round trip: it reads the record
-// and, only when there is none, inserts it with INSERT … ON CONFLICT DO
-// NOTHING, unless a suppressed record of the same tool in the session may
-// guard it. A settled record, a mismatch or a live lease is thus answered by
-// a read that writes nothing (the transaction never gets a transaction id,
-// so there is no WAL and no flush). Everything else (an expired lease to
-// take over, an expired record to replace, a Retake, a possible guard, a
-// lost race) runs in a transaction holding the record's row lock (SELECT …
-// FOR UPDATE), so no decision is check-then-act, and so does a Begin that
-// needs approval (the one statement inserts a started record). Every
-// decision is machine.DecideBegin's, the state machine of every store.
+// and, only when there is none, inserts it, unless a suppressed record of
+// the same tool in the session may guard it. A settled record, a mismatch
+// or a live lease is thus answered by a read that writes nothing (the
+// transaction never gets a transaction id, so there is no WAL and no
+// flush). Everything else (an expired lease to take over, an expired record
+// to replace, a Retake, a possible guard, a lost race, an intent that needs
+// approval) runs in a transaction holding the record's row lock (SELECT …
+// FOR UPDATE), so no decision is check-then-act. Every decision is
+// machine.DecideBegin's, the state machine of every store.
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
 	if err := s.check(ctx); err != nil {
 		return journal.BeginResult{}, err
@@ -47,16 +46,17 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	var r row
 	err = pgx.ErrNoRows
 	if args != nil {
-		r, err = scanRowAfter(s.pool.QueryRow(ctx, s.sql.beginFast[guardOn(req.Guard)][durableIdx(req.Durable)],
+		r, err = scanRow(s.pool.QueryRow(ctx, s.sql.beginFast[index(req.Guard != journal.GuardOff)][index(req.Durable)],
 			append(args, s.clockArg())...), &inserted, &nowNs)
 	}
 	switch {
-	case err == nil && inserted:
-		return started(r)
 	case err == nil:
 		rec, err := r.record()
 		if err != nil {
 			return journal.BeginResult{}, err
+		}
+		if inserted {
+			return journal.BeginResult{Outcome: journal.Started, Record: rec, Token: rec.Lease.Token}, nil
 		}
 		if d := machine.DecideBegin(&rec, &req, fromNanos(nowNs)); d.Write == nil && d.Suppress == nil && !d.Guard {
 			return d.Result, nil
@@ -117,26 +117,13 @@ func beginFastArgs(req *journal.BeginRequest) ([]any, error) {
 		int64(rec.Lease.Expires.Sub(epoch)), settle, int64(rec.Expires.Sub(epoch))}, nil
 }
 
-func guardOn(g journal.GuardScope) int {
-	if g == journal.GuardOff {
-		return 0
-	}
-	return 1
-}
-
-func durableIdx(durable bool) int {
-	if durable {
+// index is 1 for true and 0 for false, an index of the statements that
+// come in pairs.
+func index(b bool) int {
+	if b {
 		return 1
 	}
 	return 0
-}
-
-func started(r row) (journal.BeginResult, error) {
-	rec, err := r.record()
-	if err != nil {
-		return journal.BeginResult{}, err
-	}
-	return journal.BeginResult{Outcome: journal.Started, Record: rec, Token: rec.Lease.Token}, nil
 }
 
 // beginReadOnly decides Begin on a read-only store: an answer that needs

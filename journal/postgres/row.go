@@ -112,14 +112,10 @@ func (r *row) args() []any {
 // parsing the string: an error built and a parse on every call.
 func keyArg(k uuid.UUID) pgtype.UUID { return pgtype.UUID{Bytes: k, Valid: true} }
 
-func scanRow(s pgx.Row) (row, error) {
-	return scanRowAfter(s)
-}
-
-// scanRowAfter scans a row whose record columns follow the leading
-// columns scanned into lead, and checks its checksum: a damaged row is an
-// error wrapping journal.ErrCorrupt, whatever the caller wanted it for.
-func scanRowAfter(s pgx.Row, lead ...any) (row, error) {
+// scanRow scans a row whose record columns follow the leading columns
+// scanned into lead, and checks its checksum: a damaged row is an error
+// wrapping journal.ErrCorrupt, whatever the caller wanted it for.
+func scanRow(s pgx.Row, lead ...any) (row, error) {
 	var r row
 	var key pgtype.UUID
 	var attempts, checksum []byte
@@ -346,6 +342,7 @@ func fingerprint(name string, b []byte) (keyderive.Fingerprint, error) {
 // int64 nanoseconds, naming the field; free text (error messages) is made
 // valid instead, since refusing it would lose an outcome.
 func rowOf(rec journal.Record) (row, error) {
+	var t nanos
 	r := row{
 		Key:          rec.Key,
 		Version:      int32(rec.Version),
@@ -357,6 +354,10 @@ func rowOf(rec journal.Record) (row, error) {
 		ErrorClass:   cleanText(rec.ErrorClass),
 		ErrorMessage: cleanText(rec.ErrorMessage),
 		LeaseToken:   int64(rec.Lease.Token),
+		LeaseExpires: t.ptr("lease expiry", rec.Lease.Expires),
+		Created:      t.of("created", rec.Created),
+		Updated:      t.of("updated", rec.Updated),
+		Expires:      t.of("expires", rec.Expires),
 	}
 	if rec.Lease.Token > math.MaxInt64 {
 		return row{}, fmt.Errorf("record %s: fencing token %d does not fit a bigint", rec.Key, rec.Lease.Token)
@@ -373,40 +374,19 @@ func rowOf(rec journal.Record) (row, error) {
 		{"discriminator", &r.Discriminator, rec.Intent.Discriminator},
 		{"lease owner", &r.LeaseOwner, rec.Lease.Owner},
 	}
-	for _, t := range texts {
-		if err := checkText(t.name, t.val); err != nil {
+	for _, x := range texts {
+		if err := checkText(x.name, x.val); err != nil {
 			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
 		}
-		*t.dst = t.val
-	}
-	var err error
-	times := []struct {
-		name string
-		t    time.Time
-		dst  *int64
-	}{{"created", rec.Created, &r.Created}, {"updated", rec.Updated, &r.Updated}, {"expires", rec.Expires, &r.Expires}}
-	for _, t := range times {
-		if *t.dst, err = toNanos(t.name, t.t); err != nil {
-			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
-		}
-	}
-	if r.LeaseExpires, err = toNanosPtr("lease expiry", rec.Lease.Expires); err != nil {
-		return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
+		*x.dst = x.val
 	}
 	atts := make([]storedAttempt, 0, len(rec.Attempts))
 	for i, a := range rec.Attempts {
-		sa := storedAttempt{ID: cleanText(a.ID), Class: cleanText(a.Class), Error: cleanText(a.Error)}
-		if sa.Start, err = toNanosPtr(fmt.Sprintf("attempt %d start", i+1), a.Start); err != nil {
-			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
-		}
-		if sa.End, err = toNanosPtr(fmt.Sprintf("attempt %d end", i+1), a.End); err != nil {
-			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
-		}
-		if sa.Quiet, err = toNanosPtr(fmt.Sprintf("attempt %d quiet time", i+1), a.QuietAt); err != nil {
-			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
-		}
-		atts = append(atts, sa)
+		atts = append(atts, storedAttempt{ID: cleanText(a.ID), Class: cleanText(a.Class), Error: cleanText(a.Error),
+			Start: t.ptr(fmt.Sprintf("attempt %d start", i+1), a.Start), End: t.ptr(fmt.Sprintf("attempt %d end", i+1), a.End),
+			Quiet: t.ptr(fmt.Sprintf("attempt %d quiet time", i+1), a.QuietAt)})
 	}
+	var err error
 	if r.Attempts, err = json.Marshal(atts); err != nil {
 		return row{}, err
 	}
@@ -414,35 +394,25 @@ func rowOf(rec journal.Record) (row, error) {
 		st := int16(res.State)
 		reason, by := cleanText(res.Reason), cleanText(res.By)
 		r.ResState, r.ResOutput, r.ResReason, r.ResBy = &st, res.Output, &reason, &by
-		if r.ResAt, err = toNanosPtr("resolution time", res.At); err != nil {
-			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
-		}
+		r.ResAt = t.ptr("resolution time", res.At)
 		if !res.Fingerprint.IsZero() {
 			r.ResFingerprint = res.Fingerprint[:]
 		}
 	}
-	if rec.Approval != nil {
-		if r.Approval, err = approvalOf(rec.Approval); err != nil {
-			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
+	if a := rec.Approval; a != nil {
+		sa := storedApproval{Need: a.Need, Deadline: t.ptr("approval deadline", a.Deadline), Given: make([]storedGiven, len(a.Given))}
+		for i, g := range a.Given {
+			sa.Given[i] = storedGiven{By: cleanText(g.By), Reason: cleanText(g.Reason), Output: g.Output,
+				Fingerprint: g.Fingerprint[:], At: t.ptr(fmt.Sprintf("approval %d time", i+1), g.At)}
 		}
+		if r.Approval, err = json.Marshal(sa); err != nil {
+			return row{}, err
+		}
+	}
+	if t.err != nil {
+		return row{}, fmt.Errorf("record %s: %w", rec.Key, t.err)
 	}
 	return r, nil
-}
-
-// approvalOf encodes a for the approval column.
-func approvalOf(a *journal.Approval) ([]byte, error) {
-	sa := storedApproval{Need: a.Need, Given: make([]storedGiven, len(a.Given))}
-	var err error
-	if sa.Deadline, err = toNanosPtr("approval deadline", a.Deadline); err != nil {
-		return nil, err
-	}
-	for i, g := range a.Given {
-		sa.Given[i] = storedGiven{By: cleanText(g.By), Reason: cleanText(g.Reason), Output: g.Output, Fingerprint: g.Fingerprint[:]}
-		if sa.Given[i].At, err = toNanosPtr(fmt.Sprintf("approval %d time", i+1), g.At); err != nil {
-			return nil, err
-		}
-	}
-	return json.Marshal(sa)
 }
 
 // checkText refuses a string PostgreSQL text cannot hold.
@@ -472,19 +442,24 @@ var (
 	maxNanos = time.Unix(0, math.MaxInt64)
 )
 
-func toNanos(field string, t time.Time) (int64, error) {
-	if t.Before(minNanos) || t.After(maxNanos) {
-		return 0, fmt.Errorf("%s %s is outside the years 1678 to 2262 the journal stores", field, t.Format(time.RFC3339))
+// nanos converts times to nanoseconds, keeping the first error: a time
+// outside the years int64 nanoseconds hold.
+type nanos struct{ err error }
+
+func (n *nanos) of(field string, t time.Time) int64 {
+	if n.err == nil && (t.Before(minNanos) || t.After(maxNanos)) {
+		n.err = fmt.Errorf("%s %s is outside the years 1678 to 2262 the journal stores", field, t.Format(time.RFC3339))
 	}
-	return t.UnixNano(), nil
+	return t.UnixNano()
 }
 
-func toNanosPtr(field string, t time.Time) (*int64, error) {
+// ptr is of, nil for the zero time.
+func (n *nanos) ptr(field string, t time.Time) *int64 {
 	if t.IsZero() {
-		return nil, nil
+		return nil
 	}
-	n, err := toNanos(field, t)
-	return &n, err
+	v := n.of(field, t)
+	return &v
 }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }

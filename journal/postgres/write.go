@@ -35,7 +35,7 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 		settle = &n
 	}
 	var n int
-	err = s.pool.QueryRow(ctx, s.sql.startAtt[durableIdx(req.Durable)], keyArg(req.Key), int64(req.Token), closing,
+	err = s.pool.QueryRow(ctx, s.sql.startAtt[index(req.Durable)], keyArg(req.Key), int64(req.Token), closing,
 		cleanText(req.ID), int64(machine.LeaseTTL(req.LeaseTTL)), settle, s.clockArg()).Scan(&n)
 	if err != nil {
 		return s.fail("start attempt", req.Key, true, err)
