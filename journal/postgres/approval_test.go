@@ -78,7 +78,18 @@ func TestApprovalExportImport(t *testing.T) {
 	clk := newClock()
 	s := openStore(t, &journal.Options{Now: clk.Now})
 	other := openStore(t, nil)
-	for _, rec := range approvals(t, s, clk) {
+	recs := approvals(t, s, clk)
+	var listed []journal.Record
+	for r, err := range s.List(ctx, journal.Filter{State: journal.StateAwaiting}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, r)
+	}
+	if !reflect.DeepEqual(listed, recs[:1]) {
+		t.Errorf("List(awaiting) = %+v; want %+v", listed, recs[:1])
+	}
+	for _, rec := range recs {
 		b, err := json.Marshal(rec)
 		if err != nil {
 			t.Fatal(err)
@@ -101,6 +112,19 @@ func TestApprovalExportImport(t *testing.T) {
 			t.Errorf("Import(%s with another approval) = %v; want ErrExists", rec.Key, err)
 		}
 	}
+	// Past its TTL the record that awaited approval expires, as
+	// journal.Expired says: GC removes it and it is counted so before.
+	clk.Advance(recs[0].Expires.Sub(clk.Now()))
+	if st := agree(t, "past the TTL", s); st.Expired != 1 || st.ByState[journal.StateAwaiting] != 1 {
+		t.Errorf("Stats past the TTL = %+v; want the awaiting record expired", st)
+	}
+	if res, err := s.GC(ctx, journal.GCOptions{}); err != nil || res.Removed != 1 {
+		t.Errorf("GC past the TTL = %+v, %v; want 1 removed", res, err)
+	}
+	if _, err := s.Get(ctx, recs[0].Key); !errors.Is(err, journal.ErrNotFound) {
+		t.Errorf("Get(%s) after GC = %v; want ErrNotFound", recs[0].Key, err)
+	}
+	agree(t, "after GC", s)
 }
 
 // An approval changed behind the store, or one that does not read, is an
