@@ -83,10 +83,7 @@ const countRows = `coalesce(current_setting('` + countRowsSetting + `', true), '
 // first CREATE TRIGGER locks records against writers until the migration's
 // transaction commits, so no write falls between the fill and the
 // triggers, and the fill (a statement of its own under READ COMMITTED)
-// sees every write committed before the lock. A later migration that
-// rewrites the state, tool or attempts of many rows should turn
-// countRowsSetting off for its transaction (SET LOCAL), so that they are
-// counted per statement.
+// sees every write committed before the lock.
 var countsMigration = append(append([]string{`CREATE TABLE %[1]s.counts (
 		shard      smallint NOT NULL,
 		tool       text     NOT NULL,
@@ -282,17 +279,12 @@ func (t tally) delta(q, rows string) string {
 
 // one is delta for a write of one record, whose change to the counts is
 // known when the statement is built: cnt_u, the UPDATE that adds to the
-// counter row of each row of the CTE from (columns key, tool, state and
-// those add's expressions name, as w.column) the expressions add gives
-// (counts column: SQL expression, evaluated per row; the columns it leaves
-// out gain nothing), returning one row per counter row it found. A single
-// row needs neither delta's aggregate nor its sort, which cost the store's
-// every write more server time than the UPDATE they feed. When the counter
-// row does not exist yet (a new tool or shard, or after a TRUNCATE)
-// nothing is added: before schema 5 one's cnt_i then inserts it (an INSERT
-// … ON CONFLICT that every write plans and starts, and that nearly none
-// needs), from schema 5 on the statement's last SELECT calls missing,
-// which inserts it only then.
+// counter row of each row w of the CTE from the expressions add gives
+// (counts column: SQL expression over w), returning one row per counter
+// row it found; it needs neither delta's aggregate nor its sort, which
+// cost more than the UPDATE. A missing counter row (a new tool or shard,
+// after a TRUNCATE) is inserted by cnt_i before schema 5, from it on by
+// missing, which only then runs an INSERT.
 func (t tally) one(q, from string, add map[string]string, version int) string {
 	var sets []string
 	for _, c := range t.cols() {
@@ -323,14 +315,10 @@ func (t tally) values(add map[string]string) string {
 }
 
 // missing is the condition, for the WHERE of the last SELECT of a
-// statement with one's cnt_u (schema 5 on), over its row w (the write's
-// RETURNING), that adds add to w's counter row when cnt_u found none:
-// true, having called count_missing, which inserts the row with add or,
-// when a concurrent write inserted it first, adds add to it. CASE
-// evaluates its branches in order, and count_missing is volatile, so it is
-// called only when cnt_u updated nothing: once per counter row a journal
-// ever has, not once per write. Before schema 5 it is true (cnt_i
-// counts).
+// statement with one's cnt_u, over its row w, that adds add to w's counter
+// row when cnt_u found none: true, having called count_missing (volatile,
+// so CASE calls it only then), which inserts the row or, when a concurrent
+// write inserted it first, adds to it. Before schema 5 it is true.
 func (t tally) missing(q string, add map[string]string, version int) string {
 	if version < 5 {
 		return `true`
