@@ -73,7 +73,7 @@ var migrations = [][]string{
 	countsMigration,
 
 	// 4: the store's own writes seal and count themselves (sealExpr,
-	// countDelta), so no trigger runs for them; three indexes fewer, and
+	// tally.delta), so no trigger runs for them; three indexes fewer, and
 	// none on a column Complete changes, so that its UPDATE is a
 	// heap-only (HOT) update that writes no index entry. See
 	// docs/postgres-scale.md for the figures.
@@ -81,7 +81,7 @@ var migrations = [][]string{
 
 	// 5: count_missing, so that a write of one record counts itself with
 	// one UPDATE of its counter row and inserts that row only when it is
-	// missing (countOne, countMissing).
+	// missing (tally.one, tally.missing).
 	{tallyAt(5).missingFunction()},
 
 	// 6: intents awaiting approval: the state 6 and its count, the
