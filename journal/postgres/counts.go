@@ -67,7 +67,8 @@ const countRowsSetting = "agentonce.count_rows"
 
 // countSelf is countRowsSetting's value in the store's sessions (schema 4
 // on): their statements add what they change to the counts themselves
-// (tally.delta, tally.one), so neither the row nor the statement triggers count them.
+// (tally.delta, tally.one), so neither the row nor the statement triggers
+// count them.
 const countSelf = "self"
 
 // countedElsewhere is the condition under which the statement triggers
