@@ -186,9 +186,10 @@ func (s *Store) CompleteInTx(ctx context.Context, key uuid.UUID, token uint64,
 }
 
 // Resolve settles a pending or unknown record as an operator's verdict and
-// advances the fencing token, in one UPDATE. An approval or a rejection
-// (or a verdict naming a fingerprint) is machine.ApplyResolution's, under
-// the record's row lock.
+// advances the fencing token, in one UPDATE under the record's row lock,
+// taken by reading the state it replaces, which the counts need. An
+// approval or a rejection (or a verdict naming a fingerprint) is
+// machine.ApplyResolution's, written under the row lock.
 func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resolution) (journal.Record, error) {
 	if err := s.checkWrite(ctx, "resolve", key); err != nil {
 		return journal.Record{}, err
@@ -196,41 +197,45 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 	if err := machine.ValidateResolution(key, &res); err != nil {
 		return journal.Record{}, err
 	}
-	if res.State == journal.StatePending || res.State == journal.StateSuppressed || !res.Fingerprint.IsZero() {
-		rec, err := s.decide(ctx, key, res)
-		if err != nil {
-			var ce *commitError
-			return journal.Record{}, s.fail("resolve", key, errors.As(err, &ce), err)
-		}
-		return rec, nil
-	}
 	reason := cleanText(res.Reason)
 	closing, err := closeAttempt(journal.ClassResolved, reason)
 	if err != nil {
 		return journal.Record{}, err
 	}
-	r, err := s.resolveLocked(ctx, key, res, reason, closing)
+	var rec journal.Record
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if res.State == journal.StatePending || res.State == journal.StateSuppressed || !res.Fingerprint.IsZero() {
+			rec, err = s.decide(ctx, tx, key, res)
+			return err
+		}
+		var state int16
+		if err := tx.QueryRow(ctx, s.sql.lockState, keyArg(key)).Scan(&state); err != nil {
+			return err
+		}
+		r, err := scanRow(tx.QueryRow(ctx, s.sql.resolve, keyArg(key), int16(res.State), res.Output,
+			reason, cleanText(res.By), s.clockArg(), closing, state))
+		if err == nil {
+			rec, err = r.record()
+		}
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		rec, err := s.get(ctx, key)
+		cur, err := s.get(ctx, key)
 		if err != nil {
 			return journal.Record{}, err
 		}
-		return journal.Record{}, fmt.Errorf("%w: resolve %s: it is %s", journal.ErrNotResolvable, key, rec.State)
+		return journal.Record{}, fmt.Errorf("%w: resolve %s: it is %s", journal.ErrNotResolvable, key, cur.State)
 	}
 	if err != nil {
-		return journal.Record{}, s.fail("resolve", key, true, err)
+		var ce *commitError
+		return journal.Record{}, s.fail("resolve", key, errors.As(err, &ce), err)
 	}
-	return r.record()
+	return rec, nil
 }
 
-// decide applies res to the record of key under its row lock and writes
-// the record it makes.
-func (s *Store) decide(ctx context.Context, key uuid.UUID, res journal.Resolution) (journal.Record, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return journal.Record{}, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+// decide applies res to the record of key under its row lock in tx and
+// writes the record it makes.
+func (s *Store) decide(ctx context.Context, tx pgx.Tx, key uuid.UUID, res journal.Resolution) (journal.Record, error) {
 	cur, now, err := s.lockRecord(ctx, tx, key)
 	if err == nil && cur == nil {
 		err = keyError("resolve", key, journal.ErrNotFound)
@@ -246,37 +251,25 @@ func (s *Store) decide(ctx context.Context, key uuid.UUID, res journal.Resolutio
 	if err != nil {
 		return journal.Record{}, fmt.Errorf("%w: resolve: %w", journal.ErrInvalid, err)
 	}
-	if _, err := tx.Exec(ctx, s.sql.replace, w.args()...); err != nil {
-		return journal.Record{}, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return journal.Record{}, &commitError{err}
-	}
-	return rec, nil
+	_, err = tx.Exec(ctx, s.sql.replace, w.args()...)
+	return rec, err
 }
 
-// resolveLocked runs Resolve's UPDATE under the record's row lock, taken
-// by reading the state it replaces, which the counts need. It returns
-// pgx.ErrNoRows when the record is gone or not resolvable.
-func (s *Store) resolveLocked(ctx context.Context, key uuid.UUID, res journal.Resolution, reason, closing string) (row, error) {
+// inTx runs fn in a transaction and commits it. A failed COMMIT is a
+// *commitError: before it, a lost connection rolls the transaction back.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return row{}, err
+		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var state int16
-	if err := tx.QueryRow(ctx, s.sql.lockState, keyArg(key)).Scan(&state); err != nil {
-		return row{}, err
-	}
-	r, err := scanRow(tx.QueryRow(ctx, s.sql.resolve, keyArg(key), int16(res.State), res.Output,
-		reason, cleanText(res.By), s.clockArg(), closing, state))
-	if err != nil {
-		return row{}, err
+	if err := fn(tx); err != nil {
+		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return row{}, &commitError{err}
+		return &commitError{err}
 	}
-	return r, nil
+	return nil
 }
 
 // Import writes rec as it is. A record already stored under its key is left
