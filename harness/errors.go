@@ -31,7 +31,7 @@ var (
 	ErrNoTurn = errors.New("call has no session or turn (and no step key)")
 	// ErrUnknownTool is returned when a call names a tool that is not
 	// registered; the error names it.
-	ErrUnknownTool = errors.New("unknown tool (not registered)")
+	ErrUnknownTool = errors.New("unknown tool")
 )
 
 // ErrLeaseLost is the cause of a flight's cancellation when its owner lost
