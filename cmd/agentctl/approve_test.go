@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,6 +152,19 @@ func approveReject(t *testing.T, loc string, refund, wire awaiting) {
 		!g[0].At.Equal(testNow) || g[1].By != "alice@host1" || g[1].Reason != "checked the ticket" {
 		t.Errorf("refund after the decisions: %s, approvals %+v; want awaiting, ann's then alice@host1's", rec.State, g)
 	}
+	r := agentctl(t, false, "show", key, "--journal", loc)
+	for _, want := range []string{"approvals\t2 of 2\n", "approval_deadline\t2026-03-01T12:00:00Z (approved: it runs the next time its call is made)\n",
+		"approved_by\tann at 2026-03-01T11:00:00Z for input " + refund.fp.String() + ": customer called\n", "approved_by\talice@host1 at "} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("show of the approved intent = %d, %q; want %q in it", r.code, r.stdout, want)
+		}
+	}
+	r = agentctl(t, false, "show", wireKey, "--journal", loc)
+	for _, want := range []string{"approvals\t0 of 1\n", "resolved_as\tsuppressed\n", "resolved_by\tdan\n", "resolved_reason\twrong account\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("show of the rejected intent = %d, %q; want %q in it", r.code, r.stdout, want)
+		}
+	}
 	rec = getRecord(t, loc, wireKey)
 	if res := rec.Resolution; rec.State != journal.StateSuppressed || res == nil || res.By != "dan" || res.Reason != "wrong account" || len(rec.Approval.Given) != 0 {
 		t.Errorf("wire after the rejection: %s, resolution %+v, approvals %+v; want suppressed by dan", rec.State, res, rec.Approval.Given)
@@ -200,4 +214,48 @@ func redisJournal(t *testing.T) string {
 		}
 	})
 	return u + "?prefix=" + prefix
+}
+
+// TestExportCarriesDecisions: export and import carry every decision (the
+// approvals with their approver, time, reason and input; a rejection), the
+// seal covers them, and an approval changed in the file is refused.
+func TestExportCarriesDecisions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Namespace: testNS, Now: func() time.Time { return testNow }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refund, wire := beginAwaiting(t, s, "refund", `{"amount":900}`, 2, time.Hour), beginAwaiting(t, s, "wire", `{"to":"acct-9"}`, 1, time.Hour)
+	s.Close()
+	for _, args := range [][]string{
+		{"approve", refund.key.String(), "--fingerprint", refund.fp.String(), "--by", "ann", "--reason", "customer called"},
+		{"reject", wire.key.String(), "--by", "dan", "--reason", "wrong account"},
+	} {
+		if r := agentctl(t, false, append(args, "--journal", path)...); r.code != 0 {
+			t.Fatalf("%v = %d, %s", args, r.code, r.stderr)
+		}
+	}
+	exp := exportOf(t, path)
+	for _, want := range []string{`"approval":{"need":2,"deadline":"2026-03-01T12:00:00Z","given":[{"state":"pending"`, `"by":"ann"`, `"fingerprint":"` + refund.fp.String() + `"}]}`, `"reason":"wrong account","by":"dan"`} {
+		if !strings.Contains(exp, want) {
+			t.Errorf("the export does not hold %s:\n%s", want, exp)
+		}
+	}
+	var j recordJSON
+	if r := agentctl(t, false, "show", refund.key.String(), "--journal", path, "--json"); json.Unmarshal([]byte(r.stdout), &j) != nil || j.State != "awaiting" ||
+		j.Approval == nil || j.Approval.Need != 2 || len(j.Approval.Given) != 1 || j.Approval.Given[0].By != "ann" || j.Approval.Given[0].Fingerprint != refund.fp.String() {
+		t.Errorf("show --json of the approved intent = %q; want its approval as agentctl help json documents it", r.stdout)
+	}
+	copyPath := filepath.Join(t.TempDir(), "copy.db")
+	if r := agentctl(t, false, "import", writeFile(t, exp), "--journal", copyPath, "--create"); r.code != 0 {
+		t.Fatalf("import = %d, %s", r.code, r.stderr)
+	}
+	if again := exportOf(t, copyPath); again != exp {
+		t.Errorf("the export of the imported journal differs:\n%s\n---\n%s", again, exp)
+	}
+	forged := strings.Replace(exp, `"by":"ann"`, `"by":"mallory"`, 1)
+	fresh := filepath.Join(t.TempDir(), "fresh.db")
+	if r := agentctl(t, false, "import", writeFile(t, forged), "--journal", fresh, "--create"); r.code != exitUsage || !strings.Contains(r.stderr, "does not match its seal") {
+		t.Errorf("import of an export whose approver was changed = %d, %q; want %d, the seal refused", r.code, r.stderr, exitUsage)
+	}
 }
