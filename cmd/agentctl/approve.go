@@ -197,3 +197,19 @@ func writeDecision(w io.Writer, r *journal.Record, o *decideOptions) {
 		fmt.Fprintln(w, "it runs the next time its call is made, once")
 	}
 }
+
+// awaitingPreview is what a re-issue of r, awaiting approval, does now
+// (previewRecord): nothing before it is approved, the run once it is,
+// and a suppression past its deadline.
+func awaitingPreview(r *journal.Record, now time.Time) (action, reason string) {
+	a := r.Approval
+	deadline := a.Deadline.UTC().Format(time.RFC3339)
+	switch {
+	case !now.Before(a.Deadline):
+		return actAnswer, "suppressed when called (approval-expired): its approval deadline " + deadline + " passed"
+	case len(a.Given) >= a.Need:
+		return actRetry, fmt.Sprintf("runs once when called: approved (%d of %d)%s", len(a.Given), a.Need, decidedNote(r))
+	}
+	return actWait, fmt.Sprintf("awaits approval (%d of %d given) until %s: agentctl approve %s --fingerprint %s, or agentctl reject",
+		len(a.Given), a.Need, deadline, r.Key, r.Fingerprint)
+}

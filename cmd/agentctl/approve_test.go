@@ -259,3 +259,61 @@ func TestExportCarriesDecisions(t *testing.T) {
 		t.Errorf("import of an export whose approver was changed = %d, %q; want %d, the seal refused", r.code, r.stderr, exitUsage)
 	}
 }
+
+// TestTimelineShowsDecisions: the timeline marks every approval and a
+// rejection (JSON, text and HTML), flags the intents that await a person,
+// and says what a re-issue does now: wait for the approvers, run once
+// approved.
+func TestTimelineShowsDecisions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := bolt.Open(path, &bolt.Options{Journal: journal.Options{Namespace: testNS, Now: func() time.Time { return t0 }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refund := beginAwaiting(t, s, "refund", `{"amount":900}`, 2, 3*time.Hour)
+	wire := beginAwaiting(t, s, "wire", `{"to":"acct-9"}`, 1, 3*time.Hour)
+	payout := beginAwaiting(t, s, "payout", `{"amount":50}`, 1, 3*time.Hour)
+	s.Close()
+	for _, args := range [][]string{
+		{"approve", refund.key.String(), "--fingerprint", refund.fp.String(), "--by", "ann", "--reason", "customer called"},
+		{"reject", wire.key.String(), "--by", "dan", "--reason", "wrong account"},
+		{"approve", payout.key.String(), "--fingerprint", payout.fp.String(), "--by", "ann"},
+	} {
+		if r := agentctl(t, false, append(args, "--journal", path)...); r.code != 0 {
+			t.Fatalf("%v = %d, %s", args, r.code, r.stderr)
+		}
+	}
+	r := agentctl(t, false, "timeline", "--journal", path, "--session", "s-approve", "--json")
+	var tl timeline
+	if err := json.Unmarshal([]byte(r.stdout), &tl); err != nil || r.code != 0 {
+		t.Fatalf("timeline --json = %d, %v, %s", r.code, err, r.stderr)
+	}
+	type row struct{ status, attention, reissue, reason, marks string }
+	want := map[string]row{
+		"refund": {"awaiting", "approval", actWait, "awaits approval (1 of 2 given) until 2026-03-01T12:00:00Z: agentctl approve " + refund.key.String() + " --fingerprint " + refund.fp.String(),
+			"approve approved by ann (1 of 2) for input " + refund.fp.String() + ": customer called;"},
+		"wire":   {"suppressed", "", actAnswer, "answered from the journal (suppressed", "reject rejected by dan: wrong account;"},
+		"payout": {"awaiting", "approval", actRetry, "runs once when called: approved (1 of 1) (approved by ann)", "approve approved by ann (1 of 1) for input " + payout.fp.String() + ": -;"},
+	}
+	for _, in := range tl.Intents {
+		var marks string
+		for _, m := range in.Marks {
+			marks += m.Kind + " " + m.Text + ";"
+		}
+		got, w := row{in.Status, in.Attention, in.Reissue, in.ReissueReason, marks}, want[in.Tool]
+		if got.status != w.status || got.attention != w.attention || got.reissue != w.reissue || !strings.HasPrefix(got.reason, w.reason) || got.marks != w.marks {
+			t.Errorf("timeline row %s = %+v; want %+v", in.Tool, got, w)
+		}
+	}
+	if r := agentctl(t, true, "timeline", "--journal", path, "--session", "s-approve"); !strings.Contains(r.stdout, "A approved  X rejected\n") {
+		t.Errorf("text timeline = %d, %q; want the approval glyphs in its legend", r.code, r.stdout)
+	}
+	page := filepath.Join(t.TempDir(), "t.html")
+	agentctl(t, false, "timeline", "--journal", path, "--session", "s-approve", "--html", page)
+	b, _ := os.ReadFile(page)
+	for _, want := range []string{`<text class="mark approve"`, `<title>rejected by dan: wrong account</title>✗</text>`, `<span class="lg-approve"><span class="approve">✓</span> approved</span>`, `a-approval`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the HTML timeline has no %s", want)
+		}
+	}
+}

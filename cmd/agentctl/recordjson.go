@@ -97,15 +97,15 @@ timeline --json:
   {"session": "", "tenant": "", "at": TIME, "from": TIME, "to": TIME,
    "intents": [{"key": "UUID", "tenant": "", "turn": "", "tool": "",
                 "effect": "", "state": "", "created": TIME, "updated": TIME,
-                "status": "succeeded|failed|suppressed|unknown|in-progress",
+                "status": "succeeded|failed|suppressed|unknown|in-progress|awaiting",
                 "attempts": [{"id": "", "start": TIME, "end": TIME|null,
                               "class": "CLASS|unknown|resolved|running|stopped",
                               "error": ""}],
-                "marks": [{"kind": "wait|retry|suppress|resolve", "at": TIME,
+                "marks": [{"kind": "wait|retry|suppress|resolve|approve|reject", "at": TIME,
                            "until": TIME|null, "text": ""}],
                 "for_model": "the text the model is given",
                 "reissue": "answer|retry|wait|block|anew", "reissue_reason": "",
-                "attention": "unknown|blocked|"}],
+                "attention": "unknown|blocked|approval|"}],
    "gaps": [{"from": TIME, "to": TIME}],   idle stretches cut from the axis
    "summary": {"STATUS": N, ...}}
 
