@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -110,7 +111,7 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request, who string) {
 		if fp := f.Get("fingerprint"); len(fp) != 2*len(res.Fingerprint) || hexInto(res.Fingerprint[:], fp) != nil {
 			err = errors.New("an approval needs the fingerprint of the input the page showed (64 hex digits)")
 		}
-	case decision == "reject" && res.Reason == "":
+	case decision == "reject" && strings.TrimSpace(res.Reason) == "":
 		err = errors.New("a rejection needs a reason")
 	case decision == "reject":
 		res.State = journal.StateSuppressed

@@ -129,6 +129,8 @@ func TestForgeries(t *testing.T) {
 		{"not signed in", approve, func(h http.Header) { h.Del("X-User") }, http.StatusForbidden, "not allowed to decide: not signed in"},
 		{"oversized", with("reason", strings.Repeat("x", 20<<10)), nil, http.StatusRequestEntityTooLarge, "too large"},
 		{"rejection without reason", with("decision", "reject"), nil, http.StatusBadRequest, "a rejection needs a reason"},
+		{"rejection with a blank reason", url.Values{"key": {refund.key.String()}, "decision": {"reject"}, "reason": {" \n "}}, nil, http.StatusBadRequest, "a rejection needs a reason"},
+		{"no decision", with("decision", "run"), nil, http.StatusBadRequest, `decision "run": want approve or reject`},
 		{"no such intent", with("key", uuid.NewString()), nil, http.StatusNotFound, "no record"},
 	}
 	for _, tt := range tests {
