@@ -145,22 +145,10 @@ func hexInto(dst []byte, s string) error {
 	return err
 }
 
-// item is one intent as the page shows it.
-type item struct {
-	Key, Tenant, Session, Turn, Tool string
-	Created, Deadline, Left, Input   string
-	Fingerprint                      string
-	Need                             int
-	Given                            []given
-	Expired, Approved                bool
-}
-
-type given struct{ By, At, Reason, Fingerprint string }
-
 // page lists the intents awaiting approval, the oldest first.
 func (h *handler) page(w http.ResponseWriter, r *http.Request, who string) {
-	now, limit := time.Now(), cmp.Or(h.opts.Limit, 200)
-	var items []item
+	limit := cmp.Or(h.opts.Limit, 200)
+	var recs []journal.Record
 	total := 0
 	for rec, err := range h.store.List(r.Context(), journal.Filter{State: journal.StateAwaiting}) {
 		if err != nil {
@@ -168,12 +156,12 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, who string) {
 			return
 		}
 		total++
-		if items = append(items, toItem(&rec, now)); len(items) > limit {
-			items = items[1:] // List is newest first: keep the oldest
+		if recs = append(recs, rec); len(recs) > limit {
+			recs = recs[1:] // List is newest first: keep the oldest
 		}
 	}
-	slices.Reverse(items)
-	data := map[string]any{"Who": who, "Items": items, "Total": total}
+	slices.Reverse(recs)
+	data := map[string]any{"Who": who, "Items": recs, "Total": total}
 	if k, err := uuid.Parse(r.URL.Query().Get("key")); err == nil {
 		if d := r.URL.Query().Get("done"); d == "approve" || d == "reject" {
 			data["Done"] = fmt.Sprintf("Your %s of %s is recorded.", map[string]string{"approve": "approval", "reject": "rejection"}[d], k)
@@ -185,31 +173,28 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request, who string) {
 	}
 }
 
-func toItem(r *journal.Record, now time.Time) item {
-	a := r.Approval
-	it := item{Key: r.Key.String(), Tenant: r.Intent.Tenant, Session: r.Intent.Session, Turn: r.Intent.Turn, Tool: r.Intent.Tool,
-		Created: stamp(r.Created), Deadline: stamp(a.Deadline), Need: a.Need, Fingerprint: r.Fingerprint.String(),
-		Left: "passed: it can no longer be approved", Expired: !now.Before(a.Deadline), Approved: len(a.Given) >= a.Need}
-	if !it.Expired {
-		it.Left = "in " + a.Deadline.Sub(now).Round(time.Second).String()
-	}
-	var b bytes.Buffer
-	switch {
-	case r.Input == nil:
-	case json.Indent(&b, r.Input, "", "  ") == nil:
-		it.Input = b.String()
-	default:
-		it.Input = strconv.Quote(string(r.Input))
-	}
-	for _, g := range a.Given {
-		it.Given = append(it.Given, given{By: g.By, At: stamp(g.At), Reason: g.Reason, Fingerprint: g.Fingerprint.String()})
-	}
-	return it
+// pageFuncs word a record's fields for the page.
+var pageFuncs = template.FuncMap{
+	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	// left is the time to the deadline, "" once it passed.
+	"left": func(t time.Time) string {
+		if d := time.Until(t); d > 0 {
+			return "in " + d.Round(time.Second).String()
+		}
+		return ""
+	},
+	"approved": func(a *journal.Approval) bool { return len(a.Given) >= a.Need },
+	// input is the canonical input, indented; "" when not stored.
+	"input": func(in []byte) string {
+		var b bytes.Buffer
+		if in == nil || json.Indent(&b, in, "", "  ") == nil {
+			return b.String()
+		}
+		return strconv.Quote(string(in))
+	},
 }
 
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
-
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+var pageTemplate = template.Must(template.New("page").Funcs(pageFuncs).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Awaiting approval ({{.Total}})</title>
 <style>
@@ -228,14 +213,14 @@ button{font:inherit;padding:6px 16px;margin:6px 8px 0 0}
 <h1>Awaiting approval: {{.Total}}</h1>
 <p>Signed in as <b>{{.Who}}</b>. Oldest first; an approved intent runs the next time its call is made, once.</p>
 {{with .Done}}<p class="done" role="status">{{.}}</p>{{end}}
-{{range .Items}}<section id="{{.Key}}"{{if .Expired}} class="expired"{{end}}>
-<h2>{{.Tool}}</h2>
-<dl><dt>asked by (tenant)</dt><dd>{{or .Tenant "—"}}</dd><dt>session</dt><dd>{{.Session}}</dd><dt>turn</dt><dd>{{.Turn}}</dd>
-<dt>asked at</dt><dd>{{.Created}}</dd><dt>deadline</dt><dd>{{.Deadline}} ({{.Left}})</dd>
-<dt>approvals</dt><dd>{{len .Given}} of {{.Need}}</dd><dt>key</dt><dd>{{.Key}}</dd><dt>fingerprint</dt><dd>{{.Fingerprint}}</dd></dl>
-{{if .Input}}<pre class="input">{{.Input}}</pre>{{else}}<p><b>The input is not stored</b>, only its fingerprint: check it where the call was made before approving.</p>{{end}}
-{{with .Given}}<ul>{{range .}}<li>approved by <b>{{.By}}</b> at {{.At}}{{with .Reason}}: {{.}}{{end}}</li>{{end}}</ul>{{end}}
-{{if .Approved}}<p><b>Approved:</b> it runs the next time its call is made, once.</p>{{else if not .Expired}}<form method="post">
+{{range .Items}}{{$left := left .Approval.Deadline}}<section id="{{.Key}}"{{if not $left}} class="expired"{{end}}>
+<h2>{{.Intent.Tool}}</h2>
+<dl><dt>asked by (tenant)</dt><dd>{{or .Intent.Tenant "—"}}</dd><dt>session</dt><dd>{{.Intent.Session}}</dd><dt>turn</dt><dd>{{.Intent.Turn}}</dd>
+<dt>asked at</dt><dd>{{stamp .Created}}</dd><dt>deadline</dt><dd>{{stamp .Approval.Deadline}} ({{or $left "passed: it can no longer be approved"}})</dd>
+<dt>approvals</dt><dd>{{len .Approval.Given}} of {{.Approval.Need}}</dd><dt>key</dt><dd>{{.Key}}</dd><dt>fingerprint</dt><dd>{{.Fingerprint}}</dd></dl>
+{{with input .Input}}<pre class="input">{{.}}</pre>{{else}}<p><b>The input is not stored</b>, only its fingerprint: check it where the call was made before approving.</p>{{end}}
+{{with .Approval.Given}}<ul>{{range .}}<li>approved by <b>{{.By}}</b> at {{stamp .At}}{{with .Reason}}: {{.}}{{end}}</li>{{end}}</ul>{{end}}
+{{if approved .Approval}}<p><b>Approved:</b> it runs the next time its call is made, once.</p>{{else if $left}}<form method="post">
 <input type="hidden" name="key" value="{{.Key}}"><input type="hidden" name="fingerprint" value="{{.Fingerprint}}">
 <label>Reason (required to reject)<br><textarea name="reason" rows="2" maxlength="2000"></textarea></label><br>
 <button class="approve" name="decision" value="approve">Approve this input</button><button class="reject" name="decision" value="reject">Reject</button>
