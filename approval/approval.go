@@ -123,14 +123,14 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request, who string) {
 		return
 	}
 	if _, err := h.store.Resolve(r.Context(), key, res); err != nil {
-		code := http.StatusInternalServerError
+		code, what := http.StatusInternalServerError, "the journal failed, and the decision may or may not be recorded: "
 		switch {
 		case errors.Is(err, journal.ErrNotFound):
-			code = http.StatusNotFound
+			code, what = http.StatusNotFound, "refused, nothing was recorded: "
 		case errors.Is(err, journal.ErrNotResolvable), errors.Is(err, journal.ErrInvalid):
-			code = http.StatusConflict
+			code, what = http.StatusConflict, "refused, nothing was recorded: "
 		}
-		http.Error(w, "refused, nothing was recorded: "+err.Error()+"\nReload the page to see where the intent stands.", code)
+		http.Error(w, what+err.Error()+"\nReload the page to see where the intent stands.", code)
 		return
 	}
 	// A reference relative to the page's own address, which http.Redirect

@@ -181,3 +181,16 @@ func TestPageEscapesInput(t *testing.T) {
 		t.Errorf("GET not signed in = %d %q; want 403 and no queue", code, page)
 	}
 }
+
+// TestJournalFailure: when the journal fails, the page does not claim
+// that nothing was recorded.
+func TestJournalFailure(t *testing.T) {
+	s := openJournal(t)
+	refund := ask(t, s, "s-1", "refund", `{"amount":900}`, 1)
+	srv := serve(t, s)
+	s.Close()
+	code, body := post(t, srv, url.Values{"key": {refund.key.String()}, "fingerprint": {refund.fp.String()}, "decision": {"approve"}}, nil)
+	if code != http.StatusInternalServerError || !strings.Contains(body, "may or may not be recorded") || strings.Contains(body, "nothing was recorded") {
+		t.Errorf("POST on a closed journal = %d %q; want 500 saying the decision may or may not be recorded", code, body)
+	}
+}
