@@ -141,7 +141,7 @@ func (a *agent) schedule(ctx context.Context, slot int) {
 	for _, in := range a.plan.Intents {
 		passed := false
 		for _, is := range in.Issues {
-			if a.plan.Store != "postgres" {
+			if a.plan.Store == "bolt" {
 				is.Worker = slot
 			}
 			if is.Worker != slot {

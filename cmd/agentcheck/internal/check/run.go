@@ -25,7 +25,8 @@ import (
 // Options configures Run. Zero values are defaults where a field says so.
 type Options struct {
 	Seed int64
-	// Store is "bolt" or "postgres".
+	// Store is "bolt", "postgres" or "redis" (a key prefix of its own on
+	// RedisURL, removed by DropRedis).
 	Store string
 	// PGURL is the PostgreSQL server (a postgres:// URL) for Store
 	// "postgres"; Run works in a schema of its own and drops it.
@@ -84,8 +85,8 @@ type Options struct {
 // the journal of o.Store and a loopback downstream, and returns the
 // report. An error means the run could not be made at all.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	if o.Store != "bolt" && o.Store != "postgres" {
-		return nil, fmt.Errorf("store %q: want bolt or postgres", o.Store)
+	if o.Store != "bolt" && o.Store != "postgres" && o.Store != "redis" {
+		return nil, fmt.Errorf("store %q: want bolt, postgres or redis", o.Store)
 	}
 	if o.Workers <= 0 {
 		o.Workers = 3
@@ -122,7 +123,9 @@ type runner struct {
 	// location returns the journal location for a process.
 	location func(proc string) string
 	schema   string
-	end      time.Time
+	// dropAgents removes the agents' Redis journal after the run.
+	dropAgents func()
+	end        time.Time
 
 	rmu sync.Mutex // guards rng
 	rng *mrand.Rand
@@ -186,6 +189,9 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 	if r.schema != "" {
 		defer r.dropSchema()
+	}
+	if r.dropAgents != nil {
+		defer r.dropAgents()
 	}
 	planFile, err := r.writePlan(down)
 	if err != nil {
@@ -380,9 +386,17 @@ func (r *runner) report() (*Report, error) {
 // prepareJournal picks the journal location: a bbolt file in the work
 // directory, or a new schema on the PostgreSQL server.
 func (r *runner) prepareJournal(ctx context.Context) error {
-	if r.o.Store == "bolt" {
+	switch r.o.Store {
+	case "bolt":
 		path := filepath.Join(r.dir, "agent.journal")
 		r.location = func(string) string { return path }
+		return nil
+	case "redis":
+		location, drop, err := r.redisLocation(fmt.Sprintf("agentcheck_%d_%s", uint64(r.o.Seed)%1_000_000, randomHex()))
+		if err != nil {
+			return err
+		}
+		r.location, r.dropAgents = func(string) string { return location }, drop
 		return nil
 	}
 	if r.o.PGURL == "" {
@@ -392,9 +406,7 @@ func (r *runner) prepareJournal(ctx context.Context) error {
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return fmt.Errorf("-pg %q: want a postgres:// URL", r.o.PGURL)
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	r.schema = fmt.Sprintf("agentcheck_%d_%s", uint64(r.o.Seed)%1_000_000, hex.EncodeToString(b[:]))
+	r.schema = fmt.Sprintf("agentcheck_%d_%s", uint64(r.o.Seed)%1_000_000, randomHex())
 	conn, err := pgx.Connect(ctx, r.o.PGURL)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
@@ -521,9 +533,7 @@ func (r *runner) openServer(ctx context.Context) (store journal.Store, drop func
 // serverLocation names the middleware's journal, and returns the function
 // that removes it (a schema, Redis keys) after the run.
 func (r *runner) serverLocation() (location string, drop func(), err error) {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	name := fmt.Sprintf("agentcheck_server_%d_%s", uint64(r.o.Seed)%1_000_000, hex.EncodeToString(b[:]))
+	name := fmt.Sprintf("agentcheck_server_%d_%s", uint64(r.o.Seed)%1_000_000, randomHex())
 	drop = func() {}
 	switch r.o.ServerStore {
 	case "bolt":
@@ -542,25 +552,38 @@ func (r *runner) serverLocation() (location string, drop func(), err error) {
 		location = u.String()
 		drop = func() { r.dropPGSchema(name) }
 	case "redis":
-		u, err := url.Parse(r.o.RedisURL)
-		if r.o.RedisURL == "" || err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-			return "", nil, fmt.Errorf("server store redis: %q: want a redis:// URL (-redis or AGENTONCE_REDIS_URL)", r.o.RedisURL)
-		}
-		q := u.Query()
-		q.Set("prefix", name)
-		u.RawQuery = q.Encode()
-		location = u.String()
-		if r.o.DropRedis != nil {
-			drop = func() {
-				dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				if err := r.o.DropRedis(dctx, location); err != nil {
-					r.problem("removing the server journal's keys (prefix %s): %v", name, err)
-				}
-			}
-		}
+		return r.redisLocation(name)
 	default:
 		return "", nil, fmt.Errorf("server store %q: want bolt, postgres or redis", r.o.ServerStore)
 	}
 	return location, drop, nil
+}
+
+// redisLocation names a Redis journal under the key prefix name on
+// RedisURL, and returns the function that removes its keys after the run.
+func (r *runner) redisLocation(name string) (location string, drop func(), err error) {
+	u, err := url.Parse(r.o.RedisURL)
+	if r.o.RedisURL == "" || err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		return "", nil, fmt.Errorf("redis: %q: want a redis:// URL (-redis or AGENTONCE_REDIS_URL)", r.o.RedisURL)
+	}
+	q := u.Query()
+	q.Set("prefix", name)
+	u.RawQuery = q.Encode()
+	location, drop = u.String(), func() {}
+	if r.o.DropRedis != nil {
+		drop = func() {
+			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := r.o.DropRedis(dctx, location); err != nil {
+				r.problem("removing a Redis journal's keys (prefix %s): %v", name, err)
+			}
+		}
+	}
+	return location, drop, nil
+}
+
+func randomHex() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

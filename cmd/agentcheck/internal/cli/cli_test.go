@@ -52,6 +52,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"-downstream", "middleware", "-server-store", "sqlite"}, exitUsage, `-server-store "sqlite"`},
 		{[]string{"-downstream", "middleware", "-server-store", "postgres", "-pg", ""}, exitUsage, "-server-store postgres needs -pg URL"},
 		{[]string{"-downstream", "middleware", "-server-store", "redis", "-redis", "redis://127.0.0.1:1/0"}, exitUsage, "no Redis journal linked in"},
+		{[]string{"-store", "redis", "-redis", "redis://127.0.0.1:1/0"}, exitUsage, "-store redis: this agentcheck has no Redis journal linked in"},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer
