@@ -3,6 +3,8 @@ package idempotency
 import (
 	"net/http"
 	"time"
+
+	"github.com/agentonce/agentonce/harness/downstream"
 )
 
 // Defaults of Options.
@@ -34,6 +36,9 @@ const (
 	// RequestIDHeader is recorded as the attempt's id when present, so the
 	// caller's journal and this one name the same attempt.
 	RequestIDHeader = "X-Request-Id"
+	// DefaultSettle is Options.Settle when it is zero: the harness's
+	// settle window (harness.DefaultSettle).
+	DefaultSettle = 2 * time.Minute
 	// MaxKeyLength is the longest key accepted (Stripe's limit).
 	MaxKeyLength = 255
 )
@@ -140,6 +145,28 @@ type Options struct {
 	// handler holds the file's single writer lock: it must be short, local,
 	// and not call the journal. New refuses InTx on a store without it.
 	InTx bool
+
+	// Reconcile, when set, is asked what became of a request whose run
+	// ended without a recorded answer (its handler panicked, or its server
+	// stopped mid-request), once the run can no longer be acting (Settle),
+	// instead of answering its retries unknown: the application looks in
+	// its own data under the request's key and answers
+	// downstream.Happened with the answer to replay (ResolvedResponse's
+	// status, headers and body, or a JSON body answered 200),
+	// downstream.DidNotHappen, or downstream.CannotTell. A "happened" is
+	// recorded and replayed to every retry; a "did not happen" runs the
+	// request again only when a second one, Settle later, agrees; "cannot
+	// tell" leaves the outcome unknown until a later retry asks again.
+	// r's body is the request's. A panic in it is a "cannot tell". New
+	// refuses it with InTx, under which nothing is unknown.
+	Reconcile func(r *http.Request, key string) downstream.Reconciliation
+
+	// Settle is how long after a run starts its effect may still be
+	// landing where Reconcile looks (a replica's lag, a queue), and how
+	// far apart the two "did not happen" answers that let a request run
+	// again must be. It is read only with Reconcile. Zero means
+	// DefaultSettle (2m).
+	Settle time.Duration
 
 	// ErrorLog receives what cannot be told to the client (a response that
 	// could not be recorded, or only its hash). Nil means log.Printf.

@@ -25,6 +25,8 @@ const (
 	ProblemBodyUnavailable = "stored-body-unavailable" // 500
 	ProblemJournal         = "journal-unavailable"     // 503
 	ProblemFailed          = "failed"                  // 500
+	ProblemNotRun          = "not-run"                 // 404, a lookup's
+	ProblemLookupInvalid   = "lookup-invalid"          // 400, a lookup's
 )
 
 // problem is an RFC 9457 problem-details body. Key and JournalKey let a
@@ -50,6 +52,8 @@ var problemTitles = map[string]string{
 	ProblemBodyUnavailable: "The stored response body is not available",
 	ProblemJournal:         "The idempotency journal is unavailable",
 	ProblemFailed:          "The first request with this Idempotency-Key failed",
+	ProblemNotRun:          "No request with this Idempotency-Key took effect",
+	ProblemLookupInvalid:   "The lookup names no route this server protects",
 }
 
 // writeProblem sends a problem-details response; retryAfter, when
@@ -58,6 +62,7 @@ func writeProblem(w http.ResponseWriter, status int, kind string, p problem, ret
 	p.Type, p.Title, p.Status = ProblemBase+kind, problemTitles[kind], status
 	body, _ := json.Marshal(p) // strings and an int: cannot fail
 	h := w.Header()
+	h.Del(LookupHeader) // a problem is never a lookup's stored answer
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	if retryAfter > 0 {
