@@ -148,7 +148,9 @@ type protected struct {
 	next http.Handler
 }
 
-func (p protected) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.m.serve(w, r, p.next, nil, true) }
+func (p protected) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.m.serve(w, r, p.next, nil, true)
+}
 
 // Serve answers r as m.Handler(next) does, for a server that is not
 // net/http's and holds the body in memory (Fiber's fasthttp): body is r's
