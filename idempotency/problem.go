@@ -62,7 +62,9 @@ func writeProblem(w http.ResponseWriter, status int, kind string, p problem, ret
 	p.Type, p.Title, p.Status = ProblemBase+kind, problemTitles[kind], status
 	body, _ := json.Marshal(p) // strings and an int: cannot fail
 	h := w.Header()
-	h.Del(LookupHeader) // a problem is never a lookup's stored answer
+	if headerValue(h, LookupHeader) == "succeeded" { // a problem is never a lookup's stored answer
+		h.Del(LookupHeader)
+	}
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	if retryAfter > 0 {

@@ -270,7 +270,11 @@ func TestReconcileTwoServers(t *testing.T) {
 			st, _, body := post(t, srv1.URL+"/v1/charges", "k6", `{"amount":100}`)
 			first <- fmt.Sprint(st, " ", body)
 		}()
-		<-entered
+		select {
+		case <-entered:
+		case st := <-first:
+			t.Fatalf("the first server answered %s without asking Reconcile", st)
+		}
 		if st, _, body := post(t, srv2.URL+"/v1/charges", "k6", `{"amount":100}`); st != http.StatusConflict {
 			t.Errorf("the other server during the reconcile = %d %s; want 409", st, body)
 		}
