@@ -38,75 +38,68 @@ const LookupHeader = "Agentonce-Lookup"
 // answer carries no LookupHeader.
 func (m *Middleware) Lookup(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var tenant string
-		var err error
-		if m.o.Tenant != nil {
-			if tenant, err = m.o.Tenant(r); err != nil {
-				writeProblem(w, http.StatusUnauthorized, ProblemUnauthenticated, problem{Detail: err.Error()}, 0)
-				return
-			}
-		}
-		c, err := m.lookupCall(r, mux, tenant)
+		c, status, err := m.lookupCall(r, mux)
 		if err != nil {
-			writeProblem(w, http.StatusBadRequest, ProblemLookupInvalid, problem{Detail: err.Error()}, 0)
+			writeProblem(w, status, map[int]string{400: ProblemLookupInvalid, 401: ProblemUnauthenticated}[status], problem{Detail: err.Error()}, 0)
 			return
 		}
 		rec, err := m.store.Get(r.Context(), c.jkey)
-		p := problem{Key: c.key, JournalKey: c.jkey.String()}
-		h := w.Header()
+		p := problem{Key: c.key, JournalKey: c.jkey.String(), Detail: "the first request with this key is " + rec.State.String() + ": " + rec.ErrorMessage}
+		verdict, status, kind := "unknown", http.StatusInternalServerError, ProblemOutcomeUnknown
 		switch {
 		case errors.Is(err, journal.ErrNotFound):
-			h.Set(LookupHeader, "not-run")
-			p.Detail = "no request with this key is recorded"
-			writeProblem(w, http.StatusNotFound, ProblemNotRun, p, 0)
+			verdict, status, kind, p.Detail = "not-run", http.StatusNotFound, ProblemNotRun, "no request with this key is recorded"
 		case err != nil:
-			p.Detail = err.Error()
-			writeProblem(w, http.StatusServiceUnavailable, ProblemJournal, p, m.o.RetryAfter)
+			writeProblem(w, http.StatusServiceUnavailable, ProblemJournal, problem{Detail: err.Error(), Key: c.key}, m.o.RetryAfter)
+			return
 		case rec.State == journal.StateSucceeded:
-			h.Set(LookupHeader, "succeeded")
+			w.Header().Set(LookupHeader, "succeeded")
 			m.answer(w, c, &rec)
+			return
 		case rec.State == journal.StateFailed && (rec.ErrorClass == ClassReleased || rec.Resolution != nil || reissue.LastAttemptNotExecuted(&rec)):
-			h.Set(LookupHeader, "not-run")
-			p.Detail = "the request committed nothing: " + rec.ErrorMessage
-			writeProblem(w, http.StatusNotFound, ProblemNotRun, p, 0)
+			verdict, status, kind = "not-run", http.StatusNotFound, ProblemNotRun
 		case rec.State == journal.StatePending:
-			h.Set(LookupHeader, "in-flight")
-			p.Detail = "a request with this key is running, or its server stopped and the lease has not ended"
-			writeProblem(w, http.StatusConflict, ProblemInFlight, p, m.o.RetryAfter)
-		default:
-			h.Set(LookupHeader, "unknown")
-			p.Detail = "the request's outcome is " + rec.State.String() + " (" + rec.ErrorMessage + ")"
-			writeProblem(w, http.StatusInternalServerError, ProblemOutcomeUnknown, p, 0)
+			verdict, status, kind = "in-flight", http.StatusConflict, ProblemInFlight
 		}
+		w.Header().Set(LookupHeader, verdict)
+		w.Header().Set("Cache-Control", "no-store") // a verdict but "succeeded" may change
+		writeProblem(w, status, kind, p, 0)
 	})
 }
 
-// lookupCall reads a lookup by tenant: its key, and the method and route
-// it asks about, which scope the key as they scope the request's.
-func (m *Middleware) lookupCall(r *http.Request, mux *http.ServeMux, tenant string) (*call, error) {
-	key, ok, err := requestKey(r)
-	if err == nil && !ok {
-		err = errors.New("a lookup carries the key in " + KeyHeader + " or " + AgentonceKeyHeader)
+// lookupCall reads a lookup: the tenant, the key, and the method and
+// route it asks about, which scope the key as they scope the request's;
+// or the status and error to answer.
+func (m *Middleware) lookupCall(r *http.Request, mux *http.ServeMux) (*call, int, error) {
+	c := &call{}
+	var err error
+	if m.o.Tenant != nil {
+		if c.tenant, err = m.o.Tenant(r); err != nil {
+			return nil, http.StatusUnauthorized, err
+		}
 	}
-	if err != nil {
-		return nil, err
+	var ok bool
+	if c.key, ok, err = requestKey(r); err == nil && !ok {
+		err = errors.New("a lookup carries the key in " + KeyHeader + " or " + AgentonceKeyHeader)
 	}
 	q := r.URL.Query()
 	method, path := q.Get("method"), q.Get("path")
-	if method == "" || strings.ContainsAny(method, " \t\n/") || !strings.HasPrefix(path, "/") {
-		return nil, errors.New("a lookup names the request's method and path: ?method=POST&path=/v1/charges")
+	if err == nil && (method == "" || strings.ContainsAny(method, " \t\n/") || !strings.HasPrefix(path, "/")) {
+		err = errors.New("a lookup names the request's method and path: ?method=POST&path=/v1/charges")
 	}
 	asked := &http.Request{Method: method, Host: r.Host, URL: &url.URL{Path: path}, Header: http.Header{}}
-	if mux != nil {
+	if err == nil && mux != nil {
 		h, pattern := mux.Handler(asked)
 		if p, ok := h.(protected); !ok || p.m != m {
-			return nil, errors.New(method + " " + path + " is not a route this middleware protects")
+			err = errors.New(method + " " + path + " is not a route this middleware protects")
 		}
 		asked.Pattern = pattern
 	}
-	c := &call{key: key, tenant: tenant}
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
 	var step string
-	step, c.tool = stepKey(method, route(asked), key)
-	c.jkey = keyderive.ExplicitKey(m.ns, tenant, step)
-	return c, nil
+	step, c.tool = stepKey(method, route(asked), c.key)
+	c.jkey = keyderive.ExplicitKey(m.ns, c.tenant, step)
+	return c, 0, nil
 }

@@ -91,7 +91,7 @@ func TestLookup(t *testing.T) {
 			{"acme", "paid", "/v1/charges", 201, "succeeded", `{"id":"ch_1"}`},
 			{"acme", "nobody", "/v1/charges", 404, "not-run", idempotency.ProblemNotRun},
 			{"globex", "paid", "/v1/charges", 404, "not-run", idempotency.ProblemNotRun}, // another tenant's key
-			{"acme", "released", "/v1/orders/9/refund", 404, "not-run", "committed nothing"},
+			{"acme", "released", "/v1/orders/9/refund", 404, "not-run", "is failed: the handler answered 503"},
 			{"acme", "busy", "/v1/orders/7/refund", 409, "in-flight", idempotency.ProblemInFlight},
 			{"acme", "boom", "/v1/orders/7/refund", 500, "unknown", idempotency.ProblemOutcomeUnknown},
 			{"acme", "paid", "/v1/open", 400, "", "not a route this middleware protects"},

@@ -15,18 +15,14 @@ import (
 	"github.com/agentonce/agentonce/journal/reissue"
 )
 
-// Error classes of the records Options.Reconcile settles or leaves unknown.
+// Error classes of the records Options.Reconcile settles or leaves
+// unknown: succeeded with the answer of its "happened"; unknown after one
+// "did not happen" (a second, Settle later, runs the request again); and
+// unknown because it could not tell, or answered what cannot be replayed.
 const (
-	// ClassReconciled marks a record settled succeeded by Reconcile's
-	// "happened", with the answer it gave.
-	ClassReconciled = "reconciled"
-	// ClassDidNotHappen marks an unknown record whose Reconcile said once
-	// that the request did not take effect: a second "did not happen",
-	// Settle later, runs it again.
+	ClassReconciled   = "reconciled"
 	ClassDidNotHappen = "did-not-happen"
-	// ClassCannotTell marks an unknown record whose Reconcile could not
-	// tell, or answered what cannot be replayed.
-	ClassCannotTell = "cannot-tell"
+	ClassCannotTell   = "cannot-tell"
 )
 
 // reconciles reports whether rec is an unknown outcome Options.Reconcile
@@ -48,32 +44,26 @@ func (m *Middleware) step(rec *journal.Record, now time.Time) reissue.Step {
 }
 
 // reconcile asks Options.Reconcile about the key whose record rec this
-// request took over (token): the run before it may have taken effect and
-// can no longer be acting. Every verdict is written fenced by token, so
-// that of two servers asking at once one records it; the other found the
-// key held.
+// request took over (token): its run may have taken effect and can no
+// longer be acting. The verdict is written fenced by token, so that of two
+// servers asking at once one records it; the other found the key held.
 //
 // A "did not happen" is believed as the harness believes it: when a second
 // one, Settle after the first, agrees. The first is kept in the journal as
 // an attempt of the check, closed ClassDidNotHappen and quiet Settle later:
-// until then a retry waits (409), after it the next retry asks again.
+// until then a retry is told to wait (409), after it the next one asks.
 func (m *Middleware) reconcile(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64, rec *journal.Record) {
 	bg := context.WithoutCancel(r.Context())
 	v := m.askReconcile(r, c, token)
 	out, happened := v.Happened()
 	why := v.Why()
+	done := journal.Completion{Key: c.jkey, Token: token, State: journal.StateUnknown, ErrorClass: ClassCannotTell}
 	switch {
 	case happened:
 		if why = checkReconciled(out, m.o.MaxStoredBytes); why == nil {
-			done, err := m.store.Complete(bg, journal.Completion{Key: c.jkey, Token: token, State: journal.StateSucceeded,
-				Output: out, ErrorClass: ClassReconciled, ErrorMessage: "Options.Reconcile found the request's effect"})
-			if err != nil {
-				m.notRecorded(w, c, err)
-				return
-			}
-			m.answers.put(&done, time.Now())
-			m.answer(w, c, &done)
-			return
+			done.State, done.Output, done.ErrorClass = journal.StateSucceeded, out, ClassReconciled
+			done.ErrorMessage = "Options.Reconcile found the request's effect"
+			break
 		}
 		why = fmt.Errorf("its answer is refused: %w", why)
 		m.o.ErrorLog("idempotency: key %s (%s): Options.Reconcile said it happened, but %v", c.jkey, c.tool, why)
@@ -81,29 +71,33 @@ func (m *Middleware) reconcile(w http.ResponseWriter, r *http.Request, next http
 		m.runAgain(w, r, next, c, token) // twice, Settle apart
 		return
 	case v.DidNotHappen():
-		err := m.store.StartAttempt(bg, journal.AttemptRequest{Key: c.jkey, Token: token, ID: c.req.AttemptID,
+		if err := m.store.StartAttempt(bg, journal.AttemptRequest{Key: c.jkey, Token: token, ID: c.req.AttemptID,
 			PrevClass: ClassCrashed, PrevError: "the server stopped while the handler ran",
-			LeaseTTL: m.o.LeaseTTL, Settle: m.settle})
-		if err == nil {
-			_, err = m.store.Complete(bg, journal.Completion{Key: c.jkey, Token: token, State: journal.StateUnknown,
-				ErrorClass: ClassDidNotHappen, ErrorMessage: "Options.Reconcile said it did not happen; the request runs again if it says so again " +
-					m.settle.String() + " later"})
-		}
-		if err != nil {
+			LeaseTTL: m.o.LeaseTTL, Settle: m.settle}); err != nil {
 			m.notRecorded(w, c, err)
 			return
 		}
-		m.answerChecked(w, c, time.Now().Add(m.settle), "the application found no effect of the first request with this key")
-		return
+		done.ErrorClass = ClassDidNotHappen
+		done.ErrorMessage = "Options.Reconcile said it did not happen; the request runs again if it says so again " + m.settle.String() + " later"
 	}
-	if why == nil {
-		why = errors.New("no reason given")
+	if done.ErrorClass == ClassCannotTell {
+		if why == nil {
+			why = errors.New("no reason given")
+		}
+		done.ErrorMessage = "Options.Reconcile cannot tell: " + why.Error()
 	}
-	if _, err := m.store.Complete(bg, journal.Completion{Key: c.jkey, Token: token, State: journal.StateUnknown,
-		ErrorClass: ClassCannotTell, ErrorMessage: "Options.Reconcile cannot tell: " + why.Error()}); err != nil {
-		m.o.ErrorLog("idempotency: key %s (%s): recording an unknown outcome: %v", c.jkey, c.tool, err)
+	got, err := m.store.Complete(bg, done)
+	switch {
+	case err != nil:
+		m.notRecorded(w, c, err)
+	case got.State == journal.StateSucceeded:
+		m.answers.put(&got, time.Now())
+		m.answer(w, c, &got)
+	case got.ErrorClass == ClassDidNotHappen:
+		m.answerChecked(w, c, reissue.QuietAt(&got), "the application found no effect of the first request with this key")
+	default:
+		m.answerUnknown(w, c, "the first request with this key ended without a recorded answer ("+done.ErrorMessage+")")
 	}
-	m.answerUnknown(w, c, "the first request with this key ended without a recorded answer, and the application cannot tell whether it took effect ("+why.Error()+")")
 }
 
 // askReconcile asks Options.Reconcile, renewing the lease meanwhile; a
@@ -155,16 +149,15 @@ func checkReconciled(out []byte, max int) error {
 }
 
 // answerChecked answers that the outcome of c's first request is checked
-// with the application at at: retry then.
+// with the application from at: retry then.
 func (m *Middleware) answerChecked(w http.ResponseWriter, c *call, at time.Time, detail string) {
-	writeProblem(w, http.StatusConflict, ProblemInFlight, problem{Detail: detail + "; it is checked with the application again from " +
+	writeProblem(w, http.StatusConflict, ProblemInFlight, problem{Detail: detail + "; it is checked with the application from " +
 		at.UTC().Format(time.RFC3339), Key: c.key, JournalKey: c.jkey.String()}, max(time.Until(at), m.o.RetryAfter))
 }
 
-// notRecorded answers that a reconcile's verdict could not be recorded:
+// notRecorded answers that a reconcile's verdict could not be written:
 // the key stays held until its lease ends, then is asked about again.
 func (m *Middleware) notRecorded(w http.ResponseWriter, c *call, err error) {
-	m.o.ErrorLog("idempotency: key %s (%s): recording Options.Reconcile's verdict: %v", c.jkey, c.tool, err)
 	writeProblem(w, http.StatusServiceUnavailable, ProblemJournal, problem{Detail: "the verdict of Options.Reconcile could not be recorded (" +
 		err.Error() + "); retry", Key: c.key, JournalKey: c.jkey.String()}, m.o.LeaseTTL)
 }

@@ -29,11 +29,8 @@ func LookupReconcile(client *http.Client, url func(key uuid.UUID, input json.Raw
 			return CannotTell(err)
 		}
 		return lookup(client, req, func(resp *http.Response) (bool, error) {
-			switch {
-			case resp.StatusCode >= 200 && resp.StatusCode < 300:
-				return true, nil
-			case resp.StatusCode == http.StatusNotFound:
-				return false, nil
+			if resp.StatusCode/100 == 2 || resp.StatusCode == http.StatusNotFound {
+				return resp.StatusCode != http.StatusNotFound, nil
 			}
 			return false, fmt.Errorf("answered %s", resp.Status)
 		})
@@ -41,26 +38,27 @@ func LookupReconcile(client *http.Client, url func(key uuid.UUID, input json.Raw
 }
 
 // ServerReconcile returns a Reconcile hook for a tool whose requests go
-// to an agentonce server (package idempotency): it asks the server's
-// lookup handler at lookupURL (idempotency.Middleware.Lookup) what became
-// of the tool's method request to path with the key, which the lookup
-// carries in UnkeyedKeyHeader as the tool's Transport sent it. The server
-// runs nothing to answer. A request it recorded succeeded with a 2xx
-// answer is Happened with that answer's body (JSON); one that took no
-// effect (no record, or a 5xx it did not store) is DidNotHappen; any other
-// answer (in flight, unknown, a stored non-2xx answer, a route the server
-// does not protect) is CannotTell. For a path that depends on the input,
-// call it inside the hook with the path.
+// to an agentonce server: it asks the server's lookup handler at
+// lookupURL (idempotency.Middleware.Lookup), sending the key in
+// UnkeyedKeyHeader, what became of the tool's method request to path.
+// The server runs nothing to answer. A request recorded succeeded with a
+// 2xx answer is Happened with that answer's body (JSON); one that took no
+// effect (no record, or a 5xx not stored) is DidNotHappen; anything else
+// (in flight, unknown, a stored non-2xx answer, a route the server does
+// not protect) is CannotTell. For a path that depends on the input, call
+// it inside the hook.
 func ServerReconcile(client *http.Client, lookupURL, method, path string) func(ctx context.Context, key uuid.UUID, input json.RawMessage) Reconciliation {
-	return func(ctx context.Context, key uuid.UUID, _ json.RawMessage) Reconciliation {
-		u, err := url.Parse(lookupURL)
-		if err != nil {
-			return CannotTell(fmt.Errorf("lookup URL: %w", err))
-		}
+	u, err := url.Parse(lookupURL)
+	if err == nil {
 		q := u.Query()
 		q.Set("method", method)
 		q.Set("path", path)
 		u.RawQuery = q.Encode()
+	}
+	return func(ctx context.Context, key uuid.UUID, _ json.RawMessage) Reconciliation {
+		if err != nil {
+			return CannotTell(fmt.Errorf("lookup URL: %w", err))
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
 			return CannotTell(err)
@@ -68,17 +66,14 @@ func ServerReconcile(client *http.Client, lookupURL, method, path string) func(c
 		req.Header.Set(DefaultUnkeyedKeyHeader, key.String())
 		return lookup(client, req, func(resp *http.Response) (bool, error) {
 			switch v := resp.Header.Get("Agentonce-Lookup"); {
-			case v == "succeeded" && resp.StatusCode >= 200 && resp.StatusCode < 300:
-				return true, nil
-			case v == "succeeded":
-				return false, fmt.Errorf("the server's recorded answer is %s, not a success", resp.Status)
 			case v == "not-run":
 				return false, nil
+			case v == "succeeded" && resp.StatusCode/100 == 2:
+				return true, nil
 			case v == "":
 				return false, fmt.Errorf("answered %s without Agentonce-Lookup: not an agentonce server's lookup", resp.Status)
-			default:
-				return false, fmt.Errorf("the server's record is %s", v)
 			}
+			return false, fmt.Errorf("the server's record is %s (%s)", resp.Header.Get("Agentonce-Lookup"), resp.Status)
 		})
 	}
 }
