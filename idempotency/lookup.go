@@ -11,31 +11,19 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// LookupHeader is the header of a lookup's answer (Lookup) that says what
-// became of the key: "succeeded", "not-run", "in-flight" or "unknown".
+// LookupHeader is the header of a lookup's answer that says what became
+// of the key: "succeeded", "not-run", "in-flight" or "unknown".
 const LookupHeader = "Agentonce-Lookup"
 
 // Lookup returns a handler that tells a client what became of its request
-// with a key, running nothing and writing nothing: the client's Reconcile
-// (downstream.ServerReconcile) asks it. Mount it on a GET route behind
-// the same authentication as the routes it answers for, since Tenant
-// scopes the key as it scopes a replay:
-//
-//	mux.Handle("GET /agentonce/lookup", m.Lookup(mux))
-//
-// A lookup carries the key as the request did (Idempotency-Key or
-// X-Agentonce-Key) and the request's method and path in its query
-// (?method=POST&path=/v1/charges); mux finds the route that scopes the
-// key, which must be a handler of m's (Handler), or the lookup gets 400
-// lookup-invalid. A nil mux scopes keys by path, as Handler does outside a
-// ServeMux. The body and fingerprint of the request are not compared.
-//
-// The answer's LookupHeader says: "succeeded", with the stored answer
-// replayed as a retry would get it; "not-run" (404) when no request with
-// the key took effect (no record, or one released or resolved failed);
-// "in-flight" (409) while a request runs; "unknown" (500) for any other
-// outcome, which is for Options.Reconcile or an operator. Any other
-// answer carries no LookupHeader.
+// with a key, running and writing nothing (downstream.ServerReconcile asks
+// it). A lookup is a GET carrying the key as the request did, and its
+// method and path in the query (?method=POST&path=/v1/charges); mux finds
+// the route, which must be one of m's Handlers (nil: keys scoped by path),
+// and Tenant scopes the key as for a replay. Its LookupHeader says
+// "succeeded" with the stored answer replayed, "not-run" (404: no record,
+// or one that committed nothing), "in-flight" (409) or "unknown" (500);
+// an answer without it says nothing (docs/server.md, "Lookup").
 func (m *Middleware) Lookup(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, status, err := m.lookupCall(r, mux)

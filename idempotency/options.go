@@ -147,25 +147,19 @@ type Options struct {
 	InTx bool
 
 	// Reconcile, when set, is asked what became of a request whose run
-	// ended without a recorded answer (its handler panicked, or its server
-	// stopped mid-request), once the run can no longer be acting (Settle),
-	// instead of answering its retries unknown: the application looks in
-	// its own data under the request's key and answers
-	// downstream.Happened with the answer to replay (ResolvedResponse's
-	// status, headers and body, or a JSON body answered 200),
-	// downstream.DidNotHappen, or downstream.CannotTell. A "happened" is
-	// recorded and replayed to every retry; a "did not happen" runs the
-	// request again only when a second one, Settle later, agrees; "cannot
-	// tell" leaves the outcome unknown until a later retry asks again.
-	// r's body is the request's. A panic in it is a "cannot tell". New
-	// refuses it with InTx, under which nothing is unknown.
+	// ended without a recorded answer (a panic, a server stopped
+	// mid-request), once past the run's settle window, by the harness's
+	// rules: the application looks in its own data and answers
+	// downstream.Happened with the answer to replay (ResolvedResponse's,
+	// or JSON answered 200), DidNotHappen (the request runs again only
+	// when a second one, Settle later, agrees) or CannotTell (unknown, as
+	// without it). r's body is the request's; a panic is a CannotTell. New
+	// refuses it with InTx. See docs/server.md, "Reconcile".
 	Reconcile func(r *http.Request, key string) downstream.Reconciliation
 
-	// Settle is how long after a run starts its effect may still be
-	// landing where Reconcile looks (a replica's lag, a queue), and how
-	// far apart the two "did not happen" answers that let a request run
-	// again must be. It is read only with Reconcile. Zero means
-	// DefaultSettle (2m).
+	// Settle is how long after a run starts its effect may still land
+	// where Reconcile looks (a replica's lag, a queue), and how far apart
+	// the two "did not happen" must be. Zero means DefaultSettle (2m).
 	Settle time.Duration
 
 	// ErrorLog receives what cannot be told to the client (a response that

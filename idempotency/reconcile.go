@@ -51,7 +51,8 @@ func (m *Middleware) step(rec *journal.Record, now time.Time) reissue.Step {
 // A "did not happen" is believed as the harness believes it: when a second
 // one, Settle after the first, agrees. The first is kept in the journal as
 // an attempt of the check, closed ClassDidNotHappen and quiet Settle later:
-// until then a retry is told to wait (409), after it the next one asks.
+// until then a retry is told to wait (409), after it the next one asks. A
+// "cannot tell" writes no attempt: every retry may ask.
 func (m *Middleware) reconcile(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64, rec *journal.Record) {
 	bg := context.WithoutCancel(r.Context())
 	v := m.askReconcile(r, c, token)
@@ -71,22 +72,26 @@ func (m *Middleware) reconcile(w http.ResponseWriter, r *http.Request, next http
 		m.runAgain(w, r, next, c, token) // twice, Settle apart
 		return
 	case v.DidNotHappen():
-		if err := m.store.StartAttempt(bg, journal.AttemptRequest{Key: c.jkey, Token: token, ID: c.req.AttemptID,
-			PrevClass: ClassCrashed, PrevError: "the server stopped while the handler ran",
-			LeaseTTL: m.o.LeaseTTL, Settle: m.settle}); err != nil {
-			m.notRecorded(w, c, err)
-			return
-		}
 		done.ErrorClass = ClassDidNotHappen
 		done.ErrorMessage = "Options.Reconcile said it did not happen; the request runs again if it says so again " + m.settle.String() + " later"
 	}
+	var err error
 	if done.ErrorClass == ClassCannotTell {
 		if why == nil {
 			why = errors.New("no reason given")
 		}
 		done.ErrorMessage = "Options.Reconcile cannot tell: " + why.Error()
+	} else {
+		// A verdict is an attempt of its own, the check: a "did not happen"
+		// is quiet Settle later, and a "happened" answers for a TTL from it.
+		err = m.store.StartAttempt(bg, journal.AttemptRequest{Key: c.jkey, Token: token, ID: c.req.AttemptID,
+			PrevClass: ClassCrashed, PrevError: "the server stopped while the handler ran",
+			LeaseTTL: m.o.LeaseTTL, Settle: m.settle})
 	}
-	got, err := m.store.Complete(bg, done)
+	var got journal.Record
+	if err == nil {
+		got, err = m.store.Complete(bg, done)
+	}
 	switch {
 	case err != nil:
 		m.notRecorded(w, c, err)
@@ -100,10 +105,11 @@ func (m *Middleware) reconcile(w http.ResponseWriter, r *http.Request, next http
 	}
 }
 
-// askReconcile asks Options.Reconcile, renewing the lease meanwhile; a
-// panic in it is a "cannot tell".
+// askReconcile asks Options.Reconcile under the request's context (a
+// client that leaves ends the question: nothing is lost but the answer),
+// renewing the lease meanwhile; a panic in it is a "cannot tell".
 func (m *Middleware) askReconcile(r *http.Request, c *call, token uint64) (v downstream.Reconciliation) {
-	ctx, stop := keepLease(context.WithoutCancel(r.Context()), m.store, c.jkey, token, m.o.LeaseTTL)
+	ctx, stop := keepLease(r.Context(), m.store, c.jkey, token, m.o.LeaseTTL)
 	defer stop()
 	defer func() {
 		if p := recover(); p != nil {

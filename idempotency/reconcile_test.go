@@ -294,3 +294,28 @@ func TestReconcileTwoServers(t *testing.T) {
 func openBolt(t *testing.T) journal.Store {
 	return openAt(t, t.TempDir()+"/server.journal")
 }
+
+// A run reconciled more than a TTL after it started answers for a TTL
+// from the reconcile: the retry right after it is answered, not run as a
+// key past its TTL.
+func TestReconcileAfterTTL(t *testing.T) {
+	store := openBolt(t)
+	s := &shop{panics: true}
+	m, err := idempotency.New(store, &idempotency.Options{Reconcile: s.reconcile, Settle: time.Millisecond,
+		TTL: time.Second, LeaseTTL: time.Second, ErrorLog: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := shopServer(t, m, s).URL + "/v1/charges"
+	post(t, url, "k7", `{"amount":100}`)
+	time.Sleep(1100 * time.Millisecond) // past the TTL of the first request
+	for i := range 2 {
+		if st, _, body := post(t, url, "k7", `{"amount":100}`); st != 201 || body != `{"id":"ch_1"}` {
+			t.Fatalf("retry %d = %d %s; want 201 ch_1", i, st, body)
+		}
+	}
+	recs := records(t, store, journal.StateSucceeded)
+	if s.runs.Load() != 1 || len(recs) != 1 || len(recs[0].Attempts) != 2 || recs[0].Attempts[1].Class != idempotency.ClassReconciled {
+		t.Errorf("runs = %d, records %+v; want 1 run, the check an attempt of class reconciled", s.runs.Load(), recs)
+	}
+}

@@ -38,15 +38,11 @@ func LookupReconcile(client *http.Client, url func(key uuid.UUID, input json.Raw
 }
 
 // ServerReconcile returns a Reconcile hook for a tool whose requests go
-// to an agentonce server: it asks the server's lookup handler at
-// lookupURL (idempotency.Middleware.Lookup), sending the key in
-// UnkeyedKeyHeader, what became of the tool's method request to path.
-// The server runs nothing to answer. A request recorded succeeded with a
-// 2xx answer is Happened with that answer's body (JSON); one that took no
-// effect (no record, or a 5xx not stored) is DidNotHappen; anything else
-// (in flight, unknown, a stored non-2xx answer, a route the server does
-// not protect) is CannotTell. For a path that depends on the input, call
-// it inside the hook.
+// to an agentonce server: it asks the server's idempotency.Middleware.Lookup
+// at lookupURL what became of the tool's method request to path with the
+// key (sent in UnkeyedKeyHeader). A stored 2xx answer is Happened with its
+// JSON body, "not-run" DidNotHappen, anything else CannotTell. For a path
+// that depends on the input, call it inside the hook.
 func ServerReconcile(client *http.Client, lookupURL, method, path string) func(ctx context.Context, key uuid.UUID, input json.RawMessage) Reconciliation {
 	u, err := url.Parse(lookupURL)
 	if err == nil {
