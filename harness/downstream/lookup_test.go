@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,9 +20,12 @@ import (
 // body, 404 DidNotHappen, anything else (and a body it cannot take)
 // CannotTell, saying why.
 func TestLookupReconcile(t *testing.T) {
+	var mu sync.Mutex
 	var asked []string
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
 		asked = append(asked, r.Method+" "+r.URL.Path)
+		mu.Unlock()
 		switch r.URL.Path {
 		case "/charges/found":
 			fmt.Fprint(w, `{"id":"ch_1"}`)
@@ -66,6 +70,8 @@ func TestLookupReconcile(t *testing.T) {
 			t.Errorf("lookup of %s = happened %v %s, did not %v, why %q; want %s, %v, %q", tc.key, ok, out, r.DidNotHappen(), why, tc.happened, tc.didNot, tc.why)
 		}
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(asked) != 6 || asked[0] != "GET /charges/found" {
 		t.Errorf("requests = %v; want one GET a lookup", asked)
 	}
