@@ -72,7 +72,7 @@ func (m *Middleware) lookupCall(r *http.Request, mux *http.ServeMux) (*call, int
 	}
 	q := r.URL.Query()
 	method, path := q.Get("method"), q.Get("path")
-	if err == nil && (method == "" || strings.ContainsAny(method, " \t\n/") || !strings.HasPrefix(path, "/")) {
+	if err == nil && (method == "" || strings.ContainsAny(method, " \t\n/") || !strings.HasPrefix(path, "/") || strings.Contains(path, "\n")) {
 		err = errors.New("a lookup names the request's method and path: ?method=POST&path=/v1/charges")
 	}
 	asked := &http.Request{Method: method, Host: r.Host, URL: &url.URL{Path: path}, Header: http.Header{}}

@@ -97,6 +97,7 @@ func TestLookup(t *testing.T) {
 			{"acme", "paid", "/v1/open", 400, "", "not a route this middleware protects"},
 			{"acme", "paid", "/v1/nowhere", 400, "", "not a route this middleware protects"},
 			{"acme", "", "/v1/charges", 400, "", "carries the key"},
+			{"acme", "paid", "/v1/charges%0Ax", 400, "", "names the request's method and path"},
 			{"", "paid", "/v1/charges", 401, "", idempotency.ProblemUnauthenticated},
 		} {
 			st, verdict, body := lookup(t, srv, tc.tenant, tc.key, tc.path)
