@@ -93,8 +93,9 @@ func (m *Middleware) reconcile(w http.ResponseWriter, r *http.Request, next http
 		got, err = m.store.Complete(bg, done)
 	}
 	switch {
-	case err != nil:
-		m.notRecorded(w, c, err)
+	case err != nil: // the key stays held until the lease ends, then is asked about again
+		writeProblem(w, http.StatusServiceUnavailable, ProblemJournal, problem{Detail: "the verdict of Options.Reconcile could not be recorded (" +
+			err.Error() + "); retry", Key: c.key, JournalKey: c.jkey.String()}, m.o.LeaseTTL)
 	case got.State == journal.StateSucceeded:
 		m.answers.put(&got, time.Now())
 		m.answer(w, c, &got)
@@ -159,11 +160,4 @@ func checkReconciled(out []byte, max int) error {
 func (m *Middleware) answerChecked(w http.ResponseWriter, c *call, at time.Time, detail string) {
 	writeProblem(w, http.StatusConflict, ProblemInFlight, problem{Detail: detail + "; it is checked with the application from " +
 		at.UTC().Format(time.RFC3339), Key: c.key, JournalKey: c.jkey.String()}, max(time.Until(at), m.o.RetryAfter))
-}
-
-// notRecorded answers that a reconcile's verdict could not be written:
-// the key stays held until its lease ends, then is asked about again.
-func (m *Middleware) notRecorded(w http.ResponseWriter, c *call, err error) {
-	writeProblem(w, http.StatusServiceUnavailable, ProblemJournal, problem{Detail: "the verdict of Options.Reconcile could not be recorded (" +
-		err.Error() + "); retry", Key: c.key, JournalKey: c.jkey.String()}, m.o.LeaseTTL)
 }
