@@ -101,7 +101,8 @@ func (m *Middleware) reconcile(w http.ResponseWriter, r *http.Request, next http
 		m.answer(w, c, &got)
 	case got.ErrorClass == ClassDidNotHappen:
 		m.answerChecked(w, c, reissue.QuietAt(&got), "the application found no effect of the first request with this key")
-	default:
+	default: // a person must settle it, as OnUnknown is told
+		m.unknown(bg, got)
 		m.answerUnknown(w, c, "the first request with this key ended without a recorded answer ("+done.ErrorMessage+")")
 	}
 }

@@ -1,6 +1,7 @@
 package idempotency_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -200,7 +201,13 @@ func TestReconcileCannotTell(t *testing.T) {
 	store := openBolt(t)
 	s := &shop{panics: true}
 	s.answer = func(string) downstream.Reconciliation { return downstream.CannotTell(fmt.Errorf("ledger offline")) }
-	url := shopServer(t, reconciling(t, store, s, time.Millisecond), s).URL + "/v1/charges"
+	var told atomic.Int32 // OnUnknown: the panic, then each "cannot tell"
+	m, err := idempotency.New(store, &idempotency.Options{Reconcile: s.reconcile, Settle: time.Millisecond, ErrorLog: t.Logf,
+		OnUnknown: func(context.Context, journal.Record) { told.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := shopServer(t, m, s).URL + "/v1/charges"
 	post(t, url, "k4", `{"amount":100}`)
 	for i := 1; i <= 2; i++ {
 		st, _, body, _ := untilChecked(t, url, "k4")
@@ -216,6 +223,9 @@ func TestReconcileCannotTell(t *testing.T) {
 	}
 	if recs := records(t, store, journal.StateUnknown); len(recs) != 1 || recs[0].ErrorClass != idempotency.ClassCannotTell {
 		t.Errorf("unknown records = %+v; want one, class %s", recs, idempotency.ClassCannotTell)
+	}
+	if told.Load() != 3 {
+		t.Errorf("OnUnknown told %d times; want 3 (the panic, then each retry Reconcile could not settle)", told.Load())
 	}
 }
 
