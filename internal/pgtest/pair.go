@@ -129,6 +129,16 @@ func (p *Pair) Promote() {
 	p.run("pg_ctl", "promote", "-w", "-t", "120", "-D", p.standby.data)
 }
 
+// FailoverCommand is a shell command that does what KillPrimary and then
+// Promote do, for a program that takes one (agentcheck -failover).
+func (p *Pair) FailoverCommand() string {
+	promote := fmt.Sprintf("%s promote -w -t 120 -D %s", filepath.Join(p.bin, "pg_ctl"), p.standby.data)
+	if p.cred != nil {
+		promote = "su postgres -s /bin/sh -c '" + promote + "'"
+	}
+	return fmt.Sprintf("kill -KILL $(head -n 1 %s) && %s", filepath.Join(p.primary.data, "postmaster.pid"), promote)
+}
+
 // StopStandby shuts the standby down cleanly: an asynchronous standby
 // falls behind while it is down (the primary does not wait), a
 // synchronous one holds every commit back.
