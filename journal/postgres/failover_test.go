@@ -262,8 +262,14 @@ func TestFailoverSynchronousStandby(t *testing.T) {
 			t.Errorf("intent %d key %s (%v) is unknown; a Keyed tool's re-issue runs it again", i, key, rec.Effect)
 		}
 	}
-	t.Logf("synchronous standby: %d intents, %d duplicates, %d false answers, %d unknown left",
-		tl.intents, tl.duplicates, tl.falseAnswers, tl.unknown)
+	hit := map[harness.Status]int{} // the load's answers that were not a success
+	for _, a := range answers {
+		if a[0].Status != harness.Succeeded {
+			hit[a[0].Status]++
+		}
+	}
+	t.Logf("synchronous standby: %d intents, %d duplicates, %d false answers, %d unknown left; the load's answers hit by the failover: %v",
+		tl.intents, tl.duplicates, tl.falseAnswers, tl.unknown, hit)
 }
 
 // TestFailoverAsynchronousStandbyLoses shows what an asynchronous standby
