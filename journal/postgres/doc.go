@@ -32,10 +32,8 @@
 //     Times outside the years 1678 to 2262 cannot be stored.
 //   - CompleteInTx holds the row lock while the effect runs; List holds a
 //     pooled connection until the loop ends.
-//   - Open refuses synchronous_commit or fsync off (ErrNotDurable). Across
-//     a failover only a synchronous standby (synchronous_standby_names,
-//     synchronous_commit on) keeps every answered outcome; after losing
-//     the primary of an asynchronous one, a re-issue may run again.
+//   - Open refuses synchronous_commit or fsync off (ErrNotDurable); only a
+//     synchronous standby keeps every answered outcome across a failover.
 //   - Behind a pooler in transaction mode, add default_query_exec_mode=exec
 //     to the URL.
 //   - Counts drift if the triggers do not fire for others' writes

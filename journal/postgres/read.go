@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,23 +69,19 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 			q += fmt.Sprintf(` LIMIT %d`, f.Limit)
 		}
 		rows, err := s.pool.Query(ctx, q, args...)
+		if err == nil {
+			defer rows.Close()
+			for err == nil && rows.Next() {
+				var r row
+				if r, err = scanRow(rows); err == nil {
+					if rec, err := r.record(); !yield(rec, err) {
+						return
+					}
+				}
+			}
+			err = cmp.Or(err, rows.Err())
+		}
 		if err != nil {
-			yield(journal.Record{}, s.fail("list", uuid.Nil, false, err))
-			return
-		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanRow(rows)
-			if err != nil {
-				yield(journal.Record{}, s.fail("list", uuid.Nil, false, err))
-				return
-			}
-			rec, err := r.record()
-			if !yield(rec, err) {
-				return
-			}
-		}
-		if err := rows.Err(); err != nil {
 			yield(journal.Record{}, s.fail("list", uuid.Nil, false, err))
 		}
 	}
@@ -142,11 +139,7 @@ func (s *Store) stats(ctx context.Context, counts string) (journal.Stats, error)
 	b.Queue(s.sql.statsIndexed, s.clockArg(), s.sql.table)
 	b.Queue(counts)
 	br := tx.SendBatch(ctx, &b)
-	err = scanStats(br, &st)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := cmp.Or(scanStats(br, &st), br.Close()); err != nil {
 		return journal.Stats{}, s.fail("stats", uuid.Nil, false, err)
 	}
 	return st, nil

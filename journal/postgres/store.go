@@ -42,11 +42,9 @@ type Options struct {
 	// 4 and the number of CPUs).
 	MaxConns int32
 
-	// AllowUnsyncedWrites opens a journal whose sessions commit without
-	// flushing the WAL (synchronous_commit off) on a server that may not
-	// flush it at all (fsync off). A crash can then lose an acknowledged
-	// write-ahead record, after which an Unkeyed tool may run twice. False
-	// (the default) refuses such a server with ErrNotDurable.
+	// AllowUnsyncedWrites opens a server that acknowledges commits before
+	// their WAL is on disk (synchronous_commit or fsync off), where a crash
+	// may lose a write-ahead and an Unkeyed tool run twice. False refuses it.
 	AllowUnsyncedWrites bool
 
 	// schemaVersion, when set, is the version Open migrates to instead of
