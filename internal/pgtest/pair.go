@@ -3,6 +3,7 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -80,23 +81,23 @@ func StartPair(tb testing.TB, sync bool) *Pair {
 			tb.Fatal(err)
 		}
 	}
-	p.primary = node{data: filepath.Join(p.dir, "primary"), port: freePort(tb)}
-	p.standby = node{data: filepath.Join(p.dir, "standby"), port: freePort(tb)}
+	p.primary = node{data: filepath.Join(p.dir, "primary")}
+	p.standby = node{data: filepath.Join(p.dir, "standby")}
 	p.run("initdb", "-D", p.primary.data, "-U", "postgres", "-A", "trust", "--no-sync")
-	conf := p.serverConf(p.primary) + "wal_level = replica\nmax_wal_senders = 4\n"
+	conf := p.serverConf() + "wal_level = replica\nmax_wal_senders = 4\n"
 	if sync {
 		conf += "synchronous_standby_names = '" + standbyName + "'\n"
 	}
 	p.appendConf(p.primary, "postgresql.conf", conf)
-	p.start(p.primary)
+	p.start(&p.primary)
 	p.run("pg_basebackup", "-D", p.standby.data, "-h", "127.0.0.1", "-p", strconv.Itoa(p.primary.port),
 		"-U", "postgres", "-X", "stream", "-c", "fast", "--no-sync")
 	// Promoted, the standby has no standby of its own to wait for.
-	p.appendConf(p.standby, "postgresql.auto.conf", p.serverConf(p.standby)+fmt.Sprintf(
+	p.appendConf(p.standby, "postgresql.auto.conf", p.serverConf()+fmt.Sprintf(
 		"primary_conninfo = 'host=127.0.0.1 port=%d user=postgres application_name=%s'\nsynchronous_standby_names = ''\n",
 		p.primary.port, standbyName))
 	p.appendConf(p.standby, "standby.signal", "")
-	p.start(p.standby)
+	p.start(&p.standby)
 	p.PrimaryURL, p.StandbyURL = nodeURL(p.primary), nodeURL(p.standby)
 	p.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write",
 		p.primary.port, p.standby.port)
@@ -151,7 +152,7 @@ func (p *Pair) StopStandby() {
 // the primary is there.
 func (p *Pair) StartStandby() {
 	p.tb.Helper()
-	p.start(p.standby)
+	p.start(&p.standby)
 }
 
 // CaughtUp waits until the standby has replayed everything the primary
@@ -206,11 +207,10 @@ func (p *Pair) query(ctx context.Context, url, sql string, dst any, args ...any)
 	}
 }
 
-// serverConf is the settings of n's server: loopback only, its socket in
-// the pair's directory.
-func (p *Pair) serverConf(n node) string {
-	return fmt.Sprintf("\nlisten_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nmax_connections = 100\n",
-		n.port, p.dir)
+// serverConf is the settings of both servers: loopback only, their
+// sockets in the pair's directory. Each one's port is given at its start.
+func (p *Pair) serverConf() string {
+	return fmt.Sprintf("\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\nmax_connections = 100\n", p.dir)
 }
 
 func (p *Pair) appendConf(n node, file, text string) {
@@ -231,9 +231,26 @@ func (p *Pair) appendConf(n node, file, text string) {
 	}
 }
 
-func (p *Pair) start(n node) {
+// start starts n's server on its port; a server's first start picks a
+// free port, and another if a process took that one meanwhile.
+func (p *Pair) start(n *node) {
 	p.tb.Helper()
-	p.run("pg_ctl", "start", "-w", "-t", "120", "-D", n.data, "-l", n.data+".log")
+	for try := 0; ; try++ {
+		port := n.port
+		if port == 0 {
+			port = freePort(p.tb)
+		}
+		out, err := p.command("pg_ctl", "start", "-w", "-t", "120", "-D", n.data, "-l", n.data+".log",
+			"-o", "-p "+strconv.Itoa(port)).CombinedOutput()
+		if err == nil {
+			n.port = port
+			return
+		}
+		if n.port != 0 || try == 4 {
+			log, _ := os.ReadFile(n.data + ".log")
+			p.tb.Fatalf("pg_ctl start %s on port %d: %v\n%s\n%s", n.data, port, err, out, log)
+		}
+	}
 }
 
 // run runs one of the server's programs as the servers' user, failing the
@@ -301,15 +318,20 @@ func postgresUser(tb testing.TB) *syscall.Credential {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 }
 
-// freePort is a loopback port nobody listens on now.
+// freePort is a loopback port nobody listens on now, below Linux's
+// ephemeral range (32768 up), which clients' connections take theirs from.
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	for try := 0; ; try++ {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+mrand.IntN(12000)))
+		if err == nil {
+			defer l.Close()
+			return l.Addr().(*net.TCPAddr).Port
+		}
+		if try == 100 {
+			tb.Fatalf("no free loopback port: %v", err)
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func nodeURL(n node) string {
