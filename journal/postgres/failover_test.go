@@ -68,8 +68,9 @@ func (e *effects) of(key uuid.UUID) [][]byte {
 	return e.byKey[key.String()]
 }
 
-// tools are an Unkeyed and a Keyed tool posting to e.
-func (e *effects) tools() []harness.Tool {
+// tools are an Unkeyed and a Keyed tool posting to e; with reconcile the
+// Unkeyed one has a Reconcile hook that asks e truthfully.
+func (e *effects) tools(reconcile bool) []harness.Tool {
 	client := &http.Client{Transport: &downstream.Transport{}}
 	post := func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(in))
@@ -80,15 +81,21 @@ func (e *effects) tools() []harness.Tool {
 	}
 	// The downstream acts before it answers and never after its client
 	// left, so a short settle window is true of it.
-	return []harness.Tool{
-		{Name: "unkeyed", Effect: journal.Unkeyed, Func: post, Timeout: 3 * time.Second, Settle: 100 * time.Millisecond},
-		{Name: "keyed", Effect: journal.Keyed, Func: post},
+	unkeyed := harness.Tool{Name: "unkeyed", Effect: journal.Unkeyed, Func: post, Timeout: 3 * time.Second, Settle: 100 * time.Millisecond}
+	if reconcile {
+		unkeyed.Reconcile = func(_ context.Context, key uuid.UUID, _ json.RawMessage) downstream.Reconciliation {
+			if made := e.of(key); len(made) > 0 {
+				return downstream.Happened(made[0])
+			}
+			return downstream.DidNotHappen()
+		}
 	}
+	return []harness.Tool{unkeyed, {Name: "keyed", Effect: journal.Keyed, Func: post}}
 }
 
 // failoverHarness opens a store on url (the pair's multi-host URL) and a
-// harness over it with both tools; both are closed when the test ends.
-func failoverHarness(t *testing.T, url string, e *effects, owner string) (*harness.Harness, *postgres.Store) {
+// harness over it with e's tools; both are closed when the test ends.
+func failoverHarness(t *testing.T, url string, e *effects, owner string, reconcile bool) (*harness.Harness, *postgres.Store) {
 	t.Helper()
 	s, err := postgres.Open(context.Background(), url, &postgres.Options{MaxConns: 8})
 	if err != nil {
@@ -96,7 +103,7 @@ func failoverHarness(t *testing.T, url string, e *effects, owner string) (*harne
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	h := harness.New(s, &harness.Options{Owner: owner, LeaseTTL: time.Second, CheckWait: -1})
-	if err := h.Register(e.tools()...); err != nil {
+	if err := h.Register(e.tools(reconcile)...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Close() })
@@ -203,7 +210,20 @@ func sameJSON(a, b []byte) bool {
 // harness until it has a final answer. With a synchronous standby every
 // answered outcome and every write-ahead survived: 0 duplicate effects, 0
 // false answers, every record finished or honestly unknown.
-func TestFailoverSynchronousStandby(t *testing.T) {
+func TestFailoverSynchronousStandby(t *testing.T) { failoverUnderLoad(t, false) }
+
+// TestFailoverSynchronousStandbyReconciled is the same failover with a
+// truthful Reconcile hook on the Unkeyed tool: then every intent finishes,
+// none is left unknown.
+func TestFailoverSynchronousStandbyReconciled(t *testing.T) {
+	if tl := failoverUnderLoad(t, true); tl.unknown != 0 {
+		t.Errorf("%d intents left unknown; want 0 (the Reconcile hook can always tell)", tl.unknown)
+	}
+}
+
+// failoverUnderLoad runs the load of TestFailoverSynchronousStandby
+// through a failover and checks its answers and records.
+func failoverUnderLoad(t *testing.T, reconcile bool) tally {
 	pair := pgtest.StartPair(t, true)
 	e := newEffects(t)
 	const workers, perWorker, intents = 3, 4, 120
@@ -211,7 +231,7 @@ func TestFailoverSynchronousStandby(t *testing.T) {
 	var stores []*postgres.Store
 	for w := range hs {
 		var s *postgres.Store
-		hs[w], s = failoverHarness(t, pair.URL, e, fmt.Sprintf("agent-%d", w))
+		hs[w], s = failoverHarness(t, pair.URL, e, fmt.Sprintf("agent-%d", w), reconcile)
 		stores = append(stores, s)
 	}
 	answers := make([][]harness.Result, intents)
@@ -268,8 +288,9 @@ func TestFailoverSynchronousStandby(t *testing.T) {
 			hit[a[0].Status]++
 		}
 	}
-	t.Logf("synchronous standby: %d intents, %d duplicates, %d false answers, %d unknown left; the load's answers hit by the failover: %v",
-		tl.intents, tl.duplicates, tl.falseAnswers, tl.unknown, hit)
+	t.Logf("synchronous standby, Reconcile %v: %d intents, %d duplicates, %d false answers, %d unknown left; the load's answers hit by the failover: %v",
+		reconcile, tl.intents, tl.duplicates, tl.falseAnswers, tl.unknown, hit)
+	return tl
 }
 
 // TestFailoverAsynchronousStandbyLoses shows what an asynchronous standby
@@ -284,7 +305,7 @@ func TestFailoverSynchronousStandby(t *testing.T) {
 func TestFailoverAsynchronousStandbyLoses(t *testing.T) {
 	pair := pgtest.StartPair(t, false)
 	e := newEffects(t)
-	h, _ := failoverHarness(t, pair.URL, e, "agent")
+	h, _ := failoverHarness(t, pair.URL, e, "agent", false)
 	ctx := context.Background()
 	call := func(i int) harness.Result {
 		t.Helper()
