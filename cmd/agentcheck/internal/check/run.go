@@ -73,6 +73,11 @@ type Options struct {
 	// DropRedis, when set, removes a Redis journal's keys after the run:
 	// location is the journal's, with its prefix parameter.
 	DropRedis func(ctx context.Context, location string) error
+	// Failover, on PostgreSQL, is a shell command the runner runs once,
+	// halfway through the run: it must lose the primary and promote a
+	// standby, which PGURL names too (postgres://h1,h2/…?target_session_attrs=read-write),
+	// so that the workers reconnect to it. Empty means none.
+	Failover string
 	// Server holds ModeMiddleware's other choices.
 	Server ServerOptions
 	// KillServer, in ModeMiddleware, runs the server (middleware and
@@ -302,6 +307,9 @@ func (r *runner) runWorkers(ctx context.Context, planFile string, down *service)
 	var faults sync.WaitGroup
 	if down.proc != nil {
 		faults.Go(func() { down.proc.killLoop(r, stop) })
+	}
+	if r.o.Failover != "" && r.schema != "" {
+		faults.Go(func() { r.failover(stop) })
 	}
 	if !r.o.NoKill {
 		faults.Go(func() { r.kill(stop) })

@@ -73,6 +73,9 @@ Flags:
   -lease D         the workers' lease, harness Options.LeaseTTL (default 500ms)
   -skew=false      do not run a PostgreSQL worker with its clock 90s ahead
   -kill=false      do not SIGKILL workers or terminate PostgreSQL backends
+  -failover CMD    with -store postgres, run the shell command CMD once,
+                   halfway: it must kill the primary and promote a standby
+                   that -pg names too (postgres://h1,h2/...?target_session_attrs=read-write)
   -scenarios LIST  comma-separated scenarios to run (default all)
   -downstream M    builtin (default): the downstream keeps the
                    Idempotency-Key contract itself; middleware: package
@@ -129,6 +132,7 @@ type options struct {
 	redis       string
 	server      check.ServerOptions
 	killServer  bool
+	failover    string
 }
 
 // Run runs agentcheck with args (without the program's name), and returns
@@ -178,6 +182,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.server.HandlerFailAfter, "handler-5xx", false, "with -downstream middleware, a fail-after step is the handler's: it commits, then answers the 5xx through the middleware")
 	fs.BoolVar(&o.server.StoreServerErrors, "store-5xx", false, "with -downstream middleware, the middleware stores 5xx answers (idempotency.Options.StoreServerErrors)")
 	fs.BoolVar(&o.killServer, "kill-server", false, "with -downstream middleware, run the server in a process of its own and kill it with SIGKILL at random moments")
+	fs.StringVar(&o.failover, "failover", "", "with -store postgres, a shell command run once halfway that kills the primary and promotes a standby -pg names too")
 	fs.StringVar(&o.redis, "redis", os.Getenv("AGENTONCE_REDIS_URL"), "Redis server URL for -server-store redis (default $AGENTONCE_REDIS_URL)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -232,6 +237,10 @@ func (o *options) validate(stderr io.Writer) error {
 	}
 	if (o.store == "postgres" || o.store == "both") && o.pg == "" {
 		fmt.Fprintf(stderr, "agentcheck: -store %s needs -pg URL or AGENTONCE_PG_URL\n", o.store)
+		return errUsage
+	}
+	if o.failover != "" && o.store != "postgres" {
+		fmt.Fprintln(stderr, "agentcheck: -failover needs -store postgres (and -pg naming the primary and the standby)")
 		return errUsage
 	}
 	if o.downstream != check.ModeBuiltin && o.downstream != check.ModeMiddleware {
@@ -310,7 +319,7 @@ func runCheck(o options, stdout, stderr io.Writer) int {
 	for _, st := range stores {
 		ro := check.Options{Seed: o.seed, Store: st, PGURL: o.pg, Duration: o.duration,
 			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, NoKill: !o.kill, Scenarios: o.scenarios, Exe: exe, History: o.history, Corrupt: o.corrupt,
-			Downstream: o.downstream, ServerStore: o.serverStore, RedisURL: o.redis, DropRedis: DropRedis, Server: o.server, KillServer: o.killServer}
+			Downstream: o.downstream, ServerStore: o.serverStore, RedisURL: o.redis, DropRedis: DropRedis, Server: o.server, KillServer: o.killServer, Failover: o.failover}
 		if o.history != "" && len(stores) > 1 {
 			ext := filepath.Ext(o.history)
 			ro.History = strings.TrimSuffix(o.history, ext) + "-" + st + ext
