@@ -33,10 +33,9 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		return res, nil
 	}
 	if !st.mu.TryLock() {
-		// The key's stripe is busy (a commit may hold it for an fsync): the
-		// replay path, without the lock. When the stripe is free, the read
-		// under the lock below answers a replay as well, and a new intent's
-		// Begin reads in one transaction instead of two.
+		// The stripe is busy (a commit may hold it for an fsync): the
+		// replay path, without the lock. Else the read under the lock
+		// answers a replay too, in one transaction instead of two.
 		if res, ok, err := s.replayFile(req); ok || err != nil {
 			return res, err
 		}
@@ -46,42 +45,40 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	return s.beginLocked(st, &req)
 }
 
-// replayCached answers a replay of a settled record in the cache from it,
-// as replayFile does from the file (a settled record is replaced only under
-// the key's lock, by a durable write, which the cache follows). ok is false
-// when the cache cannot answer: Begin goes on.
+// replayCached answers a replay from the cache, as replayFile does from
+// the file (the cache follows every write). ok is false when it cannot.
 func (s *Store) replayCached(st *stripe, req journal.BeginRequest) (res journal.BeginResult, ok bool) {
 	var hot journal.Record
 	if hit, _, _ := st.cache.cached(req.Key, &hot); hit {
-		now := s.now()
-		if !journal.Expired(&hot, now) {
-			if d := machine.DecideBegin(&hot, &req, now); d.Write == nil && d.Suppress == nil {
-				return d.Result, true
-			}
-		}
+		return s.replayOf(&hot, &req)
 	}
 	return journal.BeginResult{}, false
 }
 
 // replayFile answers a replay from the file without the key's lock. A live
 // settled record in the file is the truth: the overlay only ever holds
-// pending records, and only Retake (decided again under the key's lock)
-// replaces a live settled record. ok is false when the file's record does
-// not answer by itself: Begin goes on under the lock.
+// pending records, and only Retake (decided under the key's lock) replaces
+// a live settled record. ok is false when Begin must go on under the lock.
 func (s *Store) replayFile(req journal.BeginRequest) (res journal.BeginResult, ok bool, err error) {
 	var file journal.Record
 	found, err := s.readFile(req.Key, &file)
-	if err != nil {
+	if err != nil || !found {
 		return journal.BeginResult{}, false, err
 	}
+	res, ok = s.replayOf(&file, &req)
+	return res, ok, nil
+}
+
+// replayOf answers req from r when r is live and settled and the decision
+// writes nothing (a Retake or a mismatch to record is decided again under
+// the lock).
+func (s *Store) replayOf(r *journal.Record, req *journal.BeginRequest) (journal.BeginResult, bool) {
 	now := s.now()
-	if found && file.State.Settled() && !journal.Expired(&file, now) {
-		if d := machine.DecideBegin(&file, &req, now); d.Write == nil && d.Suppress == nil {
-			return d.Result, true, nil
-		}
-		// A Retake or a mismatch to record: decide again under the lock.
+	if !r.State.Settled() || journal.Expired(r, now) {
+		return journal.BeginResult{}, false
 	}
-	return journal.BeginResult{}, false, nil
+	d := machine.DecideBegin(r, req, now)
+	return d.Result, d.Write == nil && d.Suppress == nil
 }
 
 // beginRead is what Begin read and decided under the key's lock.
@@ -252,9 +249,7 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 	if !s.maySuppress(req.Intent.Tool) {
 		return nil, nil
 	}
-	// The fresh bucket's suppressed records, which the guard index does
-	// not hold yet: read from the bucket in place (a new call's Begin asks
-	// the guard, and finds none there most of the time).
+	// The fresh bucket's suppressed records, not in the guard index yet.
 	if fresh := tx.Bucket(bucketFresh); fresh != nil {
 		c := fresh.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -314,9 +309,7 @@ func (t *toolSet) has(tool string) bool {
 }
 
 // loadSuppressing fills s.suppressing from the counters at open: each tool
-// whose counters count a suppressed record, or do not decode. Counters are
-// one entry a tool, not a record, so this costs the same at ten records
-// and at ten million.
+// whose counters count a suppressed record, or do not decode.
 func (s *Store) loadSuppressing() error {
 	return s.view(func(tx *bbolt.Tx) error {
 		counts := tx.Bucket(bucketCounts)
@@ -337,14 +330,9 @@ func (s *Store) loadSuppressing() error {
 }
 
 // maySuppress reports whether the file may hold a suppressed record of
-// tool. When it cannot, no record can block a Begin of that tool
-// (journal's guard asks for a suppressed record of the same tool), and the
-// guard reads nothing: a new call's Begin reads its record and nothing
-// else. The answer is from memory (s.suppressing), which says yes at
-// least whenever the counters would: it is filled from them at open and
-// every write of a suppressed record adds its tool before its transaction
-// commits, so a read transaction that sees the record finds the tool in
-// the set. A tool stays in the set until the store is reopened, even once
-// its suppressed records are gone; its guard then reads the fresh entries
-// and the index, as it would if the set said yes by mistake.
+// tool; when it cannot, the guard (which asks for a suppressed record of
+// the same tool) reads nothing. The set says yes at least whenever the
+// counters would: it is filled from them at open, and a write of a
+// suppressed record adds its tool before its transaction commits. A tool
+// stays in it until the store is reopened, which costs only reads.
 func (s *Store) maySuppress(tool string) bool { return s.suppressing.has(tool) }

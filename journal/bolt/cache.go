@@ -10,29 +10,20 @@ import (
 )
 
 // The settled-record cache: a replay (Get, and Begin on a busy key) of a
-// record this process has written or read is answered from memory, without
-// a read transaction or a decode. Only settled records are kept (a pending
-// one's lease is judged at each read, see endStale), only small ones
-// (cacheMaxBytes), and at most cacheStripeRecords per stripe.
+// record this process has written or read is answered from memory. Only
+// settled records are kept (a pending one's lease is judged at each read),
+// only small ones, at most cacheStripeRecords per stripe.
 //
-// Coherence. Every write of a record goes through indexPut or indexDelete
-// inside a transaction of writeTx (bbolt runs one at a time). Each such
-// write first drops the key and counts itself in flight on the key's stripe;
-// once its transaction is over (committed or not), the write is counted out
-// and the stripe's generation moves. A reader that missed fills the cache
-// only if, from before its read transaction to after it, no write touched
-// the stripe (same generation, none in flight): what it read is then still
-// the file's. A committed write puts its record in itself only when it is
-// the newest on the stripe: no later transaction touches the stripe (it is
-// the only one in flight there) and none later has been counted out (seq).
-// (Two transactions writing one key never overlap today — a decision holds
-// the key's stripe, and the commit loop runs one group at a time — so the
-// seq rule is a second line, not the first.)
-// The file's lock keeps every other process out while the store is open,
-// so the file changes only through these writes.
-//
-// A cached record's checksum was checked when it was read or encoded;
-// docs/journal.md, "The bbolt file", says what a replay answers after.
+// Coherence. Every record write (indexPut, indexDelete, inside writeTx)
+// first drops the key and counts itself in flight on the key's stripe; once
+// its transaction is over, committed or not, it is counted out and the
+// stripe's generation moves. A reader that missed fills the cache only if
+// no write touched the stripe from before its read to after it (same
+// generation, none in flight). A committed write puts its record in only
+// when it is the newest on the stripe: the only one in flight there, and
+// none later counted out (seq). The file's lock keeps other processes out,
+// so the file changes only through these writes. A cached record's
+// checksum was checked when it was read or encoded.
 
 const (
 	// cacheStripeRecords bounds each stripe's cache: 256 stripes keep at
@@ -73,9 +64,8 @@ type touch struct {
 }
 
 // txTouches collects the record writes of the write transaction in
-// progress. bbolt runs one write transaction at a time, so the one
-// collector in use is set by writeTx and read by indexPut and indexDelete
-// within that transaction.
+// progress: set by writeTx (bbolt runs one at a time), read by indexPut and
+// indexDelete.
 type txTouches struct {
 	seq   uint64
 	items []touch
@@ -85,11 +75,9 @@ type txTouches struct {
 }
 
 // bytes returns an empty slice with room for n bytes, for a value that a
-// Put of t's transaction hands to bbolt, which keeps it (without a copy)
-// until the transaction is over: carved from one buffer that the next
-// transaction reuses, where each value was an allocation. A value that
-// outgrows its n is moved by append, which is as safe. A nil t (a write
-// outside writeTx: create, migrate, a test's) allocates.
+// Put of t's transaction hands to bbolt, which keeps it uncopied until the
+// transaction is over: carved from one buffer that the next transaction
+// reuses. A nil t (a write outside writeTx) allocates.
 func (t *txTouches) bytes(n int) []byte {
 	if t == nil {
 		return make([]byte, 0, n)
@@ -149,9 +137,8 @@ func (c *recordCache) begin(key uuid.UUID) {
 }
 
 // end counts out a write of transaction seq to key; the record encoded as
-// enc, when the transaction committed it, is put in if it is the newest on
-// the stripe. It is put in as a read of the file would give it: decoded
-// from what was written.
+// enc, when committed and the newest on the stripe, is put in, decoded as
+// a read of the file would give it.
 func (c *recordCache) end(key uuid.UUID, enc []byte, seq uint64, committed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -93,16 +93,12 @@ func (s *Store) startClock() (time.Time, error) {
 	}
 	if !onLine {
 		// A new epoch (a reboot): the wall clock, but never below what
-		// the journal already holds. Within an epoch the line is above
-		// every time its processes wrote, and an imported record's times
-		// do not move it.
+		// the journal already holds.
 		base = max(c.wall().UnixNano(), high+1)
 	}
 	c.base, c.baseMono = time.Unix(0, base).UTC(), m
 	if !onLine && !s.readOnly {
-		// Written with the first write (writeTx), not by the open: an open
-		// writes nothing, and every record this process makes durable is
-		// committed with the line that its times are on.
+		// Written with the first write (writeTx): an open writes nothing.
 		v := make([]byte, 0, 32)
 		v = append(v, epoch[:]...)
 		v = binary.BigEndian.AppendUint64(v, uint64(m))
@@ -122,9 +118,8 @@ func (s *Store) highWater(tx *bbolt.Tx) error {
 }
 
 // hostClock is the host's monotonic clock, read once per process: the
-// boot's id and the time since boot (suspensions included) where the
-// system says them, else an epoch of the process's own. Within the
-// process it moves with Go's monotonic clock.
+// boot's id and the time since boot where the system says them, else an
+// epoch of the process's own; it then moves with Go's monotonic clock.
 var hostClock = sync.OnceValue(newHostMono)
 
 // newHostMono reads the boot clock, then Go's clock: a reading of the

@@ -13,7 +13,7 @@ import (
 )
 
 // defaultMaxBatch is the group-commit size when Options.MaxBatchSize is
-// zero: more writers than a machine usually runs at once.
+// zero.
 const defaultMaxBatch = 256
 
 // writeOp is one write waiting for a group commit. fn must be safe to run
@@ -41,8 +41,8 @@ var errLead = errors.New("lead the next group commit")
 // touchPool recycles the write transactions' collectors of touched keys.
 var touchPool = sync.Pool{New: func() any { return new(txTouches) }}
 
-// ops recycles writeOps and their channels: an op is back in the pool only
-// once its writer has its answer, and by then no committer holds it.
+// ops recycles writeOps and their channels, once their writer has its
+// answer.
 var ops = sync.Pool{New: func() any { return &writeOp{done: make(chan error, 1)} }}
 
 func (s *Store) apply(op *writeOp, tx *bbolt.Tx) error {
@@ -55,14 +55,10 @@ func (s *Store) apply(op *writeOp, tx *bbolt.Tx) error {
 // commit runs fn in a write transaction shared with the writes queued
 // beside it, then after, and returns once that transaction is durable.
 //
-// Group commit without a goroutine of its own: a writer that finds no
-// commit running commits the queue itself (so a lone writer pays no
-// hand-off and waits for no timer); writers that arrive meanwhile queue up,
-// and when the group is done the first of them is told to commit the next
-// group, which then holds every write that arrived during the previous
-// fsync. The group size so follows the concurrency, up to
-// Options.MaxBatchSize; Options.MaxBatchDelay makes each committer wait that
-// long for more writers first.
+// Group commit without a goroutine: a writer that finds no commit running
+// commits the queue itself; writers that arrive meanwhile queue up, and the
+// first of them then commits the next group, which holds every write that
+// arrived during the previous fsync.
 func (s *Store) commit(fn func(tx *bbolt.Tx) error, after func()) error {
 	op := ops.Get().(*writeOp)
 	op.fn, op.after = fn, after

@@ -17,10 +17,9 @@ import (
 // max is zero or less, and what GC removes per transaction.
 const DefaultGCBatch = 256
 
-// GC removes every expired record, walking the expiry index from its
-// oldest entry to now in transactions of DefaultGCBatch (see GCBatch);
-// see Store. Records still only in the overlay are left for Close to
-// persist.
+// GC removes every expired record, in transactions of DefaultGCBatch
+// (see GCBatch); see Store. Records still only in the overlay are left
+// for Close to persist.
 func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResult, error) {
 	if err := s.enter(ctx); err != nil {
 		return journal.GCResult{}, err
@@ -50,7 +49,7 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 			})
 		}
 		ix := tx.Bucket(bucketIndex)
-		res.KeptUnknown = countOpen(ix, journal.StateUnknown, now, over) + countOpen(ix, journal.StatePending, now, over)
+		res.KeptUnknown = countOpen(ix, journal.StateUnknown, now.UnixNano(), over) + countOpen(ix, journal.StatePending, now.UnixNano(), over)
 		fresh, err := s.freshEntries(tx)
 		if err != nil {
 			return err
@@ -97,10 +96,9 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 }
 
 // countOpen counts the unknown or pending (st) records past their TTL at
-// now, from the 'u' index, leaving out the keys of skip.
-func countOpen(ix *bbolt.Bucket, st journal.State, now time.Time, skip map[uuid.UUID]*journal.Record) int {
+// t, from the 'u' index, leaving out the keys of skip.
+func countOpen(ix *bbolt.Bucket, st journal.State, t int64, skip map[uuid.UUID]*journal.Record) int {
 	prefix := openPrefix(st)
-	t := now.UnixNano()
 	n := 0
 	c := ix.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+24; k, _ = c.Next() {
@@ -115,11 +113,10 @@ func countOpen(ix *bbolt.Bucket, st journal.State, now time.Time, skip map[uuid.
 }
 
 // GCBatch removes at most max expired records (DefaultGCBatch when max is
-// zero or less), the oldest first, in one transaction, and returns how
-// many it removed: zero when none is expired. Unknown and pending records
-// are never removed. The transaction is group-committed with the calls
-// writing at the same time, so a background loop (call GCBatch until it
-// returns zero, pause, repeat) costs each call at most one batch's pages.
+// zero or less), the oldest first, in one group-committed transaction, and
+// returns how many it removed: zero when none is expired. Unknown and
+// pending records are never removed. A background loop calls it until it
+// returns zero, pauses, and repeats.
 func (s *Store) GCBatch(ctx context.Context, max int) (int, error) {
 	if err := s.enter(ctx); err != nil {
 		return 0, err

@@ -19,44 +19,26 @@
 //	                            expire): Stats.OverdueUnknown, GC's
 //	                            KeptUnknown, List by those states
 //
-// The counters are a bucket of their own, "counts": 't' tool → the tool's
-// records in each state and their attempts, six uvarints, so that a new
-// record or a change of state is one Get and one Put. Records, ByState
-// and ByTool are sums of them. It stays under a quarter page for the
-// first twenty or so tools, and bbolt then keeps it inline in the page of
-// the bucket headers, which every commit rewrites anyway: counting costs
-// no page.
+// "counts" holds 't' tool → six uvarints: the tool's records in each state
+// and their attempts, so that a new record or a change of state is one Get
+// and one Put; Records, ByState and ByTool are sums of them. For the first
+// twenty or so tools it stays under a quarter page, inline in the page of
+// bucket headers that every commit rewrites: counting costs no page.
 //
-// New records wait in the fresh bucket before they enter the index, so
-// that a new record's commit writes no index page (docs/journal.md, "The
-// bbolt file", says why; BENCHMARKS.md has the figures). "fresh" holds
-// the keys of the newest records that have no index entry yet (key →
-// state, creation time, expiry, session hash); at freshMax of them it
-// stays inline, as "counts" does. The write that fills it moves its
-// records into the index in one go; their entries ascend and land in a
-// few hot leaves.
-//
-// Every query of the index also reads the fresh entries, so that an answer
-// never depends on whether a record was moved yet: Stats and GC's counts
-// from the entries alone, List and the guard by reading the records whose
-// entries may match (flushFresh moves them; maySuppress spares most
-// guards any read). Invariant: a record is either in the index, with the
-// entries its current version gives, or its key is in "fresh" and it has
-// no entry at all. A write to a record that is already indexed (an
-// outcome, a resolution, a GC delete) changes its entries at once.
+// A new record's keys wait in "fresh" (key → state, creation time, expiry,
+// session hash), inline too, until freshMax of them move into the index in
+// one go (docs/journal.md, "The bbolt file", says why), so that a new
+// record's commit writes no index page. Every query also reads the fresh
+// entries, so an answer never depends on whether a record was moved yet.
+// Invariant: a record is either in the index, with the entries its current
+// version gives, or its key is in "fresh" and it has no entry at all.
 //
 // Times are Unix nanoseconds, big-endian with the sign bit flipped so that
 // they sort as signed numbers; strings are uvarint-length-prefixed. One
 // bucket with prefixes, not a bucket per index, because every bucket adds
-// a root of its own to each commit's path. The entries a batch of new
-// records enters meet at one point ('d' ascends to now, 'e' descending
-// starts with the latest expiry, 's' at one point per session), in a few
-// hot leaves. A List of one session walks one range of 's'; one without a
-// session walks 'd' from the newest.
-
-// An index entry is derived from the record alone (see ixEntry), so a
-// write computes the entries of the record it replaces (read in the same
-// transaction) and of the new one, and changes only the difference.
+// a root to each commit's path. An entry is derived from its record alone
+// (ixEntry), so a write computes the entries of the record it replaces and
+// of the new one, and changes only the difference.
 
 package bolt
 
@@ -91,7 +73,7 @@ var (
 
 // Index key prefixes; see the top of this file.
 const (
-	pfxTime    = 'd' // right before 'e': see the top of this file
+	pfxTime    = 'd' // right before 'e' (lastBelow)
 	pfxExpiry  = 'e'
 	pfxGuard   = 'g'
 	pfxSession = 's'
@@ -146,12 +128,6 @@ type ixEntry struct {
 	// suppressed record. Empty in an entry made from a fresh entry
 	// (freshEntry.ixEntry), which is never a suppressed record's.
 	tenant, session, tool string
-}
-
-func entryOf(r *journal.Record) *ixEntry {
-	e := &ixEntry{}
-	e.set(r)
-	return e
 }
 
 func (e *ixEntry) set(r *journal.Record) {
@@ -399,15 +375,11 @@ func (s *Store) storedEntry(recs *bbolt.Bucket, key uuid.UUID, dst *ixEntry) (*i
 // that fills it moves them all into the index (see freshValueLen).
 const freshMax = 16
 
-// flushFresh moves the records of the fresh bucket into the index. The
-// entries are made from the fresh entries, which hold every field they
-// need but a suppressed record's names (its guard entry): only a
-// suppressed record is read. One that cannot be read (damaged on disk)
-// stays in the fresh bucket, where every query still finds it by its
-// fresh entry, rather than fail the write that fills the bucket and every
-// one after it; a key whose suppressed record is gone is dropped. A fresh
-// entry of another length (never written so) is handled the same way, by
-// reading its record.
+// flushFresh moves the records of the fresh bucket into the index, made
+// from their fresh entries; a suppressed record (whose guard entry needs
+// its names), or one whose entry is malformed, is read instead. A record
+// that cannot be read is dropped from the fresh bucket, rather than fail
+// this write and every one after it.
 func (s *Store) flushFresh(tx *bbolt.Tx) error {
 	fresh, ix, recs := tx.Bucket(bucketFresh), tx.Bucket(bucketIndex), tx.Bucket(bucketRecords)
 	var buf [freshMax + 1]freshEntry
@@ -636,20 +608,6 @@ func addCounts(t *txTouches, b *bbolt.Bucket, tool string, out, in *ixEntry) err
 	return b.Put(k, c.encode(t.bytes(len(c)*2)))
 }
 
-// countRange counts the index keys with prefix whose time (right after the
-// prefix) is at or before t.
-func countRange(ix *bbolt.Bucket, prefix []byte, t int64) int {
-	c := ix.Cursor()
-	n := 0
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if len(k) < len(prefix)+8 || readTime(k[len(prefix):]) > t {
-			break
-		}
-		n++
-	}
-	return n
-}
-
 // indexedStats reads Stats from the counters and the time-ordered indexes.
 func indexedStats(tx *bbolt.Tx, now time.Time) (journal.Stats, error) {
 	st := machine.NewStats()
@@ -679,7 +637,7 @@ func indexedStats(tx *bbolt.Tx, now time.Time) (journal.Stats, error) {
 	c := ix.Cursor()
 	t := now.UnixNano()
 	walkExpired(ix, t, func(uuid.UUID) bool { st.Expired++; return true })
-	st.OverdueUnknown = countRange(ix, openPrefix(journal.StateUnknown), t) + countRange(ix, openPrefix(journal.StatePending), t)
+	st.OverdueUnknown = countOpen(ix, journal.StateUnknown, t, nil) + countOpen(ix, journal.StatePending, t, nil)
 	if first, _ := c.Seek([]byte{pfxTime}); first != nil && first[0] == pfxTime && len(first) == timeKeyLen {
 		if k := lastBelow(c, pfxTime+1); k != nil && k[0] == pfxTime && len(k) == timeKeyLen {
 			st.Oldest, st.Newest = time.Unix(0, readTime(first[1:9])).UTC(), time.Unix(0, readTime(k[1:9])).UTC()

@@ -25,11 +25,8 @@ import (
 // not hold a transaction while the caller's loop body runs.
 const listPage = 256
 
-// List yields the records matching f, newest first. A Session filter reads
-// that session's entries of the index, an unknown or pending State filter
-// those of the 'u' index; anything else walks the creation-time index
-// from the newest record down (from Until, to Since), reading records in
-// pages of listPage, each in its own read transaction.
+// List yields the records matching f, newest first, reading them in pages
+// of listPage, each in its own read transaction.
 func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Record, error] {
 	return func(yield func(journal.Record, error) bool) {
 		skip, extra, err := s.listUnindexed(ctx, f)
@@ -97,9 +94,8 @@ func (s *Store) listUnindexed(ctx context.Context, f journal.Filter) (skip map[u
 type pager func(tx *bbolt.Tx) (page []*journal.Record, done bool, err error)
 
 // listPager returns List's pager. A Session filter, an unknown or pending
-// State filter, and a journal whose indexes are not built list their
-// entries first, in one read transaction, and page through that list;
-// anything else walks the time index (createdWalk).
+// State filter, and a legacy journal list their entries first, in one read
+// transaction; anything else walks the time index (createdWalk).
 func (s *Store) listPager(ctx context.Context, f *journal.Filter, skip map[uuid.UUID]*journal.Record) (pager, error) {
 	if !s.legacy && f.Session == "" && f.State != journal.StateUnknown && f.State != journal.StatePending {
 		return s.createdWalk(f, skip), nil
@@ -133,10 +129,9 @@ func (s *Store) listPager(ctx context.Context, f *journal.Filter, skip map[uuid.
 	}, nil
 }
 
-// sessionEntries lists the records of session newest first, as entries
-// that carry the key and the creation time: the caller reads the records
-// and keeps those that match (other tenants', or a session whose name
-// hashes alike, do not). It reads one range of the session index.
+// sessionEntries lists the entries (key, creation time) of session's
+// records newest first, from one range of the session index; the caller
+// reads the records and keeps those that match (a session hashed alike).
 func (s *Store) sessionEntries(tx *bbolt.Tx, session string) ([]*ixEntry, error) {
 	h := sessionHash(session)
 	prefix := append([]byte{pfxSession}, h[:]...)

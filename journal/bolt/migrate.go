@@ -1,15 +1,10 @@
-// Migrating a journal of layout 1 (indexes kept in memory, rebuilt at
-// every open) to layout 2 (indexes in the file, see index.go).
-//
-// The first writer's open does it, in transactions of migrateBatch
-// records, each of which also records in meta how far it got
-// (metaMigrating: the last key indexed). The first transaction sets the
-// layout version to 2, so that an older binary refuses the file rather
-// than write records without their index entries, drops the layout-1
-// session index and starts empty index and counts buckets; the last one removes
-// metaMigrating. A crash anywhere leaves a file whose indexes cover
-// exactly the records up to metaMigrating, and the next writer's open
-// carries on from there. Records are read and indexed, never rewritten.
+// Migrating a journal of layout 1 (indexes in memory) to layout 2
+// (indexes in the file, see index.go), by the first writer's open, in
+// transactions of migrateBatch records that each record how far they got
+// (metaMigrating). The first sets the layout version to 2, so that an
+// older binary refuses the file, and starts empty index buckets; the last
+// removes metaMigrating. A crash leaves indexes that cover exactly the
+// records up to metaMigrating, and the next writer's open carries on.
 
 package bolt
 
@@ -88,8 +83,9 @@ func (s *Store) migrate() error {
 				if err != nil {
 					return wrapKey(s.path, k, err)
 				}
-				e := entryOf(&r)
-				if err := firstErr(recount(nil, tx.Bucket(bucketCounts), nil, e), reindex(nil, tx.Bucket(bucketIndex), nil, e)); err != nil {
+				var e ixEntry
+				e.set(&r)
+				if err := firstErr(recount(nil, tx.Bucket(bucketCounts), nil, &e), reindex(nil, tx.Bucket(bucketIndex), nil, &e)); err != nil {
 					return err
 				}
 				at = k

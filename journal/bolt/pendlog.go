@@ -2,25 +2,20 @@ package bolt
 
 // The pending log: the non-durable records' second home, so that they
 // outlive the process that wrote them (a successor finding no record would
-// begin the intent afresh and could deny an effect the killed attempt
-// made). Every overlay write is also appended to <journal>-pending with
-// one write(2), not fsynced: a kill cannot take it, an operating-system
-// crash or power loss can. A writer's Open folds the log's records that
-// are newer than the file's into the file, durably, before anything else,
-// so the successor finds them pending under a lease ended at the open.
+// begin the intent afresh). Every overlay write is also appended to
+// <journal>-pending with one write(2), not fsynced: a kill cannot take it,
+// a power loss can. A writer's Open folds the log's records that are newer
+// than the file's into the file, durably, before anything else.
 //
-// The log holds the encoded record of every key in the overlay (live) and
-// is rewritten from it when it has grown past twice their size plus
-// pendingSlack; it is emptied when the overlay is. When the live records
-// alone pass maxPendingLive, further writes are made durable instead, so
-// the log, and what an open reads of it, stays bounded.
+// The log holds the frame of every key in the overlay (live); it is
+// rewritten when it has grown past twice their size plus pendingSlack, and
+// emptied when the overlay is. Past maxPendingLive, writes are made
+// durable instead, so the log stays bounded.
 //
-// Format: the 8-byte header pendingMagic, then frames of a big-endian
-// uint32 length, the CRC-32C of the payload and the payload, the record's
-// binary form (codec.Encode, which carries its own checksum).
-// A frame cut short or whose CRC is wrong ends the log: a write the
-// kernel had not finished when the system stopped. A frame whose CRC
-// holds but whose record does not decode is damage, and fails the open.
+// Format: the header pendingMagic, then frames of a big-endian uint32
+// length, the CRC-32C of the payload, and the payload (codec.Encode). A
+// frame cut short or whose CRC is wrong ends the log (a write the kernel
+// had not finished); one whose record does not decode fails the open.
 
 import (
 	"bytes"
@@ -81,10 +76,8 @@ func newPendingLog(journalPath string) *pendingLog {
 	return &pendingLog{path: journalPath + pendingSuffix, live: map[uuid.UUID]*[]byte{}}
 }
 
-// framePool recycles frames once the log no longer needs them (drop, or a
-// newer frame of the key): most keys' frames live from a write-ahead to
-// its outcome, and each was an allocation. Frames past maxPooledFrame are
-// left to the collector.
+// framePool recycles frames the log no longer needs (drop, or a newer
+// frame of the key), up to maxPooledFrame bytes each.
 var framePool = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledFrame = 16 << 10
@@ -308,10 +301,8 @@ func newerThan(a, b *journal.Record) bool {
 }
 
 // recoverPending folds the pending log's records that are newer than the
-// file's into the file, durably, then empties the log: the records of
-// non-durable writes of a process that stopped. A writer's Open calls it
-// before serving, after the clock has started. It returns how many
-// records it restored.
+// file's into the file, durably, then removes the log. A writer's Open
+// calls it after the clock has started. It returns how many it restored.
 func (s *Store) recoverPending() (int, error) {
 	recs, err := readPendingLog(s.pendlog.path)
 	if err != nil || len(recs) == 0 {
@@ -325,7 +316,7 @@ func (s *Store) recoverPending() (int, error) {
 		n = 0
 		for _, r := range recs {
 			var cur journal.Record
-			found, err := s.readInto(tx, r.Key, &cur)
+			found, err := s.readIn(tx.Bucket(bucketRecords), r.Key, &cur)
 			if err != nil {
 				return err
 			}

@@ -47,7 +47,7 @@ type notFound uuid.UUID
 func (e notFound) Error() string { return journal.ErrNotFound.Error() + ": " + uuid.UUID(e).String() }
 func (e notFound) Unwrap() error { return journal.ErrNotFound }
 
-// readFile is readInto in a read transaction of its own, or from the
+// readFile is readIn in a read transaction of its own, or from the
 // cache of settled records (cache.go).
 func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err error) {
 	c := &s.stripes[key[0]].cache
@@ -56,7 +56,7 @@ func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err er
 		return true, nil
 	}
 	err = s.view(func(tx *bbolt.Tx) error {
-		found, err = s.readInto(tx, key, dst)
+		found, err = s.readIn(tx.Bucket(bucketRecords), key, dst)
 		return err
 	})
 	if testHookRead != nil {
@@ -83,20 +83,14 @@ func (s *Store) view(fn func(tx *bbolt.Tx) error) (err error) {
 // readTx returns the committed record for key within tx, or nil.
 func (s *Store) readTx(tx *bbolt.Tx, key uuid.UUID) (*journal.Record, error) {
 	var d journal.Record
-	if ok, err := s.readInto(tx, key, &d); !ok || err != nil {
+	if ok, err := s.readIn(tx.Bucket(bucketRecords), key, &d); !ok || err != nil {
 		return nil, err
 	}
 	return &d, nil
 }
 
-// readInto reads the committed record for key into dst within tx, and
-// reports whether there is one: the replay path's read, whose record stays
-// on the caller's stack.
-func (s *Store) readInto(tx *bbolt.Tx, key uuid.UUID, dst *journal.Record) (bool, error) {
-	return s.readIn(tx.Bucket(bucketRecords), key, dst)
-}
-
-// readIn is readInto from recs, the records bucket of a transaction.
+// readIn reads the committed record for key into dst from recs, the
+// records bucket of a transaction, and reports whether there is one.
 func (s *Store) readIn(recs *bbolt.Bucket, key uuid.UUID, dst *journal.Record) (bool, error) {
 	v := recs.Get(key[:])
 	if v == nil {

@@ -1,40 +1,27 @@
 // The bbolt store. The file holds five buckets: meta (layout version,
-// namespace, the clock's line), records (key → encoded record,
-// codec.Encode), and index, counts and fresh (every secondary
-// index and the counters, written in the transaction of the record they
-// index: see index.go). Memory holds the overlay of non-durable records
-// and a cache of settled ones (cache.go), neither filled by the open, so
-// an open reads no record. A journal of layout 1 (no index bucket) is
-// migrated by its first writer's open (migrate.go).
+// namespace, the clock's line), records (key → codec.Encode), and index,
+// counts and fresh (the secondary indexes and counters, written in their
+// record's transaction: index.go). Memory holds the overlay of non-durable
+// records and a cache of settled ones (cache.go), neither filled by the
+// open, so an open reads no record. A layout-1 journal is migrated by its
+// first writer's open (migrate.go). The files follow a call: open.go,
+// begin.go, write.go, read.go and list.go, gc.go and stats.go, store.go.
 //
-// The files follow a call: open.go opens the file, begin.go decides a
-// Begin, write.go records attempts and outcomes, read.go and list.go read,
-// gc.go and stats.go walk the indexes, and store.go closes.
+// bbolt's lock belongs to the open file, so a second Open of one path in
+// one process is refused like another process's. The lock proves that no
+// other process holds the journal, so every lease found at a writer's open
+// belongs to a process that stopped: a pending record last written before
+// the open has its lease ended as it is read (endStale), and the open
+// writes nothing. The store's time never goes backward across opens
+// (clock.go).
 //
-// Opening for writing: the file's length is checked against its meta page
-// before bbolt maps it (boltfile.go), and a panic inside bbolt (it panics,
-// or faults on its memory map, on some damaged pages) is turned into
-// ErrCorrupt naming the file. bbolt's lock belongs to the open file, not to
-// the process, so a second Open of the same path in one process is
-// refused like another process's. Since the lock proves that no other
-// process holds the journal, every lease found at a writer's open belongs
-// to a process that stopped: a pending record read from the file that was
-// last written before the open (its Updated is before leasesEnded) has its
-// lease ended as of the open, as it is read (endStale), so that the open
-// itself reads and writes no record. The store's time never goes backward
-// across opens (clock.go), so a record this process writes is never taken
-// for an earlier one's.
-//
-// Non-durable writes: a pending record written with Durable false is kept
-// in its key's stripe overlay, which every call on the store consults, so
-// it is visible at once; it reaches the file with its outcome, with a
-// durable write of the same key, or at Close, and meanwhile lives in the
-// pending log too (pendlog.go). Durable writes go through the group commit
-// (commit.go), which retries a failed group one write at a time, so each
-// write must be safe to run twice. The replay path (Begin on a settled
-// record while another call holds its key's lock) is one read
-// transaction and reads only the file, which is why a Retake, which makes
-// a settled record pending again, is always written durably.
+// A non-durable pending record lives in its key's stripe overlay, which
+// every call consults, and in the pending log (pendlog.go); it reaches the
+// file with its outcome, a durable write of its key, or Close. Durable
+// writes go through the group commit (commit.go), which retries a failed
+// group one write at a time, so each write must be safe to run twice. The
+// replay path (Begin on a settled record while another call holds its
+// key's lock) reads only the file, which is why a Retake is always durable.
 
 package bolt
 
@@ -55,16 +42,11 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// Store is the default Store: one bbolt file per journal. It is safe
-// for concurrent use by many goroutines; one process at a time may open the
-// file for writing (bbolt's file lock).
-//
-// Writes are group-committed (see commit.go), so concurrent writers share
-// fsyncs. Decisions about one key are serialized by a striped
-// per-key mutex held from the read that decides to the commit that records
-// the decision. Non-durable writes (BeginRequest.Durable false) live in a
-// per-stripe overlay until a durable write of the same key or Close
-// persists them.
+// Store is the default Store: one bbolt file per journal. It is safe for
+// concurrent use; one process at a time may open the file for writing.
+// Concurrent writers share fsyncs (group commit); one key's decisions are
+// serialized by a striped lock held from the read that decides to the
+// commit that records the decision.
 type Store struct {
 	path     string
 	db       *bbolt.DB
@@ -120,14 +102,11 @@ type Store struct {
 // overlaid is a record of the overlay.
 type overlaid struct {
 	rec *journal.Record
-	// unfiled says that the file holds no record of the key: a Begin read
-	// the file under the key's lock and found none, and the key has been
-	// in the overlay ever since. Only a write of the key under its lock
-	// (which takes it out of the overlay, and this with it) or GC (which
-	// only removes) changes the file's record of a key, so this stays
-	// true; the key's durable write then need not read the file for the
-	// record it replaces (indexPut). Any doubt leaves it false, which
-	// costs that read.
+	// unfiled says that the file holds no record of the key: a Begin found
+	// none under the key's lock, and the key has been in the overlay ever
+	// since (only a write under that lock, or GC, which only removes,
+	// changes the file's record). The key's durable write then skips
+	// reading the record it replaces (indexPut); any doubt leaves it false.
 	unfiled bool
 }
 
@@ -160,8 +139,6 @@ func (s *Store) overlaySnapshot() map[uuid.UUID]*journal.Record {
 	}
 	return out
 }
-
-func (s *Store) lockTimeout() time.Duration { return s.lockWait }
 
 // Path returns the journal file's path.
 func (s *Store) Path() string { return s.path }

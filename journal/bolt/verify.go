@@ -21,15 +21,11 @@ import (
 // It returns how many records it read.
 //
 // It opens the file read-only, waiting up to opts.LockTimeout (default 1s)
-// for a writer's lock, and reads the records straight from the file,
-// without the index Open builds: a damaged record neither stops the
-// scan nor, as it would stop Open, the opening. The indexes derived
-// from the records are not checked; a writer's open rebuilds them. It fails
-// as Open does (ErrCorrupt, ErrInUse, naming the file) when the file
-// is not a journal, is truncated, or stays locked.
-//
-// A record written before checksums existed is decoded but cannot be
-// checked; it is sealed the next time it is written.
+// for a writer's lock; a damaged record does not stop the scan. The
+// indexes are not checked. It fails as Open does (ErrCorrupt, ErrInUse,
+// naming the file) when the file is not a journal, is truncated, or stays
+// locked. A record written before checksums existed is decoded but cannot
+// be checked; it is sealed the next time it is written.
 func Verify(ctx context.Context, path string, opts *Options, damaged func(key uuid.UUID, err error)) (n int, err error) {
 	wait := time.Second
 	if opts != nil && opts.LockTimeout > 0 {

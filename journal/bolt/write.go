@@ -22,10 +22,8 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 }
 
 // Renew extends the caller's lease; see Store. The renewed record goes to
-// the overlay, never to the file: a renewal needs no fsync, because after a
-// crash the lease ends anyway (the next open ends every lease it finds), so the
-// lease in the file never needs to be the renewed one. The next durable
-// write of the key, or Close, writes it.
+// the overlay, not the file: after a crash the next open ends every lease
+// anyway. The next durable write of the key, or Close, writes it.
 func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time, error) {
 	if err := machine.ValidateRenew(&req); err != nil {
 		return time.Time{}, err
@@ -120,10 +118,9 @@ const maxPooledEnc = 16 << 10
 
 // persist records r: durably through the commit loop, or in the overlay
 // and the pending log (durably when the log refuses it). The key's stripe
-// is locked. persist takes r over: the overlay keeps r itself, not a copy,
-// so the caller reads r afterwards but never changes it. fileNone says
-// that the caller, holding the key's lock, found the key neither in the
-// overlay nor in the file (see overlaid.unfiled).
+// is locked. persist takes r over: the caller may read r afterwards but
+// never change it. fileNone says that the caller found the key neither in
+// the overlay nor in the file (overlaid.unfiled).
 func (s *Store) persist(st *stripe, r *journal.Record, durable, fileNone bool) error {
 	r.Version = journal.SchemaVersion
 	prev, inOverlay := st.overlay[r.Key]
@@ -138,8 +135,7 @@ func (s *Store) persist(st *stripe, r *journal.Record, durable, fileNone bool) e
 	buf := encBufs.Get().(*[]byte)
 	enc := codec.Encode((*buf)[:0], r)
 	err := s.commitPut(r, enc, unfiled)
-	// The transaction is over: bbolt, which keeps a value only for the
-	// transaction's life, and the cache (settle) are done with enc.
+	// The transaction is over: bbolt and the cache are done with enc.
 	if cap(enc) <= maxPooledEnc {
 		*buf = enc
 		encBufs.Put(buf)
