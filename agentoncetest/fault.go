@@ -86,13 +86,11 @@ func (f *Fault) UnmarshalText(b []byte) error {
 }
 
 // FaultOptions says which requests fail, and how. A nil *FaultOptions
-// means no faults at all; each field's zero value is its default.
+// means no faults; each field's zero value is its default.
 //
-// Request n (counting from 1, in the order requests arrive) gets
-// Script[n-1] if the script is that long, and otherwise, with probability
-// Rate, a fault drawn from Kinds. The draw for request n depends only on
-// Seed and n, so a schedule is the same on every run however goroutines
-// interleave (which request gets number n may not be).
+// Request n (from 1, in arrival order) gets Script[n-1] if the script is
+// that long, and otherwise, with probability Rate, a fault drawn from
+// Kinds; the draw depends only on Seed and n.
 type FaultOptions struct {
 	// Seed seeds the schedule (math/rand/v2 PCG). Zero is a valid seed.
 	Seed uint64
@@ -118,16 +116,9 @@ type FaultOptions struct {
 	Match func(r *http.Request) bool
 }
 
-// schedule is the fault plan and the count of what it injected. It is
-// shared by FaultTransport and FaultFunc.
+// schedule is the fault plan and the count of what it injected.
 type schedule struct {
-	seed       uint64
-	rate       float64
-	kinds      []Fault
-	script     []Fault
-	retryAfter time.Duration
-	maxDelay   time.Duration
-	match      func(*http.Request) bool
+	o FaultOptions // with every default applied
 
 	// mu guards n and counts.
 	mu     sync.Mutex
@@ -142,28 +133,23 @@ func newSchedule(opts *FaultOptions) *schedule {
 	if opts.Rate < 0 || opts.Rate > 1 || math.IsNaN(opts.Rate) {
 		panic(fmt.Sprintf("agentoncetest: FaultOptions.Rate %v is outside [0, 1]", opts.Rate))
 	}
-	s := &schedule{
-		seed:       opts.Seed,
-		rate:       opts.Rate,
-		kinds:      append([]Fault(nil), opts.Kinds...),
-		script:     append([]Fault(nil), opts.Script...),
-		retryAfter: opts.RetryAfter,
-		maxDelay:   opts.MaxDelay,
-		match:      opts.Match,
+	s := &schedule{o: *opts}
+	o := &s.o
+	o.Kinds = append([]Fault(nil), o.Kinds...)
+	o.Script = append([]Fault(nil), o.Script...)
+	if len(o.Kinds) == 0 {
+		o.Kinds = AllFaults
 	}
-	if len(s.kinds) == 0 {
-		s.kinds = AllFaults
-	}
-	for _, f := range append(append([]Fault(nil), s.kinds...), s.script...) {
+	for _, f := range append(append([]Fault(nil), o.Kinds...), o.Script...) {
 		if int(f) >= len(faultNames) {
 			panic(fmt.Sprintf("agentoncetest: FaultOptions holds an unknown fault %d", f))
 		}
 	}
-	if s.retryAfter <= 0 {
-		s.retryAfter = time.Second
+	if o.RetryAfter <= 0 {
+		o.RetryAfter = time.Second
 	}
-	if s.maxDelay <= 0 {
-		s.maxDelay = 10 * time.Second
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = 10 * time.Second
 	}
 	return s
 }
@@ -175,17 +161,17 @@ func FaultFor(opts *FaultOptions, n int) Fault {
 }
 
 func (s *schedule) plan(n int) Fault {
-	if n <= len(s.script) {
-		return s.script[n-1]
+	if n <= len(s.o.Script) {
+		return s.o.Script[n-1]
 	}
-	if s.rate == 0 {
+	if s.o.Rate == 0 {
 		return NoFault
 	}
-	r := rand.New(rand.NewPCG(s.seed, uint64(n)))
-	if r.Float64() >= s.rate {
+	r := rand.New(rand.NewPCG(s.o.Seed, uint64(n)))
+	if r.Float64() >= s.o.Rate {
 		return NoFault
 	}
-	return s.kinds[r.IntN(len(s.kinds))]
+	return s.o.Kinds[r.IntN(len(s.o.Kinds))]
 }
 
 // next numbers a request and counts the fault it gets.
@@ -225,11 +211,10 @@ func (s *schedule) requests() int {
 	return s.n
 }
 
-// FaultError is the error an injected fault returns. It wraps the
-// network-shaped error a real failure of that kind gives (a *net.OpError
-// for resets and refusals, the context's error for a delay, an
-// *UnavailableError for a tool function's 503), so retryclass classifies
-// it as it would classify the real thing.
+// FaultError is the error an injected fault returns. It wraps the error a
+// real failure of that kind gives (a *net.OpError for resets and
+// refusals, the context's error for a delay, an *UnavailableError for a
+// tool function's 503), so that retryclass classifies it alike.
 type FaultError struct {
 	Fault Fault
 	// Request is the request's (or call's) number, from 1.
@@ -279,18 +264,16 @@ type stringAddr string
 func (a stringAddr) Network() string { return "tcp" }
 func (a stringAddr) String() string  { return string(a) }
 
-// FaultTransport is an http.RoundTripper that injects faults, on a seeded
-// schedule or by script, in front of another RoundTripper. It is safe for
-// concurrent use. Put it in an http.Client's Transport, under whatever
-// sets the Idempotency-Key, so that retries cross it too.
+// FaultTransport is an http.RoundTripper that injects faults in front of
+// another. It is safe for concurrent use. Put it under whatever sets the
+// Idempotency-Key, so that retries cross it too.
 type FaultTransport struct {
 	next http.RoundTripper
 	s    *schedule
 }
 
 // NewFaultTransport wraps next (nil means http.DefaultTransport). It
-// panics if opts holds a Rate outside [0, 1] or an unknown fault: a
-// mistake in the test, not in what it tests.
+// panics if opts holds a Rate outside [0, 1] or an unknown fault.
 func NewFaultTransport(next http.RoundTripper, opts *FaultOptions) *FaultTransport {
 	if next == nil {
 		next = http.DefaultTransport
@@ -310,7 +293,7 @@ func (t *FaultTransport) Requests() int { return t.s.requests() }
 
 // RoundTrip implements http.RoundTripper.
 func (t *FaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.s.match != nil && !t.s.match(req) {
+	if t.s.o.Match != nil && !t.s.o.Match(req) {
 		return t.next.RoundTrip(req)
 	}
 	n, f := t.s.next()
@@ -327,7 +310,7 @@ func (t *FaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		timer := time.NewTimer(t.s.maxDelay)
+		timer := time.NewTimer(t.s.o.MaxDelay)
 		defer timer.Stop()
 		select {
 		case <-req.Context().Done():
@@ -373,9 +356,9 @@ func (t *FaultTransport) unavailable(req *http.Request) *http.Response {
 	body := `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"injected by agentoncetest; the request was not executed"}`
 	h := http.Header{}
 	h.Set("Content-Type", "application/problem+json")
-	secs := int64((t.s.retryAfter + time.Second - 1) / time.Second)
+	secs := int64((t.s.o.RetryAfter + time.Second - 1) / time.Second)
 	h.Set("Retry-After", strconv.FormatInt(secs, 10))
-	h.Set("Retry-After-Ms", strconv.FormatInt(max(t.s.retryAfter.Milliseconds(), 1), 10))
+	h.Set("Retry-After-Ms", strconv.FormatInt(max(t.s.o.RetryAfter.Milliseconds(), 1), 10))
 	return &http.Response{
 		Status:        "503 Service Unavailable",
 		StatusCode:    http.StatusServiceUnavailable,
@@ -422,13 +405,9 @@ func cloneWithBody(req *http.Request, body []byte) *http.Request {
 	return c
 }
 
-// FaultFunc injects faults into a plain tool function
-// func(ctx, json.RawMessage) (json.RawMessage, error), the shape the
-// harness registers. It is safe for concurrent use. Its Call method is the
-// wrapped function.
-//
-// A function has no connection, so each fault is mapped to what a tool
-// built on one would see:
+// FaultFunc injects faults into a tool function of the shape the harness
+// registers; its Call method is the wrapped function. It is safe for
+// concurrent use. Each fault is what a tool built on a connection sees:
 //
 //   - LoseResponse, ResetAfterSend: the function runs to the end, its
 //     result is thrown away, and a connection reset is returned (on read,
@@ -480,7 +459,7 @@ func (f *FaultFunc) Call(ctx context.Context, input json.RawMessage) (json.RawMe
 		if err != nil {
 			return nil, err
 		}
-		timer := time.NewTimer(f.s.maxDelay)
+		timer := time.NewTimer(f.s.o.MaxDelay)
 		defer timer.Stop()
 		select {
 		case <-ctx.Done():
@@ -489,7 +468,7 @@ func (f *FaultFunc) Call(ctx context.Context, input json.RawMessage) (json.RawMe
 			return out, nil
 		}
 	case Unavailable:
-		return nil, &FaultError{Fault: fault, Request: n, Err: &UnavailableError{Wait: f.s.retryAfter}}
+		return nil, &FaultError{Fault: fault, Request: n, Err: &UnavailableError{Wait: f.s.o.RetryAfter}}
 	case ResetBeforeSend:
 		return nil, &FaultError{Fault: fault, Request: n, Err: dialRefused("tool")}
 	case Duplicate:
