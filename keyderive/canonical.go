@@ -51,12 +51,9 @@ func AppendCanonical(dst, input []byte, opts *Options) ([]byte, error) {
 var canonPool = sync.Pool{New: func() any { return new(canonicalizer) }}
 
 // canonicalizer is a single-pass JSON validator that writes canonical output
-// as it reads. Object members are written in input order, then, only when
-// they were not already in order, sorted in place within the output.
-//
-// The output buffer is passed along and returned by each method rather than
-// kept in a field: storing a slice into a heap object costs a GC write
-// barrier on every append.
+// as it reads; an object's members are sorted in place afterwards, when
+// they were not in order. The output buffer is passed along rather than
+// kept in a field: storing a slice in a heap object costs a write barrier.
 type canonicalizer struct {
 	in       []byte
 	pos      int // next unread byte of in
@@ -78,8 +75,7 @@ type member struct {
 	end    int // offset just past the value
 	inOff  int // offset of the key's opening quote in the input, for errors
 	// prefix is the name's first 8 bytes, big-endian, zero-padded, when
-	// they are plain ASCII (no escapes): then prefixes order as names do.
-	// Otherwise it is noPrefix.
+	// plain ASCII (then prefixes order as names do); else noPrefix.
 	prefix uint64
 }
 
@@ -317,9 +313,8 @@ func (c *canonicalizer) object(out []byte) ([]byte, error) {
 }
 
 // sortMembers puts the members of the object whose body starts at
-// out[body] in RFC 8785 order, in place, and rejects duplicate names. Input
-// that is already sorted (as canonical input, and much machine-written JSON,
-// is) costs one comparison per member and no copying.
+// out[body] in RFC 8785 order, in place, and rejects duplicate names.
+// Sorted input costs one comparison per member and no copying.
 func (c *canonicalizer) sortMembers(out []byte, body int, ms []member) error {
 	sorted := true
 	for i := 1; i < len(ms) && sorted; i++ {
@@ -334,11 +329,8 @@ func (c *canonicalizer) sortMembers(out []byte, body int, ms []member) error {
 		return nil
 	}
 	if len(ms) <= 16 {
-		// Insertion sort: objects in tool inputs are small, and this
-		// avoids the generic sort's indirect calls. Every pair of final
-		// neighbours is compared on the way (a member stops at its left
-		// neighbour, after passing its right one), so equal names are
-		// found here.
+		// Insertion sort, for small objects: no indirect calls. Every
+		// pair of final neighbours is compared, so duplicates are found.
 		for i := 1; i < len(ms); i++ {
 			m := ms[i]
 			j := i
@@ -384,15 +376,11 @@ func (c *canonicalizer) duplicate(out []byte, a, b member) error {
 	return c.fail(later, ErrDuplicateKey, "duplicate object member name %s", name)
 }
 
-// compareKeys orders two member names, each given in its canonical escaped
-// form without quotes, by their UTF-16 code units as RFC 8785 requires. It
-// returns -1, 0 or +1.
-//
-// Canonical escaping is a bijection, so equal names have equal bytes. UTF-8
-// byte order is code point order, which agrees with UTF-16 order except
-// that supplementary characters (4-byte UTF-8, surrogate pairs in UTF-16)
-// sort before U+E000..U+FFFF in UTF-16; and escapes (\n, \u001f, \", \\)
-// must be compared as the characters they stand for.
+// compareKeys orders two member names, each in its canonical escaped form
+// without quotes, by their UTF-16 code units as RFC 8785 requires: -1, 0
+// or +1. UTF-8 byte order is code point order, which agrees with UTF-16
+// order except that supplementary characters sort before U+E000..U+FFFF in
+// UTF-16; and escapes must be compared as the characters they stand for.
 func compareKeys(a, b []byte) int {
 	i := 0
 	n := min(len(a), len(b))
@@ -411,10 +399,7 @@ func compareKeys(a, b []byte) int {
 		if ca == cb { // both escapes: compare what they stand for
 			ra, na := decodeCanonical(a[i:])
 			rb, nb := decodeCanonical(b[i:])
-			if ra != rb {
-				return compareUTF16(ra, rb)
-			}
-			if na != nb { // cannot happen: equal runes escape alike
+			if ra != rb || na != nb { // (equal runes escape alike)
 				return compareUTF16(ra, rb)
 			}
 			i += na

@@ -19,8 +19,8 @@ import (
 //   - a volatile property is dropped, whatever its value.
 //
 // Rules apply at the top level and inside nested objects whose schema
-// declares "properties". Properties the schema does not declare are kept
-// as they are. A Normalizer is immutable and safe for concurrent use.
+// declares "properties"; undeclared properties are kept. A Normalizer is
+// immutable and safe for concurrent use.
 type Normalizer struct {
 	root *objectRule
 	// extra is the size of all defaults, to size the output buffer.
@@ -51,17 +51,12 @@ type defaultMember struct {
 // NewNormalizer builds the normalization of one tool from its input JSON
 // Schema and its volatile property names.
 //
-// schemaJSON is the tool's input schema as the model sees it, or nil (or
-// empty) for none: only volatile dropping then. Of JSON Schema it reads "type" (the
-// top level must allow "object"), "properties", "required" and "default",
-// at the top level and in nested property schemas; other keywords,
-// including "$ref", "items" and the combinators, are ignored, so their
-// defaults are not applied.
-//
-// volatile names properties to drop: "reason" is a top-level property,
-// "payment.memo" is the property memo of the object in property payment.
-// Dots always separate path segments, so a property whose name contains a
-// dot cannot be named.
+// schemaJSON is the tool's input schema, or empty for none. Of JSON Schema
+// it reads "type" (the top level must allow "object"), "properties",
+// "required" and "default", at the top level and in nested property
+// schemas (see the package's caveats). volatile names properties to drop:
+// "reason" is a top-level property, "payment.memo" the property memo of
+// the object in property payment.
 //
 // Errors wrap ErrSchema (and the *SyntaxError of an invalid schema or
 // default) and say which property was wrong.
@@ -185,8 +180,8 @@ func (o *objectRule) addVolatile(path string) {
 }
 
 // finish drops defaults of volatile properties, normalizes object defaults
-// by their own property's rules (so that normalizing twice changes nothing)
-// and sorts the defaults into canonical order, recursively.
+// by their property's rules (normalizing twice changes nothing) and sorts
+// the defaults into canonical order, recursively.
 func (o *objectRule) finish(extra *int) {
 	for _, p := range o.props {
 		if p.child != nil {
