@@ -35,11 +35,9 @@ const budgetSlots = 10
 // counts only failing calls: the budget is then stricter than Ratio says,
 // and the floor is what keeps sparse failures retried.
 //
-// Why a ratio and not a circuit breaker: a breaker also refuses first tries,
-// which the harness must then turn into failures the model sees; a retry
-// budget only removes the retries that multiply load on a failing
-// downstream, and every intent still gets its first try. A Budget is safe
-// for concurrent use; share one per downstream.
+// Unlike a circuit breaker it never refuses a first try, which the model
+// would see as a failure. A Budget is safe for concurrent use; share one
+// per downstream.
 type Budget struct {
 	ratio    float64
 	floor    float64 // retries always allowed per window

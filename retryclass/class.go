@@ -66,9 +66,8 @@ func ParseClass(s string) (Class, error) {
 }
 
 // Retryable reports whether a try of class c may be followed by another
-// with the same key: NotExecuted, MaybeExecuted and InFlight. Whether a
-// MaybeExecuted try is actually retried depends on the tool's effect kind,
-// which the caller knows and this package does not.
+// with the same key: NotExecuted, MaybeExecuted and InFlight (a
+// MaybeExecuted try only where the tool's effect kind allows).
 func (c Class) Retryable() bool {
 	return c == NotExecuted || c == MaybeExecuted || c == InFlight
 }

@@ -22,8 +22,8 @@ const (
 )
 
 // Policy says how one call retries. A nil *Policy means the defaults, and
-// each field's zero value is its default. A Policy is read, never written,
-// by this package, so one Policy may be shared by many goroutines.
+// each field's zero value is its default. This package never writes a
+// Policy: one may be shared by many goroutines.
 type Policy struct {
 	// MaxAttempts is the number of tries, counting the first (so 1 means no
 	// retry). In-flight polls (InFlight verdicts) do not count: they are
@@ -183,11 +183,7 @@ func (r StopReason) String() string {
 // The wait is v.RetryAfter capped at MaxRetryAfter when v carries one,
 // otherwise the next exponential, jittered backoff step. For InFlight the
 // wait is also cut to what is left of the in-flight budget. When ok is true
-// the next try is counted in Tries.
-//
-// Next does not know the tool's effect kind: for MaybeExecuted it answers as
-// for any retryable class, and the caller decides whether the tool may be
-// run again.
+// the next try is counted in Attempts.
 func (s *Schedule) Next(ctx context.Context, v Verdict) (delay time.Duration, ok bool) {
 	if !v.Class.Retryable() {
 		return s.stop(StopClass)
