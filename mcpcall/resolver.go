@@ -154,15 +154,11 @@ func (r *Resolver) Resolve(ctx context.Context, req Request) (Call, error) {
 		}
 		return c, nil
 	case ms.hasSession || ms.hasTurn:
-		if !ms.hasSession || !ms.hasTurn {
-			e := &ScopeError{Tool: req.Tool}
-			if !ms.hasSession {
-				e.Missing = append(e.Missing, MetaSession)
-			}
-			if !ms.hasTurn {
-				e.Missing = append(e.Missing, MetaTurn)
-			}
-			return Call{}, e
+		switch { // one of the two is given
+		case !ms.hasSession:
+			return Call{}, &ScopeError{Tool: req.Tool, Missing: []string{MetaSession}}
+		case !ms.hasTurn:
+			return Call{}, &ScopeError{Tool: req.Tool, Missing: []string{MetaTurn}}
 		}
 		c.Placement = ByScope
 		c.Session, c.Turn = bound(principal, ms.session), ms.turn
@@ -248,16 +244,16 @@ func (r *Resolver) windowed(ctx context.Context, c Call, principal string) (Call
 	w := int64(r.window)
 	b := now.UnixNano() / w
 	if s.at.IsZero() || now.Sub(s.at) >= r.window {
-		prev, found, err := r.created(ctx, c.Tenant, r.stepKey(b-1, id))
+		prev, found, err := r.created(ctx, c, r.stepKey(b-1, id))
 		if err != nil {
-			return Call{}, fmt.Errorf("agentonce: tool %s: looking for an identical call in the journal: %w", c.Tool, err)
+			return Call{}, err
 		}
 		if found && now.Sub(prev) < r.window {
 			s.bucket, s.at = b-1, prev
 		} else {
-			at, found, err := r.created(ctx, c.Tenant, r.stepKey(b, id))
+			at, found, err := r.created(ctx, c, r.stepKey(b, id))
 			if err != nil {
-				return Call{}, fmt.Errorf("agentonce: tool %s: looking for an identical call in the journal: %w", c.Tool, err)
+				return Call{}, err
 			}
 			if !found {
 				at = now
@@ -281,15 +277,16 @@ func (r *Resolver) stepKey(bucket int64, id string) string {
 	return "mcp window " + r.label(bucket) + " " + id
 }
 
-// created returns when the record of stepKey was created, if there is one.
-func (r *Resolver) created(ctx context.Context, tenant, stepKey string) (time.Time, bool, error) {
+// created returns when the record of c's tenant and stepKey was created,
+// if there is one.
+func (r *Resolver) created(ctx context.Context, c Call, stepKey string) (time.Time, bool, error) {
 	st := r.h.Store()
-	rec, err := st.Get(ctx, keyderive.ExplicitKey(st.Namespace(), tenant, stepKey))
+	rec, err := st.Get(ctx, keyderive.ExplicitKey(st.Namespace(), c.Tenant, stepKey))
 	if errors.Is(err, journal.ErrNotFound) {
 		return time.Time{}, false, nil
 	}
 	if err != nil {
-		return time.Time{}, false, err
+		return time.Time{}, false, fmt.Errorf("agentonce: tool %s: looking for an identical call in the journal: %w", c.Tool, err)
 	}
 	return rec.Created, true, nil
 }
