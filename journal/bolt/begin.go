@@ -15,10 +15,7 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// Begin decides what happens to an intent; see Store. It reads in one
-// read transaction: under the key's lock when that is free, else first
-// without it, which answers a live settled record without waiting for the
-// lock.
+// Begin decides what happens to an intent; see Store.
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
 	if err := machine.ValidateBegin(&req); err != nil {
 		return journal.BeginResult{}, err
@@ -70,8 +67,7 @@ func (s *Store) replayFile(req journal.BeginRequest) (res journal.BeginResult, o
 }
 
 // replayOf answers req from r when r is live and settled and the decision
-// writes nothing (a Retake or a mismatch to record is decided again under
-// the lock).
+// writes nothing.
 func (s *Store) replayOf(r *journal.Record, req *journal.BeginRequest) (journal.BeginResult, bool) {
 	now := s.now()
 	if !r.State.Settled() || journal.Expired(r, now) {
@@ -85,16 +81,13 @@ func (s *Store) replayOf(r *journal.Record, req *journal.BeginRequest) (journal.
 type beginRead struct {
 	d   machine.BeginDecision
 	now time.Time
-	// fileNone says that neither the overlay nor the file holds the key
-	// (see overlaid.unfiled).
-	fileNone bool
+	fileNone bool // neither the overlay nor the file holds the key
 	guarded  bool            // the guard was asked with d
 	g        *journal.Record // the guard's answer, if guarded
 }
 
-// beginLocked is Begin under the lock of st, the stripe of req's key: read
-// and decide, lock the suppression's stripe too when the decision places
-// one, ask the guard, and write what the decision says.
+// beginLocked is Begin under the lock of st, req's key's stripe: decide,
+// lock a suppression's stripe too, ask the guard, and write.
 func (s *Store) beginLocked(st *stripe, req *journal.BeginRequest) (journal.BeginResult, error) {
 	var b beginRead
 	if err := s.decideLocked(st, *req, &b); err != nil {
@@ -123,9 +116,8 @@ func (s *Store) beginLocked(st *stripe, req *journal.BeginRequest) (journal.Begi
 	return s.beginWrite(st, sst, req, &b)
 }
 
-// decideLocked reads the key's record and decides, and when the decision
-// asks it, asks the guard, all in one read transaction. The key's stripe
-// is locked.
+// decideLocked reads the key's record, decides and, when the decision
+// asks it, asks the guard, in one read transaction.
 func (s *Store) decideLocked(st *stripe, req journal.BeginRequest, b *beginRead) error {
 	var fileRec journal.Record // the file's record: on the stack, like a replay's read
 	return s.view(func(tx *bbolt.Tx) error {
@@ -155,10 +147,9 @@ func (s *Store) decideLocked(st *stripe, req journal.BeginRequest, b *beginRead)
 	})
 }
 
-// lockSuppression locks sst, the stripe of the suppression's key, beside
-// st. Stripes are locked in index order, so that two mismatches cannot
-// deadlock: when sst comes first, st is let go and both are taken in
-// order, and the decision is made again once both are held.
+// lockSuppression locks sst, the suppression key's stripe, beside st, in
+// index order so that two mismatches cannot deadlock: when sst comes
+// first, st is let go, both are taken, and the decision is made again.
 func (s *Store) lockSuppression(st, sst *stripe, req journal.BeginRequest, b *beginRead) error {
 	if b.d.Suppress.Key[0] >= req.Key[0] {
 		sst.mu.Lock()
@@ -179,8 +170,8 @@ func (s *Store) lockSuppression(st, sst *stripe, req journal.BeginRequest, b *be
 	return nil
 }
 
-// beginWrite records b's decision: the suppression it places, in sst, and
-// the record of req's key, in st. Both stripes are locked.
+// beginWrite records b's decision: the suppression, in sst, and the
+// record of req's key, in st.
 func (s *Store) beginWrite(st, sst *stripe, req *journal.BeginRequest, b *beginRead) (journal.BeginResult, error) {
 	d, now := &b.d, b.now
 	if d.Write == nil && d.Suppress == nil {
@@ -212,9 +203,7 @@ func (s *Store) beginWrite(st, sst *stripe, req *journal.BeginRequest, b *beginR
 	return d.Result, nil
 }
 
-// guard returns a live suppressed record that blocks req, or nil: one
-// read transaction over the guard index's entries for req's tenant,
-// session and tool.
+// guard returns a live suppressed record that blocks req, or nil.
 func (s *Store) guard(req *journal.BeginRequest, now time.Time) (found *journal.Record, err error) {
 	err = s.view(func(tx *bbolt.Tx) error {
 		found, err = s.guardIn(tx, tx.Bucket(bucketRecords), req, now)
@@ -223,8 +212,7 @@ func (s *Store) guard(req *journal.BeginRequest, now time.Time) (found *journal.
 	return found, err
 }
 
-// guardIn is guard within the read transaction tx, whose records bucket
-// recs is already open.
+// guardIn is guard within tx, whose records bucket recs is open.
 func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequest, now time.Time) (found *journal.Record, err error) {
 	check := func(v []byte) (bool, error) {
 		r, err := codec.Decode(v)
@@ -283,8 +271,7 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 	return nil, nil
 }
 
-// toolSet is the set of tools that may have a suppressed record in the
-// file (Store.suppressing). It is safe for concurrent use.
+// toolSet is a set of tool names, safe for concurrent use.
 type toolSet struct {
 	mu sync.Mutex
 	m  map[string]struct{} // guarded by mu

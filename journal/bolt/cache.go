@@ -48,16 +48,14 @@ type recordCache struct {
 	gen      uint64
 	inflight int
 	seq      uint64
-	// ghosts are the keys of the stripe's last misses: a record is filled
-	// from a read only at its second miss, so that reads spread over more
-	// keys than the cache holds pay no copy for it. Guarded by mu.
+	// ghosts are the keys of the stripe's last misses: a read fills only at
+	// a key's second miss, so scattered reads pay no copy. Guarded by mu.
 	ghosts [4]uuid.UUID
 	ghost  uint8
 }
 
-// touch is one record write of a transaction: the record's encoding
-// written (nil for a delete) under key. The encoding is the caller's and
-// stays as it is until writeTx returns.
+// touch is one record write of a transaction: the encoding written under
+// key (nil for a delete), unchanged until writeTx returns.
 type touch struct {
 	key uuid.UUID
 	enc []byte
@@ -69,8 +67,7 @@ type touch struct {
 type txTouches struct {
 	seq   uint64
 	items []touch
-	// arena holds the values that the transaction's Puts hand to bbolt
-	// (bytes): emptied, not freed, when the transaction is over.
+	// arena holds the values the transaction's Puts hand to bbolt (bytes).
 	arena []byte
 }
 
@@ -91,13 +88,12 @@ func (t *txTouches) bytes(n int) []byte {
 	return t.arena[at : at : at+n]
 }
 
-// arenaSize is the size of a transaction's buffer of values: a flush of
-// the fresh bucket (the largest common write) takes about 2 KiB.
+// arenaSize is a transaction's buffer of values: a fresh bucket's flush,
+// the largest common write, takes about 2 KiB.
 const arenaSize = 4 << 10
 
-// cached returns a copy of the cache's record for key into dst, or false,
-// with the generation a reader's fill must find unchanged and whether it
-// may fill (no write in flight, and key missed before).
+// cached copies the cache's record for key into dst, or reports a miss
+// with the generation a fill must find unchanged and whether it may fill.
 func (c *recordCache) cached(key uuid.UUID, dst *journal.Record) (hit bool, gen uint64, fill bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -115,8 +111,7 @@ func (c *recordCache) cached(key uuid.UUID, dst *journal.Record) (hit bool, gen 
 	return false, c.gen, false
 }
 
-// fill keeps r, read from the file by a reader that found generation gen
-// and no write in flight before its read, if that is still so.
+// fill keeps r, read from the file at generation gen, if that still holds.
 func (c *recordCache) fill(r *journal.Record, gen uint64) {
 	if !cacheable(r) {
 		return
@@ -162,8 +157,7 @@ func (c *recordCache) put(r *journal.Record) {
 	c.keep(cp)
 }
 
-// keep keeps r itself, which nothing else refers to, making room if the
-// stripe is full. c.mu is held.
+// keep keeps r itself, making room if the stripe is full. c.mu is held.
 func (c *recordCache) keep(r *journal.Record) {
 	if c.m == nil {
 		c.m = make(map[uuid.UUID]*journal.Record, cacheStripeRecords)
@@ -189,8 +183,7 @@ func cacheable(r *journal.Record) bool {
 	return n <= cacheMaxBytes
 }
 
-// copyRecord sets dst to a copy of src that shares no mutable memory with
-// it: the caller may change the slices it gets.
+// copyRecord sets dst to a copy of src that shares no mutable memory.
 func copyRecord(dst, src *journal.Record) {
 	*dst = *src
 	if src.Input != nil || src.Output != nil {
@@ -216,8 +209,7 @@ func copyRecord(dst, src *journal.Record) {
 	}
 }
 
-// touched is called by indexPut (enc, the record's encoding) and
-// indexDelete (nil) for each record write.
+// touched records a write of key (enc nil: a delete) for the cache.
 func (s *Store) touched(key uuid.UUID, enc []byte) {
 	t := s.touches
 	if t == nil { // a write outside writeTx: only create, before any read

@@ -1,8 +1,6 @@
-// The store's clock, by which expiry, leases and settle windows are judged:
-// a line drawn through a monotonic clock, kept in meta so that an open in
-// the same boot carries on along it, so that a jump of the wall clock
-// moves nothing. docs/journal.md, "Clocks", has the rules and what a jump
-// can still do.
+// The store's clock: a line drawn through a monotonic clock, kept in meta
+// so that an open in the same boot carries on along it and a jump of the
+// wall clock moves nothing. docs/journal.md, "Clocks", has the rules.
 
 package bolt
 
@@ -28,8 +26,7 @@ var (
 	metaHighWater = []byte("high-water")
 )
 
-// storeClock is the store's clock. Its fields are set by Open and read
-// only afterwards.
+// storeClock is the store's clock, set by Open and only read afterwards.
 type storeClock struct {
 	wall func() time.Time
 	// mono is the monotonic clock; nil: wall alone is the clock (a test's
@@ -49,8 +46,7 @@ func (c *storeClock) now() time.Time {
 }
 
 // startClock draws the store's time line at open and returns the store's
-// time then. A writer records a new line in meta with its first write; a
-// reader writes nothing.
+// time then.
 func (s *Store) startClock() (time.Time, error) {
 	c := &s.clock
 	if c.mono == nil {
@@ -68,8 +64,7 @@ func (s *Store) startClock() (time.Time, error) {
 		if s.legacy {
 			return nil
 		}
-		// The newest record's creation, which a crashed process left no
-		// high-water mark above.
+		// The newest record's creation: a crash leaves no high-water mark.
 		k := lastBelow(tx.Bucket(bucketIndex).Cursor(), pfxTime+1)
 		if len(k) == 25 && k[0] == pfxTime {
 			high = max(high, readTime(k[1:9]))

@@ -20,16 +20,12 @@ const defaultMaxBatch = 256
 // more than once: when a group's transaction fails, each op of the group is
 // run again alone, so that one bad write does not fail its neighbours.
 type writeOp struct {
-	// fn is the write; when nil, the write is indexPut of rec, encoded as
-	// enc (a record's write, without a closure to allocate), with unfiled.
+	// fn is the write; nil means indexPut of rec, encoded as enc, with
+	// unfiled (a record's write, without a closure to allocate).
 	fn      func(tx *bbolt.Tx) error
 	rec     *journal.Record
 	enc     []byte
 	unfiled bool
-	// after, if not nil, runs once fn's transaction committed, before the
-	// next group commits: the in-memory index follows the file in commit
-	// order.
-	after func()
 	// done receives the op's result, or errLead when the op's writer is to
 	// commit the next group itself.
 	done chan error
@@ -53,15 +49,15 @@ func (s *Store) apply(op *writeOp, tx *bbolt.Tx) error {
 }
 
 // commit runs fn in a write transaction shared with the writes queued
-// beside it, then after, and returns once that transaction is durable.
+// beside it, and returns once that transaction is durable.
 //
 // Group commit without a goroutine: a writer that finds no commit running
 // commits the queue itself; writers that arrive meanwhile queue up, and the
 // first of them then commits the next group, which holds every write that
 // arrived during the previous fsync.
-func (s *Store) commit(fn func(tx *bbolt.Tx) error, after func()) error {
+func (s *Store) commit(fn func(tx *bbolt.Tx) error) error {
 	op := ops.Get().(*writeOp)
-	op.fn, op.after = fn, after
+	op.fn = fn
 	return s.enqueue(op)
 }
 
@@ -137,21 +133,13 @@ func (s *Store) run(batch []*writeOp) {
 	if err != nil && len(batch) > 1 {
 		for _, op := range batch {
 			// A group whose commit failed late (bbolt's last fdatasync)
-			// may have reached the file: what a writer knew of the file
-			// before it no longer holds.
+			// may have reached the file: unfiled no longer holds.
 			op.unfiled = false
-			err := s.writeTx(func(tx *bbolt.Tx) error { return s.apply(op, tx) })
-			if err == nil && op.after != nil {
-				op.after()
-			}
-			op.done <- err
+			op.done <- s.writeTx(func(tx *bbolt.Tx) error { return s.apply(op, tx) })
 		}
 		return
 	}
 	for _, op := range batch {
-		if err == nil && op.after != nil {
-			op.after()
-		}
 		op.done <- err
 	}
 }
@@ -164,8 +152,7 @@ func (s *Store) writeTx(fn func(tx *bbolt.Tx) error) (err error) {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("journal %s: %w: %v", s.path, journal.ErrCorrupt, p)
 		}
-		// The cache learns of the transaction's writes once it is over
-		// (cache.go), committed or not.
+		// The cache learns of the transaction's writes once it is over.
 		s.settle(t, err == nil)
 		clear(t.items)
 		t.items = t.items[:0]

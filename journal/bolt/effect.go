@@ -27,8 +27,7 @@ type txCtxKey struct{}
 
 // TxFrom returns the write transaction that CompleteWith runs an effect in,
 // from the effect's context; ok is false outside such an effect. The
-// effect writes to buckets of its own through it and must not commit or
-// roll it back (bbolt panics: the transaction is managed).
+// effect must not commit or roll it back.
 func TxFrom(ctx context.Context) (tx *bbolt.Tx, ok bool) {
 	tx, ok = ctx.Value(txCtxKey{}).(*bbolt.Tx)
 	return tx, ok
@@ -133,15 +132,13 @@ func (s *Store) CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
 	if err != nil {
 		return journal.Record{}, err
 	}
-	// On file now: the overlay's copy and its pending-log frame, if the
-	// write-ahead was not durable, are superseded.
+	// On file now: the overlay's copy and its pending-log frame are stale.
 	delete(st.overlay, key)
 	s.pendlog.drop(key)
 	return r, nil
 }
 
-// effectPanic carries a panic of an effect out of the transaction, which
-// rolls back on it; it is raised again once the transaction is over.
+// effectPanic carries an effect's panic out of the transaction.
 type effectPanic struct{ value any }
 
 func (p *effectPanic) Error() string { return fmt.Sprintf("the effect panicked: %v", p.value) }
@@ -176,10 +173,10 @@ func (s *Store) checkOwnBuckets(tx *bbolt.Tx, own []*bbolt.Bucket, key uuid.UUID
 	return nil
 }
 
-// View runs fn in a read transaction of the journal's file: how a program
-// reads the buckets its CompleteWith effects write. fn must not write, nor
-// keep tx past its return; a long read holds up the journal's writes when
-// the file must grow. A panic in fn is not caught.
+// View runs fn in a read transaction of the journal's file, to read the
+// buckets CompleteWith effects write. fn must not write, nor keep tx past
+// its return; a long read holds up writes when the file must grow. A panic
+// in fn is not caught.
 func (s *Store) View(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 	if err := s.enter(ctx); err != nil {
 		return err

@@ -13,8 +13,8 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
-// DefaultGCBatch is how many records one GCBatch transaction removes when
-// max is zero or less, and what GC removes per transaction.
+// DefaultGCBatch is how many records GC, and GCBatch given no max, remove
+// per transaction.
 const DefaultGCBatch = 256
 
 // GC removes every expired record, in transactions of DefaultGCBatch
@@ -174,7 +174,7 @@ func (s *Store) gcBatch(ctx context.Context, max int, now time.Time) (int, error
 			removed++
 		}
 		return nil
-	}, nil)
+	})
 	if err != nil {
 		return 0, err
 	}

@@ -84,8 +84,7 @@ const (
 // State-1, StatePending to StateUnknown) and, last, their attempts.
 type toolCounts [6]int64
 
-// countKey is the counts bucket's key of tool's counters, in buf when
-// it fits (bbolt copies the key it puts, and keeps none it reads).
+// countKey is the counts bucket's key of tool's counters, in buf.
 func countKey(buf []byte, tool string) []byte { return append(append(buf[:0], 't'), tool...) }
 
 func (c *toolCounts) encode(b []byte) []byte {
@@ -124,9 +123,8 @@ type ixEntry struct {
 	state            journal.State
 	attempts         int
 	shash            [8]byte // sessionHash(session)
-	// The intent's names: the counters' tool, and the guard entry of a
-	// suppressed record. Empty in an entry made from a fresh entry
-	// (freshEntry.ixEntry), which is never a suppressed record's.
+	// The intent's names, for the counters and a suppressed record's guard
+	// entry; empty in an entry made from a fresh entry.
 	tenant, session, tool string
 }
 
@@ -179,15 +177,12 @@ func walkExpired(ix *bbolt.Bucket, t int64, fn func(key uuid.UUID) bool) {
 	}
 }
 
-// sessionHash is the 8-byte hash of a session's name that the time index
-// groups by, rather than the name: index keys are also the separators in
-// the branch pages above the leaves, and long ones make a deeper tree whose
-// every level a commit rewrites. Sessions whose hashes collide share
-// entries; List reads each record and keeps those that match, so a
-// collision costs reads, never a wrong answer.
+// sessionHash is the 8-byte hash of a session's name that the session
+// index groups by (long keys make a deeper tree, every level of which a
+// commit rewrites). A collision costs reads, never a wrong answer: List
+// keeps only the records that match.
 func sessionHash(session string) [8]byte {
-	// FNV-1a, 64 bits, big-endian: what hash/fnv's New64a sums to, without
-	// its allocations.
+	// FNV-1a, 64 bits: hash/fnv's New64a without its allocations.
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(session); i++ {
 		h ^= uint64(session[i])
@@ -209,9 +204,8 @@ func timeEntryOf(k []byte) (*ixEntry, error) {
 	return &ixEntry{created: readTime(k[1:9]), key: uuid.UUID(k[9:])}, nil
 }
 
-// appendSessionEntry appends the session index's key for a record to b:
-// session hash, creation time, key. A session's records are one range of
-// it, oldest first.
+// appendSessionEntry appends a record's session index key to b: session
+// hash, creation time, key.
 func appendSessionEntry(b []byte, created int64, shash [8]byte, key uuid.UUID) []byte {
 	b = append(append(b, pfxSession), shash[:]...)
 	return append(appendTime(b, created), key[:]...)
@@ -250,9 +244,8 @@ type ixKVs struct {
 
 func (l *ixKVs) list() []ixKV { return l.kv[:l.n] }
 
-// entries lists e's index entries in one buffer: bbolt copies the keys it
-// puts but not the values, so the buffer must last as long as the
-// transaction, which t's buffer does (txTouches.bytes; nil t: the heap's).
+// entries lists e's index entries in one buffer from t (txTouches.bytes):
+// bbolt keeps the values it puts uncopied for the transaction.
 func (e *ixEntry) entries(t *txTouches) ixKVs {
 	var l ixKVs
 	n := 2*timeKeyLen + sessionKeyLen + 8
@@ -292,10 +285,8 @@ func (e *ixEntry) entries(t *txTouches) ixKVs {
 }
 
 // indexPut writes r (encoded as enc) into tx with its index entries and
-// counters, replacing whatever the file held for its key. A new key goes
-// into the fresh bucket, not the index (see freshMax). unfiled says that
-// the caller knows the file holds no record of the key (overlaid.unfiled):
-// then none is read.
+// counters, replacing the file's record of its key; a new key goes into
+// the fresh bucket. unfiled (overlaid.unfiled) spares reading the old one.
 func (s *Store) indexPut(tx *bbolt.Tx, r *journal.Record, enc []byte, unfiled bool) error {
 	recs, fresh := tx.Bucket(bucketRecords), tx.Bucket(bucketFresh)
 	var oldE, newE ixEntry
@@ -356,8 +347,7 @@ func (s *Store) indexDelete(tx *bbolt.Tx, key uuid.UUID) error {
 	return recs.Delete(key[:])
 }
 
-// storedEntry is the index entry of the record stored under key, made in
-// dst, or nil.
+// storedEntry makes in dst the index entry of key's stored record, or nil.
 func (s *Store) storedEntry(recs *bbolt.Bucket, key uuid.UUID, dst *ixEntry) (*ixEntry, error) {
 	v := recs.Get(key[:])
 	if v == nil {
@@ -372,7 +362,7 @@ func (s *Store) storedEntry(recs *bbolt.Bucket, key uuid.UUID, dst *ixEntry) (*i
 }
 
 // freshMax is how many new records the fresh bucket holds before the write
-// that fills it moves them all into the index (see freshValueLen).
+// that fills it moves them into the index.
 const freshMax = 16
 
 // flushFresh moves the records of the fresh bucket into the index, made
@@ -441,14 +431,13 @@ func countKeys(b *bbolt.Bucket) int {
 	return n
 }
 
-// freshValueLen is the length of a fresh entry's value: state, creation
-// time, expiry, session hash. 16 entries of 16+16+25 bytes, with the page
-// header, are 928 bytes: under bbolt's inline limit of 1,024.
+// freshValueLen is a fresh entry's value: state, creation time, expiry,
+// session hash. 16 entries of 16+16+25 bytes with the page header are 928,
+// under bbolt's inline limit of 1,024.
 const freshValueLen = 1 + 8 + 8 + 8
 
 // freshValue is the fresh bucket's value for e: all that the queries ask
-// of a record before they read it. t is the write transaction's (see
-// txTouches.bytes).
+// of a record before they read it.
 func freshValue(t *txTouches, e *ixEntry) []byte {
 	b := append(t.bytes(freshValueLen), byte(e.state))
 	b = appendTime(appendTime(b, e.created), e.expires)
@@ -463,8 +452,7 @@ type freshEntry struct {
 	session          [8]byte // sessionHash
 }
 
-// decodeFresh reads the fresh entry k → v, and reports whether it has the
-// form freshValue writes.
+// decodeFresh reads the fresh entry k → v, if freshValue wrote it.
 func decodeFresh(k, v []byte) (freshEntry, bool) {
 	if len(k) != 16 || len(v) != freshValueLen {
 		return freshEntry{}, false
@@ -473,9 +461,8 @@ func decodeFresh(k, v []byte) (freshEntry, bool) {
 		created: readTime(v[1:9]), expires: readTime(v[9:17]), session: [8]byte(v[17:25])}, true
 }
 
-// ixEntry makes dst the index entry of e's record, as far as the indexes
-// need it: without the intent's names, so not for a suppressed record
-// (whose guard entry holds them) nor for the counters.
+// ixEntry makes dst the index entry of e's record, without the intent's
+// names: not for a suppressed record, nor for the counters.
 func (e *freshEntry) ixEntry(dst *ixEntry) {
 	*dst = ixEntry{key: e.key, created: e.created, expires: e.expires, state: e.state, shash: e.session}
 }
@@ -484,8 +471,7 @@ func (e *freshEntry) ixEntry(dst *ixEntry) {
 func (e *freshEntry) expired(t int64) bool { return machine.Expires(e.state) && e.expires <= t }
 func (e *freshEntry) overdue(t int64) bool { return !machine.Expires(e.state) && e.expires <= t }
 
-// mayMatch reports whether the record of e may match f, by the fields the
-// entry holds.
+// mayMatch reports whether the record of e may match f.
 func (e *freshEntry) mayMatch(f *journal.Filter) bool {
 	switch {
 	case f.State != 0 && e.state != f.State,
@@ -497,8 +483,7 @@ func (e *freshEntry) mayMatch(f *journal.Filter) bool {
 	return true
 }
 
-// freshEntries reads the fresh bucket, none in a file that has no such
-// bucket (a layout-1 journal opened read-only).
+// freshEntries reads the fresh bucket, if there is one.
 func (s *Store) freshEntries(tx *bbolt.Tx) ([]freshEntry, error) {
 	fresh := tx.Bucket(bucketFresh)
 	if fresh == nil {
@@ -517,8 +502,7 @@ func (s *Store) freshEntries(tx *bbolt.Tx) ([]freshEntry, error) {
 }
 
 // reindex replaces the index entries of old (nil: none) with those of new
-// (nil: none), touching only what differs. t is the write transaction's
-// (see txTouches.bytes).
+// (nil: none), touching only what differs.
 func reindex(t *txTouches, ix *bbolt.Bucket, old, new *ixEntry) error {
 	var oldL, newL ixKVs
 	if old != nil {
@@ -545,10 +529,8 @@ func reindex(t *txTouches, ix *bbolt.Bucket, old, new *ixEntry) error {
 	return nil
 }
 
-// recount moves the counters from old (nil: none) to new (nil: none): one
-// Get and one Put of a tool's counters for a new record or a change of
-// state, none for a write that changes neither state nor attempts. t is
-// the write transaction's (see txTouches.bytes).
+// recount moves the counters from old (nil: none) to new (nil: none),
+// touching none when neither state nor attempts change.
 func recount(t *txTouches, counts *bbolt.Bucket, old, new *ixEntry) error {
 	if old != nil && new != nil && old.tool == new.tool {
 		if old.state == new.state && old.attempts == new.attempts {
@@ -581,8 +563,7 @@ func hasKV(list []ixKV, kv ixKV) bool {
 }
 
 // addCounts changes tool's counters: takes out away (nil: none) and
-// counts in (nil: none); counters all at zero are removed, so that tools no
-// longer present leave nothing behind.
+// counts in (nil: none); counters all at zero are removed.
 func addCounts(t *txTouches, b *bbolt.Bucket, tool string, out, in *ixEntry) error {
 	k := countKey(t.bytes(1+len(tool)), tool) // a stack buffer would escape through Get and Put
 	var c toolCounts
@@ -646,8 +627,7 @@ func indexedStats(tx *bbolt.Tx, now time.Time) (journal.Stats, error) {
 	return st, nil
 }
 
-// openKeys lists the keys of the unknown or pending (st) records with the
-// creation time of each, from the 'u' index.
+// openKeys lists the entries of the unknown or pending (st) records.
 func openKeys(ix *bbolt.Bucket, st journal.State) ([]*ixEntry, error) {
 	prefix := openPrefix(st)
 	var out []*ixEntry

@@ -1,6 +1,5 @@
-// List: the records matching a filter, newest first, read from the
-// persisted indexes, or by scans that stand in for them on a layout-1
-// journal opened read-only (which cannot be migrated).
+// List: the records matching a filter, newest first, from the indexes, or
+// by scans on a layout-1 journal opened read-only.
 
 package bolt
 
@@ -21,8 +20,8 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// listPage is how many records List reads per read transaction: it does
-// not hold a transaction while the caller's loop body runs.
+// listPage is how many records List reads per read transaction (none is
+// held while the caller's loop body runs).
 const listPage = 256
 
 // List yields the records matching f, newest first, reading them in pages
@@ -44,10 +43,9 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 }
 
 // listUnindexed returns the records matching f that the index does not
-// hold yet, newest first: the overlay's and the fresh bucket's. Only the
-// fresh records whose fresh entry may match f are read. skip holds every
-// record read that way, matching or not: the index's pages leave them out,
-// should a write move one into the index while List pages.
+// hold yet, newest first: the overlay's and the fresh bucket's. skip holds
+// every record read that way, matching or not, for the index's pages to
+// leave out, should a write move one into the index meanwhile.
 func (s *Store) listUnindexed(ctx context.Context, f journal.Filter) (skip map[uuid.UUID]*journal.Record, extra []*journal.Record, err error) {
 	if err := s.enter(ctx); err != nil {
 		return nil, nil, err
@@ -89,8 +87,7 @@ func (s *Store) listUnindexed(ctx context.Context, f journal.Filter) (skip map[u
 	return skip, extra, nil
 }
 
-// pager reads List's next page in the read transaction tx, and says
-// whether it was the last.
+// pager reads List's next page in tx, and says whether it was the last.
 type pager func(tx *bbolt.Tx) (page []*journal.Record, done bool, err error)
 
 // listPager returns List's pager. A Session filter, an unknown or pending
@@ -147,8 +144,7 @@ func (s *Store) sessionEntries(tx *bbolt.Tx, session string) ([]*ixEntry, error)
 	return out, nil
 }
 
-// sortNewestFirst orders entries as List yields records: newest first, then
-// by key, descending.
+// sortNewestFirst orders entries as List yields records.
 func sortNewestFirst(out []*ixEntry) {
 	slices.SortFunc(out, func(a, b *ixEntry) int {
 		if a.created != b.created {
@@ -159,7 +155,7 @@ func sortNewestFirst(out []*ixEntry) {
 }
 
 // scanEntries lists every record matching f, newest first, by reading them
-// all: List on a layout-1 journal opened read-only.
+// all (a legacy journal).
 func (s *Store) scanEntries(tx *bbolt.Tx, f *journal.Filter) ([]*ixEntry, error) {
 	var out []*ixEntry
 	err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
@@ -176,9 +172,8 @@ func (s *Store) scanEntries(tx *bbolt.Tx, f *journal.Filter) ([]*ixEntry, error)
 	return out, err
 }
 
-// createdWalk returns List's pager over the time index: it walks it from
-// the newest entry down (from Until's to Since's) and reads the records
-// listPage at a time.
+// createdWalk returns List's pager over the time index, from the newest
+// entry down (from Until's to Since's).
 func (s *Store) createdWalk(f *journal.Filter, over map[uuid.UUID]*journal.Record) pager {
 	var stop []byte // the walk ends below this key (Since's), nil: at the index's start
 	if !f.Since.IsZero() {
@@ -242,9 +237,8 @@ func (s *Store) readPage(tx *bbolt.Tx, chunk []*ixEntry, f *journal.Filter, over
 	return page, nil
 }
 
-// listMerged yields the pages of next, each read in a read transaction of
-// its own, merged with extra, newest first, until f.Limit records or the
-// caller stops.
+// listMerged yields the pages of next merged with extra, newest first,
+// until f.Limit records or the caller stops.
 func (s *Store) listMerged(ctx context.Context, f *journal.Filter, next pager, extra []*journal.Record, yield func(journal.Record, error) bool) {
 	n := 0
 	emit := func(r *journal.Record) bool {

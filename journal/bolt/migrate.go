@@ -18,9 +18,8 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
-// layoutVersion is the file layout this package writes (meta "version").
-// Layout 1 had no index bucket. Records carry their own format byte
-// (SchemaVersion), which layout 2 did not change.
+// layoutVersion is the file layout this package writes (meta "version");
+// records carry their own format byte (SchemaVersion).
 const layoutVersion = 2
 
 // The layout-1 session index, dropped by the migration.
@@ -29,12 +28,10 @@ var (
 	metaSessionsClean = []byte("sessions-clean")
 )
 
-// migrateBatch is how many records one migration transaction indexes. A
-// variable so that a test can stop a migration midway.
+// migrateBatch is how many records one migration transaction indexes.
 var migrateBatch = 10000
 
-// migrateHook, if set, runs after each migration transaction commits with
-// the records indexed so far: a test seam.
+// migrateHook, a test seam, runs after each migration transaction.
 var migrateHook func(done int)
 
 // migrate builds the indexes of a journal that lacks them, or finishes a

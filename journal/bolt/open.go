@@ -51,9 +51,8 @@ func Open(path string, opts *Options) (s *Store, err error) {
 	}
 	switch fi, err := os.Stat(path); {
 	case err == nil && fi.Size() == 0:
-		// bbolt would make an empty file a new database, and a new journal
-		// has a new namespace: every key would change. A journal truncated
-		// to nothing must not pass for a fresh one.
+		// bbolt would make an empty file a new journal, with a new
+		// namespace: every key would change.
 		return nil, fmt.Errorf("journal %s: %w: empty file (remove it to create a new journal)", path, journal.ErrCorrupt)
 	case err != nil && jo.ReadOnly:
 		return nil, fmt.Errorf("open journal: %w", err)
@@ -140,8 +139,7 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 	}
 	create := false
 	check := func(tx *bbolt.Tx) error {
-		// A truncated file maps pages that are not there; reading them
-		// would fault. The meta page says how big the file must be.
+		// Reading pages a truncated file lacks would fault.
 		if fi.Size() < tx.Size() {
 			return fmt.Errorf("journal %s: %w: truncated: %d bytes, the journal needs %d", s.path, journal.ErrCorrupt, fi.Size(), tx.Size())
 		}
@@ -209,9 +207,8 @@ func (s *Store) create(tx *bbolt.Tx, ns uuid.UUID) error {
 }
 
 // endStale ends, as of the open, the lease of r, read from the file, when
-// a process that stopped wrote it (see store.go): else a restarted agent
-// would find its own intents "in flight elsewhere" until their leases ran
-// out. Nothing is written; the record's next write keeps the ended lease.
+// a process that stopped wrote it (see store.go), so that a restarted
+// agent does not find its own intents "in flight elsewhere".
 func (s *Store) endStale(r *journal.Record) {
 	if r.State == journal.StatePending && r.Updated.Before(s.leasesEnded) && r.Lease.Expires.After(s.leasesEnded) {
 		r.Lease.Expires = s.leasesEnded

@@ -43,14 +43,11 @@ const (
 	pendingSuffix = "-pending"
 	// pendingMagic begins every pending log.
 	pendingMagic = "AOPEND1\n"
-	// pendingSlack is how far the log may grow past twice its live
-	// records before it is rewritten.
+	// pendingSlack is how far the log grows past twice its live records.
 	pendingSlack = 1 << 20
-	// maxPendingLive bounds the live records' encoded size: past it a
-	// non-durable write is made durable (pendingLog.put refuses it).
+	// maxPendingLive bounds the live records' size: past it, put refuses.
 	maxPendingLive = 32 << 20
-	// maxPendingFile is the largest pending log an open reads: the log
-	// never grows past 2*maxPendingLive+pendingSlack and one frame.
+	// maxPendingFile is the largest pending log an open reads.
 	maxPendingFile = 2*maxPendingLive + pendingSlack + maxPendingFrame
 	// maxPendingFrame bounds one frame's payload.
 	maxPendingFrame = 16 << 20
@@ -58,9 +55,8 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// pendingLog is the append-only file of the overlay's records. Its methods
-// are called with the record's stripe locked, and take mu after it; mu is
-// never held while taking a stripe's lock.
+// pendingLog is the append-only file of the overlay's records. Its mu is
+// taken after a stripe's lock, never before.
 type pendingLog struct {
 	path string
 
@@ -82,7 +78,7 @@ var framePool = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledFrame = 16 << 10
 
-// recycle returns a frame that nothing refers to any more to framePool.
+// recycle returns a frame nothing refers to to framePool.
 func recycle(fp *[]byte) {
 	if fp != nil && cap(*fp) <= maxPooledFrame {
 		framePool.Put(fp)
@@ -90,8 +86,7 @@ func recycle(fp *[]byte) {
 }
 
 // put appends r's frame and reports whether it did: false means the caller
-// must make the write durable instead (the live records are at their
-// bound, or the log cannot be written).
+// must make the write durable instead.
 func (l *pendingLog) put(r *journal.Record) bool {
 	fp := framePool.Get().(*[]byte)
 	buf := *fp
@@ -116,8 +111,8 @@ func (l *pendingLog) put(r *journal.Record) bool {
 	return ok
 }
 
-// append writes the frame *fp of key, which it keeps as key's live frame
-// when it reports true. l.mu is held.
+// append writes key's frame *fp, kept as its live frame when it reports
+// true. l.mu is held.
 func (l *pendingLog) append(key uuid.UUID, fp *[]byte) bool {
 	frame := *fp
 	if l.err != nil {
@@ -147,8 +142,7 @@ func (l *pendingLog) append(key uuid.UUID, fp *[]byte) bool {
 	if l.size > 2*int64(l.liveBytes)+pendingSlack {
 		if err := l.rewrite(); err != nil {
 			l.err = err
-			// The frames already written stay valid; refusing further
-			// puts makes every later write durable.
+			// The frames written stay valid; later writes are durable.
 		}
 	}
 	return true
@@ -167,17 +161,16 @@ func (l *pendingLog) drop(key uuid.UUID) {
 	l.liveBytes -= len(*fp)
 	recycle(fp)
 	if len(l.live) == 0 && l.f != nil && l.size > int64(len(pendingMagic)) {
-		// Every frame is superseded: start over. A failed truncation
-		// leaves frames that an open will find older than the file's.
+		// Every frame is superseded. A failed truncation leaves frames an
+		// open finds older than the file's.
 		if err := l.f.Truncate(int64(len(pendingMagic))); err == nil {
 			l.size = int64(len(pendingMagic))
 		}
 	}
 }
 
-// create makes a new log holding the header and frames, in place of any
-// other, through a temporary file renamed over the log (no fsync: the log
-// is for process crashes).
+// create replaces the log by one holding the header and frames, through a
+// temporary file renamed over it (no fsync: the log is for process crashes).
 func (l *pendingLog) create(frames [][]byte) error {
 	tmp := l.path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
@@ -223,8 +216,7 @@ func (l *pendingLog) write(frame []byte) error {
 	return nil
 }
 
-// close closes the log and, when no frame is live (the overlay was
-// flushed), removes it.
+// close closes the log and, when no frame is live, removes it.
 func (l *pendingLog) close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -291,8 +283,7 @@ func readPendingLog(path string) ([]*journal.Record, error) {
 }
 
 // newerThan reports whether a is a later write of its key than b: by
-// Updated, then by attempts; on a tie b is kept (the file's record, read as
-// b, wins over the log's).
+// Updated, then by attempts; a tie keeps b.
 func newerThan(a, b *journal.Record) bool {
 	if !a.Updated.Equal(b.Updated) {
 		return a.Updated.After(b.Updated)
@@ -345,8 +336,7 @@ func (s *Store) removePendingLog() error {
 }
 
 // loadPending puts the pending log's records that are newer than the
-// file's into the overlay of a read-only store, which cannot write them:
-// what a reader of a crashed writer's journal is shown.
+// file's into a read-only store's overlay.
 func (s *Store) loadPending() error {
 	recs, err := readPendingLog(s.pendlog.path)
 	if err != nil {

@@ -47,8 +47,7 @@ type notFound uuid.UUID
 func (e notFound) Error() string { return journal.ErrNotFound.Error() + ": " + uuid.UUID(e).String() }
 func (e notFound) Unwrap() error { return journal.ErrNotFound }
 
-// readFile is readIn in a read transaction of its own, or from the
-// cache of settled records (cache.go).
+// readFile is readIn in a read transaction of its own, or from the cache.
 func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err error) {
 	c := &s.stripes[key[0]].cache
 	hit, gen, fill := c.cached(key, dst)
@@ -105,10 +104,8 @@ func (s *Store) readIn(recs *bbolt.Bucket, key uuid.UUID, dst *journal.Record) (
 	return true, nil
 }
 
-// current returns the newest record for key: the overlay's, else the
-// file's. The key's stripe is locked. The overlay's record is returned
-// itself, not a copy: callers only read it, and the machine functions
-// they give it to do not modify it.
+// current returns the newest record for key: the overlay's (itself, for
+// reading only), else the file's. The key's stripe is locked.
 func (s *Store) current(st *stripe, key uuid.UUID) (r *journal.Record, err error) {
 	if o, ok := st.overlay[key]; ok {
 		return o.rec, nil

@@ -54,9 +54,8 @@ type Store struct {
 	ns       uuid.UUID
 	clock    storeClock
 	readOnly bool
-	// leasesEnded is the store's time at a writer's open: the lease of a
-	// pending record last written before it ended then (see endStale).
-	// Zero for a reader.
+	// leasesEnded is the store's time at a writer's open, when the leases
+	// of records last written before it ended (endStale); zero for a reader.
 	leasesEnded time.Time
 	// lineDue is the clock's line (meta "clock") that the next write
 	// transaction records, nil when the file has it (see clock.go).
@@ -67,19 +66,16 @@ type Store struct {
 
 	stripes [256]stripe
 	// touches collects the record writes of the write transaction in
-	// progress, and txSeq numbers those transactions; both are used only
-	// inside a write transaction, which bbolt runs one at a time (cache.go).
+	// progress, and txSeq numbers those transactions: used only inside one.
 	touches *txTouches
 	txSeq   uint64
-	// pendlog keeps the overlay's records on file for a successor
-	// (pendlog.go); a reader only reads it, at Open.
+	// pendlog keeps the overlay's records on file for a successor.
 	pendlog *pendingLog
 	// suppressing holds the tools that may have a suppressed record in the
 	// file (maySuppress).
 	suppressing toolSet
-	// legacy: a read-only store of a journal whose indexes are not built
-	// (layout 1, or a migration that did not finish). Its queries read
-	// every record instead.
+	// legacy: a read-only store of a journal whose indexes are not built;
+	// its queries read every record instead.
 	legacy bool
 
 	maxBatch int
@@ -89,8 +85,7 @@ type Store struct {
 	queue   []*writeOp // writes waiting for a group commit; guarded by cmu
 	leading bool       // a writer is committing a group; guarded by cmu
 	batch   []*writeOp // the group being committed; the leader's alone
-	// groups and grouped count the group commits and the writes they
-	// held, for the benchmarks' writes per group.
+	// groups and grouped count group commits and their writes (benchmarks).
 	groups, grouped atomic.Int64
 
 	// closeMu is held shared by every call for its duration and
@@ -113,13 +108,11 @@ type overlaid struct {
 // stripe serializes the decisions about the keys that hash to it.
 type stripe struct {
 	mu sync.Mutex
-	// overlay holds records newer than the file's: written without
-	// Durable and not yet committed. Guarded by mu. A record in it is
-	// never changed in place: readers copy it, writers replace it.
+	// overlay holds records newer than the file's, written without
+	// Durable. Guarded by mu. A record in it is replaced, never changed.
 	overlay map[uuid.UUID]overlaid
 	// cache holds settled records of the stripe's keys as the file has
-	// them (cache.go); it has a lock of its own, so that a replay does not
-	// wait for a decision holding mu.
+	// them, under a lock of its own: a replay does not wait for mu.
 	cache recordCache
 }
 
@@ -144,8 +137,8 @@ func (s *Store) overlaySnapshot() map[uuid.UUID]*journal.Record {
 func (s *Store) Path() string { return s.path }
 
 // Now returns the store's time, by which it judges leases and expiry:
-// journal.Options.Now and Monotonic combined as clock.go says, so that a
-// jump of the wall clock does not move it.
+// journal.Options.Now and Monotonic combined, so that a jump of the wall
+// clock does not move it.
 func (s *Store) Now() time.Time { return s.now() }
 
 func (s *Store) now() time.Time { return s.clock.now() }
@@ -153,9 +146,9 @@ func (s *Store) now() time.Time { return s.clock.now() }
 // Namespace returns the journal's namespace.
 func (s *Store) Namespace() uuid.UUID { return s.ns }
 
-// LocalReads reports that a read of this store costs about a microsecond (a
-// memory-mapped file), less than joining a flight: the harness then answers
-// a re-issued settled call by one read before anything else.
+// LocalReads reports that a read of this store costs less than joining a
+// flight (a memory-mapped file): the harness then answers a re-issued
+// settled call by one read before anything else.
 func (s *Store) LocalReads() bool { return true }
 
 func (s *Store) enter(ctx context.Context) error {
@@ -198,8 +191,7 @@ func (s *Store) Close() error {
 		err = fmt.Errorf("journal %s: %w", s.path, cerr)
 	}
 	if !s.readOnly {
-		// Removed once the overlay is on file; kept, for the next open,
-		// when it is not.
+		// Removed once the overlay is on file; else kept for the next open.
 		if cerr := s.pendlog.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("journal %s: %w", s.path, cerr)
 		}
@@ -207,9 +199,8 @@ func (s *Store) Close() error {
 	return err
 }
 
-// flushOverlay writes the overlay's records, in key order (bbolt inserts
-// in order without moving what it already holds) and in transactions of
-// compactTxRecords.
+// flushOverlay writes the overlay's records, in key order (cheapest for
+// bbolt) and in transactions of compactTxRecords.
 func (s *Store) flushOverlay() error {
 	over := s.overlaySnapshot()
 	recs := slices.SortedFunc(maps.Values(over), func(a, b *journal.Record) int { return machine.CompareKeys(a.Key, b.Key) })

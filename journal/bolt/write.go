@@ -51,8 +51,7 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 	})
 }
 
-// update applies fn to the newest record for key under the key's lock and
-// persists the result.
+// update applies fn to key's newest record under its lock, and persists.
 func (s *Store) update(ctx context.Context, key uuid.UUID, op string, durable bool, fn func(*journal.Record, time.Time) (journal.Record, error)) (journal.Record, error) {
 	if err := s.enter(ctx); err != nil {
 		return journal.Record{}, err
@@ -110,8 +109,7 @@ func (s *Store) Import(ctx context.Context, r journal.Record) error {
 	return s.persist(st, &r, true, false)
 }
 
-// encBufs recycles the encodings of records written durably (persist),
-// up to maxPooledEnc bytes each.
+// encBufs recycles durable writes' encodings, up to maxPooledEnc bytes.
 var encBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledEnc = 16 << 10
@@ -142,8 +140,7 @@ func (s *Store) persist(st *stripe, r *journal.Record, durable, fileNone bool) e
 	}
 	if err != nil {
 		if inOverlay && prev.unfiled {
-			// A failed commit may still have reached the file (bbolt's
-			// final fsync failed, say): no longer sure.
+			// A failed commit may still have reached the file.
 			prev.unfiled = false
 			st.overlay[r.Key] = prev
 		}
