@@ -79,9 +79,9 @@ func (s *Store) replayOf(r *journal.Record, req *journal.BeginRequest) (journal.
 
 // beginRead is what Begin read and decided under the key's lock.
 type beginRead struct {
-	d   machine.BeginDecision
-	now time.Time
-	fileNone bool // neither the overlay nor the file holds the key
+	d        machine.BeginDecision
+	now      time.Time
+	fileNone bool            // neither the overlay nor the file holds the key
 	guarded  bool            // the guard was asked with d
 	g        *journal.Record // the guard's answer, if guarded
 }
