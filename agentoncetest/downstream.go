@@ -278,7 +278,7 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if d.o.Passthrough {
-		d.runCounted(w, r, d.passthroughKey(r))
+		d.runStored(w, r, d.passthroughKey(r), nil)
 		return
 	}
 	req, ref := d.validate(r)
@@ -287,7 +287,7 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, ref.status, ref.title, ref.detail)
 		return
 	case req == nil: // keyless, and no key is required
-		d.runCounted(w, r, scopedKey{})
+		d.runStored(w, r, scopedKey{}, nil)
 		return
 	}
 	v, e := d.decide(req.sk, req.fp)
@@ -305,7 +305,8 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(e.status)
 		_, _ = w.Write(e.body)
 	default:
-		d.runStored(w, r, req, e)
+		r.Body = io.NopCloser(bytes.NewReader(req.body))
+		d.runStored(w, r, req.sk, e)
 	}
 }
 
@@ -405,12 +406,11 @@ func (d *Downstream) decide(sk scopedKey, fp [sha256.Size]byte) (verdict, *entry
 	return replayStored, &stored
 }
 
-// runStored runs the handler for the request that claimed e, stores its
-// response and sends it.
-func (d *Downstream) runStored(w http.ResponseWriter, r *http.Request, req *keyedRequest, e *entry) {
-	r.Body = io.NopCloser(bytes.NewReader(req.body))
-	rec := d.run(r, req.sk, e)
-	if err := d.commit(req.sk, e, rec); err != nil {
+// runStored runs the handler, counts its effect under sk, stores its
+// response in e (nil: a request outside the contract) and sends it.
+func (d *Downstream) runStored(w http.ResponseWriter, r *http.Request, sk scopedKey, e *entry) {
+	rec := d.run(r, sk, e)
+	if err := d.commit(sk, e, rec); err != nil {
 		// The effect happened but is not durable: say so; the key is released.
 		writeProblem(w, http.StatusInternalServerError, "State file not written", err.Error())
 		return
@@ -442,12 +442,13 @@ func (d *Downstream) run(r *http.Request, sk scopedKey, e *entry) *recorder {
 // unless it is a 5xx not to be stored; with a state file, durably.
 func (d *Downstream) commit(sk scopedKey, e *entry, rec *recorder) error {
 	status := rec.statusCode()
-	store := status < 500 || d.o.StoreServerErrors
+	kept := status < 500 || d.o.StoreServerErrors
 	d.mu.Lock()
 	d.calls[sk]++
-	if store && d.o.IsEffect(status) {
+	if kept && d.o.IsEffect(status) {
 		d.effects[sk]++
 	}
+	store := kept && e != nil
 	if store {
 		e.status = status
 		e.header = rec.sentHeader().Clone()
@@ -457,7 +458,7 @@ func (d *Downstream) commit(sk scopedKey, e *entry, rec *recorder) error {
 		if d.inserts%1024 == 0 {
 			d.sweepLocked(d.o.Now())
 		}
-	} else if d.entries[sk] == e {
+	} else if e != nil && d.entries[sk] == e {
 		delete(d.entries, sk)
 	}
 	d.mu.Unlock()
@@ -475,26 +476,6 @@ func (d *Downstream) commit(sk scopedKey, e *entry, rec *recorder) error {
 		return err
 	}
 	return nil
-}
-
-// runCounted runs the handler without the idempotency contract (a
-// keyless request, or Passthrough) and counts its effect under sk.
-func (d *Downstream) runCounted(w http.ResponseWriter, r *http.Request, sk scopedKey) {
-	rec := d.run(r, sk, nil)
-	status := rec.statusCode()
-	d.mu.Lock()
-	d.calls[sk]++
-	if (status < 500 || d.o.StoreServerErrors) && d.o.IsEffect(status) {
-		d.effects[sk]++
-	}
-	d.mu.Unlock()
-	if d.o.StateFile != "" {
-		if err := d.persist(); err != nil {
-			writeProblem(w, http.StatusInternalServerError, "State file not written", err.Error())
-			return
-		}
-	}
-	rec.writeTo(w)
 }
 
 // sweepLocked drops stored responses past their TTL. d.mu must be held.
