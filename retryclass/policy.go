@@ -84,15 +84,6 @@ func (p *Policy) Verdict(callerCtx context.Context, err error) Verdict {
 	return ClassifyContext(callerCtx, err)
 }
 
-// settings is a Policy with every default applied.
-type settings struct {
-	maxAttempts    int // <= 0: unlimited
-	maxElapsed     time.Duration
-	inFlightBudget time.Duration
-	maxRetryAfter  time.Duration // < 0: ignore
-	budget         *Budget
-}
-
 // NewSchedule starts the retry state of one call. Its elapsed-time budget
 // starts now. A nil p means the defaults.
 func (p *Policy) NewSchedule() *Schedule {
@@ -115,16 +106,16 @@ func (p *Policy) NewSchedule() *Schedule {
 	b.InitialInterval = max(b.InitialInterval, 0)
 	b.MaxInterval = max(b.MaxInterval, b.InitialInterval)
 	b.Reset()
-	s.set = settings{
-		maxAttempts:    cmp.Or(q.MaxAttempts, DefaultMaxAttempts),
-		maxElapsed:     cmp.Or(q.MaxElapsed, DefaultMaxElapsed),
-		inFlightBudget: cmp.Or(q.InFlightBudget, DefaultInFlightBudget),
-		maxRetryAfter:  cmp.Or(q.MaxRetryAfter, DefaultMaxRetryAfter),
-		budget:         q.Budget,
+	s.set = Policy{
+		MaxAttempts:    cmp.Or(q.MaxAttempts, DefaultMaxAttempts),
+		MaxElapsed:     cmp.Or(q.MaxElapsed, DefaultMaxElapsed),
+		InFlightBudget: cmp.Or(q.InFlightBudget, DefaultInFlightBudget),
+		MaxRetryAfter:  cmp.Or(q.MaxRetryAfter, DefaultMaxRetryAfter),
+		Budget:         q.Budget,
 	}
 	s.start = time.Now()
 	s.tries = 1
-	s.set.budget.request(s.start)
+	s.set.Budget.request(s.start)
 	return s
 }
 
@@ -132,7 +123,7 @@ func (p *Policy) NewSchedule() *Schedule {
 // spent waiting on in-flight. It is not safe for concurrent use; one call
 // owns it.
 type Schedule struct {
-	set     settings
+	set     Policy                     // the limits, defaults applied
 	backoff backoff.ExponentialBackOff // by value: one allocation per call, not two
 	start   time.Time
 
@@ -192,30 +183,30 @@ func (s *Schedule) Next(ctx context.Context, v Verdict) (delay time.Duration, ok
 		return s.stop(StopDeadline)
 	}
 	inFlight := v.Class == InFlight
-	if !inFlight && s.set.maxAttempts > 0 && s.tries-s.inFlightTries >= s.set.maxAttempts {
+	if !inFlight && s.set.MaxAttempts > 0 && s.tries-s.inFlightTries >= s.set.MaxAttempts {
 		return s.stop(StopAttempts)
 	}
 
 	delay = s.backoff.NextBackOff() // advance the sequence even when Retry-After wins
-	if v.RetryAfter > 0 && s.set.maxRetryAfter >= 0 {
-		delay = min(v.RetryAfter, s.set.maxRetryAfter)
+	if v.RetryAfter > 0 && s.set.MaxRetryAfter >= 0 {
+		delay = min(v.RetryAfter, s.set.MaxRetryAfter)
 	}
 	if inFlight {
-		left := s.set.inFlightBudget - s.inFlightWait
-		if s.set.inFlightBudget < 0 || left <= 0 {
+		left := s.set.InFlightBudget - s.inFlightWait
+		if s.set.InFlightBudget < 0 || left <= 0 {
 			return s.stop(StopInFlight)
 		}
 		delay = min(delay, left)
 	}
 
 	now := time.Now()
-	if s.set.maxElapsed > 0 && now.Sub(s.start)+delay > s.set.maxElapsed {
+	if s.set.MaxElapsed > 0 && now.Sub(s.start)+delay > s.set.MaxElapsed {
 		return s.stop(StopElapsed)
 	}
 	if dl, has := ctx.Deadline(); has && !now.Add(delay).Before(dl) {
 		return s.stop(StopDeadline) // the next try could not even start in time
 	}
-	if !s.set.budget.withdraw(now) {
+	if !s.set.Budget.withdraw(now) {
 		return s.stop(StopBudget)
 	}
 
