@@ -135,15 +135,11 @@ type Deriver struct {
 // derives the key and fingerprint. Errors are those of Canonicalize and
 // ErrNilNamespace; on error nothing is derived.
 func (d *Deriver) Derive(in Intent, input []byte) (Derived, error) {
-	canonical, err := d.canonical(input)
-	if err != nil {
-		return Derived{}, err
+	r, err := d.derive(input)
+	if err == nil {
+		r.Key = Key(d.Namespace, in, r.Canonical)
 	}
-	return Derived{
-		Key:         Key(d.Namespace, in, canonical),
-		Fingerprint: FingerprintOf(canonical),
-		Canonical:   canonical,
-	}, nil
+	return r, err
 }
 
 // DeriveExplicit is Derive for a caller-supplied step key: the key is
@@ -151,27 +147,24 @@ func (d *Deriver) Derive(in Intent, input []byte) (Derived, error) {
 // canonical input are computed from input as in Derive, so that reusing a
 // step key with a different payload can be detected.
 func (d *Deriver) DeriveExplicit(in Intent, stepKey string, input []byte) (Derived, error) {
-	canonical, err := d.canonical(input)
+	r, err := d.derive(input)
+	if err == nil {
+		r.Key = ExplicitKey(d.Namespace, in.Tenant, stepKey)
+	}
+	return r, err
+}
+
+// derive is Derive without the key.
+func (d *Deriver) derive(input []byte) (Derived, error) {
+	if d.Namespace == uuid.Nil {
+		return Derived{}, fmt.Errorf("keyderive: Deriver.Namespace: %w", ErrNilNamespace)
+	}
+	canonical, err := Canonicalize(input, d.Options)
+	if err == nil && d.Normalizer != nil {
+		canonical, err = d.Normalizer.normalize(canonical)
+	}
 	if err != nil {
 		return Derived{}, err
 	}
-	return Derived{
-		Key:         ExplicitKey(d.Namespace, in.Tenant, stepKey),
-		Fingerprint: FingerprintOf(canonical),
-		Canonical:   canonical,
-	}, nil
-}
-
-func (d *Deriver) canonical(input []byte) ([]byte, error) {
-	if d.Namespace == uuid.Nil {
-		return nil, fmt.Errorf("keyderive: Deriver.Namespace: %w", ErrNilNamespace)
-	}
-	canonical, err := Canonicalize(input, d.Options)
-	if err != nil {
-		return nil, err
-	}
-	if d.Normalizer != nil {
-		return d.Normalizer.normalize(canonical)
-	}
-	return canonical, nil
+	return Derived{Fingerprint: FingerprintOf(canonical), Canonical: canonical}, nil
 }
