@@ -181,15 +181,14 @@ func (l *pendingLog) create(frames [][]byte) error {
 	for _, fr := range frames {
 		buf = append(buf, fr...)
 	}
-	if _, err := f.Write(buf); err != nil {
+	_, err = f.Write(buf)
+	if err == nil {
+		err = os.Rename(tmp, l.path)
+	}
+	if err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("pending log %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, l.path); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("pending log: %w", err)
 	}
 	if l.f != nil {
 		l.f.Close()
