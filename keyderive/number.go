@@ -127,17 +127,12 @@ func (c *canonicalizer) numberSlow(out, tok []byte, off int, intDigits, fracDigi
 	var buf [32]byte
 	sd, n := shortest(buf[:0], f)
 
-	if c := cmpSafe(d, point); point >= len(d) && c > 0 {
-		// A big integer: keep it exact unless ES6 already is.
-		if !(n == point && string(sd) == string(d)) {
-			if neg {
-				out = append(out, '-')
-			}
-			return appendPlain(out, d, point), nil
-		}
-	} else if point < len(d) && c >= 0 {
-		// A non-integer above 2^53: every float64 there is an integer, so
-		// float64 would merge it with its neighbours. Keep its digits.
+	// Keep the exact digits of an integer above 2^53 unless ES6 already
+	// is exact, and of a non-integer above 2^53 (every float64 there is an
+	// integer: float64 would merge it with its neighbours).
+	safe := cmpSafe(d, point)
+	bigInt := point >= len(d) && safe > 0 && !(n == point && string(sd) == string(d))
+	if bigInt || point < len(d) && safe >= 0 {
 		if neg {
 			out = append(out, '-')
 		}
