@@ -146,9 +146,6 @@ func (c *canonicalizer) describe(off int) string {
 
 func (c *canonicalizer) document(out []byte) ([]byte, error) {
 	c.skipSpace()
-	if c.pos >= len(c.in) {
-		return out, c.fail(c.pos, ErrSyntax, "unexpected end of input, looking for a JSON value")
-	}
 	out, err := c.value(out)
 	if err != nil {
 		return out, err

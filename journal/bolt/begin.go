@@ -104,8 +104,11 @@ func (s *Store) beginLocked(st *stripe, req *journal.BeginRequest) (journal.Begi
 	}
 	if b.d.Guard {
 		if !b.guarded {
-			var err error
-			if b.g, err = s.guard(req, b.now); err != nil {
+			err := s.view(func(tx *bbolt.Tx) (err error) {
+				b.g, err = s.guardIn(tx, tx.Bucket(bucketRecords), req, b.now)
+				return err
+			})
+			if err != nil {
 				return journal.BeginResult{}, err
 			}
 		}
@@ -203,16 +206,8 @@ func (s *Store) beginWrite(st, sst *stripe, req *journal.BeginRequest, b *beginR
 	return d.Result, nil
 }
 
-// guard returns a live suppressed record that blocks req, or nil.
-func (s *Store) guard(req *journal.BeginRequest, now time.Time) (found *journal.Record, err error) {
-	err = s.view(func(tx *bbolt.Tx) error {
-		found, err = s.guardIn(tx, tx.Bucket(bucketRecords), req, now)
-		return err
-	})
-	return found, err
-}
-
-// guardIn is guard within tx, whose records bucket recs is open.
+// guardIn returns a live suppressed record that blocks req, or nil, read
+// in tx, whose records bucket recs is open.
 func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequest, now time.Time) (found *journal.Record, err error) {
 	check := func(v []byte) (bool, error) {
 		r, err := codec.Decode(v)

@@ -145,16 +145,14 @@ func Encode(dst []byte, r *journal.Record) []byte {
 	start := len(dst)
 	e := encoder{b: slices.Grow(dst, sizeHint(r))}
 	e.b = append(e.b, journal.SchemaVersion, tagChecksum, crcLen, 0, 0, 0, 0)
-	e.head(tagKey, 16)
-	e.b = append(e.b, r.Key[:]...)
+	e.bytes(tagKey, r.Key[:])
 	e.str(tagTenant, r.Intent.Tenant)
 	e.str(tagSession, r.Intent.Session)
 	e.str(tagTurn, r.Intent.Turn)
 	e.str(tagTool, r.Intent.Tool)
 	e.str(tagDiscriminator, r.Intent.Discriminator)
 	if !r.Fingerprint.IsZero() {
-		e.head(tagFingerprint, len(r.Fingerprint))
-		e.b = append(e.b, r.Fingerprint[:]...)
+		e.bytes(tagFingerprint, r.Fingerprint[:])
 	}
 	e.uint(tagEffect, uint64(r.Effect))
 	e.bytes(tagInput, r.Input)
