@@ -41,15 +41,10 @@ func Classify(err error) Verdict { return classify(nil, err, false) }
 
 // ClassifyContext classifies err knowing the caller's context: the one
 // whose end means "stop", as opposed to a timeout the tool set itself.
-//
-// nil is Success even when callerCtx is done: the try finished, and its
-// result must be recorded. A definite answer (a marker or an HTTP status)
-// also wins over callerCtx being done, because it says what the try did;
-// Schedule.Next still stops once callerCtx is done. Otherwise, if callerCtx
-// is done the verdict is Canceled. A context.DeadlineExceeded or
-// context.Canceled while callerCtx is live came from the tool's own
-// timeout or cancellation, after the request may have been sent, and is
-// MaybeExecuted. Everything else is classified as Classify does.
+// nil, a marker and an HTTP status classify as in Classify even when
+// callerCtx is done: they say what the try did. Otherwise a done callerCtx
+// is Canceled, and a context error while callerCtx is live (the tool's own
+// timeout, after the request may have been sent) is MaybeExecuted.
 func ClassifyContext(callerCtx context.Context, err error) Verdict {
 	return classify(callerCtx, err, true)
 }
@@ -147,9 +142,8 @@ func is(err, target error) bool {
 	return ok && x.Is(target)
 }
 
-// definite applies the rules that do not depend on context: markers and
-// statuses. It always fills RetryAfter and Status; definite reports
-// whether v.Class was decided.
+// definite applies the rules that do not depend on context (markers and
+// statuses), always filling RetryAfter and Status.
 func (f *facts) definite() (v Verdict, definite bool) {
 	if f.retryAfter != nil {
 		v.RetryAfter = max(f.retryAfter.RetryAfter(), 0)
@@ -183,8 +177,7 @@ func (f *facts) transport() Class {
 	case f.certificate:
 		return Terminal // the request was never sent; retrying will not fix a certificate
 	}
-	// Everything else may have happened after the request was written:
-	// read and write errors, resets, EOFs, timeouts, unknown errors.
+	// Anything else may have happened after the request was written.
 	return MaybeExecuted
 }
 

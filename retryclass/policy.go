@@ -69,9 +69,8 @@ type Policy struct {
 	// calls it; Schedule does not.
 	Classify func(callerCtx context.Context, err error) Verdict
 
-	// Budget, if set, limits retries across every Schedule that shares it,
-	// so that a failing downstream is not hit by a retry storm. Nil means
-	// no shared limit. See Budget.
+	// Budget, if set, limits retries across every Schedule that shares it.
+	// Nil means no shared limit.
 	Budget *Budget
 }
 
@@ -119,9 +118,8 @@ func (p *Policy) NewSchedule() *Schedule {
 	return s
 }
 
-// Schedule is the retry state of one call: tries made, time elapsed, time
-// spent waiting on in-flight. It is not safe for concurrent use; one call
-// owns it.
+// Schedule is the retry state of one call. It is not safe for concurrent
+// use; one call owns it.
 type Schedule struct {
 	set     Policy                     // the limits, defaults applied
 	backoff backoff.ExponentialBackOff // by value: one allocation per call, not two
@@ -165,11 +163,8 @@ func (r StopReason) String() string {
 }
 
 // Next is called after a failed try classified as v. It returns how long
-// to wait before the next try, or ok=false to stop: v's class is not
-// retryable, MaxAttempts tries were made, the wait would end past
-// MaxElapsed, the in-flight budget is spent, ctx is done, the wait would
-// end at or past ctx's deadline, or the shared Budget is exhausted.
-// StopReason tells which.
+// to wait before the next try, or ok=false to stop at the first limit met
+// (the Stop reasons list them; StopReason tells which).
 //
 // The wait is v.RetryAfter capped at MaxRetryAfter when v carries one,
 // otherwise the next exponential, jittered backoff step. For InFlight the
@@ -225,8 +220,7 @@ func (s *Schedule) stop(r StopReason) (time.Duration, bool) {
 }
 
 // Attempts reports how many attempts the schedule has allowed: 1 for the
-// first, plus one for each Next that returned ok. In-flight polls are
-// included.
+// first, plus one for each Next that returned ok (in-flight polls too).
 func (s *Schedule) Attempts() int { return s.tries }
 
 // Elapsed reports the time since NewSchedule.

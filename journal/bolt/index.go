@@ -1,44 +1,33 @@
 // The indexes of a bbolt journal, kept in the file and updated in the
 // transaction that writes the record, so that opening a journal reads no
-// record and costs the same at ten records and at ten million.
+// record. One bucket, "index", holds them all as composite keys behind a
+// one-byte prefix (a bucket each would add a root to each commit's path),
+// values empty unless said:
 //
-// Layout: one bucket, "index", holds every index as composite keys behind
-// a one-byte prefix, values empty unless said:
-//
-//	'd' created key             every record, by creation time: List
-//	                            (newest first), Stats.Oldest/Newest
-//	'e' ^expires key            records that expire (succeeded, failed,
-//	                            suppressed), latest first: GC and
-//	                            Stats.Expired walk it from its end, only
-//	                            as far as now
+//	'd' created key             every record: List, Stats.Oldest/Newest
+//	'e' ^expires key            records that expire, latest first: GC and
+//	                            Stats.Expired walk it from its end to now
 //	'g' tenant session tool key suppressed records: the guard's lookup
-//	's' session-hash created key
-//	                            every record, by session: List of one
-//	                            session, one range
-//	'u' state expires key → created  unknown and pending records (never
-//	                            expire): Stats.OverdueUnknown, GC's
-//	                            KeptUnknown, List by those states
+//	's' session-hash created key  every record: List of one session
+//	'u' state expires key → created  unknown and pending records:
+//	                            Stats.OverdueUnknown, GC, List by state
 //
 // "counts" holds 't' tool → six uvarints: the tool's records in each state
-// and their attempts, so that a new record or a change of state is one Get
-// and one Put; Records, ByState and ByTool are sums of them. For the first
-// twenty or so tools it stays under a quarter page, inline in the page of
-// bucket headers that every commit rewrites: counting costs no page.
+// and their attempts (Records, ByState and ByTool are sums of them). For
+// the first twenty or so tools it stays inline in the page of bucket
+// headers that every commit rewrites: counting costs no page.
 //
 // A new record's keys wait in "fresh" (key → state, creation time, expiry,
 // session hash), inline too, until freshMax of them move into the index in
-// one go (docs/journal.md, "The bbolt file", says why), so that a new
-// record's commit writes no index page. Every query also reads the fresh
-// entries, so an answer never depends on whether a record was moved yet.
-// Invariant: a record is either in the index, with the entries its current
-// version gives, or its key is in "fresh" and it has no entry at all.
+// one go, so that a new record's commit writes no index page. Every query
+// also reads the fresh entries. Invariant: a record is either in the
+// index, with the entries its current version gives, or its key is in
+// "fresh" and it has no entry at all.
 //
-// Times are Unix nanoseconds, big-endian with the sign bit flipped so that
-// they sort as signed numbers; strings are uvarint-length-prefixed. One
-// bucket with prefixes, not a bucket per index, because every bucket adds
-// a root to each commit's path. An entry is derived from its record alone
-// (ixEntry), so a write computes the entries of the record it replaces and
-// of the new one, and changes only the difference.
+// Times are Unix nanoseconds, big-endian with the sign bit flipped; strings
+// are uvarint-length-prefixed. An entry is derived from its record alone
+// (ixEntry), so a write changes only the difference between the entries
+// of the record it replaces and of the new one.
 
 package bolt
 
