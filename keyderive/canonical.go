@@ -17,10 +17,9 @@ func Canonicalize(input []byte, opts *Options) ([]byte, error) {
 	return AppendCanonical(nil, input, opts)
 }
 
-// AppendCanonical appends the canonical form of input to dst and returns the
-// extended buffer, like the strconv Append functions. On error it returns
-// dst unchanged in length: nothing is half-written. dst's spare capacity
-// must not overlap input. See Canonicalize.
+// AppendCanonical appends the canonical form of input to dst, like the
+// strconv Append functions; on error it returns dst unchanged in length.
+// dst's spare capacity must not overlap input. See Canonicalize.
 func AppendCanonical(dst, input []byte, opts *Options) ([]byte, error) {
 	maxBytes, maxDepth := opts.limits()
 	if len(input) > maxBytes {
@@ -32,8 +31,7 @@ func AppendCanonical(dst, input []byte, opts *Options) ([]byte, error) {
 	}
 	out := dst
 	if out == nil {
-		// Canonical output is rarely longer than its input (only some
-		// numbers grow), so one allocation usually suffices.
+		// Rarely longer than the input: one allocation usually suffices.
 		out = make([]byte, 0, len(input))
 	}
 	c := canonPool.Get().(*canonicalizer)
@@ -46,8 +44,7 @@ func AppendCanonical(dst, input []byte, opts *Options) ([]byte, error) {
 	return out, nil
 }
 
-// canonPool recycles the scratch state of a canonicalization so that a call
-// allocates nothing but its output.
+// canonPool recycles scratch state: a call allocates only its output.
 var canonPool = sync.Pool{New: func() any { return new(canonicalizer) }}
 
 // canonicalizer is a single-pass JSON validator that writes canonical output
@@ -59,8 +56,7 @@ type canonicalizer struct {
 	pos      int // next unread byte of in
 	depth    int
 	maxDepth int
-	// members is a stack of the members of the objects being read: an
-	// object's members sit above those of the object that encloses it.
+	// members is a stack of the members of the objects being read.
 	members []member
 	// scratch holds an object's unsorted output while it is rewritten.
 	scratch []byte
@@ -106,8 +102,7 @@ func compareMembers(out []byte, a, b *member) int {
 	return compareKeys(out[a.start+1:a.keyEnd-1], out[b.start+1:b.keyEnd-1])
 }
 
-// Bounds on the scratch memory a pooled canonicalizer keeps, so that one
-// huge input does not pin its buffers for the life of the process.
+// Bounds on the scratch memory a pooled canonicalizer keeps.
 const (
 	maxRetainedBytes   = 64 << 10
 	maxRetainedMembers = 2048
@@ -520,8 +515,8 @@ func (c *canonicalizer) str(out []byte) ([]byte, error) {
 	}
 }
 
-// escape reads the escape sequence at in[pos] (a backslash), writes the
-// character it stands for canonically, and returns its length.
+// escape writes canonically the escape sequence at in[pos] (a backslash)
+// and returns its length.
 func (c *canonicalizer) escape(out []byte, pos int) ([]byte, int, error) {
 	in := c.in
 	if pos+1 >= len(in) {
@@ -576,8 +571,7 @@ func (c *canonicalizer) hex4(pos int) (rune, error) {
 }
 
 // appendRune writes one decoded string character with RFC 8785's minimal
-// escaping: only '"', '\\' and control characters are escaped, the usual
-// five by their short forms.
+// escaping (only '"', '\\' and control characters).
 func appendRune(out []byte, r rune) []byte {
 	switch {
 	case r == '"' || r == '\\':

@@ -178,8 +178,7 @@ func (r *Resolver) Resolve(ctx context.Context, req Request) (Call, error) {
 	return r.windowed(ctx, c, principal)
 }
 
-// takeRepeat removes RepeatArgument from an object input and returns its
-// value.
+// takeRepeat removes RepeatArgument from an object input; its value.
 func takeRepeat(tool string, args json.RawMessage) (json.RawMessage, string, *ScopeError) {
 	b := bytes.TrimSpace(args)
 	if len(b) == 0 {
@@ -224,11 +223,10 @@ func (r *Resolver) tool(name string) (harness.Tool, bool) {
 	return harness.Tool{}, false
 }
 
-// windowed places a call without scope: the window's identity is the
-// principal, the tool, the canonical input and the discriminator; its
-// first call in this process (or, after a restart, in the journal) within
-// Window names the window; otherwise the current bucket of Window's length
-// does. A call in the bucket after the first call's still finds it.
+// windowed places a call without scope. The window's identity is the
+// principal, tool, canonical input and discriminator; its first call
+// within Window (in this process, or in the journal) names the window,
+// else the current bucket of Window's length does.
 func (r *Resolver) windowed(ctx context.Context, c Call, principal string) (Call, error) {
 	canonical, err := r.canonical(c.Tool, c.Input)
 	if err != nil {
@@ -291,8 +289,7 @@ func (r *Resolver) created(ctx context.Context, c Call, stepKey string) (time.Ti
 	return rec.Created, true, nil
 }
 
-// canonical is the input as the harness keys it: canonical JSON, with the
-// tool's schema defaults and volatile properties applied.
+// canonical is the input as the harness keys it, normalized.
 func (r *Resolver) canonical(tool string, input json.RawMessage) ([]byte, error) {
 	r.mu.Lock()
 	n, ok := r.norms[tool]
@@ -316,8 +313,7 @@ func (r *Resolver) canonical(tool string, input json.RawMessage) ([]byte, error)
 	return n.Normalize(c)
 }
 
-// slot returns the slot of a window identity, making room past maxSlots by
-// dropping those whose window has passed.
+// slot returns a window identity's slot; past maxSlots, passed ones go.
 func (r *Resolver) slot(id string) *slot {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -185,14 +185,6 @@ func sessionHash(session string) [8]byte {
 // timeKeyLen is the length of a time index key ('d' created key).
 const timeKeyLen = 1 + 8 + 16
 
-// timeEntryOf reads the creation time and the key of a time index key.
-func timeEntryOf(k []byte) (*ixEntry, error) {
-	if len(k) != timeKeyLen || k[0] != pfxTime {
-		return nil, fmt.Errorf("%w: time index entry %x", journal.ErrCorrupt, k)
-	}
-	return &ixEntry{created: readTime(k[1:9]), key: uuid.UUID(k[9:])}, nil
-}
-
 // appendSessionEntry appends a record's session index key to b: session
 // hash, creation time, key.
 func appendSessionEntry(b []byte, created int64, shash [8]byte, key uuid.UUID) []byte {

@@ -199,11 +199,10 @@ func (s *Store) createdWalk(f *journal.Filter, over map[uuid.UUID]*journal.Recor
 				done = true
 				break
 			}
-			e, err := timeEntryOf(k)
-			if err != nil {
-				return nil, false, fmt.Errorf("journal %s: %w", s.path, err)
+			if len(k) != timeKeyLen { // k[0] is pfxTime
+				return nil, false, fmt.Errorf("journal %s: %w: time index entry %x", s.path, journal.ErrCorrupt, k)
 			}
-			chunk = append(chunk, e)
+			chunk = append(chunk, &ixEntry{created: readTime(k[1:9]), key: uuid.UUID(k[9:])})
 			below = bytes.Clone(k)
 		}
 		page, err := s.readPage(tx, chunk, f, over)

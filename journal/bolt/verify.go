@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,22 +37,13 @@ func Verify(ctx context.Context, path string, opts *Options, damaged func(key uu
 	if fi.Size() == 0 {
 		return 0, fmt.Errorf("journal %s: %w: empty file", path, journal.ErrCorrupt)
 	}
-	var db *bbolt.DB
-	defer func() {
-		// bbolt can panic (or fault on the mapped file) on damaged pages.
-		if p := recover(); p != nil {
-			if db != nil {
-				_ = db.Close()
-			}
-			err = fmt.Errorf("journal %s: %w: %v", path, journal.ErrCorrupt, p)
-		}
-	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	if db, err = openBolt(path, &bbolt.Options{Timeout: wait, ReadOnly: true}); err != nil {
+	db, err := openBolt(path, &bbolt.Options{Timeout: wait, ReadOnly: true})
+	if err != nil {
 		return 0, err
 	}
 	defer db.Close()
-	err = db.View(func(tx *bbolt.Tx) error {
+	s := &Store{path: path, db: db} // for view: a damaged page is ErrCorrupt
+	err = s.view(func(tx *bbolt.Tx) error {
 		recs := tx.Bucket(bucketRecords)
 		if tx.Bucket(bucketMeta) == nil || recs == nil {
 			return fmt.Errorf("journal %s: %w: a bbolt file without the journal's buckets", path, journal.ErrCorrupt)

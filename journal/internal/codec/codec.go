@@ -191,8 +191,7 @@ func Encode(dst []byte, r *journal.Record) []byte {
 }
 
 // sizeHint is about the size of r's encoding, so that it takes one
-// allocation: the variable-length fields plus room for every tag, length
-// and number.
+// allocation.
 func sizeHint(r *journal.Record) int {
 	n := sealLen + 128 + len(r.Intent.Tenant) + len(r.Intent.Session) + len(r.Intent.Turn) +
 		len(r.Intent.Tool) + len(r.Intent.Discriminator) + len(r.Input) + len(r.Output) +
@@ -208,8 +207,7 @@ func sizeHint(r *journal.Record) int {
 }
 
 // decoder walks the fields of one message. Strings and byte slices alias
-// buf, which the caller owns and never mutates afterwards: a record decodes
-// with one copy of its bytes instead of one allocation per field.
+// buf, which is never mutated afterwards.
 type decoder struct {
 	buf []byte
 	off int
@@ -312,9 +310,8 @@ func exactVarint(p []byte) (int64, bool) {
 
 // Decode decodes a record from val, checking its checksum: an error
 // wrapping journal.ErrCorrupt, or journal.ErrNewerVersion, says what is
-// wrong; it does not name the key or the file, which the caller adds. It
-// copies val once (the caller may pass bbolt memory that is only valid
-// inside a transaction); the result shares that copy.
+// wrong (the caller names the key and the file). It copies val once (it
+// may be bbolt memory); the result shares that copy.
 func Decode(val []byte) (journal.Record, error) {
 	var r journal.Record
 	if len(val) == 0 {
