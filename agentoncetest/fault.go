@@ -184,7 +184,8 @@ func (s *schedule) next() (int, Fault) {
 	return s.n, f
 }
 
-func (s *schedule) injected(f Fault) int {
+// Injected returns how many times fault f was chosen.
+func (s *schedule) Injected(f Fault) int {
 	if int(f) >= len(faultNames) {
 		return 0
 	}
@@ -193,7 +194,8 @@ func (s *schedule) injected(f Fault) int {
 	return s.counts[f]
 }
 
-func (s *schedule) total() int {
+// TotalInjected returns how many requests (or calls) got a fault.
+func (s *schedule) TotalInjected() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -205,7 +207,9 @@ func (s *schedule) total() int {
 	return n
 }
 
-func (s *schedule) requests() int {
+// Requests returns how many requests were numbered: those Match selected
+// by a FaultTransport, every call of a FaultFunc.
+func (s *schedule) Requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.n
@@ -269,7 +273,7 @@ func (a stringAddr) String() string  { return string(a) }
 // Idempotency-Key, so that retries cross it too.
 type FaultTransport struct {
 	next http.RoundTripper
-	s    *schedule
+	*schedule
 }
 
 // NewFaultTransport wraps next (nil means http.DefaultTransport). It
@@ -279,24 +283,15 @@ func NewFaultTransport(next http.RoundTripper, opts *FaultOptions) *FaultTranspo
 		next = http.DefaultTransport
 	}
 	s := newSchedule(opts)
-	return &FaultTransport{next: next, s: s}
+	return &FaultTransport{next: next, schedule: s}
 }
-
-// Injected returns how many times fault f was chosen.
-func (t *FaultTransport) Injected(f Fault) int { return t.s.injected(f) }
-
-// TotalInjected returns how many requests got a fault.
-func (t *FaultTransport) TotalInjected() int { return t.s.total() }
-
-// Requests returns how many requests were numbered (those Match selected).
-func (t *FaultTransport) Requests() int { return t.s.requests() }
 
 // RoundTrip implements http.RoundTripper.
 func (t *FaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.s.o.Match != nil && !t.s.o.Match(req) {
+	if t.o.Match != nil && !t.o.Match(req) {
 		return t.next.RoundTrip(req)
 	}
-	n, f := t.s.next()
+	n, f := t.schedule.next()
 	switch f {
 	case LoseResponse:
 		resp, err := t.next.RoundTrip(req)
@@ -310,7 +305,7 @@ func (t *FaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		timer := time.NewTimer(t.s.o.MaxDelay)
+		timer := time.NewTimer(t.o.MaxDelay)
 		defer timer.Stop()
 		select {
 		case <-req.Context().Done():
@@ -356,9 +351,9 @@ func (t *FaultTransport) unavailable(req *http.Request) *http.Response {
 	body := `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"injected by agentoncetest; the request was not executed"}`
 	h := http.Header{}
 	h.Set("Content-Type", "application/problem+json")
-	secs := int64((t.s.o.RetryAfter + time.Second - 1) / time.Second)
+	secs := int64((t.o.RetryAfter + time.Second - 1) / time.Second)
 	h.Set("Retry-After", strconv.FormatInt(secs, 10))
-	h.Set("Retry-After-Ms", strconv.FormatInt(max(t.s.o.RetryAfter.Milliseconds(), 1), 10))
+	h.Set("Retry-After-Ms", strconv.FormatInt(max(t.o.RetryAfter.Milliseconds(), 1), 10))
 	return &http.Response{
 		Status:        "503 Service Unavailable",
 		StatusCode:    http.StatusServiceUnavailable,
@@ -423,27 +418,18 @@ func cloneWithBody(req *http.Request, body []byte) *http.Request {
 //     returned.
 type FaultFunc struct {
 	fn func(context.Context, json.RawMessage) (json.RawMessage, error)
-	s  *schedule
+	*schedule
 }
 
 // NewFaultFunc wraps fn. It panics on bad opts as NewFaultTransport does;
 // opts.Match is ignored.
 func NewFaultFunc(fn func(ctx context.Context, input json.RawMessage) (json.RawMessage, error), opts *FaultOptions) *FaultFunc {
-	return &FaultFunc{fn: fn, s: newSchedule(opts)}
+	return &FaultFunc{fn: fn, schedule: newSchedule(opts)}
 }
-
-// Injected returns how many times fault f was chosen.
-func (f *FaultFunc) Injected(fault Fault) int { return f.s.injected(fault) }
-
-// TotalInjected returns how many calls got a fault.
-func (f *FaultFunc) TotalInjected() int { return f.s.total() }
-
-// Requests returns how many calls were made.
-func (f *FaultFunc) Requests() int { return f.s.requests() }
 
 // Call runs the wrapped function under the schedule.
 func (f *FaultFunc) Call(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
-	n, fault := f.s.next()
+	n, fault := f.next()
 	switch fault {
 	case LoseResponse, ResetAfterSend:
 		if _, err := f.fn(ctx, input); err != nil {
@@ -459,7 +445,7 @@ func (f *FaultFunc) Call(ctx context.Context, input json.RawMessage) (json.RawMe
 		if err != nil {
 			return nil, err
 		}
-		timer := time.NewTimer(f.s.o.MaxDelay)
+		timer := time.NewTimer(f.o.MaxDelay)
 		defer timer.Stop()
 		select {
 		case <-ctx.Done():
@@ -468,7 +454,7 @@ func (f *FaultFunc) Call(ctx context.Context, input json.RawMessage) (json.RawMe
 			return out, nil
 		}
 	case Unavailable:
-		return nil, &FaultError{Fault: fault, Request: n, Err: &UnavailableError{Wait: f.s.o.RetryAfter}}
+		return nil, &FaultError{Fault: fault, Request: n, Err: &UnavailableError{Wait: f.o.RetryAfter}}
 	case ResetBeforeSend:
 		return nil, &FaultError{Fault: fault, Request: n, Err: dialRefused("tool")}
 	case Duplicate:
