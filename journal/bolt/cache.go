@@ -9,21 +9,17 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
-// The settled-record cache: a replay (Get, and Begin on a busy key) of a
-// record this process has written or read is answered from memory. Only
-// settled records are kept (a pending one's lease is judged at each read),
-// only small ones, at most cacheStripeRecords per stripe.
+// The settled-record cache: a replay of a small settled record this
+// process has written or read is answered from memory.
 //
 // Coherence. Every record write (indexPut, indexDelete, inside writeTx)
 // first drops the key and counts itself in flight on the key's stripe; once
-// its transaction is over, committed or not, it is counted out and the
-// stripe's generation moves. A reader that missed fills the cache only if
-// no write touched the stripe from before its read to after it (same
-// generation, none in flight). A committed write puts its record in only
-// when it is the newest on the stripe: the only one in flight there, and
-// none later counted out (seq). The file's lock keeps other processes out,
-// so the file changes only through these writes. A cached record's
-// checksum was checked when it was read or encoded.
+// its transaction is over it is counted out and the stripe's generation
+// moves. A reader that missed fills the cache only if no write touched the
+// stripe from before its read to after it. A committed write puts its
+// record in only when it is the newest on the stripe (seq). The file's
+// lock keeps other processes out, so the file changes only through these
+// writes. A cached record's checksum was checked when read or encoded.
 
 const (
 	// cacheStripeRecords bounds each stripe's cache: 256 stripes keep at

@@ -18,13 +18,11 @@ import (
 )
 
 // createBolt makes a new journal at path, unless a file is there already:
-// it builds the journal in a temporary file beside path, syncs it, and
-// hard-links it to path, which fails if another process created the
-// journal meanwhile (that one is then the journal). bbolt creating the
-// file in place could leave, after a power cut, an empty or half-written
-// file that Open refuses. On a file system without hard links it reports
-// errNoLink, and Open lets bbolt create the file in place. A cut before
-// the link leaves path.creating-*, which the next creation removes.
+// built in a temporary file beside path, synced, and hard-linked to path,
+// which fails if another process created the journal meanwhile. (bbolt
+// creating it in place could leave, after a power cut, a file Open
+// refuses.) Without hard links it reports errNoLink, and Open lets bbolt
+// create the file. A cut leaves path.creating-*, which the next removes.
 func createBolt(path string, ns uuid.UUID) error {
 	if _, err := os.Lstat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return nil // there, or Open says what is wrong

@@ -1,10 +1,8 @@
-// Migrating a journal of layout 1 (indexes in memory) to layout 2
-// (indexes in the file, see index.go), by the first writer's open, in
-// transactions of migrateBatch records that each record how far they got
-// (metaMigrating). The first sets the layout version to 2, so that an
-// older binary refuses the file, and starts empty index buckets; the last
-// removes metaMigrating. A crash leaves indexes that cover exactly the
-// records up to metaMigrating, and the next writer's open carries on.
+// Migrating a journal of layout 1 to layout 2 (indexes in the file), by
+// the first writer's open, in transactions of migrateBatch records that
+// each record how far they got (metaMigrating); the first sets the layout
+// version, so that an older binary refuses the file. A crash leaves
+// indexes covering the records up to metaMigrating; the next open goes on.
 
 package bolt
 

@@ -1,27 +1,20 @@
-// The bbolt store. The file holds five buckets: meta (layout version,
-// namespace, the clock's line), records (key → codec.Encode), and index,
-// counts and fresh (the secondary indexes and counters, written in their
-// record's transaction: index.go). Memory holds the overlay of non-durable
-// records and a cache of settled ones (cache.go), neither filled by the
-// open, so an open reads no record. A layout-1 journal is migrated by its
-// first writer's open (migrate.go). The files follow a call: open.go,
-// begin.go, write.go, read.go and list.go, gc.go and stats.go, store.go.
+// The bbolt store. The file holds five buckets: meta, records (key →
+// codec.Encode), and index, counts and fresh (index.go). Memory holds the
+// overlay of non-durable records and a cache of settled ones (cache.go),
+// so an open reads no record. The files follow a call: open.go, begin.go,
+// write.go, read.go and list.go, gc.go and stats.go, store.go.
 //
 // bbolt's lock belongs to the open file, so a second Open of one path in
 // one process is refused like another process's. The lock proves that no
-// other process holds the journal, so every lease found at a writer's open
-// belongs to a process that stopped: a pending record last written before
-// the open has its lease ended as it is read (endStale), and the open
-// writes nothing. The store's time never goes backward across opens
-// (clock.go).
+// other process holds the journal, so a pending record last written before
+// a writer's open has its lease ended as it is read (endStale).
 //
-// A non-durable pending record lives in its key's stripe overlay, which
-// every call consults, and in the pending log (pendlog.go); it reaches the
-// file with its outcome, a durable write of its key, or Close. Durable
-// writes go through the group commit (commit.go), which retries a failed
-// group one write at a time, so each write must be safe to run twice. The
-// replay path (Begin on a settled record while another call holds its
-// key's lock) reads only the file, which is why a Retake is always durable.
+// A non-durable pending record lives in its key's stripe overlay and in
+// the pending log (pendlog.go) until its outcome, a durable write of its
+// key, or Close. Durable writes go through the group commit (commit.go),
+// which retries a failed group one write at a time: each write must be
+// safe to run twice. The replay path (Begin while another call holds the
+// key's lock) reads only the file, so a Retake is always durable.
 
 package bolt
 
