@@ -28,26 +28,15 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 		s.exit()
 		return journal.GCResult{}, fmt.Errorf("journal %s: %w: gc", s.path, journal.ErrReadOnly)
 	}
+	if s.legacy { // a read-only dry run: the scan counts what GC would do
+		s.exit()
+		st, err := s.stats(ctx, true)
+		return journal.GCResult{Removed: st.Expired, KeptUnknown: st.OverdueUnknown}, err
+	}
 	now := s.now()
 	over := s.overlaySnapshot()
 	var res journal.GCResult
 	err := s.view(func(tx *bbolt.Tx) error {
-		if s.legacy {
-			return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
-				r, err := codec.Decode(v)
-				if err != nil {
-					return wrapKey(s.path, k, err)
-				}
-				if _, ok := over[r.Key]; !ok {
-					if journal.Expired(&r, now) {
-						res.Removed++
-					} else if journal.Overdue(&r, now) {
-						res.KeptUnknown++
-					}
-				}
-				return nil
-			})
-		}
 		ix := tx.Bucket(bucketIndex)
 		res.KeptUnknown = countOpen(ix, journal.StateUnknown, now.UnixNano(), over) + countOpen(ix, journal.StatePending, now.UnixNano(), over)
 		fresh, err := s.freshEntries(tx)
