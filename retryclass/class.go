@@ -47,8 +47,7 @@ var classNames = [...]string{
 	Canceled:      "canceled",
 }
 
-// String returns the class's stable lower-case name, the one journals
-// store and ParseClass reads.
+// String returns the class's stable name, the one journals store.
 func (c Class) String() string {
 	if int(c) < len(classNames) {
 		return classNames[c]
