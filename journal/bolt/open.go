@@ -102,7 +102,7 @@ func Open(path string, opts *Options) (s *Store, err error) {
 	s.pendlog = newPendingLog(path)
 	if !jo.ReadOnly {
 		s.leasesEnded = opened
-		_, err = s.recoverPending()
+		err = s.recoverPending()
 	} else {
 		err = s.loadPending()
 	}

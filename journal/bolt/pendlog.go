@@ -292,38 +292,34 @@ func newerThan(a, b *journal.Record) bool {
 
 // recoverPending folds the pending log's records that are newer than the
 // file's into the file, durably, then removes the log. A writer's Open
-// calls it after the clock has started. It returns how many it restored.
-func (s *Store) recoverPending() (int, error) {
+// calls it after the clock has started.
+func (s *Store) recoverPending() error {
 	recs, err := readPendingLog(s.pendlog.path)
-	if err != nil || len(recs) == 0 {
-		if err == nil {
-			err = s.removePendingLog()
+	if err == nil && len(recs) > 0 {
+		err = s.writeTx(func(tx *bbolt.Tx) error {
+			for _, r := range recs {
+				var cur journal.Record
+				found, err := s.readIn(tx.Bucket(bucketRecords), r.Key, &cur)
+				if err != nil {
+					return err
+				}
+				if found && !newerThan(r, &cur) {
+					continue
+				}
+				if err := s.indexPut(tx, r, codec.Encode(nil, r), false); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("journal %s: restoring the records of %s: %w", s.path, s.pendlog.path, err)
 		}
-		return 0, err
 	}
-	n := 0
-	err = s.writeTx(func(tx *bbolt.Tx) error {
-		n = 0
-		for _, r := range recs {
-			var cur journal.Record
-			found, err := s.readIn(tx.Bucket(bucketRecords), r.Key, &cur)
-			if err != nil {
-				return err
-			}
-			if found && !newerThan(r, &cur) {
-				continue
-			}
-			if err := s.indexPut(tx, r, codec.Encode(nil, r), false); err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
-	})
 	if err != nil {
-		return 0, fmt.Errorf("journal %s: restoring the records of %s: %w", s.path, s.pendlog.path, err)
+		return err
 	}
-	return n, s.removePendingLog()
+	return s.removePendingLog()
 }
 
 // removePendingLog removes the pending log, once what it held is durable.
