@@ -42,11 +42,9 @@ const ProblemType = "https://github.com/agentonce/agentonce/agentoncetest#idempo
 // defaults; each field's zero value is its default.
 type DownstreamOptions struct {
 	// KeyHeader is the request header carrying the key. Empty means
-	// DefaultKeyHeader ("Idempotency-Key"), where downstream.Transport puts a
-	// Keyed or Idempotent tool's key. An Unkeyed tool's key arrives in
-	// downstream.DefaultUnkeyedKeyHeader ("X-Agentonce-Key", or
-	// Transport.UnkeyedKeyHeader) instead, so that the API does not take it
-	// for a promise to de-duplicate: set KeyHeader to it, with
+	// DefaultKeyHeader, where downstream.Transport puts a Keyed or
+	// Idempotent tool's key. An Unkeyed tool's key arrives in
+	// downstream.DefaultUnkeyedKeyHeader instead: set KeyHeader to it, with
 	// Passthrough, to count an Unkeyed tool's effects per intent.
 	KeyHeader string
 
@@ -58,19 +56,16 @@ type DownstreamOptions struct {
 	// does not gets 400. Nil means: POST and PATCH require a key.
 	Require func(r *http.Request) bool
 
-	// ClientID names the client a request comes from. Keys are scoped per
-	// client: the same key from two clients is two keys, and one client
-	// can never fetch another's stored response. Nil means one scope for
-	// every request.
+	// ClientID names the client a request comes from: the same key from two
+	// clients is two keys. Nil means one scope for every request.
 	ClientID func(r *http.Request) string
 
-	// TTL is how long a stored response is kept, counted from when the
-	// first request with the key arrived. A request after that runs anew.
-	// Zero means DefaultKeyTTL (24 hours).
+	// TTL is how long a stored response is kept, from the first request
+	// with the key; a request after that runs anew. Zero means DefaultKeyTTL.
 	TTL time.Duration
 
 	// MaxBodyBytes caps the request body; a larger one gets 413 and does
-	// not run. Zero means DefaultMaxBodyBytes (1 MiB).
+	// not run. Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 
 	// StoreServerErrors stores and replays 5xx responses like any other.
@@ -79,9 +74,8 @@ type DownstreamOptions struct {
 	// Stripe, whose 500s may follow a partial effect, stores them.
 	StoreServerErrors bool
 
-	// IsEffect reports whether a call into the wrapped handler that ended
-	// with status counts as a side effect. Nil means status < 400: a
-	// refusal or a failure changed nothing.
+	// IsEffect reports whether a handler's answer with status counts as a
+	// side effect. Nil means status < 400.
 	IsEffect func(status int) bool
 
 	// StateFile, when set, keeps the stored responses and the effect
@@ -116,10 +110,8 @@ type DownstreamOptions struct {
 //   - the first request with the key is still running: 409;
 //   - no key where Require says one is needed: 400; a malformed key: 400.
 //
-// Safe methods (GET, HEAD, OPTIONS, TRACE) pass straight through: they
-// have no effect to protect, as Stripe ignores keys on GET. With
-// DownstreamOptions.Passthrough every request does, and only the counting
-// remains.
+// Safe methods (GET, HEAD, OPTIONS, TRACE) pass straight through, as
+// Stripe ignores keys on GET; with Passthrough every request does, counted.
 type Downstream struct {
 	next http.Handler
 	o    DownstreamOptions // with every default applied
@@ -132,8 +124,7 @@ type Downstream struct {
 	calls   map[scopedKey]int
 	inserts int
 
-	// persistMu serializes state-file writes so that a later snapshot
-	// never lands before an earlier one.
+	// persistMu orders state-file writes: a later snapshot lands last.
 	persistMu sync.Mutex
 }
 
@@ -197,9 +188,8 @@ type Server struct {
 }
 
 // StartServer starts a loopback server running a Downstream in front of h,
-// for a program that is not a test (a demo, a local stand-in for a real
-// API); the caller closes it. It fails only if the Downstream cannot be
-// made (an unreadable opts.StateFile).
+// for a program that is not a test; the caller closes it. It fails only if
+// the Downstream cannot be made (an unreadable opts.StateFile).
 func StartServer(h http.Handler, opts *DownstreamOptions) (*Server, error) {
 	d, err := NewDownstream(h, opts)
 	if err != nil {
@@ -239,8 +229,8 @@ func (d *Downstream) TotalEffects() int {
 }
 
 // Duplicates returns the number of side effects beyond the first for each
-// (client, key): the number the Idempotency-Key contract exists to keep at
-// zero. Keyless requests are not counted: they carry no identity.
+// (client, key), which the contract exists to keep at zero. Keyless
+// requests are not counted.
 func (d *Downstream) Duplicates() int {
 	return d.tally(d.effects, func(k scopedKey, c int) int { return when(k.Key != "", max(c-1, 0)) })
 }

@@ -26,14 +26,12 @@ type Fault uint8
 const (
 	// NoFault lets the request through untouched.
 	NoFault Fault = iota
-	// LoseResponse forwards the request, lets the downstream commit, and
-	// throws the response away: the caller gets a connection reset on
-	// read. Classified maybe-executed.
+	// LoseResponse forwards the request and throws the response away: the
+	// caller gets a connection reset on read. Classified maybe-executed.
 	LoseResponse
 	// Delay forwards the request and holds the response until the
-	// request's context ends (the client's timeout), then returns the
-	// context's error. Without a deadline it waits FaultOptions.MaxDelay
-	// and delivers the response late. Classified maybe-executed.
+	// request's context ends, then returns its error; without a deadline it
+	// delivers the response after MaxDelay. Classified maybe-executed.
 	Delay
 	// Unavailable answers 503 with Retry-After without forwarding.
 	// Classified not-executed.
@@ -41,9 +39,8 @@ const (
 	// ResetBeforeSend fails as a dial does (connection refused) without
 	// forwarding. Classified not-executed.
 	ResetBeforeSend
-	// ResetAfterSend drops the connection as soon as the request is
-	// written: the downstream may or may not finish it. The caller gets a
-	// connection reset. Classified maybe-executed.
+	// ResetAfterSend drops the connection once the request is written: the
+	// caller gets a connection reset. Classified maybe-executed.
 	ResetAfterSend
 	// Duplicate delivers the request twice, one after the other, and
 	// returns the second response.
@@ -103,16 +100,14 @@ type FaultOptions struct {
 	// Script fixes the fault of the first len(Script) requests; NoFault
 	// entries let a request through.
 	Script []Fault
-	// RetryAfter is the wait an Unavailable answer asks for. Zero means 1
-	// second. It is sent as Retry-After (whole seconds, rounded up) and
-	// Retry-After-Ms.
+	// RetryAfter is the wait an Unavailable answer asks for, sent as
+	// Retry-After (seconds, rounded up) and Retry-After-Ms. Zero means 1s.
 	RetryAfter time.Duration
 	// MaxDelay bounds a Delay fault on a request whose context has no
 	// deadline. Zero means 10 seconds.
 	MaxDelay time.Duration
 	// Match selects the requests a FaultTransport numbers and may fail;
 	// the others pass through untouched. Nil means every request.
-	// (FaultTransport only.)
 	Match func(r *http.Request) bool
 }
 
@@ -235,8 +230,7 @@ func (e *FaultError) Error() string {
 func (e *FaultError) Unwrap() error { return e.Err }
 
 // UnavailableError is a tool function's 503 Service Unavailable with
-// Retry-After: the request was not executed. It has the StatusCode and
-// RetryAfter methods retryclass reads.
+// Retry-After, as retryclass reads it: the request was not executed.
 type UnavailableError struct {
 	Wait time.Duration
 }

@@ -10,18 +10,16 @@ import (
 // each field's zero value is its default.
 type BudgetOptions struct {
 	// Ratio is how many retries are allowed per call started, over the
-	// window. Zero means 0.2 (at most 20% extra load on a failing
-	// downstream); negative means 0.
+	// window. Zero means 0.2; negative means 0.
 	Ratio float64
-	// MinPerSecond is a floor of retries always allowed per second, so that
-	// a quiet agent can still retry. Zero means 1; negative means 0.
+	// MinPerSecond is a floor of retries allowed per second. Zero means 1;
+	// negative means 0.
 	MinPerSecond float64
 	// Window is how far back calls and retries are counted. Zero means 10s.
 	Window time.Duration
 }
 
-// budgetSlots is the window's resolution: calls and retries are counted in
-// this many equal slots.
+// budgetSlots is how many equal slots the window counts in.
 const budgetSlots = 10
 
 // Budget limits retries across the calls that share it, after Finagle's

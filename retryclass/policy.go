@@ -25,10 +25,9 @@ const (
 // each field's zero value is its default. This package never writes a
 // Policy: one may be shared by many goroutines.
 type Policy struct {
-	// MaxAttempts is the number of tries, counting the first (so 1 means no
-	// retry). In-flight polls (InFlight verdicts) do not count: they are
-	// bounded by InFlightBudget. Zero means 5; negative means no limit but
-	// the elapsed budget.
+	// MaxAttempts is the number of tries, counting the first (1 means no
+	// retry); in-flight polls do not count. Zero means 5; negative means no
+	// limit but the elapsed budget.
 	MaxAttempts int
 
 	// MaxElapsed bounds the time from NewSchedule to the start of the last
@@ -40,9 +39,8 @@ type Policy struct {
 	// 500ms; negative means no wait at all (every backoff step is 0).
 	InitialInterval time.Duration
 
-	// MaxInterval caps the backoff wait before jitter (so a jittered wait
-	// may exceed it by the Jitter fraction, as in cenkalti/backoff). Zero
-	// means 5s; a value below InitialInterval is taken as InitialInterval.
+	// MaxInterval caps the backoff wait before jitter. Zero means 5s; a
+	// value below InitialInterval is taken as InitialInterval.
 	MaxInterval time.Duration
 
 	// Multiplier grows the wait after each retry. Zero means 1.5; values
@@ -54,19 +52,16 @@ type Policy struct {
 	// jitter; values above 1 are taken as 1.
 	Jitter float64
 
-	// InFlightBudget is the total time Next will wait across InFlight (409)
-	// verdicts before it stops and the caller suppresses with "in
-	// progress". Zero means 10s; negative means no in-flight waiting.
+	// InFlightBudget is the total time Next waits across InFlight (409)
+	// verdicts before it stops. Zero means 10s; negative means none.
 	InFlightBudget time.Duration
 
-	// MaxRetryAfter caps an honoured Retry-After: a longer request is waited
-	// for only this long. Zero means 10s; negative means Retry-After is
-	// ignored and the backoff wait is used.
+	// MaxRetryAfter caps an honoured Retry-After. Zero means 10s; negative
+	// means Retry-After is ignored for the backoff wait.
 	MaxRetryAfter time.Duration
 
-	// Classify overrides classification for one tool (for example, to treat
-	// a server's 503 as NotExecuted). Nil means ClassifyContext. Policy.Verdict
-	// calls it; Schedule does not.
+	// Classify overrides classification for one tool (a server's 503 as
+	// NotExecuted, say); Policy.Verdict calls it. Nil means ClassifyContext.
 	Classify func(callerCtx context.Context, err error) Verdict
 
 	// Budget, if set, limits retries across every Schedule that shares it.

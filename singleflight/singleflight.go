@@ -22,16 +22,14 @@ type Group[K comparable, V any] struct {
 
 // flight is one execution of fn for one key.
 type flight[V any] struct {
-	// val and err are written once, before done is closed (or, when fn runs
-	// on the starter's goroutine, before that goroutine reads them), and are
-	// read only after that.
+	// val and err are written once, before done is closed (or the starter
+	// running fn reads them), and read only after that.
 	val    V
 	err    error
 	goexit bool // fn called runtime.Goexit
 
-	// cancel cancels fn's context; nil when fn got the starter's own
-	// context, which cannot be cancelled. Set before fn starts, then only
-	// read.
+	// cancel cancels fn's context; nil when fn got the starter's own.
+	// Set before fn starts, then only read.
 	cancel context.CancelCauseFunc
 
 	// These are guarded by Group.mu.

@@ -469,9 +469,7 @@ func decodeResolution(parent *decoder, p []byte) *journal.Resolution {
 // next written. Both bytes of the two prefixes differ, so no single damaged
 // byte makes a sealed record pass as a legacy one.
 const (
-	// tagChecksum is the largest one-byte tag, far from the record's
-	// fields, which keep counting up from tagExpires.
-	tagChecksum = 127
+	tagChecksum = 127 // the largest one-byte tag, far from the fields
 	crcLen      = 4
 	sealLen     = 3 + crcLen // format byte, tag, length, CRC
 )
