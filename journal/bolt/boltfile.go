@@ -61,10 +61,9 @@ func parseBoltMeta(b []byte) (boltMeta, bool) {
 }
 
 // openBolt opens path with bbolt after checkBoltFile, and turns a panic
-// or a fault inside bbolt.Open into ErrCorrupt. bbolt's mapping keeps the
-// file's lock after the file is closed, so the lock is released by hand
-// first: else every later open in this process would be refused as in use.
-// A panic after bbolt.Open returns is the caller's to recover.
+// or a fault inside bbolt.Open into ErrCorrupt, releasing the file's lock
+// by hand (bbolt's mapping keeps it): else every later open in this
+// process would be refused as in use.
 func openBolt(path string, bo *bbolt.Options) (db *bbolt.DB, err error) {
 	if err := checkBoltFile(path, !bo.ReadOnly && !testSkipFileCheck); err != nil {
 		return nil, err
@@ -93,8 +92,8 @@ func openBolt(path string, bo *bbolt.Options) (db *bbolt.DB, err error) {
 	return db, nil
 }
 
-// testSkipFileCheck turns checkBoltFile's freelist check off, so that a
-// test reaches the panic inside bbolt.Open that the check prevents.
+// testSkipFileCheck turns the freelist check off, for a test of the panic
+// inside bbolt.Open that it prevents.
 var testSkipFileCheck bool
 
 // checkBoltFile refuses a file shorter than its newest valid meta page

@@ -18,9 +18,8 @@ import (
 )
 
 var (
-	// metaClock is the store's time line: the monotonic clock's epoch (16
-	// bytes), a reading of it and the store's time then (Unix nanoseconds,
-	// 8 bytes each, big-endian).
+	// metaClock is the store's time line: the monotonic clock's epoch, a
+	// reading of it and the store's time then (16, 8 and 8 bytes).
 	metaClock = []byte("clock")
 	// metaHighWater is the store's time at the last Close (8 bytes).
 	metaHighWater = []byte("high-water")
@@ -29,8 +28,7 @@ var (
 // storeClock is the store's clock, set by Open and only read afterwards.
 type storeClock struct {
 	wall func() time.Time
-	// mono is the monotonic clock; nil: wall alone is the clock (a test's
-	// fake, journal.Options.Now without Monotonic).
+	// mono is the monotonic clock; nil: wall alone is the clock.
 	mono     func() (uuid.UUID, time.Duration)
 	base     time.Time     // the store's time at baseMono
 	baseMono time.Duration // a reading of mono
@@ -104,11 +102,8 @@ func (s *Store) startClock() (time.Time, error) {
 }
 
 // highWater records the store's time as the journal's high-water mark in
-// tx: Close's last write.
+// tx: Close's last write, on a monotonic clock.
 func (s *Store) highWater(tx *bbolt.Tx) error {
-	if s.clock.mono == nil {
-		return nil
-	}
 	return tx.Bucket(bucketMeta).Put(metaHighWater, binary.BigEndian.AppendUint64(nil, uint64(s.clock.now().UnixNano())))
 }
 
@@ -117,9 +112,8 @@ func (s *Store) highWater(tx *bbolt.Tx) error {
 // epoch of the process's own; it then moves with Go's monotonic clock.
 var hostClock = sync.OnceValue(newHostMono)
 
-// newHostMono reads the boot clock, then Go's clock: a reading of the
-// result is thus never ahead of the boot clock, so a process started after
-// another's reading reads a later boot time.
+// newHostMono reads the boot clock, then Go's: a reading is never ahead of
+// the boot clock, so a later process reads a later boot time.
 func newHostMono() *hostMono {
 	h := &hostMono{}
 	if id, up, ok := bootClock(); ok {
@@ -168,7 +162,6 @@ func bootClock() (id uuid.UUID, up time.Duration, ok bool) {
 		return uuid.Nil, 0, false
 	}
 	// Rounded up by the file's resolution (10 ms), where CLOCK_BOOTTIME
-	// cannot be read: a reading may then be behind another process's by
-	// up to that much.
+	// cannot be read.
 	return id, time.Duration(f*float64(time.Second)) + 10*time.Millisecond, true
 }

@@ -17,8 +17,7 @@ import (
 const defaultMaxBatch = 256
 
 // writeOp is one write waiting for a group commit. fn must be safe to run
-// more than once: when a group's transaction fails, each op of the group is
-// run again alone, so that one bad write does not fail its neighbours.
+// twice: a failed group's ops are run again one by one.
 type writeOp struct {
 	// fn is the write; nil means indexPut of rec, encoded as enc, with
 	// unfiled (a record's write, without a closure to allocate).
@@ -144,8 +143,8 @@ func (s *Store) run(batch []*writeOp) {
 	}
 }
 
-// writeTx runs fn in a write transaction, turning a panic of bbolt on a
-// damaged page into ErrCorrupt (bbolt rolls the transaction back).
+// writeTx runs fn in a write transaction; a panic on a damaged page is
+// ErrCorrupt, and bbolt rolls the transaction back.
 func (s *Store) writeTx(fn func(tx *bbolt.Tx) error) (err error) {
 	t := touchPool.Get().(*txTouches)
 	defer func() {

@@ -67,8 +67,7 @@ func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err er
 	return found, err
 }
 
-// view runs fn in a read transaction, turning a panic of bbolt on a damaged
-// page into ErrCorrupt.
+// view runs fn in a read transaction; a panic on a damaged page is ErrCorrupt.
 func (s *Store) view(fn func(tx *bbolt.Tx) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
