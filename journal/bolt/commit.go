@@ -87,16 +87,16 @@ func (s *Store) lead(op *writeOp) error {
 			return err
 		}
 	}
-	if s.delay > 0 {
+	if s.opts.MaxBatchDelay > 0 {
 		s.cmu.Lock()
-		short := len(s.queue) < s.maxBatch
+		short := len(s.queue) < s.opts.MaxBatchSize
 		s.cmu.Unlock()
 		if short {
-			time.Sleep(s.delay)
+			time.Sleep(s.opts.MaxBatchDelay)
 		}
 	}
 	s.cmu.Lock()
-	n := min(len(s.queue), s.maxBatch)
+	n := min(len(s.queue), s.opts.MaxBatchSize)
 	// Only the leader uses s.batch, and it is done with it before it hands
 	// the lead on.
 	batch := append(s.batch[:0], s.queue[:n]...)

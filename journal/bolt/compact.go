@@ -41,7 +41,7 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("compact journal: %w", err)
 	}
-	dst, err := bbolt.Open(dstPath, 0o600, &bbolt.Options{Timeout: src.lockWait, NoSync: true, FreelistType: bbolt.FreelistMapType})
+	dst, err := bbolt.Open(dstPath, 0o600, &bbolt.Options{Timeout: src.opts.LockTimeout, NoSync: true, FreelistType: bbolt.FreelistMapType})
 	if err != nil {
 		return openError(dstPath, err)
 	}

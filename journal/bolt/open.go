@@ -43,11 +43,9 @@ func Open(path string, opts *Options) (s *Store, err error) {
 	}
 	s = &Store{
 		path:     path,
-		lockWait: o.LockTimeout,
+		opts:     o,
 		clock:    clk,
 		readOnly: jo.ReadOnly,
-		maxBatch: o.MaxBatchSize,
-		delay:    o.MaxBatchDelay,
 	}
 	switch fi, err := os.Stat(path); {
 	case err == nil && fi.Size() == 0:

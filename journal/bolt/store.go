@@ -43,7 +43,7 @@ import (
 type Store struct {
 	path     string
 	db       *bbolt.DB
-	lockWait time.Duration
+	opts     Options // as given to Open, with defaults applied
 	ns       uuid.UUID
 	clock    storeClock
 	readOnly bool
@@ -70,9 +70,6 @@ type Store struct {
 	// legacy: a read-only store of a journal whose indexes are not built;
 	// its queries read every record instead.
 	legacy bool
-
-	maxBatch int
-	delay    time.Duration
 
 	cmu     sync.Mutex
 	queue   []*writeOp // writes waiting for a group commit; guarded by cmu
