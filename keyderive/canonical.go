@@ -199,28 +199,29 @@ func (c *canonicalizer) literal(out []byte, lit string) ([]byte, error) {
 	return append(out, lit...), nil
 }
 
-func (c *canonicalizer) enter() error {
-	c.depth++
-	if c.depth > c.maxDepth {
-		return c.fail(c.pos, ErrTooDeep, "nesting deeper than the maximum depth of %d", c.maxDepth)
+// open enters the array or object at c.pos, writes its opening byte, and
+// reports whether it is empty: then its closing byte is read and written.
+func (c *canonicalizer) open(out []byte, close byte) ([]byte, bool, error) {
+	if c.depth++; c.depth > c.maxDepth {
+		return out, false, c.fail(c.pos, ErrTooDeep, "nesting deeper than the maximum depth of %d", c.maxDepth)
 	}
-	return nil
+	out = append(out, c.in[c.pos])
+	c.pos++
+	c.skipSpace()
+	if c.pos < len(c.in) && c.in[c.pos] == close {
+		c.pos++
+		c.depth--
+		return append(out, close), true, nil
+	}
+	return out, false, nil
 }
 
 func (c *canonicalizer) array(out []byte) ([]byte, error) {
-	if err := c.enter(); err != nil {
+	out, empty, err := c.open(out, ']')
+	if err != nil || empty {
 		return out, err
 	}
-	c.pos++ // '['
-	out = append(out, '[')
-	c.skipSpace()
-	if c.pos < len(c.in) && c.in[c.pos] == ']' {
-		c.pos++
-		c.depth--
-		return append(out, ']'), nil
-	}
 	for {
-		var err error
 		if out, err = c.value(out); err != nil {
 			return out, err
 		}
@@ -244,25 +245,16 @@ func (c *canonicalizer) array(out []byte) ([]byte, error) {
 }
 
 func (c *canonicalizer) object(out []byte) ([]byte, error) {
-	if err := c.enter(); err != nil {
+	out, empty, err := c.open(out, '}')
+	if err != nil || empty {
 		return out, err
 	}
-	c.pos++ // '{'
-	out = append(out, '{')
-	body := len(out)
-	base := len(c.members)
-	c.skipSpace()
-	if c.pos < len(c.in) && c.in[c.pos] == '}' {
-		c.pos++
-		c.depth--
-		return append(out, '}'), nil
-	}
+	body, base := len(out), len(c.members)
 	for {
 		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
 			return out, c.fail(c.pos, ErrSyntax, "unexpected %s in object, looking for a member name string", c.describe(c.pos))
 		}
 		m := member{start: len(out), inOff: c.pos}
-		var err error
 		if out, err = c.str(out); err != nil {
 			return out, err
 		}
@@ -295,7 +287,7 @@ func (c *canonicalizer) object(out []byte) ([]byte, error) {
 		c.pos++
 		break
 	}
-	err := c.sortMembers(out, body, c.members[base:])
+	err = c.sortMembers(out, body, c.members[base:])
 	c.members = c.members[:base]
 	if err != nil {
 		return out, err
