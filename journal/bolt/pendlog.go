@@ -132,18 +132,22 @@ func (l *pendingLog) append(key uuid.UUID, fp *[]byte) bool {
 			return false
 		}
 	}
-	if err := l.write(frame); err != nil {
-		l.err = err
+	n, err := l.f.Write(frame)
+	l.size += int64(n)
+	if err != nil {
+		l.err = fmt.Errorf("pending log %s: %w", l.path, err)
 		return false
 	}
 	l.live[key] = fp
 	recycle(prev)
 	l.liveBytes += len(frame) - old
-	if l.size > 2*int64(l.liveBytes)+pendingSlack {
-		if err := l.rewrite(); err != nil {
-			l.err = err
-			// The frames written stay valid; later writes are durable.
+	if l.size > 2*int64(l.liveBytes)+pendingSlack { // rewrite the live frames
+		frames := make([][]byte, 0, len(l.live))
+		for _, fp := range l.live {
+			frames = append(frames, *fp)
 		}
+		// On error the frames written stay valid; later writes are durable.
+		l.err = l.create(frames)
 	}
 	return true
 }
@@ -194,24 +198,6 @@ func (l *pendingLog) create(frames [][]byte) error {
 		l.f.Close()
 	}
 	l.f, l.size = f, int64(len(buf))
-	return nil
-}
-
-// rewrite replaces the log by one holding only the live frames.
-func (l *pendingLog) rewrite() error {
-	frames := make([][]byte, 0, len(l.live))
-	for _, fp := range l.live {
-		frames = append(frames, *fp)
-	}
-	return l.create(frames)
-}
-
-func (l *pendingLog) write(frame []byte) error {
-	n, err := l.f.Write(frame)
-	l.size += int64(n)
-	if err != nil {
-		return fmt.Errorf("pending log %s: %w", l.path, err)
-	}
 	return nil
 }
 
