@@ -305,11 +305,6 @@ func (s *Store) recoverPending() error {
 	if err != nil {
 		return err
 	}
-	return s.removePendingLog()
-}
-
-// removePendingLog removes the pending log, once what it held is durable.
-func (s *Store) removePendingLog() error {
 	if err := os.Remove(s.pendlog.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("journal %s: %w", s.path, err)
 	}
