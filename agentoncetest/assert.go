@@ -3,6 +3,7 @@ package agentoncetest
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
@@ -121,11 +122,7 @@ func AssertStatuses[O Outcome](tb Reporter, results []harness.Result, want ...O)
 // AssertStatus checks every result against want (see AssertStatuses).
 func AssertStatus[O Outcome](tb Reporter, want O, results ...harness.Result) bool {
 	tb.Helper()
-	ws := make([]O, len(results))
-	for i := range ws {
-		ws[i] = want
-	}
-	return AssertStatuses(tb, results, ws...)
+	return AssertStatuses(tb, results, slices.Repeat([]O{want}, len(results))...)
 }
 
 func matches[O Outcome](r harness.Result, want O) bool {

@@ -137,7 +137,7 @@ func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if isDigits(v) {
+	if strings.TrimLeft(v, "0123456789") == "" { // delta-seconds (v is not empty)
 		s, err := strconv.ParseUint(v, 10, 64) // fails only past uint64
 		if err != nil || s > math.MaxInt64/uint64(time.Second) {
 			return math.MaxInt64, true
@@ -149,15 +149,6 @@ func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return max(t.Sub(now), 0), true
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
 }
 
 func clampDuration(ns float64) time.Duration {
