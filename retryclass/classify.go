@@ -37,7 +37,7 @@ type retryAfterer interface{ RetryAfter() time.Duration }
 // Verdict.RetryAfter is taken from the first error in the chain with a
 // RetryAfter() time.Duration method (WithRetryAfter) or from a
 // *StatusError, and Verdict.Status from the status found in rule 2.
-func Classify(err error) Verdict { return classify(nil, err, false) }
+func Classify(err error) Verdict { return classify(context.Background(), err, false) }
 
 // ClassifyContext classifies err knowing the caller's context: the one
 // whose end means "stop", as opposed to a timeout the tool set itself.
