@@ -39,7 +39,7 @@ func BulkPut(s *Store, recs []journal.Record) error {
 // FileRecord reads key's record from the file, past the cache.
 func FileRecord(s *Store, key uuid.UUID) (r journal.Record, found bool, err error) {
 	err = s.view(func(tx *bbolt.Tx) error {
-		found, err = s.readInto(tx, key, &r)
+		found, err = s.readIn(tx.Bucket(bucketRecords), key, &r)
 		return err
 	})
 	return r, found, err
@@ -168,7 +168,9 @@ func IndexMismatch(s *Store) string {
 			if err != nil {
 				return err
 			}
-			l := entryOf(&r).entries(nil)
+			var e ixEntry
+			e.set(&r)
+			l := e.entries(nil)
 			for _, kv := range l.list() {
 				want[string(kv.k)] = string(kv.v)
 			}

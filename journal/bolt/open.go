@@ -17,11 +17,11 @@ import (
 )
 
 // Open opens the journal at path, creating it (mode 0600) unless
-// opts.Journal.ReadOnly. It returns an error wrapping ErrInUse when another process
-// holds the file past opts.LockTimeout, ErrCorrupt when the file is not a
-// journal or is damaged, ErrNewerVersion when a newer schema wrote it, and
-// ErrNamespaceMismatch when opts.Journal.Namespace differs from the stored one;
-// every error names the file.
+// opts.Journal.ReadOnly. It returns an error naming the file and wrapping
+// ErrInUse when another process holds the file past opts.LockTimeout,
+// ErrCorrupt when the file is not a journal or is damaged, ErrNewerVersion
+// when a newer schema wrote it, and ErrNamespaceMismatch when
+// opts.Journal.Namespace differs from the stored one.
 func Open(path string, opts *Options) (s *Store, err error) {
 	var o Options
 	if opts != nil {
@@ -43,17 +43,14 @@ func Open(path string, opts *Options) (s *Store, err error) {
 	}
 	s = &Store{
 		path:     path,
-		lockWait: o.LockTimeout,
+		opts:     o,
 		clock:    clk,
 		readOnly: jo.ReadOnly,
-		maxBatch: o.MaxBatchSize,
-		delay:    o.MaxBatchDelay,
 	}
 	switch fi, err := os.Stat(path); {
 	case err == nil && fi.Size() == 0:
-		// bbolt would make an empty file a new database, and a new journal
-		// has a new namespace: every key would change. A journal truncated
-		// to nothing must not pass for a fresh one.
+		// bbolt would make an empty file a new journal, with a new
+		// namespace: every key would change.
 		return nil, fmt.Errorf("journal %s: %w: empty file (remove it to create a new journal)", path, journal.ErrCorrupt)
 	case err != nil && jo.ReadOnly:
 		return nil, fmt.Errorf("open journal: %w", err)
@@ -83,28 +80,27 @@ func Open(path string, opts *Options) (s *Store, err error) {
 		return nil, err
 	}
 	s.db = db
-	if err := s.checkFile(jo.Namespace); err != nil {
+	fail := func(err error) (*Store, error) {
 		_ = db.Close()
 		s.db = nil
 		return nil, err
 	}
+	if err := s.checkFile(jo.Namespace); err != nil {
+		return fail(err)
+	}
 	if !jo.ReadOnly {
 		if err := s.migrate(); err != nil {
-			_ = db.Close()
-			s.db = nil
-			return nil, err
+			return fail(err)
 		}
 	}
 	opened, err := s.startClock()
 	if err != nil {
-		_ = db.Close()
-		s.db = nil
-		return nil, fmt.Errorf("journal %s: starting the clock: %w", path, err)
+		return fail(fmt.Errorf("journal %s: starting the clock: %w", path, err))
 	}
 	s.pendlog = newPendingLog(path)
 	if !jo.ReadOnly {
 		s.leasesEnded = opened
-		_, err = s.recoverPending()
+		err = s.recoverPending()
 	} else {
 		err = s.loadPending()
 	}
@@ -112,9 +108,7 @@ func Open(path string, opts *Options) (s *Store, err error) {
 		err = s.loadSuppressing()
 	}
 	if err != nil {
-		_ = db.Close()
-		s.db = nil
-		return nil, err
+		return fail(err)
 	}
 	return s, nil
 }
@@ -143,8 +137,7 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 	}
 	create := false
 	check := func(tx *bbolt.Tx) error {
-		// A truncated file maps pages that are not there; reading them
-		// would fault. The meta page says how big the file must be.
+		// Reading pages a truncated file lacks would fault.
 		if fi.Size() < tx.Size() {
 			return fmt.Errorf("journal %s: %w: truncated: %d bytes, the journal needs %d", s.path, journal.ErrCorrupt, fi.Size(), tx.Size())
 		}
@@ -177,14 +170,12 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 		if recs == nil {
 			return fmt.Errorf("journal %s: %w: no records bucket", s.path, journal.ErrCorrupt)
 		}
-		// Not migrated yet: a writer's open migrates it (migrate.go); a
-		// reader's queries read every record.
+		// Not migrated yet (migrate.go): a reader's queries read every record.
 		s.legacy = v < layoutVersion || meta.Get(metaMigrating) != nil ||
 			tx.Bucket(bucketIndex) == nil || tx.Bucket(bucketCounts) == nil || tx.Bucket(bucketFresh) == nil
 		return nil
 	}
-	// Checking is a read: a write transaction would rewrite the meta page
-	// (and fsync) on every open.
+	// A read: a write transaction would rewrite the meta page on every open.
 	if err := s.db.View(check); err != nil || !create {
 		return err
 	}
@@ -214,12 +205,8 @@ func (s *Store) create(tx *bbolt.Tx, ns uuid.UUID) error {
 }
 
 // endStale ends, as of the open, the lease of r, read from the file, when
-// a process that stopped wrote it: the file lock means that no other
-// process has the journal open for writing, so a pending record last
-// written before this open belongs to a crashed owner. Without this, a
-// restarted agent would find its own intents "in flight elsewhere" until
-// their leases ran out. Nothing is written: the next write of the record
-// keeps the ended lease.
+// a process that stopped wrote it (see store.go), so that a restarted
+// agent does not find its own intents "in flight elsewhere".
 func (s *Store) endStale(r *journal.Record) {
 	if r.State == journal.StatePending && r.Updated.Before(s.leasesEnded) && r.Lease.Expires.After(s.leasesEnded) {
 		r.Lease.Expires = s.leasesEnded

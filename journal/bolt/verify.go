@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,15 +20,11 @@ import (
 // It returns how many records it read.
 //
 // It opens the file read-only, waiting up to opts.LockTimeout (default 1s)
-// for a writer's lock, and reads the records straight from the file,
-// without the index Open builds: a damaged record neither stops the
-// scan nor, as it would stop Open, the opening. The indexes derived
-// from the records are not checked; a writer's open rebuilds them. It fails
-// as Open does (ErrCorrupt, ErrInUse, naming the file) when the file
-// is not a journal, is truncated, or stays locked.
-//
-// A record written before checksums existed is decoded but cannot be
-// checked; it is sealed the next time it is written.
+// for a writer's lock; a damaged record does not stop the scan. The
+// indexes are not checked. It fails as Open does (ErrCorrupt, ErrInUse,
+// naming the file) when the file is not a journal, is truncated, or stays
+// locked. A record written before checksums existed is decoded but cannot
+// be checked; it is sealed the next time it is written.
 func Verify(ctx context.Context, path string, opts *Options, damaged func(key uuid.UUID, err error)) (n int, err error) {
 	wait := time.Second
 	if opts != nil && opts.LockTimeout > 0 {
@@ -42,22 +37,13 @@ func Verify(ctx context.Context, path string, opts *Options, damaged func(key uu
 	if fi.Size() == 0 {
 		return 0, fmt.Errorf("journal %s: %w: empty file", path, journal.ErrCorrupt)
 	}
-	var db *bbolt.DB
-	defer func() {
-		// bbolt can panic (or fault on the mapped file) on damaged pages.
-		if p := recover(); p != nil {
-			if db != nil {
-				_ = db.Close()
-			}
-			err = fmt.Errorf("journal %s: %w: %v", path, journal.ErrCorrupt, p)
-		}
-	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	if db, err = openBolt(path, &bbolt.Options{Timeout: wait, ReadOnly: true}); err != nil {
+	db, err := openBolt(path, &bbolt.Options{Timeout: wait, ReadOnly: true})
+	if err != nil {
 		return 0, err
 	}
 	defer db.Close()
-	err = db.View(func(tx *bbolt.Tx) error {
+	s := &Store{path: path, db: db} // for view: a damaged page is ErrCorrupt
+	err = s.view(func(tx *bbolt.Tx) error {
 		recs := tx.Bucket(bucketRecords)
 		if tx.Bucket(bucketMeta) == nil || recs == nil {
 			return fmt.Errorf("journal %s: %w: a bbolt file without the journal's buckets", path, journal.ErrCorrupt)
