@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/internal/codec"
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
@@ -139,6 +139,9 @@ func (s *Store) decideLocked(st *stripe, req journal.BeginRequest, b *beginRead)
 			cur = o.rec // read only, as in current
 		} else {
 			found, err := s.readIn(recs, req.Key, &fileRec)
+			if err == nil && !found {
+				err = s.recorded(tx, &req)
+			}
 			if err != nil {
 				return err
 			}
@@ -156,6 +159,34 @@ func (s *Store) decideLocked(st *stripe, req journal.BeginRequest, b *beginRead)
 		}
 		return err
 	})
+}
+
+// recorded returns an error wrapping ErrCorrupt when the indexes hold an
+// entry of req's key, which the records bucket does not: a damaged key or
+// page of the records bucket, which must not make a recorded intent look
+// new. It reads the key's fresh entry and the session index's range of
+// req's session, whose every entry is a record of the session.
+func (s *Store) recorded(tx *bbolt.Tx, req *journal.BeginRequest) error {
+	if s.legacy {
+		return nil
+	}
+	key, where := req.Key, ""
+	if tx.Bucket(bucketFresh).Get(key[:]) != nil {
+		where = "the fresh bucket holds its entry"
+	}
+	h := sessionHash(req.Intent.Session)
+	prefix := append([]byte{pfxSession}, h[:]...)
+	c := tx.Bucket(bucketIndex).Cursor()
+	for k, _ := c.Seek(prefix); where == "" && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) == sessionKeyLen && uuid.UUID(k[sessionKeyLen-16:]) == key {
+			where = fmt.Sprintf("the session index holds its entry %x", k)
+		}
+	}
+	if where == "" {
+		return nil
+	}
+	return fmt.Errorf("journal %s: %w: key %s: the records bucket has no record of it, but %s (a damaged key or page; agentctl verify lists damaged records)",
+		s.path, journal.ErrCorrupt, key, where)
 }
 
 // lockSuppression locks sst, the stripe of the suppression's key, beside
@@ -229,8 +260,8 @@ func (s *Store) guard(req *journal.BeginRequest, now time.Time) (found *journal.
 // guardIn is guard within the read transaction tx, whose records bucket
 // recs is already open.
 func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequest, now time.Time) (found *journal.Record, err error) {
-	check := func(v []byte) (bool, error) {
-		r, err := codec.Decode(v)
+	check := func(k, v []byte) (bool, error) {
+		r, err := decodeStored(k, v)
 		if err != nil {
 			return false, err
 		}
@@ -243,7 +274,7 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 	if s.legacy {
 		c := recs.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if ok, err := check(v); ok || err != nil {
+			if ok, err := check(k, v); ok || err != nil {
 				return found, wrapKey(s.path, k, err)
 			}
 		}
@@ -265,7 +296,7 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 				continue
 			}
 			if v := recs.Get(k); v != nil {
-				if ok, err := check(v); ok || err != nil {
+				if ok, err := check(k, v); ok || err != nil {
 					return found, wrapKey(s.path, k, err)
 				}
 			}
@@ -280,7 +311,7 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 			return nil, fmt.Errorf("journal %s: %w", s.path, err)
 		}
 		if v := recs.Get(key[:]); v != nil {
-			if ok, err := check(v); ok || err != nil {
+			if ok, err := check(key[:], v); ok || err != nil {
 				return found, wrapKey(s.path, key[:], err)
 			}
 		}

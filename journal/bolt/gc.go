@@ -165,9 +165,9 @@ func (s *Store) gcBatch(ctx context.Context, max int, now time.Time) (int, error
 			if v == nil {
 				continue
 			}
-			r, err := codec.Decode(v)
+			r, err := decodeStored(key[:], v)
 			if err != nil {
-				return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+				return wrapKey(s.path, key[:], err)
 			}
 			if !journal.Expired(&r, now) { // checked again: the index says so, the record decides
 				continue

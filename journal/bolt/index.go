@@ -387,9 +387,9 @@ func (s *Store) storedEntry(recs *bbolt.Bucket, key uuid.UUID, dst *ixEntry) (*i
 	if v == nil {
 		return nil, nil
 	}
-	r, err := codec.Decode(v)
+	r, err := decodeStored(key[:], v)
 	if err != nil {
-		return nil, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+		return nil, wrapKey(s.path, key[:], err)
 	}
 	dst.set(&r)
 	return dst, nil

@@ -69,7 +69,7 @@ func (s *Store) listUnindexed(ctx context.Context, f journal.Filter) (skip map[u
 				continue
 			}
 			if v := recs.Get(e.key[:]); v != nil {
-				r, err := codec.Decode(v)
+				r, err := decodeStored(e.key[:], v)
 				if err != nil {
 					return wrapKey(s.path, e.key[:], err)
 				}
@@ -234,9 +234,9 @@ func (s *Store) readPage(tx *bbolt.Tx, chunk []*ixEntry, f *journal.Filter, over
 		if v == nil {
 			continue // removed since the index was read
 		}
-		r, err := codec.Decode(v)
+		r, err := decodeStored(e.key[:], v)
 		if err != nil {
-			return nil, fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
+			return nil, wrapKey(s.path, e.key[:], err)
 		}
 		s.endStale(&r)
 		// The record may have changed since the index was read.

@@ -9,7 +9,6 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
 // Get returns the newest record for key.
@@ -102,9 +101,9 @@ func (s *Store) readIn(recs *bbolt.Bucket, key uuid.UUID, dst *journal.Record) (
 	if v == nil {
 		return false, nil
 	}
-	d, err := codec.Decode(v)
+	d, err := decodeStored(key[:], v)
 	if err != nil {
-		return false, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+		return false, wrapKey(s.path, key[:], err)
 	}
 	s.endStale(&d)
 	*dst = d

@@ -70,7 +70,8 @@ func Verify(ctx context.Context, path string, opts *Options, damaged func(key uu
 				}
 			}
 			n++
-			if key, err := checkStored(k, v); err != nil {
+			if _, err := decodeStored(k, v); err != nil {
+				key, _ := uuid.FromBytes(k)
 				damaged(key, err)
 			}
 		}
@@ -79,22 +80,19 @@ func Verify(ctx context.Context, path string, opts *Options, damaged func(key uu
 	return n, err
 }
 
-// checkStored decodes the value v stored under key k and checks that the
-// record is the key's.
-func checkStored(k, v []byte) (uuid.UUID, error) {
-	key, err := uuid.FromBytes(k)
-	if err != nil {
-		return uuid.Nil, fmt.Errorf("%w: stored key %x is %d bytes, not 16", journal.ErrCorrupt, k, len(k))
-	}
-	if v == nil {
-		return key, fmt.Errorf("%w: a bucket where a record should be", journal.ErrCorrupt)
+// decodeStored decodes the value v stored under key k in the records
+// bucket and checks that the record is the key's: a damaged key or leaf
+// can put another record's value under a key.
+func decodeStored(k, v []byte) (journal.Record, error) {
+	switch {
+	case len(k) != 16:
+		return journal.Record{}, fmt.Errorf("%w: stored key %x is %d bytes, not 16", journal.ErrCorrupt, k, len(k))
+	case v == nil:
+		return journal.Record{}, fmt.Errorf("%w: a bucket where a record should be", journal.ErrCorrupt)
 	}
 	r, err := codec.Decode(v)
-	if err != nil {
-		return key, err
+	if err == nil && r.Key != uuid.UUID(k) {
+		err = fmt.Errorf("%w: the record stored under this key is record %s", journal.ErrCorrupt, r.Key)
 	}
-	if r.Key != key {
-		return key, fmt.Errorf("%w: the record stored under this key is record %s", journal.ErrCorrupt, r.Key)
-	}
-	return key, nil
+	return r, err
 }

@@ -1,0 +1,279 @@
+package bolt_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
+	"github.com/agentonce/agentonce/keyderive"
+	"github.com/agentonce/agentonce/retryclass"
+)
+
+// sweepTools are the Unkeyed tools of the corruption sweep, counting their
+// runs: send succeeds, flaky's answer is lost (its outcome unknown).
+type sweepTools struct{ runs atomic.Int64 }
+
+func (st *sweepTools) register(t *testing.T, h *harness.Harness) {
+	t.Helper()
+	send := func(_ context.Context, in json.RawMessage) (json.RawMessage, error) {
+		st.runs.Add(1)
+		return append(json.RawMessage(`{"sent":`), append(in, '}')...), nil
+	}
+	flaky := func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		st.runs.Add(1)
+		return nil, errors.New("read tcp 127.0.0.1:443: connection reset by peer")
+	}
+	if err := h.Register(harness.Tool{Name: "send", Effect: journal.Unkeyed, Func: send},
+		harness.Tool{Name: "flaky", Effect: journal.Unkeyed, Func: flaky}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+var sweepRetry = &retryclass.Policy{MaxAttempts: 2, InitialInterval: time.Millisecond,
+	MaxInterval: 2 * time.Millisecond, MaxElapsed: time.Second, InFlightBudget: 5 * time.Millisecond}
+
+// sweepLayout is a small journal: sent settled calls spread over sessions
+// sessions (with outputs of pad bytes more), unknown calls whose answer
+// was lost, pending ones whose process stopped before the tool ran, and
+// suppressed ones (a step key reused with another input).
+type sweepLayout struct {
+	name                         string
+	sent, sessions, pad          int
+	unknown, pending, suppressed int
+}
+
+var sweepLayouts = []sweepLayout{
+	{name: "settled20", sent: 20, sessions: 1},
+	{name: "mixed", sent: 20, sessions: 4, unknown: 3, pending: 3, suppressed: 2},
+	{name: "wide", sent: 40, sessions: 3, pad: 400, unknown: 2, pending: 2, suppressed: 1},
+}
+
+// build writes the layout's journal at path and returns the calls to
+// re-issue.
+func (l sweepLayout) build(t *testing.T, path string) []harness.ToolCall {
+	ctx := context.Background()
+	s := mustOpen(t, path, nil)
+	h := harness.New(s, &harness.Options{Retry: sweepRetry, Logger: quiet})
+	var tools sweepTools
+	tools.register(t, h)
+	var calls []harness.ToolCall
+	input := func(i, pad int) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`"%d %s"`, i, bytes.Repeat([]byte("x"), pad)))
+	}
+	session := func(i int) string { return fmt.Sprintf("s%d", i%max(l.sessions, 1)) }
+	for i := range l.sent {
+		calls = append(calls, harness.ToolCall{Tenant: "acme", Session: session(i), Turn: fmt.Sprint(i), Tool: "send", Input: input(i, l.pad)})
+	}
+	for i := range l.unknown {
+		calls = append(calls, harness.ToolCall{Tenant: "acme", Session: session(i), Turn: fmt.Sprint(100 + i), Tool: "flaky", Input: input(i, 0)})
+	}
+	for i := range l.suppressed {
+		step := fmt.Sprintf("step-%d", i)
+		calls = append(calls,
+			harness.ToolCall{Tenant: "acme", Session: session(i), Turn: "x", StepKey: step, Tool: "send", Input: input(i, 0)},
+			harness.ToolCall{Tenant: "acme", Session: session(i), Turn: "x", StepKey: step, Tool: "send", Input: input(i+1000, 0)})
+	}
+	for _, c := range calls {
+		if res := h.Call(ctx, c); res.Err != nil && res.Status == harness.Rejected {
+			t.Fatalf("building %s: %s: %v", l.name, c.Turn, res.Err)
+		}
+	}
+	// Pending: the write-ahead of a call whose process stopped there.
+	d := keyderive.Deriver{Namespace: s.Namespace()}
+	for i := range l.pending {
+		c := harness.ToolCall{Tenant: "acme", Session: session(i), Turn: fmt.Sprint(200 + i), Tool: "send", Input: input(i, 0)}
+		in := keyderive.Intent{Tenant: c.Tenant, Session: c.Session, Turn: c.Turn, Tool: c.Tool}
+		dv, err := d.Derive(in, c.Input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Begin(ctx, journal.BeginRequest{Key: dv.Key, Intent: in, Fingerprint: dv.Fingerprint, Effect: journal.Unkeyed,
+			Input: dv.Canonical, Owner: "gone", AttemptID: "a1", LeaseTTL: time.Minute, Durable: true}); err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, c)
+	}
+	h.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return calls
+}
+
+// sweepAnswer is what a re-issue answered.
+type sweepAnswer struct {
+	status harness.Status
+	output string
+	err    error
+	ran    int64 // the tool's runs during the call
+}
+
+// reissue opens the journal at path, re-issues calls through a harness,
+// and returns the answers and how many times a tool ran; err is the open's
+// error.
+func reissue(t *testing.T, path string, calls []harness.ToolCall) (answers []sweepAnswer, runs int64, err error) {
+	s, err := bolt.Open(path, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer s.Close()
+	h := harness.New(s, &harness.Options{Retry: sweepRetry, Logger: quiet})
+	defer h.Close()
+	var tools sweepTools
+	tools.register(t, h)
+	for _, c := range calls {
+		before := tools.runs.Load()
+		res := h.Call(context.Background(), c)
+		answers = append(answers, sweepAnswer{status: res.Status, output: string(res.Output), err: res.Err, ran: tools.runs.Load() - before})
+	}
+	return answers, tools.runs.Load(), nil
+}
+
+// sweepCounts are the corruption sweep's counts.
+type sweepCounts struct {
+	copies, openRefused, beginRefused, answered, reruns, silent, falseAnswers int
+}
+
+func (c sweepCounts) String() string {
+	return fmt.Sprintf("%d copies: %d refused at open, %d refused at a call, %d answered; %d re-runs (%d silent), %d false answers",
+		c.copies, c.openRefused, c.beginRefused, c.answered, c.reruns, c.silent, c.falseAnswers)
+}
+
+// TestDamageSweep damages small journals of several layouts by
+// overwriting 16 bytes at every 256-byte offset (one copy per offset and
+// fill pattern), opens each copy and re-issues every call through a real
+// harness whose Unkeyed tools count their runs. Every copy either refuses
+// to open, or answers each call as the undamaged journal does or with an
+// error (wrapping ErrCorrupt, the damage named): no tool runs again, no
+// call is answered falsely. The short form sweeps two fill patterns; AGENTONCE_LONG=1 adds
+// two more.
+func TestDamageSweep(t *testing.T) {
+	patterns := map[string]func(off int) []byte{
+		"zeros": func(int) []byte { return make([]byte, 16) },
+		"ones":  func(int) []byte { return bytes.Repeat([]byte{0xff}, 16) },
+	}
+	if os.Getenv("AGENTONCE_LONG") != "" {
+		patterns["random"] = func(off int) []byte {
+			b := make([]byte, 16)
+			r := rand.New(rand.NewPCG(uint64(off), 1))
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+			return b
+		}
+		patterns["ascii"] = func(off int) []byte { return []byte(fmt.Sprintf("%016x", off*2654435761)) }
+	}
+	var total sweepCounts
+	for _, l := range sweepLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			dir := t.TempDir()
+			orig := filepath.Join(dir, "orig.db")
+			calls := l.build(t, orig)
+			pristine, err := os.ReadFile(orig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The truth: what the undamaged journal answers.
+			work := filepath.Join(dir, "copy.db")
+			writeCopy(t, work, pristine)
+			want, runs, err := reissue(t, work, calls)
+			if err != nil || runs != 0 {
+				t.Fatalf("undamaged journal: %d runs, open error %v; want 0 runs", runs, err)
+			}
+			for _, name := range []string{"zeros", "ones", "random", "ascii"} {
+				fill, ok := patterns[name]
+				if !ok {
+					continue
+				}
+				var c sweepCounts
+				for off := 0; off+16 <= len(pristine); off += 256 {
+					damaged := bytes.Clone(pristine)
+					copy(damaged[off:], fill(off))
+					if bytes.Equal(damaged, pristine) {
+						continue
+					}
+					writeCopy(t, work, damaged)
+					c.copies++
+					got, runs, err := reissue(t, work, calls)
+					if err != nil {
+						c.openRefused++
+						continue
+					}
+					c.tally(t, fmt.Sprintf("%s %s offset %d", l.name, name, off), calls, want, got, runs)
+				}
+				t.Logf("%s, %s: %v", l.name, name, c)
+				total.add(c)
+			}
+		})
+	}
+	t.Logf("all: %v", total)
+	if total.reruns != 0 || total.falseAnswers != 0 {
+		t.Errorf("sweep: %v; want 0 re-runs and 0 false answers", total)
+	}
+}
+
+// tally counts one opened copy: its re-runs and its answers, each the
+// undamaged journal's or a refusal wrapping ErrCorrupt.
+func (c *sweepCounts) tally(t *testing.T, copyName string, calls []harness.ToolCall, want, got []sweepAnswer, runs int64) {
+	refused := false
+	wrong := 0
+	for i := range got {
+		if got[i].ran > 0 {
+			c.reruns += int(got[i].ran)
+			if got[i].err == nil {
+				c.silent += int(got[i].ran)
+			}
+			t.Logf("%s: call %s/%s ran its tool again: %v %s (%v)", copyName, calls[i].Session, calls[i].Turn, got[i].status, got[i].output, got[i].err)
+		}
+		switch {
+		case got[i].status == harness.Rejected && got[i].err != nil:
+			refused = true
+			if !errors.Is(got[i].err, journal.ErrCorrupt) {
+				t.Logf("%s: call %s/%s refused with %v", copyName, calls[i].Session, calls[i].Turn, got[i].err)
+			}
+		case got[i].status != want[i].status || got[i].output != want[i].output:
+			wrong++
+			t.Logf("%s: call %s/%s answered %v %s (%v); undamaged %v %s", copyName, calls[i].Session, calls[i].Turn,
+				got[i].status, got[i].output, got[i].err, want[i].status, want[i].output)
+		}
+	}
+	c.falseAnswers += wrong
+	switch {
+	case refused:
+		c.beginRefused++
+	case wrong == 0 && runs == 0:
+		c.answered++
+	}
+}
+
+func (c *sweepCounts) add(o sweepCounts) {
+	c.copies += o.copies
+	c.openRefused += o.openRefused
+	c.beginRefused += o.beginRefused
+	c.answered += o.answered
+	c.reruns += o.reruns
+	c.silent += o.silent
+	c.falseAnswers += o.falseAnswers
+}
+
+func writeCopy(t *testing.T, path string, data []byte) {
+	t.Helper()
+	os.Remove(path + "-pending")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
