@@ -177,6 +177,22 @@ func TestDamageSweep(t *testing.T) {
 		}
 		patterns["ascii"] = func(off int) []byte { return []byte(fmt.Sprintf("%016x", off*2654435761)) }
 	}
+	// The open checks a small file's tree; without that check, each Begin
+	// that finds no record checks the indexes, as on a large file.
+	for _, mode := range []struct {
+		name    string
+		treeMax int64
+	}{{"open-check", -2}, {"begin-check-only", -1}} {
+		t.Run(mode.name, func(t *testing.T) {
+			if mode.treeMax != -2 {
+				bolt.SetTreeCheckMax(t, mode.treeMax)
+			}
+			sweep(t, patterns)
+		})
+	}
+}
+
+func sweep(t *testing.T, patterns map[string]func(off int) []byte) {
 	var total sweepCounts
 	for _, l := range sweepLayouts {
 		t.Run(l.name, func(t *testing.T) {

@@ -185,8 +185,11 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 	}
 	// Checking is a read: a write transaction would rewrite the meta page
 	// (and fsync) on every open.
-	if err := s.db.View(check); err != nil || !create {
+	if err := s.db.View(check); err != nil || !create && fi.Size() > treeCheckMax {
 		return err
+	}
+	if !create {
+		return s.checkTree()
 	}
 	return s.db.Update(func(tx *bbolt.Tx) error { return s.create(tx, ns) })
 }

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -95,4 +96,43 @@ func decodeStored(k, v []byte) (journal.Record, error) {
 		err = fmt.Errorf("%w: the record stored under this key is record %s", journal.ErrCorrupt, r.Key)
 	}
 	return r, err
+}
+
+// treeCheckMax is the size up to which an open checks the file's tree
+// (checkTree), at about TREECOST a MiB (BENCHMARKS.md); a larger file is
+// checked by each Begin that finds no record (Store.recorded). A variable
+// for tests.
+var treeCheckMax int64 = 8 << 20
+
+// checkTree walks every bucket of the file, checking that its keys ascend
+// and that each record that decodes is stored under its own key: a
+// damaged key or page, which could hide a record from a Begin, refuses
+// the open. A damaged record value is left to the reads that meet it.
+func (s *Store) checkTree() error {
+	return s.view(func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+			records := string(name) == string(bucketRecords)
+			var prev []byte
+			c := b.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				var what string
+				switch {
+				case prev != nil && bytes.Compare(prev, k) >= 0:
+					what = fmt.Sprintf("key %x follows key %x", k, prev)
+				case records && len(k) != 16:
+					what = fmt.Sprintf("key %x is %d bytes, not 16", k, len(k))
+				case records && v != nil:
+					if r, err := codec.Decode(v); err == nil && r.Key != uuid.UUID(k) {
+						what = fmt.Sprintf("key %x holds record %s", k, r.Key)
+					}
+				}
+				if what != "" {
+					return fmt.Errorf("journal %s: %w: bucket %s: %s (a damaged page: agentctl verify lists the damaged records; restore the journal from a backup or an export)",
+						s.path, journal.ErrCorrupt, name, what)
+				}
+				prev = k
+			}
+			return nil
+		})
+	})
 }
