@@ -10,9 +10,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal"
@@ -292,6 +296,84 @@ func writeCopy(t *testing.T, path string, data []byte) {
 	t.Helper()
 	os.Remove(path + "-pending")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A record whose key is damaged in the file (its value under another key,
+// as a damaged leaf leaves it) is never taken for a new intent. A small
+// file refuses to open, naming the bucket and both keys. Without that
+// check (a file over its size), the Begin of the intent refuses, naming
+// the key and the index entry that says a record should be there, and
+// the tool does not run: for a record whose entry is in the session index
+// and for one still in the fresh bucket.
+func TestDamagedKeyIsNotANewIntent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	s := mustOpen(t, path, nil)
+	h := harness.New(s, &harness.Options{Logger: quiet})
+	var tools sweepTools
+	tools.register(t, h)
+	ctx := context.Background()
+	var calls []harness.ToolCall
+	var keys []string
+	for i := range 20 { // the first 16 enter the index, the last 4 stay fresh
+		c := harness.ToolCall{Tenant: "acme", Session: "s1", Turn: fmt.Sprint(i), Tool: "send", Input: json.RawMessage(fmt.Sprint(i))}
+		res := h.Call(ctx, c)
+		if res.Status != harness.Succeeded {
+			t.Fatalf("call %d: %v %v", i, res.Status, res.Err)
+		}
+		calls, keys = append(calls, c), append(keys, res.Key.String())
+	}
+	h.Close()
+	s.Close()
+	for _, i := range []int{0, 19} {
+		moveRecord(t, path, uuid.MustParse(keys[i]))
+	}
+
+	_, err := bolt.Open(path, nil)
+	if !errors.Is(err, journal.ErrCorrupt) || !strings.Contains(err.Error(), "bucket records") || !strings.Contains(err.Error(), "agentctl verify") {
+		t.Fatalf("Open of a file with a damaged key = %v; want ErrCorrupt naming the records bucket, with the verify hint", err)
+	}
+
+	bolt.SetTreeCheckMax(t, -1)
+	s = mustOpen(t, path, nil)
+	defer s.Close()
+	h = harness.New(s, &harness.Options{Logger: quiet})
+	defer h.Close()
+	tools.runs.Store(0)
+	tools.register(t, h)
+	for i, where := range map[int]string{0: "session index", 19: "fresh bucket"} {
+		res := h.Call(ctx, calls[i])
+		if res.Status != harness.Rejected || !errors.Is(res.Err, journal.ErrCorrupt) ||
+			!strings.Contains(res.Err.Error(), keys[i]) || !strings.Contains(res.Err.Error(), where) {
+			t.Errorf("re-issue of call %d, its key damaged: %v %v; want refused, ErrCorrupt naming key %s and the %s", i, res.Status, res.Err, keys[i], where)
+		}
+	}
+	if res := h.Call(ctx, calls[5]); res.Status != harness.Succeeded || res.Source != harness.Replayed {
+		t.Errorf("re-issue of an intact call: %v from %v (%v); want replayed", res.Status, res.Source, res.Err)
+	}
+	if n := tools.runs.Load(); n != 0 {
+		t.Fatalf("tool runs on re-issues = %d; want 0", n)
+	}
+}
+
+// moveRecord moves key's record in the closed journal at path to a key one
+// bit off, as a damaged key in a leaf leaves it.
+func moveRecord(t *testing.T, path string, key uuid.UUID) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte("records"))
+		v := bytes.Clone(b.Get(key[:]))
+		moved := key
+		moved[15] ^= 1
+		return errors.Join(b.Delete(key[:]), b.Put(moved[:], v))
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
