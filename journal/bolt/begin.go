@@ -290,7 +290,7 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 		c := fresh.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if len(k) != 16 || len(v) != freshValueLen {
-				return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, k, v)
+				return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, clip(k), clip(v))
 			}
 			if journal.State(v[0]) != journal.StateSuppressed {
 				continue

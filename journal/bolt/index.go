@@ -117,7 +117,7 @@ func (c *toolCounts) decode(v []byte) error {
 	for i := range c {
 		n, w := binary.Uvarint(v)
 		if w <= 0 {
-			return fmt.Errorf("%w: counter value %x", journal.ErrCorrupt, v)
+			return fmt.Errorf("%w: counter value %x", journal.ErrCorrupt, clip(v))
 		}
 		c[i], v = int64(n), v[w:]
 	}
@@ -228,7 +228,7 @@ const timeKeyLen = 1 + 8 + 16
 // timeEntryOf reads the creation time and the key of a time index key.
 func timeEntryOf(k []byte) (*ixEntry, error) {
 	if len(k) != timeKeyLen || k[0] != pfxTime {
-		return nil, fmt.Errorf("%w: time index entry %x", journal.ErrCorrupt, k)
+		return nil, fmt.Errorf("%w: time index entry %x", journal.ErrCorrupt, clip(k))
 	}
 	return &ixEntry{created: readTime(k[1:9]), key: uuid.UUID(k[9:])}, nil
 }
@@ -537,7 +537,7 @@ func (s *Store) freshEntries(tx *bbolt.Tx) ([]freshEntry, error) {
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		e, ok := decodeFresh(k, v)
 		if !ok {
-			return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, k, v)
+			return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, clip(k), clip(v))
 		}
 		out = append(out, e)
 	}
@@ -658,10 +658,10 @@ func indexedStats(tx *bbolt.Tx, now time.Time) (journal.Stats, error) {
 	for k, v := cc.First(); k != nil; k, v = cc.Next() {
 		var c toolCounts
 		if len(k) < 1 || k[0] != 't' {
-			return journal.Stats{}, fmt.Errorf("%w: counter %q", journal.ErrCorrupt, k)
+			return journal.Stats{}, fmt.Errorf("%w: counter %q", journal.ErrCorrupt, clip(k))
 		}
 		if err := c.decode(v); err != nil {
-			return journal.Stats{}, fmt.Errorf("counters of tool %q: %w", k[1:], err)
+			return journal.Stats{}, fmt.Errorf("counters of tool %q: %w", clip(k[1:]), err)
 		}
 		n := 0
 		for i, x := range c[:len(c)-1] {
@@ -697,7 +697,7 @@ func openKeys(ix *bbolt.Bucket, st journal.State) ([]*ixEntry, error) {
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		key, err := keyTail(k)
 		if err != nil || len(v) != 8 {
-			return nil, fmt.Errorf("%w: index entry %x", journal.ErrCorrupt, k)
+			return nil, fmt.Errorf("%w: index entry %x", journal.ErrCorrupt, clip(k))
 		}
 		out = append(out, &ixEntry{key: key, created: readTime(v), expires: readTime(k[len(prefix):])})
 	}

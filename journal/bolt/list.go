@@ -144,7 +144,7 @@ func (s *Store) sessionEntries(tx *bbolt.Tx, session string) ([]*ixEntry, error)
 	c := tx.Bucket(bucketIndex).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		if len(k) != sessionKeyLen {
-			return nil, fmt.Errorf("journal %s: %w: session index entry %x", s.path, journal.ErrCorrupt, k)
+			return nil, fmt.Errorf("journal %s: %w: session index entry %x", s.path, journal.ErrCorrupt, clip(k))
 		}
 		out = append(out, &ixEntry{created: readTime(k[9:17]), key: uuid.UUID(k[17:])})
 	}
@@ -170,7 +170,7 @@ func (s *Store) scanEntries(tx *bbolt.Tx, f *journal.Filter) ([]*ixEntry, error)
 	err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
 		r, err := codec.Decode(v)
 		if err != nil {
-			return fmt.Errorf("journal %s: key %x: %w", s.path, k, err)
+			return fmt.Errorf("journal %s: key %x: %w", s.path, clip(k), err)
 		}
 		if machine.MatchFilter(&r, f) {
 			out = append(out, &ixEntry{key: r.Key, created: nanos(r.Created)})

@@ -133,5 +133,9 @@ func wrapKey(path string, key []byte, err error) error {
 	if len(key) == 16 {
 		return fmt.Errorf("journal %s: key %s: %w", path, uuid.UUID(key), err)
 	}
-	return fmt.Errorf("journal %s: key %x: %w", path, key, err)
+	return fmt.Errorf("journal %s: key %x: %w", path, clip(key), err)
 }
+
+// clip is at most 64 bytes of b, for an error message: on a damaged page a
+// key or value can run for gigabytes.
+func clip(b []byte) []byte { return b[:min(len(b), 64)] }

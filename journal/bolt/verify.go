@@ -87,7 +87,7 @@ func Verify(ctx context.Context, path string, opts *Options, damaged func(key uu
 func decodeStored(k, v []byte) (journal.Record, error) {
 	switch {
 	case len(k) != 16:
-		return journal.Record{}, fmt.Errorf("%w: stored key %x is %d bytes, not 16", journal.ErrCorrupt, k, len(k))
+		return journal.Record{}, fmt.Errorf("%w: stored key %x is %d bytes, not 16", journal.ErrCorrupt, clip(k), len(k))
 	case v == nil:
 		return journal.Record{}, fmt.Errorf("%w: a bucket where a record should be", journal.ErrCorrupt)
 	}
@@ -118,12 +118,12 @@ func (s *Store) checkTree() error {
 				var what string
 				switch {
 				case prev != nil && bytes.Compare(prev, k) >= 0:
-					what = fmt.Sprintf("key %x follows key %x", k, prev)
+					what = fmt.Sprintf("key %x follows key %x", clip(k), clip(prev))
 				case records && len(k) != 16:
-					what = fmt.Sprintf("key %x is %d bytes, not 16", k, len(k))
+					what = fmt.Sprintf("key %x is %d bytes, not 16", clip(k), len(k))
 				case records && v != nil:
 					if r, err := codec.Decode(v); err == nil && r.Key != uuid.UUID(k) {
-						what = fmt.Sprintf("key %x holds record %s", k, r.Key)
+						what = fmt.Sprintf("key %x holds record %s", clip(k), r.Key)
 					}
 				}
 				if what != "" {
