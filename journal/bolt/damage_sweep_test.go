@@ -377,3 +377,60 @@ func moveRecord(t *testing.T, path string, key uuid.UUID) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkTreeCheck: the tree check an open makes of a file up to 8 MiB,
+// on journals of scale records (MB/s: of the file).
+func BenchmarkTreeCheck(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "j.db")
+			s := mustOpen(b, path, nil)
+			defer s.Close()
+			rng := rand.New(rand.NewPCG(1, 2))
+			recs := make([]journal.Record, n)
+			for i := range recs {
+				recs[i] = scaleRecord(i, n, 0, false, rng)
+			}
+			if err := bolt.BulkPut(s, recs); err != nil {
+				b.Fatal(err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(fi.Size())
+			for b.Loop() {
+				if err := bolt.CheckTree(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBeginNewKey: a non-durable Begin of a new key (no commit: the
+// write-ahead of a Keyed call) in a session that holds n records, which
+// the Begin's check of the session index reads.
+func BenchmarkBeginNewKey(b *testing.B) {
+	for _, n := range []int{0, 100, 1000, 10000} {
+		b.Run(fmt.Sprintf("session=%d", n), func(b *testing.B) {
+			s := benchStore(b)
+			rng := rand.New(rand.NewPCG(1, 2))
+			recs := make([]journal.Record, n)
+			for i := range recs {
+				recs[i] = scaleRecord(i, max(n, 1), 0, false, rng)
+				recs[i].Intent.Session = "sess-7f3a9c"
+			}
+			if err := bolt.BulkPut(s, recs); err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Begin(ctx, benchRequest(uuid.New(), false)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
