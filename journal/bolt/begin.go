@@ -161,17 +161,15 @@ func (s *Store) decideLocked(st *stripe, req journal.BeginRequest, b *beginRead)
 	})
 }
 
-// recorded returns an error wrapping ErrCorrupt when the indexes hold an
-// entry of req's key, which the records bucket does not: a damaged key or
-// page of the records bucket, which must not make a recorded intent look
-// new. It reads the key's fresh entry and the session index's range of
-// req's session, whose every entry is a record of the session.
+// recorded returns an error wrapping ErrCorrupt when req's key, absent
+// from the records bucket, has a fresh entry or an entry in its session's
+// range of the session index: a damaged key or page must not make a
+// recorded intent look new.
 func (s *Store) recorded(tx *bbolt.Tx, req *journal.BeginRequest) error {
+	key, where := req.Key, ""
 	if s.legacy {
 		return nil
-	}
-	key, where := req.Key, ""
-	if tx.Bucket(bucketFresh).Get(key[:]) != nil {
+	} else if tx.Bucket(bucketFresh).Get(key[:]) != nil {
 		where = "the fresh bucket holds its entry"
 	}
 	h := sessionHash(req.Intent.Session)

@@ -39,7 +39,7 @@ func BulkPut(s *Store, recs []journal.Record) error {
 // FileRecord reads key's record from the file, past the cache.
 func FileRecord(s *Store, key uuid.UUID) (r journal.Record, found bool, err error) {
 	err = s.view(func(tx *bbolt.Tx) error {
-		found, err = s.readInto(tx, key, &r)
+		found, err = s.readIn(tx.Bucket(bucketRecords), key, &r)
 		return err
 	})
 	return r, found, err

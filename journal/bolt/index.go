@@ -383,13 +383,9 @@ func (s *Store) indexDelete(tx *bbolt.Tx, key uuid.UUID) error {
 // storedEntry is the index entry of the record stored under key, made in
 // dst, or nil.
 func (s *Store) storedEntry(recs *bbolt.Bucket, key uuid.UUID, dst *ixEntry) (*ixEntry, error) {
-	v := recs.Get(key[:])
-	if v == nil {
-		return nil, nil
-	}
-	r, err := decodeStored(key[:], v)
-	if err != nil {
-		return nil, wrapKey(s.path, key[:], err)
+	var r journal.Record
+	if found, err := s.readIn(recs, key, &r); !found || err != nil {
+		return nil, err
 	}
 	dst.set(&r)
 	return dst, nil

@@ -325,7 +325,7 @@ func (s *Store) recoverPending() (int, error) {
 		n = 0
 		for _, r := range recs {
 			var cur journal.Record
-			found, err := s.readInto(tx, r.Key, &cur)
+			found, err := s.readIn(tx.Bucket(bucketRecords), r.Key, &cur)
 			if err != nil {
 				return err
 			}

@@ -55,7 +55,7 @@ func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err er
 		return true, nil
 	}
 	err = s.view(func(tx *bbolt.Tx) error {
-		found, err = s.readInto(tx, key, dst)
+		found, err = s.readIn(tx.Bucket(bucketRecords), key, dst)
 		return err
 	})
 	if testHookRead != nil {
@@ -82,20 +82,15 @@ func (s *Store) view(fn func(tx *bbolt.Tx) error) (err error) {
 // readTx returns the committed record for key within tx, or nil.
 func (s *Store) readTx(tx *bbolt.Tx, key uuid.UUID) (*journal.Record, error) {
 	var d journal.Record
-	if ok, err := s.readInto(tx, key, &d); !ok || err != nil {
+	if ok, err := s.readIn(tx.Bucket(bucketRecords), key, &d); !ok || err != nil {
 		return nil, err
 	}
 	return &d, nil
 }
 
-// readInto reads the committed record for key into dst within tx, and
-// reports whether there is one: the replay path's read, whose record stays
-// on the caller's stack.
-func (s *Store) readInto(tx *bbolt.Tx, key uuid.UUID, dst *journal.Record) (bool, error) {
-	return s.readIn(tx.Bucket(bucketRecords), key, dst)
-}
-
-// readIn is readInto from recs, the records bucket of a transaction.
+// readIn reads the committed record for key from recs, the records bucket
+// of a transaction, into dst, and reports whether there is one: the replay
+// path's read, whose record stays on the caller's stack.
 func (s *Store) readIn(recs *bbolt.Bucket, key uuid.UUID, dst *journal.Record) (bool, error) {
 	v := recs.Get(key[:])
 	if v == nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,22 +42,13 @@ func Verify(ctx context.Context, path string, opts *Options, damaged func(key uu
 	if fi.Size() == 0 {
 		return 0, fmt.Errorf("journal %s: %w: empty file", path, journal.ErrCorrupt)
 	}
-	var db *bbolt.DB
-	defer func() {
-		// bbolt can panic (or fault on the mapped file) on damaged pages.
-		if p := recover(); p != nil {
-			if db != nil {
-				_ = db.Close()
-			}
-			err = fmt.Errorf("journal %s: %w: %v", path, journal.ErrCorrupt, p)
-		}
-	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	if db, err = openBolt(path, &bbolt.Options{Timeout: wait, ReadOnly: true}); err != nil {
+	db, err := openBolt(path, &bbolt.Options{Timeout: wait, ReadOnly: true})
+	if err != nil {
 		return 0, err
 	}
 	defer db.Close()
-	err = db.View(func(tx *bbolt.Tx) error {
+	s := &Store{path: path, db: db} // its view turns bbolt's panics and faults on damaged pages into ErrCorrupt
+	err = s.view(func(tx *bbolt.Tx) error {
 		recs := tx.Bucket(bucketRecords)
 		if tx.Bucket(bucketMeta) == nil || recs == nil {
 			return fmt.Errorf("journal %s: %w: a bbolt file without the journal's buckets", path, journal.ErrCorrupt)
@@ -98,16 +88,15 @@ func decodeStored(k, v []byte) (journal.Record, error) {
 	return r, err
 }
 
-// treeCheckMax is the size up to which an open checks the file's tree
-// (checkTree), at about TREECOST a MiB (BENCHMARKS.md); a larger file is
-// checked by each Begin that finds no record (Store.recorded). A variable
-// for tests.
+// treeCheckMax is the largest file whose tree an open checks (about 1 ms a
+// MiB, BENCHMARKS.md); a Begin that finds no record checks the indexes
+// (Store.recorded) whatever the size. A variable for tests.
 var treeCheckMax int64 = 8 << 20
 
-// checkTree walks every bucket of the file, checking that its keys ascend
-// and that each record that decodes is stored under its own key: a
-// damaged key or page, which could hide a record from a Begin, refuses
-// the open. A damaged record value is left to the reads that meet it.
+// checkTree refuses a file with a damaged key or page, which could hide a
+// record from a Begin: in every bucket the keys must ascend, and each
+// record that decodes must be stored under its own key (a damaged value
+// is left to the reads that meet it).
 func (s *Store) checkTree() error {
 	return s.view(func(tx *bbolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
