@@ -434,3 +434,56 @@ func BenchmarkBeginNewKey(b *testing.B) {
 		})
 	}
 }
+
+// A damaged namespace would give every intent a new key: the open refuses
+// it (the namespace's checksum), and a journal written before the checksum
+// gets it at its first writer's open.
+func TestDamagedNamespace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	s := mustOpen(t, path, nil)
+	h := harness.New(s, &harness.Options{Logger: quiet})
+	var tools sweepTools
+	tools.register(t, h)
+	ctx := context.Background()
+	c := harness.ToolCall{Tenant: "acme", Session: "s1", Turn: "1", Tool: "send", Input: json.RawMessage(`1`)}
+	if res := h.Call(ctx, c); res.Status != harness.Succeeded {
+		t.Fatalf("call: %v %v", res.Status, res.Err)
+	}
+	h.Close()
+	s.Close()
+	editMeta := func(edit func(meta *bbolt.Bucket) error) {
+		t.Helper()
+		db, err := bbolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.Update(func(tx *bbolt.Tx) error { return edit(tx.Bucket([]byte("meta"))) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	editMeta(func(meta *bbolt.Bucket) error { return meta.Delete([]byte("namespace-sum")) })
+	mustOpen(t, path, nil).Close()
+	editMeta(func(meta *bbolt.Bucket) error {
+		if meta.Get([]byte("namespace-sum")) == nil {
+			t.Errorf("a writer's open of a journal without the namespace's checksum did not add it")
+		}
+		ns := bytes.Clone(meta.Get([]byte("namespace")))
+		ns[15] ^= 1
+		return meta.Put([]byte("namespace"), ns)
+	})
+
+	s, err := bolt.Open(path, nil)
+	if err == nil {
+		defer s.Close()
+		h := harness.New(s, &harness.Options{Logger: quiet})
+		defer h.Close()
+		tools.runs.Store(0)
+		tools.register(t, h)
+		res := h.Call(ctx, c)
+		t.Fatalf("Open with a damaged namespace succeeded; the re-issue: %v, the tool ran %d more times", res.Status, tools.runs.Load())
+	}
+	if !errors.Is(err, journal.ErrCorrupt) || !strings.Contains(err.Error(), "namespace") {
+		t.Fatalf("Open with a damaged namespace: %v; want ErrCorrupt naming the namespace", err)
+	}
+}

@@ -84,6 +84,9 @@ var (
 
 	metaVersion   = []byte("version")
 	metaNamespace = []byte("namespace")
+	// metaNamespaceSum is the namespace's CRC-32C (nsSum): damaged, the
+	// namespace would give every intent a new key.
+	metaNamespaceSum = []byte("namespace-sum")
 	// metaMigrating is present while a layout-1 journal's indexes are being
 	// built: the last record key indexed (empty: none yet).
 	metaMigrating = []byte("migrating")

@@ -1,9 +1,11 @@
 package bolt
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"runtime/debug"
@@ -141,7 +143,7 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 	if err != nil {
 		return fmt.Errorf("open journal: %w", err)
 	}
-	create := false
+	create, addSum := false, false
 	check := func(tx *bbolt.Tx) error {
 		// A truncated file maps pages that are not there; reading them
 		// would fault. The meta page says how big the file must be.
@@ -170,6 +172,11 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 			return fmt.Errorf("journal %s: %w: namespace of %d bytes", s.path, journal.ErrCorrupt, len(stored))
 		}
 		s.ns = uuid.UUID(stored)
+		sum := meta.Get(metaNamespaceSum)
+		if sum != nil && !bytes.Equal(sum, nsSum(s.ns)) {
+			return fmt.Errorf("journal %s: %w: the namespace does not match its checksum (every key would change); restore the journal from a backup", s.path, journal.ErrCorrupt)
+		}
+		addSum = sum == nil && !s.readOnly
 		if ns != uuid.Nil && ns != s.ns {
 			return fmt.Errorf("journal %s: %w: given %s", s.path, journal.ErrNamespaceMismatch, ns)
 		}
@@ -185,13 +192,28 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 	}
 	// Checking is a read: a write transaction would rewrite the meta page
 	// (and fsync) on every open.
-	if err := s.db.View(check); err != nil || !create && fi.Size() > treeCheckMax {
+	if err := s.db.View(check); err != nil {
 		return err
 	}
-	if !create {
-		return s.checkTree()
+	if create || addSum { // addSum: once, in a journal written before the checksum
+		err := s.db.Update(func(tx *bbolt.Tx) error {
+			if create {
+				return s.create(tx, ns)
+			}
+			return tx.Bucket(bucketMeta).Put(metaNamespaceSum, nsSum(s.ns))
+		})
+		if err != nil || create {
+			return err
+		}
 	}
-	return s.db.Update(func(tx *bbolt.Tx) error { return s.create(tx, ns) })
+	if fi.Size() > treeCheckMax {
+		return nil
+	}
+	return s.checkTree()
+}
+
+func nsSum(ns uuid.UUID) []byte {
+	return binary.BigEndian.AppendUint32(nil, crc32.Checksum(ns[:], crc32.MakeTable(crc32.Castagnoli)))
 }
 
 // create makes the buckets of a new journal in tx, under namespace ns (a
@@ -204,7 +226,7 @@ func (s *Store) create(tx *bbolt.Tx, ns uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	if err := firstErr(meta.Put(metaVersion, binary.AppendUvarint(nil, layoutVersion)), meta.Put(metaNamespace, ns[:])); err != nil {
+	if err := firstErr(meta.Put(metaVersion, binary.AppendUvarint(nil, layoutVersion)), meta.Put(metaNamespace, ns[:]), meta.Put(metaNamespaceSum, nsSum(ns))); err != nil {
 		return err
 	}
 	for _, b := range [][]byte{bucketRecords, bucketIndex, bucketCounts, bucketFresh} {
