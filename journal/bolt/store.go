@@ -4,7 +4,7 @@
 // index and the counters, written in the transaction of the record they
 // index: see index.go). Memory holds the overlay of non-durable records
 // and a cache of settled ones (cache.go), neither filled by the open, so
-// an open reads no record. A journal of layout 1 (no index bucket) is
+// an open reads no record (of a file over treeCheckMax). A journal of layout 1 (no index bucket) is
 // migrated by its first writer's open (migrate.go).
 //
 // The files follow a call: open.go opens the file, begin.go decides a
