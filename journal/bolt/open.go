@@ -65,42 +65,31 @@ func Open(path string, opts *Options) (s *Store, err error) {
 			return nil, err
 		}
 	}
+	st := s
 	defer func() {
 		// bbolt can panic (or fault on the mapped file) on damaged pages.
 		if p := recover(); p != nil {
-			if s != nil && s.db != nil {
-				_ = s.db.Close()
-			}
 			s, err = nil, fmt.Errorf("journal %s: %w: %v", path, journal.ErrCorrupt, p)
+		}
+		if err != nil && st.db != nil {
+			_ = st.db.Close()
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 
-	db, err := openBolt(path, &bbolt.Options{
-		Timeout:      o.LockTimeout,
-		ReadOnly:     jo.ReadOnly,
-		FreelistType: bbolt.FreelistMapType,
-	})
-	if err != nil {
+	if s.db, err = openBolt(path, &bbolt.Options{Timeout: o.LockTimeout, ReadOnly: jo.ReadOnly, FreelistType: bbolt.FreelistMapType}); err != nil {
 		return nil, err
 	}
-	s.db = db
 	if err := s.checkFile(jo.Namespace); err != nil {
-		_ = db.Close()
-		s.db = nil
 		return nil, err
 	}
 	if !jo.ReadOnly {
 		if err := s.migrate(); err != nil {
-			_ = db.Close()
-			s.db = nil
 			return nil, err
 		}
 	}
 	opened, err := s.startClock()
 	if err != nil {
-		_ = db.Close()
-		s.db = nil
 		return nil, fmt.Errorf("journal %s: starting the clock: %w", path, err)
 	}
 	s.pendlog = newPendingLog(path)
@@ -114,8 +103,6 @@ func Open(path string, opts *Options) (s *Store, err error) {
 		err = s.loadSuppressing()
 	}
 	if err != nil {
-		_ = db.Close()
-		s.db = nil
 		return nil, err
 	}
 	return s, nil
