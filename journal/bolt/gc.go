@@ -161,15 +161,12 @@ func (s *Store) gcBatch(ctx context.Context, max int, now time.Time) (int, error
 			})
 		}
 		for _, key := range keys {
-			v := recs.Get(key[:])
-			if v == nil {
-				continue
-			}
-			r, err := decodeStored(key[:], v)
+			var r journal.Record
+			found, err := s.readIn(recs, key, &r)
 			if err != nil {
-				return wrapKey(s.path, key[:], err)
+				return err
 			}
-			if !journal.Expired(&r, now) { // checked again: the index says so, the record decides
+			if !found || !journal.Expired(&r, now) { // checked again: the index says so, the record decides
 				continue
 			}
 			if err := s.indexDelete(tx, key); err != nil {

@@ -68,12 +68,10 @@ func (s *Store) listUnindexed(ctx context.Context, f journal.Filter) (skip map[u
 			if _, ok := skip[e.key]; ok || !e.mayMatch(&f) {
 				continue
 			}
-			if v := recs.Get(e.key[:]); v != nil {
-				r, err := decodeStored(e.key[:], v)
-				if err != nil {
-					return wrapKey(s.path, e.key[:], err)
-				}
-				s.endStale(&r)
+			var r journal.Record
+			if found, err := s.readIn(recs, e.key, &r); err != nil {
+				return err
+			} else if found {
 				skip[e.key] = &r
 			}
 		}
@@ -230,17 +228,11 @@ func (s *Store) readPage(tx *bbolt.Tx, chunk []*ixEntry, f *journal.Filter, over
 		if _, ok := over[e.key]; ok {
 			continue
 		}
-		v := recs.Get(e.key[:])
-		if v == nil {
-			continue // removed since the index was read
-		}
-		r, err := decodeStored(e.key[:], v)
-		if err != nil {
-			return nil, wrapKey(s.path, e.key[:], err)
-		}
-		s.endStale(&r)
-		// The record may have changed since the index was read.
-		if machine.MatchFilter(&r, f) {
+		// The record may have been removed or changed since the index was read.
+		var r journal.Record
+		if found, err := s.readIn(recs, e.key, &r); err != nil {
+			return nil, err
+		} else if found && machine.MatchFilter(&r, f) {
 			page = append(page, &r)
 		}
 	}
