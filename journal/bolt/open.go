@@ -193,7 +193,7 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 			return err
 		}
 	}
-	if fi.Size() > treeCheckMax {
+	if fi.Size() > treeCheckMax || s.readOnly { // a reader starts no intent, and may export what reads
 		return nil
 	}
 	return s.checkTree()

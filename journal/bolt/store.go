@@ -4,8 +4,9 @@
 // index and the counters, written in the transaction of the record they
 // index: see index.go). Memory holds the overlay of non-durable records
 // and a cache of settled ones (cache.go), neither filled by the open, so
-// an open reads no record (of a file over treeCheckMax). A journal of layout 1 (no index bucket) is
-// migrated by its first writer's open (migrate.go).
+// an open reads no record (a writer's checks a small file: checkTree). A
+// journal of layout 1 (no index bucket) is migrated by its first writer's
+// open (migrate.go).
 //
 // The files follow a call: open.go opens the file, begin.go decides a
 // Begin, write.go records attempts and outcomes, read.go and list.go read,

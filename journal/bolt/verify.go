@@ -88,9 +88,9 @@ func decodeStored(k, v []byte) (journal.Record, error) {
 	return r, err
 }
 
-// treeCheckMax is the largest file whose tree an open checks (about 1 ms a
-// MiB, BENCHMARKS.md); a Begin that finds no record checks the indexes
-// (Store.recorded) whatever the size. A variable for tests.
+// treeCheckMax is the largest file whose tree a writer's open checks
+// (about 1 ms a MiB, BENCHMARKS.md); a Begin that finds no record checks
+// the indexes (Store.recorded) whatever the size. A variable for tests.
 var treeCheckMax int64 = 8 << 20
 
 // checkTree refuses a file with a damaged key or page, which could hide a
