@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/internal/codec"
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
@@ -131,6 +131,9 @@ func (s *Store) decideLocked(st *stripe, req journal.BeginRequest, b *beginRead)
 			cur = o.rec // read only, as in current
 		} else {
 			found, err := s.readIn(recs, req.Key, &fileRec)
+			if err == nil && !found {
+				err = s.recorded(tx, &req)
+			}
 			if err != nil {
 				return err
 			}
@@ -148,6 +151,32 @@ func (s *Store) decideLocked(st *stripe, req journal.BeginRequest, b *beginRead)
 		}
 		return err
 	})
+}
+
+// recorded returns an error wrapping ErrCorrupt when req's key, absent
+// from the records bucket, has a fresh entry or an entry in its session's
+// range of the session index: a damaged key or page must not make a
+// recorded intent look new.
+func (s *Store) recorded(tx *bbolt.Tx, req *journal.BeginRequest) error {
+	key, where := req.Key, ""
+	if s.legacy {
+		return nil
+	} else if tx.Bucket(bucketFresh).Get(key[:]) != nil {
+		where = "the fresh bucket holds its entry"
+	}
+	h := sessionHash(req.Intent.Session)
+	prefix := append([]byte{pfxSession}, h[:]...)
+	c := tx.Bucket(bucketIndex).Cursor()
+	for k, _ := c.Seek(prefix); where == "" && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) == sessionKeyLen && uuid.UUID(k[sessionKeyLen-16:]) == key {
+			where = fmt.Sprintf("the session index holds its entry %x", k)
+		}
+	}
+	if where == "" {
+		return nil
+	}
+	return fmt.Errorf("journal %s: %w: key %s: the records bucket has no record of it, but %s (a damaged key or page; agentctl verify lists damaged records)",
+		s.path, journal.ErrCorrupt, key, where)
 }
 
 // lockSuppression locks sst, the suppression key's stripe, beside st, in
@@ -209,8 +238,8 @@ func (s *Store) beginWrite(st, sst *stripe, req *journal.BeginRequest, b *beginR
 // guardIn returns a live suppressed record that blocks req, or nil, read
 // in tx, whose records bucket recs is open.
 func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequest, now time.Time) (found *journal.Record, err error) {
-	check := func(v []byte) (bool, error) {
-		r, err := codec.Decode(v)
+	check := func(k, v []byte) (bool, error) {
+		r, err := decodeStored(k, v)
 		if err != nil {
 			return false, err
 		}
@@ -223,7 +252,7 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 	if s.legacy {
 		c := recs.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if ok, err := check(v); ok || err != nil {
+			if ok, err := check(k, v); ok || err != nil {
 				return found, wrapKey(s.path, k, err)
 			}
 		}
@@ -237,13 +266,13 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 		c := fresh.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if len(k) != 16 || len(v) != freshValueLen {
-				return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, k, v)
+				return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, clip(k), clip(v))
 			}
 			if journal.State(v[0]) != journal.StateSuppressed {
 				continue
 			}
 			if v := recs.Get(k); v != nil {
-				if ok, err := check(v); ok || err != nil {
+				if ok, err := check(k, v); ok || err != nil {
 					return found, wrapKey(s.path, k, err)
 				}
 			}
@@ -258,7 +287,7 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 			return nil, fmt.Errorf("journal %s: %w", s.path, err)
 		}
 		if v := recs.Get(key[:]); v != nil {
-			if ok, err := check(v); ok || err != nil {
+			if ok, err := check(key[:], v); ok || err != nil {
 				return found, wrapKey(s.path, key[:], err)
 			}
 		}

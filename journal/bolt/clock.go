@@ -55,7 +55,9 @@ func (s *Store) startClock() (time.Time, error) {
 	var high int64
 	err := s.view(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		line = bytes.Clone(meta.Get(metaClock))
+		if v := meta.Get(metaClock); len(v) == 32 { // (a damaged page can make it gigabytes)
+			line = bytes.Clone(v)
+		}
 		if v := meta.Get(metaHighWater); len(v) == 8 {
 			high = int64(binary.BigEndian.Uint64(v))
 		}

@@ -11,10 +11,12 @@
 //
 // What holds: the file is created whole or not at all, and one process
 // writes it. Complete, Resolve, Import and durable writes are fsynced
-// before they return. Every record carries a CRC-32C checked on every
-// read: damage is an error wrapping journal.ErrCorrupt naming the key and
-// the file ([Verify] lists it). [Store.CompleteWith] commits an effect's
-// writes with the outcome, or neither.
+// before they return. Every record carries a CRC-32C and its key, checked
+// on every read, and a Begin that finds no record where the indexes hold
+// one refuses: damage is an error wrapping journal.ErrCorrupt naming the
+// key and the file, never a new intent ([Verify] lists it).
+// [Store.CompleteWith] commits an effect's writes with the outcome, or
+// neither.
 //
 // # Caveats
 //

@@ -227,3 +227,14 @@ func MetaFreelist(b []byte, off int) uint64 {
 
 // PendingLogRecords reads s's pending log as an open would.
 func PendingLogRecords(s *Store) ([]*journal.Record, error) { return readPendingLog(s.pendlog.path) }
+
+// SetTreeCheckMax sets the largest file whose tree an open checks (-1:
+// none) until the test ends.
+func SetTreeCheckMax(t interface{ Cleanup(func()) }, n int64) {
+	old := treeCheckMax
+	treeCheckMax = n
+	t.Cleanup(func() { treeCheckMax = old })
+}
+
+// CheckTree runs the open's tree check on s.
+func CheckTree(s *Store) error { return s.checkTree() }

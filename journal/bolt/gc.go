@@ -10,7 +10,6 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/internal/codec"
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
@@ -147,15 +146,12 @@ func (s *Store) gcBatch(ctx context.Context, max int, now time.Time) (int, error
 			})
 		}
 		for _, key := range keys {
-			v := recs.Get(key[:])
-			if v == nil {
-				continue
-			}
-			r, err := codec.Decode(v)
+			var r journal.Record
+			found, err := s.readIn(recs, key, &r)
 			if err != nil {
-				return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+				return err
 			}
-			if !journal.Expired(&r, now) { // checked again: the index says so, the record decides
+			if !found || !journal.Expired(&r, now) { // checked again: the index says so, the record decides
 				continue
 			}
 			if err := s.indexDelete(tx, key); err != nil {

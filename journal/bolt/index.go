@@ -55,6 +55,9 @@ var (
 
 	metaVersion   = []byte("version")
 	metaNamespace = []byte("namespace")
+	// metaNamespaceSum is the namespace's CRC-32C (nsSum): damaged, the
+	// namespace would give every intent a new key.
+	metaNamespaceSum = []byte("namespace-sum")
 	// metaMigrating is present while a layout-1 journal's indexes are being
 	// built: the last record key indexed (empty: none yet).
 	metaMigrating = []byte("migrating")
@@ -87,7 +90,7 @@ func (c *toolCounts) decode(v []byte) error {
 	for i := range c {
 		n, w := binary.Uvarint(v)
 		if w <= 0 {
-			return fmt.Errorf("%w: counter value %x", journal.ErrCorrupt, v)
+			return fmt.Errorf("%w: counter value %x", journal.ErrCorrupt, clip(v))
 		}
 		c[i], v = int64(n), v[w:]
 	}
@@ -185,8 +188,17 @@ func sessionHash(session string) [8]byte {
 // timeKeyLen is the length of a time index key ('d' created key).
 const timeKeyLen = 1 + 8 + 16
 
-// appendSessionEntry appends a record's session index key to b: session
-// hash, creation time, key.
+// timeEntryOf reads the creation time and the key of a time index key.
+func timeEntryOf(k []byte) (*ixEntry, error) {
+	if len(k) != timeKeyLen || k[0] != pfxTime {
+		return nil, fmt.Errorf("%w: time index entry %x", journal.ErrCorrupt, clip(k))
+	}
+	return &ixEntry{created: readTime(k[1:9]), key: uuid.UUID(k[9:])}, nil
+}
+
+// appendSessionEntry appends the session index's key for a record to b:
+// session hash, creation time, key. A session's records are one range of
+// it, oldest first.
 func appendSessionEntry(b []byte, created int64, shash [8]byte, key uuid.UUID) []byte {
 	b = append(append(b, pfxSession), shash[:]...)
 	return append(appendTime(b, created), key[:]...)
@@ -330,13 +342,9 @@ func (s *Store) indexDelete(tx *bbolt.Tx, key uuid.UUID) error {
 
 // storedEntry makes in dst the index entry of key's stored record, or nil.
 func (s *Store) storedEntry(recs *bbolt.Bucket, key uuid.UUID, dst *ixEntry) (*ixEntry, error) {
-	v := recs.Get(key[:])
-	if v == nil {
-		return nil, nil
-	}
-	r, err := codec.Decode(v)
-	if err != nil {
-		return nil, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+	var r journal.Record
+	if found, err := s.readIn(recs, key, &r); !found || err != nil {
+		return nil, err
 	}
 	dst.set(&r)
 	return dst, nil
@@ -475,7 +483,7 @@ func (s *Store) freshEntries(tx *bbolt.Tx) ([]freshEntry, error) {
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		e, ok := decodeFresh(k, v)
 		if !ok {
-			return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, k, v)
+			return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, clip(k), clip(v))
 		}
 		out = append(out, e)
 	}
@@ -578,10 +586,10 @@ func indexedStats(tx *bbolt.Tx, now time.Time) (journal.Stats, error) {
 	for k, v := cc.First(); k != nil; k, v = cc.Next() {
 		var c toolCounts
 		if len(k) < 1 || k[0] != 't' {
-			return journal.Stats{}, fmt.Errorf("%w: counter %q", journal.ErrCorrupt, k)
+			return journal.Stats{}, fmt.Errorf("%w: counter %q", journal.ErrCorrupt, clip(k))
 		}
 		if err := c.decode(v); err != nil {
-			return journal.Stats{}, fmt.Errorf("counters of tool %q: %w", k[1:], err)
+			return journal.Stats{}, fmt.Errorf("counters of tool %q: %w", clip(k[1:]), err)
 		}
 		n := 0
 		for i, x := range c[:len(c)-1] {
@@ -616,7 +624,7 @@ func openKeys(ix *bbolt.Bucket, st journal.State) ([]*ixEntry, error) {
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		key, err := keyTail(k)
 		if err != nil || len(v) != 8 {
-			return nil, fmt.Errorf("%w: index entry %x", journal.ErrCorrupt, k)
+			return nil, fmt.Errorf("%w: index entry %x", journal.ErrCorrupt, clip(k))
 		}
 		out = append(out, &ixEntry{key: key, created: readTime(v), expires: readTime(k[len(prefix):])})
 	}

@@ -63,12 +63,10 @@ func (s *Store) listUnindexed(ctx context.Context, f journal.Filter) (skip map[u
 			if _, ok := skip[e.key]; ok || !e.mayMatch(&f) {
 				continue
 			}
-			if v := recs.Get(e.key[:]); v != nil {
-				r, err := codec.Decode(v)
-				if err != nil {
-					return wrapKey(s.path, e.key[:], err)
-				}
-				s.endStale(&r)
+			var r journal.Record
+			if found, err := s.readIn(recs, e.key, &r); err != nil {
+				return err
+			} else if found {
 				skip[e.key] = &r
 			}
 		}
@@ -136,7 +134,7 @@ func (s *Store) sessionEntries(tx *bbolt.Tx, session string) ([]*ixEntry, error)
 	c := tx.Bucket(bucketIndex).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		if len(k) != sessionKeyLen {
-			return nil, fmt.Errorf("journal %s: %w: session index entry %x", s.path, journal.ErrCorrupt, k)
+			return nil, fmt.Errorf("journal %s: %w: session index entry %x", s.path, journal.ErrCorrupt, clip(k))
 		}
 		out = append(out, &ixEntry{created: readTime(k[9:17]), key: uuid.UUID(k[17:])})
 	}
@@ -161,7 +159,7 @@ func (s *Store) scanEntries(tx *bbolt.Tx, f *journal.Filter) ([]*ixEntry, error)
 	err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
 		r, err := codec.Decode(v)
 		if err != nil {
-			return fmt.Errorf("journal %s: key %x: %w", s.path, k, err)
+			return fmt.Errorf("journal %s: key %x: %w", s.path, clip(k), err)
 		}
 		if machine.MatchFilter(&r, f) {
 			out = append(out, &ixEntry{key: r.Key, created: nanos(r.Created)})
@@ -219,17 +217,11 @@ func (s *Store) readPage(tx *bbolt.Tx, chunk []*ixEntry, f *journal.Filter, over
 		if _, ok := over[e.key]; ok {
 			continue
 		}
-		v := recs.Get(e.key[:])
-		if v == nil {
-			continue // removed since the index was read
-		}
-		r, err := codec.Decode(v)
-		if err != nil {
-			return nil, fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
-		}
-		s.endStale(&r)
-		// The record may have changed since the index was read.
-		if machine.MatchFilter(&r, f) {
+		// The record may have been removed or changed since the index was read.
+		var r journal.Record
+		if found, err := s.readIn(recs, e.key, &r); err != nil {
+			return nil, err
+		} else if found && machine.MatchFilter(&r, f) {
 			page = append(page, &r)
 		}
 	}

@@ -1,9 +1,11 @@
 package bolt
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"runtime/debug"
@@ -17,11 +19,11 @@ import (
 )
 
 // Open opens the journal at path, creating it (mode 0600) unless
-// opts.Journal.ReadOnly. It returns an error naming the file and wrapping
-// ErrInUse when another process holds the file past opts.LockTimeout,
-// ErrCorrupt when the file is not a journal or is damaged, ErrNewerVersion
-// when a newer schema wrote it, and ErrNamespaceMismatch when
-// opts.Journal.Namespace differs from the stored one.
+// opts.Journal.ReadOnly. It returns an error wrapping ErrInUse when another process
+// holds the file past opts.LockTimeout, ErrCorrupt when the file is not a
+// journal or is damaged, ErrNewerVersion when a newer schema wrote it, and
+// ErrNamespaceMismatch when opts.Journal.Namespace differs from the stored one;
+// every error names the file.
 func Open(path string, opts *Options) (s *Store, err error) {
 	var o Options
 	if opts != nil {
@@ -49,8 +51,9 @@ func Open(path string, opts *Options) (s *Store, err error) {
 	}
 	switch fi, err := os.Stat(path); {
 	case err == nil && fi.Size() == 0:
-		// bbolt would make an empty file a new journal, with a new
-		// namespace: every key would change.
+		// bbolt would make an empty file a new database, and a new journal
+		// has a new namespace: every key would change. A journal truncated
+		// to nothing must not pass for a fresh one.
 		return nil, fmt.Errorf("journal %s: %w: empty file (remove it to create a new journal)", path, journal.ErrCorrupt)
 	case err != nil && jo.ReadOnly:
 		return nil, fmt.Errorf("open journal: %w", err)
@@ -60,42 +63,32 @@ func Open(path string, opts *Options) (s *Store, err error) {
 			return nil, err
 		}
 	}
+	st := s
 	defer func() {
 		// bbolt can panic (or fault on the mapped file) on damaged pages.
 		if p := recover(); p != nil {
-			if s != nil && s.db != nil {
-				_ = s.db.Close()
-			}
 			s, err = nil, fmt.Errorf("journal %s: %w: %v", path, journal.ErrCorrupt, p)
+		}
+		if err != nil && st.db != nil {
+			_ = st.db.Close()
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 
-	db, err := openBolt(path, &bbolt.Options{
-		Timeout:      o.LockTimeout,
-		ReadOnly:     jo.ReadOnly,
-		FreelistType: bbolt.FreelistMapType,
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.db = db
-	fail := func(err error) (*Store, error) {
-		_ = db.Close()
-		s.db = nil
+	if s.db, err = openBolt(path, &bbolt.Options{Timeout: o.LockTimeout, ReadOnly: jo.ReadOnly, FreelistType: bbolt.FreelistMapType}); err != nil {
 		return nil, err
 	}
 	if err := s.checkFile(jo.Namespace); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if !jo.ReadOnly {
 		if err := s.migrate(); err != nil {
-			return fail(err)
+			return nil, err
 		}
 	}
 	opened, err := s.startClock()
 	if err != nil {
-		return fail(fmt.Errorf("journal %s: starting the clock: %w", path, err))
+		return nil, fmt.Errorf("journal %s: starting the clock: %w", path, err)
 	}
 	s.pendlog = newPendingLog(path)
 	if !jo.ReadOnly {
@@ -108,7 +101,7 @@ func Open(path string, opts *Options) (s *Store, err error) {
 		err = s.loadSuppressing()
 	}
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	return s, nil
 }
@@ -135,9 +128,10 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 	if err != nil {
 		return fmt.Errorf("open journal: %w", err)
 	}
-	create := false
+	create, addSum := false, false
 	check := func(tx *bbolt.Tx) error {
-		// Reading pages a truncated file lacks would fault.
+		// A truncated file maps pages that are not there; reading them
+		// would fault. The meta page says how big the file must be.
 		if fi.Size() < tx.Size() {
 			return fmt.Errorf("journal %s: %w: truncated: %d bytes, the journal needs %d", s.path, journal.ErrCorrupt, fi.Size(), tx.Size())
 		}
@@ -163,6 +157,11 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 			return fmt.Errorf("journal %s: %w: namespace of %d bytes", s.path, journal.ErrCorrupt, len(stored))
 		}
 		s.ns = uuid.UUID(stored)
+		sum := meta.Get(metaNamespaceSum)
+		if sum != nil && !bytes.Equal(sum, nsSum(s.ns)) {
+			return fmt.Errorf("journal %s: %w: the namespace does not match its checksum (every key would change); restore the journal from a backup", s.path, journal.ErrCorrupt)
+		}
+		addSum = sum == nil && !s.readOnly
 		if ns != uuid.Nil && ns != s.ns {
 			return fmt.Errorf("journal %s: %w: given %s", s.path, journal.ErrNamespaceMismatch, ns)
 		}
@@ -170,16 +169,36 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 		if recs == nil {
 			return fmt.Errorf("journal %s: %w: no records bucket", s.path, journal.ErrCorrupt)
 		}
-		// Not migrated yet (migrate.go): a reader's queries read every record.
+		// Not migrated yet: a writer's open migrates it (migrate.go); a
+		// reader's queries read every record.
 		s.legacy = v < layoutVersion || meta.Get(metaMigrating) != nil ||
 			tx.Bucket(bucketIndex) == nil || tx.Bucket(bucketCounts) == nil || tx.Bucket(bucketFresh) == nil
 		return nil
 	}
-	// A read: a write transaction would rewrite the meta page on every open.
-	if err := s.db.View(check); err != nil || !create {
+	// Checking is a read: a write transaction would rewrite the meta page
+	// (and fsync) on every open.
+	if err := s.db.View(check); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bbolt.Tx) error { return s.create(tx, ns) })
+	if create || addSum { // addSum: once, in a journal written before the checksum
+		err := s.db.Update(func(tx *bbolt.Tx) error {
+			if create {
+				return s.create(tx, ns)
+			}
+			return tx.Bucket(bucketMeta).Put(metaNamespaceSum, nsSum(s.ns))
+		})
+		if err != nil || create {
+			return err
+		}
+	}
+	if fi.Size() > treeCheckMax || s.readOnly { // a reader starts no intent, and may export what reads
+		return nil
+	}
+	return s.checkTree()
+}
+
+func nsSum(ns uuid.UUID) []byte {
+	return binary.BigEndian.AppendUint32(nil, crc32.Checksum(ns[:], crc32.MakeTable(crc32.Castagnoli)))
 }
 
 // create makes the buckets of a new journal in tx, under namespace ns (a
@@ -192,7 +211,7 @@ func (s *Store) create(tx *bbolt.Tx, ns uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	if err := firstErr(meta.Put(metaVersion, binary.AppendUvarint(nil, layoutVersion)), meta.Put(metaNamespace, ns[:])); err != nil {
+	if err := firstErr(meta.Put(metaVersion, binary.AppendUvarint(nil, layoutVersion)), meta.Put(metaNamespace, ns[:]), meta.Put(metaNamespaceSum, nsSum(ns))); err != nil {
 		return err
 	}
 	for _, b := range [][]byte{bucketRecords, bucketIndex, bucketCounts, bucketFresh} {
@@ -205,8 +224,12 @@ func (s *Store) create(tx *bbolt.Tx, ns uuid.UUID) error {
 }
 
 // endStale ends, as of the open, the lease of r, read from the file, when
-// a process that stopped wrote it (see store.go), so that a restarted
-// agent does not find its own intents "in flight elsewhere".
+// a process that stopped wrote it: the file lock means that no other
+// process has the journal open for writing, so a pending record last
+// written before this open belongs to a crashed owner. Without this, a
+// restarted agent would find its own intents "in flight elsewhere" until
+// their leases ran out. Nothing is written: the next write of the record
+// keeps the ended lease.
 func (s *Store) endStale(r *journal.Record) {
 	if r.State == journal.StatePending && r.Updated.Before(s.leasesEnded) && r.Lease.Expires.After(s.leasesEnded) {
 		r.Lease.Expires = s.leasesEnded

@@ -9,7 +9,6 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
 // Get returns the newest record for key.
@@ -94,9 +93,9 @@ func (s *Store) readIn(recs *bbolt.Bucket, key uuid.UUID, dst *journal.Record) (
 	if v == nil {
 		return false, nil
 	}
-	d, err := codec.Decode(v)
+	d, err := decodeStored(key[:], v)
 	if err != nil {
-		return false, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+		return false, wrapKey(s.path, key[:], err)
 	}
 	s.endStale(&d)
 	*dst = d
@@ -124,5 +123,9 @@ func wrapKey(path string, key []byte, err error) error {
 	if len(key) == 16 {
 		return fmt.Errorf("journal %s: key %s: %w", path, uuid.UUID(key), err)
 	}
-	return fmt.Errorf("journal %s: key %x: %w", path, key, err)
+	return fmt.Errorf("journal %s: key %x: %w", path, clip(key), err)
 }
+
+// clip is at most 64 bytes of b, for an error message: on a damaged page a
+// key or value can run for gigabytes.
+func clip(b []byte) []byte { return b[:min(len(b), 64)] }

@@ -1,8 +1,12 @@
-// The bbolt store. The file holds five buckets: meta, records (key →
-// codec.Encode), and index, counts and fresh (index.go). Memory holds the
-// overlay of non-durable records and a cache of settled ones (cache.go),
-// so an open reads no record. The files follow a call: open.go, begin.go,
-// write.go, read.go and list.go, gc.go and stats.go, store.go.
+// The bbolt store. The file holds five buckets: meta (layout version,
+// namespace, the clock's line), records (key → encoded record,
+// codec.Encode), and index, counts and fresh (every secondary
+// index and the counters, written in the transaction of the record they
+// index: see index.go). Memory holds the overlay of non-durable records
+// and a cache of settled ones (cache.go), neither filled by the open, so
+// an open reads no record (a writer's checks a small file: checkTree). A
+// journal of layout 1 (no index bucket) is migrated by its first writer's
+// open (migrate.go).
 //
 // bbolt's lock belongs to the open file, so a second Open of one path in
 // one process is refused like another process's. The lock proves that no

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -42,7 +43,7 @@ func Verify(ctx context.Context, path string, opts *Options, damaged func(key uu
 		return 0, err
 	}
 	defer db.Close()
-	s := &Store{path: path, db: db} // for view: a damaged page is ErrCorrupt
+	s := &Store{path: path, db: db} // its view turns bbolt's panics and faults on damaged pages into ErrCorrupt
 	err = s.view(func(tx *bbolt.Tx) error {
 		recs := tx.Bucket(bucketRecords)
 		if tx.Bucket(bucketMeta) == nil || recs == nil {
@@ -56,7 +57,8 @@ func Verify(ctx context.Context, path string, opts *Options, damaged func(key uu
 				}
 			}
 			n++
-			if key, err := checkStored(k, v); err != nil {
+			if _, err := decodeStored(k, v); err != nil {
+				key, _ := uuid.FromBytes(k)
 				damaged(key, err)
 			}
 		}
@@ -65,22 +67,57 @@ func Verify(ctx context.Context, path string, opts *Options, damaged func(key uu
 	return n, err
 }
 
-// checkStored decodes the value v stored under key k and checks that the
-// record is the key's.
-func checkStored(k, v []byte) (uuid.UUID, error) {
-	key, err := uuid.FromBytes(k)
-	if err != nil {
-		return uuid.Nil, fmt.Errorf("%w: stored key %x is %d bytes, not 16", journal.ErrCorrupt, k, len(k))
-	}
-	if v == nil {
-		return key, fmt.Errorf("%w: a bucket where a record should be", journal.ErrCorrupt)
+// decodeStored decodes the value v stored under key k in the records
+// bucket and checks that the record is the key's: a damaged key or leaf
+// can put another record's value under a key.
+func decodeStored(k, v []byte) (journal.Record, error) {
+	switch {
+	case len(k) != 16:
+		return journal.Record{}, fmt.Errorf("%w: stored key %x is %d bytes, not 16", journal.ErrCorrupt, clip(k), len(k))
+	case v == nil:
+		return journal.Record{}, fmt.Errorf("%w: a bucket where a record should be", journal.ErrCorrupt)
 	}
 	r, err := codec.Decode(v)
-	if err != nil {
-		return key, err
+	if err == nil && r.Key != uuid.UUID(k) {
+		err = fmt.Errorf("%w: the record stored under this key is record %s", journal.ErrCorrupt, r.Key)
 	}
-	if r.Key != key {
-		return key, fmt.Errorf("%w: the record stored under this key is record %s", journal.ErrCorrupt, r.Key)
-	}
-	return key, nil
+	return r, err
+}
+
+// treeCheckMax is the largest file whose tree a writer's open checks
+// (about 1 ms a MiB, BENCHMARKS.md); a Begin that finds no record checks
+// the indexes (Store.recorded) whatever the size. A variable for tests.
+var treeCheckMax int64 = 8 << 20
+
+// checkTree refuses a file with a damaged key or page, which could hide a
+// record from a Begin: in every bucket the keys must ascend, and each
+// record that decodes must be stored under its own key (a damaged value
+// is left to the reads that meet it).
+func (s *Store) checkTree() error {
+	return s.view(func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+			records := string(name) == string(bucketRecords)
+			var prev []byte
+			c := b.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				var what string
+				switch {
+				case prev != nil && bytes.Compare(prev, k) >= 0:
+					what = fmt.Sprintf("key %x follows key %x", clip(k), clip(prev))
+				case records && len(k) != 16:
+					what = fmt.Sprintf("key %x is %d bytes, not 16", clip(k), len(k))
+				case records && v != nil:
+					if r, err := codec.Decode(v); err == nil && r.Key != uuid.UUID(k) {
+						what = fmt.Sprintf("key %x holds record %s", clip(k), r.Key)
+					}
+				}
+				if what != "" {
+					return fmt.Errorf("journal %s: %w: bucket %s: %s (a damaged page: agentctl verify lists the damaged records; restore the journal from a backup or an export)",
+						s.path, journal.ErrCorrupt, name, what)
+				}
+				prev = k
+			}
+			return nil
+		})
+	})
 }
