@@ -21,7 +21,7 @@
 // row and its key, the guard's index, the expiry index and the index by
 // session that List and the timeline read. The seal is computed by the
 // write statement itself, over the values the server's clock fills too;
-// no trigger runs for the store's writes. Stats counts the rows when
+// no trigger function runs for the store's writes. Stats counts the rows when
 // asked, in one snapshot: seconds at ten million records, nothing on the
 // write path.
 //
