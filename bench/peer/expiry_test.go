@@ -182,7 +182,7 @@ func measureExpiry(t *testing.T, pool *pgxpool.Pool, s *postgres.Store, expire f
 func writeRate(t *testing.T, s *postgres.Store, done <-chan struct{}) float64 {
 	t.Helper()
 	ctx := context.Background()
-	o := &opened{step: agentonceStep(s)}
+	step := agentonceStep(s)
 	var steps atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -194,7 +194,7 @@ func writeRate(t *testing.T, s *postgres.Store, done <-chan struct{}) float64 {
 					return
 				default:
 				}
-				if err := o.step(ctx); err != nil {
+				if err := step(ctx); err != nil {
 					t.Error(err)
 					return
 				}

@@ -62,13 +62,27 @@ type counters struct {
 type segment struct {
 	elapsed time.Duration
 	steps   int
+	lat     []time.Duration // each step's time, sequentially
 	delta   counters
 	own     *walShare     // the segment's own WAL, with -waldir
 	cpu     time.Duration // the server's CPU time in the system's backends, with -servercpu
 }
 
 func (s segment) perStep() time.Duration { return s.elapsed / time.Duration(s.steps) }
-func (s segment) rate() float64          { return float64(s.steps) / s.elapsed.Seconds() }
+
+// latMedian and latMin are the median and the shortest of the segment's
+// step times, in microseconds.
+func (s segment) latMedian() float64 { return medianOf(micros(s.lat)) }
+func (s segment) latMin() float64    { return slices.Min(micros(s.lat)) }
+
+func micros(ds []time.Duration) []float64 {
+	vs := make([]float64, len(ds))
+	for i, d := range ds {
+		vs[i] = float64(d) / float64(time.Microsecond)
+	}
+	return vs
+}
+func (s segment) rate() float64 { return float64(s.steps) / s.elapsed.Seconds() }
 
 // walPerStep is the segment's own WAL per step when it was read with
 // pg_waldump, else the server's.
@@ -152,7 +166,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 			// plans in the measured segments, about 6 ms of server time per
 			// connection for agentonce's statements, which plan in 0.4 to
 			// 1 ms, and little for the others' small ones.
-			err = concurrent(ctx, o.step, cfg.workers, cfg.warmup*cfg.workers)
+			err = concurrent(ctx, o, cfg.workers, calls(o, cfg.warmup*cfg.workers))
 			for _, mode := range []string{seqMode, concMode} {
 				if err != nil {
 					break
@@ -188,14 +202,23 @@ func measure(ctx context.Context, mon *pgx.Conn, cfg config, o *opened, mode str
 			return segment{}, err
 		}
 	}
+	n := calls(o, cfg.steps)
+	var lat []time.Duration
 	start := time.Now()
 	if mode == seqMode {
-		for range cfg.steps {
-			if err := o.step(ctx); err != nil {
+		lat = make([]time.Duration, 0, n*o.perCall)
+		last := start
+		done := func() {
+			now := time.Now()
+			lat = append(lat, now.Sub(last))
+			last = now
+		}
+		for range n {
+			if err := o.call(ctx, done); err != nil {
 				return segment{}, err
 			}
 		}
-	} else if err := concurrent(ctx, o.step, cfg.workers, cfg.steps); err != nil {
+	} else if err := concurrent(ctx, o, cfg.workers, n); err != nil {
 		return segment{}, err
 	}
 	elapsed := time.Since(start)
@@ -217,7 +240,7 @@ func measure(ctx context.Context, mon *pgx.Conn, cfg config, o *opened, mode str
 	if err != nil {
 		return segment{}, err
 	}
-	seg := segment{elapsed: elapsed, steps: cfg.steps, cpu: cpu, delta: counters{
+	seg := segment{elapsed: elapsed, steps: n * o.perCall, lat: lat, cpu: cpu, delta: counters{
 		walBytes:   after.walBytes - before.walBytes,
 		walRecords: after.walRecords - before.walRecords,
 		walFPI:     after.walFPI - before.walFPI,
@@ -297,15 +320,18 @@ func publishedSessions(pools []*pgxpool.Pool) int {
 	return n
 }
 
-// concurrent runs n steps on workers goroutines.
-func concurrent(ctx context.Context, step func(context.Context) error, workers, n int) error {
+// calls is how many of o's calls make at least steps steps.
+func calls(o *opened, steps int) int { return (steps + o.perCall - 1) / o.perCall }
+
+// concurrent makes n of o's calls on workers goroutines.
+func concurrent(ctx context.Context, o *opened, workers, n int) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
 	for w := range workers {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				if err := step(ctx); err != nil {
+				if err := o.call(ctx, func() {}); err != nil {
 					errs[w] = err
 					return
 				}

@@ -19,8 +19,9 @@ var statsCommand = &command{
 the file size, the oldest and newest record, and the records past their TTL
 that gc has not removed yet.
 
-The counts come from counters the journal keeps; --scan recounts them by
-reading every record instead (a check: both must agree).`,
+The counts come from counters the journal keeps (a PostgreSQL journal
+reads every record); --scan recounts them by reading every record instead
+(a check: both must agree).`,
 	main: withRun(statsCmd, runStats),
 }
 

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"fmt"
 	"strings"
 )
@@ -48,13 +47,6 @@ func (t tally) each(f func(state int, col string) string) string {
 // (BenchmarkConcurrent64), 64 shards did 10-20 % more calls a second than
 // 16, and 256 no more than 64.
 const countShards = 64
-
-// ownShardSQL is the counter shard of the store's own writes: the server
-// process of the connection, which consecutive connections of a pool never
-// share in the low bits. A shard by key made two concurrent writes meet one
-// time in countShards; with 16 workers (bench/peer) this shard did 10-20 %
-// more steps a second.
-var ownShardSQL = fmt.Sprintf("(pg_backend_pid() & %d)::smallint", countShards-1)
 
 // countRowsSetting is the session setting under which the records table's
 // writes are counted row by row, as each row is written: the store sets it
@@ -242,90 +234,13 @@ func (t tally) statement(rows string) string {
 			` + t.upsert() + `;`
 }
 
-// stats is the query of the counts by tool, in t's order and then the
-// attempts, from the counts table (Stats) when rows is false, else from
-// every record (ScanStats). q is the quoted schema.
-func (t tally) stats(q string, rows bool) string {
-	if rows {
-		return `SELECT tool, ` + t.each(func(n int, _ string) string {
-			return fmt.Sprintf("count(*) FILTER (WHERE state = %d)", n)
-		}) + `, coalesce(sum(jsonb_array_length(attempts)), 0)::bigint
-		FROM ` + q + `.records GROUP BY tool`
-	}
-	return `SELECT tool, ` + t.each(func(_ int, col string) string { return "sum(" + col + ")::bigint" }) + `,
-		sum(attempts)::bigint FROM ` + q + `.counts GROUP BY tool`
-}
-
-// delta is the SQL, for the CTEs of a store's write, that adds to the
-// counts of schema q the rows of the query rows (change's, with natt the
-// change in a record's attempts). It is three CTEs: cnt_d, the change;
-// cnt_u, an UPDATE of the counter rows that exist (the common case: a
-// plain UPDATE, which writes less WAL than ON CONFLICT DO UPDATE, whose
-// row lock is a record of its own); and cnt_i, the upsert of those that do
-// not, for a new tool or shard, in the primary key's order as the
-// statement triggers do.
-func (t tally) delta(q, rows string) string {
-	sets := t.cols()
-	for i, c := range sets {
-		sets[i] = c + " = c." + c + " + d." + c
-	}
-	return `cnt_d AS (` + t.change(rows, "d.natt") + `),
-		cnt_u AS (UPDATE ` + q + `.counts c SET ` + strings.Join(sets, ", ") + `
-			FROM cnt_d d WHERE c.shard = d.shard AND c.tool = d.tool RETURNING c.shard, c.tool),
-		cnt_i AS (INSERT INTO ` + q + `.counts AS c (` + t.columns() + `)
-			SELECT * FROM cnt_d d WHERE NOT EXISTS (SELECT 1 FROM cnt_u u WHERE (u.shard, u.tool) = (d.shard, d.tool))
-			ORDER BY shard, tool
-			` + t.upsert() + `)`
-}
-
-// one is delta for a write of one record, whose change to the counts is
-// known when the statement is built: cnt_u, the UPDATE that adds to the
-// counter row of each row w of the CTE from the expressions add gives
-// (counts column: SQL expression over w), returning one row per counter
-// row it found; it needs neither delta's aggregate nor its sort, which
-// cost more than the UPDATE. A missing counter row (a new tool or shard,
-// after a TRUNCATE) is inserted by cnt_i before schema 5, from it on by
-// missing, which only then runs an INSERT.
-func (t tally) one(q, from string, add map[string]string, version int) string {
-	var sets []string
-	for _, c := range t.cols() {
-		if e, ok := add[c]; ok {
-			sets = append(sets, c+" = c."+c+" + "+e)
-		}
-	}
-	cte := `cnt_u AS (UPDATE ` + q + `.counts c SET ` + strings.Join(sets, ", ") + `
-			FROM ` + from + ` w WHERE c.shard = ` + ownShardSQL + ` AND c.tool = w.tool RETURNING 1)`
-	if version >= 5 {
-		return cte
-	}
-	return cte + `,
-		cnt_i AS (INSERT INTO ` + q + `.counts AS c (` + t.columns() + `)
-			SELECT ` + ownShardSQL + `, w.tool, ` + t.values(add) + ` FROM ` + from + ` w
-			WHERE NOT EXISTS (SELECT 1 FROM cnt_u)
-			` + t.upsert() + `)`
-}
-
-// values is add's expressions in the order of t.cols, 0 for a column add
-// leaves out.
-func (t tally) values(add map[string]string) string {
-	var vals []string
-	for _, c := range t.cols() {
-		vals = append(vals, cmp.Or(add[c], "0"))
-	}
-	return strings.Join(vals, ", ")
-}
-
-// missing is the condition, for the WHERE of the last SELECT of a
-// statement with one's cnt_u, over its row w, that adds add to w's counter
-// row when cnt_u found none: true, having called count_missing (volatile,
-// so CASE calls it only then), which inserts the row or, when a concurrent
-// write inserted it first, adds to it. Before schema 5 it is true.
-func (t tally) missing(q string, add map[string]string, version int) string {
-	if version < 5 {
-		return `true`
-	}
-	return `CASE WHEN EXISTS (SELECT 1 FROM cnt_u) THEN true
-		ELSE ` + q + `.count_missing(` + ownShardSQL + `, w.tool, ` + t.values(add) + `) END`
+// scan is the query of the counts by tool of the records table t, in t's
+// order, then the attempts and the oldest and newest creation.
+func (t tally) scan(table string) string {
+	return `SELECT tool, ` + t.each(func(n int, _ string) string {
+		return fmt.Sprintf("count(*) FILTER (WHERE state = %d)", n)
+	}) + `, coalesce(sum(jsonb_array_length(attempts)), 0)::bigint, min(created_ns), max(created_ns)
+		FROM ` + table + ` GROUP BY tool`
 }
 
 // missingFunction is count_missing, which missing calls: migration 5, and
@@ -345,23 +260,4 @@ func (t tally) missingFunction() string {
 		RETURN true;
 	END
 	$$`
-}
-
-// stateDelta is the counts expressions of a record that moves from the
-// state whose SQL expression is from (empty: a new record) to the state
-// whose expression is to, each column of countStates gaining (to = n) and
-// losing (from = n).
-func stateDelta(from, to string) map[string]string {
-	m := map[string]string{}
-	for i, c := range countStates {
-		var terms []string
-		if to != "" {
-			terms = append(terms, fmt.Sprintf("(%s = %d)::int", to, i+1))
-		}
-		if from != "" {
-			terms = append(terms, fmt.Sprintf("- (%s = %d)::int", from, i+1))
-		}
-		m[c] = strings.Join(terms, " ")
-	}
-	return m
 }

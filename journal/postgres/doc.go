@@ -15,13 +15,19 @@
 // change. CompleteInTx runs an effect in the transaction that records its
 // outcome. A write whose connection failed after it was sent wraps
 // ErrOutcomeUncertain, never a guess. Every row carries a checksum checked
-// on every read (journal.ErrCorrupt names the key). Stats reads counts that
-// every write statement updates in its own transaction, and triggers update
-// for anyone else's statements.
+// on every read (journal.ErrCorrupt names the key).
+//
+// A write carries only what a rule of the guarantee reads (schema 7): the
+// row and its key, the guard's index, the expiry index and the index by
+// session that List and the timeline read. The seal is computed by the
+// write statement itself, over the values the server's clock fills too;
+// no trigger function runs for the store's writes. Stats counts the rows when
+// asked, in one snapshot: seconds at ten million records, nothing on the
+// write path.
 //
 // docs/postgres.md is the long form: leases and fencing, the clock,
-// connection loss, durability, integrity, the counts, the migrations and
-// the table layout.
+// connection loss, durability, integrity, Stats, the migrations and the
+// table layout.
 //
 // # Caveats
 //
@@ -36,9 +42,8 @@
 //     synchronous standby keeps every answered outcome across a failover.
 //   - Behind a pooler in transaction mode, add default_query_exec_mode=exec
 //     to the URL.
-//   - Counts drift if the triggers do not fire for others' writes
-//     (disabled, or session_replication_role = replica); ScanStats still
-//     tells the truth.
+//   - Stats and a List by neither session nor tenant read the whole
+//     table: seconds at ten million records.
 //   - Expiry is by DELETE, not by dropping partitions: a partitioned table
 //     could hold two records of one key (docs/postgres-scale.md).
 //   - Stop processes older than the checksums before a newer one migrates

@@ -107,25 +107,12 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 	return res, nil
 }
 
-// Stats counts the records in one read-only snapshot: Records, Attempts,
-// ByState and ByTool from the counts table, which triggers keep in the
-// transaction of every write; Expired, OverdueUnknown, Oldest and Newest
-// through the indexes on expires_ns and created_ns. Its cost grows with the
-// number of tools and of records past their TTL, not with the journal's.
+// Stats counts the records in one read-only REPEATABLE READ snapshot, in
+// one round trip: Expired and OverdueUnknown through the index on
+// expires_ns, so that GC's dry run stays cheap; Records, Attempts,
+// ByState, ByTool, Oldest and Newest from every row, so that no write
+// keeps counts (docs/postgres.md, "Stats").
 func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
-	return s.stats(ctx, s.sql.statsCounts)
-}
-
-// ScanStats counts like Stats, but Records, Attempts, ByState and ByTool
-// by reading every record rather than from the counts table: a check of
-// the counts, which it must equal. agentctl stats --scan uses it.
-func (s *Store) ScanStats(ctx context.Context) (journal.Stats, error) {
-	return s.stats(ctx, s.sql.statsScan)
-}
-
-// stats reads Stats in one REPEATABLE READ snapshot, the counts with the
-// query counts (statsCounts or statsScan), in one round trip.
-func (s *Store) stats(ctx context.Context, counts string) (journal.Stats, error) {
 	if err := s.check(ctx); err != nil {
 		return journal.Stats{}, err
 	}
@@ -137,7 +124,7 @@ func (s *Store) stats(ctx context.Context, counts string) (journal.Stats, error)
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var b pgx.Batch
 	b.Queue(s.sql.statsIndexed, s.clockArg(), s.sql.table)
-	b.Queue(counts)
+	b.Queue(s.sql.statsScan)
 	br := tx.SendBatch(ctx, &b)
 	if err := cmp.Or(scanStats(br, &st), br.Close()); err != nil {
 		return journal.Stats{}, s.fail("stats", uuid.Nil, false, err)
@@ -145,33 +132,39 @@ func (s *Store) stats(ctx context.Context, counts string) (journal.Stats, error)
 	return st, nil
 }
 
-// scanStats reads the results of stats's batch into st. The counts come
-// by tool, with a column per state (tally.stats); a state or tool whose
-// count is zero (its counter rows stay, at zero) is left out of ByState and
-// ByTool, as every store leaves it out.
+// ScanStats is Stats, which reads every record (schema 7 on); agentctl
+// stats --scan, the check of counts an older schema kept, calls it.
+func (s *Store) ScanStats(ctx context.Context) (journal.Stats, error) { return s.Stats(ctx) }
+
+// scanStats reads the results of Stats's batch into st. The counts come
+// by tool, with a column per state (tally.scan); a state whose count is
+// zero is left out of ByState, as every store leaves it out.
 func scanStats(br pgx.BatchResults, st *journal.Stats) error {
-	var oldest, newest *int64
-	err := br.QueryRow().Scan(&st.Expired, &st.OverdueUnknown, &oldest, &newest, &st.SizeBytes)
-	if err != nil {
+	if err := br.QueryRow().Scan(&st.Expired, &st.OverdueUnknown, &st.SizeBytes); err != nil {
 		return err
 	}
-	st.Oldest, st.Newest = fromNanosPtr(oldest), fromNanosPtr(newest)
 	rows, err := br.Query()
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	var tool string
-	byState := make([]int64, len(rows.FieldDescriptions())-2)
-	var attempts int64
+	byState := make([]int64, len(rows.FieldDescriptions())-4)
+	var attempts, oldest, newest int64
 	dest := []any{&tool}
 	for i := range byState {
 		dest = append(dest, &byState[i])
 	}
-	dest = append(dest, &attempts)
+	dest = append(dest, &attempts, &oldest, &newest)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
+		}
+		if st.Oldest.IsZero() || fromNanos(oldest).Before(st.Oldest) {
+			st.Oldest = fromNanos(oldest)
+		}
+		if fromNanos(newest).After(st.Newest) {
+			st.Newest = fromNanos(newest)
 		}
 		var n int64
 		for i, c := range byState {

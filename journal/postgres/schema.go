@@ -16,7 +16,7 @@ import (
 // SchemaVersion is the table layout this package creates and reads: the
 // version kept in the meta table. Open migrates an older schema up to it and
 // refuses a newer one with journal.ErrNewerVersion.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrations[v-1] are the statements that bring the schema from version v-1
 // to v. %[1]s is the quoted schema name. Each runs inside Open's
@@ -94,6 +94,14 @@ var migrations = [][]string{
 		`ALTER TABLE %[1]s.counts ADD COLUMN awaiting bigint NOT NULL DEFAULT 0`,
 		`DROP FUNCTION %[1]s.count_missing(smallint, text, bigint, bigint, bigint, bigint, bigint, bigint)`,
 		tallyAt(6).missingFunction()}, sealFunctions(6)...), tallyAt(6).functions()...),
+
+	// 7: a write carries only what a rule of the guarantee reads. Stats
+	// counts the rows when asked, so the count triggers go (CASCADE drops
+	// them with their functions), and so does records_created_idx, which
+	// no rule reads. The counts table and count_missing stay, unread, for
+	// the statements of a schema-6 process still running.
+	{`DROP FUNCTION %[1]s.count_row(), %[1]s.count_statement(), %[1]s.count_truncate() CASCADE`,
+		`DROP INDEX %[1]s.records_created_idx`},
 }
 
 // sealFunctions are record_digest(row), which also lets an operator check

@@ -286,7 +286,6 @@ type statements struct {
 	get          string
 	now          string
 	statsIndexed string
-	statsCounts  string
 	statsScan    string
 	lockForTx    string
 	beginFast    [2][2]string // [guard on][durable]
@@ -296,7 +295,6 @@ type statements struct {
 	renew        string
 	complete     string
 	fence        string
-	lockState    string
 	resolve      string
 	importRow    string
 	gcDelete     string
@@ -364,7 +362,6 @@ func buildStatements(q string, version int) statements {
 	s.lockForTx = s.get + ` FOR UPDATE`
 	s.now = `SELECT ` + serverNow(1)
 	s.fence = `SELECT state, lease_token FROM ` + b.t + ` WHERE key = $1`
-	s.lockState = `SELECT state FROM ` + b.t + ` WHERE key = $1 FOR UPDATE`
 	b.begin(&s)
 	b.whole(&s)
 	b.transitions(&s)
@@ -378,12 +375,6 @@ type statementBuilder struct {
 	q       string // the schema, quoted
 	t       string // the records table, qualified
 	version int
-	// self is the column that tells the triggers that the statement
-	// counts its own writes, for the rest of its transaction (countSelf):
-	// set by the statement itself, not by the session, so that a
-	// connection pooler that drops startup parameters cannot make the
-	// triggers count a write twice. None before version 4.
-	self string
 	// suppressed is the guard index's condition.
 	suppressed string
 	cnt        tally
@@ -400,10 +391,9 @@ type statementBuilder struct {
 
 func newStatementBuilder(q string, version int) *statementBuilder {
 	b := &statementBuilder{q: q, t: q + ".records", version: version,
-		self:       `, set_config('` + countRowsSetting + `', '` + countSelf + `', true) AS counted`,
 		suppressed: `g.suppressed AND g.state = 4`, cnt: tallyAt(version), sel: columns, params: map[string]string{}}
 	if version < 4 {
-		b.self, b.suppressed = ``, `g.state = 4`
+		b.suppressed = `g.state = 4`
 	}
 	for i, c := range digestColumns() {
 		b.params[c] = fmt.Sprintf("$%d::%s", i+1, columnTypes[i])
@@ -427,36 +417,10 @@ func values(cols []string, f func(col string) string) string {
 	return strings.Join(vals, ", ")
 }
 
-// counted is the CTEs of b.cnt.delta(q, rows), or none before version 4.
-func (b *statementBuilder) counted(rows string) string {
-	if b.version < 4 {
-		return ``
-	}
-	return `, ` + b.cnt.delta(b.q, rows)
-}
-
-// countedOne is the CTEs of b.cnt.one(q, from, add), or none before
-// version 4.
-func (b *statementBuilder) countedOne(from string, add map[string]string) string {
-	if b.version < 4 {
-		return ``
-	}
-	return `, ` + b.cnt.one(b.q, from, add, b.version)
-}
-
-// check is the condition of the last SELECT over the written row w that
-// counts it when cnt_u did not (tally.missing).
-func (b *statementBuilder) check(add map[string]string) string {
-	if b.version < 4 {
-		return `true`
-	}
-	return b.cnt.missing(b.q, add, b.version)
-}
-
 // clockFrom is the FROM item clk: the server's clock ($n under a test
-// clock) and the counting marker.
+// clock).
 func (b *statementBuilder) clockFrom(n int) string {
-	return `(SELECT ` + serverNow(n) + ` AS now` + b.self + `) clk`
+	return `(SELECT ` + serverNow(n) + ` AS now) clk`
 }
 
 // update is an UPDATE of the record $1 setting the columns of set
@@ -486,7 +450,6 @@ func (b *statementBuilder) update(set map[string]string, from, where, ret string
 // guard's filter and durability, and the guard's query.
 func (b *statementBuilder) begin(s *statements) {
 	t := b.t
-	beginCount := map[string]string{"pending": "1", "attempts": "1"}
 	for guard := range 2 {
 		for durable := range 2 {
 			from, where := ` FROM clk`, ` WHERE true`
@@ -501,8 +464,8 @@ func (b *statementBuilder) begin(s *statements) {
 					AND g.tenant = $3 AND g.session = $4 AND g.tool = $6 AND g.key <> $1)`
 			}
 			// One round trip: the server's clock, and the current record
-			// if there is one, else the inserted one, sealed and counted
-			// by the statement. The new record is machine.DecideBegin's,
+			// if there is one, else the inserted one, sealed by the
+			// statement. The new record is machine.DecideBegin's,
 			// made relative to the Unix epoch in Go (beginFastArgs) and
 			// placed at clk.now here. With a record present the INSERT
 			// selects no row, so nothing is written and the transaction
@@ -511,12 +474,11 @@ func (b *statementBuilder) begin(s *statements) {
 			// fail on the primary key (no ON CONFLICT clause, whose
 			// speculative insertion costs a WAL record on every insert),
 			// and Begin decides again under the row lock.
-			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now` + b.self + `),
+			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now),
 				cur AS (SELECT ` + b.sel + ` FROM ` + t + ` WHERE key = $1::uuid),
 				ins AS (INSERT INTO ` + t + ` (` + strings.Join(b.write, ", ") + `, checksum) SELECT ` + b.newRecord() + from +
-				where + ` AND NOT EXISTS (SELECT 1 FROM cur) RETURNING ` + b.sel + `)` +
-				b.countedOne(`ins`, beginCount) + `
-				SELECT true, clk.now, w.* FROM ins w, clk WHERE ` + b.check(beginCount) + `
+				where + ` AND NOT EXISTS (SELECT 1 FROM cur) RETURNING ` + b.sel + `)
+				SELECT true, clk.now, w.* FROM ins w, clk
 				UNION ALL SELECT false, clk.now, cur.* FROM cur, clk`
 		}
 	}
@@ -547,27 +509,19 @@ func (b *statementBuilder) newRecord() string {
 func (b *statementBuilder) whole(s *statements) {
 	t, params := b.t, b.params
 	// A record written whole (Import, and a new record under the lock),
-	// sealed and counted by the statement; it returns how many it
-	// inserted, 0 when the key is taken.
-	s.importRow = `WITH ins AS (INSERT INTO ` + t + ` (` + strings.Join(b.write, ", ") + `, checksum) SELECT ` +
-		values(b.write, func(c string) string { return params[c] }) + `, ` + b.sealParams + ` FROM (SELECT true` + b.self + `) cfg ON CONFLICT (key) DO NOTHING
-		RETURNING key, tool, state, attempts)` +
-		b.counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM ins`) + `
-		SELECT count(*) FROM ins`
-	// A record rewritten whole, under the row lock its transaction holds,
-	// so that old reads the version it replaces.
-	s.replace = `WITH old AS (SELECT key, tool, state, attempts FROM ` + t + ` WHERE key = $1),
-		upd AS (UPDATE ` + t + ` SET (` + strings.Join(b.write[1:], ", ") + `, checksum) = (` +
-		values(b.write[1:], func(c string) string { return params[c] }) + `, ` + b.sealParams + `) FROM (SELECT true` + b.self + `) cfg WHERE key = $1 RETURNING key, tool, state, attempts)` +
-		b.counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM upd
-			UNION ALL SELECT key, tool, state, -1, -jsonb_array_length(attempts) FROM old`) + `
-		SELECT count(*) FROM upd`
+	// sealed by the statement; it returns how many it inserted, 0 when
+	// the key is taken.
+	s.importRow = `WITH ins AS (INSERT INTO ` + t + ` (` + strings.Join(b.write, ", ") + `, checksum) VALUES (` +
+		values(b.write, func(c string) string { return params[c] }) + `, ` + b.sealParams + `) ON CONFLICT (key) DO NOTHING
+		RETURNING 1) SELECT count(*) FROM ins`
+	// A record rewritten whole, under the row lock its transaction holds.
+	s.replace = `UPDATE ` + t + ` SET (` + strings.Join(b.write[1:], ", ") + `, checksum) = (` +
+		values(b.write[1:], func(c string) string { return params[c] }) + `, ` + b.sealParams + `) WHERE key = $1`
 }
 
 // transitions builds the fenced writes of an owner (StartAttempt, Renew,
 // Complete) and an operator's Resolve.
 func (b *statementBuilder) transitions(s *statements) {
-	attemptCount := map[string]string{"attempts": "1"}
 	for durable := range 2 {
 		from := b.clockFrom(7)
 		if durable == 0 {
@@ -577,31 +531,24 @@ func (b *statementBuilder) transitions(s *statements) {
 			"attempts":         `(` + closeLast(3, rowNow) + `) || ` + newAttempt(4, 6, rowNow),
 			"lease_expires_ns": rowNow + ` + $5::bigint`, "updated_ns": rowNow,
 			"expires_ns": coverLease(rowNow + ` + $5::bigint`)},
-			from, `key = $1 AND state = 1 AND lease_token = $2`, `key, tool, state`) + `)` +
-			b.countedOne(`upd`, attemptCount) + `
-			SELECT count(*) FROM upd w WHERE ` + b.check(attemptCount)
+			from, `key = $1 AND state = 1 AND lease_token = $2`, `1`) + `) SELECT count(*) FROM upd`
 	}
 	s.renew = b.update(map[string]string{"lease_expires_ns": rowNow + ` + $3::bigint`,
 		"expires_ns": coverLease(rowNow + ` + $3::bigint`)},
 		b.clockFrom(4)+`, `+asyncCommit, `key = $1 AND state = 1 AND lease_token = $2`, `lease_expires_ns`)
 	// Complete changes no indexed column, unless the outcome comes late
 	// (settledExpiry): a HOT update. The record was pending (the WHERE
-	// says so) and keeps its attempts' number.
-	completeCount := stateDelta("1", "w.state")
-	s.complete = `WITH upd AS (` + b.update(map[string]string{
+	// says so).
+	s.complete = b.update(map[string]string{
 		"state": `$3::smallint`, "output": `$4::bytea`, "error_class": `$5::text`, "error_message": `$6::text`,
 		"attempts": closeLast(7, rowNow), "lease_expires_ns": rowNow, "updated_ns": rowNow,
 		"expires_ns": settledExpiry(rowNow)},
-		b.clockFrom(8), `key = $1 AND state = 1 AND lease_token = $2`, b.sel) + `)` +
-		b.countedOne(`upd`, completeCount) + `
-		SELECT w.* FROM upd w WHERE ` + b.check(completeCount)
+		b.clockFrom(8), `key = $1 AND state = 1 AND lease_token = $2`, b.sel)
 	// Resolve: an operator's verdict. It closes an open attempt as
 	// "resolved", advances the token so a live owner is fenced, and keeps
 	// the record as long again from the verdict as it was kept from its
-	// creation. It runs under the row lock of lockState, which read the
-	// state it replaces, $8.
-	resolveCount := stateDelta("$8::smallint", "w.state")
-	s.resolve = `WITH upd AS (` + b.update(map[string]string{
+	// creation.
+	s.resolve = b.update(map[string]string{
 		"state":            `$2::smallint`,
 		"output":           `CASE WHEN $2::smallint = 2 THEN $3::bytea END`,
 		"error_class":      `CASE WHEN $2::smallint = 2 THEN '' ELSE 'resolved' END`,
@@ -612,9 +559,7 @@ func (b *statementBuilder) transitions(s *statements) {
 		"expires_ns": `GREATEST(expires_ns, ` + rowNow + ` + (expires_ns - created_ns))`,
 		"res_state":  `$2::smallint`, "res_output": `$3::bytea`, "res_reason": `$4::text`, "res_by": `$5::text`,
 		"res_at_ns": rowNow},
-		b.clockFrom(6), `key = $1 AND state IN (1, 5) AND state = $8::smallint`, b.sel) + `)` +
-		b.countedOne(`upd`, resolveCount) + `
-		SELECT w.* FROM upd w WHERE ` + b.check(resolveCount)
+		b.clockFrom(6), `key = $1 AND state IN (1, 5)`, b.sel)
 }
 
 // expiry builds GC's statements and those of Stats.
@@ -633,14 +578,10 @@ func (b *statementBuilder) expiry(s *statements) {
 		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ` + t + ` WHERE ` + past + ` AND ` + kept + `)`
 	counts := `count(*) FILTER (WHERE ` + expires + `), count(*) FILTER (WHERE ` + kept + `) FROM ` + t + ` WHERE ` + past
 	s.gcCount = `SELECT ` + counts
-	// What Stats reads through the indexes: the records past their TTL,
-	// as GC finds them, and the oldest and the newest from either end of
-	// records_created_idx.
-	s.statsIndexed = `SELECT e.*, (SELECT min(created_ns) FROM ` + t + `),
-			(SELECT max(created_ns) FROM ` + t + `), pg_total_relation_size($2::regclass)
-		FROM (SELECT ` + counts + `) e`
-	s.statsCounts = b.cnt.stats(b.q, false)
-	s.statsScan = b.cnt.stats(b.q, true)
+	// What Stats reads through records_expires_idx: the records past
+	// their TTL, as GC finds them; the rest it counts from every row.
+	s.statsIndexed = `SELECT e.*, pg_total_relation_size($2::regclass) FROM (SELECT ` + counts + `) e`
+	s.statsScan = b.cnt.scan(b.t)
 }
 
 // coverLease is journal's coverLease in SQL, for a statement that sets the

@@ -186,10 +186,9 @@ func (s *Store) CompleteInTx(ctx context.Context, key uuid.UUID, token uint64,
 }
 
 // Resolve settles a pending or unknown record as an operator's verdict and
-// advances the fencing token, in one UPDATE under the record's row lock,
-// taken by reading the state it replaces, which the counts need. An
-// approval or a rejection (or a verdict naming a fingerprint) is
-// machine.ApplyResolution's, written under the row lock.
+// advances the fencing token, in one UPDATE. An approval or a rejection
+// (or a verdict naming a fingerprint) is machine.ApplyResolution's,
+// written under the record's row lock.
 func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resolution) (journal.Record, error) {
 	if err := s.checkWrite(ctx, "resolve", key); err != nil {
 		return journal.Record{}, err
@@ -208,12 +207,8 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 			rec, err = s.decide(ctx, tx, key, res)
 			return err
 		}
-		var state int16
-		if err := tx.QueryRow(ctx, s.sql.lockState, keyArg(key)).Scan(&state); err != nil {
-			return err
-		}
 		r, err := scanRow(tx.QueryRow(ctx, s.sql.resolve, keyArg(key), int16(res.State), res.Output,
-			reason, cleanText(res.By), s.clockArg(), closing, state))
+			reason, cleanText(res.By), s.clockArg(), closing))
 		if err == nil {
 			rec, err = r.record()
 		}
