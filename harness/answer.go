@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -79,7 +82,8 @@ func (f *flight) fromRecord(rec journal.Record) Result {
 
 // ResultFromRecord is the Result a call answered from rec reports, in the
 // harness's words: what a re-issue of a settled record replays
-// (Source Replayed), and InProgress for a pending one. CallID is left
+// (Source Replayed), InProgress for a pending one, and AwaitingApproval
+// (NoSource: nothing ran) for one awaiting approval. CallID is left
 // empty. A recorded class that is not a retry class (an operator's
 // resolution, a record from elsewhere) becomes what the state amounts to:
 // Terminal for a failure, Mismatch for a suppression, MaybeExecuted for
@@ -92,8 +96,19 @@ func ResultFromRecord(rec *journal.Record) Result {
 		return res
 	case journal.StatePending:
 		res.Status = InProgress
+	case journal.StateAwaiting:
+		a := rec.Approval
+		res.Status, res.Source = AwaitingApproval, NoSource
+		res.Err = &OutcomeError{Tool: rec.Intent.Tool, Key: rec.Key, Class: retryclass.NotExecuted, Status: res.Status, Approval: a,
+			Message: fmt.Sprintf("it needs %d approval(s), %d given, by %s; an approver runs: agentctl approve %s --fingerprint %s",
+				a.Need, len(a.Given), a.Deadline.UTC().Format(time.RFC3339), rec.Key, rec.Fingerprint)}
+		return res
 	}
 	c, err := retryclass.ParseClass(rec.ErrorClass)
+	var a *journal.Approval
+	if rec.ErrorClass == reissue.ClassRejected || rec.ErrorClass == reissue.ClassExpired {
+		c, err, a = retryclass.Terminal, nil, rec.Approval // a person's no, or nobody's yes in time
+	}
 	if err != nil {
 		switch res.Status {
 		case Failed:
@@ -104,7 +119,7 @@ func ResultFromRecord(rec *journal.Record) Result {
 			c = retryclass.MaybeExecuted
 		}
 	}
-	res.Err = &OutcomeError{Tool: rec.Intent.Tool, Key: rec.Key, Class: c, Message: rec.ErrorMessage, Status: res.Status}
+	res.Err = &OutcomeError{Tool: rec.Intent.Tool, Key: rec.Key, Class: c, Message: rec.ErrorMessage, Status: res.Status, Approval: a}
 	return res
 }
 
@@ -180,7 +195,7 @@ func (h *Harness) log(ctx context.Context, l *slog.Logger, e Event) {
 			msg += " (" + e.Source.String() + ")"
 		}
 		switch e.Status {
-		case Suppressed, Unknown, Rejected:
+		case Suppressed, Unknown, Rejected, AwaitingApproval:
 			level = slog.LevelWarn
 		case Failed, InProgress:
 			level = slog.LevelInfo

@@ -141,7 +141,7 @@ func (h *Harness) left(ctx context.Context, p *prepared, cause error) Result {
 		// false a moment later.
 		oe.Status, oe.Message = InProgress, "the caller left before the action was recorded; it may still start ("+cause.Error()+")"
 		base.Status, base.Err = InProgress, oe
-	case err == nil && rec.State.Settled() && p.tool.next(&rec, h.now()) == reissue.Answer:
+	case err == nil && (rec.State == journal.StateAwaiting || rec.State.Settled() && p.tool.next(&rec, h.now()) == reissue.Answer):
 		f := h.newFlight(p)
 		res := f.answer(ctx, f.fromRecord(rec))
 		res.CallID = p.call.ID

@@ -68,6 +68,8 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 		Guard:       h.opts.Guard,
 		Retake:      t.retakeFn,
 		Settle:      t.quiet,
+		Approvals:   t.Approvals,
+		ApprovalTTL: t.ApprovalTTL,
 	}
 	if !h.opts.FingerprintOnly {
 		req.Input = p.d.Canonical
@@ -90,6 +92,10 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 				fmt.Sprintf("an earlier call of %s in this turn was suppressed (key %s); a call with altered input is refused too",
 					t.Name, br.Record.Key)))
 		case journal.Held:
+			if br.Record.State == journal.StateAwaiting {
+				// A person decides, not an owner: no wait would end it.
+				return f.answer(ctx, f.fromRecord(br.Record))
+			}
 			if reissue.Settling(&br.Record, h.now()) {
 				// Nobody holds it: an earlier attempt's settle window is
 				// open, and "in progress elsewhere" would be untrue.
@@ -164,6 +170,9 @@ func lostLease(cancel context.CancelCauseFunc) func(error) {
 // re-issue runs or reconciles again (reissue.Of).
 func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 	t := f.p.tool
+	if len(rec.Attempts) == 0 && rec.Approval != nil {
+		return f.rerun(ctx, "", "") // approved, and nothing ran yet
+	}
 	step := reissue.Takeover(&rec, t.Effect)
 	notExecuted := reissue.LastAttemptNotExecuted(&rec)
 	f.mayHaveRun = mayHaveRun(&rec)

@@ -185,6 +185,9 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	if t.Effect > journal.Keyed {
 		return nil, fmt.Errorf("harness: register tool %q: unknown effect kind %d", t.Name, t.Effect)
 	}
+	if t.Approvals < 0 || t.ApprovalTTL < 0 {
+		return nil, fmt.Errorf("harness: register tool %q: Approvals %d and ApprovalTTL %v must not be negative", t.Name, t.Approvals, t.ApprovalTTL)
+	}
 	pt := &tool{Tool: t}
 	pt.deriver = keyderive.Deriver{Namespace: h.namespace, Options: h.opts.Limits}
 	if len(t.Schema) > 0 || len(t.Volatile) > 0 {
@@ -198,7 +201,7 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	if pt.policy == nil {
 		pt.policy = h.opts.Retry
 	}
-	pt.journal = t.Effect != journal.ReadOnly || t.Journal
+	pt.journal = t.Effect != journal.ReadOnly || t.Journal || t.Approvals > 0
 	pt.durable = t.Effect == journal.Unkeyed
 	pt.leaseTTL = h.opts.LeaseTTL
 	pt.timeout = t.Timeout

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -68,9 +69,15 @@ const (
 	// leaves its flight before anything was recorded is told InProgress:
 	// the flight goes on and may still start.
 	Rejected
+	// AwaitingApproval: the tool needs people's approval (Tool.Approvals)
+	// and nothing ran; the OutcomeError's Approval and Message say what it
+	// needs, by when, and the command an approver runs. A re-issue after
+	// the approvals runs it once; after a rejection or the deadline it is
+	// Suppressed, with the reason and who decided.
+	AwaitingApproval
 )
 
-var statusNames = [...]string{"", "succeeded", "failed", "suppressed", "unknown", "in-progress", "rejected"}
+var statusNames = [...]string{"", "succeeded", "failed", "suppressed", "unknown", "in-progress", "rejected", "awaiting-approval"}
 
 // String returns the status's lower-case name.
 func (s Status) String() string {
@@ -148,8 +155,13 @@ type OutcomeError struct {
 	Class retryclass.Class
 	// Message is the tool's or downstream's error text, as recorded.
 	Message string
-	// Status is Failed, Suppressed, Unknown or InProgress.
+	// Status is Failed, Suppressed, Unknown, InProgress or
+	// AwaitingApproval.
 	Status Status
+	// Approval is, for a tool that needs approval (awaiting it, or
+	// suppressed by a rejection or its deadline), what the intent needs
+	// and was given: the deadline, and who approved.
+	Approval *journal.Approval
 	// CheckAt is, for an InProgress outcome being checked (Class
 	// MaybeExecuted: an attempt may have taken effect), when the check is
 	// due: the end of the settle window. Zero when it is not known.
@@ -188,6 +200,14 @@ func (r Result) ForModel() string {
 	var oe *OutcomeError
 	if e, ok := r.Err.(*OutcomeError); ok {
 		oe = e
+	}
+	switch {
+	case r.Status == AwaitingApproval && oe != nil:
+		return "This action needs a person's approval before it runs, and it has not run: " + oe.Message + ". " +
+			"Tell the user it awaits approval; do not start it another way or change its input. Calling this tool again with the same input runs it once approved, or says it was rejected (reference " + r.Key.String() + ")."
+	case r.Status == Suppressed && oe != nil && oe.Approval != nil:
+		return "This action was not run, and will not be: it needed approval, and " + oe.Message + ". " +
+			"Do not retry it or change its input to get around that decision; tell the user (reference " + r.Key.String() + ")."
 	}
 	switch r.Status {
 	case Suppressed:

@@ -104,6 +104,16 @@ type Tool struct {
 	// with postgres.InTx; a bbolt file: bolt.InTx; each hands the effect
 	// the transaction); Func is then not used and may be nil.
 	InTx Func
+	// Approvals, when positive, is how many distinct people must approve
+	// each call, its exact input, before it runs: a call records the
+	// intent awaiting approval, runs nothing, and is answered
+	// AwaitingApproval with the command an approver runs (agentctl
+	// approve KEY --fingerprint FP). A re-issue after the approvals runs
+	// it once; a rejection or the deadline suppresses it. Zero means none.
+	Approvals int
+	// ApprovalTTL is how long a call awaits its approvals. Zero means the
+	// record's TTL (Options.RecordTTL).
+	ApprovalTTL time.Duration
 }
 
 // Typed adapts a function with typed input and output to a Tool. The input
