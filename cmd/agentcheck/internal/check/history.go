@@ -34,6 +34,12 @@ const (
 	// EvFault: the runner injected a fault outside the downstream (a
 	// PostgreSQL backend terminated).
 	EvFault = "fault"
+	// EvDecide: the approver is about to send a decision (Note: approve,
+	// reject or forge) about an intent awaiting approval.
+	EvDecide = "decide"
+	// EvDecided: the decision's result (Outcome: accepted, refused, maybe
+	// or not-found).
+	EvDecided = "decided"
 )
 
 // Event is one line of a history. Which fields are set depends on Ev.
@@ -78,6 +84,8 @@ type Event struct {
 	// Subject is the worker process a runner's event is about (EvProc,
 	// EvFault).
 	Subject string `json:"subject,omitempty"`
+	// By names the approver (EvDecide, EvDecided).
+	By string `json:"by,omitempty"`
 	// Note says more: the action a request got, how a response was
 	// delivered, what a process event was.
 	Note string `json:"note,omitempty"`
@@ -91,6 +99,7 @@ const (
 	OutInProgress = "in-progress"
 	OutUnknown    = "unknown"
 	OutRejected   = "rejected"
+	OutAwaiting   = "awaiting-approval"
 )
 
 // Answer sources (Event.Source) of a succeeded answer.

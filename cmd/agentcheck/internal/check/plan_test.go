@@ -26,7 +26,7 @@ func TestGenerateCoversEveryScenario(t *testing.T) {
 		seen := map[string]int{}
 		for _, in := range p.Intents {
 			seen[in.Scenario]++
-			if in.Kind != kindOf(in.Tool) {
+			if in.Kind != toolSpec(in.Tool).Kind {
 				t.Errorf("%s: intent %s: kind %s for tool %s", store, in.ID, in.Kind, in.Tool)
 			}
 			for _, is := range in.Issues {

@@ -307,6 +307,9 @@ func (r *runner) runWorkers(ctx context.Context, planFile string, down *service)
 	for slot := range r.plan.Workers {
 		workers.Go(func() { r.supervise(planFile, slot) })
 	}
+	// The approver decides while the workers call; it is done before the
+	// final pass.
+	workers.Go(func() { r.newApprover().run(ctx) })
 	hard := time.AfterFunc(time.Until(r.end)+90*time.Second, func() {
 		r.problem("workers still running 90s after the end: killed")
 		r.mu.Lock()
