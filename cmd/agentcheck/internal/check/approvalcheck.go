@@ -173,9 +173,14 @@ func (v *intentView) falseApprovalAnswers(spec ToolSpec, margin time.Duration, a
 			continue
 		}
 		ran := v.effectBefore(c)
+		changed := min(approved, declined)
+		if ran != nil {
+			changed = min(changed, ran.attempt.start)
+		}
 		switch why := approvalRefusal(a); {
-		case a.Outcome == OutAwaiting && (c.start > approved || c.start > declined || ran != nil && ran.attempt.start < c.start):
-			out = append(out, fmt.Sprintf("%s answered awaiting approval, begun after the intent was approved, declined or ran", c.id))
+		case a.Outcome == OutAwaiting && c.start > changed && !v.joinable(c, changed):
+			out = append(out, fmt.Sprintf("%s answered awaiting approval, begun %s after the intent was approved, declined or ran",
+				c.id, time.Duration(c.start-changed).Round(time.Millisecond)))
 		case why != "" && ran != nil:
 			out = append(out, fmt.Sprintf("%s answered %s, but effect %d by attempt %s happened", c.id, why, ran.ev.Effect, ran.ev.Attempt))
 		case why == "rejected" && !v.rejectionSentBefore(c.end):
@@ -186,6 +191,16 @@ func (v *intentView) falseApprovalAnswers(spec ToolSpec, margin time.Duration, a
 		}
 	}
 	return out
+}
+
+// joinable reports whether call c may have joined the flight of another
+// call of its payload, in its process, made before t and still open when
+// c began: the harness answers the calls of one flight with one answer,
+// read when the flight began.
+func (v *intentView) joinable(c *callView, t int64) bool {
+	return slices.ContainsFunc(v.calls, func(o *callView) bool {
+		return o != c && o.proc == c.proc && o.p == c.p && o.start < t && o.end >= c.start
+	})
 }
 
 // rejectionSentBefore reports whether a rejection that may have been
