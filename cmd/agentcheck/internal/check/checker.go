@@ -56,11 +56,16 @@ const (
 	// live one that does has been overtaken, and its caller is told
 	// "unknown" about an effect it may well have made.
 	RuleLeaseLost = "live-owner-lost-lease"
+	// RuleReconciledWrong: the server's Reconcile (ModeMiddleware with
+	// ServerOptions.Reconcile) answered that a key's effect happened with
+	// another output than the key's first effect's, or when none had; or
+	// that it did not happen when one had.
+	RuleReconciledWrong = "reconciled-wrongly"
 )
 
 // Rules lists the rules in the order reports show them.
 var Rules = []string{RuleDuplicate, RuleKeys, RuleGuard, RuleNoEffect, RuleWrongOutput, RuleFailed, RuleRejected, RuleLost, RuleLeaseLost,
-	RuleUnapproved, RuleRanAfterNo, RuleForged, RuleApprovalAnswer}
+	RuleUnapproved, RuleRanAfterNo, RuleForged, RuleApprovalAnswer, RuleReconciledWrong}
 
 // RuleSettleBroken: an Unkeyed intent's effect landed after the window its
 // tool declares (the attempt's start + Timeout + Settle). The tool's
@@ -123,6 +128,9 @@ type Report struct {
 	// because it could not tell a client (a response it could not
 	// record): not a violation, but worth reading beside them.
 	ServerLog []string `json:"server_log,omitempty"`
+	// ServerUnknowns counts, in ModeMiddleware, the server's records left
+	// without an answer and how many Reconcile settled.
+	ServerUnknowns *ServerUnknowns `json:"server_unknowns,omitempty"`
 	// WorkDir is the run's kept work directory (plan, per-process
 	// histories and logs, the bbolt journal) when the run failed.
 	WorkDir string `json:"work_dir,omitempty"`
@@ -170,6 +178,9 @@ type intentView struct {
 	keyless int
 	// decisions are the approver's, in the order they were sent.
 	decisions []*decisionView
+	// serverReconciles are the middleware's Reconcile answers
+	// (ServerOptions.Reconcile).
+	serverReconciles []Event
 }
 
 // Check decides, intent by intent, whether history (ordered by time, as
@@ -304,6 +315,10 @@ func (v *intentView) add(e Event) {
 		v.effects = append(v.effects, effectView{ev: e, attempt: v.attempt(e.Attempt, procOf(e.Attempt), e.T)})
 	case EvDecide, EvDecided:
 		v.addDecision(e)
+	case EvReconcile:
+		if e.Proc == "downstream" {
+			v.serverReconciles = append(v.serverReconciles, e)
+		}
 	case EvResponse:
 		if e.Code == 200 && strings.Contains(e.Note, "delivered") {
 			if _, ok := v.delivered[e.Attempt]; !ok {
@@ -354,6 +369,9 @@ func (v *intentView) check(margin time.Duration) []Violation {
 	}
 	if msg := v.guardBypassed(); msg != "" {
 		out = append(out, Violation{Rule: RuleGuard, Detail: msg})
+	}
+	if msg := v.reconciledWrongly(); msg != "" {
+		out = append(out, Violation{Rule: RuleReconciledWrong, Detail: msg})
 	}
 	out = append(out, v.duplicateEffects(late)...)
 	return append(out, v.wrongAnswers()...)

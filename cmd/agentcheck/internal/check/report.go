@@ -72,6 +72,9 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 		}
 		fmt.Fprintf(w, "approver's decisions: %s\n", strings.Join(decisions, ", "))
 	}
+	if r.ServerUnknowns != nil {
+		fmt.Fprintln(w, r.ServerUnknowns)
+	}
 	if r.WorkDir != "" {
 		fmt.Fprintf(w, "work directory kept: %s\n", r.WorkDir)
 	}
