@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentonce/agentonce/journal"
@@ -25,18 +26,26 @@ type ServerUnknowns struct {
 	// Settled were settled by Reconcile: replayed as the effect it found,
 	// or run again after two "did not happen" answers.
 	Settled int `json:"settled"`
-	// Unsettled are unknown or pending at the end: a person must look.
+	// Unsettled are unknown or pending at the end, although a request
+	// with their key reached the middleware after the kill that cut their
+	// run short: Reconcile could have settled them, a person must.
 	Unsettled int `json:"unsettled"`
+	// NotAsked are unknown or pending at the end, and no request with
+	// their key reached the middleware after that kill (the client had
+	// given up): nothing asked, so nothing could be settled; a person
+	// finds them in the queue.
+	NotAsked int `json:"not_asked"`
 	// Happened and DidNotHappen count Reconcile's answers.
 	Happened     int `json:"happened"`
 	DidNotHappen int `json:"did_not_happen"`
 }
 
-// Unknowns is how many records were left without an answer.
+// Unknowns is how many records were left without an answer and asked
+// about again: those Reconcile could answer.
 func (s *ServerUnknowns) Unknowns() int { return s.Settled + s.Unsettled }
 
-// Share is the part of the unknowns settled without a person, from 0 to
-// 1; 1 when there were none.
+// Share is the part of the unknowns asked about again that were settled
+// without a person, from 0 to 1; 1 when there were none.
 func (s *ServerUnknowns) Share() float64 {
 	if s.Unknowns() == 0 {
 		return 1
@@ -50,8 +59,8 @@ func (s *ServerUnknowns) String() string {
 	if s.Reconcile {
 		how = fmt.Sprintf("Reconcile answered happened %d, did not happen %d", s.Happened, s.DidNotHappen)
 	}
-	return fmt.Sprintf("server unknowns: %d, settled without a person %d (%.1f %%), left to a person %d; %s",
-		s.Unknowns(), s.Settled, 100*s.Share(), s.Unsettled, how)
+	return fmt.Sprintf("server unknowns asked about again: %d, settled without a person %d (%.1f %%), left to a person %d; never asked again %d; %s",
+		s.Unknowns(), s.Settled, 100*s.Share(), s.Unsettled, s.NotAsked, how)
 }
 
 // reconciledWrongly says which of the server's Reconcile answers were not
@@ -81,13 +90,32 @@ func (v *intentView) reconciledWrongly() string {
 // countServerUnknowns reads the server journal at the end of a run.
 func countServerUnknowns(ctx context.Context, store journal.Store, reconcile bool, history []Event) (*ServerUnknowns, error) {
 	s := &ServerUnknowns{Reconcile: reconcile}
+	var kills []int64
+	seen := map[string][]int64{} // the middleware's answers by key
+	for _, e := range history {
+		switch {
+		case e.Ev == EvProc && e.Subject == "downstream" && strings.HasPrefix(e.Note, "kill"):
+			kills = append(kills, e.T)
+		case e.Ev == EvResponse && e.Proc == "downstream" && !strings.Contains(e.Note, "before the middleware"):
+			seen[e.Key] = append(seen[e.Key], e.T)
+		case e.Ev == EvReconcile && e.Proc == "downstream" && e.Note == "happened":
+			s.Happened++
+		case e.Ev == EvReconcile && e.Proc == "downstream":
+			s.DidNotHappen++
+		}
+	}
 	for rec, err := range store.List(ctx, journal.Filter{}) {
 		if err != nil {
 			return nil, fmt.Errorf("server journal: %w", err)
 		}
 		switch {
 		case rec.State == journal.StateUnknown || rec.State == journal.StatePending:
-			s.Unsettled++
+			// The middleware keeps a request's key as its record's session.
+			if askedAgain(&rec, kills, seen[rec.Intent.Session]) {
+				s.Unsettled++
+			} else {
+				s.NotAsked++
+			}
 		case rec.ErrorClass == classReconciled:
 			s.Settled++
 		default:
@@ -99,14 +127,19 @@ func countServerUnknowns(ctx context.Context, store journal.Store, reconcile boo
 			}
 		}
 	}
-	for _, e := range history {
-		if e.Ev == EvReconcile && e.Proc == "downstream" {
-			if e.Note == "happened" {
-				s.Happened++
-			} else {
-				s.DidNotHappen++
-			}
-		}
-	}
 	return s, nil
+}
+
+// askedAgain reports whether the middleware answered a request with rec's
+// key after the first server kill after rec's last attempt began.
+func askedAgain(rec *journal.Record, kills, answered []int64) bool {
+	if len(rec.Attempts) == 0 {
+		return false
+	}
+	start := rec.Attempts[len(rec.Attempts)-1].Start.UnixNano()
+	i := slices.IndexFunc(kills, func(k int64) bool { return k >= start })
+	if i < 0 {
+		return false
+	}
+	return slices.ContainsFunc(answered, func(t int64) bool { return t > kills[i] })
 }

@@ -208,6 +208,10 @@ func (d *Downstream) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	c.ran = true
 	out := d.commit(c.in, c.p, c.base, nil)
+	// The handler's work goes on after its effect (a second write, the
+	// answer's rendering): a server killed meanwhile leaves an effect
+	// with no recorded answer, which only the application can tell.
+	time.Sleep(min(time.Duration(c.a.DelayMS)*time.Millisecond/5, 100*time.Millisecond))
 	if c.a.Do == ActFailAfter && d.handlerFails {
 		// Committed, then a 5xx: what the middleware's default forbids.
 		http.Error(w, "failed after commit, by the handler", c.a.Code)
