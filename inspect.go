@@ -1,6 +1,7 @@
 package agentonce
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/harness/inspect"
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -47,12 +49,13 @@ var served sync.Map // *harness.Harness → *inspect.Server
 
 // serveInspect starts serving agentctl, as mode says, when the journal is
 // a bbolt file opened for writing (w.path is set), before it is shared.
-func (w *wiring) serveInspect(mode InspectMode, logger *slog.Logger, owner string) error {
+func (w *wiring) serveInspect(mode InspectMode, observer harness.Observer, logger *slog.Logger, owner string) error {
 	if w.path == "" {
 		return nil
 	}
 	sock := inspect.SocketPath(w.path)
-	srv, err := inspect.Listen(sock, w.store, &inspect.ServerOptions{Journal: w.path, Owner: owner})
+	srv, err := inspect.Listen(sock, w.store, &inspect.ServerOptions{Journal: w.path, Owner: owner,
+		OnResolve: func(ctx context.Context, rec journal.Record) { resolved(ctx, &rec, observer, logger) }})
 	if err != nil {
 		if mode == InspectRequire {
 			return fmt.Errorf("agentonce: serve agentctl at %s: %w", sock, err)
@@ -108,8 +111,31 @@ func (o *inspectObserver) Observe(ctx context.Context, e harness.Event) {
 			w.Source = e.Source.String()
 		}
 	}
+	if e.Resolution != nil {
+		w.Kind, w.Status = "resolved", e.Resolution.State.String()
+	}
 	if e.Err != nil {
 		w.Error = e.Err.Error()
 	}
 	srv.Publish(w)
+}
+
+// resolved reports an operator's resolve served by the socket: the intent
+// no longer needs a person (an EventNeedsPerson with its Resolution), to
+// observer and, at Info, to the Logger or slog.Default().
+func resolved(ctx context.Context, rec *journal.Record, observer harness.Observer, logger *slog.Logger) {
+	r := rec.Resolution
+	if a := rec.Approval; r == nil && a != nil && rec.State == journal.StateAwaiting && len(a.Given) >= a.Need && a.Need > 0 {
+		r = &a.Given[len(a.Given)-1] // the approval that completed it
+	}
+	if r == nil { // an approval short of enough, or no verdict: nothing ends
+		return
+	}
+	if observer != nil {
+		observer.Observe(ctx, harness.Event{Kind: harness.EventNeedsPerson, Tool: rec.Intent.Tool, Session: rec.Intent.Session,
+			Turn: rec.Intent.Turn, Key: rec.Key, Attempts: len(rec.Attempts), Resolution: r})
+	}
+	cmp.Or(logger, slog.Default()).LogAttrs(ctx, slog.LevelInfo, "agentonce resolved by a person",
+		slog.String("tool", rec.Intent.Tool), slog.String("key", rec.Key.String()), slog.String("state", r.State.String()),
+		slog.String("by", r.By), slog.String("reason", r.Reason))
 }

@@ -109,26 +109,37 @@ func TestInspectEvents(t *testing.T) {
 	defer c.Close()
 	ready := make(chan struct{})
 	var kinds []string
-	var last inspect.Event
+	var last, resolved inspect.Event
 	done := make(chan error, 1)
 	go func() {
 		done <- c.Events(ctx, func() { close(ready) }, func(e inspect.Event) error {
 			kinds = append(kinds, e.Kind)
-			last = e
+			if e.Kind == "resolved" {
+				resolved = e
+			} else {
+				last = e
+			}
 			return nil
 		}, nil)
 	}()
 	<-ready
 	res := h.Call(ctx, emailCall)
+	// The operator's resolve through the socket follows the call's events.
+	if _, err := c.Resolve(ctx, res.Key, journal.Resolution{State: journal.StateFailed, Reason: "bounced", By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("Events after Close = %v; want nil (the agent said bye)", err)
 	}
-	want := "before-write-ahead after-write-ahead after-effect after-outcome result"
+	want := "before-write-ahead after-write-ahead after-effect after-outcome needs-person result resolved"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("events = %q; want %q", got, want)
+	}
+	if resolved.Key != res.Key.String() || resolved.Status != "failed" || resolved.Tool != "send_email" {
+		t.Errorf("resolved event = %+v; want failed, for key %s", resolved, res.Key)
 	}
 	if last.Status != "unknown" || last.Key != res.Key.String() || last.Session != "s1" || last.Tool != "send_email" || last.Class != "maybe-executed" {
 		t.Errorf("result event = %+v; want unknown, maybe-executed, for key %s", last, res.Key)

@@ -147,7 +147,7 @@ func openWiring(ctx context.Context, location string, o *OpenOptions) (*wiring, 
 // reports a new journal to hopts's Observer and Logger, and starts the
 // background GC, as o says. On error the journal is closed.
 func (w *wiring) start(ctx context.Context, o *OpenOptions, hopts *harness.Options, owner string) error {
-	if err := w.serveInspect(o.Inspect, hopts.Logger, owner); err != nil {
+	if err := w.serveInspect(o.Inspect, hopts.Observer, hopts.Logger, owner); err != nil {
 		w.store.Close()
 		return err
 	}

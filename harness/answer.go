@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,10 @@ func (f *flight) complete(ctx context.Context, c journal.Completion, status Stat
 	res := Result{Status: status, Source: src, Output: out}
 	if oe != nil {
 		res.Err = oe
+		if f.person {
+			f.event(ctx, Event{Kind: EventNeedsPerson, Class: oe.Class, Err: oe, Command: "agentctl resolve " +
+				f.p.d.Key.String() + " --succeeded [--output JSON] | --failed --reason TEXT"})
+		}
 	}
 	return f.answer(ctx, res)
 }
@@ -97,7 +102,7 @@ func ResultFromRecord(rec *journal.Record) Result {
 	case journal.StatePending:
 		res.Status = InProgress
 	case journal.StateAwaiting:
-		a := rec.Approval
+		a := cmp.Or(rec.Approval, new(journal.Approval)) // a record from elsewhere may lack it
 		res.Status, res.Source = AwaitingApproval, NoSource
 		res.Err = &OutcomeError{Tool: rec.Intent.Tool, Key: rec.Key, Class: retryclass.NotExecuted, Status: res.Status, Approval: a,
 			Message: fmt.Sprintf("it needs %d approval(s), %d given, by %s; an approver runs: agentctl approve %s --fingerprint %s",
@@ -171,20 +176,23 @@ func resultEvent(base Event, res Result) Event {
 // far.
 func (f *flight) event(ctx context.Context, e Event) {
 	b := f.base
-	b.Kind, b.Attempt, b.Class, b.Delay, b.Err, b.Attempts = e.Kind, e.Attempt, e.Class, e.Delay, e.Err, f.tries
+	b.Kind, b.Attempt, b.Class, b.Delay, b.Err, b.Attempts, b.Command = e.Kind, e.Attempt, e.Class, e.Delay, e.Err, f.tries, e.Command
 	f.h.emit(ctx, b)
 }
 
+// emit reports e to the Observer and the Logger; an intent that needs a
+// person is logged even with no Logger.
 func (h *Harness) emit(ctx context.Context, e Event) {
 	if h.opts.Observer != nil {
 		h.opts.Observer.Observe(ctx, e)
 	}
-	if h.opts.Logger != nil {
-		h.log(ctx, h.opts.Logger, e)
+	if l := h.opts.Logger; l != nil || e.Kind == EventNeedsPerson {
+		h.log(ctx, cmp.Or(l, slog.Default()), e)
 	}
 }
 
-// log writes the events worth a line: results, retries, waits, takeovers.
+// log writes the events worth a line: results, retries, waits, takeovers,
+// an intent that needs a person.
 func (h *Harness) log(ctx context.Context, l *slog.Logger, e Event) {
 	var level slog.Level
 	var msg string
@@ -210,6 +218,8 @@ func (h *Harness) log(ctx context.Context, l *slog.Logger, e Event) {
 		msg = "agentonce reconcile"
 	case EventSettle:
 		msg = "agentonce waiting out the settle window"
+	case EventNeedsPerson:
+		msg, level = "agentonce needs a person: resolve the intent after checking the downstream", slog.LevelWarn
 	default:
 		return
 	}
@@ -234,6 +244,9 @@ func (h *Harness) log(ctx context.Context, l *slog.Logger, e Event) {
 	}
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("error", e.Err.Error()))
+	}
+	if e.Command != "" {
+		attrs = append(attrs, slog.String("command", e.Command))
 	}
 	l.LogAttrs(ctx, level, msg, attrs...)
 }

@@ -28,12 +28,16 @@ func approvedTool(n int, eff *effects) harness.Tool {
 }
 
 // countInFlight counts the EventInFlight events a harness reports: a call
-// awaiting approval must not wait as for an intent in flight.
-type countInFlight struct{ n atomic.Int32 }
+// awaiting approval must not wait as for an intent in flight. It counts
+// the EventNeedsPerson events that name the approve command too.
+type countInFlight struct{ n, person atomic.Int32 }
 
 func (c *countInFlight) Observe(_ context.Context, e harness.Event) {
-	if e.Kind == harness.EventInFlight {
+	switch {
+	case e.Kind == harness.EventInFlight:
 		c.n.Add(1)
+	case e.Kind == harness.EventNeedsPerson && strings.Contains(e.Command, "agentctl approve "+e.Key.String()+" --fingerprint "):
+		c.person.Add(1)
 	}
 }
 
@@ -85,8 +89,9 @@ func TestApprovalGate(t *testing.T) {
 			t.Fatalf("re-issue %d before the second approval: %v %q; want awaiting-approval, 1 given", i, res.Status, res.ForModel())
 		}
 	}
-	if eff.all() != 0 || obs.n.Load() != 0 {
-		t.Fatalf("before approval: %d effects, %d in-flight waits; want 0 and 0", eff.all(), obs.n.Load())
+	if eff.all() != 0 || obs.n.Load() != 0 || obs.person.Load() != 4 {
+		t.Fatalf("before approval: %d effects, %d in-flight waits, %d needs-person events naming the approve command; want 0, 0 and 4",
+			eff.all(), obs.n.Load(), obs.person.Load())
 	}
 
 	approve(t, st, res.Key, rec.Fingerprint, "bob")

@@ -29,6 +29,9 @@ var (
 	// of the tenant) into one intent, forever. An adapter that cannot tell
 	// the user's turn must say so rather than pass an empty one.
 	ErrNoTurn = errors.New("call has no session or turn (and no step key)")
+	// ErrUnknownTool is returned when a call names a tool that is not
+	// registered; the error names it.
+	ErrUnknownTool = errors.New("unknown tool")
 )
 
 // ErrLeaseLost is the cause of a flight's cancellation when its owner lost
@@ -36,17 +39,6 @@ var (
 // took the intent) or the journal stayed unreachable until the lease ran
 // out. The outcome cannot be recorded; the caller is told Unknown.
 var ErrLeaseLost = errors.New("lease lost")
-
-// UnknownToolError is returned when a call names a tool that is not
-// registered.
-type UnknownToolError struct {
-	Tool string
-}
-
-// Error names the tool.
-func (e *UnknownToolError) Error() string {
-	return fmt.Sprintf("harness: unknown tool %q (not registered)", e.Tool)
-}
 
 // PanicError is a tool's (or its Reconcile hook's) panic, turned into an
 // error. It has the shape of singleflight.PanicError, plus the tool's name,

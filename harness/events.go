@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
@@ -41,12 +42,22 @@ const (
 	EventSettle
 	// EventNewJournal: Open created the journal. Err is set when its
 	// namespace is new and random, so that every key differs from an
-	// earlier journal's. It is the only event outside a call.
+	// earlier journal's. It is outside any call.
 	EventNewJournal
+	// EventNeedsPerson: the intent needs a person, or no longer does. With
+	// Resolution nil, the call recorded an unknown outcome only a person
+	// can settle (an Unkeyed tool without a Reconcile hook, or a hook that
+	// cannot tell): Err says why and Command how; a re-issue that asks the
+	// hook again and ends so reports it again; a call answered
+	// AwaitingApproval reports it too, with the approve and reject
+	// commands. With Resolution set, outside
+	// any call, an operator resolved the intent through this process
+	// (agentctl over package agentonce's socket).
+	EventNeedsPerson
 )
 
 var eventNames = [...]string{"", "before-write-ahead", "after-write-ahead", "after-effect", "after-outcome",
-	"retry", "in-flight", "takeover", "reconcile", "result", "settle", "new-journal"}
+	"retry", "in-flight", "takeover", "reconcile", "result", "settle", "new-journal", "needs-person"}
 
 // String returns the event kind's name.
 func (k EventKind) String() string {
@@ -84,15 +95,21 @@ type Event struct {
 	Source Source
 	// Err is the failure behind the event, if any.
 	Err error
+	// Command is the agentctl command that settles the intent
+	// (EventNeedsPerson).
+	Command string
+	// Resolution is the operator's verdict that ends an EventNeedsPerson.
+	Resolution *journal.Resolution
 }
 
 // Observer receives every event of every call, synchronously, on the
-// call's goroutine (a background check's, on the check's: settle.go): it
-// must be quick and safe for concurrent use. A check that outlives its
-// caller reports its steps and EventAfterOutcome, but no second
-// EventResult: the caller's InProgress was the call's result. It is the
-// hook for metrics and for tests; an Observer may end the process (the
-// crash tests do) but must not call back into the Harness.
+// call's goroutine (a background check's, on the check's: settle.go; an
+// operator's resolve, on the socket's): it must be quick and safe for
+// concurrent use. A check that outlives its caller reports its steps and
+// EventAfterOutcome, but no second EventResult: the caller's InProgress
+// was the call's result. It is the hook for metrics and for tests; an
+// Observer may end the process (the crash tests do) but must not call
+// back into the Harness.
 type Observer interface {
 	Observe(ctx context.Context, e Event)
 }

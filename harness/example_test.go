@@ -114,3 +114,38 @@ func ExampleTyped() {
 	// succeeded executed "refunded 500 on A-1"
 	// failed executed The tool failed and nothing was done: tool refund: decode input: json: unknown field "amont"
 }
+
+// A tool that a person must approve before it runs: the call is recorded
+// awaiting approval and answered with the approver's command; the
+// approval (agentctl approve, or Resolve) names the input's fingerprint;
+// the model's re-issue then runs the refund once.
+func ExampleTool_approvals() {
+	store := memory.New(nil)
+	h := harness.New(store, nil)
+	defer h.Close()
+	refunds := 0
+	err := h.Register(harness.Tool{Name: "refund", Effect: journal.Keyed, Approvals: 1,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			refunds++
+			return json.RawMessage(`{"refunded":true}`), nil
+		}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	call := harness.ToolCall{Tenant: "acme", Session: "chat-1", Turn: "4", Tool: "refund",
+		Input: json.RawMessage(`{"order":"A-1","amount":12000}`)}
+
+	res := h.Call(context.Background(), call)
+	fmt.Println(res.Status, refunds)
+
+	rec, _ := store.Get(context.Background(), res.Key)
+	if _, err := store.Resolve(context.Background(), res.Key, journal.Resolution{
+		State: journal.StatePending, By: "alice@acme", Reason: "customer called", Fingerprint: rec.Fingerprint}); err != nil {
+		log.Fatal(err)
+	}
+	res = h.Call(context.Background(), call) // the model asks again
+	fmt.Println(res.Status, res.Source, refunds, string(res.Output))
+	// Output:
+	// awaiting-approval 0
+	// succeeded executed 1 {"refunded":true}
+}

@@ -34,6 +34,9 @@ type flight struct {
 	// waitUntil ends the caller's wait for an outcome being checked
 	// (Options.CheckWait); set on first need.
 	waitUntil time.Time
+	// person says the outcome being recorded is one only a person can
+	// settle: complete reports EventNeedsPerson once it is recorded.
+	person bool
 }
 
 // newFlight is the flight of the prepared call p: the one place a flight
@@ -94,7 +97,10 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 		case journal.Held:
 			if br.Record.State == journal.StateAwaiting {
 				// A person decides, not an owner: no wait would end it.
-				return f.answer(ctx, f.fromRecord(br.Record))
+				res, key := f.fromRecord(br.Record), p.d.Key.String()
+				f.event(ctx, Event{Kind: EventNeedsPerson, Class: retryclass.NotExecuted, Err: res.Err, Command: "agentctl approve " +
+					key + " --fingerprint " + br.Record.Fingerprint.String() + " | agentctl reject " + key + " --reason TEXT"})
+				return f.answer(ctx, res)
 			}
 			if reissue.Settling(&br.Record, h.now()) {
 				// Nobody holds it: an earlier attempt's settle window is

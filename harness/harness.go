@@ -55,10 +55,11 @@ type Options struct {
 	// zero means 8.
 	Concurrency int
 	// Logger receives the calls' steps worth a line (results, retries,
-	// takeovers). Nil means slog.Default(), for the mistakes only, at Warn:
-	// a call refused before its tool ran (no session or turn, an unknown
-	// tool, invalid input) and Open's new journal with a new random
-	// namespace. slog.New(slog.DiscardHandler) logs nothing.
+	// takeovers). Nil means slog.Default(), at Warn, for what a person must
+	// see: an intent that needs one (EventNeedsPerson, with the agentctl
+	// command), a call refused before its tool ran (no session or turn, an
+	// unknown tool, invalid input) and Open's new journal with a new
+	// random namespace. slog.New(slog.DiscardHandler) logs nothing.
 	Logger *slog.Logger
 	// Observer receives every event, for metrics and tests; nil means none.
 	Observer Observer

@@ -50,7 +50,7 @@ func (h *Harness) lookup(name string) (*tool, error) {
 	t, ok := h.tools[name]
 	h.mu.RUnlock()
 	if !ok {
-		return nil, &UnknownToolError{Tool: name}
+		return nil, fmt.Errorf("harness: %w %q (not registered)", ErrUnknownTool, name)
 	}
 	return t, nil
 }

@@ -261,6 +261,7 @@ func (f *flight) reconcileEarly(ctx context.Context, cause error) (res Result, o
 func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settled bool) {
 	t := f.p.tool
 	if t.Reconcile == nil {
+		f.person = true
 		return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
 			fmt.Errorf("%w; the tool has no Reconcile hook, so it was not run again", cause)), true
 	}
@@ -289,6 +290,7 @@ func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settle
 	if why == nil {
 		why = fmt.Errorf("no reason given")
 	}
+	f.person = true
 	return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
 		fmt.Errorf("%w; reconcile cannot tell yet: %w", cause, why)), true
 }

@@ -159,7 +159,9 @@ func (a *answers) put(rec *journal.Record, now time.Time) {
 // answersRequest reports whether the record rec answers a request with
 // fingerprint fp at now without a Begin: it has the request's fingerprint
 // (or none), and reissue.Request answers from it under the TTL (a minute
-// before its expiry in the store at the latest). Begin decides the rest.
+// before its expiry in the store at the latest). Begin decides the rest,
+// and every record awaiting approval: its deadline, or its approval.
 func answersRequest(rec *journal.Record, fp keyderive.Fingerprint, now time.Time, ttl time.Duration) bool {
-	return (rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && reissue.Request(rec, now, ttl) == reissue.Answer
+	return (rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && rec.State != journal.StateAwaiting &&
+		reissue.Request(rec, now, ttl) == reissue.Answer
 }

@@ -11,7 +11,9 @@
 // request with the same key and canonical body until Options.TTL. Another
 // body gets 422, a request while the first runs 409 with Retry-After (or,
 // with Options.Wait, the first answer), a missing key where Options.Require
-// wants one 400: RFC 9457 problem details. What a stored record means to a
+// wants one 400: RFC 9457 problem details. A route in Options.Approvals
+// runs a request only once people approved it (409 awaiting-approval until
+// then, 422 once rejected or expired). What a stored record means to a
 // request is the journal's rule, reissue.Request.
 //
 // A handler that panics, or a process that dies mid-request, leaves the

@@ -10,6 +10,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -87,6 +88,11 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 	orDefault(&o.MaxResponseBytes, DefaultMaxResponseBytes)
 	if o.TTL < o.LeaseTTL {
 		return nil, fmt.Errorf("idempotency.New: TTL %v is shorter than LeaseTTL %v: a key would be new again while its first request may still run", o.TTL, o.LeaseTTL)
+	}
+	for pattern, n := range o.Approvals {
+		if method, _, _ := strings.Cut(pattern, " "); n < 0 || safeMethod(method) {
+			return nil, fmt.Errorf("idempotency.New: Approvals[%q] is %d: want 0 or more, on a method other than GET, HEAD, OPTIONS and TRACE (they pass through)", pattern, n)
+		}
 	}
 	if o.ReplayedHeader == "" {
 		o.ReplayedHeader = DefaultReplayedHeader

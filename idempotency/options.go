@@ -1,8 +1,11 @@
 package idempotency
 
 import (
+	"context"
 	"net/http"
 	"time"
+
+	"github.com/agentonce/agentonce/journal"
 )
 
 // Defaults of Options.
@@ -58,6 +61,22 @@ type Options struct {
 	// keyderive.NewNormalizer takes them ("metadata.trace_id"), or form
 	// field names.
 	Volatile map[string][]string
+
+	// Approvals names, per route pattern (r.Pattern, "POST /v1/refunds"),
+	// how many distinct people must approve a request before its handler
+	// runs. Such a request records its intent awaiting approval and is
+	// answered 409 awaiting-approval, naming the approver's command; sent
+	// again once approved, it runs once; rejected or past ApprovalTTL it is
+	// answered 422 for good (docs/server.md). A request on such a route
+	// without a key gets 400; with Approvals set, a request with no route
+	// pattern (the middleware wraps the mux) gets 500 and does not run.
+	// GET, HEAD, OPTIONS and TRACE pass through. Nil means no route needs
+	// approval.
+	Approvals map[string]int
+
+	// ApprovalTTL is how long a request awaits its approvals. Zero means
+	// TTL.
+	ApprovalTTL time.Duration
 
 	// Wait, when positive, makes a request whose key is in flight wait up
 	// to Wait for the first request's answer and send it, rather than a
@@ -142,6 +161,14 @@ type Options struct {
 	InTx bool
 
 	// ErrorLog receives what cannot be told to the client (a response that
-	// could not be recorded, or only its hash). Nil means log.Printf.
+	// could not be recorded, or only its hash) and every outcome left
+	// unknown for an operator. Nil means log.Printf.
 	ErrorLog func(format string, args ...any)
+
+	// OnUnknown, when set, is told of every record the middleware settles
+	// unknown (the handler panicked, its process died mid-request, or its
+	// response could not be kept), as stored: only an operator settles it
+	// (agentctl resolve). It runs on the request's goroutine and must be
+	// quick, as notify.Webhook's Record is.
+	OnUnknown func(ctx context.Context, rec journal.Record)
 }

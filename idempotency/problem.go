@@ -25,6 +25,12 @@ const (
 	ProblemBodyUnavailable = "stored-body-unavailable" // 500
 	ProblemJournal         = "journal-unavailable"     // 503
 	ProblemFailed          = "failed"                  // 500
+	// A request that needs approval (Options.Approvals): not yet given, so
+	// nothing ran and it is to be sent again; or rejected, or not given by
+	// the deadline, and it never runs.
+	ProblemAwaitingApproval = "awaiting-approval" // 409
+	ProblemApprovalRejected = "approval-rejected" // 422
+	ProblemApprovalExpired  = "approval-expired"  // 422
 )
 
 // problem is an RFC 9457 problem-details body. Key and JournalKey let a
@@ -36,27 +42,32 @@ type problem struct {
 	Detail     string `json:"detail,omitempty"`
 	Key        string `json:"idempotency_key,omitempty"`
 	JournalKey string `json:"journal_key,omitempty"`
+	// Approval is set for a request that needs approval.
+	Approval *approvalProblem `json:"approval,omitempty"`
 }
 
 var problemTitles = map[string]string{
-	ProblemKeyRequired:     "Idempotency-Key is required",
-	ProblemKeyInvalid:      "Idempotency-Key is malformed",
-	ProblemUnauthenticated: "The request's client could not be identified",
-	ProblemBodyTooLarge:    "Request body too large",
-	ProblemKeyReused:       "Idempotency-Key reused with a different request",
-	ProblemInFlight:        "A request with this Idempotency-Key is being processed",
-	ProblemOutcomeUnknown:  "The outcome of the first request with this Idempotency-Key is unknown",
-	ProblemNotRecorded:     "The response could not be recorded",
-	ProblemBodyUnavailable: "The stored response body is not available",
-	ProblemJournal:         "The idempotency journal is unavailable",
-	ProblemFailed:          "The first request with this Idempotency-Key failed",
+	ProblemKeyRequired:      "Idempotency-Key is required",
+	ProblemKeyInvalid:       "Idempotency-Key is malformed",
+	ProblemUnauthenticated:  "The request's client could not be identified",
+	ProblemBodyTooLarge:     "Request body too large",
+	ProblemKeyReused:        "Idempotency-Key reused with a different request",
+	ProblemInFlight:         "A request with this Idempotency-Key is being processed",
+	ProblemOutcomeUnknown:   "The outcome of the first request with this Idempotency-Key is unknown",
+	ProblemNotRecorded:      "The response could not be recorded",
+	ProblemBodyUnavailable:  "The stored response body is not available",
+	ProblemJournal:          "The idempotency journal is unavailable",
+	ProblemFailed:           "The first request with this Idempotency-Key failed",
+	ProblemAwaitingApproval: "The request awaits approval and has not run",
+	ProblemApprovalRejected: "The request was rejected by an approver and was not run",
+	ProblemApprovalExpired:  "The request was not approved in time and was not run",
 }
 
 // writeProblem sends a problem-details response; retryAfter, when
 // positive, is sent as Retry-After in whole seconds (rounded up).
 func writeProblem(w http.ResponseWriter, status int, kind string, p problem, retryAfter time.Duration) {
 	p.Type, p.Title, p.Status = ProblemBase+kind, problemTitles[kind], status
-	body, _ := json.Marshal(p) // strings and an int: cannot fail
+	body, _ := json.Marshal(p) // strings, ints and a time of this era: cannot fail
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))

@@ -15,6 +15,9 @@ import (
 
 // answer replies from a settled record.
 func (m *Middleware) answer(w http.ResponseWriter, c *call, rec *journal.Record) {
+	if m.answerApproval(w, c, rec) {
+		return
+	}
 	switch rec.State {
 	case journal.StateSucceeded:
 		var e envelope

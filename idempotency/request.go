@@ -27,6 +27,11 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 		return nil, nil
 	}
 	c := &call{}
+	if m.o.Approvals != nil && r.Pattern == "" { // fail closed: no route, no telling it needs none
+		writeProblem(w, http.StatusInternalServerError, ProblemFailed, problem{Detail: "not run: Options.Approvals names route patterns, " +
+			"and this request has none (wrap the handlers registered on a ServeMux, not the mux)"}, 0)
+		return nil, nil
+	}
 	var err error
 	if m.o.Key == nil {
 		var ok bool
@@ -36,7 +41,7 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 			return nil, nil
 		}
 		if !ok {
-			if m.o.Require != nil && m.o.Require(r) {
+			if m.o.Approvals[r.Pattern] > 0 || m.o.Require != nil && m.o.Require(r) {
 				writeProblem(w, http.StatusBadRequest, ProblemKeyRequired,
 					problem{Detail: r.Method + " " + route(r) + " requires an Idempotency-Key header"}, 0)
 				return nil, nil
@@ -94,8 +99,10 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 		// The write-ahead: a crash mid-handler must leave the record. Under
 		// InTx the handler's writes commit only with the outcome, so a
 		// record lost in a crash lost them with it (docs/server.md).
-		Durable: m.inTx == nil,
-		Guard:   journal.GuardOff,
+		Durable:     m.inTx == nil,
+		Guard:       journal.GuardOff,
+		Approvals:   m.o.Approvals[r.Pattern],
+		ApprovalTTL: m.o.ApprovalTTL,
 	}
 	return c, body
 }

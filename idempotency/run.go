@@ -45,7 +45,9 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 			m.run(w, r, next, c, res.Token)
 			return
 		case journal.TakenOver:
-			if retaken || m.inTx != nil { // under InTx a dead process's writes were rolled back
+			// Under InTx a dead process's writes were rolled back; an
+			// approved intent with no attempt has not run.
+			if retaken || m.inTx != nil || len(res.Record.Attempts) == 0 && res.Record.Approval != nil {
 				m.runAgain(w, r, next, c, res.Token)
 				return
 			}
@@ -72,7 +74,11 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 				JournalKey: c.jkey.String()}, 0)
 			return
 		}
-		// Held: the first request is running (or its process may still be).
+		// Held: the first request is running (or its process may still
+		// be), or it awaits approval, which no wait here would end.
+		if m.answerApproval(w, c, &res.Record) {
+			return
+		}
 		if m.o.Wait <= 0 || !time.Now().Add(pause).Before(deadline) {
 			writeProblem(w, http.StatusConflict, ProblemInFlight, problem{
 				Detail: "retry after the first request has been answered", Key: c.key}, m.o.RetryAfter)
@@ -103,7 +109,7 @@ func (m *Middleware) runAgain(w http.ResponseWriter, r *http.Request, next http.
 	ctx := r.Context()
 	err := m.store.StartAttempt(ctx, journal.AttemptRequest{Key: c.jkey, Token: token, ID: c.req.AttemptID,
 		PrevClass: ClassCrashed, PrevError: "the server stopped while the handler ran; its writes were rolled back",
-		LeaseTTL: m.o.LeaseTTL})
+		LeaseTTL: m.o.LeaseTTL, Durable: c.req.Durable})
 	if err != nil {
 		if _, cerr := m.store.Complete(context.WithoutCancel(ctx), journal.Completion{Key: c.jkey, Token: token,
 			State: journal.StateFailed, ErrorClass: ClassReleased, ErrorMessage: "not run: " + err.Error()}); cerr != nil {
@@ -119,11 +125,23 @@ func (m *Middleware) runAgain(w http.ResponseWriter, r *http.Request, next http.
 // abandon settles a record whose owner died mid-request as unknown: it is
 // what an operator must look at (agentctl ls --state unknown).
 func (m *Middleware) abandon(ctx context.Context, c *call, token uint64) {
-	_, err := m.store.Complete(context.WithoutCancel(ctx), journal.Completion{Key: c.jkey, Token: token,
+	rec, err := m.store.Complete(context.WithoutCancel(ctx), journal.Completion{Key: c.jkey, Token: token,
 		State: journal.StateUnknown, ErrorClass: ClassCrashed,
 		ErrorMessage: "the server stopped while the handler ran (its lease expired); resolve with agentctl after checking the effect"})
 	if err != nil {
 		m.o.ErrorLog("idempotency: key %s (%s): recording an unknown outcome: %v", c.jkey, c.tool, err)
+		return
+	}
+	m.unknown(ctx, rec)
+}
+
+// unknown tells ErrorLog and Options.OnUnknown of rec, just settled
+// unknown: an operator must resolve it.
+func (m *Middleware) unknown(ctx context.Context, rec journal.Record) {
+	m.o.ErrorLog("idempotency: key %s (%s): outcome unknown (%s); after checking its effect: agentctl resolve %s",
+		rec.Key, rec.Intent.Tool, rec.ErrorMessage, rec.Key)
+	if m.o.OnUnknown != nil {
+		m.o.OnUnknown(ctx, rec)
 	}
 }
 
@@ -159,9 +177,11 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 		if m.inTx != nil {
 			st, class = journal.StateFailed, ClassReleased
 		}
-		if _, err := m.store.Complete(bg, journal.Completion{Key: c.jkey, Token: token,
+		if rec, err := m.store.Complete(bg, journal.Completion{Key: c.jkey, Token: token,
 			State: st, ErrorClass: class, ErrorMessage: msg}); err != nil {
 			m.o.ErrorLog("idempotency: key %s (%s): recording the handler's panic: %v", c.jkey, c.tool, err)
+		} else if st == journal.StateUnknown {
+			m.unknown(bg, rec)
 		}
 		if v != nil {
 			panic(v)
@@ -259,8 +279,11 @@ func (m *Middleware) complete(ctx context.Context, c *call, token uint64, cw *ca
 		if !errors.Is(err, ErrResponseTooLarge) {
 			class = "blob"
 		}
-		_, cerr := m.store.Complete(ctx, journal.Completion{Key: c.jkey, Token: token,
+		rec, cerr := m.store.Complete(ctx, journal.Completion{Key: c.jkey, Token: token,
 			State: journal.StateUnknown, ErrorClass: class, ErrorMessage: err.Error()})
+		if cerr == nil {
+			m.unknown(ctx, rec)
+		}
 		return errors.Join(err, cerr)
 	}
 	*out = resp

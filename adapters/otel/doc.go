@@ -11,17 +11,20 @@
 // (agentonce.key, agentonce.status, agentonce.source, agentonce.attempts,
 // agentonce.retry_class); its status is Error unless the call succeeded.
 // Each attempt is a child span, "agentonce.attempt". Retries, waits,
-// reconcile questions, takeovers and the outcome are span events. A call
-// answered without running anything of its own is a span of its own.
+// reconcile questions, takeovers, the outcome and an intent coming to need
+// a person (needs_person) are span events. A call answered without running
+// anything of its own is a span of its own, and so is an operator's
+// resolve through the agent's socket, "agentonce.resolved".
 //
 // Inputs, outputs and error texts are never recorded: they are the
 // customer's data or quote the downstream. The key is the handle to look a
 // call up in the journal.
 //
 // Metrics: agentonce.calls (by tool, status and source),
-// agentonce.attempts, agentonce.retries (by tool and retry class), and
+// agentonce.attempts, agentonce.retries (by tool and retry class),
 // agentonce.call.duration in seconds for journaled calls that ran their
-// own flight.
+// own flight, and agentonce.needs_person and agentonce.resolved, the
+// intents that came to need a person and those resolved (by tool).
 //
 // docs/adapters.md ("adapters/otel") is the long form, each attribute
 // with its value.

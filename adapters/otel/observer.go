@@ -39,6 +39,9 @@ const (
 	AttrAttempt   = attribute.Key("agentonce.attempt.id")
 	AttrClass     = attribute.Key("agentonce.retry_class")
 	AttrDelay     = attribute.Key("agentonce.delay_ms")
+	// AttrResolution is the state an operator's resolve recorded
+	// ("succeeded" or "failed").
+	AttrResolution = attribute.Key("agentonce.resolution")
 )
 
 // Metric names.
@@ -47,6 +50,13 @@ const (
 	MetricAttempts = "agentonce.attempts"
 	MetricRetries  = "agentonce.retries"
 	MetricDuration = "agentonce.call.duration"
+	// MetricNeedsPerson counts the intents that came to need a person
+	// (harness.EventNeedsPerson), by tool; MetricResolved those an
+	// operator resolved through this process, by tool and resolution.
+	// Their difference over a window is the backlog's growth; agentctl
+	// queue lists the backlog itself.
+	MetricNeedsPerson = "agentonce.needs_person"
+	MetricResolved    = "agentonce.resolved"
 )
 
 // Options configure an Observer. A nil *Options means every default.
@@ -68,6 +78,8 @@ type Observer struct {
 	attempts metric.Int64Counter
 	retries  metric.Int64Counter
 	duration metric.Float64Histogram
+	needs    metric.Int64Counter
+	resolved metric.Int64Counter
 
 	mu sync.Mutex
 	// open holds the spans of calls that started and are not answered yet,
@@ -119,6 +131,14 @@ func New(opts *Options) (*Observer, error) {
 		metric.WithDescription("Time from a call's first event to its answer, for journaled calls that ran their own flight, by tool, status and source.")); err != nil {
 		return nil, err
 	}
+	if o.needs, err = m.Int64Counter(MetricNeedsPerson, metric.WithUnit("{intent}"),
+		metric.WithDescription("Intents that came to need a person (an unknown outcome only a person can settle), by tool.")); err != nil {
+		return nil, err
+	}
+	if o.resolved, err = m.Int64Counter(MetricResolved, metric.WithUnit("{intent}"),
+		metric.WithDescription("Intents an operator resolved through this process, by tool and resolution.")); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -147,7 +167,24 @@ func (o *Observer) Observe(ctx context.Context, e harness.Event) {
 		o.spanEvent(ctx, e, "takeover")
 	case harness.EventAfterOutcome:
 		o.spanEvent(ctx, e, "outcome_recorded")
+	case harness.EventNeedsPerson:
+		o.needsPerson(ctx, e)
 	}
+}
+
+// needsPerson counts an intent that came to need a person, as an event on
+// its call's span, or its resolve, outside any call, as a span of its own.
+func (o *Observer) needsPerson(ctx context.Context, e harness.Event) {
+	tool := AttrTool.String(e.Tool)
+	if r := e.Resolution; r != nil {
+		state := AttrResolution.String(r.State.String())
+		o.resolved.Add(ctx, 1, metric.WithAttributes(tool, state))
+		_, s := o.tracer.Start(ctx, "agentonce.resolved", trace.WithAttributes(tool, AttrKey.String(e.Key.String()), state))
+		s.End()
+		return
+	}
+	o.needs.Add(ctx, 1, metric.WithAttributes(tool))
+	o.spanEvent(ctx, e, "needs_person")
 }
 
 // start starts a call's span. journaled says the call began with

@@ -69,11 +69,11 @@ const completionScan = 1000
 const completionTimeout = 2 * time.Second
 
 // completeArgs completes a command's positional arguments: keys for show
-// and resolve, files for import, nothing for the rest.
+// and the commands that decide, files for import, nothing for the rest.
 func completeArgs(e *env, name string) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		switch name {
-		case "show", "resolve":
+		case "show", "resolve", "approve", "reject":
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}

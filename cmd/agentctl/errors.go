@@ -20,7 +20,7 @@ const (
 	exitInUse       = 4  // the journal is locked by another process
 	exitCorrupt     = 5  // not a journal, damaged, or written by a newer version
 	exitNotFound    = 6  // no record for the key
-	exitConflict    = 7  // resolve of a settled or in-flight record; import of a different record
+	exitConflict    = 7  // resolve of a settled or in-flight record; approve/reject refused; import of a different record
 	exitAgentGone   = 8  // the running agent went away mid-command; tail found no running agent
 	exitUnreachable = 9  // the PostgreSQL server cannot be reached
 	exitReplayRun   = 10 // replay: some intent would execute again, nothing is blocked
@@ -39,7 +39,7 @@ var exitCodes = []struct {
 	{exitInUse, "journal in use: another process holds its lock and serves this user no inspection socket (an agent of another user, or with inspection off); or a write the running agent does not serve (gc, import)"},
 	{exitCorrupt, "journal corrupt, not a journal, or written by a newer version; or its running agent speaks another inspection protocol version"},
 	{exitNotFound, "no record for the key (replay: no intent recorded for the session)"},
-	{exitConflict, "conflict: resolve of a record that is settled or in flight; import of a record that differs from the stored one, or of another journal's namespace"},
+	{exitConflict, "conflict: resolve of a record that is settled or in flight; approve or reject of a record not awaiting approval, past its deadline or already approved, or approve of another input's fingerprint; import of a record that differs from the stored one, or of another journal's namespace"},
 	{exitAgentGone, "agent gone: the running agent serving the journal went away mid-command (the output is incomplete), or tail found no running agent"},
 	{exitUnreachable, "cannot reach the PostgreSQL server of a postgres:// journal (no server at the URL's host and port, or the name does not resolve)"},
 	{exitReplayRun, "replay: at least one intent would execute again (retry with the same key, or anew after expiry); none is blocked"},

@@ -24,6 +24,7 @@ type recordJSON struct {
 	Attempts     []attemptJSON   `json:"attempts"`
 	Lease        leaseJSON       `json:"lease"`
 	Resolution   *resolutionJSON `json:"resolution"`
+	Approval     *approvalJSON   `json:"approval"`
 	Created      time.Time       `json:"created"`
 	Updated      time.Time       `json:"updated"`
 	Expires      time.Time       `json:"expires"`
@@ -45,9 +46,16 @@ type leaseJSON struct {
 }
 
 type resolutionJSON struct {
-	State  string          `json:"state"`
-	Output json.RawMessage `json:"output"`
-	Reason string          `json:"reason"`
-	By     string          `json:"by"`
-	At     time.Time       `json:"at"`
+	State       string          `json:"state"`
+	Output      json.RawMessage `json:"output"`
+	Reason      string          `json:"reason"`
+	By          string          `json:"by"`
+	At          time.Time       `json:"at"`
+	Fingerprint string          `json:"fingerprint"`
+}
+
+type approvalJSON struct {
+	Need     int              `json:"need"`
+	Deadline time.Time        `json:"deadline"`
+	Given    []resolutionJSON `json:"given"`
 }

@@ -40,7 +40,7 @@ func lsCmd(e *env, fs *pflag.FlagSet, run runFunc[lsOptions]) func(context.Conte
 	fs.StringVar(&o.filter.Session, "session", "", "only this `SESSION`")
 	fs.StringVar(&o.filter.Turn, "turn", "", "only this user `TURN` (needs --session)")
 	fs.StringVar(&o.filter.Tool, "tool", "", "only this `TOOL`")
-	fs.StringVar(&o.state, "state", "", "only this `STATE` (pending, succeeded, failed, suppressed, unknown)")
+	fs.StringVar(&o.state, "state", "", "only this `STATE` (pending, succeeded, failed, suppressed, unknown, awaiting)")
 	fs.StringVar(&o.since, "since", "", "only intents created at or after `TIME` (RFC 3339, or a duration ago such as 2h)")
 	fs.StringVar(&o.until, "until", "", "only intents created before `TIME` (RFC 3339, or a duration ago)")
 	fs.IntVar(&o.limit, "limit", 100, "show at most `N` intents; 0 for all")

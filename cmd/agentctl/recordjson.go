@@ -37,7 +37,7 @@ import use one per line):
     "tenant": "", "session": "", "turn": "", "tool": "", "discriminator": "",
     "fingerprint": "hex SHA-256 of the canonical input",
     "effect": "unkeyed|read-only|idempotent|keyed",
-    "state": "pending|succeeded|failed|suppressed|unknown",
+    "state": "pending|succeeded|failed|suppressed|unknown|awaiting",
     "input": JSON or null,             the canonical input, if stored
     "input_base64": "...",             only when the input is not compact JSON
     "output": JSON or null,            the tool's result (succeeded)
@@ -46,10 +46,19 @@ import use one per line):
     "attempts": [{"id": "", "start": TIME, "end": TIME|null,
                   "class": "", "error": "", "quiet_at": TIME|null}],
     "lease": {"owner": "", "token": 0, "expires": TIME|null},
-    "resolution": null | {"state": "succeeded|failed", "output": JSON|null,
-                  "reason": "", "by": "", "at": TIME},
+    "resolution": null | {"state": "succeeded|failed|suppressed",
+                  "output": JSON|null, "reason": "", "by": "", "at": TIME},
+    "approval": {"need": N, "deadline": TIME,
+                 "given": [{"state": "pending", "output": null, "reason": "",
+                            "by": "", "at": TIME, "fingerprint": "hex"}]},
     "created": TIME, "updated": TIME, "expires": TIME
   }
+
+"awaiting" is an intent that must be approved before it runs; "approval"
+is present only on such an intent (also after it ran or was decided): the
+approvers it needs, the deadline, and each approval given, with the
+fingerprint of the input it approved. A rejection is the resolution with
+state "suppressed", its "by" and "reason" who rejected it and why.
 
 Export (JSON Lines): the first line is a header
   {"agentonce_export": 3, "seal": "hmac-sha256", "key_id": "hex"}
@@ -88,15 +97,15 @@ timeline --json:
   {"session": "", "tenant": "", "at": TIME, "from": TIME, "to": TIME,
    "intents": [{"key": "UUID", "tenant": "", "turn": "", "tool": "",
                 "effect": "", "state": "", "created": TIME, "updated": TIME,
-                "status": "succeeded|failed|suppressed|unknown|in-progress",
+                "status": "succeeded|failed|suppressed|unknown|in-progress|awaiting",
                 "attempts": [{"id": "", "start": TIME, "end": TIME|null,
                               "class": "CLASS|unknown|resolved|running|stopped",
                               "error": ""}],
-                "marks": [{"kind": "wait|retry|suppress|resolve", "at": TIME,
+                "marks": [{"kind": "wait|retry|suppress|resolve|approve|reject", "at": TIME,
                            "until": TIME|null, "text": ""}],
                 "for_model": "the text the model is given",
                 "reissue": "answer|retry|wait|block|anew", "reissue_reason": "",
-                "attention": "unknown|blocked|"}],
+                "attention": "unknown|blocked|approval|"}],
    "gaps": [{"from": TIME, "to": TIME}],   idle stretches cut from the axis
    "summary": {"STATUS": N, ...}}
 

@@ -106,6 +106,9 @@ func previewRecord(r *journal.Record, now time.Time, singleWriter bool) (action,
 		r = &c
 		stopped = "the owner stopped (no process has the journal open; the restart ends its lease)"
 	}
+	if r.State == journal.StateAwaiting && !journal.Expired(r, now) {
+		return awaitingPreview(r, now)
+	}
 	why := "the outcome is unknown"
 	switch r.State {
 	case journal.StatePending:

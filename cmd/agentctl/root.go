@@ -100,7 +100,7 @@ func withRun[O any](setup func(*env, *pflag.FlagSet, runFunc[O]) func(context.Co
 func commands() []*command {
 	return []*command{
 		lsCommand, showCommand, statsCommand, deriveCommand, replayCommand,
-		resolveCommand, queueCommand, gcCommand, compactCommand, exportCommand, importCommand, tailCommand,
+		resolveCommand, approveCommand, rejectCommand, queueCommand, gcCommand, compactCommand, exportCommand, importCommand, tailCommand,
 		verifyCommand, timelineCommand, completionCommand(),
 	}
 }

@@ -205,3 +205,23 @@ func TestSeamTimeline(t *testing.T) {
 		{args: []string{"--session", "s", "--json", "--html", "x"}, wantErr: "exclusive"},
 	})
 }
+
+func TestSeamApproveReject(t *testing.T) {
+	k := uuid.MustParse("0b9e4c2e-6a4f-5d7e-9f00-1a2b3c4d5e6f")
+	fp := keyderive.FingerprintOf([]byte(`{"amount":900}`))
+	checkSeam(t, "approve", approveCmd, []seamCase[decideOptions]{
+		{args: []string{k.String(), "--fingerprint", fp.String(), "--reason", "ok"},
+			want: &decideOptions{journal: jf(""), key: keyArg{key: k}, approve: true, fingerprint: fp, reason: "ok", by: "alice@host1"}},
+		{args: []string{k.String(), "--fingerprint", strings.ToUpper(fp.String()), "--by", "bob"},
+			want: &decideOptions{journal: jf(""), key: keyArg{key: k}, approve: true, fingerprint: fp, by: "bob"}},
+		{args: []string{k.String()}, wantErr: "approve needs --fingerprint HEX"},
+		{args: []string{k.String(), "--fingerprint", fp.String() + "00"}, wantErr: "want the 64 hex digits"},
+		{args: []string{"--fingerprint", fp.String()}, wantErr: "want exactly one KEY"},
+	})
+	checkSeam(t, "reject", rejectCmd, []seamCase[decideOptions]{
+		{args: []string{k.String(), "--reason", "wrong account", "--by", "dan"},
+			want: &decideOptions{journal: jf(""), key: keyArg{key: k}, reason: "wrong account", by: "dan"}},
+		{args: []string{k.String()}, wantErr: "reject needs --reason"},
+		{args: []string{k.String(), "--reason", "x", "--fingerprint", fp.String()}, wantErr: "unknown flag: --fingerprint"},
+	})
+}

@@ -17,8 +17,10 @@ var showCommand = &command{
 	summary: "show one intent: fields, input, output, attempts, lease",
 	long: `Shows everything the journal holds for one intent: its intent fields,
 effect kind, state, fingerprint, canonical input (when stored), output or
-error, every attempt with its id, times and retry class, the lease, and an
-operator's resolution.`,
+error, every attempt with its id, times and retry class, the lease, an
+operator's resolution, and for an intent that had to be approved the
+approvals needed and given (who, when, why, for which input), its
+deadline and a rejection (resolved_as suppressed, by whom and why).`,
 	main: withRun(showCmd, runShow),
 }
 
@@ -97,6 +99,13 @@ func writeRecord(e *env, r *journal.Record, singleWriter bool) error {
 	rw.row("lease_owner", r.Lease.Owner)
 	rw.row("lease_token", strconv.FormatUint(r.Lease.Token, 10))
 	rw.row("lease_expires", tm(r.Lease.Expires)+leaseNote(e, r, singleWriter))
+	if a := r.Approval; a != nil {
+		rw.row("approvals", fmt.Sprintf("%d of %d", len(a.Given), a.Need))
+		rw.row("approval_deadline", tm(a.Deadline)+deadlineNote(e, r))
+		for _, g := range a.Given {
+			rw.row("approved_by", g.By+" at "+tm(g.At)+" for input "+g.Fingerprint.String()+": "+orDash(g.Reason))
+		}
+	}
 	if res := r.Resolution; res != nil {
 		rw.row("resolved_as", res.State.String())
 		rw.row("resolved_by", res.By)
@@ -132,6 +141,18 @@ func expiredNote(e *env, r *journal.Record) string {
 		return " (expired: gc removes it; a new call runs anew)"
 	}
 	return ""
+}
+
+func deadlineNote(e *env, r *journal.Record) string {
+	switch {
+	case r.State != journal.StateAwaiting:
+		return ""
+	case !e.now().Before(r.Approval.Deadline):
+		return " (passed: it never runs; its call must ask again)"
+	case len(r.Approval.Given) >= r.Approval.Need:
+		return " (approved: it runs the next time its call is made)"
+	}
+	return fmt.Sprintf(" (agentctl approve KEY --fingerprint %s, or reject)", r.Fingerprint)
 }
 
 func leaseNote(e *env, r *journal.Record, singleWriter bool) string {

@@ -61,10 +61,12 @@ var markKinds = []struct{ kind, label string }{
 	{markTakeover, "taken over after its owner stopped (a restart, or another process)"},
 	{markSuppress, "suppressed"},
 	{markResolve, "resolved by an operator"},
+	{markApprove, "approved"},
+	{markReject, "rejected"},
 }
 
 // markGlyph draws the instant marks.
-var markGlyph = map[string]string{markSuppress: "⊘", markResolve: "◆"}
+var markGlyph = map[string]string{markSuppress: "⊘", markResolve: "◆", markApprove: "✓", markReject: "✗"}
 
 // markTakeover is drawn, not recorded: the retry mark after an attempt
 // whose owner stopped.
@@ -113,7 +115,9 @@ rect.attempt,rect.lg-bar{stroke:#fff;stroke-width:1.5}
 .wait{stroke:#4c7ddc;stroke-width:2;stroke-dasharray:3 2}
 .retry{stroke:#1f2933;stroke-width:2}
 .takeover{stroke:#c2185b;stroke-width:3}
-text.suppress,text.resolve{font-size:15px;text-anchor:middle;font-weight:bold}
+text.suppress,text.resolve,text.approve,text.reject{font-size:15px;text-anchor:middle;font-weight:bold}
+text.approve{fill:#1a7f43}text.reject{fill:#b42318}span.approve{color:#1a7f43;font-weight:bold}span.reject{color:#b42318;font-weight:bold}
+.a-approval summary{background:#e3ecfb!important;border-left-color:#2f5fb8}.st-awaiting{color:#2f5fb8}
 text.suppress{text-anchor:start}
 text.suppress{fill:#6c2f8a}text.resolve{fill:#0b7285}span.suppress{color:#6c2f8a;font-weight:bold}span.resolve{color:#0b7285}
 .cut{fill:url(#p-cut)}
@@ -295,7 +299,7 @@ func writeLegend(b *strings.Builder, tl *timeline) {
 			glyph = `<svg width="22" height="12"><line class="wait" x1="0" y1="6" x2="22" y2="6"/></svg>`
 		case markTakeover:
 			glyph = `<svg width="24" height="16"><line class="takeover" x1="12" y1="0" x2="12" y2="16"/><rect class="lg-bar c-stopped" x="0" y="3" width="12" height="10"/><rect class="lg-bar c-success" x="12" y="3" width="12" height="10"/></svg>`
-		case markSuppress, markResolve:
+		case markSuppress, markResolve, markApprove, markReject:
 			glyph = "<span class=\"" + m.kind + "\">" + markGlyph[m.kind] + "</span> "
 		}
 		fmt.Fprintf(b, "<span class=\"lg-%s\">%s%s</span>\n", m.kind, glyph, escapeHTML(m.label))
@@ -478,7 +482,7 @@ func writeChart(b *strings.Builder, tl *timeline, in *timelineIntent, lay *axisL
 		}
 	}
 	for _, m := range in.Marks {
-		if m.Kind == markSuppress || m.Kind == markResolve {
+		if markGlyph[m.Kind] != "" {
 			// Glyphs, not shapes: a text's x takes a percentage and its
 			// shape stays the same at any width. A suppression's starts
 			// where the last bar ends (pageCSS).
@@ -593,7 +597,7 @@ func writeDetail(b *strings.Builder, tl *timeline, in *timelineIntent, loc *time
 		b.WriteString("</table>\n")
 	}
 	for _, m := range in.Marks {
-		if m.Kind == markSuppress || m.Kind == markResolve {
+		if markGlyph[m.Kind] != "" {
 			fmt.Fprintf(b, "<p>%s</p>\n", esc(m.Text))
 		}
 	}

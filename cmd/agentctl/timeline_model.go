@@ -79,6 +79,8 @@ const (
 	markRetry    = "retry"    // the next attempt started (after a backoff)
 	markSuppress = "suppress" // the intent was suppressed
 	markResolve  = "resolve"  // an operator settled it
+	markApprove  = "approve"  // an approver approved it
+	markReject   = "reject"   // an approver rejected it
 )
 
 // timelineMark is something the record shows besides the bars: a wait on
@@ -144,6 +146,8 @@ func buildIntent(r *journal.Record, now time.Time, singleWriter bool) timelineIn
 		ForModel: forModel(r), Reissue: action, ReissueReason: reason,
 	}
 	switch {
+	case r.State == journal.StateAwaiting:
+		in.Status, in.Attention = "awaiting", "approval"
 	case r.State == journal.StateUnknown:
 		in.Attention = "unknown"
 	case action == actBlock:
@@ -193,18 +197,37 @@ func buildIntent(r *journal.Record, now time.Time, singleWriter bool) timelineIn
 		}
 		in.Marks = append(in.Marks, m)
 	}
-	if r.State == journal.StateSuppressed {
+	in.Marks = append(in.Marks, decisionMarks(r)...)
+	rejected := r.Approval != nil && r.Resolution != nil && r.Resolution.State == journal.StateSuppressed
+	if r.State == journal.StateSuppressed && !rejected {
 		at := r.Updated.UTC()
 		if n := len(in.Attempts); n > 0 && in.Attempts[n-1].End != nil {
 			at = *in.Attempts[n-1].End
 		}
 		in.Marks = append(in.Marks, timelineMark{Kind: markSuppress, At: at, Text: "suppressed (" + r.ErrorClass + "): " + r.ErrorMessage})
 	}
-	if res := r.Resolution; res != nil {
+	if res := r.Resolution; res != nil && !rejected {
 		in.Marks = append(in.Marks, timelineMark{Kind: markResolve, At: res.At.UTC(),
 			Text: "resolved " + res.State.String() + " by " + orDash(res.By) + ": " + res.Reason})
 	}
 	return in
+}
+
+// decisionMarks are the approvals given to r and its rejection.
+func decisionMarks(r *journal.Record) []timelineMark {
+	a := r.Approval
+	if a == nil {
+		return nil
+	}
+	var ms []timelineMark
+	for i, g := range a.Given {
+		ms = append(ms, timelineMark{Kind: markApprove, At: g.At.UTC(),
+			Text: fmt.Sprintf("approved by %s (%d of %d) for input %s: %s", orDash(g.By), i+1, a.Need, g.Fingerprint, orDash(g.Reason))})
+	}
+	if res := r.Resolution; res != nil && res.State == journal.StateSuppressed {
+		ms = append(ms, timelineMark{Kind: markReject, At: res.At.UTC(), Text: "rejected by " + orDash(res.By) + ": " + res.Reason})
+	}
+	return ms
 }
 
 // forModel is the text the harness hands the model for a call answered

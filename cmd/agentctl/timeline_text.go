@@ -33,6 +33,8 @@ var classGlyphs = map[string]rune{
 const (
 	glyphSuppress = 'S'
 	glyphResolve  = 'R'
+	glyphApprove  = 'A'
+	glyphReject   = 'X'
 	glyphCut      = '┆'
 )
 
@@ -66,6 +68,7 @@ func writeTimelineText(w io.Writer, tl *timeline, loc *time.Location, width int)
 	for i := 1; i < len(tl.axis.segs); i++ {
 		cuts[min(barW-1, max(0, int(lay.x0[i]-1)))] = glyphCut
 	}
+	decided := false
 	for i, in := range tl.Intents {
 		bar := slices.Clone(cuts)
 		for _, a := range in.Attempts {
@@ -83,6 +86,10 @@ func writeTimelineText(w io.Writer, tl *timeline, loc *time.Location, width int)
 				bar[min(barW-1, col(m.At)+1)] = glyphSuppress
 			case markResolve:
 				bar[col(m.At)] = glyphResolve
+			case markApprove:
+				bar[col(m.At)], decided = glyphApprove, true
+			case markReject:
+				bar[col(m.At)], decided = glyphReject, true
 			}
 		}
 		status := in.Status
@@ -98,6 +105,9 @@ func writeTimelineText(w io.Writer, tl *timeline, loc *time.Location, width int)
 	}
 	b.WriteString("# success  - not-executed  ? maybe-executed  ~ in-flight (409)  x mismatch\n")
 	b.WriteString("! terminal  c canceled  > running  % owner stopped  S suppressed  R resolved\n")
+	if decided {
+		b.WriteString("A approved  X rejected\n")
+	}
 	b.WriteString("NEXT: what a re-issue would do now (as agentctl replay); CAPS: needs a look\n")
 	// What settles a blocked intent, once the downstream has been checked.
 	for i, in := range tl.Intents {

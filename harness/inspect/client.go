@@ -280,7 +280,8 @@ func (cl *Client) Complete(context.Context, journal.Completion) (journal.Record,
 func (cl *Client) Import(context.Context, journal.Record) error { return cl.notServed("import") }
 
 // Resolve asks the agent to settle a pending or unknown intent in its
-// journal: the agent's next call of the intent is answered with it.
+// journal (the agent's next call of the intent is answered with it), or
+// to record an approval or a rejection of one awaiting approval.
 func (cl *Client) Resolve(ctx context.Context, key uuid.UUID, r journal.Resolution) (journal.Record, error) {
 	return cl.record(ctx, &request{Op: opResolve, Key: key.String(), Resolution: fromResolution(&r)})
 }

@@ -205,6 +205,37 @@ func TestResolveThroughTheSocket(t *testing.T) {
 	}
 }
 
+// TestApproveThroughTheSocket: an approval sent by a client carries the
+// fingerprint of the input it approves: the right one is recorded, another
+// is refused and records nothing.
+func TestApproveThroughTheSocket(t *testing.T) {
+	fx := serve(t, 0)
+	ctx := context.Background()
+	d := keyderive.Deriver{Namespace: fx.store.Namespace()}
+	in := keyderive.Intent{Session: "s", Turn: "1", Tool: "refund"}
+	der, err := d.Derive(in, []byte(`{"amount":5}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.store.Begin(ctx, journal.BeginRequest{Key: der.Key, Intent: in, Fingerprint: der.Fingerprint,
+		Input: der.Canonical, Owner: "o", Durable: true, Approvals: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, fx.sock)
+	other := der.Fingerprint
+	other[0] ^= 1
+	if _, err := c.Resolve(ctx, der.Key, journal.Resolution{State: journal.StatePending, By: "eve", Fingerprint: other}); !errors.Is(err, journal.ErrInvalid) {
+		t.Errorf("approval of another input = %v; want ErrInvalid", err)
+	}
+	if _, err := c.Resolve(ctx, der.Key, journal.Resolution{State: journal.StatePending, By: "ann", Reason: "ok", Fingerprint: der.Fingerprint}); err != nil {
+		t.Fatalf("approval = %v", err)
+	}
+	stored, _ := fx.store.Get(ctx, der.Key)
+	if g := stored.Approval.Given; len(g) != 1 || g[0].By != "ann" || g[0].Fingerprint != der.Fingerprint {
+		t.Errorf("approvals after one good and one forged = %+v; want ann's only", g)
+	}
+}
+
 // TestWritesNotServed: the writes the agent keeps for itself are refused
 // as "in use", and change nothing.
 func TestWritesNotServed(t *testing.T) {

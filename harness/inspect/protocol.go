@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -79,13 +80,15 @@ type wireError struct {
 // that record, not of the connection.
 type Record struct{ json.RawMessage }
 
-// Resolution is a journal.Resolution on the wire.
+// Resolution is a journal.Resolution on the wire; Fingerprint, in hex, is
+// the input an approval approves.
 type Resolution struct {
-	State  string    `json:"state"`
-	Output []byte    `json:"output"`
-	Reason string    `json:"reason"`
-	By     string    `json:"by"`
-	At     time.Time `json:"at"`
+	State       string    `json:"state"`
+	Output      []byte    `json:"output"`
+	Reason      string    `json:"reason"`
+	By          string    `json:"by"`
+	At          time.Time `json:"at"`
+	Fingerprint string    `json:"fingerprint,omitempty"`
 }
 
 // Filter is a journal.Filter on the wire.
@@ -149,7 +152,11 @@ func FromRecord(r *journal.Record) *Record {
 }
 
 func fromResolution(res *journal.Resolution) *Resolution {
-	return &Resolution{State: res.State.String(), Output: res.Output, Reason: res.Reason, By: res.By, At: res.At}
+	w := &Resolution{State: res.State.String(), Output: res.Output, Reason: res.Reason, By: res.By, At: res.At}
+	if !res.Fingerprint.IsZero() {
+		w.Fingerprint = res.Fingerprint.String()
+	}
+	return w
 }
 
 // ToRecord converts a wire record back; a field this version cannot read
@@ -168,7 +175,19 @@ func (w *Resolution) toResolution() (journal.Resolution, error) {
 	if err != nil {
 		return journal.Resolution{}, fmt.Errorf("%w: resolution: %v", journal.ErrNewerVersion, err)
 	}
-	return journal.Resolution{State: st, Output: w.Output, Reason: w.Reason, By: w.By, At: w.At}, nil
+	res := journal.Resolution{State: st, Output: w.Output, Reason: w.Reason, By: w.By, At: w.At}
+	if w.Fingerprint != "" {
+		// The length first: hex.Decode panics on a short destination.
+		if len(w.Fingerprint) != 2*len(res.Fingerprint) {
+			err = hex.ErrLength
+		} else {
+			_, err = hex.Decode(res.Fingerprint[:], []byte(w.Fingerprint))
+		}
+		if err != nil {
+			return res, fmt.Errorf("%w: resolution: fingerprint %q is not %d hex digits", journal.ErrInvalid, w.Fingerprint, 2*len(res.Fingerprint))
+		}
+	}
+	return res, nil
 }
 
 func fromFilter(f *journal.Filter) *Filter {

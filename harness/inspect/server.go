@@ -27,6 +27,11 @@ type ServerOptions struct {
 	Journal string
 	// Owner is the harness's lease owner name.
 	Owner string
+	// OnResolve, when set, is told of every record a client resolved
+	// through the server, as stored, before the client is answered: for
+	// the process to say that the intent no longer needs a person. It must
+	// be quick.
+	OnResolve func(ctx context.Context, rec journal.Record)
 
 	// MaxFrame bounds one message a client sends, in bytes, its newline
 	// not counted. A longer one is answered with an "invalid" error naming
@@ -503,7 +508,9 @@ func (s *Server) answer(req *request, send func(any) bool) bool {
 			if res, err = req.Resolution.toResolution(); err != nil {
 				return fail(err)
 			}
-			r, err = s.store.Resolve(ctx, key, res)
+			if r, err = s.store.Resolve(ctx, key, res); err == nil && s.lim.OnResolve != nil {
+				s.lim.OnResolve(ctx, r)
+			}
 		}
 		if err != nil {
 			return fail(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -17,13 +18,13 @@ import (
 // that shares the database.
 //
 // The common paths take one statement, one round trip: it reads the record
-// and, only when there is none, inserts it with INSERT … ON CONFLICT DO
-// NOTHING, unless a suppressed record of the same tool in the session may
-// guard it. A settled record, a mismatch or a live lease is thus answered by
-// a read that writes nothing (the transaction never gets a transaction id,
-// so there is no WAL and no flush). Everything else (an expired lease to
-// take over, an expired record to replace, a Retake, a possible guard, a
-// lost race) runs in a transaction holding the record's row lock (SELECT …
+// and, only when there is none, inserts it, unless a suppressed record of
+// the same tool in the session may guard it. A settled record, a mismatch
+// or a live lease is thus answered by a read that writes nothing (the
+// transaction never gets a transaction id, so there is no WAL and no
+// flush). Everything else (an expired lease to take over, an expired record
+// to replace, a Retake, a possible guard, a lost race, an intent that needs
+// approval) runs in a transaction holding the record's row lock (SELECT …
 // FOR UPDATE), so no decision is check-then-act. Every decision is
 // machine.DecideBegin's, the state machine of every store.
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
@@ -42,15 +43,20 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	}
 	var inserted bool
 	var nowNs int64
-	r, err := scanRowAfter(s.pool.QueryRow(ctx, s.sql.beginFast[guardOn(req.Guard)][durableIdx(req.Durable)],
-		append(args, s.clockArg())...), &inserted, &nowNs)
+	var r row
+	err = pgx.ErrNoRows
+	if args != nil {
+		r, err = scanRow(s.pool.QueryRow(ctx, s.sql.beginFast[index(req.Guard != journal.GuardOff)][index(req.Durable)],
+			append(args, s.clockArg())...), &inserted, &nowNs)
+	}
 	switch {
-	case err == nil && inserted:
-		return started(r)
 	case err == nil:
 		rec, err := r.record()
 		if err != nil {
 			return journal.BeginResult{}, err
+		}
+		if inserted {
+			return journal.BeginResult{Outcome: journal.Started, Record: rec, Token: rec.Lease.Token}, nil
 		}
 		if d := machine.DecideBegin(&rec, &req, fromNanos(nowNs)); d.Write == nil && d.Suppress == nil && !d.Guard {
 			return d.Result, nil
@@ -89,8 +95,12 @@ func isUniqueViolation(err error) bool {
 var epoch = time.Unix(0, 0).UTC()
 
 // beginFastArgs are the fast path's parameters $1 to $16: the record
-// machine.DecideBegin makes for a new intent, its times relative to epoch.
+// machine.DecideBegin makes for a new intent, its times relative to epoch;
+// none for one that needs approval.
 func beginFastArgs(req *journal.BeginRequest) ([]any, error) {
+	if req.Approvals > 0 {
+		return nil, nil
+	}
 	rec := *machine.DecideBegin(nil, req, epoch).Write
 	r, err := rowOf(rec)
 	if err != nil {
@@ -107,26 +117,13 @@ func beginFastArgs(req *journal.BeginRequest) ([]any, error) {
 		int64(rec.Lease.Expires.Sub(epoch)), settle, int64(rec.Expires.Sub(epoch))}, nil
 }
 
-func guardOn(g journal.GuardScope) int {
-	if g == journal.GuardOff {
-		return 0
-	}
-	return 1
-}
-
-func durableIdx(durable bool) int {
-	if durable {
+// index is 1 for true and 0 for false, an index of the statements that
+// come in pairs.
+func index(b bool) int {
+	if b {
 		return 1
 	}
 	return 0
-}
-
-func started(r row) (journal.BeginResult, error) {
-	rec, err := r.record()
-	if err != nil {
-		return journal.BeginResult{}, err
-	}
-	return journal.BeginResult{Outcome: journal.Started, Record: rec, Token: rec.Lease.Token}, nil
 }
 
 // beginReadOnly decides Begin on a read-only store: an answer that needs
@@ -207,35 +204,11 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest) (res 
 		return res, false, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// The row lock, then the server's clock, in one round trip: the clock
-	// is read once the lock is held, and decides everything below.
-	var b pgx.Batch
-	b.Queue(s.sql.lockForTx, keyArg(req.Key))
-	b.Queue(s.sql.now, s.clockArg())
-	br := tx.SendBatch(ctx, &b)
-	r, err := scanRow(br.QueryRow())
-	found := err == nil
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		_ = br.Close()
-		return res, false, err
-	}
-	var nowNs int64
-	err = br.QueryRow().Scan(&nowNs)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	cur, now, err := s.lockRecord(ctx, tx, req.Key)
 	if err != nil {
 		return res, false, err
 	}
-	now := fromNanos(nowNs)
-	var cur *journal.Record
-	if found {
-		rec, err := r.record()
-		if err != nil {
-			return res, false, err
-		}
-		cur = &rec
-	}
+	found := cur != nil
 	d := machine.DecideBegin(cur, &req, now)
 	if d.Guard {
 		g, err := s.guard(ctx, tx, &req, now)
@@ -285,6 +258,32 @@ func (s *Store) beginLocked(ctx context.Context, req journal.BeginRequest) (res 
 		return res, false, &commitError{err}
 	}
 	return d.Result, false, nil
+}
+
+// lockRecord reads the record of key (nil when there is none) under its
+// row lock, and then the server's clock, in one round trip: the clock is
+// read once the lock is held, and decides what the caller writes.
+func (s *Store) lockRecord(ctx context.Context, tx pgx.Tx, key uuid.UUID) (*journal.Record, time.Time, error) {
+	var b pgx.Batch
+	b.Queue(s.sql.lockForTx, keyArg(key))
+	b.Queue(s.sql.now, s.clockArg())
+	br := tx.SendBatch(ctx, &b)
+	r, err := scanRow(br.QueryRow())
+	found := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		_ = br.Close()
+		return nil, time.Time{}, err
+	}
+	var nowNs int64
+	err = br.QueryRow().Scan(&nowNs)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || !found {
+		return nil, fromNanos(nowNs), err
+	}
+	rec, err := r.record()
+	return &rec, fromNanos(nowNs), err
 }
 
 // placeSuppression writes the suppression a Mismatch arms the guard with,

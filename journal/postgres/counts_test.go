@@ -77,6 +77,9 @@ type workload struct {
 	owner string
 	// advance moves the clock itself; false when another goroutine does.
 	advance bool
+	// approvals makes some intents await approval, and approves or
+	// rejects them (schema 6 on).
+	approvals bool
 }
 
 var (
@@ -121,6 +124,9 @@ func (w *workload) step(ctx context.Context) error {
 		if r.IntN(8) == 0 {
 			req.Retake = func(*journal.Record) bool { return true }
 		}
+		if w.approvals && r.IntN(4) == 0 {
+			req.Approvals, req.ApprovalTTL = 1+r.IntN(2), time.Duration(1+r.IntN(6))*time.Hour
+		}
 		res, err := w.s.Begin(ctx, req)
 		if err != nil {
 			return fmt.Errorf("Begin(%s): %w", key, err)
@@ -139,6 +145,8 @@ func (w *workload) step(ctx context.Context) error {
 		}
 		tok := rec.Lease.Token
 		switch {
+		case op < 60 && rec.State == journal.StateAwaiting:
+			return w.decide(ctx, rec)
 		case op < 50 && rec.State == journal.StatePending:
 			return w.complete(ctx, key, tok)
 		case op < 58 && rec.State == journal.StatePending:
@@ -212,6 +220,24 @@ func (w *workload) complete(ctx context.Context, key uuid.UUID, token uint64) er
 	return nil
 }
 
+// decide approves (as one of three approvers, now and then of another
+// input) or rejects an intent awaiting approval.
+func (w *workload) decide(ctx context.Context, rec journal.Record) error {
+	res := journal.Resolution{State: journal.StatePending, By: fmt.Sprint("approver ", w.rng.IntN(3)), Fingerprint: rec.Fingerprint}
+	switch w.rng.IntN(8) {
+	case 0:
+		res.State, res.Reason = journal.StateSuppressed, "no"
+	case 1:
+		res.Fingerprint = keyderive.FingerprintOf([]byte(`{"n":"other"}`))
+	}
+	_, err := w.s.Resolve(ctx, rec.Key, res)
+	if err != nil && !errors.Is(err, journal.ErrInvalid) && !errors.Is(err, journal.ErrNotResolvable) &&
+		!errors.Is(err, journal.ErrNotFound) {
+		return fmt.Errorf("Resolve(%s, %s by %s): %w", rec.Key, res.State, res.By, err)
+	}
+	return nil
+}
+
 // importNew imports a record of its own key, in any state, with one to
 // three attempts, created up to a day ago: a record the state machine could
 // have produced (Import refuses any other).
@@ -264,7 +290,7 @@ func TestCountsFollowRandomCalls(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	s := openStore(t, &journal.Options{Now: clk.Now})
-	w := &workload{s: s, sql: operatorPool(t), rng: rand.New(rand.NewPCG(3, 5)), clock: clk, owner: "o", advance: true}
+	w := &workload{s: s, sql: operatorPool(t), rng: rand.New(rand.NewPCG(3, 5)), clock: clk, owner: "o", advance: true, approvals: true}
 	for step := range 1200 {
 		if err := w.step(ctx); err != nil {
 			t.Fatalf("step %d: %v", step, err)
@@ -274,7 +300,7 @@ func TestCountsFollowRandomCalls(t *testing.T) {
 		}
 	}
 	st := agree(t, "the end", s)
-	if len(st.ByState) != 5 || len(st.ByTool) != len(workTools) || st.Attempts <= st.Records {
+	if len(st.ByState) != 6 || len(st.ByTool) != len(workTools) || st.Attempts <= st.Records {
 		t.Errorf("Stats at the end = %+v; want every state and tool, and more attempts than records", st)
 	}
 }
@@ -426,6 +452,7 @@ func TestCountsFollowSQL(t *testing.T) {
 		{"insert a row", []string{copyRows("a", "r.tool", one)}},
 		{"insert every row again", []string{copyRows("b", "'bulk ' || r.tool", "true")}},
 		{"update a state", []string{`UPDATE ` + r + ` SET state = 5 WHERE ` + one}},
+		{"update a state to awaiting", []string{`UPDATE ` + r + ` SET state = 6 WHERE ` + one}},
 		{"update many states", []string{`UPDATE ` + r + ` SET state = CASE state WHEN 2 THEN 3 WHEN 3 THEN 1 ELSE state END`}},
 		{"update tools", []string{`UPDATE ` + r + ` SET tool = 'renamed' WHERE tool LIKE 'bulk p%'`}},
 		{"update keys", []string{`UPDATE ` + r + ` SET key = md5(key::text || 'k')::uuid WHERE tool = 'renamed'`}},
@@ -440,7 +467,7 @@ func TestCountsFollowSQL(t *testing.T) {
 			`ROLLBACK TO a`, `UPDATE ` + r + ` SET state = 2 WHERE tool = 'kept'`, `COMMIT`}},
 		{"row by row: insert, update state, tool, key and attempts, delete", []string{`SET agentonce.count_rows = on`,
 			copyRows("e", "'rows'", "tool LIKE 'bulk%'"),
-			`UPDATE ` + r + ` SET state = 1 + (state % 5) WHERE tool = 'rows'`,
+			`UPDATE ` + r + ` SET state = 1 + (state % 6) WHERE tool = 'rows'`,
 			`UPDATE ` + r + ` SET tool = 'rows ' || (get_byte(uuid_send(key), 0) % 3) WHERE tool = 'rows'`,
 			`UPDATE ` + r + ` SET key = md5(key::text || 'm')::uuid, attempts = '[{"id":"m"}]' WHERE tool = 'rows 1'`,
 			`UPDATE ` + r + ` SET key = md5(key::text || 'n')::uuid, tool = 'rows 0', state = 3 WHERE tool = 'rows 2'`,

@@ -85,6 +85,16 @@ func TestRowRoundTrip(t *testing.T) {
 			r.Lease.Expires = time.Time{}
 		}},
 		{"no attempts", func(r *journal.Record) { r.Attempts = nil }},
+		{"approved, with a resolution's fingerprint", func(r *journal.Record) {
+			r.Resolution.Fingerprint = r.Fingerprint
+			r.Approval = &journal.Approval{Need: 2, Deadline: r.Created.Add(time.Hour), Given: []journal.Resolution{
+				{State: journal.StatePending, By: "alice", Reason: "ok", At: r.Created, Fingerprint: r.Fingerprint},
+				{State: journal.StatePending, By: "bob", Output: []byte("x"), At: r.Updated, Fingerprint: r.Fingerprint}}}
+		}},
+		{"awaiting, none given", func(r *journal.Record) {
+			r.State, r.Attempts, r.Output, r.Resolution = journal.StateAwaiting, nil, nil, nil
+			r.Approval = &journal.Approval{Need: 1}
+		}},
 	} {
 		rec := sampleRecord()
 		mod.fn(&rec)

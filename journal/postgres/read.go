@@ -68,7 +68,7 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 		if !f.Until.IsZero() {
 			add("created_ns < $%d", f.Until.UnixNano())
 		}
-		q := `SELECT ` + columns + ` FROM ` + s.sql.table
+		q := `SELECT ` + s.sql.cols + ` FROM ` + s.sql.table
 		if len(where) > 0 {
 			q += ` WHERE ` + strings.Join(where, " AND ")
 		}
@@ -166,7 +166,7 @@ func (s *Store) stats(ctx context.Context, counts string) (journal.Stats, error)
 }
 
 // scanStats reads the results of stats's batch into st. The counts come
-// by tool, with a column per state (countStates); a state or tool whose
+// by tool, with a column per state (tally.stats); a state or tool whose
 // count is zero (its counter rows stay, at zero) is left out of ByState and
 // ByTool, as every store leaves it out.
 func scanStats(br pgx.BatchResults, st *journal.Stats) error {
@@ -182,7 +182,7 @@ func scanStats(br pgx.BatchResults, st *journal.Stats) error {
 	}
 	defer rows.Close()
 	var tool string
-	byState := make([]int64, len(countStates))
+	byState := make([]int64, len(rows.FieldDescriptions())-2)
 	var attempts int64
 	dest := []any{&tool}
 	for i := range byState {

@@ -26,7 +26,7 @@ const columns = `key, version, tenant, session, turn, tool, discriminator,
 	fingerprint, effect, input, state, output, error_class, error_message,
 	attempts, lease_owner, lease_token, lease_expires_ns,
 	res_state, res_output, res_reason, res_by, res_at_ns,
-	created_ns, updated_ns, expires_ns, checksum`
+	created_ns, updated_ns, expires_ns, res_fingerprint, approval, checksum`
 
 // columnTypes casts the parameters of an INSERT … SELECT, whose types
 // PostgreSQL cannot infer from the target columns.
@@ -34,7 +34,7 @@ var columnTypes = []string{"uuid", "integer", "text", "text", "text", "text", "t
 	"bytea", "smallint", "bytea", "smallint", "bytea", "text", "text",
 	"jsonb", "text", "bigint", "bigint",
 	"smallint", "bytea", "text", "text", "bigint",
-	"bigint", "bigint", "bigint", "bytea"}
+	"bigint", "bigint", "bigint", "bytea", "jsonb", "bytea"}
 
 // row is a record as stored: one field per column, times in nanoseconds
 // since the Unix epoch (nil for the zero time). It is also the canonical
@@ -67,6 +67,9 @@ type row struct {
 	Created       int64
 	Updated       int64
 	Expires       int64
+	// Schema 6 on (tailColumns): NULL for none.
+	ResFingerprint []byte
+	Approval       []byte // jsonb storedApproval
 }
 
 // storedAttempt is an Attempt inside the attempts jsonb array.
@@ -79,12 +82,28 @@ type storedAttempt struct {
 	Quiet *int64 `json:"quiet,omitempty"` // Attempt.QuietAt
 }
 
+// storedApproval is a Record.Approval in the approval jsonb column.
+type storedApproval struct {
+	Need     int           `json:"need"`
+	Deadline *int64        `json:"deadline,omitempty"`
+	Given    []storedGiven `json:"given"`
+}
+
+// storedGiven is an approval given: a Resolution whose State is pending.
+type storedGiven struct {
+	By          string `json:"by"`
+	Reason      string `json:"reason,omitempty"`
+	At          *int64 `json:"at,omitempty"`
+	Output      []byte `json:"output,omitempty"`
+	Fingerprint []byte `json:"fingerprint"`
+}
+
 func (r *row) args() []any {
 	return []any{keyArg(r.Key), r.Version, r.Tenant, r.Session, r.Turn, r.Tool, r.Discriminator,
 		r.Fingerprint, r.Effect, r.Input, r.State, r.Output, r.ErrorClass, r.ErrorMessage,
 		string(r.Attempts), r.LeaseOwner, r.LeaseToken, r.LeaseExpires,
 		r.ResState, r.ResOutput, r.ResReason, r.ResBy, r.ResAt,
-		r.Created, r.Updated, r.Expires} // the checksum: sealed by the statement (sealExpr)
+		r.Created, r.Updated, r.Expires, r.ResFingerprint, r.Approval} // the checksum: sealed by the statement (sealExpr)
 }
 
 // keyArg is a record key as a statement's parameter: pgtype.UUID, which
@@ -93,14 +112,10 @@ func (r *row) args() []any {
 // parsing the string: an error built and a parse on every call.
 func keyArg(k uuid.UUID) pgtype.UUID { return pgtype.UUID{Bytes: k, Valid: true} }
 
-func scanRow(s pgx.Row) (row, error) {
-	return scanRowAfter(s)
-}
-
-// scanRowAfter scans a row whose record columns follow the leading
-// columns scanned into lead, and checks its checksum: a damaged row is an
-// error wrapping journal.ErrCorrupt, whatever the caller wanted it for.
-func scanRowAfter(s pgx.Row, lead ...any) (row, error) {
+// scanRow scans a row whose record columns follow the leading columns
+// scanned into lead, and checks its checksum: a damaged row is an error
+// wrapping journal.ErrCorrupt, whatever the caller wanted it for.
+func scanRow(s pgx.Row, lead ...any) (row, error) {
 	var r row
 	var key pgtype.UUID
 	var attempts, checksum []byte
@@ -108,7 +123,7 @@ func scanRowAfter(s pgx.Row, lead ...any) (row, error) {
 		&r.Fingerprint, &r.Effect, &r.Input, &r.State, &r.Output, &r.ErrorClass, &r.ErrorMessage,
 		&attempts, &r.LeaseOwner, &r.LeaseToken, &r.LeaseExpires,
 		&r.ResState, &r.ResOutput, &r.ResReason, &r.ResBy, &r.ResAt,
-		&r.Created, &r.Updated, &r.Expires, &checksum)...)
+		&r.Created, &r.Updated, &r.Expires, &r.ResFingerprint, &r.Approval, &checksum)...)
 	r.Key, r.Attempts = key.Bytes, attempts
 	if err != nil {
 		return r, err
@@ -129,8 +144,8 @@ func (r *row) checkSum(stored []byte) error {
 	return nil
 }
 
-// digestCount is how many columns the checksum covers.
-var digestCount = uint32(len(digestColumns()))
+// digestCount is how many columns the checksum's first row covers.
+var digestCount = uint32(len(digestColumns()) - len(tailColumns))
 
 // digest is the checksum the records table's trigger stores (digestSQL):
 // the SHA-256 of record_send of a row of every column but the checksum, in
@@ -138,9 +153,10 @@ var digestCount = uint32(len(digestColumns()))
 // column count, then for each column its type OID, its length (-1 for
 // NULL) and its binary send form: integers big-endian, text in the
 // session's encoding (UTF-8, which pgx sets), jsonb as a version byte and
-// its text.
+// its text. The tail columns follow as a row of their own when one is
+// not NULL.
 func (r *row) digest() [sha256.Size]byte {
-	b := make([]byte, 0, 512+len(r.Input)+len(r.Output)+len(r.ResOutput)+len(r.Attempts)+len(r.ErrorMessage))
+	b := make([]byte, 0, 512+len(r.Input)+len(r.Output)+len(r.ResOutput)+len(r.Attempts)+len(r.ErrorMessage)+len(r.Approval))
 	b = binary.BigEndian.AppendUint32(b, digestCount)
 	// Each column is appended in place: its type, its length (-1 for
 	// NULL), its bytes.
@@ -155,6 +171,14 @@ func (r *row) digest() [sha256.Size]byte {
 		}
 		head(oid, len(p))
 		b = append(b, p...)
+	}
+	jsonb := func(p []byte) {
+		if p == nil {
+			head(pgtype.JSONBOID, -1)
+			return
+		}
+		head(pgtype.JSONBOID, 1+len(p)) // jsonb's version byte, then its text
+		b = append(append(b, 1), p...)
 	}
 	text := func(s string) {
 		head(pgtype.TextOID, len(s))
@@ -204,9 +228,7 @@ func (r *row) digest() [sha256.Size]byte {
 	col(pgtype.ByteaOID, r.Output)
 	text(r.ErrorClass)
 	text(r.ErrorMessage)
-	head(pgtype.JSONBOID, 1+len(r.Attempts)) // jsonb's version byte, then its text
-	b = append(b, 1)
-	b = append(b, r.Attempts...)
+	jsonb(r.Attempts)
 	text(r.LeaseOwner)
 	i64(r.LeaseToken)
 	i64Ptr(r.LeaseExpires)
@@ -218,6 +240,11 @@ func (r *row) digest() [sha256.Size]byte {
 	i64(r.Created)
 	i64(r.Updated)
 	i64(r.Expires)
+	if r.ResFingerprint != nil || r.Approval != nil {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(tailColumns)))
+		col(pgtype.ByteaOID, r.ResFingerprint)
+		jsonb(r.Approval)
+	}
 	return sha256.Sum256(b)
 }
 
@@ -243,11 +270,10 @@ func (r *row) record() (journal.Record, error) {
 		Updated:      fromNanos(r.Updated),
 		Expires:      fromNanos(r.Expires),
 	}
-	if len(r.Fingerprint) != len(rec.Fingerprint) {
-		return journal.Record{}, fmt.Errorf("record %s: fingerprint is %d bytes, want %d: %w",
-			r.Key, len(r.Fingerprint), len(rec.Fingerprint), journal.ErrCorrupt)
+	var err error
+	if rec.Fingerprint, err = fingerprint("fingerprint", r.Fingerprint); err != nil {
+		return journal.Record{}, fmt.Errorf("record %s: %w", r.Key, err)
 	}
-	copy(rec.Fingerprint[:], r.Fingerprint)
 	var atts []storedAttempt
 	if err := json.Unmarshal(r.Attempts, &atts); err != nil {
 		return journal.Record{}, fmt.Errorf("record %s: attempts: %v: %w", r.Key, err, journal.ErrCorrupt)
@@ -264,9 +290,51 @@ func (r *row) record() (journal.Record, error) {
 		if r.ResBy != nil {
 			res.By = *r.ResBy
 		}
+		if r.ResFingerprint != nil {
+			if res.Fingerprint, err = fingerprint("resolution fingerprint", r.ResFingerprint); err != nil {
+				return journal.Record{}, fmt.Errorf("record %s: %w", r.Key, err)
+			}
+		}
 		rec.Resolution = res
 	}
+	if rec.Approval, err = r.approval(); err == nil && rec.State == journal.StateAwaiting && rec.Approval == nil {
+		err = fmt.Errorf("none on a record awaiting one: %w", journal.ErrCorrupt)
+	}
+	if err != nil {
+		return journal.Record{}, fmt.Errorf("record %s: approval: %w", r.Key, err)
+	}
 	return rec, nil
+}
+
+// approval decodes the approval column, nil when NULL.
+func (r *row) approval() (*journal.Approval, error) {
+	if r.Approval == nil {
+		return nil, nil
+	}
+	var sa storedApproval
+	if err := json.Unmarshal(r.Approval, &sa); err != nil {
+		return nil, fmt.Errorf("%v: %w", err, journal.ErrCorrupt)
+	}
+	a := &journal.Approval{Need: sa.Need, Deadline: fromNanosPtr(sa.Deadline)}
+	for i, g := range sa.Given {
+		fp, err := fingerprint(fmt.Sprintf("approval %d fingerprint", i+1), g.Fingerprint)
+		if err != nil {
+			return nil, err
+		}
+		a.Given = append(a.Given, journal.Resolution{State: journal.StatePending, Output: g.Output,
+			Reason: g.Reason, By: g.By, At: fromNanosPtr(g.At), Fingerprint: fp})
+	}
+	return a, nil
+}
+
+// fingerprint decodes a stored fingerprint, naming it when damaged.
+func fingerprint(name string, b []byte) (keyderive.Fingerprint, error) {
+	var fp keyderive.Fingerprint
+	if len(b) != len(fp) {
+		return fp, fmt.Errorf("%s is %d bytes, want %d: %w", name, len(b), len(fp), journal.ErrCorrupt)
+	}
+	copy(fp[:], b)
+	return fp, nil
 }
 
 // rowOf encodes a record for storage. It refuses identity fields PostgreSQL
@@ -274,6 +342,7 @@ func (r *row) record() (journal.Record, error) {
 // int64 nanoseconds, naming the field; free text (error messages) is made
 // valid instead, since refusing it would lose an outcome.
 func rowOf(rec journal.Record) (row, error) {
+	var t nanos
 	r := row{
 		Key:          rec.Key,
 		Version:      int32(rec.Version),
@@ -285,6 +354,10 @@ func rowOf(rec journal.Record) (row, error) {
 		ErrorClass:   cleanText(rec.ErrorClass),
 		ErrorMessage: cleanText(rec.ErrorMessage),
 		LeaseToken:   int64(rec.Lease.Token),
+		LeaseExpires: t.ptr("lease expiry", rec.Lease.Expires),
+		Created:      t.of("created", rec.Created),
+		Updated:      t.of("updated", rec.Updated),
+		Expires:      t.of("expires", rec.Expires),
 	}
 	if rec.Lease.Token > math.MaxInt64 {
 		return row{}, fmt.Errorf("record %s: fencing token %d does not fit a bigint", rec.Key, rec.Lease.Token)
@@ -301,40 +374,19 @@ func rowOf(rec journal.Record) (row, error) {
 		{"discriminator", &r.Discriminator, rec.Intent.Discriminator},
 		{"lease owner", &r.LeaseOwner, rec.Lease.Owner},
 	}
-	for _, t := range texts {
-		if err := checkText(t.name, t.val); err != nil {
+	for _, x := range texts {
+		if err := checkText(x.name, x.val); err != nil {
 			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
 		}
-		*t.dst = t.val
-	}
-	var err error
-	times := []struct {
-		name string
-		t    time.Time
-		dst  *int64
-	}{{"created", rec.Created, &r.Created}, {"updated", rec.Updated, &r.Updated}, {"expires", rec.Expires, &r.Expires}}
-	for _, t := range times {
-		if *t.dst, err = toNanos(t.name, t.t); err != nil {
-			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
-		}
-	}
-	if r.LeaseExpires, err = toNanosPtr("lease expiry", rec.Lease.Expires); err != nil {
-		return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
+		*x.dst = x.val
 	}
 	atts := make([]storedAttempt, 0, len(rec.Attempts))
 	for i, a := range rec.Attempts {
-		sa := storedAttempt{ID: cleanText(a.ID), Class: cleanText(a.Class), Error: cleanText(a.Error)}
-		if sa.Start, err = toNanosPtr(fmt.Sprintf("attempt %d start", i+1), a.Start); err != nil {
-			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
-		}
-		if sa.End, err = toNanosPtr(fmt.Sprintf("attempt %d end", i+1), a.End); err != nil {
-			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
-		}
-		if sa.Quiet, err = toNanosPtr(fmt.Sprintf("attempt %d quiet time", i+1), a.QuietAt); err != nil {
-			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
-		}
-		atts = append(atts, sa)
+		atts = append(atts, storedAttempt{ID: cleanText(a.ID), Class: cleanText(a.Class), Error: cleanText(a.Error),
+			Start: t.ptr(fmt.Sprintf("attempt %d start", i+1), a.Start), End: t.ptr(fmt.Sprintf("attempt %d end", i+1), a.End),
+			Quiet: t.ptr(fmt.Sprintf("attempt %d quiet time", i+1), a.QuietAt)})
 	}
+	var err error
 	if r.Attempts, err = json.Marshal(atts); err != nil {
 		return row{}, err
 	}
@@ -342,9 +394,23 @@ func rowOf(rec journal.Record) (row, error) {
 		st := int16(res.State)
 		reason, by := cleanText(res.Reason), cleanText(res.By)
 		r.ResState, r.ResOutput, r.ResReason, r.ResBy = &st, res.Output, &reason, &by
-		if r.ResAt, err = toNanosPtr("resolution time", res.At); err != nil {
-			return row{}, fmt.Errorf("record %s: %w", rec.Key, err)
+		r.ResAt = t.ptr("resolution time", res.At)
+		if !res.Fingerprint.IsZero() {
+			r.ResFingerprint = res.Fingerprint[:]
 		}
+	}
+	if a := rec.Approval; a != nil {
+		sa := storedApproval{Need: a.Need, Deadline: t.ptr("approval deadline", a.Deadline), Given: make([]storedGiven, len(a.Given))}
+		for i, g := range a.Given {
+			sa.Given[i] = storedGiven{By: cleanText(g.By), Reason: cleanText(g.Reason), Output: g.Output,
+				Fingerprint: g.Fingerprint[:], At: t.ptr(fmt.Sprintf("approval %d time", i+1), g.At)}
+		}
+		if r.Approval, err = json.Marshal(sa); err != nil {
+			return row{}, err
+		}
+	}
+	if t.err != nil {
+		return row{}, fmt.Errorf("record %s: %w", rec.Key, t.err)
 	}
 	return r, nil
 }
@@ -376,19 +442,24 @@ var (
 	maxNanos = time.Unix(0, math.MaxInt64)
 )
 
-func toNanos(field string, t time.Time) (int64, error) {
-	if t.Before(minNanos) || t.After(maxNanos) {
-		return 0, fmt.Errorf("%s %s is outside the years 1678 to 2262 the journal stores", field, t.Format(time.RFC3339))
+// nanos converts times to nanoseconds, keeping the first error: a time
+// outside the years int64 nanoseconds hold.
+type nanos struct{ err error }
+
+func (n *nanos) of(field string, t time.Time) int64 {
+	if n.err == nil && (t.Before(minNanos) || t.After(maxNanos)) {
+		n.err = fmt.Errorf("%s %s is outside the years 1678 to 2262 the journal stores", field, t.Format(time.RFC3339))
 	}
-	return t.UnixNano(), nil
+	return t.UnixNano()
 }
 
-func toNanosPtr(field string, t time.Time) (*int64, error) {
+// ptr is of, nil for the zero time.
+func (n *nanos) ptr(field string, t time.Time) *int64 {
 	if t.IsZero() {
-		return nil, nil
+		return nil
 	}
-	n, err := toNanos(field, t)
-	return &n, err
+	v := n.of(field, t)
+	return &v
 }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }

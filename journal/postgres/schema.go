@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -15,7 +16,7 @@ import (
 // SchemaVersion is the table layout this package creates and reads: the
 // version kept in the meta table. Open migrates an older schema up to it and
 // refuses a newer one with journal.ErrNewerVersion.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // migrations[v-1] are the statements that bring the schema from version v-1
 // to v. %[1]s is the quoted schema name. Each runs inside Open's
@@ -61,33 +62,18 @@ var migrations = [][]string{
 
 	// 2: the checksum column, sealed by a trigger on the store's writes
 	// and computed here for the rows already stored, so none is left
-	// unsealed. record_digest(row) also lets an operator check a row in
-	// SQL.
-	{`ALTER TABLE %[1]s.records ADD COLUMN checksum bytea`,
-		`CREATE FUNCTION %[1]s.record_digest(r %[1]s.records) RETURNS bytea
-		LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
-		BEGIN
-			RETURN ` + digestSQL("r") + `;
-		END
-		$$`,
-		`CREATE FUNCTION %[1]s.seal_record() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN
-			IF current_setting('` + sealSetting + `', true) = 'on' THEN
-				NEW.checksum := ` + digestSQL("NEW") + `;
-			END IF;
-			RETURN NEW;
-		END
-		$$`,
+	// unsealed.
+	append(append([]string{`ALTER TABLE %[1]s.records ADD COLUMN checksum bytea`}, sealFunctions(2)...),
 		`CREATE TRIGGER records_seal BEFORE INSERT OR UPDATE ON %[1]s.records
 		FOR EACH ROW EXECUTE FUNCTION %[1]s.seal_record()`,
-		`UPDATE %[1]s.records r SET checksum = %[1]s.record_digest(r)`},
+		`UPDATE %[1]s.records r SET checksum = %[1]s.record_digest(r)`),
 
 	// 3: the counts that Stats reads, kept by triggers on records (see
 	// counts.go).
 	countsMigration,
 
 	// 4: the store's own writes seal and count themselves (sealExpr,
-	// countDelta), so no trigger runs for them; three indexes fewer, and
+	// tally.delta), so no trigger runs for them; three indexes fewer, and
 	// none on a column Complete changes, so that its UPDATE is a
 	// heap-only (HOT) update that writes no index entry. See
 	// docs/postgres-scale.md for the figures.
@@ -95,8 +81,39 @@ var migrations = [][]string{
 
 	// 5: count_missing, so that a write of one record counts itself with
 	// one UPDATE of its counter row and inserts that row only when it is
-	// missing (countOne, countMissing).
-	countMissingMigration,
+	// missing (tally.one, tally.missing).
+	{tallyAt(5).missingFunction()},
+
+	// 6: intents awaiting approval: the state 6 and its count, the
+	// approval and a resolution's fingerprint, in columns the checksum
+	// covers only when not NULL, so that no stored row changes. The state
+	// CHECK is not validated again: every row holds 1 to 5.
+	append(append([]string{`ALTER TABLE %[1]s.records DROP CONSTRAINT records_state_check,
+		ADD CONSTRAINT records_state_check CHECK (state BETWEEN 1 AND 6) NOT VALID,
+		ADD COLUMN res_fingerprint bytea, ADD COLUMN approval jsonb`,
+		`ALTER TABLE %[1]s.counts ADD COLUMN awaiting bigint NOT NULL DEFAULT 0`,
+		`DROP FUNCTION %[1]s.count_missing(smallint, text, bigint, bigint, bigint, bigint, bigint, bigint)`,
+		tallyAt(6).missingFunction()}, sealFunctions(6)...), tallyAt(6).functions()...),
+}
+
+// sealFunctions are record_digest(row), which also lets an operator check
+// a row in SQL, and the seal trigger's function, over the columns of
+// schema version.
+func sealFunctions(version int) []string {
+	return []string{`CREATE OR REPLACE FUNCTION %[1]s.record_digest(r %[1]s.records) RETURNS bytea
+		LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+		BEGIN
+			RETURN ` + digestSQL("r", version) + `;
+		END
+		$$`,
+		`CREATE OR REPLACE FUNCTION %[1]s.seal_record() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF current_setting('` + sealSetting + `', true) = 'on' THEN
+				NEW.checksum := ` + digestSQL("NEW", version) + `;
+			END IF;
+			RETURN NEW;
+		END
+		$$`}
 }
 
 // writesMigration is migration 4. The guard's index moves from the
@@ -149,35 +166,50 @@ var writesMigration = []string{
 }
 
 // digestSQL is the expression whose value is the checksum of the row
-// variable v: the SHA-256 of the binary send form (record_send) of a row of
-// every column but the checksum, in table order. record_send writes each
-// column's type and length (-1 for NULL) before its bytes, so the encoding
-// is unambiguous, and it costs one call where an expression per column
-// would cost more than the write. row.digest encodes exactly alike; every
-// read fails at once if it does not.
-func digestSQL(v string) string {
-	cols := digestColumns()
-	for i, c := range cols {
-		cols[i] = v + "." + c
-	}
-	return "sha256(record_send(ROW(" + strings.Join(cols, ", ") + ")))"
+// variable v at schema version: sealExpr of its columns, those of the tail
+// NULL before version 6.
+func digestSQL(v string, version int) string {
+	return sealExpr(func(c string) string {
+		if version < 6 && slices.Contains(tailColumns, c) {
+			return "NULL"
+		}
+		return v + "." + c
+	})
 }
 
 // sealExpr is the SQL expression of the checksum of the row whose column c
-// has the value expr(c): digestSQL's expression over expressions, each cast
-// to its column's type so that record_send writes what it writes for the
-// stored row. A write statement stores it as the row's checksum, so the
-// seal costs no trigger: an INSERT passes the expressions of its values, an
-// UPDATE those of the columns it sets and the plain column names of the
-// others (which, in SET, are the old row's values, the same version the
-// UPDATE writes over).
+// has the value expr(c): the SHA-256 of the binary send form (record_send)
+// of a row of every column but the checksum and the tail, in table order,
+// followed, when a tail column is not NULL, by that of a row of the tail.
+// record_send writes each column's type and length (-1 for NULL) before
+// its bytes, so the encoding is unambiguous, and it costs one call where
+// an expression per column would cost more than the write; row.digest
+// encodes exactly alike, and every read fails at once if it does not. Each
+// expression is cast to its column's type, so that record_send writes what
+// it writes for the stored row. A write statement stores it as the row's
+// checksum, so the seal costs no trigger: an INSERT passes the expressions
+// of its values, an UPDATE those of the columns it sets and the plain
+// column names of the others (which, in SET, are the old row's values, the
+// same version the UPDATE writes over).
 func sealExpr(expr func(col string) string) string {
-	cols := digestColumns()
-	for i, c := range cols {
-		cols[i] = "(" + expr(c) + ")::" + columnType[c]
+	var cols, tail []string
+	for _, c := range digestColumns() {
+		e := "(" + expr(c) + ")::" + columnType[c]
+		if slices.Contains(tailColumns, c) {
+			tail = append(tail, e)
+		} else {
+			cols = append(cols, e)
+		}
 	}
-	return "sha256(record_send(ROW(" + strings.Join(cols, ", ") + ")))"
+	t := "ROW(" + strings.Join(tail, ", ") + ")"
+	return "sha256(record_send(ROW(" + strings.Join(cols, ", ") + ")) || CASE WHEN " + t +
+		" IS NULL THEN ''::bytea ELSE record_send(" + t + ") END)"
 }
+
+// tailColumns are the record columns of schema 6 on, which the checksum
+// covers only when one is not NULL (sealExpr), so that the rows stored
+// before them keep their checksums.
+var tailColumns = []string{"res_fingerprint", "approval"}
 
 // columnType is the SQL type of each record column.
 var columnType = func() map[string]string {
@@ -189,8 +221,8 @@ var columnType = func() map[string]string {
 }()
 
 // digestColumns is the record columns without the checksum. A migration
-// that adds a column must add it to row.digest as well and recreate both
-// functions that use digestSQL, which fix the column list when created.
+// that adds a column must add it to row.digest as well and recreate
+// sealFunctions, which fix the column list when created.
 func digestColumns() []string {
 	var cols []string
 	for _, c := range strings.Split(columns, ",") {

@@ -265,27 +265,26 @@ func keyError(op string, key uuid.UUID, sentinel error) error {
 
 // statements are the store's SQL, built once per schema.
 type statements struct {
-	table            string
-	get              string
-	now              string
-	statsIndexed     string
-	statsCounts      string
-	statsScan        string
-	lockForTx        string
-	beginFast        [2][2]string // [guard on][durable]
-	guard            string
-	replace          string
-	startAtt         [2]string // [durable]
-	renew            string
-	complete         string
-	fence            string
-	lockState        string
-	resolve          string
-	importRow        string
-	gcPredicate      string
-	overduePredicate string
-	gcDelete         string
-	gcCount          string
+	table        string
+	cols         string // the record columns to select
+	get          string
+	now          string
+	statsIndexed string
+	statsCounts  string
+	statsScan    string
+	lockForTx    string
+	beginFast    [2][2]string // [guard on][durable]
+	guard        string
+	replace      string
+	startAtt     [2]string // [durable]
+	renew        string
+	complete     string
+	fence        string
+	lockState    string
+	resolve      string
+	importRow    string
+	gcDelete     string
+	gcCount      string
 }
 
 // closeLast is the SQL expression that closes the last attempt, if it is
@@ -308,7 +307,7 @@ func serverNow(n int) string {
 // statementNow is the server's clock at the start of the statement, in
 // Unix nanoseconds, or the test clock $n: statement_timestamp() is stable
 // within a statement, so the planner can estimate a range bounded by it
-// (see gcPredicate).
+// (see expiry).
 func statementNow(n int) string {
 	return fmt.Sprintf(`COALESCE($%d::bigint, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint * 1000)`, n)
 }
@@ -344,8 +343,8 @@ const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS a
 // triggers and have no suppressed column).
 func buildStatements(q string, version int) statements {
 	b := newStatementBuilder(q, version)
-	s := statements{table: b.t}
-	s.get = `SELECT ` + columns + ` FROM ` + b.t + ` WHERE key = $1`
+	s := statements{table: b.t, cols: b.sel}
+	s.get = `SELECT ` + b.sel + ` FROM ` + b.t + ` WHERE key = $1`
 	s.lockForTx = s.get + ` FOR UPDATE`
 	s.now = `SELECT ` + serverNow(1)
 	s.fence = `SELECT state, lease_token FROM ` + b.t + ` WHERE key = $1`
@@ -371,53 +370,71 @@ type statementBuilder struct {
 	self string
 	// suppressed is the guard index's condition.
 	suppressed string
-	// params are the placeholders of a whole record, all columns but the
+	cnt        tally
+	// sel is the record columns to select, the tail as NULL before
+	// version 6, and write those written, without the checksum (and
+	// without the tail before version 6).
+	sel   string
+	write []string
+	// params are the placeholders of a whole record, by column but the
 	// checksum, and sealParams the checksum they make.
-	params     []string
+	params     map[string]string
 	sealParams string
 }
 
 func newStatementBuilder(q string, version int) *statementBuilder {
 	b := &statementBuilder{q: q, t: q + ".records", version: version,
 		self:       `, set_config('` + countRowsSetting + `', '` + countSelf + `', true) AS counted`,
-		suppressed: `g.suppressed AND g.state = 4`}
+		suppressed: `g.suppressed AND g.state = 4`, cnt: tallyAt(version), sel: columns, params: map[string]string{}}
 	if version < 4 {
 		b.self, b.suppressed = ``, `g.state = 4`
 	}
-	b.params = make([]string, len(columnTypes)-1)
-	byCol := map[string]string{}
 	for i, c := range digestColumns() {
-		b.params[i] = fmt.Sprintf("$%d::%s", i+1, columnTypes[i])
-		byCol[c] = b.params[i]
+		b.params[c] = fmt.Sprintf("$%d::%s", i+1, columnTypes[i])
+		if version >= 6 || !slices.Contains(tailColumns, c) {
+			b.write = append(b.write, c)
+		}
 	}
-	b.sealParams = sealExpr(func(c string) string { return byCol[c] })
+	if version < 6 {
+		b.sel = strings.Replace(columns, strings.Join(tailColumns, ", "), "NULL::bytea, NULL::jsonb", 1)
+	}
+	b.sealParams = sealExpr(func(c string) string { return b.params[c] })
 	return b
 }
 
-// counted is the CTEs of countDelta(q, rows), or none before version 4.
+// values is f of each column of cols, joined by commas.
+func values(cols []string, f func(col string) string) string {
+	vals := make([]string, len(cols))
+	for i, c := range cols {
+		vals[i] = f(c)
+	}
+	return strings.Join(vals, ", ")
+}
+
+// counted is the CTEs of b.cnt.delta(q, rows), or none before version 4.
 func (b *statementBuilder) counted(rows string) string {
 	if b.version < 4 {
 		return ``
 	}
-	return `, ` + countDelta(b.q, rows)
+	return `, ` + b.cnt.delta(b.q, rows)
 }
 
-// countedOne is the CTEs of countOne(q, from, add), or none before
+// countedOne is the CTEs of b.cnt.one(q, from, add), or none before
 // version 4.
 func (b *statementBuilder) countedOne(from string, add map[string]string) string {
 	if b.version < 4 {
 		return ``
 	}
-	return `, ` + countOne(b.q, from, add, b.version)
+	return `, ` + b.cnt.one(b.q, from, add, b.version)
 }
 
 // check is the condition of the last SELECT over the written row w that
-// counts it when cnt_u did not (countMissing).
+// counts it when cnt_u did not (tally.missing).
 func (b *statementBuilder) check(add map[string]string) string {
 	if b.version < 4 {
 		return `true`
 	}
-	return countMissing(b.q, add, b.version)
+	return b.cnt.missing(b.q, add, b.version)
 }
 
 // clockFrom is the FROM item clk: the server's clock ($n under a test
@@ -439,6 +456,9 @@ func (b *statementBuilder) update(set map[string]string, from, where, ret string
 	seal := sealExpr(func(c string) string {
 		if e, ok := set[c]; ok {
 			return e
+		}
+		if !slices.Contains(b.write, c) {
+			return "NULL" // a tail column before version 6
 		}
 		return c // in SET, the old row's value
 	})
@@ -476,22 +496,22 @@ func (b *statementBuilder) begin(s *statements) {
 			// speculative insertion costs a WAL record on every insert),
 			// and Begin decides again under the row lock.
 			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now` + b.self + `),
-				cur AS (SELECT ` + columns + ` FROM ` + t + ` WHERE key = $1::uuid),
-				ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + newRecordExprs() + from +
-				where + ` AND NOT EXISTS (SELECT 1 FROM cur) RETURNING ` + columns + `)` +
+				cur AS (SELECT ` + b.sel + ` FROM ` + t + ` WHERE key = $1::uuid),
+				ins AS (INSERT INTO ` + t + ` (` + strings.Join(b.write, ", ") + `, checksum) SELECT ` + b.newRecord() + from +
+				where + ` AND NOT EXISTS (SELECT 1 FROM cur) RETURNING ` + b.sel + `)` +
 				b.countedOne(`ins`, beginCount) + `
 				SELECT true, clk.now, w.* FROM ins w, clk WHERE ` + b.check(beginCount) + `
 				UNION ALL SELECT false, clk.now, cur.* FROM cur, clk`
 		}
 	}
 	// The guard's candidates, newest first, through records_guard_idx.
-	s.guard = `SELECT ` + columns + ` FROM ` + t + ` g WHERE ` + b.suppressed + ` AND g.tenant = $1
+	s.guard = `SELECT ` + b.sel + ` FROM ` + t + ` g WHERE ` + b.suppressed + ` AND g.tenant = $1
 		AND g.session = $2 AND g.tool = $3 AND g.key <> $4 ORDER BY g.created_ns DESC, g.key DESC`
 }
 
-// newRecordExprs is the column list of the record a Begin inserts, from
-// its parameters, sealed.
-func newRecordExprs() string {
+// newRecord is the column list of the record a Begin inserts, from its
+// parameters, sealed.
+func (b *statementBuilder) newRecord() string {
 	vals := map[string]string{
 		"key": "$1::uuid", "version": "$2::integer", "tenant": "$3::text", "session": "$4::text",
 		"turn": "$5::text", "tool": "$6::text", "discriminator": "$7::text", "fingerprint": "$8::bytea",
@@ -500,13 +520,10 @@ func newRecordExprs() string {
 		"lease_owner": "$12::text", "lease_token": "$13::bigint", "lease_expires_ns": "clk.now + $14::bigint",
 		"res_state": "NULL", "res_output": "NULL", "res_reason": "NULL", "res_by": "NULL", "res_at_ns": "NULL",
 		"created_ns": "clk.now", "updated_ns": "clk.now", "expires_ns": "clk.now + $16::bigint",
+		"res_fingerprint": "NULL", "approval": "NULL",
 	}
-	var exprs []string
-	for _, c := range digestColumns() {
-		exprs = append(exprs, "("+vals[c]+")::"+columnType[c])
-	}
-	exprs = append(exprs, sealExpr(func(c string) string { return vals[c] }))
-	return strings.Join(exprs, ", ")
+	return values(b.write, func(c string) string { return "(" + vals[c] + ")::" + columnType[c] }) +
+		", " + sealExpr(func(c string) string { return vals[c] })
 }
 
 // whole builds the statements that write a record whole: Import's insert
@@ -516,20 +533,16 @@ func (b *statementBuilder) whole(s *statements) {
 	// A record written whole (Import, and a new record under the lock),
 	// sealed and counted by the statement; it returns how many it
 	// inserted, 0 when the key is taken.
-	s.importRow = `WITH ins AS (INSERT INTO ` + t + ` (` + columns + `) SELECT ` + strings.Join(params, ", ") +
-		`, ` + b.sealParams + ` FROM (SELECT true` + b.self + `) cfg ON CONFLICT (key) DO NOTHING
+	s.importRow = `WITH ins AS (INSERT INTO ` + t + ` (` + strings.Join(b.write, ", ") + `, checksum) SELECT ` +
+		values(b.write, func(c string) string { return params[c] }) + `, ` + b.sealParams + ` FROM (SELECT true` + b.self + `) cfg ON CONFLICT (key) DO NOTHING
 		RETURNING key, tool, state, attempts)` +
 		b.counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM ins`) + `
 		SELECT count(*) FROM ins`
 	// A record rewritten whole, under the row lock its transaction holds,
 	// so that old reads the version it replaces.
-	sets := strings.Split(columns, ",")
-	for i := range sets {
-		sets[i] = strings.TrimSpace(sets[i])
-	}
 	s.replace = `WITH old AS (SELECT key, tool, state, attempts FROM ` + t + ` WHERE key = $1),
-		upd AS (UPDATE ` + t + ` SET (` + strings.Join(sets[1:], ", ") + `) = (` + strings.Join(params[1:], ", ") +
-		`, ` + b.sealParams + `) FROM (SELECT true` + b.self + `) cfg WHERE key = $1 RETURNING key, tool, state, attempts)` +
+		upd AS (UPDATE ` + t + ` SET (` + strings.Join(b.write[1:], ", ") + `, checksum) = (` +
+		values(b.write[1:], func(c string) string { return params[c] }) + `, ` + b.sealParams + `) FROM (SELECT true` + b.self + `) cfg WHERE key = $1 RETURNING key, tool, state, attempts)` +
 		b.counted(`SELECT key, tool, state, 1 AS n, jsonb_array_length(attempts) AS natt FROM upd
 			UNION ALL SELECT key, tool, state, -1, -jsonb_array_length(attempts) FROM old`) + `
 		SELECT count(*) FROM upd`
@@ -563,7 +576,7 @@ func (b *statementBuilder) transitions(s *statements) {
 		"state": `$3::smallint`, "output": `$4::bytea`, "error_class": `$5::text`, "error_message": `$6::text`,
 		"attempts": closeLast(7, rowNow), "lease_expires_ns": rowNow, "updated_ns": rowNow,
 		"expires_ns": settledExpiry(rowNow)},
-		b.clockFrom(8), `key = $1 AND state = 1 AND lease_token = $2`, columns) + `)` +
+		b.clockFrom(8), `key = $1 AND state = 1 AND lease_token = $2`, b.sel) + `)` +
 		b.countedOne(`upd`, completeCount) + `
 		SELECT w.* FROM upd w WHERE ` + b.check(completeCount)
 	// Resolve: an operator's verdict. It closes an open attempt as
@@ -583,7 +596,7 @@ func (b *statementBuilder) transitions(s *statements) {
 		"expires_ns": `GREATEST(expires_ns, ` + rowNow + ` + (expires_ns - created_ns))`,
 		"res_state":  `$2::smallint`, "res_output": `$3::bytea`, "res_reason": `$4::text`, "res_by": `$5::text`,
 		"res_at_ns": rowNow},
-		b.clockFrom(6), `key = $1 AND state IN (1, 5) AND state = $8::smallint`, columns) + `)` +
+		b.clockFrom(6), `key = $1 AND state IN (1, 5) AND state = $8::smallint`, b.sel) + `)` +
 		b.countedOne(`upd`, resolveCount) + `
 		SELECT w.* FROM upd w WHERE ` + b.check(resolveCount)
 }
@@ -591,31 +604,27 @@ func (b *statementBuilder) transitions(s *statements) {
 // expiry builds GC's statements and those of Stats.
 func (b *statementBuilder) expiry(s *statements) {
 	t := b.t
-	// journal.Expired and journal.Overdue in SQL: only succeeded (2),
-	// failed (3) and suppressed (4) records expire; pending (1) and
+	// journal.Expired and machine.Overdue in SQL: succeeded (2), failed
+	// (3), suppressed (4) and awaiting (6) records expire; pending (1) and
 	// unknown (5) ones past their TTL are kept and counted. Every record
 	// past its TTL is found by one range scan of records_expires_idx up
 	// to the server's clock at the statement's start (statementNow): the
 	// planner estimates that range from the column's statistics, where
 	// against a value it cannot see (clock_timestamp() read in a CTE) it
 	// assumes a third of the table and, at a million rows, scans it all.
-	past := `expires_ns <= ` + statementNow(1)
-	s.gcPredicate = past + ` AND state IN (2, 3, 4)`
-	s.overduePredicate = past + ` AND state IN (1, 5)`
-	s.gcDelete = `WITH gone AS (DELETE FROM ` + t + ` WHERE ` + s.gcPredicate + ` RETURNING 1)
-		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ` + t + ` WHERE ` + s.overduePredicate + `)`
-	s.gcCount = `SELECT count(*) FILTER (WHERE state IN (2, 3, 4)), count(*) FILTER (WHERE state IN (1, 5))
-		FROM ` + t + ` WHERE ` + past
+	past, expires, kept := `expires_ns <= `+statementNow(1), `state IN (2, 3, 4, 6)`, `state IN (1, 5)`
+	s.gcDelete = `WITH gone AS (DELETE FROM ` + t + ` WHERE ` + past + ` AND ` + expires + ` RETURNING 1)
+		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ` + t + ` WHERE ` + past + ` AND ` + kept + `)`
+	counts := `count(*) FILTER (WHERE ` + expires + `), count(*) FILTER (WHERE ` + kept + `) FROM ` + t + ` WHERE ` + past
+	s.gcCount = `SELECT ` + counts
 	// What Stats reads through the indexes: the records past their TTL,
 	// as GC finds them, and the oldest and the newest from either end of
 	// records_created_idx.
-	s.statsIndexed = `SELECT e.expired, e.overdue, (SELECT min(created_ns) FROM ` + t + `),
+	s.statsIndexed = `SELECT e.*, (SELECT min(created_ns) FROM ` + t + `),
 			(SELECT max(created_ns) FROM ` + t + `), pg_total_relation_size($2::regclass)
-		FROM (SELECT count(*) FILTER (WHERE state IN (2, 3, 4)) AS expired,
-				count(*) FILTER (WHERE state IN (1, 5)) AS overdue
-			FROM ` + t + ` WHERE ` + past + `) e`
-	s.statsCounts = countsStatsSQL(b.q, false)
-	s.statsScan = countsStatsSQL(b.q, true)
+		FROM (SELECT ` + counts + `) e`
+	s.statsCounts = b.cnt.stats(b.q, false)
+	s.statsScan = b.cnt.stats(b.q, true)
 }
 
 // coverLease is journal's coverLease in SQL, for a statement that sets the

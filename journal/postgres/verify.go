@@ -19,7 +19,7 @@ func (s *Store) Verify(ctx context.Context, damaged func(key uuid.UUID, err erro
 	if err := s.check(ctx); err != nil {
 		return 0, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM `+s.sql.table+` ORDER BY key`)
+	rows, err := s.pool.Query(ctx, `SELECT `+s.sql.cols+` FROM `+s.sql.table+` ORDER BY key`)
 	if err != nil {
 		return 0, s.fail("verify", uuid.Nil, false, err)
 	}

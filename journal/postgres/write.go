@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,7 +35,7 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 		settle = &n
 	}
 	var n int
-	err = s.pool.QueryRow(ctx, s.sql.startAtt[durableIdx(req.Durable)], keyArg(req.Key), int64(req.Token), closing,
+	err = s.pool.QueryRow(ctx, s.sql.startAtt[index(req.Durable)], keyArg(req.Key), int64(req.Token), closing,
 		cleanText(req.ID), int64(machine.LeaseTTL(req.LeaseTTL)), settle, s.clockArg()).Scan(&n)
 	if err != nil {
 		return s.fail("start attempt", req.Key, true, err)
@@ -185,7 +186,10 @@ func (s *Store) CompleteInTx(ctx context.Context, key uuid.UUID, token uint64,
 }
 
 // Resolve settles a pending or unknown record as an operator's verdict and
-// advances the fencing token, in one UPDATE.
+// advances the fencing token, in one UPDATE under the record's row lock,
+// taken by reading the state it replaces, which the counts need. An
+// approval or a rejection (or a verdict naming a fingerprint) is
+// machine.ApplyResolution's, written under the row lock.
 func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resolution) (journal.Record, error) {
 	if err := s.checkWrite(ctx, "resolve", key); err != nil {
 		return journal.Record{}, err
@@ -198,42 +202,74 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 	if err != nil {
 		return journal.Record{}, err
 	}
-	r, err := s.resolveLocked(ctx, key, res, reason, closing)
+	var rec journal.Record
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if res.State == journal.StatePending || res.State == journal.StateSuppressed || !res.Fingerprint.IsZero() {
+			rec, err = s.decide(ctx, tx, key, res)
+			return err
+		}
+		var state int16
+		if err := tx.QueryRow(ctx, s.sql.lockState, keyArg(key)).Scan(&state); err != nil {
+			return err
+		}
+		r, err := scanRow(tx.QueryRow(ctx, s.sql.resolve, keyArg(key), int16(res.State), res.Output,
+			reason, cleanText(res.By), s.clockArg(), closing, state))
+		if err == nil {
+			rec, err = r.record()
+		}
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		rec, err := s.get(ctx, key)
+		cur, err := s.get(ctx, key)
 		if err != nil {
 			return journal.Record{}, err
 		}
-		return journal.Record{}, fmt.Errorf("%w: resolve %s: it is %s", journal.ErrNotResolvable, key, rec.State)
+		return journal.Record{}, fmt.Errorf("%w: resolve %s: it is %s", journal.ErrNotResolvable, key, cur.State)
 	}
 	if err != nil {
-		return journal.Record{}, s.fail("resolve", key, true, err)
+		var ce *commitError
+		return journal.Record{}, s.fail("resolve", key, errors.As(err, &ce), err)
 	}
-	return r.record()
+	return rec, nil
 }
 
-// resolveLocked runs Resolve's UPDATE under the record's row lock, taken
-// by reading the state it replaces, which the counts need. It returns
-// pgx.ErrNoRows when the record is gone or not resolvable.
-func (s *Store) resolveLocked(ctx context.Context, key uuid.UUID, res journal.Resolution, reason, closing string) (row, error) {
+// decide applies res to the record of key under its row lock in tx and
+// writes the record it makes.
+func (s *Store) decide(ctx context.Context, tx pgx.Tx, key uuid.UUID, res journal.Resolution) (journal.Record, error) {
+	cur, now, err := s.lockRecord(ctx, tx, key)
+	if err == nil && cur == nil {
+		err = keyError("resolve", key, journal.ErrNotFound)
+	}
+	if err != nil {
+		return journal.Record{}, err
+	}
+	rec, err := machine.ApplyResolution(cur, res, now)
+	if err != nil {
+		return journal.Record{}, err
+	}
+	w, err := rowOf(rec)
+	if err != nil {
+		return journal.Record{}, fmt.Errorf("%w: resolve: %w", journal.ErrInvalid, err)
+	}
+	_, err = tx.Exec(ctx, s.sql.replace, w.args()...)
+	return rec, err
+}
+
+// inTx runs fn in a transaction and commits it. A failed COMMIT is a
+// *commitError: before it, a lost connection rolls the transaction back.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return row{}, err
+		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var state int16
-	if err := tx.QueryRow(ctx, s.sql.lockState, keyArg(key)).Scan(&state); err != nil {
-		return row{}, err
-	}
-	r, err := scanRow(tx.QueryRow(ctx, s.sql.resolve, keyArg(key), int16(res.State), res.Output,
-		reason, cleanText(res.By), s.clockArg(), closing, state))
-	if err != nil {
-		return row{}, err
+	if err := fn(tx); err != nil {
+		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return row{}, &commitError{err}
+		return &commitError{err}
 	}
-	return r, nil
+	return nil
 }
 
 // Import writes rec as it is. A record already stored under its key is left
@@ -282,14 +318,13 @@ func (s *Store) Import(ctx context.Context, rec journal.Record) error {
 	return fmt.Errorf("postgres journal: import %s: the record kept changing under concurrent writers", rec.Key)
 }
 
-// sameRow compares two rows as stored; attempts compare as JSON values,
-// since jsonb does not keep the text it was given.
+// sameRow compares two rows as stored; the jsonb columns compare as JSON
+// values, since jsonb does not keep the text it was given.
 func sameRow(a, b row) bool {
-	var aa, ba []storedAttempt
-	if json.Unmarshal(a.Attempts, &aa) != nil || json.Unmarshal(b.Attempts, &ba) != nil {
+	if !sameJSON(a.Attempts, b.Attempts) || !sameJSON(a.Approval, b.Approval) {
 		return false
 	}
-	a.Attempts, b.Attempts = nil, nil
+	a.Attempts, b.Attempts, a.Approval, b.Approval = nil, nil, nil, nil
 	norm := func(p []byte) []byte {
 		if len(p) == 0 {
 			return nil
@@ -299,11 +334,22 @@ func sameRow(a, b row) bool {
 	a.Input, b.Input = norm(a.Input), norm(b.Input)
 	a.Output, b.Output = norm(a.Output), norm(b.Output)
 	a.ResOutput, b.ResOutput = norm(a.ResOutput), norm(b.ResOutput)
-	if len(aa) == 0 {
-		aa = nil
+	return reflect.DeepEqual(a, b)
+}
+
+// sameJSON reports whether two JSON texts (nil for NULL) hold the same
+// value, numbers compared as written.
+func sameJSON(a, b []byte) bool {
+	var v [2]any
+	for i, p := range [][]byte{a, b} {
+		if p == nil {
+			continue
+		}
+		d := json.NewDecoder(bytes.NewReader(p))
+		d.UseNumber()
+		if d.Decode(&v[i]) != nil {
+			return false
+		}
 	}
-	if len(ba) == 0 {
-		ba = nil
-	}
-	return reflect.DeepEqual(a, b) && reflect.DeepEqual(aa, ba)
+	return (a == nil) == (b == nil) && reflect.DeepEqual(v[0], v[1])
 }
