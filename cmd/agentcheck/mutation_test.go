@@ -99,6 +99,13 @@ var mutations = []mutation{
 		catch: []string{check.RuleUnapproved},
 	},
 	{
+		name: "approval of another input accepted",
+		edits: []edit{{"journal/internal/machine/apply.go", "	case res.State == journal.StatePending && res.Fingerprint != cur.Fingerprint:",
+			"	case false && res.Fingerprint != cur.Fingerprint:"}},
+		store: "bolt", seed: "11", duration: "8s", scenarios: "approval",
+		catch: []string{check.RuleForged},
+	},
+	{
 		// Records live for days (RecordTTL), so a checker run never sees
 		// one expire: the conformance suite, whose clock it owns, does.
 		name:   "expiry ignoring the state",
