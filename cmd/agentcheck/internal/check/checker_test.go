@@ -446,3 +446,41 @@ func TestCheckApprovalRules(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckServerReconcile(t *testing.T) {
+	effect := func(t int64, key string) Event {
+		e := effectEv(t, "w0.1#1", 0, 1)
+		e.Key = key
+		return e
+	}
+	said := func(t int64, key, note, output string) Event {
+		e := Event{T: t, Ev: EvReconcile, Proc: "downstream", Intent: "i1", Key: key, Note: note}
+		if output != "" {
+			e.Output = json.RawMessage(output)
+		}
+		return e
+	}
+	tests := []struct {
+		name    string
+		history []Event
+		wrong   bool
+	}{
+		{"happened, with the effect's output", []Event{effect(10, "K"), said(20, "K", "happened", out(0, 1, "w0.1#1"))}, false},
+		{"did not happen, before any effect", []Event{said(5, "K", "did not happen", ""), effect(10, "K")}, false},
+		{"did not happen, after the effect", []Event{effect(10, "K"), said(20, "K", "did not happen", "")}, true},
+		{"happened, with no effect", []Event{said(20, "K", "happened", out(0, 1, "w0.1#1"))}, true},
+		{"happened, with another output", []Event{effect(10, "K"), said(20, "K", "happened", out(0, 2, "w0.1#1"))}, true},
+		{"did not happen, after another key's effect", []Event{effect(10, "K2"), said(20, "K", "did not happen", "")}, false},
+		{"a worker's hook is not the server's", []Event{effect(10, "K"), {T: 20, Ev: EvReconcile, Proc: "w0.1", Intent: "i1", Key: "K", Note: "did not happen"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := &Plan{Intents: []Intent{{ID: "i1", Tool: "idempotent", Kind: Idempotent, Payloads: 1}}}
+			rep := Check(plan, tt.history)
+			got := len(rep.ByRule[RuleReconciledWrong]) > 0
+			if got != tt.wrong {
+				t.Errorf("reconciled-wrongly = %v; want %v (violations %+v)", got, tt.wrong, rep.Violations)
+			}
+		})
+	}
+}
