@@ -71,3 +71,35 @@ func TestGenerateLeaseScenarioOutlivesTheLease(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateApprovalScenario: an approval intent calls a tool that needs
+// approval, from workers whose clocks are not ahead (the deadline is a
+// journal clock's), and its approvals are by distinct approvers.
+func TestGenerateApprovalScenario(t *testing.T) {
+	p := Generate(3, GenOptions{Store: "postgres", Workers: 3, Duration: 30 * time.Second, Scenarios: []string{ScApproval}})
+	fates := map[string]int{}
+	for _, in := range p.Intents {
+		spec := toolSpec(in.Tool)
+		if spec.Approvals == 0 || in.Kind != spec.Kind {
+			t.Fatalf("intent %s: tool %s (%s) needs %d approvals; want an approval tool", in.ID, in.Tool, in.Kind, spec.Approvals)
+		}
+		for _, is := range in.Issues {
+			if p.Skews[is.Worker] == skewAhead {
+				t.Errorf("intent %s: issued by worker %d, whose clock runs ahead", in.ID, is.Worker)
+			}
+		}
+		by := map[string]bool{}
+		for _, d := range in.Decisions {
+			fates[d.Do]++
+			if d.Do == DoApprove && by[d.By] {
+				t.Errorf("intent %s: %s approves twice", in.ID, d.By)
+			}
+			by[d.By] = true
+		}
+	}
+	for _, do := range []string{DoApprove, DoReject, DoForge} {
+		if fates[do] == 0 {
+			t.Errorf("no %s decision in %d intents", do, len(p.Intents))
+		}
+	}
+}
