@@ -44,10 +44,10 @@ func (m *Middleware) lookUp(r *http.Request, c *call, body []byte) *journal.Reco
 }
 
 // replayable reads req's record and reports whether it answers req
-// (answersRequest).
+// (answersRequest) as it is: an outcome to reconcile goes to Begin.
 func (m *Middleware) replayable(ctx context.Context, req *journal.BeginRequest) (journal.Record, bool) {
 	rec, err := m.store.Get(ctx, req.Key)
-	return rec, err == nil && answersRequest(&rec, req.Fingerprint, time.Now(), m.o.TTL)
+	return rec, err == nil && answersRequest(&rec, req.Fingerprint, time.Now(), m.o.TTL) && !m.reconciles(&rec)
 }
 
 // seenKeys is a lossy table of the journal keys this Middleware began or

@@ -18,7 +18,9 @@
 //
 // A handler that panics, or a process that dies mid-request, leaves the
 // record unknown: the retry gets 500 naming the journal key, never a second
-// run, until an operator resolves it with agentctl. Serve is Handler for a
+// run, until an operator resolves it with agentctl, or Options.Reconcile
+// answers for it from the application's data by the harness's settle-window
+// rules. Lookup tells a client what became of its key. Serve is Handler for a
 // server that is not net/http's (adapters/fiber). Package idempotency/inbox
 // applies the middleware to webhook deliveries, keyed by event id.
 //

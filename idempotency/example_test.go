@@ -11,10 +11,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
 	_ "github.com/agentonce/agentonce/journal/bolt" // bbolt files
+	"github.com/agentonce/agentonce/journal/memory"
 )
 
 // A charge endpoint behind the middleware: the retry of a request whose
@@ -159,4 +165,104 @@ func ExampleResolvedResponse() {
 	// Location: /v1/charges/ch_1
 	//
 	// {"id":"ch_1"}
+}
+
+// A handler that charged and then died without answering: the retry is
+// answered from the application's own data, through Options.Reconcile,
+// with the answer the handler would have given; the card is charged once.
+func ExampleOptions_reconcile() {
+	dir, _ := os.MkdirTemp("", "idempotency-example")
+	defer os.RemoveAll(dir)
+	store, err := journal.Open(context.Background(), filepath.Join(dir, "server.journal"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	var mu sync.Mutex
+	charges := map[string]string{} // the application's data: charge id by idempotency key
+	m, err := idempotency.New(store, &idempotency.Options{
+		Settle: time.Millisecond, // the handler's writes are visible once it returns
+		Reconcile: func(r *http.Request, key string) downstream.Reconciliation {
+			mu.Lock()
+			id, ok := charges[key]
+			mu.Unlock()
+			if !ok {
+				return downstream.DidNotHappen()
+			}
+			out, err := idempotency.ResolvedResponse(http.StatusCreated,
+				http.Header{"Content-Type": {"application/json"}}, []byte(`{"id":"`+id+`"}`))
+			if err != nil {
+				return downstream.CannotTell(err)
+			}
+			return downstream.Happened(out)
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/charges", m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		charges[r.Header.Get("Idempotency-Key")] = fmt.Sprintf("ch_%d", len(charges)+1)
+		mu.Unlock()
+		panic(http.ErrAbortHandler) // dies after the charge: the answer is lost
+	})))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	for {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/charges", strings.NewReader(`{"amount":4900}`))
+		req.Header.Set("Idempotency-Key", "order-55102")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fmt.Println("no answer")
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusConflict { // being checked: retry after Retry-After
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		fmt.Printf("%d replayed=%q %s\n", resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), b)
+		break
+	}
+	fmt.Println("charges:", len(charges))
+	// Output:
+	// no answer
+	// 201 replayed="true" {"id":"ch_1"}
+	// charges: 1
+}
+
+// A client of an agentonce server asks it what became of its key: the
+// server's Lookup answers without running anything, and
+// downstream.ServerReconcile, a harness tool's Reconcile hook, reads it.
+func ExampleMiddleware_Lookup() {
+	store := memory.New(nil)
+	m, err := idempotency.New(store, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/charges", m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"id":"ch_1"}`)
+	})))
+	mux.Handle("GET /agentonce/lookup", m.Lookup(mux))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/charges", nil)
+	req.Header.Set("X-Agentonce-Key", "5a3c9a3e-0000-5000-8000-000000000001")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+
+	reconcile := downstream.ServerReconcile(nil, srv.URL+"/agentonce/lookup", "POST", "/v1/charges")
+	for _, key := range []string{"5a3c9a3e-0000-5000-8000-000000000001", "5a3c9a3e-0000-5000-8000-000000000002"} {
+		r := reconcile(context.Background(), uuid.MustParse(key), nil)
+		out, ok := r.Happened()
+		fmt.Printf("happened=%v %s did-not-happen=%v\n", ok, out, r.DidNotHappen())
+	}
+	// Output:
+	// happened=true {"id":"ch_1"} did-not-happen=false
+	// happened=false  did-not-happen=true
 }

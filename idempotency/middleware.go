@@ -45,6 +45,7 @@ type Middleware struct {
 	o           Options // defaults filled in
 	normalizers map[string]*keyderive.Normalizer
 	inTx        effectCompleter // set when o.InTx
+	settle      time.Duration   // o.Settle when o.Reconcile is set, else none
 	replayed    string          // o.ReplayedHeader in canonical form
 	replayedB   []byte          // replayed, for a ReplayWriter
 	// readFirst: every request is answered by a Get before Begin when it
@@ -94,6 +95,13 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 			return nil, fmt.Errorf("idempotency.New: Approvals[%q] is %d: want 0 or more, on a method other than GET, HEAD, OPTIONS and TRACE (they pass through)", pattern, n)
 		}
 	}
+	if o.Reconcile != nil {
+		if o.InTx {
+			return nil, errors.New("idempotency.New: Reconcile with InTx: under InTx no outcome is unknown, there is nothing to reconcile")
+		}
+		orDefault(&o.Settle, DefaultSettle)
+		m.settle = o.Settle
+	}
 	if o.ReplayedHeader == "" {
 		o.ReplayedHeader = DefaultReplayedHeader
 	}
@@ -137,7 +145,17 @@ func orDefault[T int | int64 | time.Duration](v *T, d T) {
 // "POST /v1/charges", m.Handler(charge))) so that the route pattern is
 // known: wrapping the mux itself scopes keys by path instead.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serve(w, r, next, nil, true) })
+	return protected{m, next}
+}
+
+// protected is a handler m protects; Lookup knows its routes by it.
+type protected struct {
+	m    *Middleware
+	next http.Handler
+}
+
+func (p protected) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.m.serve(w, r, p.next, nil, true)
 }
 
 // Serve answers r as m.Handler(next) does, for a server that is not

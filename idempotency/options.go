@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
 )
 
@@ -37,6 +38,9 @@ const (
 	// RequestIDHeader is recorded as the attempt's id when present, so the
 	// caller's journal and this one name the same attempt.
 	RequestIDHeader = "X-Request-Id"
+	// DefaultSettle is Options.Settle when it is zero: the harness's
+	// settle window (harness.DefaultSettle).
+	DefaultSettle = 2 * time.Minute
 	// MaxKeyLength is the longest key accepted (Stripe's limit).
 	MaxKeyLength = 255
 )
@@ -159,6 +163,22 @@ type Options struct {
 	// handler holds the file's single writer lock: it must be short, local,
 	// and not call the journal. New refuses InTx on a store without it.
 	InTx bool
+
+	// Reconcile, when set, is asked what became of a request whose run
+	// ended without a recorded answer (a panic, a server stopped
+	// mid-request), once past the run's settle window, by the harness's
+	// rules: the application looks in its own data and answers
+	// downstream.Happened with the answer to replay (ResolvedResponse's,
+	// or JSON answered 200), DidNotHappen (the request runs again only
+	// when a second one, Settle later, agrees) or CannotTell (unknown, as
+	// without it). r's body is the request's; a panic is a CannotTell. New
+	// refuses it with InTx. See docs/server.md, "Reconcile".
+	Reconcile func(r *http.Request, key string) downstream.Reconciliation
+
+	// Settle is how long after a run starts its effect may still land
+	// where Reconcile looks (a replica's lag, a queue), and how far apart
+	// the two "did not happen" must be. Zero means DefaultSettle (2m).
+	Settle time.Duration
 
 	// ErrorLog receives what cannot be told to the client (a response that
 	// could not be recorded, or only its hash) and every outcome left

@@ -25,6 +25,8 @@ const (
 	ProblemBodyUnavailable = "stored-body-unavailable" // 500
 	ProblemJournal         = "journal-unavailable"     // 503
 	ProblemFailed          = "failed"                  // 500
+	ProblemNotRun          = "not-run"                 // 404, a lookup's
+	ProblemLookupInvalid   = "lookup-invalid"          // 400, a lookup's
 	// A request that needs approval (Options.Approvals): not yet given, so
 	// nothing ran and it is to be sent again; or rejected, or not given by
 	// the deadline, and it never runs.
@@ -61,6 +63,8 @@ var problemTitles = map[string]string{
 	ProblemAwaitingApproval: "The request awaits approval and has not run",
 	ProblemApprovalRejected: "The request was rejected by an approver and was not run",
 	ProblemApprovalExpired:  "The request was not approved in time and was not run",
+	ProblemNotRun:           "No request with this Idempotency-Key took effect",
+	ProblemLookupInvalid:    "The lookup names no route this server protects",
 }
 
 // writeProblem sends a problem-details response; retryAfter, when
@@ -69,6 +73,9 @@ func writeProblem(w http.ResponseWriter, status int, kind string, p problem, ret
 	p.Type, p.Title, p.Status = ProblemBase+kind, problemTitles[kind], status
 	body, _ := json.Marshal(p) // strings, ints and a time of this era: cannot fail
 	h := w.Header()
+	if headerValue(h, LookupHeader) == "succeeded" { // a problem is never a lookup's stored answer
+		h.Del(LookupHeader)
+	}
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	if retryAfter > 0 {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
 )
 
 // answer replies from a settled record.
@@ -42,6 +43,10 @@ func (m *Middleware) answer(w http.ResponseWriter, c *call, rec *journal.Record)
 		}
 		e.write(w, m.replayed, e.body)
 	case journal.StateUnknown:
+		if m.reconciles(rec) { // and not yet past its settle window when m.step read it
+			m.answerChecked(w, c, reissue.QuietAt(rec), "the first request with this key ended without a recorded answer ("+rec.ErrorMessage+")")
+			return
+		}
 		m.answerUnknown(w, c, "the first request with this key ended without a recorded answer ("+rec.ErrorMessage+")")
 	default: // failed or suppressed and not to be run again
 		writeProblem(w, http.StatusInternalServerError, ProblemFailed, problem{

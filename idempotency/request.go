@@ -101,6 +101,7 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 		// record lost in a crash lost them with it (docs/server.md).
 		Durable:     m.inTx == nil,
 		Guard:       journal.GuardOff,
+		Settle:      m.settle,
 		Approvals:   m.o.Approvals[r.Pattern],
 		ApprovalTTL: m.o.ApprovalTTL,
 	}

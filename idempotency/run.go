@@ -16,8 +16,8 @@ import (
 )
 
 // decide carries out what Begin decided for the request; with Options.Wait
-// it waits for a key in flight to settle. A settled record to run again
-// (m.retake) is asked for by a second Begin with a Retake.
+// it waits for a key in flight to settle. A settled record to run again or
+// reconcile (m.step) is asked for by a second Begin with a Retake.
 func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Handler, c *call) {
 	ctx := r.Context()
 	req := &c.req
@@ -26,9 +26,9 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 	}
 	deadline := time.Now().Add(m.o.Wait)
 	pause := 5 * time.Millisecond
-	retaken := false // set by req.Retake during the Begin that follows
+	var retaken reissue.Step // set by req.Retake during the Begin that follows
 	for {
-		retaken = false
+		retaken = 0
 		res, err := m.store.Begin(ctx, *req)
 		if err != nil {
 			writeProblem(w, http.StatusServiceUnavailable, ProblemJournal,
@@ -45,23 +45,29 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 			m.run(w, r, next, c, res.Token)
 			return
 		case journal.TakenOver:
+			switch {
 			// Under InTx a dead process's writes were rolled back; an
 			// approved intent with no attempt has not run.
-			if retaken || m.inTx != nil || len(res.Record.Attempts) == 0 && res.Record.Approval != nil {
+			case retaken == reissue.Retry || m.inTx != nil || len(res.Record.Attempts) == 0 && res.Record.Approval != nil:
 				m.runAgain(w, r, next, c, res.Token)
-				return
+			case m.o.Reconcile != nil: // an unknown outcome, or a dead process's
+				m.reconcile(w, r, next, c, res.Token, &res.Record)
+			default:
+				m.abandon(ctx, c, res.Token)
+				m.answerUnknown(w, c, "the server stopped while handling the first request with this key; whether it took effect is unknown")
 			}
-			m.abandon(ctx, c, res.Token)
-			m.answerUnknown(w, c, "the server stopped while handling the first request with this key; whether it took effect is unknown")
 			return
 		case journal.Answered:
-			if req.Retake == nil && m.retake(&res.Record) {
+			if s := m.step(&res.Record, time.Now()); req.Retake == nil && (s == reissue.Retry || s == reissue.Reconcile) {
 				// Begin again, asking for the record: rare, so that the
 				// common replay does not pay for Retake's copy.
 				req.Retake = func(rec *journal.Record) bool {
-					ok := m.retake(rec)
-					retaken = retaken || ok
-					return ok
+					s := m.step(rec, time.Now())
+					if s == reissue.Retry || s == reissue.Reconcile {
+						retaken = s
+						return true
+					}
+					return false
 				}
 				continue
 			}
@@ -95,13 +101,6 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 	}
 }
 
-// retake reports whether the settled record rec is run again, as
-// reissue.Request says: a failure that committed nothing, or an answer
-// past the TTL while the store keeps it.
-func (m *Middleware) retake(rec *journal.Record) bool {
-	return reissue.Request(rec, time.Now(), m.o.TTL) == reissue.Retry
-}
-
 // runAgain runs the handler for a record taken over as an attempt of its
 // own, whose start the TTL counts from (reissue.Request). If the attempt cannot
 // be recorded, nothing runs: the record is released, the client gets 503.
@@ -109,7 +108,7 @@ func (m *Middleware) runAgain(w http.ResponseWriter, r *http.Request, next http.
 	ctx := r.Context()
 	err := m.store.StartAttempt(ctx, journal.AttemptRequest{Key: c.jkey, Token: token, ID: c.req.AttemptID,
 		PrevClass: ClassCrashed, PrevError: "the server stopped while the handler ran; its writes were rolled back",
-		LeaseTTL: m.o.LeaseTTL, Durable: c.req.Durable})
+		LeaseTTL: m.o.LeaseTTL, Settle: c.req.Settle, Durable: c.req.Durable})
 	if err != nil {
 		if _, cerr := m.store.Complete(context.WithoutCancel(ctx), journal.Completion{Key: c.jkey, Token: token,
 			State: journal.StateFailed, ErrorClass: ClassReleased, ErrorMessage: "not run: " + err.Error()}); cerr != nil {

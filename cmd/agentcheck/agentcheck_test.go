@@ -135,3 +135,37 @@ func TestCheckMiddleware(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckFailover runs agentcheck on a PostgreSQL primary with a
+// synchronous standby of its own (pgtest.StartPair): halfway through, the
+// primary is SIGKILLed and the standby promoted (-failover), and the
+// workers reconnect through the multi-host URL, under the usual kills and
+// backend terminations. No rule may break.
+func TestCheckFailover(t *testing.T) {
+	if os.Getenv(checkEnv) != "1" {
+		t.Skip(checkEnv + "=1 runs the fault checker (.ci/run does)")
+	}
+	pair := pgtest.StartPair(t, true)
+	dir, err := os.MkdirTemp("", "agentcheck-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		}
+	})
+	bin := filepath.Join(dir, "agentcheck")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	sum := checktest.Run(t, bin, filepath.Join(dir, "failover.jsonl"), "-store", "postgres", "-seed", "5",
+		"-duration", "15s", "-lease", checkLease, "-pg", pair.URL, "-failover", pair.FailoverCommand())
+	for _, rep := range sum.Reports {
+		if rep.Failovers != 1 {
+			t.Errorf("seed %d: %d failovers in the history; want 1", rep.Seed, rep.Failovers)
+		}
+		t.Logf("seed %d: %d intents, %d calls, %d effects, %d kills, %d backends terminated, %d failover; answers %v",
+			rep.Seed, rep.Intents, rep.Calls, rep.Effects, rep.Kills, rep.Terminations, rep.Failovers, rep.Answers)
+	}
+}

@@ -12,12 +12,15 @@
 //	           [-scenarios LIST] [-history FILE] [-json] [-v]
 //	           [-downstream builtin|middleware] [-server-store bolt|postgres|redis]
 //	           [-redis URL] [-handler-5xx] [-store-5xx] [-kill-server] [-reconcile]
+//	           [-failover CMD]
 //
 // On bbolt one agent process runs at a time and is killed and restarted; on
 // PostgreSQL several run at once, are killed and restarted, have their
 // database backends terminated, and one runs with its journal clock 90
 // seconds ahead. -skew=false turns the skew off, -kill=false the kills and
-// terminations, and -scenarios runs only the named scenarios. After
+// terminations, and -scenarios runs only the named scenarios. -failover
+// runs a shell command once, halfway, that must kill the PostgreSQL
+// primary and promote a standby that -pg names too. After
 // -duration a final process re-issues every intent once. The seed (random
 // unless given) is printed first; the same seed gives the same schedule.
 //

@@ -90,9 +90,7 @@ var questions = map[string]string{
 }
 
 // queueStates are the states whose intents may need a person, each with
-// the rule that says whether one does at now. An intent awaiting approval
-// joins as one more entry, {journal.StateAwaiting, approvalNeed}, whose
-// need is needApprove and whose commands approve or reject it.
+// the rule that says whether one does at now.
 var queueStates = []struct {
 	state journal.State
 	need  func(r *journal.Record, now time.Time, live, server bool) (need, why string)
@@ -100,6 +98,19 @@ var queueStates = []struct {
 	{journal.StateUnknown, outcomeNeed},
 	{journal.StatePending, outcomeNeed},
 	{journal.StateSuppressed, outcomeNeed},
+	{journal.StateAwaiting, approvalNeed},
+}
+
+// approvalNeed says whether r, awaiting approval, waits for approvers at
+// now: not once approved (its next call runs it) nor past its deadline
+// (its next call suppresses it).
+func approvalNeed(r *journal.Record, now time.Time, _, _ bool) (need, why string) {
+	a := r.Approval
+	if a == nil || len(a.Given) >= a.Need || !now.Before(a.Deadline) {
+		return "", ""
+	}
+	return needApprove, fmt.Sprintf("it needs %d approval(s), %d given, by %s; nothing has run",
+		a.Need, len(a.Given), a.Deadline.UTC().Format(time.RFC3339))
 }
 
 // outcomeNeed says whether r, whose outcome is not known, waits for a
@@ -180,6 +191,15 @@ func settleCommands(journalLoc, key string, server bool) []settleCommand {
 	return []settleCommand{happened, {"it did not happen", base + " --failed --reason 'not done downstream'"}}
 }
 
+// decideCommands are the commands that approve or reject an intent
+// awaiting approval, the approval naming its input's fingerprint.
+func decideCommands(journalLoc, key, fp string) []settleCommand {
+	base := "agentctl --journal " + shellQuote(commandJournal(journalLoc))
+	return []settleCommand{
+		{"it may run: approve this input", base + " approve " + key + " --fingerprint " + fp + " --reason 'checked'"},
+		{"it must not run", base + " reject " + key + " --reason 'not approved'"}}
+}
+
 // queueCollector keeps the oldest limit items of those added (all when
 // limit is 0), and counts every one.
 type queueCollector struct {
@@ -234,8 +254,11 @@ func runQueue(ctx context.Context, e *env, o *queueOptions) error {
 			if server {
 				it.End = "server"
 			}
-			if need == needResolve {
+			switch need {
+			case needResolve:
 				it.Commands = settleCommands(o.journal.location, it.Key, server)
+			case needApprove:
+				it.Commands = decideCommands(o.journal.location, it.Key, r.Fingerprint.String())
 			}
 			q.add(it)
 		}

@@ -34,6 +34,7 @@ type queueStore struct {
 	runs       *atomic.Int32
 	settling   string
 	suppressed string
+	awaiting   awaiting
 }
 
 func newQueueStore(t *testing.T, loc string, open func() journal.Store) *queueStore {
@@ -55,6 +56,7 @@ func newQueueStore(t *testing.T, loc string, open func() journal.Store) *queueSt
 	}
 	qs.settling = begin("notify", time.Hour, journal.StateUnknown, "maybe-executed")
 	qs.suppressed = begin("wire", 0, journal.StateSuppressed, journal.ClassInFlight)
+	qs.awaiting = beginAwaiting(t, s, "refund", `{"amount":900}`, 1, time.Hour)
 
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -155,7 +157,7 @@ func checkQueue(t *testing.T, qs *queueStore, keys map[string]uuid.UUID, fixture
 	for _, n := range fixtureNames {
 		want = append(want, keys[n].String())
 	}
-	want = append(want, qs.suppressed, qs.serverKey)
+	want = append(want, qs.suppressed, qs.serverKey, qs.awaiting.key.String())
 	items, r := queueItems(t, qs.loc)
 	if r.code != exitQueued {
 		t.Fatalf("queue = %d, %q; want %d", r.code, r.stderr, exitQueued)
@@ -179,8 +181,8 @@ func checkQueue(t *testing.T, qs *queueStore, keys map[string]uuid.UUID, fixture
 	human := agentctl(t, true, "queue", "--journal", qs.loc)
 	last := "\n" + strconv.Itoa(len(want)) + ". " // the last block's number
 	if human.code != exitQueued || !strings.HasPrefix(human.stdout, "1. ") || !strings.Contains(human.stdout, last) ||
-		strings.Count(human.stdout, "   # it did not happen\n") != len(want)-1 {
-		t.Errorf("queue on a terminal = %d:\n%s\nwant %d blocks, all but the suppression with its commands", human.code, human.stdout, len(want))
+		strings.Count(human.stdout, "   # it did not happen\n") != len(want)-2 || !strings.Contains(human.stdout, "   # it must not run\n") {
+		t.Errorf("queue on a terminal = %d:\n%s\nwant %d blocks, all but the suppression with their commands", human.code, human.stdout, len(want))
 	}
 	if two, r := queueItems(t, qs.loc, "--limit", "2"); len(two) != 2 || two[0].Key != items[0].Key || two[1].Key != items[1].Key ||
 		!strings.Contains(r.stderr, "need a person; showing the oldest 2") {
@@ -193,6 +195,15 @@ func checkQueue(t *testing.T, qs *queueStore, keys map[string]uuid.UUID, fixture
 		case it.Key == qs.suppressed:
 			if it.Needs != needReissue || it.End != "agent" || len(it.Commands) != 0 {
 				t.Errorf("the in-flight suppression is listed as %+v; want needs reissue, no command", it)
+			}
+			continue
+		case it.Key == qs.awaiting.key.String():
+			if it.Needs != needApprove || len(it.Commands) != 2 || !strings.Contains(it.Commands[0].Command, "--fingerprint "+qs.awaiting.fp.String()) {
+				t.Fatalf("the intent awaiting approval is listed as %+v; want needs approve, the approve command naming its input", it)
+			}
+			runCommand(t, it.Commands[0].Command) // it may run
+			if rec := getRecord(t, qs.loc, it.Key); rec.State != journal.StateAwaiting || len(rec.Approval.Given) != 1 {
+				t.Errorf("after the approve command, %s is %s with %v; want awaiting with one approval", it.Key, rec.State, rec.Approval)
 			}
 			continue
 		case it.Key == qs.serverKey:

@@ -17,7 +17,8 @@
 // When an attempt of an Unkeyed tool ended without an answer, its Reconcile
 // hook asks the downstream what happened and answers with Happened,
 // DidNotHappen or CannotTell; harness.Tool.Reconcile says when it is asked
-// and what each answer does.
+// and what each answer does. LookupReconcile is such a hook for an API that
+// looks a request up by its key, ServerReconcile for an agentonce server.
 //
 // # Caveats
 //

@@ -11,8 +11,10 @@
 // build (heavy). A passing package hides its tests' t.Skip messages, so
 // it ends with one line per switch that was off: the tests skipped
 // because AGENTONCE_LONG=1, AGENTONCE_PG_URL or AGENTONCE_REDIS_URL was
-// not set, those AGENTONCE_LONG=1 runs at full size (their log names the
-// switch) and the modules left out. It exits 1 when a test or a build
+// not set, or PostgreSQL's server binaries were missing and
+// AGENTONCE_REQUIRE_PG_STANDBY did not make that a failure, those
+// AGENTONCE_LONG=1 runs at full size (their log names the switch) and the
+// modules left out. It exits 1 when a test or a build
 // failed.
 package main
 
@@ -113,6 +115,8 @@ var switches = []struct{ name, what string }{
 	{"AGENTONCE_LONG", "the long suites: the fault checker, the browser test, the SDK-heavy modules, full-size runs; CI sets it"},
 	{"AGENTONCE_PG_URL", "the PostgreSQL journal's tests, on a server you own (README.md)"},
 	{"AGENTONCE_REDIS_URL", "the Redis journal's tests, on a server with --appendonly yes --appendfsync always"},
+	{"AGENTONCE_REQUIRE_PG_STANDBY", "a failure instead of a skip when the failover tests find no PostgreSQL server binaries " +
+		"to start a primary and a standby from (apt-get install postgresql); CI sets it"},
 }
 
 var (

@@ -36,6 +36,7 @@ func TestPG2(t *testing.T) { t.Skip("AGENTONCE_PG_URL is not set") }
 func TestLong(t *testing.T) { t.Skip("AGENTONCE_LONG=1 runs the hammer") }
 func TestShort(t *testing.T) { t.Log("AGENTONCE_LONG=1 runs it with 100000 records; 5000 here") }
 func TestChild(t *testing.T) { t.Skip("helper process for TestPass") }
+func TestPair(t *testing.T) { t.Skip("no server binaries; AGENTONCE_REQUIRE_PG_STANDBY=1 makes this a failure") }
 func TestSub(t *testing.T) {
 	t.Run("x", func(t *testing.T) { t.Skip("AGENTONCE_PG_URL is not set") })
 }
@@ -78,12 +79,13 @@ func TestLong(t *testing.T) { t.Skip("AGENTONCE_LONG=1 runs the matrix") }
 		"FAIL\texample.com/m/d [build failed]",
 		"skipped: AGENTONCE_LONG is not set: 2 tests in example.com/m/a, example.com/m/b; 1 run shortened in example.com/m/a; the modules adapters/x not built (their SDKs are most of a cold build). It turns on the long suites",
 		"skipped: AGENTONCE_PG_URL is not set: 2 tests in example.com/m/a. It turns on",
+		"skipped: AGENTONCE_REQUIRE_PG_STANDBY is not set: 1 tests in example.com/m/a. It turns on a failure instead of a skip",
 	} {
 		if !strings.Contains(got.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, got.String())
 		}
 	}
-	if got, want := r.counts, map[string]int{"pass": 3, "fail": 1, "skip": 5}; !maps.Equal(got, want) {
+	if got, want := r.counts, map[string]int{"pass": 3, "fail": 1, "skip": 6}; !maps.Equal(got, want) {
 		t.Errorf("counts = %v; want %v (top-level tests only)", got, want)
 	}
 	for _, bad := range []string{"AGENTONCE_REDIS_URL", "helper process", "TestPass", "=== RUN"} {

@@ -32,6 +32,8 @@
 //     Times outside the years 1678 to 2262 cannot be stored.
 //   - CompleteInTx holds the row lock while the effect runs; List holds a
 //     pooled connection until the loop ends.
+//   - Open refuses synchronous_commit or fsync off (ErrNotDurable); only a
+//     synchronous standby keeps every answered outcome across a failover.
 //   - Behind a pooler in transaction mode, add default_query_exec_mode=exec
 //     to the URL.
 //   - Counts drift if the triggers do not fire for others' writes

@@ -21,6 +21,9 @@ var (
 	// journal (a read-only store never creates one).
 	// It is journal.ErrNoJournal.
 	ErrNoJournal = journal.ErrNoJournal
+	// ErrNotDurable is returned by Open when the server does not flush every
+	// commit (synchronous_commit or fsync off), unless AllowUnsyncedWrites.
+	ErrNotDurable = errors.New("postgres journal: the server does not flush every commit")
 )
 
 // Errors returned by Store methods.

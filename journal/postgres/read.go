@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,30 +44,21 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 		}
 		var where []string
 		var args []any
-		add := func(cond string, v any) {
-			args = append(args, v)
-			where = append(where, fmt.Sprintf(cond, len(args)))
-		}
-		if f.Tenant != "" {
-			add("tenant = $%d", f.Tenant)
-		}
-		if f.Session != "" {
-			add("session = $%d", f.Session)
-		}
-		if f.Turn != "" {
-			add("turn = $%d", f.Turn)
-		}
-		if f.Tool != "" {
-			add("tool = $%d", f.Tool)
-		}
-		if f.State != 0 {
-			add("state = $%d", int16(f.State))
-		}
-		if !f.Since.IsZero() {
-			add("created_ns >= $%d", f.Since.UnixNano())
-		}
-		if !f.Until.IsZero() {
-			add("created_ns < $%d", f.Until.UnixNano())
+		for _, c := range []struct {
+			cond string
+			v    any
+			set  bool
+		}{
+			{"tenant = $%d", f.Tenant, f.Tenant != ""}, {"session = $%d", f.Session, f.Session != ""},
+			{"turn = $%d", f.Turn, f.Turn != ""}, {"tool = $%d", f.Tool, f.Tool != ""},
+			{"state = $%d", int16(f.State), f.State != 0},
+			{"created_ns >= $%d", f.Since.UnixNano(), !f.Since.IsZero()},
+			{"created_ns < $%d", f.Until.UnixNano(), !f.Until.IsZero()},
+		} {
+			if c.set {
+				args = append(args, c.v)
+				where = append(where, fmt.Sprintf(c.cond, len(args)))
+			}
 		}
 		q := `SELECT ` + s.sql.cols + ` FROM ` + s.sql.table
 		if len(where) > 0 {
@@ -77,23 +69,19 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 			q += fmt.Sprintf(` LIMIT %d`, f.Limit)
 		}
 		rows, err := s.pool.Query(ctx, q, args...)
+		if err == nil {
+			defer rows.Close()
+			for err == nil && rows.Next() {
+				var r row
+				if r, err = scanRow(rows); err == nil {
+					if rec, err := r.record(); !yield(rec, err) {
+						return
+					}
+				}
+			}
+			err = cmp.Or(err, rows.Err())
+		}
 		if err != nil {
-			yield(journal.Record{}, s.fail("list", uuid.Nil, false, err))
-			return
-		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanRow(rows)
-			if err != nil {
-				yield(journal.Record{}, s.fail("list", uuid.Nil, false, err))
-				return
-			}
-			rec, err := r.record()
-			if !yield(rec, err) {
-				return
-			}
-		}
-		if err := rows.Err(); err != nil {
 			yield(journal.Record{}, s.fail("list", uuid.Nil, false, err))
 		}
 	}
@@ -107,18 +95,14 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 	if err := s.check(ctx); err != nil {
 		return res, err
 	}
-	now := s.clockArg()
+	q, write := s.sql.gcDelete, true
 	if opts.DryRun {
-		if err := s.pool.QueryRow(ctx, s.sql.gcCount, now).Scan(&res.Removed, &res.KeptUnknown); err != nil {
-			return journal.GCResult{}, s.fail("gc", uuid.Nil, false, err)
-		}
-		return res, nil
-	}
-	if s.readOnly {
+		q, write = s.sql.gcCount, false
+	} else if s.readOnly {
 		return res, fmt.Errorf("%w: gc", journal.ErrReadOnly)
 	}
-	if err := s.pool.QueryRow(ctx, s.sql.gcDelete, now).Scan(&res.Removed, &res.KeptUnknown); err != nil {
-		return journal.GCResult{}, s.fail("gc", uuid.Nil, true, err)
+	if err := s.pool.QueryRow(ctx, q, s.clockArg()).Scan(&res.Removed, &res.KeptUnknown); err != nil {
+		return journal.GCResult{}, s.fail("gc", uuid.Nil, write, err)
 	}
 	return res, nil
 }
@@ -155,11 +139,7 @@ func (s *Store) stats(ctx context.Context, counts string) (journal.Stats, error)
 	b.Queue(s.sql.statsIndexed, s.clockArg(), s.sql.table)
 	b.Queue(counts)
 	br := tx.SendBatch(ctx, &b)
-	if err := scanStats(br, &st); err != nil {
-		_ = br.Close()
-		return journal.Stats{}, s.fail("stats", uuid.Nil, false, err)
-	}
-	if err := br.Close(); err != nil {
+	if err := cmp.Or(scanStats(br, &st), br.Close()); err != nil {
 		return journal.Stats{}, s.fail("stats", uuid.Nil, false, err)
 	}
 	return st, nil

@@ -42,6 +42,11 @@ type Options struct {
 	// 4 and the number of CPUs).
 	MaxConns int32
 
+	// AllowUnsyncedWrites opens a server that acknowledges commits before
+	// their WAL is on disk (synchronous_commit or fsync off), where a crash
+	// may lose a write-ahead and an Unkeyed tool run twice. False refuses it.
+	AllowUnsyncedWrites bool
+
 	// schemaVersion, when set, is the version Open migrates to instead of
 	// SchemaVersion: the tests make the journal an older release left.
 	schemaVersion int
@@ -140,7 +145,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	}
 	if jo.ReadOnly {
 		err = s.openReadOnly(ctx, jo.Namespace)
-	} else {
+	} else if err = checkDurable(ctx, s.pool, opts.AllowUnsyncedWrites); err == nil {
 		s.ns, s.created, err = migrate(ctx, s.pool, schema, jo.Namespace, time.Now().UnixNano(), target)
 	}
 	if err != nil {
@@ -148,6 +153,17 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres journal schema %q: %w", schema, err)
 	}
 	return s, nil
+}
+
+// checkDurable refuses, unless allowed, a server that returns from a
+// commit before its WAL is flushed.
+func checkDurable(ctx context.Context, pool *pgxpool.Pool, allowed bool) error {
+	var commit, fsync string
+	err := pool.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('fsync')`).Scan(&commit, &fsync)
+	if err == nil && !allowed && (commit == "off" || fsync == "off") {
+		err = fmt.Errorf("%w: synchronous_commit=%s, fsync=%s; want neither off (docs/postgres.md, Durability)", ErrNotDurable, commit, fsync)
+	}
+	return err
 }
 
 func (s *Store) openReadOnly(ctx context.Context, want uuid.UUID) error {

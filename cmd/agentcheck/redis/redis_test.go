@@ -14,10 +14,11 @@ import (
 )
 
 // TestCheckMiddlewareRedis runs agentcheck -downstream middleware
-// -server-store redis for 8 s of faults (10–25 s in all), with
+// -server-store redis for 8 s of faults (10–25 s in all), then agentcheck
+// -store redis (the agents' journal on Redis) for 15 s, with
 // AGENTONCE_LONG=1 and AGENTONCE_REDIS_URL set (.ci/run sets both), and
 // fails on any violation.
-// It then checks that the run removed its server journal's keys.
+// It then checks that the runs removed their journals' keys.
 func TestCheckMiddlewareRedis(t *testing.T) {
 	if os.Getenv("AGENTONCE_LONG") != "1" {
 		t.Skip("AGENTONCE_LONG=1 runs the fault checker (.ci/run does)")
@@ -39,6 +40,13 @@ func TestCheckMiddlewareRedis(t *testing.T) {
 	if !t.Failed() {
 		os.Remove(hist)
 	}
+	// The agents' journal on Redis: three workers share it, SIGKILLed
+	// as on PostgreSQL.
+	hist = filepath.Join(os.TempDir(), "agentcheck-redis-5.jsonl")
+	checktest.Run(t, bin, hist, "-store", "redis", "-redis", u, "-seed", "5", "-duration", "15s", "-lease", "1500ms")
+	if !t.Failed() {
+		os.Remove(hist)
+	}
 
 	o, err := goredis.ParseURL(u)
 	if err != nil {
@@ -48,11 +56,13 @@ func TestCheckMiddlewareRedis(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	it := c.Scan(ctx, 0, "{agentcheck_server_4_*", 1000).Iterator()
-	if it.Next(ctx) {
-		t.Errorf("the run left keys of its server journal behind, e.g. %s", it.Val())
-	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
+	for _, pattern := range []string{"{agentcheck_server_4_*", "{agentcheck_5_*"} {
+		it := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		if it.Next(ctx) {
+			t.Errorf("the run left keys of its journal behind, e.g. %s", it.Val())
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -103,14 +103,14 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		hopts.Journal.StoreOptions = &bolt.Options{LockTimeout: 20 * time.Second}
 	}
 	// The runner terminates PostgreSQL backends at random, an open's among
-	// them: the worker tries again, as an agent's supervisor would restart
-	// it.
+	// them, and a failover leaves no primary for a while: the worker tries
+	// again for about 10 s, as an agent's supervisor would restart it.
 	var h *harness.Harness
 	for try := 0; ; try++ {
-		if h, err = agentonce.Open(ctx, o.Journal, hopts); err == nil || try == 4 || ctx.Err() != nil {
+		if h, err = agentonce.Open(ctx, o.Journal, hopts); err == nil || try == 24 || ctx.Err() != nil {
 			break
 		}
-		time.Sleep(time.Duration(100*(try+1)) * time.Millisecond)
+		time.Sleep(time.Duration(min(100*(try+1), 500)) * time.Millisecond)
 	}
 	if err != nil {
 		return fmt.Errorf("worker %s: open journal: %w", o.Proc, err)
@@ -141,7 +141,7 @@ func (a *agent) schedule(ctx context.Context, slot int) {
 	for _, in := range a.plan.Intents {
 		passed := false
 		for _, is := range in.Issues {
-			if a.plan.Store != "postgres" {
+			if a.plan.Store == "bolt" {
 				is.Worker = slot
 			}
 			if is.Worker != slot {

@@ -42,9 +42,9 @@ const (
 )
 
 // approver makes the plan's decisions at their times, from the runner:
-// on PostgreSQL through the journal, as agentctl approve does; on bbolt
-// through the running worker's socket, as agentctl does while the agent
-// runs. It records each decision and its result in the runner's history.
+// on PostgreSQL and Redis through the journal, as agentctl approve does;
+// on bbolt through the running worker's socket, as agentctl does while the
+// agent runs. It records each decision and its result in the runner's history.
 type approver struct {
 	r *runner
 	// open returns the journal to decide through and a function that
@@ -69,8 +69,8 @@ func (r *runner) newApprover() *approver {
 		return ap
 	}
 	// One store for the run, opened at the first decision (the workers
-	// have made the schema by then). Its backend is not the terminator's:
-	// its application name is not under the run's prefix.
+	// have made the schema by then). A PostgreSQL backend of it is not the
+	// terminator's: its application name is not under the run's prefix.
 	var mu sync.Mutex
 	var st journal.Store
 	ap.open = func(ctx context.Context) (approverStore, func(), error) {
@@ -95,9 +95,12 @@ func (r *runner) newApprover() *approver {
 	return ap
 }
 
-// approverLocation is the PostgreSQL journal's location for the approver,
-// under an application name the terminator leaves alone.
+// approverLocation is the journal's location for the approver: on
+// PostgreSQL under an application name the terminator leaves alone.
 func (r *runner) approverLocation() string {
+	if r.schema == "" {
+		return r.location("approver")
+	}
 	u, _ := url.Parse(r.location("approver"))
 	q := u.Query()
 	q.Set("application_name", r.schema+"-approver")

@@ -114,6 +114,8 @@ type Report struct {
 	// terminated.
 	Kills        int `json:"kills"`
 	Terminations int `json:"pg_terminations"`
+	// Failovers counts the runs of Options.Failover.
+	Failovers int `json:"failovers,omitempty"`
 	// ByRule counts violations per rule and scenario.
 	ByRule     map[string]map[string]int `json:"by_rule"`
 	Soft       map[string]int            `json:"soft"`
@@ -202,7 +204,10 @@ func Check(plan *Plan, history []Event) *Report {
 			}
 			runner = append(runner, e)
 		case EvFault:
-			if e.Intent == "" { // a corrupted record names its intent
+			switch {
+			case strings.HasPrefix(e.Note, failoverNote):
+				r.Failovers++
+			case e.Intent == "": // a corrupted record names its intent
 				r.Terminations++
 			}
 			runner = append(runner, e)
@@ -265,7 +270,7 @@ func (v *intentView) withFaults(runner []Event) []Event {
 	first, last := v.events[0].T, v.events[len(v.events)-1].T
 	out := slices.Clone(v.events)
 	for _, e := range runner {
-		if procs[e.Subject] && e.T >= first && e.T <= last && (e.Ev == EvFault || strings.HasPrefix(e.Note, "kill")) {
+		if (procs[e.Subject] || strings.HasPrefix(e.Note, failoverNote)) && e.T >= first && e.T <= last && (e.Ev == EvFault || strings.HasPrefix(e.Note, "kill")) {
 			out = append(out, e)
 		}
 	}

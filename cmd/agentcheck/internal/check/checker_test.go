@@ -301,12 +301,13 @@ func TestCheckCounts(t *testing.T) {
 		callEv(20, "w0.2", "c2", 0),
 		{T: 15, Ev: EvProc, Proc: "runner", Note: "kill slot 0 pid 1"},
 		{T: 16, Ev: EvFault, Proc: "runner", Note: "pg_terminate_backend 2"},
+		{T: 17, Ev: EvFault, Proc: "runner", Note: failoverNote + "promote.sh"},
 	}
 	plan := &Plan{Intents: []Intent{{ID: "i1", Kind: Keyed, Payloads: 1}, {ID: "i2", Kind: Keyed, Payloads: 1}}}
 	rep := Check(plan, history)
-	if rep.Intents != 2 || rep.Calls != 2 || rep.Effects != 1 || rep.Kills != 1 || rep.Terminations != 1 {
-		t.Errorf("Check counts = %d intents, %d calls, %d effects, %d kills, %d terminations; want 2, 2, 1, 1, 1",
-			rep.Intents, rep.Calls, rep.Effects, rep.Kills, rep.Terminations)
+	if rep.Intents != 2 || rep.Calls != 2 || rep.Effects != 1 || rep.Kills != 1 || rep.Terminations != 1 || rep.Failovers != 1 {
+		t.Errorf("Check counts = %d intents, %d calls, %d effects, %d kills, %d terminations, %d failovers; want 2, 2, 1, 1, 1, 1",
+			rep.Intents, rep.Calls, rep.Effects, rep.Kills, rep.Terminations, rep.Failovers)
 	}
 	if got := rep.Answers["succeeded/executed"]; got != 1 {
 		t.Errorf(`Answers["succeeded/executed"] = %d; want 1`, got)

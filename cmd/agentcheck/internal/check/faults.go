@@ -68,30 +68,32 @@ func (r *runner) killAll() {
 }
 
 // terminate ends a random backend of the run's workers every 1 to 3
-// seconds until the run's end.
+// seconds until the run's end. Across a failover it connects again to
+// the server that took over.
 func (r *runner) terminate(ctx context.Context, stop <-chan struct{}) {
-	conn, err := pgx.Connect(ctx, r.o.PGURL)
-	if err != nil {
-		r.problem("terminator: %v", err)
-		return
-	}
-	defer conn.Close(context.Background())
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
 	r.every(1000, 3000, stop, func() bool {
-		rows, err := conn.Query(ctx, `SELECT pid, application_name FROM pg_stat_activity
-			WHERE starts_with(application_name, $1) ORDER BY pid`, r.schema+"/")
+		var err error
+		if conn == nil || conn.IsClosed() {
+			conn, err = pgx.Connect(ctx, r.o.PGURL)
+		}
+		var bs []backend
+		if err == nil {
+			bs, err = r.backends(ctx, conn)
+		}
 		if err != nil {
+			if r.o.Failover != "" {
+				return true // the primary may be gone: the next tick finds the new one
+			}
 			r.problem("terminator: %v", err)
 			return false
 		}
-		type backend struct {
-			pid  int32
-			name string
-		}
-		bs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (backend, error) {
-			var b backend
-			return b, row.Scan(&b.pid, &b.name)
-		})
-		if err != nil || len(bs) == 0 {
+		if len(bs) == 0 {
 			return true
 		}
 		b := bs[r.randInt(0, len(bs)-1)]
@@ -102,6 +104,46 @@ func (r *runner) terminate(ctx context.Context, stop <-chan struct{}) {
 		}
 		return true
 	})
+}
+
+// backend is a server process of one of the run's workers.
+type backend struct {
+	pid  int32
+	name string
+}
+
+// backends lists the server processes of the run's workers.
+func (r *runner) backends(ctx context.Context, conn *pgx.Conn) ([]backend, error) {
+	rows, err := conn.Query(ctx, `SELECT pid, application_name FROM pg_stat_activity
+		WHERE starts_with(application_name, $1) ORDER BY pid`, r.schema+"/")
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (backend, error) {
+		var b backend
+		return b, row.Scan(&b.pid, &b.name)
+	})
+}
+
+// failoverNote begins the note of a failover's fault event, which strikes
+// every process.
+const failoverNote = "failover: "
+
+// failover runs Options.Failover once, halfway through the run, and
+// records it as a fault.
+func (r *runner) failover(stop <-chan struct{}) {
+	select {
+	case <-stop:
+		return
+	case <-time.After(time.Until(r.end.Add(-r.o.Duration / 2))):
+	}
+	r.log.Add(Event{Ev: EvFault, Note: failoverNote + r.o.Failover})
+	r.say("failover")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "sh", "-c", r.o.Failover).CombinedOutput(); err != nil {
+		r.problem("failover command %q: %v\n%s", r.o.Failover, err, out)
+	}
 }
 
 // corrupt changes, in the bbolt file at path, the first effect's number in

@@ -6,14 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
-)
-
-// The middleware's classes that say what Options.Reconcile did to a
-// record (idempotency.ClassReconciled, ClassDidNotHappen).
-const (
-	classReconciled   = "reconciled"
-	classDidNotHappen = "did-not-happen"
 )
 
 // ServerUnknowns counts, in ModeMiddleware, the server journal's records
@@ -116,11 +110,11 @@ func countServerUnknowns(ctx context.Context, store journal.Store, reconcile boo
 			} else {
 				s.NotAsked++
 			}
-		case rec.ErrorClass == classReconciled:
+		case rec.ErrorClass == idempotency.ClassReconciled:
 			s.Settled++
 		default:
 			for _, a := range rec.Attempts {
-				if a.Class == classDidNotHappen {
+				if a.Class == idempotency.ClassDidNotHappen {
 					s.Settled++
 					break
 				}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/memory"
 	"github.com/agentonce/agentonce/keyderive"
@@ -32,7 +33,7 @@ func TestCountServerUnknowns(t *testing.T) {
 	begin("not-asked")
 	settled, token, _ := begin("settled")
 	if _, err := store.Complete(ctx, journal.Completion{Key: settled, Token: token, State: journal.StateSucceeded,
-		Output: []byte(`{}`), ErrorClass: classReconciled}); err != nil {
+		Output: []byte(`{}`), ErrorClass: idempotency.ClassReconciled}); err != nil {
 		t.Fatal(err)
 	}
 	kill := start.Add(time.Millisecond).UnixNano()

@@ -40,8 +40,12 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 	if r.Downstream != "" {
 		ds = ", downstream " + r.Downstream
 	}
-	fmt.Fprintf(w, "store %s%s, seed %d: %d intents, %d calls, %d effects, %d kills, %d backends terminated\n",
-		r.Store, ds, r.Seed, r.Intents, r.Calls, r.Effects, r.Kills, r.Terminations)
+	fo := ""
+	if r.Failovers > 0 {
+		fo = fmt.Sprintf(", %d failovers", r.Failovers)
+	}
+	fmt.Fprintf(w, "store %s%s, seed %d: %d intents, %d calls, %d effects, %d kills, %d backends terminated%s\n",
+		r.Store, ds, r.Seed, r.Intents, r.Calls, r.Effects, r.Kills, r.Terminations, fo)
 	if r.History != "" {
 		fmt.Fprintf(w, "history %s\n", r.History)
 	}

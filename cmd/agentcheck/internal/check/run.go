@@ -26,7 +26,8 @@ import (
 // Options configures Run. Zero values are defaults where a field says so.
 type Options struct {
 	Seed int64
-	// Store is "bolt" or "postgres".
+	// Store is "bolt", "postgres" or "redis" (a key prefix of its own on
+	// RedisURL, removed by DropRedis).
 	Store string
 	// PGURL is the PostgreSQL server (a postgres:// URL) for Store
 	// "postgres"; Run works in a schema of its own and drops it.
@@ -73,6 +74,11 @@ type Options struct {
 	// DropRedis, when set, removes a Redis journal's keys after the run:
 	// location is the journal's, with its prefix parameter.
 	DropRedis func(ctx context.Context, location string) error
+	// Failover, on PostgreSQL, is a shell command the runner runs once,
+	// halfway through the run: it must lose the primary and promote a
+	// standby, which PGURL names too (postgres://h1,h2/…?target_session_attrs=read-write),
+	// so that the workers reconnect to it. Empty means none.
+	Failover string
 	// Server holds ModeMiddleware's other choices.
 	Server ServerOptions
 	// KillServer, in ModeMiddleware, runs the server (middleware and
@@ -85,8 +91,8 @@ type Options struct {
 // the journal of o.Store and a loopback downstream, and returns the
 // report. An error means the run could not be made at all.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	if o.Store != "bolt" && o.Store != "postgres" {
-		return nil, fmt.Errorf("store %q: want bolt or postgres", o.Store)
+	if o.Store != "bolt" && o.Store != "postgres" && o.Store != "redis" {
+		return nil, fmt.Errorf("store %q: want bolt, postgres or redis", o.Store)
 	}
 	if o.Workers <= 0 {
 		o.Workers = 3
@@ -123,7 +129,9 @@ type runner struct {
 	// location returns the journal location for a process.
 	location func(proc string) string
 	schema   string
-	end      time.Time
+	// dropAgents removes the agents' Redis journal after the run.
+	dropAgents func()
+	end        time.Time
 
 	rmu sync.Mutex // guards rng
 	rng *mrand.Rand
@@ -187,6 +195,9 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 	if r.schema != "" {
 		defer r.dropSchema()
+	}
+	if r.dropAgents != nil {
+		defer r.dropAgents()
 	}
 	planFile, err := r.writePlan(down)
 	if err != nil {
@@ -304,6 +315,9 @@ func (r *runner) runWorkers(ctx context.Context, planFile string, down *service)
 	if down.proc != nil {
 		faults.Go(func() { down.proc.killLoop(r, stop) })
 	}
+	if r.o.Failover != "" && r.schema != "" {
+		faults.Go(func() { r.failover(stop) })
+	}
 	if !r.o.NoKill {
 		faults.Go(func() { r.kill(stop) })
 		if r.schema != "" {
@@ -396,9 +410,17 @@ func (r *runner) report(ctx context.Context, down *service) (*Report, error) {
 // prepareJournal picks the journal location: a bbolt file in the work
 // directory, or a new schema on the PostgreSQL server.
 func (r *runner) prepareJournal(ctx context.Context) error {
-	if r.o.Store == "bolt" {
+	switch r.o.Store {
+	case "bolt":
 		path := filepath.Join(r.dir, "agent.journal")
 		r.location = func(string) string { return path }
+		return nil
+	case "redis":
+		location, drop, err := r.redisLocation(fmt.Sprintf("agentcheck_%d_%s", uint64(r.o.Seed)%1_000_000, randomHex()))
+		if err != nil {
+			return err
+		}
+		r.location, r.dropAgents = func(string) string { return location }, drop
 		return nil
 	}
 	if r.o.PGURL == "" {
@@ -408,9 +430,7 @@ func (r *runner) prepareJournal(ctx context.Context) error {
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return fmt.Errorf("-pg %q: want a postgres:// URL", r.o.PGURL)
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	r.schema = fmt.Sprintf("agentcheck_%d_%s", uint64(r.o.Seed)%1_000_000, hex.EncodeToString(b[:]))
+	r.schema = fmt.Sprintf("agentcheck_%d_%s", uint64(r.o.Seed)%1_000_000, randomHex())
 	conn, err := pgx.Connect(ctx, r.o.PGURL)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
@@ -537,9 +557,7 @@ func (r *runner) openServer(ctx context.Context) (store journal.Store, drop func
 // serverLocation names the middleware's journal, and returns the function
 // that removes it (a schema, Redis keys) after the run.
 func (r *runner) serverLocation() (location string, drop func(), err error) {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	name := fmt.Sprintf("agentcheck_server_%d_%s", uint64(r.o.Seed)%1_000_000, hex.EncodeToString(b[:]))
+	name := fmt.Sprintf("agentcheck_server_%d_%s", uint64(r.o.Seed)%1_000_000, randomHex())
 	drop = func() {}
 	switch r.o.ServerStore {
 	case "bolt":
@@ -558,23 +576,7 @@ func (r *runner) serverLocation() (location string, drop func(), err error) {
 		location = u.String()
 		drop = func() { r.dropPGSchema(name) }
 	case "redis":
-		u, err := url.Parse(r.o.RedisURL)
-		if r.o.RedisURL == "" || err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-			return "", nil, fmt.Errorf("server store redis: %q: want a redis:// URL (-redis or AGENTONCE_REDIS_URL)", r.o.RedisURL)
-		}
-		q := u.Query()
-		q.Set("prefix", name)
-		u.RawQuery = q.Encode()
-		location = u.String()
-		if r.o.DropRedis != nil {
-			drop = func() {
-				dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				if err := r.o.DropRedis(dctx, location); err != nil {
-					r.problem("removing the server journal's keys (prefix %s): %v", name, err)
-				}
-			}
-		}
+		return r.redisLocation(name)
 	default:
 		return "", nil, fmt.Errorf("server store %q: want bolt, postgres or redis", r.o.ServerStore)
 	}
@@ -601,4 +603,33 @@ func (r *runner) serverUnknowns(ctx context.Context, down *service, history []Ev
 		store = st
 	}
 	return countServerUnknowns(ctx, store, r.o.Server.Reconcile, history)
+}
+
+// redisLocation names a Redis journal under the key prefix name on
+// RedisURL, and returns the function that removes its keys after the run.
+func (r *runner) redisLocation(name string) (location string, drop func(), err error) {
+	u, err := url.Parse(r.o.RedisURL)
+	if r.o.RedisURL == "" || err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		return "", nil, fmt.Errorf("redis: %q: want a redis:// URL (-redis or AGENTONCE_REDIS_URL)", r.o.RedisURL)
+	}
+	q := u.Query()
+	q.Set("prefix", name)
+	u.RawQuery = q.Encode()
+	location, drop = u.String(), func() {}
+	if r.o.DropRedis != nil {
+		drop = func() {
+			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := r.o.DropRedis(dctx, location); err != nil {
+				r.problem("removing a Redis journal's keys (prefix %s): %v", name, err)
+			}
+		}
+	}
+	return location, drop, nil
+}
+
+func randomHex() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -78,6 +78,9 @@ func NewMiddlewareDownstream(plan *Plan, log *Log, store journal.Store, o Server
 			fmt.Fprintf(errLog, time.Now().UTC().Format(time.RFC3339Nano)+" "+format+"\n", args...)
 		},
 	}
+	if o.Reconcile {
+		opts.Reconcile, opts.Settle = d.reconcile, reconcileSettle
+	}
 	m, err := idempotency.New(store, opts)
 	if err != nil {
 		return nil, err

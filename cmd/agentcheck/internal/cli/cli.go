@@ -34,7 +34,7 @@ const (
 
 // DropRedis removes a Redis journal's keys (location names its prefix). A
 // program that links the Redis journal in (cmd/agentcheck/redis) sets it;
-// while it is nil, -server-store redis is refused.
+// while it is nil, -store redis and -server-store redis are refused.
 var DropRedis func(ctx context.Context, location string) error
 
 // parseFlags's errors: -h or -help was asked for; a usage error, already
@@ -63,14 +63,19 @@ Usage:
 Flags:
   -seed N          schedule seed (default random, printed)
   -duration D      how long issues and faults go on, per store (default 20s)
-  -store S         journal: bolt, postgres or both (default bolt)
+  -store S         the agents' journal: bolt, postgres, redis (a key
+                   prefix of its own on -redis; needs cmd/agentcheck/redis)
+                   or both (bolt and postgres) (default bolt)
   -pg URL          PostgreSQL server URL (default $AGENTONCE_PG_URL);
                    required with -store postgres or both
-  -workers N       agent processes at once on PostgreSQL (default 3)
+  -workers N       agent processes at once on PostgreSQL or Redis (default 3)
   -intents N       intents per store (default 10 per second of -duration)
   -lease D         the workers' lease, harness Options.LeaseTTL (default 500ms)
   -skew=false      do not run a PostgreSQL worker with its clock 90s ahead
   -kill=false      do not SIGKILL workers or terminate PostgreSQL backends
+  -failover CMD    with -store postgres, run the shell command CMD once,
+                   halfway: it must kill the primary and promote a standby
+                   that -pg names too (postgres://h1,h2/...?target_session_attrs=read-write)
   -scenarios LIST  comma-separated scenarios to run (default all)
   -downstream M    builtin (default): the downstream keeps the
                    Idempotency-Key contract itself; middleware: package
@@ -97,8 +102,8 @@ Flags:
 Exit codes:
   0  no violation
   1  at least one violation, or a run whose workers failed
-  2  usage: a bad flag or value, or -store postgres (or -server-store
-     postgres, redis) without a URL
+  2  usage: a bad flag or value, or -store postgres, redis (or
+     -server-store postgres, redis) without a URL
   3  the check could not run (PostgreSQL unreachable, no temporary
      directory, its own binary not found)
 
@@ -131,6 +136,7 @@ type options struct {
 	redis       string
 	server      check.ServerOptions
 	killServer  bool
+	failover    string
 }
 
 // Run runs agentcheck with args (without the program's name), and returns
@@ -181,6 +187,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.server.StoreServerErrors, "store-5xx", false, "with -downstream middleware, the middleware stores 5xx answers (idempotency.Options.StoreServerErrors)")
 	fs.BoolVar(&o.server.Reconcile, "reconcile", false, "with -downstream middleware, the middleware asks the application's record of effects by key what became of a request whose server died (idempotency.Options.Reconcile)")
 	fs.BoolVar(&o.killServer, "kill-server", false, "with -downstream middleware, run the server in a process of its own and kill it with SIGKILL at random moments")
+	fs.StringVar(&o.failover, "failover", "", "with -store postgres, a shell command run once halfway that kills the primary and promotes a standby -pg names too")
 	fs.StringVar(&o.redis, "redis", os.Getenv("AGENTONCE_REDIS_URL"), "Redis server URL for -server-store redis (default $AGENTONCE_REDIS_URL)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -216,8 +223,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 func (o *options) validate(stderr io.Writer) error {
 	switch o.store {
 	case "bolt", "postgres", "both":
+	case "redis":
+		if msg := o.redisMissing("-store redis"); msg != "" {
+			fmt.Fprintln(stderr, msg)
+			return errUsage
+		}
 	default:
-		fmt.Fprintf(stderr, "agentcheck: -store %q: want bolt, postgres or both\n", o.store)
+		fmt.Fprintf(stderr, "agentcheck: -store %q: want bolt, postgres, redis or both\n", o.store)
 		return errUsage
 	}
 	if o.duration <= 0 {
@@ -228,8 +240,12 @@ func (o *options) validate(stderr io.Writer) error {
 		fmt.Fprintln(stderr, "agentcheck: -lease must be at least 100ms")
 		return errUsage
 	}
-	if o.store != "bolt" && o.pg == "" {
+	if (o.store == "postgres" || o.store == "both") && o.pg == "" {
 		fmt.Fprintf(stderr, "agentcheck: -store %s needs -pg URL or AGENTONCE_PG_URL\n", o.store)
+		return errUsage
+	}
+	if o.failover != "" && o.store != "postgres" {
+		fmt.Fprintln(stderr, "agentcheck: -failover needs -store postgres (and -pg naming the primary and the standby)")
 		return errUsage
 	}
 	if o.downstream != check.ModeBuiltin && o.downstream != check.ModeMiddleware {
@@ -252,13 +268,8 @@ func (o *options) validate(stderr io.Writer) error {
 			return errUsage
 		}
 	case "redis":
-		switch {
-		case o.downstream != check.ModeMiddleware:
-		case DropRedis == nil:
-			fmt.Fprintln(stderr, "agentcheck: -server-store redis: this agentcheck has no Redis journal linked in; run the one that has: go run ./cmd/agentcheck/redis -downstream middleware -server-store redis")
-			return errUsage
-		case o.redis == "":
-			fmt.Fprintln(stderr, "agentcheck: -server-store redis needs -redis URL or AGENTONCE_REDIS_URL")
+		if msg := o.redisMissing("-server-store redis"); o.downstream == check.ModeMiddleware && msg != "" {
+			fmt.Fprintln(stderr, msg)
 			return errUsage
 		}
 	default:
@@ -266,6 +277,18 @@ func (o *options) validate(stderr io.Writer) error {
 		return errUsage
 	}
 	return nil
+}
+
+// redisMissing says why flag (-store redis or -server-store redis)
+// cannot run, or "".
+func (o *options) redisMissing(flag string) string {
+	switch {
+	case DropRedis == nil:
+		return "agentcheck: " + flag + ": this agentcheck has no Redis journal linked in; run the one that has: go run ./cmd/agentcheck/redis " + flag
+	case o.redis == "":
+		return "agentcheck: " + flag + " needs -redis URL or AGENTONCE_REDIS_URL"
+	}
+	return ""
 }
 
 // parseError is the message for an error of fs.Parse: for a flag fs does
@@ -305,7 +328,7 @@ func runCheck(o options, stdout, stderr io.Writer) int {
 	for _, st := range stores {
 		ro := check.Options{Seed: o.seed, Store: st, PGURL: o.pg, Duration: o.duration,
 			Workers: o.workers, Intents: o.intents, Lease: o.lease, NoSkew: !o.skew, NoKill: !o.kill, Scenarios: o.scenarios, Exe: exe, History: o.history, Corrupt: o.corrupt,
-			Downstream: o.downstream, ServerStore: o.serverStore, RedisURL: o.redis, DropRedis: DropRedis, Server: o.server, KillServer: o.killServer}
+			Downstream: o.downstream, ServerStore: o.serverStore, RedisURL: o.redis, DropRedis: DropRedis, Server: o.server, KillServer: o.killServer, Failover: o.failover}
 		if o.history != "" && len(stores) > 1 {
 			ext := filepath.Ext(o.history)
 			ro.History = strings.TrimSuffix(o.history, ext) + "-" + st + ext

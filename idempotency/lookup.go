@@ -1,0 +1,93 @@
+package idempotency
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/reissue"
+	"github.com/agentonce/agentonce/keyderive"
+)
+
+// LookupHeader is the header of a lookup's answer that says what became
+// of the key: "succeeded", "not-run", "in-flight" or "unknown".
+const LookupHeader = "Agentonce-Lookup"
+
+// Lookup returns a handler that tells a client what became of its request
+// with a key, running and writing nothing (downstream.ServerReconcile asks
+// it). A lookup is a GET carrying the key as the request did, and its
+// method and path in the query (?method=POST&path=/v1/charges); mux finds
+// the route, which must be one of m's Handlers (nil: keys scoped by path),
+// and Tenant scopes the key as for a replay. Its LookupHeader says
+// "succeeded" with the stored answer replayed, "not-run" (404: no record,
+// or one that committed nothing), "in-flight" (409) or "unknown" (500);
+// an answer without it says nothing (docs/server.md, "Lookup").
+func (m *Middleware) Lookup(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, status, err := m.lookupCall(r, mux)
+		if err != nil {
+			writeProblem(w, status, map[int]string{400: ProblemLookupInvalid, 401: ProblemUnauthenticated}[status], problem{Detail: err.Error()}, 0)
+			return
+		}
+		rec, err := m.store.Get(r.Context(), c.jkey)
+		p := problem{Key: c.key, JournalKey: c.jkey.String(), Detail: "the first request with this key is " + rec.State.String() + ": " + rec.ErrorMessage}
+		verdict, status, kind := "unknown", http.StatusInternalServerError, ProblemOutcomeUnknown
+		switch {
+		case errors.Is(err, journal.ErrNotFound):
+			verdict, status, kind, p.Detail = "not-run", http.StatusNotFound, ProblemNotRun, "no request with this key is recorded"
+		case err != nil:
+			writeProblem(w, http.StatusServiceUnavailable, ProblemJournal, problem{Detail: err.Error(), Key: c.key}, m.o.RetryAfter)
+			return
+		case rec.State == journal.StateSucceeded:
+			w.Header().Set(LookupHeader, "succeeded")
+			m.answer(w, c, &rec)
+			return
+		case rec.State == journal.StateFailed && (rec.ErrorClass == ClassReleased || rec.Resolution != nil || reissue.LastAttemptNotExecuted(&rec)):
+			verdict, status, kind = "not-run", http.StatusNotFound, ProblemNotRun
+		case rec.State == journal.StatePending:
+			verdict, status, kind = "in-flight", http.StatusConflict, ProblemInFlight
+		}
+		w.Header().Set(LookupHeader, verdict)
+		w.Header().Set("Cache-Control", "no-store") // a verdict but "succeeded" may change
+		writeProblem(w, status, kind, p, 0)
+	})
+}
+
+// lookupCall reads a lookup: the tenant, the key, and the method and
+// route it asks about, which scope the key as they scope the request's;
+// or the status and error to answer.
+func (m *Middleware) lookupCall(r *http.Request, mux *http.ServeMux) (*call, int, error) {
+	c := &call{}
+	var err error
+	if m.o.Tenant != nil {
+		if c.tenant, err = m.o.Tenant(r); err != nil {
+			return nil, http.StatusUnauthorized, err
+		}
+	}
+	var ok bool
+	if c.key, ok, err = requestKey(r); err == nil && !ok {
+		err = errors.New("a lookup carries the key in " + KeyHeader + " or " + AgentonceKeyHeader)
+	}
+	q := r.URL.Query()
+	method, path := q.Get("method"), q.Get("path")
+	if err == nil && (method == "" || strings.ContainsAny(method, " \t\n/") || !strings.HasPrefix(path, "/") || strings.Contains(path, "\n")) {
+		err = errors.New("a lookup names the request's method and path: ?method=POST&path=/v1/charges")
+	}
+	asked := &http.Request{Method: method, Host: r.Host, URL: &url.URL{Path: path}, Header: http.Header{}}
+	if err == nil && mux != nil {
+		h, pattern := mux.Handler(asked)
+		if p, ok := h.(protected); !ok || p.m != m {
+			err = errors.New(method + " " + path + " is not a route this middleware protects")
+		}
+		asked.Pattern = pattern
+	}
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	var step string
+	step, c.tool = stepKey(method, route(asked), c.key)
+	c.jkey = keyderive.ExplicitKey(m.ns, c.tenant, step)
+	return c, 0, nil
+}
