@@ -120,11 +120,23 @@ type Log struct {
 }
 
 // OpenLog opens (creating or appending to) the history file at path for
-// the process named proc.
+// the process named proc. A file whose last line an earlier process, killed
+// mid-write, cut short gets a newline first: the cut line stays apart
+// (ReadHistory skips it) and the new lines stay whole.
 func OpenLog(path, proc string) (*Log, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", path, err)
+	}
+	last := make([]byte, 1)
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		if _, err := f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
+			_, err = f.Write([]byte{'\n'})
+			if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("history %s: %w", path, err)
+			}
+		}
 	}
 	return &Log{proc: proc, f: f}, nil
 }
@@ -160,8 +172,9 @@ func (l *Log) Close() error {
 }
 
 // ReadHistory reads the events of the files at paths and returns them
-// ordered by time. A last line cut short (a write interrupted by a kill) is
-// skipped; any other malformed line is an error naming the file and line.
+// ordered by time. A line cut short (a write interrupted by a kill: not
+// JSON, and not ending in "}") is skipped; any other malformed line is an
+// error naming the file and line.
 func ReadHistory(paths ...string) ([]Event, error) {
 	var all []Event
 	for _, p := range paths {
@@ -178,8 +191,8 @@ func ReadHistory(paths ...string) ([]Event, error) {
 			}
 			var e Event
 			if err := json.Unmarshal(line, &e); err != nil {
-				if n > 0 && !bytes.HasSuffix(b, []byte("\n")) && bytes.HasSuffix(b, line) {
-					break // the cut-off last line
+				if !bytes.HasSuffix(bytes.TrimSpace(line), []byte("}")) {
+					continue // cut off by a kill
 				}
 				return nil, fmt.Errorf("history %s line %d: %w", p, n, err)
 			}
