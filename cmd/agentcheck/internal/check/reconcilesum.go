@@ -21,13 +21,13 @@ type ServerUnknowns struct {
 	// or run again after two "did not happen" answers.
 	Settled int `json:"settled"`
 	// Unsettled are unknown or pending at the end, although a request
-	// with their key reached the middleware after the kill that cut their
-	// run short: Reconcile could have settled them, a person must.
+	// with their key reached the middleware once Reconcile could be asked
+	// (after the kill that cut their run short, the dead owner's lease and
+	// the run's settle window): it could have settled them, a person must.
 	Unsettled int `json:"unsettled"`
 	// NotAsked are unknown or pending at the end, and no request with
-	// their key reached the middleware after that kill (the client had
-	// given up): nothing asked, so nothing could be settled; a person
-	// finds them in the queue.
+	// their key reached the middleware once Reconcile could be asked (the
+	// client had given up): a person finds them in the queue.
 	NotAsked int `json:"not_asked"`
 	// Happened and DidNotHappen count Reconcile's answers.
 	Happened     int `json:"happened"`
@@ -125,15 +125,25 @@ func countServerUnknowns(ctx context.Context, store journal.Store, reconcile boo
 }
 
 // askedAgain reports whether the middleware answered a request with rec's
-// key after the first server kill after rec's last attempt began.
+// key once Reconcile could be asked about it: after the first server kill
+// after its last attempt began, the dead owner's lease and the attempt's
+// settle window (the run may still be landing until then, and the key is
+// held).
 func askedAgain(rec *journal.Record, kills, answered []int64) bool {
 	if len(rec.Attempts) == 0 {
 		return false
 	}
-	start := rec.Attempts[len(rec.Attempts)-1].Start.UnixNano()
-	i := slices.IndexFunc(kills, func(k int64) bool { return k >= start })
+	last := rec.Attempts[len(rec.Attempts)-1]
+	i := slices.IndexFunc(kills, func(k int64) bool { return k >= last.Start.UnixNano() })
 	if i < 0 {
 		return false
 	}
-	return slices.ContainsFunc(answered, func(t int64) bool { return t > kills[i] })
+	from := kills[i]
+	if rec.State == journal.StatePending {
+		from = max(from, rec.Lease.Expires.UnixNano())
+	}
+	if !last.QuietAt.IsZero() {
+		from = max(from, last.QuietAt.UnixNano())
+	}
+	return slices.ContainsFunc(answered, func(t int64) bool { return t > from })
 }
