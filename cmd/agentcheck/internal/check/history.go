@@ -110,9 +110,10 @@ const (
 	SrcReconciled = "reconciled"
 )
 
-// Log appends events to a JSON Lines file, one write per line, so that a
-// process killed with SIGKILL leaves only whole lines behind. It is safe
-// for concurrent use.
+// Log appends events to a JSON Lines file, one write per line. A process
+// killed with SIGKILL mid-write may leave its last line cut short: the
+// next OpenLog of the file starts on a new line, and ReadHistory skips the
+// cut one. It is safe for concurrent use.
 type Log struct {
 	proc string
 	mu   sync.Mutex // guards f
