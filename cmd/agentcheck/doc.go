@@ -40,7 +40,7 @@
 // checker's process approves (one or two distinct approvers), rejects,
 // forges an approval of another input or lets the deadline pass, at
 // random times, through the worker's socket (bbolt) or the journal
-// (PostgreSQL), as agentctl does.
+// (PostgreSQL, Redis), as agentctl does.
 //
 // The output lists each violation with the seed, the rule and the
 // intent's history lines (the first two per rule; -v prints all), then a
