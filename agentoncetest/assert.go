@@ -3,15 +3,15 @@ package agentoncetest
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/agentonce/agentonce/harness"
 )
 
-// The assertions report through tb.Errorf, so a test sees every broken
-// guarantee at once, and return whether they held so that a test can stop
-// when later checks would make no sense.
+// The assertions report through tb.Errorf, so that a test sees every
+// broken guarantee, and return whether they held.
 
 // Reporter is what the assertions report to: a *testing.T, *testing.B or
 // any testing.TB, or a *Report in a program that is not a test (a demo, a
@@ -21,9 +21,9 @@ type Reporter interface {
 	Errorf(format string, args ...any)
 }
 
-// Report is a Reporter for a main program: it writes each failure as one
-// line to its writer and counts them. Its zero value discards the lines
-// and still counts. It is safe for concurrent use.
+// Report is a Reporter for a main program: it writes each failure as a
+// line and counts them; its zero value only counts. It is safe for
+// concurrent use.
 type Report struct {
 	mu sync.Mutex
 	w  io.Writer // guarded by mu
@@ -122,11 +122,7 @@ func AssertStatuses[O Outcome](tb Reporter, results []harness.Result, want ...O)
 // AssertStatus checks every result against want (see AssertStatuses).
 func AssertStatus[O Outcome](tb Reporter, want O, results ...harness.Result) bool {
 	tb.Helper()
-	ws := make([]O, len(results))
-	for i := range ws {
-		ws[i] = want
-	}
-	return AssertStatuses(tb, results, ws...)
+	return AssertStatuses(tb, results, slices.Repeat([]O{want}, len(results))...)
 }
 
 func matches[O Outcome](r harness.Result, want O) bool {

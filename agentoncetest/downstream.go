@@ -2,6 +2,7 @@ package agentoncetest
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -41,11 +42,9 @@ const ProblemType = "https://github.com/agentonce/agentonce/agentoncetest#idempo
 // defaults; each field's zero value is its default.
 type DownstreamOptions struct {
 	// KeyHeader is the request header carrying the key. Empty means
-	// DefaultKeyHeader ("Idempotency-Key"), where downstream.Transport puts a
-	// Keyed or Idempotent tool's key. An Unkeyed tool's key arrives in
-	// downstream.DefaultUnkeyedKeyHeader ("X-Agentonce-Key", or
-	// Transport.UnkeyedKeyHeader) instead, so that the API does not take it
-	// for a promise to de-duplicate: set KeyHeader to it, with
+	// DefaultKeyHeader, where downstream.Transport puts a Keyed or
+	// Idempotent tool's key. An Unkeyed tool's key arrives in
+	// downstream.DefaultUnkeyedKeyHeader instead: set KeyHeader to it, with
 	// Passthrough, to count an Unkeyed tool's effects per intent.
 	KeyHeader string
 
@@ -57,46 +56,38 @@ type DownstreamOptions struct {
 	// does not gets 400. Nil means: POST and PATCH require a key.
 	Require func(r *http.Request) bool
 
-	// ClientID names the client a request comes from. Keys are scoped per
-	// client: the same key from two clients is two keys, and one client
-	// can never fetch another's stored response. Nil means one scope for
-	// every request.
+	// ClientID names the client a request comes from: the same key from two
+	// clients is two keys. Nil means one scope for every request.
 	ClientID func(r *http.Request) string
 
-	// TTL is how long a stored response is kept, counted from when the
-	// first request with the key arrived. A request after that runs anew.
-	// Zero means DefaultKeyTTL (24 hours).
+	// TTL is how long a stored response is kept, from the first request
+	// with the key; a request after that runs anew. Zero means DefaultKeyTTL.
 	TTL time.Duration
 
 	// MaxBodyBytes caps the request body; a larger one gets 413 and does
-	// not run. Zero means DefaultMaxBodyBytes (1 MiB).
+	// not run. Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 
 	// StoreServerErrors stores and replays 5xx responses like any other.
-	// False (the default) does not store them: the key is released and a
-	// retry runs the handler again. That is right for a handler whose 5xx
-	// means "nothing was committed" (a rolled-back transaction); Stripe,
-	// whose 500s may follow a partial effect, stores them instead.
+	// False (the default) releases the key, so a retry runs the handler
+	// again: right for a handler whose 5xx means "nothing was committed";
+	// Stripe, whose 500s may follow a partial effect, stores them.
 	StoreServerErrors bool
 
-	// IsEffect reports whether a call into the wrapped handler that ended
-	// with status counts as a side effect. Nil means status < 400: a
-	// refusal or a failure changed nothing.
+	// IsEffect reports whether a handler's answer with status counts as a
+	// side effect. Nil means status < 400.
 	IsEffect func(status int) bool
 
 	// StateFile, when set, keeps the stored responses and the effect
-	// counts in a file so that they survive the process: NewDownstream
-	// loads it, and every stored response rewrites it atomically (a temp
-	// file in the same directory, fsync, rename, fsync of the directory)
-	// before the response is sent. Empty means memory only.
+	// counts in a file that survives the process: NewDownstream loads it,
+	// and every stored response rewrites it atomically before the response
+	// is sent. Empty means memory only.
 	StateFile string
 
-	// Passthrough turns the protection off: keys are neither required nor
-	// enforced, nothing is stored or replayed, and every request runs the
-	// handler. Effects are still counted per key (read from KeyHeader), so
-	// Duplicates shows what an unprotected API does with the retries it
-	// gets, such as an Unkeyed tool's downstream (see KeyHeader). False
-	// (the default) enforces the contract.
+	// Passthrough turns the protection off: nothing is required, stored or
+	// replayed, and every request runs the handler. Effects are still
+	// counted per key (read from KeyHeader), so Duplicates shows what an
+	// unprotected API does with the retries it gets.
 	Passthrough bool
 
 	// Now is the clock, a test seam. Nil means time.Now.
@@ -119,23 +110,11 @@ type DownstreamOptions struct {
 //   - the first request with the key is still running: 409;
 //   - no key where Require says one is needed: 400; a malformed key: 400.
 //
-// Safe methods (GET, HEAD, OPTIONS, TRACE) pass straight through: they
-// have no effect to protect, as Stripe ignores keys on GET. With
-// DownstreamOptions.Passthrough every request does, and only the counting
-// remains.
+// Safe methods (GET, HEAD, OPTIONS, TRACE) pass straight through, as
+// Stripe ignores keys on GET; with Passthrough every request does, counted.
 type Downstream struct {
-	next     http.Handler
-	header   string
-	replayed string
-	require  func(*http.Request) bool
-	clientID func(*http.Request) string
-	ttl      time.Duration
-	maxBody  int64
-	store5xx bool
-	passthru bool
-	isEffect func(int) bool
-	state    string
-	now      func() time.Time
+	next http.Handler
+	o    DownstreamOptions // with every default applied
 
 	// mu guards entries, effects, calls and inserts.
 	mu      sync.Mutex
@@ -145,8 +124,7 @@ type Downstream struct {
 	calls   map[scopedKey]int
 	inserts int
 
-	// persistMu serializes state-file writes so that a later snapshot
-	// never lands before an earlier one.
+	// persistMu orders state-file writes: a later snapshot lands last.
 	persistMu sync.Mutex
 }
 
@@ -171,44 +149,31 @@ func NewDownstream(next http.Handler, opts *DownstreamOptions) (*Downstream, err
 		opts = &DownstreamOptions{}
 	}
 	d := &Downstream{
-		next:     next,
-		header:   opts.KeyHeader,
-		replayed: opts.ReplayedHeader,
-		require:  opts.Require,
-		clientID: opts.ClientID,
-		ttl:      opts.TTL,
-		maxBody:  opts.MaxBodyBytes,
-		store5xx: opts.StoreServerErrors,
-		passthru: opts.Passthrough,
-		isEffect: opts.IsEffect,
-		state:    opts.StateFile,
-		now:      opts.Now,
-		entries:  make(map[scopedKey]*entry),
-		effects:  make(map[scopedKey]int),
-		calls:    make(map[scopedKey]int),
+		next:    next,
+		o:       *opts,
+		entries: make(map[scopedKey]*entry),
+		effects: make(map[scopedKey]int),
+		calls:   make(map[scopedKey]int),
 	}
-	if d.header == "" {
-		d.header = DefaultKeyHeader
+	o := &d.o
+	o.KeyHeader = cmp.Or(o.KeyHeader, DefaultKeyHeader)
+	o.ReplayedHeader = cmp.Or(o.ReplayedHeader, DefaultReplayedHeader)
+	if o.Require == nil {
+		o.Require = func(r *http.Request) bool { return r.Method == http.MethodPost || r.Method == http.MethodPatch }
 	}
-	if d.replayed == "" {
-		d.replayed = DefaultReplayedHeader
+	if o.TTL <= 0 {
+		o.TTL = DefaultKeyTTL
 	}
-	if d.require == nil {
-		d.require = func(r *http.Request) bool { return r.Method == http.MethodPost || r.Method == http.MethodPatch }
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if d.ttl <= 0 {
-		d.ttl = DefaultKeyTTL
+	if o.IsEffect == nil {
+		o.IsEffect = func(status int) bool { return status < 400 }
 	}
-	if d.maxBody <= 0 {
-		d.maxBody = DefaultMaxBodyBytes
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	if d.isEffect == nil {
-		d.isEffect = func(status int) bool { return status < 400 }
-	}
-	if d.now == nil {
-		d.now = time.Now
-	}
-	if d.state != "" {
+	if d.o.StateFile != "" {
 		if err := d.load(); err != nil {
 			return nil, err
 		}
@@ -223,9 +188,8 @@ type Server struct {
 }
 
 // StartServer starts a loopback server running a Downstream in front of h,
-// for a program that is not a test (a demo, a local stand-in for a real
-// API); the caller closes it. It fails only if the Downstream cannot be
-// made (an unreadable opts.StateFile).
+// for a program that is not a test; the caller closes it. It fails only if
+// the Downstream cannot be made (an unreadable opts.StateFile).
 func StartServer(h http.Handler, opts *DownstreamOptions) (*Server, error) {
 	d, err := NewDownstream(h, opts)
 	if err != nil {
@@ -265,8 +229,8 @@ func (d *Downstream) TotalEffects() int {
 }
 
 // Duplicates returns the number of side effects beyond the first for each
-// (client, key): the number the Idempotency-Key contract exists to keep at
-// zero. Keyless requests are not counted: they carry no identity.
+// (client, key), which the contract exists to keep at zero. Keyless
+// requests are not counted.
 func (d *Downstream) Duplicates() int {
 	return d.tally(d.effects, func(k scopedKey, c int) int { return when(k.Key != "", max(c-1, 0)) })
 }
@@ -296,17 +260,15 @@ func when(ok bool, n int) int {
 	return 0
 }
 
-// ServeHTTP implements http.Handler: it validates the request, decides
-// under the lock what the key's record allows, and then refuses, replays,
-// or runs the wrapped handler and stores its response.
+// ServeHTTP implements http.Handler.
 func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		d.next.ServeHTTP(w, r)
 		return
 	}
-	if d.passthru {
-		d.runCounted(w, r, d.passthroughKey(r))
+	if d.o.Passthrough {
+		d.runStored(w, r, d.passthroughKey(r), nil)
 		return
 	}
 	req, ref := d.validate(r)
@@ -315,37 +277,38 @@ func (d *Downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, ref.status, ref.title, ref.detail)
 		return
 	case req == nil: // keyless, and no key is required
-		d.runCounted(w, r, scopedKey{})
+		d.runStored(w, r, scopedKey{}, nil)
 		return
 	}
 	v, e := d.decide(req.sk, req.fp)
 	switch v {
 	case refuseMismatch:
-		writeProblem(w, http.StatusUnprocessableEntity, d.header+" is already used",
-			"This "+d.header+" was used with a different request (method, path or body). A key must not be reused across different payloads; this request was not executed.")
+		writeProblem(w, http.StatusUnprocessableEntity, d.o.KeyHeader+" is already used",
+			"This "+d.o.KeyHeader+" was used with a different request (method, path or body). A key must not be reused across different payloads; this request was not executed.")
 	case refuseRunning:
-		writeProblem(w, http.StatusConflict, "A request is outstanding for this "+d.header,
-			"A request with the same "+d.header+" is being processed; retry later with the same key and the same payload.")
+		writeProblem(w, http.StatusConflict, "A request is outstanding for this "+d.o.KeyHeader,
+			"A request with the same "+d.o.KeyHeader+" is being processed; retry later with the same key and the same payload.")
 	case replayStored:
 		h := w.Header()
 		maps.Copy(h, e.header.Clone())
-		h.Set(d.replayed, "true")
+		h.Set(d.o.ReplayedHeader, "true")
 		w.WriteHeader(e.status)
 		_, _ = w.Write(e.body)
 	default:
-		d.runStored(w, r, req, e)
+		r.Body = io.NopCloser(bytes.NewReader(req.body))
+		d.runStored(w, r, req.sk, e)
 	}
 }
 
-// passthroughKey is the scoped key a passthrough request is counted
-// under; a missing or malformed key counts as none.
+// passthroughKey is the key a passthrough request is counted under; a
+// missing or malformed key counts as none.
 func (d *Downstream) passthroughKey(r *http.Request) scopedKey {
 	var sk scopedKey
-	if values := r.Header.Values(d.header); len(values) == 1 {
+	if values := r.Header.Values(d.o.KeyHeader); len(values) == 1 {
 		sk.Key, _ = ParseKey(values[0])
 	}
-	if sk.Key != "" && d.clientID != nil {
-		sk.Client = d.clientID(r)
+	if sk.Key != "" && d.o.ClientID != nil {
+		sk.Client = d.o.ClientID(r)
 	}
 	return sk
 }
@@ -363,37 +326,37 @@ type refusal struct {
 	title, detail string
 }
 
-// validate checks the key header and reads the body (at most maxBody). It
-// returns the keyed request, or nil for a keyless one that needs no key,
-// or the refusal to send.
+// validate checks the key header and reads the body (at most
+// MaxBodyBytes): the keyed request, nil for a keyless one that needs no
+// key, or the refusal to send.
 func (d *Downstream) validate(r *http.Request) (*keyedRequest, *refusal) {
-	values := r.Header.Values(d.header)
+	values := r.Header.Values(d.o.KeyHeader)
 	if len(values) == 0 {
-		if d.require(r) {
-			return nil, &refusal{http.StatusBadRequest, d.header + " is missing",
-				"This operation requires an " + d.header + " header; send one key per intended operation and reuse it on every retry."}
+		if d.o.Require(r) {
+			return nil, &refusal{http.StatusBadRequest, d.o.KeyHeader + " is missing",
+				"This operation requires an " + d.o.KeyHeader + " header; send one key per intended operation and reuse it on every retry."}
 		}
 		return nil, nil
 	}
 	if len(values) > 1 {
-		return nil, &refusal{http.StatusBadRequest, d.header + " is invalid",
-			"A request must carry exactly one " + d.header + " header field; this one carries " + strconv.Itoa(len(values)) + "."}
+		return nil, &refusal{http.StatusBadRequest, d.o.KeyHeader + " is invalid",
+			"A request must carry exactly one " + d.o.KeyHeader + " header field; this one carries " + strconv.Itoa(len(values)) + "."}
 	}
 	key, err := ParseKey(values[0])
 	if err != nil {
-		return nil, &refusal{http.StatusBadRequest, d.header + " is invalid", err.Error()}
+		return nil, &refusal{http.StatusBadRequest, d.o.KeyHeader + " is invalid", err.Error()}
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, d.maxBody+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, d.o.MaxBodyBytes+1))
 	if err != nil {
 		return nil, &refusal{http.StatusBadRequest, "Request body unreadable", err.Error()}
 	}
-	if int64(len(body)) > d.maxBody {
+	if int64(len(body)) > d.o.MaxBodyBytes {
 		return nil, &refusal{http.StatusRequestEntityTooLarge, "Request body too large",
-			"The body is larger than " + strconv.FormatInt(d.maxBody, 10) + " bytes."}
+			"The body is larger than " + strconv.FormatInt(d.o.MaxBodyBytes, 10) + " bytes."}
 	}
 	req := &keyedRequest{sk: scopedKey{Key: key}, body: body, fp: fingerprint(r, body)}
-	if d.clientID != nil {
-		req.sk.Client = d.clientID(r)
+	if d.o.ClientID != nil {
+		req.sk.Client = d.o.ClientID(r)
 	}
 	return req, nil
 }
@@ -408,15 +371,14 @@ const (
 	refuseRunning                 // the first request with the key still runs
 )
 
-// decide looks sk up under the lock, dropping a record past its TTL. For
-// runNew it returns the entry it claimed; for replayStored a copy of the
-// stored one, taken under the lock.
+// decide looks sk up, dropping a record past its TTL: for runNew the entry
+// it claimed, for replayStored a copy of the stored one.
 func (d *Downstream) decide(sk scopedKey, fp [sha256.Size]byte) (verdict, *entry) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := d.now()
+	now := d.o.Now()
 	e := d.entries[sk]
-	if e != nil && e.done && !now.Before(e.created.Add(d.ttl)) {
+	if e != nil && e.done && !now.Before(e.created.Add(d.o.TTL)) {
 		delete(d.entries, sk)
 		e = nil
 	}
@@ -434,14 +396,12 @@ func (d *Downstream) decide(sk scopedKey, fp [sha256.Size]byte) (verdict, *entry
 	return replayStored, &stored
 }
 
-// runStored runs the handler for the request that claimed e, stores its
-// response and sends it.
-func (d *Downstream) runStored(w http.ResponseWriter, r *http.Request, req *keyedRequest, e *entry) {
-	r.Body = io.NopCloser(bytes.NewReader(req.body))
-	rec := d.run(r, req.sk, e)
-	if err := d.commit(req.sk, e, rec); err != nil {
-		// The effect happened but could not be made durable: say so
-		// rather than pretend; the key is released.
+// runStored runs the handler, counts its effect under sk, stores its
+// response in e (nil: a request outside the contract) and sends it.
+func (d *Downstream) runStored(w http.ResponseWriter, r *http.Request, sk scopedKey, e *entry) {
+	rec := d.run(r, sk, e)
+	if err := d.commit(sk, e, rec); err != nil {
+		// The effect happened but is not durable: say so; the key is released.
 		writeProblem(w, http.StatusInternalServerError, "State file not written", err.Error())
 		return
 	}
@@ -449,8 +409,7 @@ func (d *Downstream) runStored(w http.ResponseWriter, r *http.Request, req *keye
 }
 
 // run calls the wrapped handler with a buffering writer. If the handler
-// panics, the key is released (nothing was stored) and the panic goes on
-// to net/http, which closes the connection.
+// panics, the key is released and the panic goes on to net/http.
 func (d *Downstream) run(r *http.Request, sk scopedKey, e *entry) *recorder {
 	rec := newRecorder()
 	completed := false
@@ -470,16 +429,16 @@ func (d *Downstream) run(r *http.Request, sk scopedKey, e *entry) *recorder {
 }
 
 // commit records the handler's outcome: counts, and the stored response
-// unless it is a 5xx that is not to be stored. With a state file the
-// snapshot is durable before commit returns.
+// unless it is a 5xx not to be stored; with a state file, durably.
 func (d *Downstream) commit(sk scopedKey, e *entry, rec *recorder) error {
 	status := rec.statusCode()
-	store := status < 500 || d.store5xx
+	kept := status < 500 || d.o.StoreServerErrors
 	d.mu.Lock()
 	d.calls[sk]++
-	if store && d.isEffect(status) {
+	if kept && d.o.IsEffect(status) {
 		d.effects[sk]++
 	}
+	store := kept && e != nil
 	if store {
 		e.status = status
 		e.header = rec.sentHeader().Clone()
@@ -487,13 +446,13 @@ func (d *Downstream) commit(sk scopedKey, e *entry, rec *recorder) error {
 		e.done = true
 		d.inserts++
 		if d.inserts%1024 == 0 {
-			d.sweepLocked(d.now())
+			d.sweepLocked(d.o.Now())
 		}
-	} else if d.entries[sk] == e {
+	} else if e != nil && d.entries[sk] == e {
 		delete(d.entries, sk)
 	}
 	d.mu.Unlock()
-	if d.state == "" {
+	if d.o.StateFile == "" {
 		return nil
 	}
 	if err := d.persist(); err != nil {
@@ -509,38 +468,17 @@ func (d *Downstream) commit(sk scopedKey, e *entry, rec *recorder) error {
 	return nil
 }
 
-// runCounted runs the handler without the idempotency contract (a
-// keyless request, or Passthrough) and counts its effect under sk.
-func (d *Downstream) runCounted(w http.ResponseWriter, r *http.Request, sk scopedKey) {
-	rec := d.run(r, sk, nil)
-	status := rec.statusCode()
-	d.mu.Lock()
-	d.calls[sk]++
-	if (status < 500 || d.store5xx) && d.isEffect(status) {
-		d.effects[sk]++
-	}
-	d.mu.Unlock()
-	if d.state != "" {
-		if err := d.persist(); err != nil {
-			writeProblem(w, http.StatusInternalServerError, "State file not written", err.Error())
-			return
-		}
-	}
-	rec.writeTo(w)
-}
-
 // sweepLocked drops stored responses past their TTL. d.mu must be held.
 func (d *Downstream) sweepLocked(now time.Time) {
 	for k, e := range d.entries {
-		if e.done && !now.Before(e.created.Add(d.ttl)) {
+		if e.done && !now.Before(e.created.Add(d.o.TTL)) {
 			delete(d.entries, k)
 		}
 	}
 }
 
-// fingerprint hashes what makes two requests "the same request": method,
-// path and query, and body. Headers are left out: a retry may carry a new
-// request id or date.
+// fingerprint hashes what makes two requests the same: method, path and
+// query, and body (not headers: a retry may carry a new request id).
 func fingerprint(r *http.Request, body []byte) [sha256.Size]byte {
 	h := sha256.New()
 	io.WriteString(h, r.Method)
@@ -620,8 +558,7 @@ func writeProblem(w http.ResponseWriter, status int, title, detail string) {
 	_, _ = w.Write(b)
 }
 
-// recorder buffers a handler's response so that it can be stored before
-// anything reaches the client.
+// recorder buffers a handler's response, to store it before sending it.
 type recorder struct {
 	header http.Header
 	// sent is the header as it was at WriteHeader: later changes are

@@ -26,14 +26,12 @@ type Fault uint8
 const (
 	// NoFault lets the request through untouched.
 	NoFault Fault = iota
-	// LoseResponse forwards the request, lets the downstream commit, and
-	// throws the response away: the caller gets a connection reset on
-	// read. Classified maybe-executed.
+	// LoseResponse forwards the request and throws the response away: the
+	// caller gets a connection reset on read. Classified maybe-executed.
 	LoseResponse
 	// Delay forwards the request and holds the response until the
-	// request's context ends (the client's timeout), then returns the
-	// context's error. Without a deadline it waits FaultOptions.MaxDelay
-	// and delivers the response late. Classified maybe-executed.
+	// request's context ends, then returns its error; without a deadline it
+	// delivers the response after MaxDelay. Classified maybe-executed.
 	Delay
 	// Unavailable answers 503 with Retry-After without forwarding.
 	// Classified not-executed.
@@ -41,9 +39,8 @@ const (
 	// ResetBeforeSend fails as a dial does (connection refused) without
 	// forwarding. Classified not-executed.
 	ResetBeforeSend
-	// ResetAfterSend drops the connection as soon as the request is
-	// written: the downstream may or may not finish it. The caller gets a
-	// connection reset. Classified maybe-executed.
+	// ResetAfterSend drops the connection once the request is written: the
+	// caller gets a connection reset. Classified maybe-executed.
 	ResetAfterSend
 	// Duplicate delivers the request twice, one after the other, and
 	// returns the second response.
@@ -86,13 +83,11 @@ func (f *Fault) UnmarshalText(b []byte) error {
 }
 
 // FaultOptions says which requests fail, and how. A nil *FaultOptions
-// means no faults at all; each field's zero value is its default.
+// means no faults; each field's zero value is its default.
 //
-// Request n (counting from 1, in the order requests arrive) gets
-// Script[n-1] if the script is that long, and otherwise, with probability
-// Rate, a fault drawn from Kinds. The draw for request n depends only on
-// Seed and n, so a schedule is the same on every run however goroutines
-// interleave (which request gets number n may not be).
+// Request n (from 1, in arrival order) gets Script[n-1] if the script is
+// that long, and otherwise, with probability Rate, a fault drawn from
+// Kinds; the draw depends only on Seed and n.
 type FaultOptions struct {
 	// Seed seeds the schedule (math/rand/v2 PCG). Zero is a valid seed.
 	Seed uint64
@@ -105,29 +100,20 @@ type FaultOptions struct {
 	// Script fixes the fault of the first len(Script) requests; NoFault
 	// entries let a request through.
 	Script []Fault
-	// RetryAfter is the wait an Unavailable answer asks for. Zero means 1
-	// second. It is sent as Retry-After (whole seconds, rounded up) and
-	// Retry-After-Ms.
+	// RetryAfter is the wait an Unavailable answer asks for, sent as
+	// Retry-After (seconds, rounded up) and Retry-After-Ms. Zero means 1s.
 	RetryAfter time.Duration
 	// MaxDelay bounds a Delay fault on a request whose context has no
 	// deadline. Zero means 10 seconds.
 	MaxDelay time.Duration
 	// Match selects the requests a FaultTransport numbers and may fail;
 	// the others pass through untouched. Nil means every request.
-	// (FaultTransport only.)
 	Match func(r *http.Request) bool
 }
 
-// schedule is the fault plan and the count of what it injected. It is
-// shared by FaultTransport and FaultFunc.
+// schedule is the fault plan and the count of what it injected.
 type schedule struct {
-	seed       uint64
-	rate       float64
-	kinds      []Fault
-	script     []Fault
-	retryAfter time.Duration
-	maxDelay   time.Duration
-	match      func(*http.Request) bool
+	o FaultOptions // with every default applied
 
 	// mu guards n and counts.
 	mu     sync.Mutex
@@ -142,28 +128,23 @@ func newSchedule(opts *FaultOptions) *schedule {
 	if opts.Rate < 0 || opts.Rate > 1 || math.IsNaN(opts.Rate) {
 		panic(fmt.Sprintf("agentoncetest: FaultOptions.Rate %v is outside [0, 1]", opts.Rate))
 	}
-	s := &schedule{
-		seed:       opts.Seed,
-		rate:       opts.Rate,
-		kinds:      append([]Fault(nil), opts.Kinds...),
-		script:     append([]Fault(nil), opts.Script...),
-		retryAfter: opts.RetryAfter,
-		maxDelay:   opts.MaxDelay,
-		match:      opts.Match,
+	s := &schedule{o: *opts}
+	o := &s.o
+	o.Kinds = append([]Fault(nil), o.Kinds...)
+	o.Script = append([]Fault(nil), o.Script...)
+	if len(o.Kinds) == 0 {
+		o.Kinds = AllFaults
 	}
-	if len(s.kinds) == 0 {
-		s.kinds = AllFaults
-	}
-	for _, f := range append(append([]Fault(nil), s.kinds...), s.script...) {
+	for _, f := range append(append([]Fault(nil), o.Kinds...), o.Script...) {
 		if int(f) >= len(faultNames) {
 			panic(fmt.Sprintf("agentoncetest: FaultOptions holds an unknown fault %d", f))
 		}
 	}
-	if s.retryAfter <= 0 {
-		s.retryAfter = time.Second
+	if o.RetryAfter <= 0 {
+		o.RetryAfter = time.Second
 	}
-	if s.maxDelay <= 0 {
-		s.maxDelay = 10 * time.Second
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = 10 * time.Second
 	}
 	return s
 }
@@ -175,17 +156,17 @@ func FaultFor(opts *FaultOptions, n int) Fault {
 }
 
 func (s *schedule) plan(n int) Fault {
-	if n <= len(s.script) {
-		return s.script[n-1]
+	if n <= len(s.o.Script) {
+		return s.o.Script[n-1]
 	}
-	if s.rate == 0 {
+	if s.o.Rate == 0 {
 		return NoFault
 	}
-	r := rand.New(rand.NewPCG(s.seed, uint64(n)))
-	if r.Float64() >= s.rate {
+	r := rand.New(rand.NewPCG(s.o.Seed, uint64(n)))
+	if r.Float64() >= s.o.Rate {
 		return NoFault
 	}
-	return s.kinds[r.IntN(len(s.kinds))]
+	return s.o.Kinds[r.IntN(len(s.o.Kinds))]
 }
 
 // next numbers a request and counts the fault it gets.
@@ -198,7 +179,8 @@ func (s *schedule) next() (int, Fault) {
 	return s.n, f
 }
 
-func (s *schedule) injected(f Fault) int {
+// Injected returns how many times fault f was chosen.
+func (s *schedule) Injected(f Fault) int {
 	if int(f) >= len(faultNames) {
 		return 0
 	}
@@ -207,7 +189,8 @@ func (s *schedule) injected(f Fault) int {
 	return s.counts[f]
 }
 
-func (s *schedule) total() int {
+// TotalInjected returns how many requests (or calls) got a fault.
+func (s *schedule) TotalInjected() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -219,17 +202,18 @@ func (s *schedule) total() int {
 	return n
 }
 
-func (s *schedule) requests() int {
+// Requests returns how many requests were numbered: those Match selected
+// by a FaultTransport, every call of a FaultFunc.
+func (s *schedule) Requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.n
 }
 
-// FaultError is the error an injected fault returns. It wraps the
-// network-shaped error a real failure of that kind gives (a *net.OpError
-// for resets and refusals, the context's error for a delay, an
-// *UnavailableError for a tool function's 503), so retryclass classifies
-// it as it would classify the real thing.
+// FaultError is the error an injected fault returns. It wraps the error a
+// real failure of that kind gives (a *net.OpError for resets and
+// refusals, the context's error for a delay, an *UnavailableError for a
+// tool function's 503), so that retryclass classifies it alike.
 type FaultError struct {
 	Fault Fault
 	// Request is the request's (or call's) number, from 1.
@@ -246,8 +230,7 @@ func (e *FaultError) Error() string {
 func (e *FaultError) Unwrap() error { return e.Err }
 
 // UnavailableError is a tool function's 503 Service Unavailable with
-// Retry-After: the request was not executed. It has the StatusCode and
-// RetryAfter methods retryclass reads.
+// Retry-After, as retryclass reads it: the request was not executed.
 type UnavailableError struct {
 	Wait time.Duration
 }
@@ -279,41 +262,30 @@ type stringAddr string
 func (a stringAddr) Network() string { return "tcp" }
 func (a stringAddr) String() string  { return string(a) }
 
-// FaultTransport is an http.RoundTripper that injects faults, on a seeded
-// schedule or by script, in front of another RoundTripper. It is safe for
-// concurrent use. Put it in an http.Client's Transport, under whatever
-// sets the Idempotency-Key, so that retries cross it too.
+// FaultTransport is an http.RoundTripper that injects faults in front of
+// another. It is safe for concurrent use. Put it under whatever sets the
+// Idempotency-Key, so that retries cross it too.
 type FaultTransport struct {
 	next http.RoundTripper
-	s    *schedule
+	*schedule
 }
 
 // NewFaultTransport wraps next (nil means http.DefaultTransport). It
-// panics if opts holds a Rate outside [0, 1] or an unknown fault: a
-// mistake in the test, not in what it tests.
+// panics if opts holds a Rate outside [0, 1] or an unknown fault.
 func NewFaultTransport(next http.RoundTripper, opts *FaultOptions) *FaultTransport {
 	if next == nil {
 		next = http.DefaultTransport
 	}
 	s := newSchedule(opts)
-	return &FaultTransport{next: next, s: s}
+	return &FaultTransport{next: next, schedule: s}
 }
-
-// Injected returns how many times fault f was chosen.
-func (t *FaultTransport) Injected(f Fault) int { return t.s.injected(f) }
-
-// TotalInjected returns how many requests got a fault.
-func (t *FaultTransport) TotalInjected() int { return t.s.total() }
-
-// Requests returns how many requests were numbered (those Match selected).
-func (t *FaultTransport) Requests() int { return t.s.requests() }
 
 // RoundTrip implements http.RoundTripper.
 func (t *FaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.s.match != nil && !t.s.match(req) {
+	if t.o.Match != nil && !t.o.Match(req) {
 		return t.next.RoundTrip(req)
 	}
-	n, f := t.s.next()
+	n, f := t.schedule.next()
 	switch f {
 	case LoseResponse:
 		resp, err := t.next.RoundTrip(req)
@@ -327,7 +299,7 @@ func (t *FaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		timer := time.NewTimer(t.s.maxDelay)
+		timer := time.NewTimer(t.o.MaxDelay)
 		defer timer.Stop()
 		select {
 		case <-req.Context().Done():
@@ -373,9 +345,9 @@ func (t *FaultTransport) unavailable(req *http.Request) *http.Response {
 	body := `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"injected by agentoncetest; the request was not executed"}`
 	h := http.Header{}
 	h.Set("Content-Type", "application/problem+json")
-	secs := int64((t.s.retryAfter + time.Second - 1) / time.Second)
+	secs := int64((t.o.RetryAfter + time.Second - 1) / time.Second)
 	h.Set("Retry-After", strconv.FormatInt(secs, 10))
-	h.Set("Retry-After-Ms", strconv.FormatInt(max(t.s.retryAfter.Milliseconds(), 1), 10))
+	h.Set("Retry-After-Ms", strconv.FormatInt(max(t.o.RetryAfter.Milliseconds(), 1), 10))
 	return &http.Response{
 		Status:        "503 Service Unavailable",
 		StatusCode:    http.StatusServiceUnavailable,
@@ -422,13 +394,9 @@ func cloneWithBody(req *http.Request, body []byte) *http.Request {
 	return c
 }
 
-// FaultFunc injects faults into a plain tool function
-// func(ctx, json.RawMessage) (json.RawMessage, error), the shape the
-// harness registers. It is safe for concurrent use. Its Call method is the
-// wrapped function.
-//
-// A function has no connection, so each fault is mapped to what a tool
-// built on one would see:
+// FaultFunc injects faults into a tool function of the shape the harness
+// registers; its Call method is the wrapped function. It is safe for
+// concurrent use. Each fault is what a tool built on a connection sees:
 //
 //   - LoseResponse, ResetAfterSend: the function runs to the end, its
 //     result is thrown away, and a connection reset is returned (on read,
@@ -444,27 +412,18 @@ func cloneWithBody(req *http.Request, body []byte) *http.Request {
 //     returned.
 type FaultFunc struct {
 	fn func(context.Context, json.RawMessage) (json.RawMessage, error)
-	s  *schedule
+	*schedule
 }
 
 // NewFaultFunc wraps fn. It panics on bad opts as NewFaultTransport does;
 // opts.Match is ignored.
 func NewFaultFunc(fn func(ctx context.Context, input json.RawMessage) (json.RawMessage, error), opts *FaultOptions) *FaultFunc {
-	return &FaultFunc{fn: fn, s: newSchedule(opts)}
+	return &FaultFunc{fn: fn, schedule: newSchedule(opts)}
 }
-
-// Injected returns how many times fault f was chosen.
-func (f *FaultFunc) Injected(fault Fault) int { return f.s.injected(fault) }
-
-// TotalInjected returns how many calls got a fault.
-func (f *FaultFunc) TotalInjected() int { return f.s.total() }
-
-// Requests returns how many calls were made.
-func (f *FaultFunc) Requests() int { return f.s.requests() }
 
 // Call runs the wrapped function under the schedule.
 func (f *FaultFunc) Call(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
-	n, fault := f.s.next()
+	n, fault := f.next()
 	switch fault {
 	case LoseResponse, ResetAfterSend:
 		if _, err := f.fn(ctx, input); err != nil {
@@ -480,7 +439,7 @@ func (f *FaultFunc) Call(ctx context.Context, input json.RawMessage) (json.RawMe
 		if err != nil {
 			return nil, err
 		}
-		timer := time.NewTimer(f.s.maxDelay)
+		timer := time.NewTimer(f.o.MaxDelay)
 		defer timer.Stop()
 		select {
 		case <-ctx.Done():
@@ -489,7 +448,7 @@ func (f *FaultFunc) Call(ctx context.Context, input json.RawMessage) (json.RawMe
 			return out, nil
 		}
 	case Unavailable:
-		return nil, &FaultError{Fault: fault, Request: n, Err: &UnavailableError{Wait: f.s.retryAfter}}
+		return nil, &FaultError{Fault: fault, Request: n, Err: &UnavailableError{Wait: f.o.RetryAfter}}
 	case ResetBeforeSend:
 		return nil, &FaultError{Fault: fault, Request: n, Err: dialRefused("tool")}
 	case Duplicate:

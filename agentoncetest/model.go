@@ -153,6 +153,7 @@ func (s Script) Validate() error {
 		if len(t.Steps) == 0 {
 			return fmt.Errorf("%w: %s: no steps", ErrBadScript, where)
 		}
+		var prev map[string]bool // the ids of the step before
 		for si, st := range t.Steps {
 			where := where + " step " + strconv.Itoa(si+1)
 			last := si == len(t.Steps)-1
@@ -181,16 +182,13 @@ func (s Script) Validate() error {
 				if si == 0 {
 					return fmt.Errorf("%w: %s: expect on a turn's first step has no calls before it to check", ErrBadScript, where)
 				}
-				prev := map[string]bool{}
-				for _, c := range t.Steps[si-1].Calls {
-					prev[c.ID] = true
-				}
 				for id := range st.Expect {
 					if !prev[id] {
 						return fmt.Errorf("%w: %s: expect names call %q, which the step before does not make", ErrBadScript, where, id)
 					}
 				}
 			}
+			prev = seen
 		}
 	}
 	return nil

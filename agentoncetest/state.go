@@ -18,9 +18,8 @@ import (
 // stateVersion is the state-file format this package writes and reads.
 const stateVersion = 1
 
-// stateFile is the JSON form of a Downstream's durable state. Only
-// settled entries are kept: a request still running when the process dies
-// is lost with it, like an uncommitted transaction.
+// stateFile is the JSON form of a Downstream's durable state: settled
+// entries only.
 type stateFile struct {
 	Version int          `json:"version"`
 	Entries []stateEntry `json:"entries"`
@@ -44,32 +43,32 @@ type stateCount struct {
 	Calls   int    `json:"calls"`
 }
 
-// load reads d.state if it exists. A missing file is an empty state.
+// load reads d.o.StateFile if it exists. A missing file is an empty state.
 func (d *Downstream) load() error {
-	b, err := os.ReadFile(d.state)
+	b, err := os.ReadFile(d.o.StateFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("downstream state file %s: %w", d.state, err)
+		return fmt.Errorf("downstream state file %s: %w", d.o.StateFile, err)
 	}
 	var sf stateFile
 	if err := json.Unmarshal(b, &sf); err != nil {
-		return fmt.Errorf("downstream state file %s: %w: %v", d.state, ErrBadState, err)
+		return fmt.Errorf("downstream state file %s: %w: %v", d.o.StateFile, ErrBadState, err)
 	}
 	if sf.Version != stateVersion {
-		return fmt.Errorf("downstream state file %s: %w: version %d, want %d", d.state, ErrBadState, sf.Version, stateVersion)
+		return fmt.Errorf("downstream state file %s: %w: version %d, want %d", d.o.StateFile, ErrBadState, sf.Version, stateVersion)
 	}
 	for i, se := range sf.Entries {
 		fp, err := hex.DecodeString(se.Fingerprint)
 		if err != nil || len(fp) != len(entry{}.fingerprint) {
-			return fmt.Errorf("downstream state file %s: %w: entry %d (key %q) has a bad fingerprint", d.state, ErrBadState, i, se.Key)
+			return fmt.Errorf("downstream state file %s: %w: entry %d (key %q) has a bad fingerprint", d.o.StateFile, ErrBadState, i, se.Key)
 		}
 		if se.Status < 100 || se.Status > 599 {
-			return fmt.Errorf("downstream state file %s: %w: entry %d (key %q) has status %d", d.state, ErrBadState, i, se.Key, se.Status)
+			return fmt.Errorf("downstream state file %s: %w: entry %d (key %q) has status %d", d.o.StateFile, ErrBadState, i, se.Key, se.Status)
 		}
 		if se.Key == "" {
-			return fmt.Errorf("downstream state file %s: %w: entry %d has no key", d.state, ErrBadState, i)
+			return fmt.Errorf("downstream state file %s: %w: entry %d has no key", d.o.StateFile, ErrBadState, i)
 		}
 		e := &entry{created: se.Created, done: true, status: se.Status, header: se.Header, body: se.Body}
 		copy(e.fingerprint[:], fp)
@@ -80,7 +79,7 @@ func (d *Downstream) load() error {
 	}
 	for i, c := range sf.Counts {
 		if c.Effects < 0 || c.Calls < 0 {
-			return fmt.Errorf("downstream state file %s: %w: count %d (key %q) is negative", d.state, ErrBadState, i, c.Key)
+			return fmt.Errorf("downstream state file %s: %w: count %d (key %q) is negative", d.o.StateFile, ErrBadState, i, c.Key)
 		}
 		k := scopedKey{Client: c.Client, Key: c.Key}
 		d.effects[k] += c.Effects
@@ -89,9 +88,8 @@ func (d *Downstream) load() error {
 	return nil
 }
 
-// persist writes a snapshot of the settled state atomically: a temp file
-// in the same directory, fsync, rename over the old file, fsync of the
-// directory. A crash leaves either the old file or the new one.
+// persist writes a snapshot of the settled state atomically (temp file,
+// fsync, rename, fsync of the directory).
 func (d *Downstream) persist() error {
 	d.persistMu.Lock()
 	defer d.persistMu.Unlock()
@@ -117,9 +115,9 @@ func (d *Downstream) persist() error {
 
 	b, err := json.MarshalIndent(sf, "", "  ")
 	if err != nil {
-		return fmt.Errorf("downstream state file %s: %w", d.state, err)
+		return fmt.Errorf("downstream state file %s: %w", d.o.StateFile, err)
 	}
-	return writeFileAtomic(d.state, b)
+	return writeFileAtomic(d.o.StateFile, b)
 }
 
 func cmpKey(c1, k1, c2, k2 string) int {
@@ -150,8 +148,7 @@ func writeFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("downstream state file %s: %w", path, err)
 	}
 	if dh, err := os.Open(dir); err == nil {
-		// Make the rename itself durable; not every platform can fsync a
-		// directory, so a failure here is not reported.
+		// Not every platform can fsync a directory: not reported.
 		_ = dh.Sync()
 		dh.Close()
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/agentonce/agentonce/journal"
@@ -220,6 +221,9 @@ func (h *Harness) log(ctx context.Context, l *slog.Logger, e Event) {
 		msg = "agentonce waiting out the settle window"
 	case EventNeedsPerson:
 		msg, level = "agentonce needs a person: resolve the intent after checking the downstream", slog.LevelWarn
+		if strings.HasPrefix(e.Command, "agentctl approve") {
+			msg = "agentonce needs a person: approve or reject the intent"
+		}
 	default:
 		return
 	}

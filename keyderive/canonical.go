@@ -17,10 +17,9 @@ func Canonicalize(input []byte, opts *Options) ([]byte, error) {
 	return AppendCanonical(nil, input, opts)
 }
 
-// AppendCanonical appends the canonical form of input to dst and returns the
-// extended buffer, like the strconv Append functions. On error it returns
-// dst unchanged in length: nothing is half-written. dst's spare capacity
-// must not overlap input. See Canonicalize.
+// AppendCanonical appends the canonical form of input to dst, like the
+// strconv Append functions; on error it returns dst unchanged in length.
+// dst's spare capacity must not overlap input. See Canonicalize.
 func AppendCanonical(dst, input []byte, opts *Options) ([]byte, error) {
 	maxBytes, maxDepth := opts.limits()
 	if len(input) > maxBytes {
@@ -32,8 +31,7 @@ func AppendCanonical(dst, input []byte, opts *Options) ([]byte, error) {
 	}
 	out := dst
 	if out == nil {
-		// Canonical output is rarely longer than its input (only some
-		// numbers grow), so one allocation usually suffices.
+		// Rarely longer than the input: one allocation usually suffices.
 		out = make([]byte, 0, len(input))
 	}
 	c := canonPool.Get().(*canonicalizer)
@@ -46,24 +44,19 @@ func AppendCanonical(dst, input []byte, opts *Options) ([]byte, error) {
 	return out, nil
 }
 
-// canonPool recycles the scratch state of a canonicalization so that a call
-// allocates nothing but its output.
+// canonPool recycles scratch state: a call allocates only its output.
 var canonPool = sync.Pool{New: func() any { return new(canonicalizer) }}
 
 // canonicalizer is a single-pass JSON validator that writes canonical output
-// as it reads. Object members are written in input order, then, only when
-// they were not already in order, sorted in place within the output.
-//
-// The output buffer is passed along and returned by each method rather than
-// kept in a field: storing a slice into a heap object costs a GC write
-// barrier on every append.
+// as it reads; an object's members are sorted in place afterwards, when
+// they were not in order. The output buffer is passed along rather than
+// kept in a field: storing a slice in a heap object costs a write barrier.
 type canonicalizer struct {
 	in       []byte
 	pos      int // next unread byte of in
 	depth    int
 	maxDepth int
-	// members is a stack of the members of the objects being read: an
-	// object's members sit above those of the object that encloses it.
+	// members is a stack of the members of the objects being read.
 	members []member
 	// scratch holds an object's unsorted output while it is rewritten.
 	scratch []byte
@@ -78,8 +71,7 @@ type member struct {
 	end    int // offset just past the value
 	inOff  int // offset of the key's opening quote in the input, for errors
 	// prefix is the name's first 8 bytes, big-endian, zero-padded, when
-	// they are plain ASCII (no escapes): then prefixes order as names do.
-	// Otherwise it is noPrefix.
+	// plain ASCII (then prefixes order as names do); else noPrefix.
 	prefix uint64
 }
 
@@ -110,8 +102,7 @@ func compareMembers(out []byte, a, b *member) int {
 	return compareKeys(out[a.start+1:a.keyEnd-1], out[b.start+1:b.keyEnd-1])
 }
 
-// Bounds on the scratch memory a pooled canonicalizer keeps, so that one
-// huge input does not pin its buffers for the life of the process.
+// Bounds on the scratch memory a pooled canonicalizer keeps.
 const (
 	maxRetainedBytes   = 64 << 10
 	maxRetainedMembers = 2048
@@ -150,9 +141,6 @@ func (c *canonicalizer) describe(off int) string {
 
 func (c *canonicalizer) document(out []byte) ([]byte, error) {
 	c.skipSpace()
-	if c.pos >= len(c.in) {
-		return out, c.fail(c.pos, ErrSyntax, "unexpected end of input, looking for a JSON value")
-	}
 	out, err := c.value(out)
 	if err != nil {
 		return out, err
@@ -211,28 +199,29 @@ func (c *canonicalizer) literal(out []byte, lit string) ([]byte, error) {
 	return append(out, lit...), nil
 }
 
-func (c *canonicalizer) enter() error {
-	c.depth++
-	if c.depth > c.maxDepth {
-		return c.fail(c.pos, ErrTooDeep, "nesting deeper than the maximum depth of %d", c.maxDepth)
+// open enters the array or object at c.pos, writes its opening byte, and
+// reports whether it is empty: then its closing byte is read and written.
+func (c *canonicalizer) open(out []byte, close byte) ([]byte, bool, error) {
+	if c.depth++; c.depth > c.maxDepth {
+		return out, false, c.fail(c.pos, ErrTooDeep, "nesting deeper than the maximum depth of %d", c.maxDepth)
 	}
-	return nil
+	out = append(out, c.in[c.pos])
+	c.pos++
+	c.skipSpace()
+	if c.pos < len(c.in) && c.in[c.pos] == close {
+		c.pos++
+		c.depth--
+		return append(out, close), true, nil
+	}
+	return out, false, nil
 }
 
 func (c *canonicalizer) array(out []byte) ([]byte, error) {
-	if err := c.enter(); err != nil {
+	out, empty, err := c.open(out, ']')
+	if err != nil || empty {
 		return out, err
 	}
-	c.pos++ // '['
-	out = append(out, '[')
-	c.skipSpace()
-	if c.pos < len(c.in) && c.in[c.pos] == ']' {
-		c.pos++
-		c.depth--
-		return append(out, ']'), nil
-	}
 	for {
-		var err error
 		if out, err = c.value(out); err != nil {
 			return out, err
 		}
@@ -256,25 +245,16 @@ func (c *canonicalizer) array(out []byte) ([]byte, error) {
 }
 
 func (c *canonicalizer) object(out []byte) ([]byte, error) {
-	if err := c.enter(); err != nil {
+	out, empty, err := c.open(out, '}')
+	if err != nil || empty {
 		return out, err
 	}
-	c.pos++ // '{'
-	out = append(out, '{')
-	body := len(out)
-	base := len(c.members)
-	c.skipSpace()
-	if c.pos < len(c.in) && c.in[c.pos] == '}' {
-		c.pos++
-		c.depth--
-		return append(out, '}'), nil
-	}
+	body, base := len(out), len(c.members)
 	for {
 		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
 			return out, c.fail(c.pos, ErrSyntax, "unexpected %s in object, looking for a member name string", c.describe(c.pos))
 		}
 		m := member{start: len(out), inOff: c.pos}
-		var err error
 		if out, err = c.str(out); err != nil {
 			return out, err
 		}
@@ -307,7 +287,7 @@ func (c *canonicalizer) object(out []byte) ([]byte, error) {
 		c.pos++
 		break
 	}
-	err := c.sortMembers(out, body, c.members[base:])
+	err = c.sortMembers(out, body, c.members[base:])
 	c.members = c.members[:base]
 	if err != nil {
 		return out, err
@@ -317,9 +297,8 @@ func (c *canonicalizer) object(out []byte) ([]byte, error) {
 }
 
 // sortMembers puts the members of the object whose body starts at
-// out[body] in RFC 8785 order, in place, and rejects duplicate names. Input
-// that is already sorted (as canonical input, and much machine-written JSON,
-// is) costs one comparison per member and no copying.
+// out[body] in RFC 8785 order, in place, and rejects duplicate names.
+// Sorted input costs one comparison per member and no copying.
 func (c *canonicalizer) sortMembers(out []byte, body int, ms []member) error {
 	sorted := true
 	for i := 1; i < len(ms) && sorted; i++ {
@@ -334,11 +313,8 @@ func (c *canonicalizer) sortMembers(out []byte, body int, ms []member) error {
 		return nil
 	}
 	if len(ms) <= 16 {
-		// Insertion sort: objects in tool inputs are small, and this
-		// avoids the generic sort's indirect calls. Every pair of final
-		// neighbours is compared on the way (a member stops at its left
-		// neighbour, after passing its right one), so equal names are
-		// found here.
+		// Insertion sort, for small objects: no indirect calls. Every
+		// pair of final neighbours is compared, so duplicates are found.
 		for i := 1; i < len(ms); i++ {
 			m := ms[i]
 			j := i
@@ -384,15 +360,11 @@ func (c *canonicalizer) duplicate(out []byte, a, b member) error {
 	return c.fail(later, ErrDuplicateKey, "duplicate object member name %s", name)
 }
 
-// compareKeys orders two member names, each given in its canonical escaped
-// form without quotes, by their UTF-16 code units as RFC 8785 requires. It
-// returns -1, 0 or +1.
-//
-// Canonical escaping is a bijection, so equal names have equal bytes. UTF-8
-// byte order is code point order, which agrees with UTF-16 order except
-// that supplementary characters (4-byte UTF-8, surrogate pairs in UTF-16)
-// sort before U+E000..U+FFFF in UTF-16; and escapes (\n, \u001f, \", \\)
-// must be compared as the characters they stand for.
+// compareKeys orders two member names, each in its canonical escaped form
+// without quotes, by their UTF-16 code units as RFC 8785 requires: -1, 0
+// or +1. UTF-8 byte order is code point order, which agrees with UTF-16
+// order except that supplementary characters sort before U+E000..U+FFFF in
+// UTF-16; and escapes must be compared as the characters they stand for.
 func compareKeys(a, b []byte) int {
 	i := 0
 	n := min(len(a), len(b))
@@ -411,10 +383,7 @@ func compareKeys(a, b []byte) int {
 		if ca == cb { // both escapes: compare what they stand for
 			ra, na := decodeCanonical(a[i:])
 			rb, nb := decodeCanonical(b[i:])
-			if ra != rb {
-				return compareUTF16(ra, rb)
-			}
-			if na != nb { // cannot happen: equal runes escape alike
+			if ra != rb || na != nb { // (equal runes escape alike)
 				return compareUTF16(ra, rb)
 			}
 			i += na
@@ -538,8 +507,8 @@ func (c *canonicalizer) str(out []byte) ([]byte, error) {
 	}
 }
 
-// escape reads the escape sequence at in[pos] (a backslash), writes the
-// character it stands for canonically, and returns its length.
+// escape writes canonically the escape sequence at in[pos] (a backslash)
+// and returns its length.
 func (c *canonicalizer) escape(out []byte, pos int) ([]byte, int, error) {
 	in := c.in
 	if pos+1 >= len(in) {
@@ -594,8 +563,7 @@ func (c *canonicalizer) hex4(pos int) (rune, error) {
 }
 
 // appendRune writes one decoded string character with RFC 8785's minimal
-// escaping: only '"', '\\' and control characters are escaped, the usual
-// five by their short forms.
+// escaping (only '"', '\\' and control characters).
 func appendRune(out []byte, r rune) []byte {
 	switch {
 	case r == '"' || r == '\\':

@@ -3,30 +3,20 @@
 // UUIDv5 key and SHA-256 fingerprint derivation. Pure functions, no I/O.
 //
 // A Deriver canonicalizes the input, normalizes it with the tool's
-// Normalizer if it has one, then derives Key and FingerprintOf from it.
-// Two calls that mean the same intent (tenant, session, user turn, tool,
-// discriminator and input, however spelled) get the same key; any
-// difference gives another.
+// Normalizer (built from its input JSON Schema and volatile paths) if it
+// has one, then derives Key and FingerprintOf from it. Two calls that mean
+// the same intent (tenant, session, user turn, tool, discriminator and
+// input, however spelled) get the same key; any difference gives another.
 //
-// Canonicalize implements RFC 8785 in one pass, without building a tree,
-// and rejects with a *SyntaxError naming the offset: invalid JSON,
-// duplicate names, invalid UTF-8, numbers beyond float64, and input over
-// Options.MaxBytes or Options.MaxDepth. One departure (docs/design.md,
-// "Canonical input"): a number above 2^53 in magnitude keeps its exact
-// value, so 9007199254740993 does not become ...992 and merge two order
-// ids into one key. Every number up to 2^53 canonicalizes as RFC 8785 says.
+// Canonicalize implements RFC 8785 in one pass, with one departure
+// (docs/design.md, "Canonical input"): a number above 2^53 in magnitude
+// keeps its exact value, so 9007199254740993 does not become ...992 and
+// merge two order ids into one key.
 //
-// Key is a UUIDv5 under a namespace that must be a per-deployment secret;
-// its name is length-prefixed fields behind a versioned tag. These
-// encodings are stored in journals and sent downstream: they never change,
-// and a new one would get a new tag. The nil namespace is refused.
-//
-// A Normalizer, built from a tool's input JSON Schema and volatile
-// property paths, fills declared defaults, drops null optional properties
-// and volatile ones.
-//
-// docs/keyderive.md is the long form: the exact number rules and key
-// encodings.
+// Key is a UUIDv5 under a namespace that must be a per-deployment secret
+// (the nil namespace is refused); its name is length-prefixed fields
+// behind a versioned tag. These encodings are stored in journals and sent
+// downstream: they never change. docs/keyderive.md is the long form.
 //
 // # Caveats
 //

@@ -5,9 +5,8 @@ import (
 	"strconv"
 )
 
-// Errors returned while canonicalizing input. Each one reaches the caller
-// wrapped in a *SyntaxError that names the byte offset; test for them with
-// errors.Is.
+// Errors returned while canonicalizing input, each wrapped in a
+// *SyntaxError that names the byte offset; test for them with errors.Is.
 var (
 	// ErrTooLarge is returned when the input is longer than
 	// Options.MaxBytes. Nothing is parsed.
@@ -36,9 +35,7 @@ var (
 	// in a shape it cannot use, or a volatile path is empty.
 	ErrSchema = errors.New("invalid tool input schema")
 	// ErrNilNamespace is returned by Deriver methods when Namespace is the
-	// nil UUID: keys under a well-known namespace are guessable by anyone
-	// (docs/design.md, "Security and privacy"), so a forgotten namespace
-	// is refused.
+	// nil UUID: keys under a well-known namespace are guessable by anyone.
 	ErrNilNamespace = errors.New("namespace is the nil UUID")
 )
 
@@ -49,8 +46,7 @@ type SyntaxError struct {
 	Offset int64
 	// Msg says what was wrong there, e.g. `invalid character 'x' in number`.
 	Msg string
-	// Err is the sentinel: ErrSyntax, ErrTooLarge, ErrTooDeep,
-	// ErrDuplicateKey, ErrInvalidUTF8 or ErrNumber.
+	// Err is the sentinel: one of the errors above.
 	Err error
 }
 

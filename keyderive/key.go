@@ -11,8 +11,7 @@ import (
 )
 
 // Domain tags: the first field of every key's name, so that an intent key
-// and an explicit step key can never share a name, and so that a future
-// change of encoding gets a new tag rather than silently new keys.
+// and a step key never share a name, and a new encoding gets a new tag.
 const (
 	intentTag = "agentonce/keyderive/intent/v1"
 	stepTag   = "agentonce/keyderive/step/v1"
@@ -52,8 +51,7 @@ func ExplicitKey(namespace uuid.UUID, tenant, stepKey string) uuid.UUID {
 	return h.finish()
 }
 
-// hasher streams a UUIDv5 name into SHA-1 through a small buffer, without
-// building the whole name in memory. Pooled: a key costs no allocation.
+// hasher streams a UUIDv5 name into SHA-1 through a small pooled buffer.
 type hasher struct {
 	h   hash.Hash
 	buf []byte
@@ -119,8 +117,7 @@ type Derived struct {
 }
 
 // Deriver turns a tool call into its key, fingerprint and canonical input.
-// Its fields are read-only after first use; a Deriver is then safe for
-// concurrent use.
+// Its fields are read-only after first use; it is safe for concurrent use.
 type Deriver struct {
 	// Namespace is the per-deployment secret namespace of every key. The
 	// nil UUID is refused with ErrNilNamespace.
@@ -135,43 +132,35 @@ type Deriver struct {
 // derives the key and fingerprint. Errors are those of Canonicalize and
 // ErrNilNamespace; on error nothing is derived.
 func (d *Deriver) Derive(in Intent, input []byte) (Derived, error) {
-	canonical, err := d.canonical(input)
-	if err != nil {
-		return Derived{}, err
+	r, err := d.derive(input)
+	if err == nil {
+		r.Key = Key(d.Namespace, in, r.Canonical)
 	}
-	return Derived{
-		Key:         Key(d.Namespace, in, canonical),
-		Fingerprint: FingerprintOf(canonical),
-		Canonical:   canonical,
-	}, nil
+	return r, err
 }
 
 // DeriveExplicit is Derive for a caller-supplied step key: the key is
-// ExplicitKey(d.Namespace, in.Tenant, stepKey), and the fingerprint and
-// canonical input are computed from input as in Derive, so that reusing a
-// step key with a different payload can be detected.
+// ExplicitKey(d.Namespace, in.Tenant, stepKey); the fingerprint still
+// detects a step key reused with a different payload.
 func (d *Deriver) DeriveExplicit(in Intent, stepKey string, input []byte) (Derived, error) {
-	canonical, err := d.canonical(input)
+	r, err := d.derive(input)
+	if err == nil {
+		r.Key = ExplicitKey(d.Namespace, in.Tenant, stepKey)
+	}
+	return r, err
+}
+
+// derive is Derive without the key.
+func (d *Deriver) derive(input []byte) (Derived, error) {
+	if d.Namespace == uuid.Nil {
+		return Derived{}, fmt.Errorf("keyderive: Deriver.Namespace: %w", ErrNilNamespace)
+	}
+	canonical, err := Canonicalize(input, d.Options)
+	if err == nil && d.Normalizer != nil {
+		canonical, err = d.Normalizer.normalize(canonical)
+	}
 	if err != nil {
 		return Derived{}, err
 	}
-	return Derived{
-		Key:         ExplicitKey(d.Namespace, in.Tenant, stepKey),
-		Fingerprint: FingerprintOf(canonical),
-		Canonical:   canonical,
-	}, nil
-}
-
-func (d *Deriver) canonical(input []byte) ([]byte, error) {
-	if d.Namespace == uuid.Nil {
-		return nil, fmt.Errorf("keyderive: Deriver.Namespace: %w", ErrNilNamespace)
-	}
-	canonical, err := Canonicalize(input, d.Options)
-	if err != nil {
-		return nil, err
-	}
-	if d.Normalizer != nil {
-		return d.Normalizer.normalize(canonical)
-	}
-	return canonical, nil
+	return Derived{Fingerprint: FingerprintOf(canonical), Canonical: canonical}, nil
 }

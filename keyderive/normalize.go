@@ -19,8 +19,8 @@ import (
 //   - a volatile property is dropped, whatever its value.
 //
 // Rules apply at the top level and inside nested objects whose schema
-// declares "properties". Properties the schema does not declare are kept
-// as they are. A Normalizer is immutable and safe for concurrent use.
+// declares "properties"; undeclared properties are kept. A Normalizer is
+// immutable and safe for concurrent use.
 type Normalizer struct {
 	root *objectRule
 	// extra is the size of all defaults, to size the output buffer.
@@ -51,17 +51,12 @@ type defaultMember struct {
 // NewNormalizer builds the normalization of one tool from its input JSON
 // Schema and its volatile property names.
 //
-// schemaJSON is the tool's input schema as the model sees it, or nil (or
-// empty) for none: only volatile dropping then. Of JSON Schema it reads "type" (the
-// top level must allow "object"), "properties", "required" and "default",
-// at the top level and in nested property schemas; other keywords,
-// including "$ref", "items" and the combinators, are ignored, so their
-// defaults are not applied.
-//
-// volatile names properties to drop: "reason" is a top-level property,
-// "payment.memo" is the property memo of the object in property payment.
-// Dots always separate path segments, so a property whose name contains a
-// dot cannot be named.
+// schemaJSON is the tool's input schema, or empty for none. Of JSON Schema
+// it reads "type" (the top level must allow "object"), "properties",
+// "required" and "default", at the top level and in nested property
+// schemas (see the package's caveats). volatile names properties to drop:
+// "reason" is a top-level property, "payment.memo" the property memo of
+// the object in property payment.
 //
 // Errors wrap ErrSchema (and the *SyntaxError of an invalid schema or
 // default) and say which property was wrong.
@@ -72,7 +67,7 @@ func NewNormalizer(schemaJSON []byte, volatile []string) (*Normalizer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrSchema, err)
 		}
-		rule, err := parseSchema(canonical, "", true)
+		rule, _, err := parseSchema(canonical, "", true)
 		if err != nil {
 			return nil, err
 		}
@@ -90,35 +85,36 @@ func NewNormalizer(schemaJSON []byte, volatile []string) (*Normalizer, error) {
 	return n, nil
 }
 
-// parseSchema reads one (canonical) schema object. at is the property path
-// for messages, top whether it is the tool's root schema.
-func parseSchema(canonical []byte, at string, top bool) (*objectRule, error) {
+// parseSchema reads one (canonical) schema object, and returns its rules
+// and its "default". at is the property path for messages, top whether it
+// is the tool's root schema.
+func parseSchema(canonical []byte, at string, top bool) (*objectRule, json.RawMessage, error) {
 	where := "the schema"
 	if at != "" {
 		where = "property " + at
 	}
 	if string(canonical) == "true" || string(canonical) == "false" {
-		return nil, nil // boolean schemas: no properties to normalize
+		return nil, nil, nil // boolean schemas: no properties to normalize
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(canonical, &doc); err != nil {
-		return nil, fmt.Errorf("keyderive: %w: %s is not a JSON object", ErrSchema, where)
+		return nil, nil, fmt.Errorf("keyderive: %w: %s is not a JSON object", ErrSchema, where)
 	}
 	if top && doc["type"] != nil && !allowsObject(doc["type"]) {
-		return nil, fmt.Errorf("keyderive: %w: the schema's type is %s; a tool input must allow \"object\"", ErrSchema, doc["type"])
+		return nil, nil, fmt.Errorf("keyderive: %w: the schema's type is %s; a tool input must allow \"object\"", ErrSchema, doc["type"])
 	}
 	rawProps, ok := doc["properties"]
 	if !ok {
-		return nil, nil
+		return nil, doc["default"], nil
 	}
 	var props map[string]json.RawMessage
 	if err := json.Unmarshal(rawProps, &props); err != nil {
-		return nil, fmt.Errorf("keyderive: %w: \"properties\" of %s is not an object", ErrSchema, where)
+		return nil, nil, fmt.Errorf("keyderive: %w: \"properties\" of %s is not an object", ErrSchema, where)
 	}
 	var required []string
 	if raw, ok := doc["required"]; ok {
 		if err := json.Unmarshal(raw, &required); err != nil {
-			return nil, fmt.Errorf("keyderive: %w: \"required\" of %s is not an array of strings", ErrSchema, where)
+			return nil, nil, fmt.Errorf("keyderive: %w: \"required\" of %s is not an array of strings", ErrSchema, where)
 		}
 	}
 	rule := &objectRule{props: make(map[string]*propRule, len(props))}
@@ -128,21 +124,17 @@ func parseSchema(canonical []byte, at string, top bool) (*objectRule, error) {
 			path = at + "." + name
 		}
 		p := &propRule{declared: true, required: slices.Contains(required, name)}
-		child, err := parseSchema(raw, path, false)
+		child, def, err := parseSchema(raw, path, false)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		p.child = child
-		var sub map[string]json.RawMessage
-		if json.Unmarshal(raw, &sub) == nil {
-			if def, ok := sub["default"]; ok && string(def) != "null" {
-				// def is canonical already: it came from the canonical schema.
-				rule.defaults = append(rule.defaults, defaultMember{key: quoteName(name), value: def, prop: p})
-			}
+		if def != nil && string(def) != "null" { // canonical, as the schema is
+			rule.defaults = append(rule.defaults, defaultMember{key: quoteName(name), value: def, prop: p})
 		}
 		rule.props[name] = p
 	}
-	return rule, nil
+	return rule, doc["default"], nil
 }
 
 func allowsObject(raw json.RawMessage) bool {
@@ -185,8 +177,8 @@ func (o *objectRule) addVolatile(path string) {
 }
 
 // finish drops defaults of volatile properties, normalizes object defaults
-// by their own property's rules (so that normalizing twice changes nothing)
-// and sorts the defaults into canonical order, recursively.
+// by their property's rules (normalizing twice changes nothing) and sorts
+// the defaults into canonical order, recursively.
 func (o *objectRule) finish(extra *int) {
 	for _, p := range o.props {
 		if p.child != nil {

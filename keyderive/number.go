@@ -111,11 +111,9 @@ func (c *canonicalizer) numberSlow(out, tok []byte, off int, intDigits, fracDigi
 
 	if len(d) <= 15 && point > -290 && point < 290 {
 		// At most 15 significant digits (DBL_DIG) in the normal range:
-		// every such decimal round-trips through float64, so no other
-		// decimal of 15 digits or fewer rounds to the same float64, and
-		// these digits are the float64's shortest form. (For integers this
-		// also means |v| < 10^15 or ES6 denotes v exactly: no big-integer
-		// case.) So ES6 needs no float conversion.
+		// such a decimal round-trips through float64, so these digits are
+		// the float64's shortest form (and an integer is below 10^15 or
+		// denoted exactly): no float conversion needed.
 		if neg {
 			out = append(out, '-')
 		}
@@ -129,29 +127,16 @@ func (c *canonicalizer) numberSlow(out, tok []byte, off int, intDigits, fracDigi
 	var buf [32]byte
 	sd, n := shortest(buf[:0], f)
 
-	if c := cmpSafe(d, point); point >= len(d) && c > 0 {
-		// A big integer: keep it exact unless ES6 already is.
-		if !(n == point && string(sd) == string(d)) {
-			if neg {
-				out = append(out, '-')
-			}
-			out = append(out, d...)
-			for i := len(d); i < point; i++ {
-				out = append(out, '0')
-			}
-			return out, nil
-		}
-	} else if point < len(d) && c >= 0 {
-		// A non-integer above 2^53: no float64 holds it (every float64
-		// there is an integer), so float64 would merge it with its
-		// neighbours. Keep its exact digits, with the point.
+	// Keep the exact digits of an integer above 2^53 unless ES6 already
+	// is exact, and of a non-integer above 2^53 (every float64 there is an
+	// integer: float64 would merge it with its neighbours).
+	safe := cmpSafe(d, point)
+	bigInt := point >= len(d) && safe > 0 && !(n == point && string(sd) == string(d))
+	if bigInt || point < len(d) && safe >= 0 {
 		if neg {
 			out = append(out, '-')
 		}
-		out = append(out, d[:point]...)
-		out = append(out, '.')
-		out = append(out, d[point:]...)
-		return out, nil
+		return appendPlain(out, d, point), nil
 	}
 	if f == 0 { // underflow: RFC 8785 writes the float64 zero
 		out = append(out, '0')
@@ -222,17 +207,9 @@ func shortest(buf []byte, f float64) (digits []byte, n int) {
 // position n (value 0.d × 10^n) the way ECMAScript's Number.prototype.toString
 // does (ECMA-262, Number::toString), which RFC 8785 adopts.
 func appendES6(out, d []byte, n int) []byte {
-	k := len(d)
 	switch {
-	case k <= n && n <= 21:
-		out = append(out, d...)
-		for i := k; i < n; i++ {
-			out = append(out, '0')
-		}
 	case 0 < n && n <= 21:
-		out = append(out, d[:n]...)
-		out = append(out, '.')
-		out = append(out, d[n:]...)
+		out = appendPlain(out, d, n)
 	case -6 < n && n <= 0:
 		out = append(out, '0', '.')
 		for i := n; i < 0; i++ {
@@ -241,21 +218,29 @@ func appendES6(out, d []byte, n int) []byte {
 		out = append(out, d...)
 	default:
 		out = append(out, d[0])
-		if k > 1 {
+		if len(d) > 1 {
 			out = append(out, '.')
 			out = append(out, d[1:]...)
 		}
 		out = append(out, 'e')
-		if n-1 >= 0 {
+		if n > 0 {
 			out = append(out, '+')
-		} else {
-			out = append(out, '-')
 		}
-		e := n - 1
-		if e < 0 {
-			e = -e
-		}
-		out = strconv.AppendInt(out, int64(e), 10)
+		out = strconv.AppendInt(out, int64(n-1), 10) // a '-' of its own
 	}
 	return out
+}
+
+// appendPlain writes 0.d × 10^n, n > 0, without an exponent.
+func appendPlain(out, d []byte, n int) []byte {
+	if n >= len(d) {
+		out = append(out, d...)
+		for i := len(d); i < n; i++ {
+			out = append(out, '0')
+		}
+		return out
+	}
+	out = append(out, d[:n]...)
+	out = append(out, '.')
+	return append(out, d[n:]...)
 }

@@ -11,13 +11,11 @@ const (
 // Options sets canonicalization limits. A nil *Options means defaults; each
 // field's zero value is its default.
 type Options struct {
-	// MaxBytes is the largest input accepted, in bytes. Zero (or less) means
-	// DefaultMaxBytes (1 MiB). Longer input fails with ErrTooLarge before
-	// any of it is read.
+	// MaxBytes is the largest input accepted, in bytes; longer input fails
+	// with ErrTooLarge unread. Zero (or less) means DefaultMaxBytes.
 	MaxBytes int
-	// MaxDepth is how deeply arrays and objects may nest: `[]` and `{}` are
-	// depth 1, a scalar is depth 0. Zero (or less) means DefaultMaxDepth (64).
-	// Deeper input fails with ErrTooDeep.
+	// MaxDepth is how deeply arrays and objects may nest (`[]` is depth 1);
+	// deeper fails with ErrTooDeep. Zero (or less) means DefaultMaxDepth.
 	MaxDepth int
 }
 

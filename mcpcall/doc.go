@@ -4,14 +4,11 @@
 // adapters/mcpgo (mark3labs/mcp-go) are thin layers over it, so both place
 // a call, bind it to its caller and word its answer the same way.
 //
-// A Resolver places a call (Resolver.Resolve): the tenant and principal
-// come from authentication (Identity) when the server has it, and a
-// client's session and turn are scoped under the principal. A call is keyed
-// by the client's intent key (MetaKey), else by the session and turn in
-// _meta (MetaSession, MetaTurn), else, as standard hosts send no scope, by
-// a window: identical calls (principal, tool, canonical input) within
-// Window of the first are one intent, and RepeatArgument makes a deliberate
-// repeat a new one.
+// A Resolver places a call (Resolver.Resolve, which lists the rules): by
+// the client's intent key, else by the session and turn in _meta, else,
+// as standard hosts send no scope, by a window: identical calls within
+// Window of the first are one intent, and RepeatArgument makes a
+// deliberate repeat a new one.
 //
 // AnswerOf words a Result (Note, the words telling the model an answer is
 // an earlier call's); HintsOf and EffectOf map effect kinds to MCP tool

@@ -6,16 +6,14 @@ import (
 	"strconv"
 )
 
-// The _meta keys of a tools/call request that place the call. The prefix is
-// reverse DNS notation, as the MCP specification asks of _meta keys (the
-// io.modelcontextprotocol/ prefixes and the like are the protocol's own).
+// The _meta keys of a tools/call request that place the call, prefixed in
+// reverse DNS notation as the MCP specification asks.
 const (
 	// MetaTenant is the customer account the call acts for. A server with
 	// an Identity ignores it.
 	MetaTenant = "io.github.agentonce/tenant"
-	// MetaSession is the application's conversation id. It is not the MCP
-	// transport session id: a client that reconnects gets a new one of
-	// those for the same conversation.
+	// MetaSession is the application's conversation id, not the MCP
+	// transport session id (which a reconnect changes).
 	MetaSession = "io.github.agentonce/session"
 	// MetaTurn is the user's turn: the index or id of the user message that
 	// started the work, the same for every model round-trip it causes.
@@ -74,9 +72,8 @@ func metaString(v any) (string, bool) {
 	return "", false
 }
 
-// bound scopes a client-given name under the principal: the principal is
-// quoted, so no session a client can name reads as another principal's.
-// Without a principal (a trusted client) the name is kept as it is.
+// bound scopes a client-given name under the (quoted) principal, so that
+// no name a client sends reads as another principal's; without one, as is.
 func bound(principal, name string) string {
 	if principal == "" {
 		return name

@@ -154,15 +154,11 @@ func (r *Resolver) Resolve(ctx context.Context, req Request) (Call, error) {
 		}
 		return c, nil
 	case ms.hasSession || ms.hasTurn:
-		if !ms.hasSession || !ms.hasTurn {
-			e := &ScopeError{Tool: req.Tool}
-			if !ms.hasSession {
-				e.Missing = append(e.Missing, MetaSession)
-			}
-			if !ms.hasTurn {
-				e.Missing = append(e.Missing, MetaTurn)
-			}
-			return Call{}, e
+		switch { // one of the two is given
+		case !ms.hasSession:
+			return Call{}, &ScopeError{Tool: req.Tool, Missing: []string{MetaSession}}
+		case !ms.hasTurn:
+			return Call{}, &ScopeError{Tool: req.Tool, Missing: []string{MetaTurn}}
 		}
 		c.Placement = ByScope
 		c.Session, c.Turn = bound(principal, ms.session), ms.turn
@@ -182,8 +178,7 @@ func (r *Resolver) Resolve(ctx context.Context, req Request) (Call, error) {
 	return r.windowed(ctx, c, principal)
 }
 
-// takeRepeat removes RepeatArgument from an object input and returns its
-// value.
+// takeRepeat removes RepeatArgument from an object input; its value.
 func takeRepeat(tool string, args json.RawMessage) (json.RawMessage, string, *ScopeError) {
 	b := bytes.TrimSpace(args)
 	if len(b) == 0 {
@@ -228,11 +223,10 @@ func (r *Resolver) tool(name string) (harness.Tool, bool) {
 	return harness.Tool{}, false
 }
 
-// windowed places a call without scope: the window's identity is the
-// principal, the tool, the canonical input and the discriminator; its
-// first call in this process (or, after a restart, in the journal) within
-// Window names the window; otherwise the current bucket of Window's length
-// does. A call in the bucket after the first call's still finds it.
+// windowed places a call without scope. The window's identity is the
+// principal, tool, canonical input and discriminator; its first call
+// within Window (in this process, or in the journal) names the window,
+// else the current bucket of Window's length does.
 func (r *Resolver) windowed(ctx context.Context, c Call, principal string) (Call, error) {
 	canonical, err := r.canonical(c.Tool, c.Input)
 	if err != nil {
@@ -248,16 +242,16 @@ func (r *Resolver) windowed(ctx context.Context, c Call, principal string) (Call
 	w := int64(r.window)
 	b := now.UnixNano() / w
 	if s.at.IsZero() || now.Sub(s.at) >= r.window {
-		prev, found, err := r.created(ctx, c.Tenant, r.stepKey(b-1, id))
+		prev, found, err := r.created(ctx, c, r.stepKey(b-1, id))
 		if err != nil {
-			return Call{}, fmt.Errorf("agentonce: tool %s: looking for an identical call in the journal: %w", c.Tool, err)
+			return Call{}, err
 		}
 		if found && now.Sub(prev) < r.window {
 			s.bucket, s.at = b-1, prev
 		} else {
-			at, found, err := r.created(ctx, c.Tenant, r.stepKey(b, id))
+			at, found, err := r.created(ctx, c, r.stepKey(b, id))
 			if err != nil {
-				return Call{}, fmt.Errorf("agentonce: tool %s: looking for an identical call in the journal: %w", c.Tool, err)
+				return Call{}, err
 			}
 			if !found {
 				at = now
@@ -281,21 +275,21 @@ func (r *Resolver) stepKey(bucket int64, id string) string {
 	return "mcp window " + r.label(bucket) + " " + id
 }
 
-// created returns when the record of stepKey was created, if there is one.
-func (r *Resolver) created(ctx context.Context, tenant, stepKey string) (time.Time, bool, error) {
+// created returns when the record of c's tenant and stepKey was created,
+// if there is one.
+func (r *Resolver) created(ctx context.Context, c Call, stepKey string) (time.Time, bool, error) {
 	st := r.h.Store()
-	rec, err := st.Get(ctx, keyderive.ExplicitKey(st.Namespace(), tenant, stepKey))
+	rec, err := st.Get(ctx, keyderive.ExplicitKey(st.Namespace(), c.Tenant, stepKey))
 	if errors.Is(err, journal.ErrNotFound) {
 		return time.Time{}, false, nil
 	}
 	if err != nil {
-		return time.Time{}, false, err
+		return time.Time{}, false, fmt.Errorf("agentonce: tool %s: looking for an identical call in the journal: %w", c.Tool, err)
 	}
 	return rec.Created, true, nil
 }
 
-// canonical is the input as the harness keys it: canonical JSON, with the
-// tool's schema defaults and volatile properties applied.
+// canonical is the input as the harness keys it, normalized.
 func (r *Resolver) canonical(tool string, input json.RawMessage) ([]byte, error) {
 	r.mu.Lock()
 	n, ok := r.norms[tool]
@@ -319,8 +313,7 @@ func (r *Resolver) canonical(tool string, input json.RawMessage) ([]byte, error)
 	return n.Normalize(c)
 }
 
-// slot returns the slot of a window identity, making room past maxSlots by
-// dropping those whose window has passed.
+// slot returns a window identity's slot; past maxSlots, passed ones go.
 func (r *Resolver) slot(id string) *slot {
 	r.mu.Lock()
 	defer r.mu.Unlock()

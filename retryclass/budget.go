@@ -10,18 +10,16 @@ import (
 // each field's zero value is its default.
 type BudgetOptions struct {
 	// Ratio is how many retries are allowed per call started, over the
-	// window. Zero means 0.2 (at most 20% extra load on a failing
-	// downstream); negative means 0.
+	// window. Zero means 0.2; negative means 0.
 	Ratio float64
-	// MinPerSecond is a floor of retries always allowed per second, so that
-	// a quiet agent can still retry. Zero means 1; negative means 0.
+	// MinPerSecond is a floor of retries allowed per second. Zero means 1;
+	// negative means 0.
 	MinPerSecond float64
 	// Window is how far back calls and retries are counted. Zero means 10s.
 	Window time.Duration
 }
 
-// budgetSlots is the window's resolution: calls and retries are counted in
-// this many equal slots.
+// budgetSlots is how many equal slots the window counts in.
 const budgetSlots = 10
 
 // Budget limits retries across the calls that share it, after Finagle's
@@ -35,11 +33,9 @@ const budgetSlots = 10
 // counts only failing calls: the budget is then stricter than Ratio says,
 // and the floor is what keeps sparse failures retried.
 //
-// Why a ratio and not a circuit breaker: a breaker also refuses first tries,
-// which the harness must then turn into failures the model sees; a retry
-// budget only removes the retries that multiply load on a failing
-// downstream, and every intent still gets its first try. A Budget is safe
-// for concurrent use; share one per downstream.
+// Unlike a circuit breaker it never refuses a first try, which the model
+// would see as a failure. A Budget is safe for concurrent use; share one
+// per downstream.
 type Budget struct {
 	ratio    float64
 	floor    float64 // retries always allowed per window

@@ -47,8 +47,7 @@ var classNames = [...]string{
 	Canceled:      "canceled",
 }
 
-// String returns the class's stable lower-case name, the one journals
-// store and ParseClass reads.
+// String returns the class's stable name, the one journals store.
 func (c Class) String() string {
 	if int(c) < len(classNames) {
 		return classNames[c]
@@ -66,9 +65,8 @@ func ParseClass(s string) (Class, error) {
 }
 
 // Retryable reports whether a try of class c may be followed by another
-// with the same key: NotExecuted, MaybeExecuted and InFlight. Whether a
-// MaybeExecuted try is actually retried depends on the tool's effect kind,
-// which the caller knows and this package does not.
+// with the same key: NotExecuted, MaybeExecuted and InFlight (a
+// MaybeExecuted try only where the tool's effect kind allows).
 func (c Class) Retryable() bool {
 	return c == NotExecuted || c == MaybeExecuted || c == InFlight
 }

@@ -37,35 +37,20 @@ type retryAfterer interface{ RetryAfter() time.Duration }
 // Verdict.RetryAfter is taken from the first error in the chain with a
 // RetryAfter() time.Duration method (WithRetryAfter) or from a
 // *StatusError, and Verdict.Status from the status found in rule 2.
-func Classify(err error) Verdict {
-	if err == nil {
-		return Verdict{Class: Success}
-	}
-	var f facts
-	f.walk(err)
-	v, definite := f.definite()
-	switch {
-	case definite:
-	case f.canceled:
-		v.Class = Canceled
-	default:
-		v.Class = f.transport()
-	}
-	return v
-}
+func Classify(err error) Verdict { return classify(context.Background(), err, false) }
 
 // ClassifyContext classifies err knowing the caller's context: the one
 // whose end means "stop", as opposed to a timeout the tool set itself.
-//
-// nil is Success even when callerCtx is done: the try finished, and its
-// result must be recorded. A definite answer (a marker or an HTTP status)
-// also wins over callerCtx being done, because it says what the try did;
-// Schedule.Next still stops once callerCtx is done. Otherwise, if callerCtx
-// is done the verdict is Canceled. A context.DeadlineExceeded or
-// context.Canceled while callerCtx is live came from the tool's own
-// timeout or cancellation, after the request may have been sent, and is
-// MaybeExecuted. Everything else is classified as Classify does.
+// nil, a marker and an HTTP status classify as in Classify even when
+// callerCtx is done: they say what the try did. Otherwise a done callerCtx
+// is Canceled, and a context error while callerCtx is live (the tool's own
+// timeout, after the request may have been sent) is MaybeExecuted.
 func ClassifyContext(callerCtx context.Context, err error) Verdict {
+	return classify(callerCtx, err, true)
+}
+
+// classify is ClassifyContext when withCtx, else Classify.
+func classify(callerCtx context.Context, err error, withCtx bool) Verdict {
 	if err == nil {
 		return Verdict{Class: Success}
 	}
@@ -74,9 +59,9 @@ func ClassifyContext(callerCtx context.Context, err error) Verdict {
 	v, definite := f.definite()
 	switch {
 	case definite:
-	case callerCtx != nil && callerCtx.Err() != nil:
+	case withCtx && callerCtx != nil && callerCtx.Err() != nil, !withCtx && f.canceled:
 		v.Class = Canceled
-	case f.canceled || f.deadline:
+	case withCtx && (f.canceled || f.deadline):
 		v.Class = MaybeExecuted
 	default:
 		v.Class = f.transport()
@@ -84,11 +69,9 @@ func ClassifyContext(callerCtx context.Context, err error) Verdict {
 	return v
 }
 
-// facts is what one walk of an error tree finds. Each field holds the
-// first match in the order errors.As visits the tree (pre-order, depth
-// first), so the outermost marker wins. One walk with type switches
-// instead of a dozen errors.As calls: classification runs on every failed
-// try, and errors.As allocates for each target.
+// facts is what one walk of an error tree finds, each field the first
+// match in errors.As order (pre-order, depth first): one walk with type
+// switches instead of a dozen errors.As calls, which allocate.
 type facts struct {
 	marker     *classMarker
 	retryAfter retryAfterer
@@ -159,9 +142,8 @@ func is(err, target error) bool {
 	return ok && x.Is(target)
 }
 
-// definite applies the rules that do not depend on context: markers and
-// statuses. It always fills RetryAfter and Status; definite reports
-// whether v.Class was decided.
+// definite applies the rules that do not depend on context (markers and
+// statuses), always filling RetryAfter and Status.
 func (f *facts) definite() (v Verdict, definite bool) {
 	if f.retryAfter != nil {
 		v.RetryAfter = max(f.retryAfter.RetryAfter(), 0)
@@ -195,12 +177,13 @@ func (f *facts) transport() Class {
 	case f.certificate:
 		return Terminal // the request was never sent; retrying will not fix a certificate
 	}
-	// Everything else may have happened after the request was written:
-	// read and write errors, resets, EOFs, timeouts, unknown errors.
+	// Anything else may have happened after the request was written.
 	return MaybeExecuted
 }
 
 // ClassifyResponse classifies an HTTP response by its status and headers.
+// A nil resp is MaybeExecuted; RetryAfter is read from Retry-After-Ms and
+// Retry-After on any status.
 //
 //	2xx                              Success
 //	408, 425, 429                    NotExecuted (the server did not process it)
@@ -215,16 +198,11 @@ func (f *facts) transport() Class {
 //	anything outside 100–599         MaybeExecuted
 //
 // 503 without Retry-After is MaybeExecuted because a proxy may send it
-// after the origin began the work; a tool whose server is known to send 503
-// only before executing can say so in Policy.Classify. "With Retry-After"
-// means a wait above zero, here and in Classify, so that a response and its
-// ResponseError classify alike (a StatusError cannot tell "Retry-After: 0"
-// from no header). A 417 answers a request that carried Idempotency-Key (or
-// X-Idempotency-Key) as a mismatch: some idempotency middleware (the
-// express-idempotency package, for one) refuses a key re-used with another
-// body with 417 rather than 422. A nil resp is
-// MaybeExecuted. RetryAfter is read from Retry-After-Ms and Retry-After on
-// any status.
+// after the origin began (Policy.Classify can say otherwise). "With
+// Retry-After" means a wait above zero, here and in Classify, so that a
+// response and its ResponseError classify alike. A 417 to a request with
+// Idempotency-Key (or X-Idempotency-Key) is a mismatch: some middleware
+// (express-idempotency, for one) refuses a re-used key so.
 func ClassifyResponse(resp *http.Response) Verdict {
 	if resp == nil {
 		return Verdict{Class: MaybeExecuted}

@@ -2,32 +2,21 @@
 // next: retry with the same key, wait, stop, or hand the error to the model.
 //
 // Classify, ClassifyContext and ClassifyResponse turn an error or an HTTP
-// response into a Verdict: a Class, the wait the server asked for, and the
-// status. A Policy (exponential backoff with jitter, defaults in its
-// Default constants) turns one call's verdicts into waits through a
-// per-call Schedule. The classes are the table of docs/design.md ("Retry
-// classes"); Class.String is the name journals store.
+// response into a Verdict: a Class (the table of docs/design.md, "Retry
+// classes"), the wait the server asked for, and the status. A marker a
+// tool returns (Permanent, MarkNotExecuted, MarkMaybeExecuted, Suppress;
+// the outermost wins) beats an HTTP status, which beats the caller's
+// context, which beats network errors: a 422 that arrives as the caller
+// gives up is still a mismatch. An error nobody recognises is
+// MaybeExecuted: a tool that fails may have done its work first. A class
+// describes one try: once any try of an intent may have executed, the
+// harness never records a later answer as "failed, nothing was done".
 //
-// Precedence: a marker a tool returns (Permanent, MarkNotExecuted,
-// MarkMaybeExecuted, Suppress; the outermost wins) beats an HTTP status
-// (a *StatusError or any error with a StatusCode() int method), which
-// beats the caller's context, which beats network and I/O errors. So a 422
-// that arrives as the caller gives up is still a mismatch. Policy.Classify
-// replaces the whole table.
-//
-// An error nobody recognises is MaybeExecuted: a tool that fails may have
-// done its work first. A class describes one try: once any try of an
-// intent may have executed, the harness never records a later terminal
-// answer as "failed, nothing was done", after a restart too.
-//
-// A Schedule stops at the first of: a class not retryable, MaxAttempts
-// tries (409 polls not counted), MaxElapsed, the InFlightBudget spent on
-// 409s, the caller's context or deadline, the shared Budget spent. A Budget
-// caps retries to one downstream at a ratio of its calls; unlike a circuit
-// breaker it never refuses a first try.
-//
-// docs/retryclass.md is the long form: the class table and each rule's
-// reason.
+// A Policy (exponential backoff with jitter) turns one call's verdicts
+// into waits through a per-call Schedule, which stops at the first limit
+// that Schedule.Next lists. A Budget caps retries to one downstream at a
+// ratio of its calls; unlike a circuit breaker it never refuses a first
+// try. docs/retryclass.md is the long form.
 //
 // # Caveats
 //

@@ -2,8 +2,8 @@ package retryclass
 
 import "time"
 
-// classMarker carries a tool's own verdict on its error. Classify finds the
-// outermost one with errors.As, so the last wrapper a tool adds wins.
+// classMarker carries a tool's own verdict on its error; the outermost
+// wins.
 type classMarker struct {
 	err   error
 	class Class
@@ -26,9 +26,7 @@ func Permanent(err error) error { return mark(err, Terminal) }
 
 // MarkNotExecuted marks err as one that provably did not take effect: Classify
 // reports NotExecuted and the try may be repeated for every effect kind.
-// Mark only what you can prove (the request never left, the server said
-// so). MarkNotExecuted(nil) is nil. (It is not named NotExecuted because
-// that is the Class.)
+// Mark only what you can prove. MarkNotExecuted(nil) is nil.
 func MarkNotExecuted(err error) error { return mark(err, NotExecuted) }
 
 // MarkMaybeExecuted marks err as one after which the effect may have happened:

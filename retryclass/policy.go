@@ -22,13 +22,12 @@ const (
 )
 
 // Policy says how one call retries. A nil *Policy means the defaults, and
-// each field's zero value is its default. A Policy is read, never written,
-// by this package, so one Policy may be shared by many goroutines.
+// each field's zero value is its default. This package never writes a
+// Policy: one may be shared by many goroutines.
 type Policy struct {
-	// MaxAttempts is the number of tries, counting the first (so 1 means no
-	// retry). In-flight polls (InFlight verdicts) do not count: they are
-	// bounded by InFlightBudget. Zero means 5; negative means no limit but
-	// the elapsed budget.
+	// MaxAttempts is the number of tries, counting the first (1 means no
+	// retry); in-flight polls do not count. Zero means 5; negative means no
+	// limit but the elapsed budget.
 	MaxAttempts int
 
 	// MaxElapsed bounds the time from NewSchedule to the start of the last
@@ -40,9 +39,8 @@ type Policy struct {
 	// 500ms; negative means no wait at all (every backoff step is 0).
 	InitialInterval time.Duration
 
-	// MaxInterval caps the backoff wait before jitter (so a jittered wait
-	// may exceed it by the Jitter fraction, as in cenkalti/backoff). Zero
-	// means 5s; a value below InitialInterval is taken as InitialInterval.
+	// MaxInterval caps the backoff wait before jitter. Zero means 5s; a
+	// value below InitialInterval is taken as InitialInterval.
 	MaxInterval time.Duration
 
 	// Multiplier grows the wait after each retry. Zero means 1.5; values
@@ -54,24 +52,20 @@ type Policy struct {
 	// jitter; values above 1 are taken as 1.
 	Jitter float64
 
-	// InFlightBudget is the total time Next will wait across InFlight (409)
-	// verdicts before it stops and the caller suppresses with "in
-	// progress". Zero means 10s; negative means no in-flight waiting.
+	// InFlightBudget is the total time Next waits across InFlight (409)
+	// verdicts before it stops. Zero means 10s; negative means none.
 	InFlightBudget time.Duration
 
-	// MaxRetryAfter caps an honoured Retry-After: a longer request is waited
-	// for only this long. Zero means 10s; negative means Retry-After is
-	// ignored and the backoff wait is used.
+	// MaxRetryAfter caps an honoured Retry-After. Zero means 10s; negative
+	// means Retry-After is ignored for the backoff wait.
 	MaxRetryAfter time.Duration
 
-	// Classify overrides classification for one tool (for example, to treat
-	// a server's 503 as NotExecuted). Nil means ClassifyContext. Policy.Verdict
-	// calls it; Schedule does not.
+	// Classify overrides classification for one tool (a server's 503 as
+	// NotExecuted, say); Policy.Verdict calls it. Nil means ClassifyContext.
 	Classify func(callerCtx context.Context, err error) Verdict
 
-	// Budget, if set, limits retries across every Schedule that shares it,
-	// so that a failing downstream is not hit by a retry storm. Nil means
-	// no shared limit. See Budget.
+	// Budget, if set, limits retries across every Schedule that shares it.
+	// Nil means no shared limit.
 	Budget *Budget
 }
 
@@ -82,15 +76,6 @@ func (p *Policy) Verdict(callerCtx context.Context, err error) Verdict {
 		return p.Classify(callerCtx, err)
 	}
 	return ClassifyContext(callerCtx, err)
-}
-
-// settings is a Policy with every default applied.
-type settings struct {
-	maxAttempts    int // <= 0: unlimited
-	maxElapsed     time.Duration
-	inFlightBudget time.Duration
-	maxRetryAfter  time.Duration // < 0: ignore
-	budget         *Budget
 }
 
 // NewSchedule starts the retry state of one call. Its elapsed-time budget
@@ -115,24 +100,23 @@ func (p *Policy) NewSchedule() *Schedule {
 	b.InitialInterval = max(b.InitialInterval, 0)
 	b.MaxInterval = max(b.MaxInterval, b.InitialInterval)
 	b.Reset()
-	s.set = settings{
-		maxAttempts:    cmp.Or(q.MaxAttempts, DefaultMaxAttempts),
-		maxElapsed:     cmp.Or(q.MaxElapsed, DefaultMaxElapsed),
-		inFlightBudget: cmp.Or(q.InFlightBudget, DefaultInFlightBudget),
-		maxRetryAfter:  cmp.Or(q.MaxRetryAfter, DefaultMaxRetryAfter),
-		budget:         q.Budget,
+	s.set = Policy{
+		MaxAttempts:    cmp.Or(q.MaxAttempts, DefaultMaxAttempts),
+		MaxElapsed:     cmp.Or(q.MaxElapsed, DefaultMaxElapsed),
+		InFlightBudget: cmp.Or(q.InFlightBudget, DefaultInFlightBudget),
+		MaxRetryAfter:  cmp.Or(q.MaxRetryAfter, DefaultMaxRetryAfter),
+		Budget:         q.Budget,
 	}
 	s.start = time.Now()
 	s.tries = 1
-	s.set.budget.request(s.start)
+	s.set.Budget.request(s.start)
 	return s
 }
 
-// Schedule is the retry state of one call: tries made, time elapsed, time
-// spent waiting on in-flight. It is not safe for concurrent use; one call
-// owns it.
+// Schedule is the retry state of one call. It is not safe for concurrent
+// use; one call owns it.
 type Schedule struct {
-	set     settings
+	set     Policy                     // the limits, defaults applied
 	backoff backoff.ExponentialBackOff // by value: one allocation per call, not two
 	start   time.Time
 
@@ -174,20 +158,13 @@ func (r StopReason) String() string {
 }
 
 // Next is called after a failed try classified as v. It returns how long
-// to wait before the next try, or ok=false to stop: v's class is not
-// retryable, MaxAttempts tries were made, the wait would end past
-// MaxElapsed, the in-flight budget is spent, ctx is done, the wait would
-// end at or past ctx's deadline, or the shared Budget is exhausted.
-// StopReason tells which.
+// to wait before the next try, or ok=false to stop at the first limit met
+// (the Stop reasons list them; StopReason tells which).
 //
 // The wait is v.RetryAfter capped at MaxRetryAfter when v carries one,
 // otherwise the next exponential, jittered backoff step. For InFlight the
 // wait is also cut to what is left of the in-flight budget. When ok is true
-// the next try is counted in Tries.
-//
-// Next does not know the tool's effect kind: for MaybeExecuted it answers as
-// for any retryable class, and the caller decides whether the tool may be
-// run again.
+// the next try is counted in Attempts.
 func (s *Schedule) Next(ctx context.Context, v Verdict) (delay time.Duration, ok bool) {
 	if !v.Class.Retryable() {
 		return s.stop(StopClass)
@@ -196,30 +173,30 @@ func (s *Schedule) Next(ctx context.Context, v Verdict) (delay time.Duration, ok
 		return s.stop(StopDeadline)
 	}
 	inFlight := v.Class == InFlight
-	if !inFlight && s.set.maxAttempts > 0 && s.tries-s.inFlightTries >= s.set.maxAttempts {
+	if !inFlight && s.set.MaxAttempts > 0 && s.tries-s.inFlightTries >= s.set.MaxAttempts {
 		return s.stop(StopAttempts)
 	}
 
 	delay = s.backoff.NextBackOff() // advance the sequence even when Retry-After wins
-	if v.RetryAfter > 0 && s.set.maxRetryAfter >= 0 {
-		delay = min(v.RetryAfter, s.set.maxRetryAfter)
+	if v.RetryAfter > 0 && s.set.MaxRetryAfter >= 0 {
+		delay = min(v.RetryAfter, s.set.MaxRetryAfter)
 	}
 	if inFlight {
-		left := s.set.inFlightBudget - s.inFlightWait
-		if s.set.inFlightBudget < 0 || left <= 0 {
+		left := s.set.InFlightBudget - s.inFlightWait
+		if s.set.InFlightBudget < 0 || left <= 0 {
 			return s.stop(StopInFlight)
 		}
 		delay = min(delay, left)
 	}
 
 	now := time.Now()
-	if s.set.maxElapsed > 0 && now.Sub(s.start)+delay > s.set.maxElapsed {
+	if s.set.MaxElapsed > 0 && now.Sub(s.start)+delay > s.set.MaxElapsed {
 		return s.stop(StopElapsed)
 	}
 	if dl, has := ctx.Deadline(); has && !now.Add(delay).Before(dl) {
 		return s.stop(StopDeadline) // the next try could not even start in time
 	}
-	if !s.set.budget.withdraw(now) {
+	if !s.set.Budget.withdraw(now) {
 		return s.stop(StopBudget)
 	}
 
@@ -238,8 +215,7 @@ func (s *Schedule) stop(r StopReason) (time.Duration, bool) {
 }
 
 // Attempts reports how many attempts the schedule has allowed: 1 for the
-// first, plus one for each Next that returned ok. In-flight polls are
-// included.
+// first, plus one for each Next that returned ok (in-flight polls too).
 func (s *Schedule) Attempts() int { return s.tries }
 
 // Elapsed reports the time since NewSchedule.

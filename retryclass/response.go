@@ -94,11 +94,11 @@ func ResponseError(resp *http.Response) error {
 		buf = buf[:n]
 		e.Body = excerpt(buf)
 		var rest io.Reader = resp.Body
+		if err == io.ErrUnexpectedEOF {
+			err = io.EOF
+		}
 		if err != nil { // body ended (or failed) inside the excerpt
 			rest = errReader{err}
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				rest = eofReader{}
-			}
 		}
 		resp.Body = replayBody{Reader: io.MultiReader(bytes.NewReader(buf), rest), Closer: resp.Body}
 	}
@@ -115,10 +115,6 @@ type replayBody struct {
 	io.Reader
 	io.Closer
 }
-
-type eofReader struct{}
-
-func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 type errReader struct{ err error }
 
@@ -141,12 +137,9 @@ func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if isDigits(v) {
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil { // more digits than uint64 holds
-			return math.MaxInt64, true
-		}
-		if s > math.MaxInt64/uint64(time.Second) {
+	if strings.TrimLeft(v, "0123456789") == "" { // delta-seconds (v is not empty)
+		s, err := strconv.ParseUint(v, 10, 64) // fails only past uint64
+		if err != nil || s > math.MaxInt64/uint64(time.Second) {
 			return math.MaxInt64, true
 		}
 		return time.Duration(s) * time.Second, true
@@ -156,15 +149,6 @@ func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return max(t.Sub(now), 0), true
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
 }
 
 func clampDuration(ns float64) time.Duration {

@@ -3,10 +3,9 @@
 // when its own context ends.
 //
 // It does what golang.org/x/sync/singleflight does, for any comparable key
-// and any result type, with context semantics: a caller whose context ends
-// returns at once without cancelling the work for the others, and the
-// work's context is cancelled only when every caller has left. Each result
-// says whether the caller joined a flight someone else started.
+// and result type, with context semantics: a caller whose context ends
+// returns at once, and the work's context is cancelled only when every
+// caller has left.
 //
 // A panic in fn is recovered, and every caller gets the same *[PanicError]
 // (value and stack); nothing re-panics. A [runtime.Goexit] in fn is not
@@ -17,8 +16,7 @@
 // be cancelled, otherwise on a goroutine of its own with a context derived
 // from context.WithoutCancel.
 //
-// docs/singleflight.md is this package's long form; docs/design.md says
-// where the harness relies on it.
+// docs/singleflight.md is the long form.
 //
 // # Caveats
 //

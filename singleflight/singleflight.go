@@ -1,10 +1,7 @@
-// Why fn runs on a goroutine of its own only when the starter's context can
-// be cancelled: a starter that may leave cannot be the goroutine running
-// fn, but the extra goroutine and its allocations cost about seven times
-// x/sync's distinct-key path (BenchmarkDistinct, figures in BENCHMARKS.md),
-// and a context.Background caller can never leave, so it runs fn itself
-// and pays what x/sync pays. Callers that join a flight cost about the
-// same on either path (BenchmarkBurst).
+// fn runs on a goroutine of its own only when the starter's context can be
+// cancelled: a starter that may leave cannot run fn, but the goroutine
+// costs about seven times x/sync's distinct-key path (BenchmarkDistinct in
+// BENCHMARKS.md), and a caller that can never leave need not pay it.
 
 package singleflight
 
@@ -25,16 +22,14 @@ type Group[K comparable, V any] struct {
 
 // flight is one execution of fn for one key.
 type flight[V any] struct {
-	// val and err are written once, before done is closed (or, when fn runs
-	// on the starter's goroutine, before that goroutine reads them), and are
-	// read only after that.
+	// val and err are written once, before done is closed (or the starter
+	// running fn reads them), and read only after that.
 	val    V
 	err    error
 	goexit bool // fn called runtime.Goexit
 
-	// cancel cancels fn's context; nil when fn got the starter's own
-	// context, which cannot be cancelled. Set before fn starts, then only
-	// read.
+	// cancel cancels fn's context; nil when fn got the starter's own.
+	// Set before fn starts, then only read.
 	cancel context.CancelCauseFunc
 
 	// These are guarded by Group.mu.
@@ -50,19 +45,14 @@ type flight[V any] struct {
 // flight and true for every caller that joined it. Once the flight returns
 // the key is free: a later call runs fn again.
 //
-// fn gets the flight's context. It carries the values of the first
-// caller's ctx but not its cancellation: it is cancelled only when every
-// caller waiting on the flight has left, with a cause that matches both
-// [ErrAbandoned] and the last leaver's cause under [errors.Is].
+// fn gets the flight's context: the first caller's values, not its
+// cancellation; it is cancelled only when every caller has left, with a
+// cause that matches both [ErrAbandoned] and the last leaver's cause.
 //
 // A caller whose ctx ends returns at once with [context.Cause](ctx) and the
 // zero V, leaving the flight running for the others. If ctx is already done
-// when Do is called, fn is not run.
-//
-// A panic in fn is recovered and every waiter gets a *[PanicError]. If fn
-// calls [runtime.Goexit], the goroutine of the caller that started the
-// flight exits as well and every joined caller gets [ErrGoexit]. See the
-// package documentation for the whole policy.
+// when Do is called, fn is not run. Panics and [runtime.Goexit] are as the
+// package documentation says.
 func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context) (V, error)) (v V, err error, joined bool) {
 	if ctx.Err() != nil {
 		return v, context.Cause(ctx), false
@@ -82,11 +72,9 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 			return g.wait(ctx, f, true)
 		}
 		g.mu.Unlock()
-		// Nobody wants the running flight any more and its context is
-		// cancelled, so its result is likely an artefact of that
-		// cancellation. Wait for it rather than run fn beside it: a success
-		// is still a success and is shared; a failure is not this caller's,
-		// so it starts a flight of its own.
+		// The running flight is abandoned and its context cancelled. Wait
+		// for it rather than run fn beside it: a success is shared; a
+		// failure is likely the cancellation's, so start a new flight.
 		select {
 		case <-f.done:
 		case <-ctx.Done():
@@ -103,9 +91,8 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 	f := &flight[V]{waiters: 1}
 	g.m[key] = f
 	if ctx.Done() == nil {
-		// The caller can never leave early, so nobody needs fn on another
-		// goroutine and the flight can never be abandoned: run fn here, with
-		// ctx itself (nothing to detach), and save a goroutine and a context.
+		// The caller can never leave early, so the flight can never be
+		// abandoned: run fn here, with ctx itself.
 		g.mu.Unlock()
 		g.run(ctx, key, f, fn)
 		return f.val, f.err, false
@@ -161,11 +148,9 @@ func (g *Group[K, V]) leave(ctx context.Context, f *flight[V]) {
 // key and wakes the waiters.
 func (g *Group[K, V]) run(ctx context.Context, key K, f *flight[V], fn func(context.Context) (V, error)) {
 	returned, recovered := false, false
-	// A deferred function sees no difference between a panic and Goexit
-	// until it tries to recover, and a recovered panic's stack is gone by
-	// then. So the inner function takes the stack and recovers, and this
-	// outer one learns which it was from whether the recovery stopped the
-	// unwinding: after Goexit the code below the inner call never runs.
+	// The inner function recovers a panic (with its stack); the outer one
+	// tells Goexit apart: after Goexit the code below the inner call never
+	// runs.
 	defer func() {
 		if !returned && !recovered {
 			f.err, f.goexit = ErrGoexit, true

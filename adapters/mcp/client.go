@@ -148,6 +148,8 @@ func outputOf(name string, res *sdk.CallToolResult) (json.RawMessage, error) {
 			return nil, retryclass.MarkMaybeExecuted(err)
 		case harness.Suppressed.String():
 			return nil, retryclass.Suppress(err)
+		case harness.AwaitingApproval.String(): // nothing ran; a re-issue asks again once approved
+			return nil, retryclass.MarkNotExecuted(err)
 		default: // failed, rejected, or a server without agentonce
 			return nil, retryclass.Permanent(err)
 		}

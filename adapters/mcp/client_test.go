@@ -182,3 +182,55 @@ func TestAgentToPlainServer(t *testing.T) {
 		t.Errorf("lookup: %v, model reads %q; want the JSON text", look.Status, look.ForModel())
 	}
 }
+
+// An agent calls a tool of an agentonce MCP server that needs approval:
+// the server runs nothing and answers awaiting-approval, which the agent
+// records as not executed (never a failure it would answer forever); once
+// a person approves on the server, the agent's re-issue runs it there,
+// once.
+func TestAgentToServerAwaitingApproval(t *testing.T) {
+	p := newPayments(t, false)
+	tool := chargeTool(p)
+	tool.Approvals = 1
+	f := newFixtureOpts(t, identified(), tool)
+	c := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v0"}, nil)
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: f.url, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: bearer{"tok-alice", http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := agentmcp.ClientTools(context.Background(), cs, &agentmcp.ClientOptions{TrustAnnotations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := agentHarness(t)
+	if err := agent.Register(tools...); err != nil {
+		t.Fatal(err)
+	}
+	call := harness.ToolCall{Tenant: "acme", Session: "conv-5", Turn: "1", Tool: "charge_card", Input: json.RawMessage(`{"amount":700}`)}
+	res := agent.Call(context.Background(), call)
+	if res.OK() || !strings.Contains(res.ForModel(), "approv") || p.charges.Load() != 0 {
+		t.Fatalf("before approval: %v %q, %d charges; want not run, saying it awaits approval", res.Status, res.ForModel(), p.charges.Load())
+	}
+	var waiting []journal.Record
+	for rec, err := range f.h.Store().List(context.Background(), journal.Filter{State: journal.StateAwaiting}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting = append(waiting, rec)
+	}
+	if len(waiting) != 1 {
+		t.Fatalf("server records awaiting approval = %d; want 1", len(waiting))
+	}
+	if _, err := f.h.Store().Resolve(context.Background(), waiting[0].Key, journal.Resolution{State: journal.StatePending,
+		By: "ops", Fingerprint: waiting[0].Fingerprint}); err != nil {
+		t.Fatal(err)
+	}
+	if again := agent.Call(context.Background(), call); !again.OK() || p.charges.Load() != 1 {
+		t.Fatalf("re-issue after approval: %v %v, %d charges; want succeeded, 1", again.Status, again.Err, p.charges.Load())
+	}
+	if again := agent.Call(context.Background(), call); !again.OK() || again.Source != harness.Replayed || p.charges.Load() != 1 {
+		t.Errorf("re-issue after the run: %v %v, %d charges; want replayed, 1", again.Status, again.Source, p.charges.Load())
+	}
+}

@@ -8,17 +8,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/internal/codec"
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// Begin decides what happens to an intent; see Store. It reads in one
-// read transaction: under the key's lock when that is free, else first
-// without it, which answers a live settled record without waiting for the
-// lock.
+// Begin decides what happens to an intent; see Store.
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
 	if err := machine.ValidateBegin(&req); err != nil {
 		return journal.BeginResult{}, err
@@ -33,10 +30,9 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 		return res, nil
 	}
 	if !st.mu.TryLock() {
-		// The key's stripe is busy (a commit may hold it for an fsync): the
-		// replay path, without the lock. When the stripe is free, the read
-		// under the lock below answers a replay as well, and a new intent's
-		// Begin reads in one transaction instead of two.
+		// The stripe is busy (a commit may hold it for an fsync): the
+		// replay path, without the lock. Else the read under the lock
+		// answers a replay too, in one transaction instead of two.
 		if res, ok, err := s.replayFile(req); ok || err != nil {
 			return res, err
 		}
@@ -46,58 +42,52 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	return s.beginLocked(st, &req)
 }
 
-// replayCached answers a replay of a settled record in the cache from it,
-// as replayFile does from the file (a settled record is replaced only under
-// the key's lock, by a durable write, which the cache follows). ok is false
-// when the cache cannot answer: Begin goes on.
+// replayCached answers a replay from the cache, as replayFile does from
+// the file (the cache follows every write). ok is false when it cannot.
 func (s *Store) replayCached(st *stripe, req journal.BeginRequest) (res journal.BeginResult, ok bool) {
 	var hot journal.Record
 	if hit, _, _ := st.cache.cached(req.Key, &hot); hit {
-		now := s.now()
-		if !journal.Expired(&hot, now) {
-			if d := machine.DecideBegin(&hot, &req, now); d.Write == nil && d.Suppress == nil {
-				return d.Result, true
-			}
-		}
+		return s.replayOf(&hot, &req)
 	}
 	return journal.BeginResult{}, false
 }
 
 // replayFile answers a replay from the file without the key's lock. A live
 // settled record in the file is the truth: the overlay only ever holds
-// pending records, and only Retake (decided again under the key's lock)
-// replaces a live settled record. ok is false when the file's record does
-// not answer by itself: Begin goes on under the lock.
+// pending records, and only Retake (decided under the key's lock) replaces
+// a live settled record. ok is false when Begin must go on under the lock.
 func (s *Store) replayFile(req journal.BeginRequest) (res journal.BeginResult, ok bool, err error) {
 	var file journal.Record
 	found, err := s.readFile(req.Key, &file)
-	if err != nil {
+	if err != nil || !found {
 		return journal.BeginResult{}, false, err
 	}
+	res, ok = s.replayOf(&file, &req)
+	return res, ok, nil
+}
+
+// replayOf answers req from r when r is live and settled and the decision
+// writes nothing.
+func (s *Store) replayOf(r *journal.Record, req *journal.BeginRequest) (journal.BeginResult, bool) {
 	now := s.now()
-	if found && file.State.Settled() && !journal.Expired(&file, now) {
-		if d := machine.DecideBegin(&file, &req, now); d.Write == nil && d.Suppress == nil {
-			return d.Result, true, nil
-		}
-		// A Retake or a mismatch to record: decide again under the lock.
+	if !r.State.Settled() || journal.Expired(r, now) {
+		return journal.BeginResult{}, false
 	}
-	return journal.BeginResult{}, false, nil
+	d := machine.DecideBegin(r, req, now)
+	return d.Result, d.Write == nil && d.Suppress == nil
 }
 
 // beginRead is what Begin read and decided under the key's lock.
 type beginRead struct {
-	d   machine.BeginDecision
-	now time.Time
-	// fileNone says that neither the overlay nor the file holds the key
-	// (see overlaid.unfiled).
-	fileNone bool
+	d        machine.BeginDecision
+	now      time.Time
+	fileNone bool            // neither the overlay nor the file holds the key
 	guarded  bool            // the guard was asked with d
 	g        *journal.Record // the guard's answer, if guarded
 }
 
-// beginLocked is Begin under the lock of st, the stripe of req's key: read
-// and decide, lock the suppression's stripe too when the decision places
-// one, ask the guard, and write what the decision says.
+// beginLocked is Begin under the lock of st, req's key's stripe: decide,
+// lock a suppression's stripe too, ask the guard, and write.
 func (s *Store) beginLocked(st *stripe, req *journal.BeginRequest) (journal.BeginResult, error) {
 	var b beginRead
 	if err := s.decideLocked(st, *req, &b); err != nil {
@@ -114,8 +104,11 @@ func (s *Store) beginLocked(st *stripe, req *journal.BeginRequest) (journal.Begi
 	}
 	if b.d.Guard {
 		if !b.guarded {
-			var err error
-			if b.g, err = s.guard(req, b.now); err != nil {
+			err := s.view(func(tx *bbolt.Tx) (err error) {
+				b.g, err = s.guardIn(tx, tx.Bucket(bucketRecords), req, b.now)
+				return err
+			})
+			if err != nil {
 				return journal.BeginResult{}, err
 			}
 		}
@@ -126,9 +119,8 @@ func (s *Store) beginLocked(st *stripe, req *journal.BeginRequest) (journal.Begi
 	return s.beginWrite(st, sst, req, &b)
 }
 
-// decideLocked reads the key's record and decides, and when the decision
-// asks it, asks the guard, all in one read transaction. The key's stripe
-// is locked.
+// decideLocked reads the key's record, decides and, when the decision
+// asks it, asks the guard, in one read transaction.
 func (s *Store) decideLocked(st *stripe, req journal.BeginRequest, b *beginRead) error {
 	var fileRec journal.Record // the file's record: on the stack, like a replay's read
 	return s.view(func(tx *bbolt.Tx) error {
@@ -139,6 +131,9 @@ func (s *Store) decideLocked(st *stripe, req journal.BeginRequest, b *beginRead)
 			cur = o.rec // read only, as in current
 		} else {
 			found, err := s.readIn(recs, req.Key, &fileRec)
+			if err == nil && !found {
+				err = s.recorded(tx, &req)
+			}
 			if err != nil {
 				return err
 			}
@@ -158,10 +153,35 @@ func (s *Store) decideLocked(st *stripe, req journal.BeginRequest, b *beginRead)
 	})
 }
 
-// lockSuppression locks sst, the stripe of the suppression's key, beside
-// st. Stripes are locked in index order, so that two mismatches cannot
-// deadlock: when sst comes first, st is let go and both are taken in
-// order, and the decision is made again once both are held.
+// recorded returns an error wrapping ErrCorrupt when req's key, absent
+// from the records bucket, has a fresh entry or an entry in its session's
+// range of the session index: a damaged key or page must not make a
+// recorded intent look new.
+func (s *Store) recorded(tx *bbolt.Tx, req *journal.BeginRequest) error {
+	key, where := req.Key, ""
+	if s.legacy {
+		return nil
+	} else if tx.Bucket(bucketFresh).Get(key[:]) != nil {
+		where = "the fresh bucket holds its entry"
+	}
+	h := sessionHash(req.Intent.Session)
+	prefix := append([]byte{pfxSession}, h[:]...)
+	c := tx.Bucket(bucketIndex).Cursor()
+	for k, _ := c.Seek(prefix); where == "" && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) == sessionKeyLen && uuid.UUID(k[sessionKeyLen-16:]) == key {
+			where = fmt.Sprintf("the session index holds its entry %x", k)
+		}
+	}
+	if where == "" {
+		return nil
+	}
+	return fmt.Errorf("journal %s: %w: key %s: the records bucket has no record of it, but %s (a damaged key or page; agentctl verify lists damaged records)",
+		s.path, journal.ErrCorrupt, key, where)
+}
+
+// lockSuppression locks sst, the suppression key's stripe, beside st, in
+// index order so that two mismatches cannot deadlock: when sst comes
+// first, st is let go, both are taken, and the decision is made again.
 func (s *Store) lockSuppression(st, sst *stripe, req journal.BeginRequest, b *beginRead) error {
 	if b.d.Suppress.Key[0] >= req.Key[0] {
 		sst.mu.Lock()
@@ -182,8 +202,8 @@ func (s *Store) lockSuppression(st, sst *stripe, req journal.BeginRequest, b *be
 	return nil
 }
 
-// beginWrite records b's decision: the suppression it places, in sst, and
-// the record of req's key, in st. Both stripes are locked.
+// beginWrite records b's decision: the suppression, in sst, and the
+// record of req's key, in st.
 func (s *Store) beginWrite(st, sst *stripe, req *journal.BeginRequest, b *beginRead) (journal.BeginResult, error) {
 	d, now := &b.d, b.now
 	if d.Write == nil && d.Suppress == nil {
@@ -215,22 +235,11 @@ func (s *Store) beginWrite(st, sst *stripe, req *journal.BeginRequest, b *beginR
 	return d.Result, nil
 }
 
-// guard returns a live suppressed record that blocks req, or nil: one
-// read transaction over the guard index's entries for req's tenant,
-// session and tool.
-func (s *Store) guard(req *journal.BeginRequest, now time.Time) (found *journal.Record, err error) {
-	err = s.view(func(tx *bbolt.Tx) error {
-		found, err = s.guardIn(tx, tx.Bucket(bucketRecords), req, now)
-		return err
-	})
-	return found, err
-}
-
-// guardIn is guard within the read transaction tx, whose records bucket
-// recs is already open.
+// guardIn returns a live suppressed record that blocks req, or nil, read
+// in tx, whose records bucket recs is open.
 func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequest, now time.Time) (found *journal.Record, err error) {
-	check := func(v []byte) (bool, error) {
-		r, err := codec.Decode(v)
+	check := func(k, v []byte) (bool, error) {
+		r, err := decodeStored(k, v)
 		if err != nil {
 			return false, err
 		}
@@ -243,7 +252,7 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 	if s.legacy {
 		c := recs.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if ok, err := check(v); ok || err != nil {
+			if ok, err := check(k, v); ok || err != nil {
 				return found, wrapKey(s.path, k, err)
 			}
 		}
@@ -252,20 +261,18 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 	if !s.maySuppress(req.Intent.Tool) {
 		return nil, nil
 	}
-	// The fresh bucket's suppressed records, which the guard index does
-	// not hold yet: read from the bucket in place (a new call's Begin asks
-	// the guard, and finds none there most of the time).
+	// The fresh bucket's suppressed records, not in the guard index yet.
 	if fresh := tx.Bucket(bucketFresh); fresh != nil {
 		c := fresh.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if len(k) != 16 || len(v) != freshValueLen {
-				return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, k, v)
+				return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, clip(k), clip(v))
 			}
 			if journal.State(v[0]) != journal.StateSuppressed {
 				continue
 			}
 			if v := recs.Get(k); v != nil {
-				if ok, err := check(v); ok || err != nil {
+				if ok, err := check(k, v); ok || err != nil {
 					return found, wrapKey(s.path, k, err)
 				}
 			}
@@ -280,7 +287,7 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 			return nil, fmt.Errorf("journal %s: %w", s.path, err)
 		}
 		if v := recs.Get(key[:]); v != nil {
-			if ok, err := check(v); ok || err != nil {
+			if ok, err := check(key[:], v); ok || err != nil {
 				return found, wrapKey(s.path, key[:], err)
 			}
 		}
@@ -288,8 +295,7 @@ func (s *Store) guardIn(tx *bbolt.Tx, recs *bbolt.Bucket, req *journal.BeginRequ
 	return nil, nil
 }
 
-// toolSet is the set of tools that may have a suppressed record in the
-// file (Store.suppressing). It is safe for concurrent use.
+// toolSet is a set of tool names, safe for concurrent use.
 type toolSet struct {
 	mu sync.Mutex
 	m  map[string]struct{} // guarded by mu
@@ -314,9 +320,7 @@ func (t *toolSet) has(tool string) bool {
 }
 
 // loadSuppressing fills s.suppressing from the counters at open: each tool
-// whose counters count a suppressed record, or do not decode. Counters are
-// one entry a tool, not a record, so this costs the same at ten records
-// and at ten million.
+// whose counters count a suppressed record, or do not decode.
 func (s *Store) loadSuppressing() error {
 	return s.view(func(tx *bbolt.Tx) error {
 		counts := tx.Bucket(bucketCounts)
@@ -337,14 +341,9 @@ func (s *Store) loadSuppressing() error {
 }
 
 // maySuppress reports whether the file may hold a suppressed record of
-// tool. When it cannot, no record can block a Begin of that tool
-// (journal's guard asks for a suppressed record of the same tool), and the
-// guard reads nothing: a new call's Begin reads its record and nothing
-// else. The answer is from memory (s.suppressing), which says yes at
-// least whenever the counters would: it is filled from them at open and
-// every write of a suppressed record adds its tool before its transaction
-// commits, so a read transaction that sees the record finds the tool in
-// the set. A tool stays in the set until the store is reopened, even once
-// its suppressed records are gone; its guard then reads the fresh entries
-// and the index, as it would if the set said yes by mistake.
+// tool; when it cannot, the guard (which asks for a suppressed record of
+// the same tool) reads nothing. The set says yes at least whenever the
+// counters would: it is filled from them at open, and a write of a
+// suppressed record adds its tool before its transaction commits. A tool
+// stays in it until the store is reopened, which costs only reads.
 func (s *Store) maySuppress(tool string) bool { return s.suppressing.has(tool) }

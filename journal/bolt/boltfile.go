@@ -1,8 +1,6 @@
-// Reading bbolt's meta pages ourselves, before bbolt maps the file. bbolt
-// trusts the file's length and its freelist page, and faults or panics
-// when a truncated file's pages are missing or the freelist page is
-// damaged, some of it inside bbolt.Open; checking them against the newest
-// valid meta page first keeps such a journal a plain ErrCorrupt.
+// Reading bbolt's meta pages ourselves, before bbolt maps the file: bbolt
+// trusts the file's length and its freelist page, and faults or panics,
+// some of it inside bbolt.Open, when they are wrong.
 
 package bolt
 
@@ -63,12 +61,9 @@ func parseBoltMeta(b []byte) (boltMeta, bool) {
 }
 
 // openBolt opens path with bbolt after checkBoltFile, and turns a panic
-// or a fault inside bbolt.Open into ErrCorrupt. bbolt maps the file before
-// it reads the pages that can panic, and its mapping keeps the file's lock
-// after the file is closed, so the lock is released by hand first: without
-// that, every later open of the file in this process would be refused as
-// in use by another process. A panic after bbolt.Open returns is the
-// caller's to recover (it has the DB to close).
+// or a fault inside bbolt.Open into ErrCorrupt, releasing the file's lock
+// by hand (bbolt's mapping keeps it): else every later open in this
+// process would be refused as in use.
 func openBolt(path string, bo *bbolt.Options) (db *bbolt.DB, err error) {
 	if err := checkBoltFile(path, !bo.ReadOnly && !testSkipFileCheck); err != nil {
 		return nil, err
@@ -97,16 +92,14 @@ func openBolt(path string, bo *bbolt.Options) (db *bbolt.DB, err error) {
 	return db, nil
 }
 
-// testSkipFileCheck turns checkBoltFile's freelist check off, so that a
-// test reaches the panic inside bbolt.Open that the check prevents.
+// testSkipFileCheck turns the freelist check off, for a test of the panic
+// inside bbolt.Open that it prevents.
 var testSkipFileCheck bool
 
 // checkBoltFile refuses a file shorter than its newest valid meta page
 // says it is and, with freelist, a file whose freelist page (which bbolt
-// reads when it opens a file for writing) is not one. bbolt maps such a
-// file and faults or panics reading it, some of it inside bbolt.Open;
-// reading the meta pages first keeps a damaged journal a plain error.
-// Files without a valid meta page are left to bbolt.Open.
+// reads when it opens a file for writing) is not one. Files without a
+// valid meta page are left to bbolt.Open.
 func checkBoltFile(path string, freelist bool) error {
 	f, err := os.Open(path)
 	if err != nil {

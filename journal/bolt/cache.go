@@ -9,30 +9,17 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
-// The settled-record cache: a replay (Get, and Begin on a busy key) of a
-// record this process has written or read is answered from memory, without
-// a read transaction or a decode. Only settled records are kept (a pending
-// one's lease is judged at each read, see endStale), only small ones
-// (cacheMaxBytes), and at most cacheStripeRecords per stripe.
+// The settled-record cache: a replay of a small settled record this
+// process has written or read is answered from memory.
 //
-// Coherence. Every write of a record goes through indexPut or indexDelete
-// inside a transaction of writeTx (bbolt runs one at a time). Each such
-// write first drops the key and counts itself in flight on the key's stripe;
-// once its transaction is over (committed or not), the write is counted out
-// and the stripe's generation moves. A reader that missed fills the cache
-// only if, from before its read transaction to after it, no write touched
-// the stripe (same generation, none in flight): what it read is then still
-// the file's. A committed write puts its record in itself only when it is
-// the newest on the stripe: no later transaction touches the stripe (it is
-// the only one in flight there) and none later has been counted out (seq).
-// (Two transactions writing one key never overlap today — a decision holds
-// the key's stripe, and the commit loop runs one group at a time — so the
-// seq rule is a second line, not the first.)
-// The file's lock keeps every other process out while the store is open,
-// so the file changes only through these writes.
-//
-// A cached record's checksum was checked when it was read or encoded;
-// docs/journal.md, "The bbolt file", says what a replay answers after.
+// Coherence. Every record write (indexPut, indexDelete, inside writeTx)
+// first drops the key and counts itself in flight on the key's stripe; once
+// its transaction is over it is counted out and the stripe's generation
+// moves. A reader that missed fills the cache only if no write touched the
+// stripe from before its read to after it. A committed write puts its
+// record in only when it is the newest on the stripe (seq). The file's
+// lock keeps other processes out, so the file changes only through these
+// writes. A cached record's checksum was checked when read or encoded.
 
 const (
 	// cacheStripeRecords bounds each stripe's cache: 256 stripes keep at
@@ -57,39 +44,33 @@ type recordCache struct {
 	gen      uint64
 	inflight int
 	seq      uint64
-	// ghosts are the keys of the stripe's last misses: a record is filled
-	// from a read only at its second miss, so that reads spread over more
-	// keys than the cache holds pay no copy for it. Guarded by mu.
+	// ghosts are the keys of the stripe's last misses: a read fills only at
+	// a key's second miss, so scattered reads pay no copy. Guarded by mu.
 	ghosts [4]uuid.UUID
 	ghost  uint8
 }
 
-// touch is one record write of a transaction: the record's encoding
-// written (nil for a delete) under key. The encoding is the caller's and
-// stays as it is until writeTx returns.
+// touch is one record write of a transaction: the encoding written under
+// key (nil for a delete), unchanged until writeTx returns.
 type touch struct {
 	key uuid.UUID
 	enc []byte
 }
 
 // txTouches collects the record writes of the write transaction in
-// progress. bbolt runs one write transaction at a time, so the one
-// collector in use is set by writeTx and read by indexPut and indexDelete
-// within that transaction.
+// progress: set by writeTx (bbolt runs one at a time), read by indexPut and
+// indexDelete.
 type txTouches struct {
 	seq   uint64
 	items []touch
-	// arena holds the values that the transaction's Puts hand to bbolt
-	// (bytes): emptied, not freed, when the transaction is over.
+	// arena holds the values the transaction's Puts hand to bbolt (bytes).
 	arena []byte
 }
 
 // bytes returns an empty slice with room for n bytes, for a value that a
-// Put of t's transaction hands to bbolt, which keeps it (without a copy)
-// until the transaction is over: carved from one buffer that the next
-// transaction reuses, where each value was an allocation. A value that
-// outgrows its n is moved by append, which is as safe. A nil t (a write
-// outside writeTx: create, migrate, a test's) allocates.
+// Put of t's transaction hands to bbolt, which keeps it uncopied until the
+// transaction is over: carved from one buffer that the next transaction
+// reuses. A nil t (a write outside writeTx) allocates.
 func (t *txTouches) bytes(n int) []byte {
 	if t == nil {
 		return make([]byte, 0, n)
@@ -103,13 +84,12 @@ func (t *txTouches) bytes(n int) []byte {
 	return t.arena[at : at : at+n]
 }
 
-// arenaSize is the size of a transaction's buffer of values: a flush of
-// the fresh bucket (the largest common write) takes about 2 KiB.
+// arenaSize is a transaction's buffer of values: a fresh bucket's flush,
+// the largest common write, takes about 2 KiB.
 const arenaSize = 4 << 10
 
-// cached returns a copy of the cache's record for key into dst, or false,
-// with the generation a reader's fill must find unchanged and whether it
-// may fill (no write in flight, and key missed before).
+// cached copies the cache's record for key into dst, or reports a miss
+// with the generation a fill must find unchanged and whether it may fill.
 func (c *recordCache) cached(key uuid.UUID, dst *journal.Record) (hit bool, gen uint64, fill bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -127,8 +107,7 @@ func (c *recordCache) cached(key uuid.UUID, dst *journal.Record) (hit bool, gen 
 	return false, c.gen, false
 }
 
-// fill keeps r, read from the file by a reader that found generation gen
-// and no write in flight before its read, if that is still so.
+// fill keeps r, read from the file at generation gen, if that still holds.
 func (c *recordCache) fill(r *journal.Record, gen uint64) {
 	if !cacheable(r) {
 		return
@@ -149,9 +128,8 @@ func (c *recordCache) begin(key uuid.UUID) {
 }
 
 // end counts out a write of transaction seq to key; the record encoded as
-// enc, when the transaction committed it, is put in if it is the newest on
-// the stripe. It is put in as a read of the file would give it: decoded
-// from what was written.
+// enc, when committed and the newest on the stripe, is put in, decoded as
+// a read of the file would give it.
 func (c *recordCache) end(key uuid.UUID, enc []byte, seq uint64, committed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -175,8 +153,7 @@ func (c *recordCache) put(r *journal.Record) {
 	c.keep(cp)
 }
 
-// keep keeps r itself, which nothing else refers to, making room if the
-// stripe is full. c.mu is held.
+// keep keeps r itself, making room if the stripe is full. c.mu is held.
 func (c *recordCache) keep(r *journal.Record) {
 	if c.m == nil {
 		c.m = make(map[uuid.UUID]*journal.Record, cacheStripeRecords)
@@ -202,8 +179,7 @@ func cacheable(r *journal.Record) bool {
 	return n <= cacheMaxBytes
 }
 
-// copyRecord sets dst to a copy of src that shares no mutable memory with
-// it: the caller may change the slices it gets.
+// copyRecord sets dst to a copy of src that shares no mutable memory.
 func copyRecord(dst, src *journal.Record) {
 	*dst = *src
 	if src.Input != nil || src.Output != nil {
@@ -229,8 +205,7 @@ func copyRecord(dst, src *journal.Record) {
 	}
 }
 
-// touched is called by indexPut (enc, the record's encoding) and
-// indexDelete (nil) for each record write.
+// touched records a write of key (enc nil: a delete) for the cache.
 func (s *Store) touched(key uuid.UUID, enc []byte) {
 	t := s.touches
 	if t == nil { // a write outside writeTx: only create, before any read

@@ -1,8 +1,6 @@
-// The store's clock, by which expiry, leases and settle windows are judged:
-// a line drawn through a monotonic clock, kept in meta so that an open in
-// the same boot carries on along it, so that a jump of the wall clock
-// moves nothing. docs/journal.md, "Clocks", has the rules and what a jump
-// can still do.
+// The store's clock: a line drawn through a monotonic clock, kept in meta
+// so that an open in the same boot carries on along it and a jump of the
+// wall clock moves nothing. docs/journal.md, "Clocks", has the rules.
 
 package bolt
 
@@ -20,20 +18,17 @@ import (
 )
 
 var (
-	// metaClock is the store's time line: the monotonic clock's epoch (16
-	// bytes), a reading of it and the store's time then (Unix nanoseconds,
-	// 8 bytes each, big-endian).
+	// metaClock is the store's time line: the monotonic clock's epoch, a
+	// reading of it and the store's time then (16, 8 and 8 bytes).
 	metaClock = []byte("clock")
 	// metaHighWater is the store's time at the last Close (8 bytes).
 	metaHighWater = []byte("high-water")
 )
 
-// storeClock is the store's clock. Its fields are set by Open and read
-// only afterwards.
+// storeClock is the store's clock, set by Open and only read afterwards.
 type storeClock struct {
 	wall func() time.Time
-	// mono is the monotonic clock; nil: wall alone is the clock (a test's
-	// fake, journal.Options.Now without Monotonic).
+	// mono is the monotonic clock; nil: wall alone is the clock.
 	mono     func() (uuid.UUID, time.Duration)
 	base     time.Time     // the store's time at baseMono
 	baseMono time.Duration // a reading of mono
@@ -49,8 +44,7 @@ func (c *storeClock) now() time.Time {
 }
 
 // startClock draws the store's time line at open and returns the store's
-// time then. A writer records a new line in meta with its first write; a
-// reader writes nothing.
+// time then.
 func (s *Store) startClock() (time.Time, error) {
 	c := &s.clock
 	if c.mono == nil {
@@ -61,15 +55,16 @@ func (s *Store) startClock() (time.Time, error) {
 	var high int64
 	err := s.view(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		line = bytes.Clone(meta.Get(metaClock))
+		if v := meta.Get(metaClock); len(v) == 32 { // (a damaged page can make it gigabytes)
+			line = bytes.Clone(v)
+		}
 		if v := meta.Get(metaHighWater); len(v) == 8 {
 			high = int64(binary.BigEndian.Uint64(v))
 		}
 		if s.legacy {
 			return nil
 		}
-		// The newest record's creation, which a crashed process left no
-		// high-water mark above.
+		// The newest record's creation: a crash leaves no high-water mark.
 		k := lastBelow(tx.Bucket(bucketIndex).Cursor(), pfxTime+1)
 		if len(k) == 25 && k[0] == pfxTime {
 			high = max(high, readTime(k[1:9]))
@@ -93,16 +88,12 @@ func (s *Store) startClock() (time.Time, error) {
 	}
 	if !onLine {
 		// A new epoch (a reboot): the wall clock, but never below what
-		// the journal already holds. Within an epoch the line is above
-		// every time its processes wrote, and an imported record's times
-		// do not move it.
+		// the journal already holds.
 		base = max(c.wall().UnixNano(), high+1)
 	}
 	c.base, c.baseMono = time.Unix(0, base).UTC(), m
 	if !onLine && !s.readOnly {
-		// Written with the first write (writeTx), not by the open: an open
-		// writes nothing, and every record this process makes durable is
-		// committed with the line that its times are on.
+		// Written with the first write (writeTx): an open writes nothing.
 		v := make([]byte, 0, 32)
 		v = append(v, epoch[:]...)
 		v = binary.BigEndian.AppendUint64(v, uint64(m))
@@ -113,23 +104,18 @@ func (s *Store) startClock() (time.Time, error) {
 }
 
 // highWater records the store's time as the journal's high-water mark in
-// tx: Close's last write.
+// tx: Close's last write, on a monotonic clock.
 func (s *Store) highWater(tx *bbolt.Tx) error {
-	if s.clock.mono == nil {
-		return nil
-	}
 	return tx.Bucket(bucketMeta).Put(metaHighWater, binary.BigEndian.AppendUint64(nil, uint64(s.clock.now().UnixNano())))
 }
 
 // hostClock is the host's monotonic clock, read once per process: the
-// boot's id and the time since boot (suspensions included) where the
-// system says them, else an epoch of the process's own. Within the
-// process it moves with Go's monotonic clock.
+// boot's id and the time since boot where the system says them, else an
+// epoch of the process's own; it then moves with Go's monotonic clock.
 var hostClock = sync.OnceValue(newHostMono)
 
-// newHostMono reads the boot clock, then Go's clock: a reading of the
-// result is thus never ahead of the boot clock, so a process started after
-// another's reading reads a later boot time.
+// newHostMono reads the boot clock, then Go's: a reading is never ahead of
+// the boot clock, so a later process reads a later boot time.
 func newHostMono() *hostMono {
 	h := &hostMono{}
 	if id, up, ok := bootClock(); ok {
@@ -178,7 +164,6 @@ func bootClock() (id uuid.UUID, up time.Duration, ok bool) {
 		return uuid.Nil, 0, false
 	}
 	// Rounded up by the file's resolution (10 ms), where CLOCK_BOOTTIME
-	// cannot be read: a reading may then be behind another process's by
-	// up to that much.
+	// cannot be read.
 	return id, time.Duration(f*float64(time.Second)) + 10*time.Millisecond, true
 }

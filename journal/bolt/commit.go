@@ -13,23 +13,18 @@ import (
 )
 
 // defaultMaxBatch is the group-commit size when Options.MaxBatchSize is
-// zero: more writers than a machine usually runs at once.
+// zero.
 const defaultMaxBatch = 256
 
 // writeOp is one write waiting for a group commit. fn must be safe to run
-// more than once: when a group's transaction fails, each op of the group is
-// run again alone, so that one bad write does not fail its neighbours.
+// twice: a failed group's ops are run again one by one.
 type writeOp struct {
-	// fn is the write; when nil, the write is indexPut of rec, encoded as
-	// enc (a record's write, without a closure to allocate), with unfiled.
+	// fn is the write; nil means indexPut of rec, encoded as enc, with
+	// unfiled (a record's write, without a closure to allocate).
 	fn      func(tx *bbolt.Tx) error
 	rec     *journal.Record
 	enc     []byte
 	unfiled bool
-	// after, if not nil, runs once fn's transaction committed, before the
-	// next group commits: the in-memory index follows the file in commit
-	// order.
-	after func()
 	// done receives the op's result, or errLead when the op's writer is to
 	// commit the next group itself.
 	done chan error
@@ -41,8 +36,8 @@ var errLead = errors.New("lead the next group commit")
 // touchPool recycles the write transactions' collectors of touched keys.
 var touchPool = sync.Pool{New: func() any { return new(txTouches) }}
 
-// ops recycles writeOps and their channels: an op is back in the pool only
-// once its writer has its answer, and by then no committer holds it.
+// ops recycles writeOps and their channels, once their writer has its
+// answer.
 var ops = sync.Pool{New: func() any { return &writeOp{done: make(chan error, 1)} }}
 
 func (s *Store) apply(op *writeOp, tx *bbolt.Tx) error {
@@ -53,19 +48,15 @@ func (s *Store) apply(op *writeOp, tx *bbolt.Tx) error {
 }
 
 // commit runs fn in a write transaction shared with the writes queued
-// beside it, then after, and returns once that transaction is durable.
+// beside it, and returns once that transaction is durable.
 //
-// Group commit without a goroutine of its own: a writer that finds no
-// commit running commits the queue itself (so a lone writer pays no
-// hand-off and waits for no timer); writers that arrive meanwhile queue up,
-// and when the group is done the first of them is told to commit the next
-// group, which then holds every write that arrived during the previous
-// fsync. The group size so follows the concurrency, up to
-// Options.MaxBatchSize; Options.MaxBatchDelay makes each committer wait that
-// long for more writers first.
-func (s *Store) commit(fn func(tx *bbolt.Tx) error, after func()) error {
+// Group commit without a goroutine: a writer that finds no commit running
+// commits the queue itself; writers that arrive meanwhile queue up, and the
+// first of them then commits the next group, which holds every write that
+// arrived during the previous fsync.
+func (s *Store) commit(fn func(tx *bbolt.Tx) error) error {
 	op := ops.Get().(*writeOp)
-	op.fn, op.after = fn, after
+	op.fn = fn
 	return s.enqueue(op)
 }
 
@@ -96,16 +87,16 @@ func (s *Store) lead(op *writeOp) error {
 			return err
 		}
 	}
-	if s.delay > 0 {
+	if s.opts.MaxBatchDelay > 0 {
 		s.cmu.Lock()
-		short := len(s.queue) < s.maxBatch
+		short := len(s.queue) < s.opts.MaxBatchSize
 		s.cmu.Unlock()
 		if short {
-			time.Sleep(s.delay)
+			time.Sleep(s.opts.MaxBatchDelay)
 		}
 	}
 	s.cmu.Lock()
-	n := min(len(s.queue), s.maxBatch)
+	n := min(len(s.queue), s.opts.MaxBatchSize)
 	// Only the leader uses s.batch, and it is done with it before it hands
 	// the lead on.
 	batch := append(s.batch[:0], s.queue[:n]...)
@@ -141,35 +132,26 @@ func (s *Store) run(batch []*writeOp) {
 	if err != nil && len(batch) > 1 {
 		for _, op := range batch {
 			// A group whose commit failed late (bbolt's last fdatasync)
-			// may have reached the file: what a writer knew of the file
-			// before it no longer holds.
+			// may have reached the file: unfiled no longer holds.
 			op.unfiled = false
-			err := s.writeTx(func(tx *bbolt.Tx) error { return s.apply(op, tx) })
-			if err == nil && op.after != nil {
-				op.after()
-			}
-			op.done <- err
+			op.done <- s.writeTx(func(tx *bbolt.Tx) error { return s.apply(op, tx) })
 		}
 		return
 	}
 	for _, op := range batch {
-		if err == nil && op.after != nil {
-			op.after()
-		}
 		op.done <- err
 	}
 }
 
-// writeTx runs fn in a write transaction, turning a panic of bbolt on a
-// damaged page into ErrCorrupt (bbolt rolls the transaction back).
+// writeTx runs fn in a write transaction; a panic on a damaged page is
+// ErrCorrupt, and bbolt rolls the transaction back.
 func (s *Store) writeTx(fn func(tx *bbolt.Tx) error) (err error) {
 	t := touchPool.Get().(*txTouches)
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("journal %s: %w: %v", s.path, journal.ErrCorrupt, p)
 		}
-		// The cache learns of the transaction's writes once it is over
-		// (cache.go), committed or not.
+		// The cache learns of the transaction's writes once it is over.
 		s.settle(t, err == nil)
 		clear(t.items)
 		t.items = t.items[:0]

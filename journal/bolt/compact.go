@@ -17,17 +17,15 @@ import (
 const compactTxRecords = 10000
 
 // Compact copies the journal at srcPath into a new file at dstPath, which
-// must not exist, leaving out the free pages that bbolt never gives back:
-// a journal's file keeps its largest size even after GC removed most of its
-// records. The copy has the same namespace and records. progress, if not
-// nil, is called after each transaction with the records copied so far and
-// the total.
+// must not exist, leaving out the free pages that bbolt never gives back
+// (a file keeps its largest size after GC). The copy has the same
+// namespace and records. progress, if not nil, is called after each
+// transaction with the records copied so far and the total.
 //
-// The source is opened read-only (so a process holding it for writing makes
-// Compact fail with ErrInUse), and checked like Open checks it. On any
-// error the partial copy is removed. To compact a journal in place, compact
-// it to a new path and rename that over the old one while nothing has it
-// open.
+// The source is opened read-only (a process holding it for writing makes
+// Compact fail with ErrInUse) and checked like Open checks it. On any
+// error the partial copy is removed. To compact in place, rename the copy
+// over the journal while nothing has it open.
 func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, total int64)) (err error) {
 	src, err := Open(srcPath, &Options{Journal: journal.Options{ReadOnly: true}})
 	if err != nil {
@@ -43,7 +41,7 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("compact journal: %w", err)
 	}
-	dst, err := bbolt.Open(dstPath, 0o600, &bbolt.Options{Timeout: src.lockTimeout(), NoSync: true, FreelistType: bbolt.FreelistMapType})
+	dst, err := bbolt.Open(dstPath, 0o600, &bbolt.Options{Timeout: src.opts.LockTimeout, NoSync: true, FreelistType: bbolt.FreelistMapType})
 	if err != nil {
 		return openError(dstPath, err)
 	}
@@ -65,10 +63,8 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 			if err != nil {
 				return err
 			}
-			// The layout-1 session index is not copied: it is dropped by
-			// the migration that the copy's first writer runs, as the
-			// source's would have been. The layout-2 index is copied
-			// below, with the records.
+			// Not the layout-1 session index: the copy's first writer's
+			// migration drops it, as the source's would have.
 			err = stx.Bucket(bucketMeta).ForEach(func(k, v []byte) error {
 				if bytes.Equal(k, metaSessionsClean) {
 					return nil
@@ -120,32 +116,27 @@ func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, t
 // compactTxRecords entries; each runs after every entry and batch after
 // every transaction.
 func copyBucket(ctx context.Context, dst *bbolt.DB, stx *bbolt.Tx, name []byte, each, batch func()) error {
-	{
-		c := stx.Bucket(name).Cursor()
-		k, v := c.First()
-		for k != nil {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			err := dst.Update(func(dtx *bbolt.Tx) error {
-				recs := dtx.Bucket(name)
-				// Keys come in order: let pages fill up instead of
-				// splitting half-empty.
-				recs.FillPercent = 1.0
-				for n := 0; k != nil && n < compactTxRecords; n++ {
-					if err := recs.Put(k, v); err != nil {
-						return err
-					}
-					each()
-					k, v = c.Next()
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			batch()
+	c := stx.Bucket(name).Cursor()
+	for k, v := c.First(); k != nil; {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		return nil
+		err := dst.Update(func(dtx *bbolt.Tx) error {
+			b := dtx.Bucket(name)
+			b.FillPercent = 1.0 // keys come in order: fill pages up
+			for n := 0; k != nil && n < compactTxRecords; n++ {
+				if err := b.Put(k, v); err != nil {
+					return err
+				}
+				each()
+				k, v = c.Next()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		batch()
 	}
+	return nil
 }

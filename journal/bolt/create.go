@@ -1,6 +1,5 @@
-// Creating a journal so that a crash or a power cut during the creation
-// leaves either no journal or a whole one, never a file that the next open
-// must refuse.
+// Creating a journal so that a crash or a power cut leaves either no
+// journal or a whole one.
 
 package bolt
 
@@ -19,17 +18,11 @@ import (
 )
 
 // createBolt makes a new journal at path, unless a file is there already:
-// it builds the journal in a temporary file beside path, syncs it, and
-// hard-links it to path, which fails if another process created the
-// journal meanwhile (then that one is the journal, and this one is
-// dropped). bbolt creating the file in place would leave, after a power
-// cut at its first sync, an empty or a half-written file at path, which
-// Open refuses as corrupt: a journal truncated to nothing must not
-// come back as a new one. On a file system without hard links it reports
-// errNoLink, and Open lets bbolt create the file in place.
-//
-// A cut before the link leaves the temporary file (path.creating-*),
-// which holds no record: the next creation removes it.
+// built in a temporary file beside path, synced, and hard-linked to path,
+// which fails if another process created the journal meanwhile. (bbolt
+// creating it in place could leave, after a power cut, a file Open
+// refuses.) Without hard links it reports errNoLink, and Open lets bbolt
+// create the file. A cut leaves path.creating-*, which the next removes.
 func createBolt(path string, ns uuid.UUID) error {
 	if _, err := os.Lstat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return nil // there, or Open says what is wrong
@@ -67,9 +60,8 @@ func createBolt(path string, ns uuid.UUID) error {
 	return syncDir(dir)
 }
 
-// staleCreation is how old a temporary file of a creation must be before
-// another creation removes it: building a journal takes milliseconds, so
-// one that old was left by a process that died.
+// staleCreation is how old a creation's temporary file must be before
+// another creation removes it: building a journal takes milliseconds.
 const staleCreation = 10 * time.Minute
 
 // removeStaleCreations removes the temporary files that creations of the

@@ -1,24 +1,11 @@
 package bolt
 
-// The effect in the outcome's transaction: CompleteWith runs a caller's
-// effect inside the bbolt write transaction that fences the token and
-// records the succeeded outcome, so the effect's writes (to buckets of its
-// own in the journal's file) and the outcome commit together, in one
-// bbolt transaction, or neither does.
-//
-// Locks, in the order every write takes them: the key's stripe, then
-// bbolt's single writer lock (db.Update; never db.Batch, which may run a
-// function twice). Both are held while the effect runs. Holding the stripe
-// is what makes the fence hold until the commit: no Begin of the key in
-// this process can take the intent over meanwhile, even once its lease has
-// run out (another process cannot: it cannot open the file). A Renew of the
-// key waits on the stripe and is then fenced by the recorded outcome, which
-// is harmless; Close waits for the call, like any other.
-//
-// A crash during the effect loses the uncommitted transaction whole: the
-// next open finds the record pending as the last commit (or the pending
-// log) left it, its lease ended at the open, and none of the effect's
-// writes.
+// The effect in the outcome's transaction (CompleteWith). Locks, in the
+// order every write takes them: the key's stripe, then bbolt's writer lock
+// (db.Update; never db.Batch, which may run a function twice), both held
+// while the effect runs. Holding the stripe makes the fence hold until the
+// commit: no Begin of the key can take the intent over meanwhile, even
+// once its lease has run out. A Renew of the key waits, then is fenced.
 
 import (
 	"bytes"
@@ -40,8 +27,7 @@ type txCtxKey struct{}
 
 // TxFrom returns the write transaction that CompleteWith runs an effect in,
 // from the effect's context; ok is false outside such an effect. The
-// effect writes to buckets of its own through it and must not commit or
-// roll it back (bbolt panics: the transaction is managed).
+// effect must not commit or roll it back.
 func TxFrom(ctx context.Context) (tx *bbolt.Tx, ok bool) {
 	tx, ok = ctx.Value(txCtxKey{}).(*bbolt.Tx)
 	return tx, ok
@@ -70,18 +56,17 @@ var journalBuckets = [...][]byte{bucketMeta, bucketRecords, bucketIndex, bucketC
 
 // CompleteWith runs effect inside the write transaction that records the
 // intent of key as succeeded with effect's output: both commit, durably,
-// or neither does. It is the effect-in-the-outcome's-transaction
-// capability the harness and the idempotency middleware (Options.InTx)
-// look for on a store; effect finds the transaction with TxFrom.
+// or neither does. The harness and the idempotency middleware
+// (Options.InTx) look for this capability on a store; effect finds the
+// transaction with TxFrom.
 //
 // It first checks the fence (journal.ErrNotFound, journal.ErrFenced), so
 // a stale owner never runs the effect. If effect returns an error, the
-// transaction is rolled back, nothing is recorded and the error is
-// returned as is: the effect provably did not happen. If effect panics,
-// the transaction is rolled back and the panic is raised again, with its
-// value, from CompleteWith (runtime.Goexit rolls it back as it unwinds). A
-// process killed while effect runs leaves the record pending and
-// retakable, and none of effect's writes.
+// transaction is rolled back and the error returned as is: the effect
+// provably did not happen. If effect panics, the transaction is rolled
+// back and the panic raised again from CompleteWith (runtime.Goexit rolls
+// it back as it unwinds). A process killed while effect runs leaves the
+// record pending and retakable, and none of effect's writes.
 //
 // effect writes only to buckets of its own: the journal's are "meta",
 // "records", "index", "counts" and "fresh". An effect that removed or
@@ -89,11 +74,8 @@ var journalBuckets = [...][]byte{bucketMeta, bucketRecords, bucketIndex, bucketC
 // refused with an error wrapping journal.ErrInvalid and rolled back; a
 // write into them is not detected (a record so overwritten then reads as
 // journal.ErrCorrupt, never as an answer). effect must not call the store
-// or wait for anything that does: while it runs it holds the key's lock
-// (Begin and Get of the keys that share it wait) and bbolt's single writer
-// lock (every durable write of the journal waits). Keep it short and
-// local. The lease is not renewed meanwhile, and need not be: no Begin in
-// this process can take the key over while the effect holds its lock.
+// or wait for anything that does: it holds the key's lock and bbolt's
+// writer lock. Keep it short and local; the lease need not be renewed.
 func (s *Store) CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
 	effect func(ctx context.Context) ([]byte, error)) (journal.Record, error) {
 	if key == uuid.Nil {
@@ -150,24 +132,21 @@ func (s *Store) CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
 	if err != nil {
 		return journal.Record{}, err
 	}
-	// On file now: the overlay's copy and its pending-log frame, if the
-	// write-ahead was not durable, are superseded.
+	// On file now: the overlay's copy and its pending-log frame are stale.
 	delete(st.overlay, key)
 	s.pendlog.drop(key)
 	return r, nil
 }
 
-// effectPanic carries a panic of an effect out of the transaction, which
-// rolls back on it; it is raised again once the transaction is over.
+// effectPanic carries an effect's panic out of the transaction.
 type effectPanic struct{ value any }
 
 func (p *effectPanic) Error() string { return fmt.Sprintf("the effect panicked: %v", p.value) }
 
 // runEffect runs effect with tx in its context. A panic of effect is kept
 // in *panicked and returned as the error, so that the transaction rolls
-// back: the store's transaction would take it for a fault on a damaged
-// page (journal.ErrCorrupt). runtime.Goexit is not caught: the transaction
-// rolls back as it unwinds.
+// back (writeTx would take a panic for a damaged page). runtime.Goexit is
+// not caught: the transaction rolls back as it unwinds.
 func runEffect(ctx context.Context, tx *bbolt.Tx, effect func(context.Context) ([]byte, error), panicked **effectPanic) (out []byte, err error) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -180,8 +159,7 @@ func runEffect(ctx context.Context, tx *bbolt.Tx, effect func(context.Context) (
 
 // checkOwnBuckets refuses an effect that removed or replaced one of the
 // journal's buckets (own holds them as opened before it ran) or changed
-// its version or namespace: what can be checked without reading the
-// buckets through.
+// its version or namespace.
 func (s *Store) checkOwnBuckets(tx *bbolt.Tx, own []*bbolt.Bucket, key uuid.UUID) error {
 	for i, name := range journalBuckets {
 		if own[i] == nil || tx.Bucket(name) != own[i] {
@@ -195,10 +173,10 @@ func (s *Store) checkOwnBuckets(tx *bbolt.Tx, own []*bbolt.Bucket, key uuid.UUID
 	return nil
 }
 
-// View runs fn in a read transaction of the journal's file: how a program
-// reads the buckets its CompleteWith effects write. fn must not write, nor
-// keep tx past its return; a long read holds up the journal's writes when
-// the file must grow. A panic in fn is not caught.
+// View runs fn in a read transaction of the journal's file, to read the
+// buckets CompleteWith effects write. fn must not write, nor keep tx past
+// its return; a long read holds up writes when the file must grow. A panic
+// in fn is not caught.
 func (s *Store) View(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 	if err := s.enter(ctx); err != nil {
 		return err

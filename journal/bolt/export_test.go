@@ -39,7 +39,7 @@ func BulkPut(s *Store, recs []journal.Record) error {
 // FileRecord reads key's record from the file, past the cache.
 func FileRecord(s *Store, key uuid.UUID) (r journal.Record, found bool, err error) {
 	err = s.view(func(tx *bbolt.Tx) error {
-		found, err = s.readInto(tx, key, &r)
+		found, err = s.readIn(tx.Bucket(bucketRecords), key, &r)
 		return err
 	})
 	return r, found, err
@@ -168,7 +168,9 @@ func IndexMismatch(s *Store) string {
 			if err != nil {
 				return err
 			}
-			l := entryOf(&r).entries(nil)
+			var e ixEntry
+			e.set(&r)
+			l := e.entries(nil)
 			for _, kv := range l.list() {
 				want[string(kv.k)] = string(kv.v)
 			}
@@ -225,3 +227,14 @@ func MetaFreelist(b []byte, off int) uint64 {
 
 // PendingLogRecords reads s's pending log as an open would.
 func PendingLogRecords(s *Store) ([]*journal.Record, error) { return readPendingLog(s.pendlog.path) }
+
+// SetTreeCheckMax sets the largest file whose tree an open checks (-1:
+// none) until the test ends.
+func SetTreeCheckMax(t interface{ Cleanup(func()) }, n int64) {
+	old := treeCheckMax
+	treeCheckMax = n
+	t.Cleanup(func() { treeCheckMax = old })
+}
+
+// CheckTree runs the open's tree check on s.
+func CheckTree(s *Store) error { return s.checkTree() }

@@ -10,18 +10,16 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/internal/codec"
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// DefaultGCBatch is how many records one GCBatch transaction removes when
-// max is zero or less, and what GC removes per transaction.
+// DefaultGCBatch is how many records GC, and GCBatch given no max, remove
+// per transaction.
 const DefaultGCBatch = 256
 
-// GC removes every expired record, walking the expiry index from its
-// oldest entry to now in transactions of DefaultGCBatch (see GCBatch);
-// see Store. Records still only in the overlay are left for Close to
-// persist.
+// GC removes every expired record, in transactions of DefaultGCBatch
+// (see GCBatch); see Store. Records still only in the overlay are left
+// for Close to persist.
 func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResult, error) {
 	if err := s.enter(ctx); err != nil {
 		return journal.GCResult{}, err
@@ -30,28 +28,17 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 		s.exit()
 		return journal.GCResult{}, fmt.Errorf("journal %s: %w: gc", s.path, journal.ErrReadOnly)
 	}
+	if s.legacy { // a read-only dry run: the scan counts what GC would do
+		s.exit()
+		st, err := s.stats(ctx, true)
+		return journal.GCResult{Removed: st.Expired, KeptUnknown: st.OverdueUnknown}, err
+	}
 	now := s.now()
 	over := s.overlaySnapshot()
 	var res journal.GCResult
 	err := s.view(func(tx *bbolt.Tx) error {
-		if s.legacy {
-			return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
-				r, err := codec.Decode(v)
-				if err != nil {
-					return wrapKey(s.path, k, err)
-				}
-				if _, ok := over[r.Key]; !ok {
-					if journal.Expired(&r, now) {
-						res.Removed++
-					} else if machine.Overdue(&r, now) {
-						res.KeptUnknown++
-					}
-				}
-				return nil
-			})
-		}
 		ix := tx.Bucket(bucketIndex)
-		res.KeptUnknown = countOpen(ix, journal.StateUnknown, now, over) + countOpen(ix, journal.StatePending, now, over)
+		res.KeptUnknown = countOpen(ix, journal.StateUnknown, now.UnixNano(), over) + countOpen(ix, journal.StatePending, now.UnixNano(), over)
 		fresh, err := s.freshEntries(tx)
 		if err != nil {
 			return err
@@ -98,10 +85,9 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 }
 
 // countOpen counts the unknown or pending (st) records past their TTL at
-// now, from the 'u' index, leaving out the keys of skip.
-func countOpen(ix *bbolt.Bucket, st journal.State, now time.Time, skip map[uuid.UUID]*journal.Record) int {
+// t, from the 'u' index, leaving out the keys of skip.
+func countOpen(ix *bbolt.Bucket, st journal.State, t int64, skip map[uuid.UUID]*journal.Record) int {
 	prefix := openPrefix(st)
-	t := now.UnixNano()
 	n := 0
 	c := ix.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+24; k, _ = c.Next() {
@@ -116,11 +102,10 @@ func countOpen(ix *bbolt.Bucket, st journal.State, now time.Time, skip map[uuid.
 }
 
 // GCBatch removes at most max expired records (DefaultGCBatch when max is
-// zero or less), the oldest first, in one transaction, and returns how
-// many it removed: zero when none is expired. Unknown and pending records
-// are never removed. The transaction is group-committed with the calls
-// writing at the same time, so a background loop (call GCBatch until it
-// returns zero, pause, repeat) costs each call at most one batch's pages.
+// zero or less), the oldest first, in one group-committed transaction, and
+// returns how many it removed: zero when none is expired. Unknown and
+// pending records are never removed. A background loop calls it until it
+// returns zero, pauses, and repeats.
 func (s *Store) GCBatch(ctx context.Context, max int) (int, error) {
 	if err := s.enter(ctx); err != nil {
 		return 0, err
@@ -161,15 +146,12 @@ func (s *Store) gcBatch(ctx context.Context, max int, now time.Time) (int, error
 			})
 		}
 		for _, key := range keys {
-			v := recs.Get(key[:])
-			if v == nil {
-				continue
-			}
-			r, err := codec.Decode(v)
+			var r journal.Record
+			found, err := s.readIn(recs, key, &r)
 			if err != nil {
-				return fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+				return err
 			}
-			if !journal.Expired(&r, now) { // checked again: the index says so, the record decides
+			if !found || !journal.Expired(&r, now) { // checked again: the index says so, the record decides
 				continue
 			}
 			if err := s.indexDelete(tx, key); err != nil {
@@ -178,7 +160,7 @@ func (s *Store) gcBatch(ctx context.Context, max int, now time.Time) (int, error
 			removed++
 		}
 		return nil
-	}, nil)
+	})
 	if err != nil {
 		return 0, err
 	}

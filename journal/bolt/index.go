@@ -1,62 +1,33 @@
 // The indexes of a bbolt journal, kept in the file and updated in the
 // transaction that writes the record, so that opening a journal reads no
-// record and costs the same at ten records and at ten million.
+// record. One bucket, "index", holds them all as composite keys behind a
+// one-byte prefix (a bucket each would add a root to each commit's path),
+// values empty unless said:
 //
-// Layout: one bucket, "index", holds every index as composite keys behind
-// a one-byte prefix, values empty unless said:
-//
-//	'd' created key             every record, by creation time: List
-//	                            (newest first), Stats.Oldest/Newest
-//	'e' ^expires key            records that expire (succeeded, failed,
-//	                            suppressed), latest first: GC and
-//	                            Stats.Expired walk it from its end, only
-//	                            as far as now
+//	'd' created key             every record: List, Stats.Oldest/Newest
+//	'e' ^expires key            records that expire, latest first: GC and
+//	                            Stats.Expired walk it from its end to now
 //	'g' tenant session tool key suppressed records: the guard's lookup
-//	's' session-hash created key
-//	                            every record, by session: List of one
-//	                            session, one range
-//	'u' state expires key → created  unknown and pending records (never
-//	                            expire): Stats.OverdueUnknown, GC's
-//	                            KeptUnknown, List by those states
+//	's' session-hash created key  every record: List of one session
+//	'u' state expires key → created  unknown and pending records:
+//	                            Stats.OverdueUnknown, GC, List by state
 //
-// The counters are a bucket of their own, "counts": 't' tool → the tool's
-// records in each state and their attempts, six uvarints, so that a new
-// record or a change of state is one Get and one Put. Records, ByState
-// and ByTool are sums of them. It stays under a quarter page for the
-// first twenty or so tools, and bbolt then keeps it inline in the page of
-// the bucket headers, which every commit rewrites anyway: counting costs
-// no page.
+// "counts" holds 't' tool → six uvarints: the tool's records in each state
+// and their attempts (Records, ByState and ByTool are sums of them). For
+// the first twenty or so tools it stays inline in the page of bucket
+// headers that every commit rewrites: counting costs no page.
 //
-// New records wait in the fresh bucket before they enter the index, so
-// that a new record's commit writes no index page (docs/journal.md, "The
-// bbolt file", says why; BENCHMARKS.md has the figures). "fresh" holds
-// the keys of the newest records that have no index entry yet (key →
-// state, creation time, expiry, session hash); at freshMax of them it
-// stays inline, as "counts" does. The write that fills it moves its
-// records into the index in one go; their entries ascend and land in a
-// few hot leaves.
+// A new record's keys wait in "fresh" (key → state, creation time, expiry,
+// session hash), inline too, until freshMax of them move into the index in
+// one go, so that a new record's commit writes no index page. Every query
+// also reads the fresh entries. Invariant: a record is either in the
+// index, with the entries its current version gives, or its key is in
+// "fresh" and it has no entry at all.
 //
-// Every query of the index also reads the fresh entries, so that an answer
-// never depends on whether a record was moved yet: Stats and GC's counts
-// from the entries alone, List and the guard by reading the records whose
-// entries may match (flushFresh moves them; maySuppress spares most
-// guards any read). Invariant: a record is either in the index, with the
-// entries its current version gives, or its key is in "fresh" and it has
-// no entry at all. A write to a record that is already indexed (an
-// outcome, a resolution, a GC delete) changes its entries at once.
-//
-// Times are Unix nanoseconds, big-endian with the sign bit flipped so that
-// they sort as signed numbers; strings are uvarint-length-prefixed. One
-// bucket with prefixes, not a bucket per index, because every bucket adds
-// a root of its own to each commit's path. The entries a batch of new
-// records enters meet at one point ('d' ascends to now, 'e' descending
-// starts with the latest expiry, 's' at one point per session), in a few
-// hot leaves. A List of one session walks one range of 's'; one without a
-// session walks 'd' from the newest.
-
-// An index entry is derived from the record alone (see ixEntry), so a
-// write computes the entries of the record it replaces (read in the same
-// transaction) and of the new one, and changes only the difference.
+// Times are Unix nanoseconds, big-endian with the sign bit flipped; strings
+// are uvarint-length-prefixed. An entry is derived from its record alone
+// (ixEntry), so a write changes only the difference between the entries
+// of the record it replaces and of the new one.
 
 package bolt
 
@@ -84,6 +55,9 @@ var (
 
 	metaVersion   = []byte("version")
 	metaNamespace = []byte("namespace")
+	// metaNamespaceSum is the namespace's CRC-32C (nsSum): damaged, the
+	// namespace would give every intent a new key.
+	metaNamespaceSum = []byte("namespace-sum")
 	// metaMigrating is present while a layout-1 journal's indexes are being
 	// built: the last record key indexed (empty: none yet).
 	metaMigrating = []byte("migrating")
@@ -91,7 +65,7 @@ var (
 
 // Index key prefixes; see the top of this file.
 const (
-	pfxTime    = 'd' // right before 'e': see the top of this file
+	pfxTime    = 'd' // right before 'e' (lastBelow)
 	pfxExpiry  = 'e'
 	pfxGuard   = 'g'
 	pfxSession = 's'
@@ -102,8 +76,7 @@ const (
 // State-1, StatePending to StateUnknown) and, last, their attempts.
 type toolCounts [6]int64
 
-// countKey is the counts bucket's key of tool's counters, in buf when
-// it fits (bbolt copies the key it puts, and keeps none it reads).
+// countKey is the counts bucket's key of tool's counters, in buf.
 func countKey(buf []byte, tool string) []byte { return append(append(buf[:0], 't'), tool...) }
 
 func (c *toolCounts) encode(b []byte) []byte {
@@ -117,7 +90,7 @@ func (c *toolCounts) decode(v []byte) error {
 	for i := range c {
 		n, w := binary.Uvarint(v)
 		if w <= 0 {
-			return fmt.Errorf("%w: counter value %x", journal.ErrCorrupt, v)
+			return fmt.Errorf("%w: counter value %x", journal.ErrCorrupt, clip(v))
 		}
 		c[i], v = int64(n), v[w:]
 	}
@@ -142,16 +115,9 @@ type ixEntry struct {
 	state            journal.State
 	attempts         int
 	shash            [8]byte // sessionHash(session)
-	// The intent's names: the counters' tool, and the guard entry of a
-	// suppressed record. Empty in an entry made from a fresh entry
-	// (freshEntry.ixEntry), which is never a suppressed record's.
+	// The intent's names, for the counters and a suppressed record's guard
+	// entry; empty in an entry made from a fresh entry.
 	tenant, session, tool string
-}
-
-func entryOf(r *journal.Record) *ixEntry {
-	e := &ixEntry{}
-	e.set(r)
-	return e
 }
 
 func (e *ixEntry) set(r *journal.Record) {
@@ -203,15 +169,12 @@ func walkExpired(ix *bbolt.Bucket, t int64, fn func(key uuid.UUID) bool) {
 	}
 }
 
-// sessionHash is the 8-byte hash of a session's name that the time index
-// groups by, rather than the name: index keys are also the separators in
-// the branch pages above the leaves, and long ones make a deeper tree whose
-// every level a commit rewrites. Sessions whose hashes collide share
-// entries; List reads each record and keeps those that match, so a
-// collision costs reads, never a wrong answer.
+// sessionHash is the 8-byte hash of a session's name that the session
+// index groups by (long keys make a deeper tree, every level of which a
+// commit rewrites). A collision costs reads, never a wrong answer: List
+// keeps only the records that match.
 func sessionHash(session string) [8]byte {
-	// FNV-1a, 64 bits, big-endian: what hash/fnv's New64a sums to, without
-	// its allocations.
+	// FNV-1a, 64 bits: hash/fnv's New64a without its allocations.
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(session); i++ {
 		h ^= uint64(session[i])
@@ -228,7 +191,7 @@ const timeKeyLen = 1 + 8 + 16
 // timeEntryOf reads the creation time and the key of a time index key.
 func timeEntryOf(k []byte) (*ixEntry, error) {
 	if len(k) != timeKeyLen || k[0] != pfxTime {
-		return nil, fmt.Errorf("%w: time index entry %x", journal.ErrCorrupt, k)
+		return nil, fmt.Errorf("%w: time index entry %x", journal.ErrCorrupt, clip(k))
 	}
 	return &ixEntry{created: readTime(k[1:9]), key: uuid.UUID(k[9:])}, nil
 }
@@ -274,9 +237,8 @@ type ixKVs struct {
 
 func (l *ixKVs) list() []ixKV { return l.kv[:l.n] }
 
-// entries lists e's index entries in one buffer: bbolt copies the keys it
-// puts but not the values, so the buffer must last as long as the
-// transaction, which t's buffer does (txTouches.bytes; nil t: the heap's).
+// entries lists e's index entries in one buffer from t (txTouches.bytes):
+// bbolt keeps the values it puts uncopied for the transaction.
 func (e *ixEntry) entries(t *txTouches) ixKVs {
 	var l ixKVs
 	n := 2*timeKeyLen + sessionKeyLen + 8
@@ -316,10 +278,8 @@ func (e *ixEntry) entries(t *txTouches) ixKVs {
 }
 
 // indexPut writes r (encoded as enc) into tx with its index entries and
-// counters, replacing whatever the file held for its key. A new key goes
-// into the fresh bucket, not the index (see freshMax). unfiled says that
-// the caller knows the file holds no record of the key (overlaid.unfiled):
-// then none is read.
+// counters, replacing the file's record of its key; a new key goes into
+// the fresh bucket. unfiled (overlaid.unfiled) spares reading the old one.
 func (s *Store) indexPut(tx *bbolt.Tx, r *journal.Record, enc []byte, unfiled bool) error {
 	recs, fresh := tx.Bucket(bucketRecords), tx.Bucket(bucketFresh)
 	var oldE, newE ixEntry
@@ -380,34 +340,25 @@ func (s *Store) indexDelete(tx *bbolt.Tx, key uuid.UUID) error {
 	return recs.Delete(key[:])
 }
 
-// storedEntry is the index entry of the record stored under key, made in
-// dst, or nil.
+// storedEntry makes in dst the index entry of key's stored record, or nil.
 func (s *Store) storedEntry(recs *bbolt.Bucket, key uuid.UUID, dst *ixEntry) (*ixEntry, error) {
-	v := recs.Get(key[:])
-	if v == nil {
-		return nil, nil
-	}
-	r, err := codec.Decode(v)
-	if err != nil {
-		return nil, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+	var r journal.Record
+	if found, err := s.readIn(recs, key, &r); !found || err != nil {
+		return nil, err
 	}
 	dst.set(&r)
 	return dst, nil
 }
 
 // freshMax is how many new records the fresh bucket holds before the write
-// that fills it moves them all into the index (see freshValueLen).
+// that fills it moves them into the index.
 const freshMax = 16
 
-// flushFresh moves the records of the fresh bucket into the index. The
-// entries are made from the fresh entries, which hold every field they
-// need but a suppressed record's names (its guard entry): only a
-// suppressed record is read. One that cannot be read (damaged on disk)
-// stays in the fresh bucket, where every query still finds it by its
-// fresh entry, rather than fail the write that fills the bucket and every
-// one after it; a key whose suppressed record is gone is dropped. A fresh
-// entry of another length (never written so) is handled the same way, by
-// reading its record.
+// flushFresh moves the records of the fresh bucket into the index, made
+// from their fresh entries; a suppressed record (whose guard entry needs
+// its names), or one whose entry is malformed, is read instead. A record
+// that cannot be read is dropped from the fresh bucket, rather than fail
+// this write and every one after it.
 func (s *Store) flushFresh(tx *bbolt.Tx) error {
 	fresh, ix, recs := tx.Bucket(bucketFresh), tx.Bucket(bucketIndex), tx.Bucket(bucketRecords)
 	var buf [freshMax + 1]freshEntry
@@ -469,14 +420,13 @@ func countKeys(b *bbolt.Bucket) int {
 	return n
 }
 
-// freshValueLen is the length of a fresh entry's value: state, creation
-// time, expiry, session hash. 16 entries of 16+16+25 bytes, with the page
-// header, are 928 bytes: under bbolt's inline limit of 1,024.
+// freshValueLen is a fresh entry's value: state, creation time, expiry,
+// session hash. 16 entries of 16+16+25 bytes with the page header are 928,
+// under bbolt's inline limit of 1,024.
 const freshValueLen = 1 + 8 + 8 + 8
 
 // freshValue is the fresh bucket's value for e: all that the queries ask
-// of a record before they read it. t is the write transaction's (see
-// txTouches.bytes).
+// of a record before they read it.
 func freshValue(t *txTouches, e *ixEntry) []byte {
 	b := append(t.bytes(freshValueLen), byte(e.state))
 	b = appendTime(appendTime(b, e.created), e.expires)
@@ -491,8 +441,7 @@ type freshEntry struct {
 	session          [8]byte // sessionHash
 }
 
-// decodeFresh reads the fresh entry k → v, and reports whether it has the
-// form freshValue writes.
+// decodeFresh reads the fresh entry k → v, if freshValue wrote it.
 func decodeFresh(k, v []byte) (freshEntry, bool) {
 	if len(k) != 16 || len(v) != freshValueLen {
 		return freshEntry{}, false
@@ -501,9 +450,8 @@ func decodeFresh(k, v []byte) (freshEntry, bool) {
 		created: readTime(v[1:9]), expires: readTime(v[9:17]), session: [8]byte(v[17:25])}, true
 }
 
-// ixEntry makes dst the index entry of e's record, as far as the indexes
-// need it: without the intent's names, so not for a suppressed record
-// (whose guard entry holds them) nor for the counters.
+// ixEntry makes dst the index entry of e's record, without the intent's
+// names: not for a suppressed record, nor for the counters.
 func (e *freshEntry) ixEntry(dst *ixEntry) {
 	*dst = ixEntry{key: e.key, created: e.created, expires: e.expires, state: e.state, shash: e.session}
 }
@@ -512,8 +460,7 @@ func (e *freshEntry) ixEntry(dst *ixEntry) {
 func (e *freshEntry) expired(t int64) bool { return machine.Expires(e.state) && e.expires <= t }
 func (e *freshEntry) overdue(t int64) bool { return !machine.Expires(e.state) && e.expires <= t }
 
-// mayMatch reports whether the record of e may match f, by the fields the
-// entry holds.
+// mayMatch reports whether the record of e may match f.
 func (e *freshEntry) mayMatch(f *journal.Filter) bool {
 	switch {
 	case f.State != 0 && e.state != f.State,
@@ -525,8 +472,7 @@ func (e *freshEntry) mayMatch(f *journal.Filter) bool {
 	return true
 }
 
-// freshEntries reads the fresh bucket, none in a file that has no such
-// bucket (a layout-1 journal opened read-only).
+// freshEntries reads the fresh bucket, if there is one.
 func (s *Store) freshEntries(tx *bbolt.Tx) ([]freshEntry, error) {
 	fresh := tx.Bucket(bucketFresh)
 	if fresh == nil {
@@ -537,7 +483,7 @@ func (s *Store) freshEntries(tx *bbolt.Tx) ([]freshEntry, error) {
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		e, ok := decodeFresh(k, v)
 		if !ok {
-			return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, k, v)
+			return nil, fmt.Errorf("journal %s: %w: fresh entry %x → %x", s.path, journal.ErrCorrupt, clip(k), clip(v))
 		}
 		out = append(out, e)
 	}
@@ -545,8 +491,7 @@ func (s *Store) freshEntries(tx *bbolt.Tx) ([]freshEntry, error) {
 }
 
 // reindex replaces the index entries of old (nil: none) with those of new
-// (nil: none), touching only what differs. t is the write transaction's
-// (see txTouches.bytes).
+// (nil: none), touching only what differs.
 func reindex(t *txTouches, ix *bbolt.Bucket, old, new *ixEntry) error {
 	var oldL, newL ixKVs
 	if old != nil {
@@ -573,10 +518,8 @@ func reindex(t *txTouches, ix *bbolt.Bucket, old, new *ixEntry) error {
 	return nil
 }
 
-// recount moves the counters from old (nil: none) to new (nil: none): one
-// Get and one Put of a tool's counters for a new record or a change of
-// state, none for a write that changes neither state nor attempts. t is
-// the write transaction's (see txTouches.bytes).
+// recount moves the counters from old (nil: none) to new (nil: none),
+// touching none when neither state nor attempts change.
 func recount(t *txTouches, counts *bbolt.Bucket, old, new *ixEntry) error {
 	if old != nil && new != nil && old.tool == new.tool {
 		if old.state == new.state && old.attempts == new.attempts {
@@ -609,8 +552,7 @@ func hasKV(list []ixKV, kv ixKV) bool {
 }
 
 // addCounts changes tool's counters: takes out away (nil: none) and
-// counts in (nil: none); counters all at zero are removed, so that tools no
-// longer present leave nothing behind.
+// counts in (nil: none); counters all at zero are removed.
 func addCounts(t *txTouches, b *bbolt.Bucket, tool string, out, in *ixEntry) error {
 	k := countKey(t.bytes(1+len(tool)), tool) // a stack buffer would escape through Get and Put
 	var c toolCounts
@@ -636,20 +578,6 @@ func addCounts(t *txTouches, b *bbolt.Bucket, tool string, out, in *ixEntry) err
 	return b.Put(k, c.encode(t.bytes(len(c)*2)))
 }
 
-// countRange counts the index keys with prefix whose time (right after the
-// prefix) is at or before t.
-func countRange(ix *bbolt.Bucket, prefix []byte, t int64) int {
-	c := ix.Cursor()
-	n := 0
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if len(k) < len(prefix)+8 || readTime(k[len(prefix):]) > t {
-			break
-		}
-		n++
-	}
-	return n
-}
-
 // indexedStats reads Stats from the counters and the time-ordered indexes.
 func indexedStats(tx *bbolt.Tx, now time.Time) (journal.Stats, error) {
 	st := machine.NewStats()
@@ -658,10 +586,10 @@ func indexedStats(tx *bbolt.Tx, now time.Time) (journal.Stats, error) {
 	for k, v := cc.First(); k != nil; k, v = cc.Next() {
 		var c toolCounts
 		if len(k) < 1 || k[0] != 't' {
-			return journal.Stats{}, fmt.Errorf("%w: counter %q", journal.ErrCorrupt, k)
+			return journal.Stats{}, fmt.Errorf("%w: counter %q", journal.ErrCorrupt, clip(k))
 		}
 		if err := c.decode(v); err != nil {
-			return journal.Stats{}, fmt.Errorf("counters of tool %q: %w", k[1:], err)
+			return journal.Stats{}, fmt.Errorf("counters of tool %q: %w", clip(k[1:]), err)
 		}
 		n := 0
 		for i, x := range c[:len(c)-1] {
@@ -679,7 +607,7 @@ func indexedStats(tx *bbolt.Tx, now time.Time) (journal.Stats, error) {
 	c := ix.Cursor()
 	t := now.UnixNano()
 	walkExpired(ix, t, func(uuid.UUID) bool { st.Expired++; return true })
-	st.OverdueUnknown = countRange(ix, openPrefix(journal.StateUnknown), t) + countRange(ix, openPrefix(journal.StatePending), t)
+	st.OverdueUnknown = countOpen(ix, journal.StateUnknown, t, nil) + countOpen(ix, journal.StatePending, t, nil)
 	if first, _ := c.Seek([]byte{pfxTime}); first != nil && first[0] == pfxTime && len(first) == timeKeyLen {
 		if k := lastBelow(c, pfxTime+1); k != nil && k[0] == pfxTime && len(k) == timeKeyLen {
 			st.Oldest, st.Newest = time.Unix(0, readTime(first[1:9])).UTC(), time.Unix(0, readTime(k[1:9])).UTC()
@@ -688,8 +616,7 @@ func indexedStats(tx *bbolt.Tx, now time.Time) (journal.Stats, error) {
 	return st, nil
 }
 
-// openKeys lists the keys of the unknown or pending (st) records with the
-// creation time of each, from the 'u' index.
+// openKeys lists the entries of the unknown or pending (st) records.
 func openKeys(ix *bbolt.Bucket, st journal.State) ([]*ixEntry, error) {
 	prefix := openPrefix(st)
 	var out []*ixEntry
@@ -697,7 +624,7 @@ func openKeys(ix *bbolt.Bucket, st journal.State) ([]*ixEntry, error) {
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		key, err := keyTail(k)
 		if err != nil || len(v) != 8 {
-			return nil, fmt.Errorf("%w: index entry %x", journal.ErrCorrupt, k)
+			return nil, fmt.Errorf("%w: index entry %x", journal.ErrCorrupt, clip(k))
 		}
 		out = append(out, &ixEntry{key: key, created: readTime(v), expires: readTime(k[len(prefix):])})
 	}

@@ -1,6 +1,5 @@
-// List: the records matching a filter, newest first, read from the
-// persisted indexes, or by scans that stand in for them on a layout-1
-// journal opened read-only (which cannot be migrated).
+// List: the records matching a filter, newest first, from the indexes, or
+// by scans on a layout-1 journal opened read-only.
 
 package bolt
 
@@ -21,15 +20,12 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// listPage is how many records List reads per read transaction: it does
-// not hold a transaction while the caller's loop body runs.
+// listPage is how many records List reads per read transaction (none is
+// held while the caller's loop body runs).
 const listPage = 256
 
-// List yields the records matching f, newest first. A Session filter reads
-// that session's entries of the index, an unknown or pending State filter
-// those of the 'u' index; anything else walks the creation-time index
-// from the newest record down (from Until, to Since), reading records in
-// pages of listPage, each in its own read transaction.
+// List yields the records matching f, newest first, reading them in pages
+// of listPage, each in its own read transaction.
 func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Record, error] {
 	return func(yield func(journal.Record, error) bool) {
 		skip, extra, err := s.listUnindexed(ctx, f)
@@ -47,10 +43,9 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 }
 
 // listUnindexed returns the records matching f that the index does not
-// hold yet, newest first: the overlay's and the fresh bucket's. Only the
-// fresh records whose fresh entry may match f are read. skip holds every
-// record read that way, matching or not: the index's pages leave them out,
-// should a write move one into the index while List pages.
+// hold yet, newest first: the overlay's and the fresh bucket's. skip holds
+// every record read that way, matching or not, for the index's pages to
+// leave out, should a write move one into the index meanwhile.
 func (s *Store) listUnindexed(ctx context.Context, f journal.Filter) (skip map[uuid.UUID]*journal.Record, extra []*journal.Record, err error) {
 	if err := s.enter(ctx); err != nil {
 		return nil, nil, err
@@ -68,12 +63,10 @@ func (s *Store) listUnindexed(ctx context.Context, f journal.Filter) (skip map[u
 			if _, ok := skip[e.key]; ok || !e.mayMatch(&f) {
 				continue
 			}
-			if v := recs.Get(e.key[:]); v != nil {
-				r, err := codec.Decode(v)
-				if err != nil {
-					return wrapKey(s.path, e.key[:], err)
-				}
-				s.endStale(&r)
+			var r journal.Record
+			if found, err := s.readIn(recs, e.key, &r); err != nil {
+				return err
+			} else if found {
 				skip[e.key] = &r
 			}
 		}
@@ -92,14 +85,12 @@ func (s *Store) listUnindexed(ctx context.Context, f journal.Filter) (skip map[u
 	return skip, extra, nil
 }
 
-// pager reads List's next page in the read transaction tx, and says
-// whether it was the last.
+// pager reads List's next page in tx, and says whether it was the last.
 type pager func(tx *bbolt.Tx) (page []*journal.Record, done bool, err error)
 
 // listPager returns List's pager. A Session filter, an unknown or pending
-// State filter, and a journal whose indexes are not built list their
-// entries first, in one read transaction, and page through that list;
-// anything else walks the time index (createdWalk).
+// State filter, and a legacy journal list their entries first, in one read
+// transaction; anything else walks the time index (createdWalk).
 func (s *Store) listPager(ctx context.Context, f *journal.Filter, skip map[uuid.UUID]*journal.Record) (pager, error) {
 	if !s.legacy && f.Session == "" && f.State != journal.StateUnknown && f.State != journal.StatePending {
 		return s.createdWalk(f, skip), nil
@@ -133,10 +124,9 @@ func (s *Store) listPager(ctx context.Context, f *journal.Filter, skip map[uuid.
 	}, nil
 }
 
-// sessionEntries lists the records of session newest first, as entries
-// that carry the key and the creation time: the caller reads the records
-// and keeps those that match (other tenants', or a session whose name
-// hashes alike, do not). It reads one range of the session index.
+// sessionEntries lists the entries (key, creation time) of session's
+// records newest first, from one range of the session index; the caller
+// reads the records and keeps those that match (a session hashed alike).
 func (s *Store) sessionEntries(tx *bbolt.Tx, session string) ([]*ixEntry, error) {
 	h := sessionHash(session)
 	prefix := append([]byte{pfxSession}, h[:]...)
@@ -144,7 +134,7 @@ func (s *Store) sessionEntries(tx *bbolt.Tx, session string) ([]*ixEntry, error)
 	c := tx.Bucket(bucketIndex).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		if len(k) != sessionKeyLen {
-			return nil, fmt.Errorf("journal %s: %w: session index entry %x", s.path, journal.ErrCorrupt, k)
+			return nil, fmt.Errorf("journal %s: %w: session index entry %x", s.path, journal.ErrCorrupt, clip(k))
 		}
 		out = append(out, &ixEntry{created: readTime(k[9:17]), key: uuid.UUID(k[17:])})
 	}
@@ -152,8 +142,7 @@ func (s *Store) sessionEntries(tx *bbolt.Tx, session string) ([]*ixEntry, error)
 	return out, nil
 }
 
-// sortNewestFirst orders entries as List yields records: newest first, then
-// by key, descending.
+// sortNewestFirst orders entries as List yields records.
 func sortNewestFirst(out []*ixEntry) {
 	slices.SortFunc(out, func(a, b *ixEntry) int {
 		if a.created != b.created {
@@ -164,13 +153,13 @@ func sortNewestFirst(out []*ixEntry) {
 }
 
 // scanEntries lists every record matching f, newest first, by reading them
-// all: List on a layout-1 journal opened read-only.
+// all (a legacy journal).
 func (s *Store) scanEntries(tx *bbolt.Tx, f *journal.Filter) ([]*ixEntry, error) {
 	var out []*ixEntry
 	err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
 		r, err := codec.Decode(v)
 		if err != nil {
-			return fmt.Errorf("journal %s: key %x: %w", s.path, k, err)
+			return fmt.Errorf("journal %s: key %x: %w", s.path, clip(k), err)
 		}
 		if machine.MatchFilter(&r, f) {
 			out = append(out, &ixEntry{key: r.Key, created: nanos(r.Created)})
@@ -181,9 +170,8 @@ func (s *Store) scanEntries(tx *bbolt.Tx, f *journal.Filter) ([]*ixEntry, error)
 	return out, err
 }
 
-// createdWalk returns List's pager over the time index: it walks it from
-// the newest entry down (from Until's to Since's) and reads the records
-// listPage at a time.
+// createdWalk returns List's pager over the time index, from the newest
+// entry down (from Until's to Since's).
 func (s *Store) createdWalk(f *journal.Filter, over map[uuid.UUID]*journal.Record) pager {
 	var stop []byte // the walk ends below this key (Since's), nil: at the index's start
 	if !f.Since.IsZero() {
@@ -209,11 +197,10 @@ func (s *Store) createdWalk(f *journal.Filter, over map[uuid.UUID]*journal.Recor
 				done = true
 				break
 			}
-			e, err := timeEntryOf(k)
-			if err != nil {
-				return nil, false, fmt.Errorf("journal %s: %w", s.path, err)
+			if len(k) != timeKeyLen { // k[0] is pfxTime
+				return nil, false, fmt.Errorf("journal %s: %w: time index entry %x", s.path, journal.ErrCorrupt, k)
 			}
-			chunk = append(chunk, e)
+			chunk = append(chunk, &ixEntry{created: readTime(k[1:9]), key: uuid.UUID(k[9:])})
 			below = bytes.Clone(k)
 		}
 		page, err := s.readPage(tx, chunk, f, over)
@@ -230,26 +217,19 @@ func (s *Store) readPage(tx *bbolt.Tx, chunk []*ixEntry, f *journal.Filter, over
 		if _, ok := over[e.key]; ok {
 			continue
 		}
-		v := recs.Get(e.key[:])
-		if v == nil {
-			continue // removed since the index was read
-		}
-		r, err := codec.Decode(v)
-		if err != nil {
-			return nil, fmt.Errorf("journal %s: key %s: %w", s.path, e.key, err)
-		}
-		s.endStale(&r)
-		// The record may have changed since the index was read.
-		if machine.MatchFilter(&r, f) {
+		// The record may have been removed or changed since the index was read.
+		var r journal.Record
+		if found, err := s.readIn(recs, e.key, &r); err != nil {
+			return nil, err
+		} else if found && machine.MatchFilter(&r, f) {
 			page = append(page, &r)
 		}
 	}
 	return page, nil
 }
 
-// listMerged yields the pages of next, each read in a read transaction of
-// its own, merged with extra, newest first, until f.Limit records or the
-// caller stops.
+// listMerged yields the pages of next merged with extra, newest first,
+// until f.Limit records or the caller stops.
 func (s *Store) listMerged(ctx context.Context, f *journal.Filter, next pager, extra []*journal.Record, yield func(journal.Record, error) bool) {
 	n := 0
 	emit := func(r *journal.Record) bool {

@@ -1,15 +1,8 @@
-// Migrating a journal of layout 1 (indexes kept in memory, rebuilt at
-// every open) to layout 2 (indexes in the file, see index.go).
-//
-// The first writer's open does it, in transactions of migrateBatch
-// records, each of which also records in meta how far it got
-// (metaMigrating: the last key indexed). The first transaction sets the
-// layout version to 2, so that an older binary refuses the file rather
-// than write records without their index entries, drops the layout-1
-// session index and starts empty index and counts buckets; the last one removes
-// metaMigrating. A crash anywhere leaves a file whose indexes cover
-// exactly the records up to metaMigrating, and the next writer's open
-// carries on from there. Records are read and indexed, never rewritten.
+// Migrating a journal of layout 1 to layout 2 (indexes in the file), by
+// the first writer's open, in transactions of migrateBatch records that
+// each record how far they got (metaMigrating); the first sets the layout
+// version, so that an older binary refuses the file. A crash leaves
+// indexes covering the records up to metaMigrating; the next open goes on.
 
 package bolt
 
@@ -23,9 +16,8 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
-// layoutVersion is the file layout this package writes (meta "version").
-// Layout 1 had no index bucket. Records carry their own format byte
-// (SchemaVersion), which layout 2 did not change.
+// layoutVersion is the file layout this package writes (meta "version");
+// records carry their own format byte (SchemaVersion).
 const layoutVersion = 2
 
 // The layout-1 session index, dropped by the migration.
@@ -34,12 +26,10 @@ var (
 	metaSessionsClean = []byte("sessions-clean")
 )
 
-// migrateBatch is how many records one migration transaction indexes. A
-// variable so that a test can stop a migration midway.
+// migrateBatch is how many records one migration transaction indexes.
 var migrateBatch = 10000
 
-// migrateHook, if set, runs after each migration transaction commits with
-// the records indexed so far: a test seam.
+// migrateHook, a test seam, runs after each migration transaction.
 var migrateHook func(done int)
 
 // migrate builds the indexes of a journal that lacks them, or finishes a
@@ -88,8 +78,9 @@ func (s *Store) migrate() error {
 				if err != nil {
 					return wrapKey(s.path, k, err)
 				}
-				e := entryOf(&r)
-				if err := firstErr(recount(nil, tx.Bucket(bucketCounts), nil, e), reindex(nil, tx.Bucket(bucketIndex), nil, e)); err != nil {
+				var e ixEntry
+				e.set(&r)
+				if err := firstErr(recount(nil, tx.Bucket(bucketCounts), nil, &e), reindex(nil, tx.Bucket(bucketIndex), nil, &e)); err != nil {
 					return err
 				}
 				at = k

@@ -89,6 +89,9 @@ func checkV1(t *testing.T, stage string, s *bolt.Store, want []journal.Record, w
 	if st.Expired == 0 || st.OverdueUnknown == 0 {
 		t.Errorf("%s: Stats = %+v; want expired and overdue unknown records", stage, st)
 	}
+	if res, err := s.GC(ctx, journal.GCOptions{DryRun: true}); err != nil || res.Removed != scan.Expired || res.KeptUnknown != scan.OverdueUnknown {
+		t.Errorf("%s: GC dry run = %+v, %v; want the scan's %d expired, %d overdue", stage, res, err, scan.Expired, scan.OverdueUnknown)
+	}
 	filters := []journal.Filter{{}, {Session: "sess-1"}, {Session: "sess-2", Tenant: "tenant-0"},
 		{State: journal.StateUnknown}, {State: journal.StatePending}, {Tool: "charge_card", Limit: 3},
 		{Since: want[10].Created, Until: want[40].Created}}

@@ -1,9 +1,11 @@
 package bolt
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"runtime/debug"
@@ -43,11 +45,9 @@ func Open(path string, opts *Options) (s *Store, err error) {
 	}
 	s = &Store{
 		path:     path,
-		lockWait: o.LockTimeout,
+		opts:     o,
 		clock:    clk,
 		readOnly: jo.ReadOnly,
-		maxBatch: o.MaxBatchSize,
-		delay:    o.MaxBatchDelay,
 	}
 	switch fi, err := os.Stat(path); {
 	case err == nil && fi.Size() == 0:
@@ -63,48 +63,37 @@ func Open(path string, opts *Options) (s *Store, err error) {
 			return nil, err
 		}
 	}
+	st := s
 	defer func() {
 		// bbolt can panic (or fault on the mapped file) on damaged pages.
 		if p := recover(); p != nil {
-			if s != nil && s.db != nil {
-				_ = s.db.Close()
-			}
 			s, err = nil, fmt.Errorf("journal %s: %w: %v", path, journal.ErrCorrupt, p)
+		}
+		if err != nil && st.db != nil {
+			_ = st.db.Close()
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 
-	db, err := openBolt(path, &bbolt.Options{
-		Timeout:      o.LockTimeout,
-		ReadOnly:     jo.ReadOnly,
-		FreelistType: bbolt.FreelistMapType,
-	})
-	if err != nil {
+	if s.db, err = openBolt(path, &bbolt.Options{Timeout: o.LockTimeout, ReadOnly: jo.ReadOnly, FreelistType: bbolt.FreelistMapType}); err != nil {
 		return nil, err
 	}
-	s.db = db
 	if err := s.checkFile(jo.Namespace); err != nil {
-		_ = db.Close()
-		s.db = nil
 		return nil, err
 	}
 	if !jo.ReadOnly {
 		if err := s.migrate(); err != nil {
-			_ = db.Close()
-			s.db = nil
 			return nil, err
 		}
 	}
 	opened, err := s.startClock()
 	if err != nil {
-		_ = db.Close()
-		s.db = nil
 		return nil, fmt.Errorf("journal %s: starting the clock: %w", path, err)
 	}
 	s.pendlog = newPendingLog(path)
 	if !jo.ReadOnly {
 		s.leasesEnded = opened
-		_, err = s.recoverPending()
+		err = s.recoverPending()
 	} else {
 		err = s.loadPending()
 	}
@@ -112,8 +101,6 @@ func Open(path string, opts *Options) (s *Store, err error) {
 		err = s.loadSuppressing()
 	}
 	if err != nil {
-		_ = db.Close()
-		s.db = nil
 		return nil, err
 	}
 	return s, nil
@@ -141,7 +128,7 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 	if err != nil {
 		return fmt.Errorf("open journal: %w", err)
 	}
-	create := false
+	create, addSum := false, false
 	check := func(tx *bbolt.Tx) error {
 		// A truncated file maps pages that are not there; reading them
 		// would fault. The meta page says how big the file must be.
@@ -170,6 +157,11 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 			return fmt.Errorf("journal %s: %w: namespace of %d bytes", s.path, journal.ErrCorrupt, len(stored))
 		}
 		s.ns = uuid.UUID(stored)
+		sum := meta.Get(metaNamespaceSum)
+		if sum != nil && !bytes.Equal(sum, nsSum(s.ns)) {
+			return fmt.Errorf("journal %s: %w: the namespace does not match its checksum (every key would change); restore the journal from a backup", s.path, journal.ErrCorrupt)
+		}
+		addSum = sum == nil && !s.readOnly
 		if ns != uuid.Nil && ns != s.ns {
 			return fmt.Errorf("journal %s: %w: given %s", s.path, journal.ErrNamespaceMismatch, ns)
 		}
@@ -185,10 +177,28 @@ func (s *Store) checkFile(ns uuid.UUID) error {
 	}
 	// Checking is a read: a write transaction would rewrite the meta page
 	// (and fsync) on every open.
-	if err := s.db.View(check); err != nil || !create {
+	if err := s.db.View(check); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bbolt.Tx) error { return s.create(tx, ns) })
+	if create || addSum { // addSum: once, in a journal written before the checksum
+		err := s.db.Update(func(tx *bbolt.Tx) error {
+			if create {
+				return s.create(tx, ns)
+			}
+			return tx.Bucket(bucketMeta).Put(metaNamespaceSum, nsSum(s.ns))
+		})
+		if err != nil || create {
+			return err
+		}
+	}
+	if fi.Size() > treeCheckMax || s.readOnly { // a reader starts no intent, and may export what reads
+		return nil
+	}
+	return s.checkTree()
+}
+
+func nsSum(ns uuid.UUID) []byte {
+	return binary.BigEndian.AppendUint32(nil, crc32.Checksum(ns[:], crc32.MakeTable(crc32.Castagnoli)))
 }
 
 // create makes the buckets of a new journal in tx, under namespace ns (a
@@ -201,7 +211,7 @@ func (s *Store) create(tx *bbolt.Tx, ns uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	if err := firstErr(meta.Put(metaVersion, binary.AppendUvarint(nil, layoutVersion)), meta.Put(metaNamespace, ns[:])); err != nil {
+	if err := firstErr(meta.Put(metaVersion, binary.AppendUvarint(nil, layoutVersion)), meta.Put(metaNamespace, ns[:]), meta.Put(metaNamespaceSum, nsSum(ns))); err != nil {
 		return err
 	}
 	for _, b := range [][]byte{bucketRecords, bucketIndex, bucketCounts, bucketFresh} {

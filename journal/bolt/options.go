@@ -11,9 +11,7 @@ import (
 // Options configures a bbolt store. A nil *Options means defaults; each
 // field's zero value is its default.
 type Options struct {
-	// Journal holds the options every store shares: the namespace,
-	// read-only mode and the clock (journal.Options.Now). The zero value
-	// means defaults.
+	// Journal holds the options every store shares; zero means defaults.
 	Journal journal.Options
 
 	// LockTimeout is how long Open waits for another process's file lock
@@ -23,9 +21,7 @@ type Options struct {
 	// MaxBatchSize and MaxBatchDelay tune group commit: concurrent writes
 	// that arrive within MaxBatchDelay share one fsync, up to MaxBatchSize
 	// writes. Zero MaxBatchSize means 256. Zero MaxBatchDelay means no
-	// wait: a group holds the writes that queued while the previous group
-	// committed, so its size follows the concurrency and a lone write is
-	// committed at once.
+	// wait: a group holds the writes that queued during the previous one.
 	MaxBatchSize  int
 	MaxBatchDelay time.Duration
 }

@@ -2,25 +2,20 @@ package bolt
 
 // The pending log: the non-durable records' second home, so that they
 // outlive the process that wrote them (a successor finding no record would
-// begin the intent afresh and could deny an effect the killed attempt
-// made). Every overlay write is also appended to <journal>-pending with
-// one write(2), not fsynced: a kill cannot take it, an operating-system
-// crash or power loss can. A writer's Open folds the log's records that
-// are newer than the file's into the file, durably, before anything else,
-// so the successor finds them pending under a lease ended at the open.
+// begin the intent afresh). Every overlay write is also appended to
+// <journal>-pending with one write(2), not fsynced: a kill cannot take it,
+// a power loss can. A writer's Open folds the log's records that are newer
+// than the file's into the file, durably, before anything else.
 //
-// The log holds the encoded record of every key in the overlay (live) and
-// is rewritten from it when it has grown past twice their size plus
-// pendingSlack; it is emptied when the overlay is. When the live records
-// alone pass maxPendingLive, further writes are made durable instead, so
-// the log, and what an open reads of it, stays bounded.
+// The log holds the frame of every key in the overlay (live); it is
+// rewritten when it has grown past twice their size plus pendingSlack, and
+// emptied when the overlay is. Past maxPendingLive, writes are made
+// durable instead, so the log stays bounded.
 //
-// Format: the 8-byte header pendingMagic, then frames of a big-endian
-// uint32 length, the CRC-32C of the payload and the payload, the record's
-// binary form (codec.Encode, which carries its own checksum).
-// A frame cut short or whose CRC is wrong ends the log: a write the
-// kernel had not finished when the system stopped. A frame whose CRC
-// holds but whose record does not decode is damage, and fails the open.
+// Format: the header pendingMagic, then frames of a big-endian uint32
+// length, the CRC-32C of the payload, and the payload (codec.Encode). A
+// frame cut short or whose CRC is wrong ends the log (a write the kernel
+// had not finished); one whose record does not decode fails the open.
 
 import (
 	"bytes"
@@ -48,14 +43,11 @@ const (
 	pendingSuffix = "-pending"
 	// pendingMagic begins every pending log.
 	pendingMagic = "AOPEND1\n"
-	// pendingSlack is how far the log may grow past twice its live
-	// records before it is rewritten.
+	// pendingSlack is how far the log grows past twice its live records.
 	pendingSlack = 1 << 20
-	// maxPendingLive bounds the live records' encoded size: past it a
-	// non-durable write is made durable (pendingLog.put refuses it).
+	// maxPendingLive bounds the live records' size: past it, put refuses.
 	maxPendingLive = 32 << 20
-	// maxPendingFile is the largest pending log an open reads: the log
-	// never grows past 2*maxPendingLive+pendingSlack and one frame.
+	// maxPendingFile is the largest pending log an open reads.
 	maxPendingFile = 2*maxPendingLive + pendingSlack + maxPendingFrame
 	// maxPendingFrame bounds one frame's payload.
 	maxPendingFrame = 16 << 20
@@ -63,9 +55,8 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// pendingLog is the append-only file of the overlay's records. Its methods
-// are called with the record's stripe locked, and take mu after it; mu is
-// never held while taking a stripe's lock.
+// pendingLog is the append-only file of the overlay's records. Its mu is
+// taken after a stripe's lock, never before.
 type pendingLog struct {
 	path string
 
@@ -81,15 +72,13 @@ func newPendingLog(journalPath string) *pendingLog {
 	return &pendingLog{path: journalPath + pendingSuffix, live: map[uuid.UUID]*[]byte{}}
 }
 
-// framePool recycles frames once the log no longer needs them (drop, or a
-// newer frame of the key): most keys' frames live from a write-ahead to
-// its outcome, and each was an allocation. Frames past maxPooledFrame are
-// left to the collector.
+// framePool recycles frames the log no longer needs (drop, or a newer
+// frame of the key), up to maxPooledFrame bytes each.
 var framePool = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledFrame = 16 << 10
 
-// recycle returns a frame that nothing refers to any more to framePool.
+// recycle returns a frame nothing refers to to framePool.
 func recycle(fp *[]byte) {
 	if fp != nil && cap(*fp) <= maxPooledFrame {
 		framePool.Put(fp)
@@ -97,8 +86,7 @@ func recycle(fp *[]byte) {
 }
 
 // put appends r's frame and reports whether it did: false means the caller
-// must make the write durable instead (the live records are at their
-// bound, or the log cannot be written).
+// must make the write durable instead.
 func (l *pendingLog) put(r *journal.Record) bool {
 	fp := framePool.Get().(*[]byte)
 	buf := *fp
@@ -123,8 +111,8 @@ func (l *pendingLog) put(r *journal.Record) bool {
 	return ok
 }
 
-// append writes the frame *fp of key, which it keeps as key's live frame
-// when it reports true. l.mu is held.
+// append writes key's frame *fp, kept as its live frame when it reports
+// true. l.mu is held.
 func (l *pendingLog) append(key uuid.UUID, fp *[]byte) bool {
 	frame := *fp
 	if l.err != nil {
@@ -144,19 +132,22 @@ func (l *pendingLog) append(key uuid.UUID, fp *[]byte) bool {
 			return false
 		}
 	}
-	if err := l.write(frame); err != nil {
-		l.err = err
+	n, err := l.f.Write(frame)
+	l.size += int64(n)
+	if err != nil {
+		l.err = fmt.Errorf("pending log %s: %w", l.path, err)
 		return false
 	}
 	l.live[key] = fp
 	recycle(prev)
 	l.liveBytes += len(frame) - old
-	if l.size > 2*int64(l.liveBytes)+pendingSlack {
-		if err := l.rewrite(); err != nil {
-			l.err = err
-			// The frames already written stay valid; refusing further
-			// puts makes every later write durable.
+	if l.size > 2*int64(l.liveBytes)+pendingSlack { // rewrite the live frames
+		frames := make([][]byte, 0, len(l.live))
+		for _, fp := range l.live {
+			frames = append(frames, *fp)
 		}
+		// On error the frames written stay valid; later writes are durable.
+		l.err = l.create(frames)
 	}
 	return true
 }
@@ -174,17 +165,16 @@ func (l *pendingLog) drop(key uuid.UUID) {
 	l.liveBytes -= len(*fp)
 	recycle(fp)
 	if len(l.live) == 0 && l.f != nil && l.size > int64(len(pendingMagic)) {
-		// Every frame is superseded: start over. A failed truncation
-		// leaves frames that an open will find older than the file's.
+		// Every frame is superseded. A failed truncation leaves frames an
+		// open finds older than the file's.
 		if err := l.f.Truncate(int64(len(pendingMagic))); err == nil {
 			l.size = int64(len(pendingMagic))
 		}
 	}
 }
 
-// create makes a new log holding the header and frames, in place of any
-// other, through a temporary file renamed over the log (no fsync: the log
-// is for process crashes).
+// create replaces the log by one holding the header and frames, through a
+// temporary file renamed over it (no fsync: the log is for process crashes).
 func (l *pendingLog) create(frames [][]byte) error {
 	tmp := l.path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
@@ -195,15 +185,14 @@ func (l *pendingLog) create(frames [][]byte) error {
 	for _, fr := range frames {
 		buf = append(buf, fr...)
 	}
-	if _, err := f.Write(buf); err != nil {
+	_, err = f.Write(buf)
+	if err == nil {
+		err = os.Rename(tmp, l.path)
+	}
+	if err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("pending log %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, l.path); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("pending log: %w", err)
 	}
 	if l.f != nil {
 		l.f.Close()
@@ -212,26 +201,7 @@ func (l *pendingLog) create(frames [][]byte) error {
 	return nil
 }
 
-// rewrite replaces the log by one holding only the live frames.
-func (l *pendingLog) rewrite() error {
-	frames := make([][]byte, 0, len(l.live))
-	for _, fp := range l.live {
-		frames = append(frames, *fp)
-	}
-	return l.create(frames)
-}
-
-func (l *pendingLog) write(frame []byte) error {
-	n, err := l.f.Write(frame)
-	l.size += int64(n)
-	if err != nil {
-		return fmt.Errorf("pending log %s: %w", l.path, err)
-	}
-	return nil
-}
-
-// close closes the log and, when no frame is live (the overlay was
-// flushed), removes it.
+// close closes the log and, when no frame is live, removes it.
 func (l *pendingLog) close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -298,8 +268,7 @@ func readPendingLog(path string) ([]*journal.Record, error) {
 }
 
 // newerThan reports whether a is a later write of its key than b: by
-// Updated, then by attempts; on a tie b is kept (the file's record, read as
-// b, wins over the log's).
+// Updated, then by attempts; a tie keeps b.
 func newerThan(a, b *journal.Record) bool {
 	if !a.Updated.Equal(b.Updated) {
 		return a.Updated.After(b.Updated)
@@ -308,45 +277,34 @@ func newerThan(a, b *journal.Record) bool {
 }
 
 // recoverPending folds the pending log's records that are newer than the
-// file's into the file, durably, then empties the log: the records of
-// non-durable writes of a process that stopped. A writer's Open calls it
-// before serving, after the clock has started. It returns how many
-// records it restored.
-func (s *Store) recoverPending() (int, error) {
+// file's into the file, durably, then removes the log. A writer's Open
+// calls it after the clock has started.
+func (s *Store) recoverPending() error {
 	recs, err := readPendingLog(s.pendlog.path)
-	if err != nil || len(recs) == 0 {
-		if err == nil {
-			err = s.removePendingLog()
+	if err == nil && len(recs) > 0 {
+		err = s.writeTx(func(tx *bbolt.Tx) error {
+			for _, r := range recs {
+				var cur journal.Record
+				found, err := s.readIn(tx.Bucket(bucketRecords), r.Key, &cur)
+				if err != nil {
+					return err
+				}
+				if found && !newerThan(r, &cur) {
+					continue
+				}
+				if err := s.indexPut(tx, r, codec.Encode(nil, r), false); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("journal %s: restoring the records of %s: %w", s.path, s.pendlog.path, err)
 		}
-		return 0, err
 	}
-	n := 0
-	err = s.writeTx(func(tx *bbolt.Tx) error {
-		n = 0
-		for _, r := range recs {
-			var cur journal.Record
-			found, err := s.readInto(tx, r.Key, &cur)
-			if err != nil {
-				return err
-			}
-			if found && !newerThan(r, &cur) {
-				continue
-			}
-			if err := s.indexPut(tx, r, codec.Encode(nil, r), false); err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
-	})
 	if err != nil {
-		return 0, fmt.Errorf("journal %s: restoring the records of %s: %w", s.path, s.pendlog.path, err)
+		return err
 	}
-	return n, s.removePendingLog()
-}
-
-// removePendingLog removes the pending log, once what it held is durable.
-func (s *Store) removePendingLog() error {
 	if err := os.Remove(s.pendlog.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("journal %s: %w", s.path, err)
 	}
@@ -354,8 +312,7 @@ func (s *Store) removePendingLog() error {
 }
 
 // loadPending puts the pending log's records that are newer than the
-// file's into the overlay of a read-only store, which cannot write them:
-// what a reader of a crashed writer's journal is shown.
+// file's into a read-only store's overlay.
 func (s *Store) loadPending() error {
 	recs, err := readPendingLog(s.pendlog.path)
 	if err != nil {

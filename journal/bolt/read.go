@@ -9,7 +9,6 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/agentonce/agentonce/journal"
-	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
 // Get returns the newest record for key.
@@ -47,8 +46,7 @@ type notFound uuid.UUID
 func (e notFound) Error() string { return journal.ErrNotFound.Error() + ": " + uuid.UUID(e).String() }
 func (e notFound) Unwrap() error { return journal.ErrNotFound }
 
-// readFile is readInto in a read transaction of its own, or from the
-// cache of settled records (cache.go).
+// readFile is readIn in a read transaction of its own, or from the cache.
 func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err error) {
 	c := &s.stripes[key[0]].cache
 	hit, gen, fill := c.cached(key, dst)
@@ -56,7 +54,7 @@ func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err er
 		return true, nil
 	}
 	err = s.view(func(tx *bbolt.Tx) error {
-		found, err = s.readInto(tx, key, dst)
+		found, err = s.readIn(tx.Bucket(bucketRecords), key, dst)
 		return err
 	})
 	if testHookRead != nil {
@@ -68,8 +66,7 @@ func (s *Store) readFile(key uuid.UUID, dst *journal.Record) (found bool, err er
 	return found, err
 }
 
-// view runs fn in a read transaction, turning a panic of bbolt on a damaged
-// page into ErrCorrupt.
+// view runs fn in a read transaction; a panic on a damaged page is ErrCorrupt.
 func (s *Store) view(fn func(tx *bbolt.Tx) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -83,38 +80,30 @@ func (s *Store) view(fn func(tx *bbolt.Tx) error) (err error) {
 // readTx returns the committed record for key within tx, or nil.
 func (s *Store) readTx(tx *bbolt.Tx, key uuid.UUID) (*journal.Record, error) {
 	var d journal.Record
-	if ok, err := s.readInto(tx, key, &d); !ok || err != nil {
+	if ok, err := s.readIn(tx.Bucket(bucketRecords), key, &d); !ok || err != nil {
 		return nil, err
 	}
 	return &d, nil
 }
 
-// readInto reads the committed record for key into dst within tx, and
-// reports whether there is one: the replay path's read, whose record stays
-// on the caller's stack.
-func (s *Store) readInto(tx *bbolt.Tx, key uuid.UUID, dst *journal.Record) (bool, error) {
-	return s.readIn(tx.Bucket(bucketRecords), key, dst)
-}
-
-// readIn is readInto from recs, the records bucket of a transaction.
+// readIn reads the committed record for key into dst from recs, the
+// records bucket of a transaction, and reports whether there is one.
 func (s *Store) readIn(recs *bbolt.Bucket, key uuid.UUID, dst *journal.Record) (bool, error) {
 	v := recs.Get(key[:])
 	if v == nil {
 		return false, nil
 	}
-	d, err := codec.Decode(v)
+	d, err := decodeStored(key[:], v)
 	if err != nil {
-		return false, fmt.Errorf("journal %s: key %s: %w", s.path, key, err)
+		return false, wrapKey(s.path, key[:], err)
 	}
 	s.endStale(&d)
 	*dst = d
 	return true, nil
 }
 
-// current returns the newest record for key: the overlay's, else the
-// file's. The key's stripe is locked. The overlay's record is returned
-// itself, not a copy: callers only read it, and the machine functions
-// they give it to do not modify it.
+// current returns the newest record for key: the overlay's (itself, for
+// reading only), else the file's. The key's stripe is locked.
 func (s *Store) current(st *stripe, key uuid.UUID) (r *journal.Record, err error) {
 	if o, ok := st.overlay[key]; ok {
 		return o.rec, nil
@@ -134,5 +123,9 @@ func wrapKey(path string, key []byte, err error) error {
 	if len(key) == 16 {
 		return fmt.Errorf("journal %s: key %s: %w", path, uuid.UUID(key), err)
 	}
-	return fmt.Errorf("journal %s: key %x: %w", path, key, err)
+	return fmt.Errorf("journal %s: key %x: %w", path, clip(key), err)
 }
+
+// clip is at most 64 bytes of b, for an error message: on a damaged page a
+// key or value can run for gigabytes.
+func clip(b []byte) []byte { return b[:min(len(b), 64)] }

@@ -14,8 +14,8 @@ import (
 )
 
 // Stats counts the journal's records from the counters and indexes kept in
-// the file, without reading records (a journal opened read-only before its
-// migration is scanned instead). SizeBytes is the file's size.
+// the file, without reading records (a legacy journal is scanned instead).
+// SizeBytes is the file's size.
 func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 	return s.stats(ctx, s.legacy)
 }
@@ -59,8 +59,7 @@ func (s *Store) stats(ctx context.Context, scan bool) (journal.Stats, error) {
 		if st, err = indexedStats(tx, now); err != nil {
 			return fmt.Errorf("journal %s: %w", s.path, err)
 		}
-		// The fresh bucket's records are in the counters, not yet in the
-		// indexes that the other figures are read from.
+		// The fresh bucket's records are in the counters, not the indexes.
 		fresh, err := s.freshEntries(tx)
 		if err != nil {
 			return err
@@ -107,8 +106,8 @@ func (s *Store) stats(ctx context.Context, scan bool) (journal.Stats, error) {
 	return st, nil
 }
 
-// subStats takes r out of s, as addStats put it in. Oldest and Newest stay:
-// r's key is in the overlay, whose record addStats counts next.
+// subStats takes r out of s (Oldest and Newest stay: r's key is in the
+// overlay, whose record is counted next).
 func subStats(s *journal.Stats, r *journal.Record, now time.Time) {
 	s.Records--
 	if s.ByState[r.State]--; s.ByState[r.State] == 0 {

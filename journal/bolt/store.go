@@ -4,37 +4,21 @@
 // index and the counters, written in the transaction of the record they
 // index: see index.go). Memory holds the overlay of non-durable records
 // and a cache of settled ones (cache.go), neither filled by the open, so
-// an open reads no record. A journal of layout 1 (no index bucket) is
-// migrated by its first writer's open (migrate.go).
+// an open reads no record (a writer's checks a small file: checkTree). A
+// journal of layout 1 (no index bucket) is migrated by its first writer's
+// open (migrate.go).
 //
-// The files follow a call: open.go opens the file, begin.go decides a
-// Begin, write.go records attempts and outcomes, read.go and list.go read,
-// gc.go and stats.go walk the indexes, and store.go closes.
+// bbolt's lock belongs to the open file, so a second Open of one path in
+// one process is refused like another process's. The lock proves that no
+// other process holds the journal, so a pending record last written before
+// a writer's open has its lease ended as it is read (endStale).
 //
-// Opening for writing: the file's length is checked against its meta page
-// before bbolt maps it (boltfile.go), and a panic inside bbolt (it panics,
-// or faults on its memory map, on some damaged pages) is turned into
-// ErrCorrupt naming the file. bbolt's lock belongs to the open file, not to
-// the process, so a second Open of the same path in one process is
-// refused like another process's. Since the lock proves that no other
-// process holds the journal, every lease found at a writer's open belongs
-// to a process that stopped: a pending record read from the file that was
-// last written before the open (its Updated is before leasesEnded) has its
-// lease ended as of the open, as it is read (endStale), so that the open
-// itself reads and writes no record. The store's time never goes backward
-// across opens (clock.go), so a record this process writes is never taken
-// for an earlier one's.
-//
-// Non-durable writes: a pending record written with Durable false is kept
-// in its key's stripe overlay, which every call on the store consults, so
-// it is visible at once; it reaches the file with its outcome, with a
-// durable write of the same key, or at Close, and meanwhile lives in the
-// pending log too (pendlog.go). Durable writes go through the group commit
-// (commit.go), which retries a failed group one write at a time, so each
-// write must be safe to run twice. The replay path (Begin on a settled
-// record while another call holds its key's lock) is one read
-// transaction and reads only the file, which is why a Retake, which makes
-// a settled record pending again, is always written durably.
+// A non-durable pending record lives in its key's stripe overlay and in
+// the pending log (pendlog.go) until its outcome, a durable write of its
+// key, or Close. Durable writes go through the group commit (commit.go),
+// which retries a failed group one write at a time: each write must be
+// safe to run twice. The replay path (Begin while another call holds the
+// key's lock) reads only the file, so a Retake is always durable.
 
 package bolt
 
@@ -55,26 +39,20 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// Store is the default Store: one bbolt file per journal. It is safe
-// for concurrent use by many goroutines; one process at a time may open the
-// file for writing (bbolt's file lock).
-//
-// Writes are group-committed (see commit.go), so concurrent writers share
-// fsyncs. Decisions about one key are serialized by a striped
-// per-key mutex held from the read that decides to the commit that records
-// the decision. Non-durable writes (BeginRequest.Durable false) live in a
-// per-stripe overlay until a durable write of the same key or Close
-// persists them.
+// Store is the default Store: one bbolt file per journal. It is safe for
+// concurrent use; one process at a time may open the file for writing.
+// Concurrent writers share fsyncs (group commit); one key's decisions are
+// serialized by a striped lock held from the read that decides to the
+// commit that records the decision.
 type Store struct {
 	path     string
 	db       *bbolt.DB
-	lockWait time.Duration
+	opts     Options // as given to Open, with defaults applied
 	ns       uuid.UUID
 	clock    storeClock
 	readOnly bool
-	// leasesEnded is the store's time at a writer's open: the lease of a
-	// pending record last written before it ended then (see endStale).
-	// Zero for a reader.
+	// leasesEnded is the store's time at a writer's open, when the leases
+	// of records last written before it ended (endStale); zero for a reader.
 	leasesEnded time.Time
 	// lineDue is the clock's line (meta "clock") that the next write
 	// transaction records, nil when the file has it (see clock.go).
@@ -85,30 +63,23 @@ type Store struct {
 
 	stripes [256]stripe
 	// touches collects the record writes of the write transaction in
-	// progress, and txSeq numbers those transactions; both are used only
-	// inside a write transaction, which bbolt runs one at a time (cache.go).
+	// progress, and txSeq numbers those transactions: used only inside one.
 	touches *txTouches
 	txSeq   uint64
-	// pendlog keeps the overlay's records on file for a successor
-	// (pendlog.go); a reader only reads it, at Open.
+	// pendlog keeps the overlay's records on file for a successor.
 	pendlog *pendingLog
 	// suppressing holds the tools that may have a suppressed record in the
 	// file (maySuppress).
 	suppressing toolSet
-	// legacy: a read-only store of a journal whose indexes are not built
-	// (layout 1, or a migration that did not finish). Its queries read
-	// every record instead.
+	// legacy: a read-only store of a journal whose indexes are not built;
+	// its queries read every record instead.
 	legacy bool
-
-	maxBatch int
-	delay    time.Duration
 
 	cmu     sync.Mutex
 	queue   []*writeOp // writes waiting for a group commit; guarded by cmu
 	leading bool       // a writer is committing a group; guarded by cmu
 	batch   []*writeOp // the group being committed; the leader's alone
-	// groups and grouped count the group commits and the writes they
-	// held, for the benchmarks' writes per group.
+	// groups and grouped count group commits and their writes (benchmarks).
 	groups, grouped atomic.Int64
 
 	// closeMu is held shared by every call for its duration and
@@ -120,27 +91,22 @@ type Store struct {
 // overlaid is a record of the overlay.
 type overlaid struct {
 	rec *journal.Record
-	// unfiled says that the file holds no record of the key: a Begin read
-	// the file under the key's lock and found none, and the key has been
-	// in the overlay ever since. Only a write of the key under its lock
-	// (which takes it out of the overlay, and this with it) or GC (which
-	// only removes) changes the file's record of a key, so this stays
-	// true; the key's durable write then need not read the file for the
-	// record it replaces (indexPut). Any doubt leaves it false, which
-	// costs that read.
+	// unfiled says that the file holds no record of the key: a Begin found
+	// none under the key's lock, and the key has been in the overlay ever
+	// since (only a write under that lock, or GC, which only removes,
+	// changes the file's record). The key's durable write then skips
+	// reading the record it replaces (indexPut); any doubt leaves it false.
 	unfiled bool
 }
 
 // stripe serializes the decisions about the keys that hash to it.
 type stripe struct {
 	mu sync.Mutex
-	// overlay holds records newer than the file's: written without
-	// Durable and not yet committed. Guarded by mu. A record in it is
-	// never changed in place: readers copy it, writers replace it.
+	// overlay holds records newer than the file's, written without
+	// Durable. Guarded by mu. A record in it is replaced, never changed.
 	overlay map[uuid.UUID]overlaid
 	// cache holds settled records of the stripe's keys as the file has
-	// them (cache.go); it has a lock of its own, so that a replay does not
-	// wait for a decision holding mu.
+	// them, under a lock of its own: a replay does not wait for mu.
 	cache recordCache
 }
 
@@ -161,14 +127,12 @@ func (s *Store) overlaySnapshot() map[uuid.UUID]*journal.Record {
 	return out
 }
 
-func (s *Store) lockTimeout() time.Duration { return s.lockWait }
-
 // Path returns the journal file's path.
 func (s *Store) Path() string { return s.path }
 
 // Now returns the store's time, by which it judges leases and expiry:
-// journal.Options.Now and Monotonic combined as clock.go says, so that a
-// jump of the wall clock does not move it.
+// journal.Options.Now and Monotonic combined, so that a jump of the wall
+// clock does not move it.
 func (s *Store) Now() time.Time { return s.now() }
 
 func (s *Store) now() time.Time { return s.clock.now() }
@@ -176,9 +140,9 @@ func (s *Store) now() time.Time { return s.clock.now() }
 // Namespace returns the journal's namespace.
 func (s *Store) Namespace() uuid.UUID { return s.ns }
 
-// LocalReads reports that a read of this store costs about a microsecond (a
-// memory-mapped file), less than joining a flight: the harness then answers
-// a re-issued settled call by one read before anything else.
+// LocalReads reports that a read of this store costs less than joining a
+// flight (a memory-mapped file): the harness then answers a re-issued
+// settled call by one read before anything else.
 func (s *Store) LocalReads() bool { return true }
 
 func (s *Store) enter(ctx context.Context) error {
@@ -221,8 +185,7 @@ func (s *Store) Close() error {
 		err = fmt.Errorf("journal %s: %w", s.path, cerr)
 	}
 	if !s.readOnly {
-		// Removed once the overlay is on file; kept, for the next open,
-		// when it is not.
+		// Removed once the overlay is on file; else kept for the next open.
 		if cerr := s.pendlog.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("journal %s: %w", s.path, cerr)
 		}
@@ -230,9 +193,8 @@ func (s *Store) Close() error {
 	return err
 }
 
-// flushOverlay writes the overlay's records, in key order (bbolt inserts
-// in order without moving what it already holds) and in transactions of
-// compactTxRecords.
+// flushOverlay writes the overlay's records, in key order (cheapest for
+// bbolt) and in transactions of compactTxRecords.
 func (s *Store) flushOverlay() error {
 	over := s.overlaySnapshot()
 	recs := slices.SortedFunc(maps.Values(over), func(a, b *journal.Record) int { return machine.CompareKeys(a.Key, b.Key) })

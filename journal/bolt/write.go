@@ -22,10 +22,8 @@ func (s *Store) StartAttempt(ctx context.Context, req journal.AttemptRequest) er
 }
 
 // Renew extends the caller's lease; see Store. The renewed record goes to
-// the overlay, never to the file: a renewal needs no fsync, because after a
-// crash the lease ends anyway (the next open ends every lease it finds), so the
-// lease in the file never needs to be the renewed one. The next durable
-// write of the key, or Close, writes it.
+// the overlay, not the file: after a crash the next open ends every lease
+// anyway. The next durable write of the key, or Close, writes it.
 func (s *Store) Renew(ctx context.Context, req journal.RenewRequest) (time.Time, error) {
 	if err := machine.ValidateRenew(&req); err != nil {
 		return time.Time{}, err
@@ -53,8 +51,7 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 	})
 }
 
-// update applies fn to the newest record for key under the key's lock and
-// persists the result.
+// update applies fn to key's newest record under its lock, and persists.
 func (s *Store) update(ctx context.Context, key uuid.UUID, op string, durable bool, fn func(*journal.Record, time.Time) (journal.Record, error)) (journal.Record, error) {
 	if err := s.enter(ctx); err != nil {
 		return journal.Record{}, err
@@ -112,18 +109,16 @@ func (s *Store) Import(ctx context.Context, r journal.Record) error {
 	return s.persist(st, &r, true, false)
 }
 
-// encBufs recycles the encodings of records written durably (persist),
-// up to maxPooledEnc bytes each.
+// encBufs recycles durable writes' encodings, up to maxPooledEnc bytes.
 var encBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledEnc = 16 << 10
 
 // persist records r: durably through the commit loop, or in the overlay
 // and the pending log (durably when the log refuses it). The key's stripe
-// is locked. persist takes r over: the overlay keeps r itself, not a copy,
-// so the caller reads r afterwards but never changes it. fileNone says
-// that the caller, holding the key's lock, found the key neither in the
-// overlay nor in the file (see overlaid.unfiled).
+// is locked. persist takes r over: the caller may read r afterwards but
+// never change it. fileNone says that the caller found the key neither in
+// the overlay nor in the file (overlaid.unfiled).
 func (s *Store) persist(st *stripe, r *journal.Record, durable, fileNone bool) error {
 	r.Version = journal.SchemaVersion
 	prev, inOverlay := st.overlay[r.Key]
@@ -138,16 +133,14 @@ func (s *Store) persist(st *stripe, r *journal.Record, durable, fileNone bool) e
 	buf := encBufs.Get().(*[]byte)
 	enc := codec.Encode((*buf)[:0], r)
 	err := s.commitPut(r, enc, unfiled)
-	// The transaction is over: bbolt, which keeps a value only for the
-	// transaction's life, and the cache (settle) are done with enc.
+	// The transaction is over: bbolt and the cache are done with enc.
 	if cap(enc) <= maxPooledEnc {
 		*buf = enc
 		encBufs.Put(buf)
 	}
 	if err != nil {
 		if inOverlay && prev.unfiled {
-			// A failed commit may still have reached the file (bbolt's
-			// final fsync failed, say): no longer sure.
+			// A failed commit may still have reached the file.
 			prev.unfiled = false
 			st.overlay[r.Key] = prev
 		}

@@ -16,14 +16,12 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// Keeper renews a lease its owner holds, every ttl/3, for as long as the
-// owner works on the intent. It runs on a timer,
-// not a goroutine of its own, so work shorter than ttl/3 costs one timer
-// armed and stopped. The lease counts as lost once a renewal is fenced
+// Keeper renews a lease its owner holds, every ttl/3, on a timer rather
+// than a goroutine. The lease counts as lost once a renewal is fenced
 // (another owner, or an operator, took the intent) or once the last
-// successful renewal's ttl has nearly run out while the store could not
-// be reached; the time is this process's monotonic clock, which a wall
-// clock jump does not move. It is safe for concurrent use.
+// successful renewal's ttl has nearly run out, by this process's monotonic
+// clock, while the store could not be reached. It is safe for concurrent
+// use.
 type Keeper struct {
 	store journal.Store
 	ctx   context.Context // its values go to Renew (WithoutCancel, made at a tick); not its cancellation
@@ -62,9 +60,7 @@ func (k *Keeper) OnLost(lost func(error)) {
 }
 
 // Stop ends the renewal; it is safe on a nil keeper and more than once. A
-// renewal already under way may still land: it renews the owner's own
-// lease, or is fenced once the outcome is recorded, which then changes
-// nothing.
+// renewal already under way may still land, harmlessly.
 func (k *Keeper) Stop() {
 	if k == nil {
 		return
@@ -86,8 +82,7 @@ func (k *Keeper) tick() {
 	}
 	interval := k.ttl / 3
 	start := time.Now()
-	// WithoutCancel here, not in Keep: most owners finish before the
-	// first tick, and then it was an allocation for nothing.
+	// WithoutCancel here, not in Keep: most owners finish before it.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(k.ctx), interval)
 	_, err := k.store.Renew(rctx, journal.RenewRequest{Key: k.key, Token: k.token, LeaseTTL: k.ttl})
 	cancel()

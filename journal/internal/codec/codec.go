@@ -1,24 +1,16 @@
 // Package codec is the binary form of a journal record, one value per
-// record: the bbolt file, its pending log, the Redis store and the
-// in-memory store keep records in it. The layout (a format byte, then
-// tag-length-payload fields) is described at the tag constants below;
-// what it promises:
+// record, as the bbolt file, its pending log, the Redis store and the
+// in-memory store keep it. What it promises:
 //
-//   - Forward compatibility: a reader skips tags it does not know, so a
-//     later version may add fields that older readers ignore. A newer format
-//     byte, which may change what known tags mean, is refused with
+//   - Forward compatibility: a reader skips tags it does not know; a newer
+//     format byte, which may change what known tags mean, is refused with
 //     journal.ErrNewerVersion.
-//   - Exact times: times are kept to the nanosecond, in UTC, absent when
-//     zero.
+//   - Exact times: to the nanosecond, in UTC, absent when zero.
 //   - Few allocations: decoding copies the value once and points every
-//     string and byte slice into that copy, so a record costs at most three
-//     allocations (the copy, the attempts, the resolution; more only past
-//     four attempts).
+//     string and byte slice into that copy: at most three allocations (the
+//     copy, the attempts, the resolution; more past four attempts).
 //   - Integrity: every record written is sealed with a CRC-32C; a damaged
-//     one decodes to an error wrapping journal.ErrCorrupt.
-//
-// The decoder is fuzzed (fuzz_test.go): any bytes decode to a record or an
-// error, never a panic.
+//     one decodes to an error wrapping journal.ErrCorrupt, never a panic.
 package codec
 
 import (
@@ -36,13 +28,10 @@ import (
 )
 
 // The record encoding: one format byte (the schema version), then fields,
-// each written as uvarint tag, uvarint length, payload. A reader skips the
-// tags it does not know, so a newer writer can add fields without breaking
-// older readers; a newer format byte is refused (journal.ErrNewerVersion) because it
-// may change what known tags mean. Integers are uvarints, times are zig-zag
-// varints of Unix nanoseconds (absent when zero), strings and byte slices
-// are raw. An absent byte slice decodes as nil, a present empty one as
-// empty, so nil-ness round-trips.
+// each a uvarint tag, a uvarint length and the payload. Integers are
+// uvarints, times zig-zag varints of Unix nanoseconds, strings and byte
+// slices raw. An absent byte slice decodes as nil, a present empty one as
+// empty.
 const (
 	tagKey = iota + 1
 	tagTenant
@@ -138,10 +127,8 @@ func (e *encoder) time(tag int, t time.Time) {
 }
 
 // open begins a nested message under tag, in place: its fields follow a
-// one-byte length, which end, given what open returned, fills in (and
-// widens for a message of 128 bytes or more). Not a method taking the
-// fields as a closure: the encoder would escape through it, an
-// allocation of every encode.
+// one-byte length, which end fills in (and widens for 128 bytes or more).
+// Not a closure-taking method: the encoder would escape, an allocation.
 func (e *encoder) open(tag int) (at int) {
 	e.b = binary.AppendUvarint(e.b, uint64(tag))
 	at = len(e.b)
@@ -168,16 +155,14 @@ func Encode(dst []byte, r *journal.Record) []byte {
 	start := len(dst)
 	e := encoder{b: slices.Grow(dst, sizeHint(r))}
 	e.b = append(e.b, journal.SchemaVersion, tagChecksum, crcLen, 0, 0, 0, 0)
-	e.head(tagKey, 16)
-	e.b = append(e.b, r.Key[:]...)
+	e.bytes(tagKey, r.Key[:])
 	e.str(tagTenant, r.Intent.Tenant)
 	e.str(tagSession, r.Intent.Session)
 	e.str(tagTurn, r.Intent.Turn)
 	e.str(tagTool, r.Intent.Tool)
 	e.str(tagDiscriminator, r.Intent.Discriminator)
 	if !r.Fingerprint.IsZero() {
-		e.head(tagFingerprint, len(r.Fingerprint))
-		e.b = append(e.b, r.Fingerprint[:]...)
+		e.bytes(tagFingerprint, r.Fingerprint[:])
 	}
 	e.uint(tagEffect, uint64(r.Effect))
 	e.bytes(tagInput, r.Input)
@@ -233,8 +218,7 @@ func (e *encoder) resolution(tag int, res *journal.Resolution) {
 }
 
 // sizeHint is about the size of r's encoding, so that it takes one
-// allocation: the variable-length fields plus room for every tag, length
-// and number.
+// allocation.
 func sizeHint(r *journal.Record) int {
 	n := sealLen + 128 + len(r.Intent.Tenant) + len(r.Intent.Session) + len(r.Intent.Turn) +
 		len(r.Intent.Tool) + len(r.Intent.Discriminator) + len(r.Input) + len(r.Output) +
@@ -256,8 +240,7 @@ func sizeHint(r *journal.Record) int {
 }
 
 // decoder walks the fields of one message. Strings and byte slices alias
-// buf, which the caller owns and never mutates afterwards: a record decodes
-// with one copy of its bytes instead of one allocation per field.
+// buf, which is never mutated afterwards.
 type decoder struct {
 	buf []byte
 	off int
@@ -265,8 +248,7 @@ type decoder struct {
 }
 
 // next returns the next field, or ok=false at the end or on error. Tags
-// and most lengths are one byte, read inline; longer ones go through
-// binary.Uvarint.
+// and most lengths are one byte, read inline.
 func (d *decoder) next() (tag int, payload []byte, ok bool) {
 	off, buf := d.off, d.buf
 	if d.err != nil || off >= len(buf) {
@@ -369,9 +351,8 @@ func exactVarint(p []byte) (int64, bool) {
 
 // Decode decodes a record from val, checking its checksum: an error
 // wrapping journal.ErrCorrupt, or journal.ErrNewerVersion, says what is
-// wrong; it does not name the key or the file, which the caller adds. It
-// copies val once (the caller may pass bbolt memory that is only valid
-// inside a transaction); the result shares that copy.
+// wrong (the caller names the key and the file). It copies val once (it
+// may be bbolt memory); the result shares that copy.
 func Decode(val []byte) (journal.Record, error) {
 	var r journal.Record
 	if len(val) == 0 {
@@ -540,22 +521,15 @@ func decodeApproval(parent *decoder, p []byte) *journal.Approval {
 	return a
 }
 
-// Integrity. A record this package writes is sealed: the format byte, then
-// a checksum field (tagChecksum, length 4) holding the CRC-32C (Castagnoli)
-// of every other byte of the value, the format byte included, then the
-// fields. A reader of an earlier version skips the checksum as an unknown
-// tag.
-//
-// A record written before checksums existed (legacy) starts with the format
-// byte and the key field (tagKey, length 16), which every encoder has
-// always written first. That prefix is how it is recognised; it is decoded
-// unchecked, and sealed the next time it is written. Both bytes of the two
-// prefixes differ, so no single damaged byte makes a sealed record pass as a
-// legacy one; a value with neither prefix is corrupt.
+// Integrity. A sealed record is the format byte, a checksum field
+// (tagChecksum, length 4) holding the CRC-32C of every other byte, then the
+// fields; an earlier reader skips the checksum as an unknown tag. A record
+// written before checksums (legacy) starts with the format byte and the
+// key field (tagKey, length 16): it is decoded unchecked and sealed when
+// next written. Both bytes of the two prefixes differ, so no single damaged
+// byte makes a sealed record pass as a legacy one.
 const (
-	// tagChecksum is the largest one-byte tag, far from the record's
-	// fields, which keep counting up from tagExpires.
-	tagChecksum = 127
+	tagChecksum = 127 // the largest one-byte tag, far from the fields
 	crcLen      = 4
 	sealLen     = 3 + crcLen // format byte, tag, length, CRC
 )
