@@ -11,7 +11,8 @@
 //	           [-workers 3] [-intents 0] [-lease 500ms] [-skew=true] [-kill=true]
 //	           [-scenarios LIST] [-history FILE] [-json] [-v]
 //	           [-downstream builtin|middleware] [-server-store bolt|postgres|redis]
-//	           [-redis URL] [-handler-5xx] [-store-5xx] [-kill-server] [-failover CMD]
+//	           [-redis URL] [-handler-5xx] [-store-5xx] [-kill-server] [-reconcile]
+//	           [-failover CMD]
 //
 // On bbolt one agent process runs at a time and is killed and restarted; on
 // PostgreSQL several run at once, are killed and restarted, have their
@@ -29,8 +30,17 @@
 // together; the script's faults are applied to the middleware's answers.
 // -kill-server runs that server in a process of its own and kills it with
 // SIGKILL every few seconds.
+// -reconcile gives the middleware Options.Reconcile, answered from the
+// downstream's own record of effects by key, and counts the server's
+// unknowns it settled without a person.
 // -server-store redis needs cmd/agentcheck/redis, this command with the
 // Redis journal linked in.
+//
+// The approval scenario calls tools that need approval; an approver in the
+// checker's process approves (one or two distinct approvers), rejects,
+// forges an approval of another input or lets the deadline pass, at
+// random times, through the worker's socket (bbolt) or the journal
+// (PostgreSQL, Redis), as agentctl does.
 //
 // The output lists each violation with the seed, the rule and the
 // intent's history lines (the first two per rule; -v prints all), then a

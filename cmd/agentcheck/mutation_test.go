@@ -90,6 +90,22 @@ var mutations = []mutation{
 		catch: []string{check.RuleDuplicate},
 	},
 	{
+		// The approval gate, through the approval scenario: one approval
+		// short runs a tool that needs one as soon as it is re-issued.
+		name: "approvals counted one short",
+		edits: []edit{{"journal/internal/machine/begin.go", "	case cur.State == journal.StateAwaiting && len(cur.Approval.Given) < cur.Approval.Need:",
+			"	case cur.State == journal.StateAwaiting && len(cur.Approval.Given)+1 < cur.Approval.Need:"}},
+		store: "bolt", seed: "11", duration: "8s", scenarios: "approval",
+		catch: []string{check.RuleUnapproved},
+	},
+	{
+		name: "approval of another input accepted",
+		edits: []edit{{"journal/internal/machine/apply.go", "	case res.State == journal.StatePending && res.Fingerprint != cur.Fingerprint:",
+			"	case false && res.Fingerprint != cur.Fingerprint:"}},
+		store: "bolt", seed: "11", duration: "8s", scenarios: "approval",
+		catch: []string{check.RuleForged},
+	},
+	{
 		// Records live for days (RecordTTL), so a checker run never sees
 		// one expire: the conformance suite, whose clock it owns, does.
 		name:   "expiry ignoring the state",

@@ -225,12 +225,18 @@ func (a *agent) issue(ctx context.Context, in *Intent, is Issue) {
 	wg.Wait()
 }
 
+// checkTenant is the tenant of every call; the session is sessionOf's.
+const checkTenant = "agentcheck"
+
+// sessionOf is the session of every call of plan.
+func sessionOf(plan *Plan) string { return fmt.Sprintf("seed-%d", plan.Seed) }
+
 func (a *agent) call(in *Intent, p int) harness.ToolCall {
 	input, _ := json.Marshal(body{Intent: in.ID, P: p})
 	return harness.ToolCall{
 		ID:      fmt.Sprintf("%s/%d", a.proc, a.calls.Add(1)),
-		Tenant:  "agentcheck",
-		Session: fmt.Sprintf("seed-%d", a.plan.Seed),
+		Tenant:  checkTenant,
+		Session: sessionOf(a.plan),
 		Turn:    in.ID,
 		Tool:    in.Tool,
 		Input:   input,
@@ -249,7 +255,7 @@ func answerEvent(intent string, p int, callID string, res harness.Result) Event 
 	}
 	e.Outcome = map[harness.Status]string{harness.Succeeded: OutSucceeded, harness.Failed: OutFailed,
 		harness.Suppressed: OutSuppressed, harness.Unknown: OutUnknown, harness.InProgress: OutInProgress,
-		harness.Rejected: OutRejected}[res.Status]
+		harness.Rejected: OutRejected, harness.AwaitingApproval: OutAwaiting}[res.Status]
 	if res.OK() {
 		e.Output = res.Output
 		e.Source = map[harness.Source]string{harness.Executed: SrcExecuted, harness.Replayed: SrcReplayed,
@@ -267,7 +273,8 @@ func answerEvent(intent string, p int, callID string, res harness.Result) Event 
 // through downstream.Transport, which carries the key and the attempt id.
 func (a *agent) tool(spec ToolSpec) harness.Tool {
 	t := harness.Tool{Name: spec.Name, Effect: effectOf(spec.Kind), Retry: workerRetry,
-		Timeout: time.Duration(spec.TimeoutMS) * time.Millisecond, Settle: time.Duration(spec.SettleMS) * time.Millisecond}
+		Timeout: time.Duration(spec.TimeoutMS) * time.Millisecond, Settle: time.Duration(spec.SettleMS) * time.Millisecond,
+		Approvals: spec.Approvals, ApprovalTTL: time.Duration(spec.ApprovalTTLMS) * time.Millisecond}
 	t.Func = func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
 		var b body
 		if err := json.Unmarshal(input, &b); err != nil {

@@ -56,10 +56,16 @@ const (
 	// live one that does has been overtaken, and its caller is told
 	// "unknown" about an effect it may well have made.
 	RuleLeaseLost = "live-owner-lost-lease"
+	// RuleReconciledWrong: the server's Reconcile (ModeMiddleware with
+	// ServerOptions.Reconcile) answered that a key's effect happened with
+	// another output than the key's first effect's, or when none had; or
+	// that it did not happen when one had.
+	RuleReconciledWrong = "reconciled-wrongly"
 )
 
 // Rules lists the rules in the order reports show them.
-var Rules = []string{RuleDuplicate, RuleKeys, RuleGuard, RuleNoEffect, RuleWrongOutput, RuleFailed, RuleRejected, RuleLost, RuleLeaseLost}
+var Rules = []string{RuleDuplicate, RuleKeys, RuleGuard, RuleNoEffect, RuleWrongOutput, RuleFailed, RuleRejected, RuleLost, RuleLeaseLost,
+	RuleUnapproved, RuleRanAfterNo, RuleForged, RuleApprovalAnswer, RuleReconciledWrong}
 
 // RuleSettleBroken: an Unkeyed intent's effect landed after the window its
 // tool declares (the attempt's start + Timeout + Settle). The tool's
@@ -101,6 +107,9 @@ type Report struct {
 	Effects    int    `json:"effects"`
 	// Answers counts answers by outcome (and source, for successes).
 	Answers map[string]int `json:"answers"`
+	// Decisions counts the approver's decisions by kind and outcome
+	// ("approve/accepted").
+	Decisions map[string]int `json:"decisions,omitempty"`
 	// Kills and Terminations count SIGKILLs and PostgreSQL backends
 	// terminated.
 	Kills        int `json:"kills"`
@@ -121,6 +130,9 @@ type Report struct {
 	// because it could not tell a client (a response it could not
 	// record): not a violation, but worth reading beside them.
 	ServerLog []string `json:"server_log,omitempty"`
+	// ServerUnknowns counts, in ModeMiddleware, the server's records left
+	// without an answer and how many Reconcile settled.
+	ServerUnknowns *ServerUnknowns `json:"server_unknowns,omitempty"`
 	// WorkDir is the run's kept work directory (plan, per-process
 	// histories and logs, the bbolt journal) when the run failed.
 	WorkDir string `json:"work_dir,omitempty"`
@@ -166,13 +178,18 @@ type intentView struct {
 	// without Idempotency-Key.
 	keys    map[int]map[string]int
 	keyless int
+	// decisions are the approver's, in the order they were sent.
+	decisions []*decisionView
+	// serverReconciles are the middleware's Reconcile answers
+	// (ServerOptions.Reconcile).
+	serverReconciles []Event
 }
 
 // Check decides, intent by intent, whether history (ordered by time, as
 // ReadHistory returns it) keeps the rules, and counts what it saw.
 func Check(plan *Plan, history []Event) *Report {
 	r := &Report{Seed: plan.Seed, Store: plan.Store, Intents: len(plan.Intents),
-		Answers: map[string]int{}, ByRule: map[string]map[string]int{}, Soft: map[string]int{}}
+		Answers: map[string]int{}, Decisions: map[string]int{}, ByRule: map[string]map[string]int{}, Soft: map[string]int{}}
 	views := make(map[string]*intentView, len(plan.Intents))
 	for i := range plan.Intents {
 		in := &plan.Intents[i]
@@ -214,7 +231,10 @@ func Check(plan *Plan, history []Event) *Report {
 				r.Answers[k]++
 			}
 		}
-		for _, found := range v.check() {
+		for _, d := range v.decisions {
+			r.Decisions[d.do+"/"+d.outcome]++
+		}
+		for _, found := range v.check(skewMargin(plan)) {
 			found.Seed, found.Store = plan.Seed, plan.Store
 			found.Intent, found.Scenario, found.Tool = v.in.ID, v.in.Scenario, v.in.Tool
 			found.History = v.withFaults(runner)
@@ -298,6 +318,12 @@ func (v *intentView) add(e Event) {
 		}
 	case EvEffect:
 		v.effects = append(v.effects, effectView{ev: e, attempt: v.attempt(e.Attempt, procOf(e.Attempt), e.T)})
+	case EvDecide, EvDecided:
+		v.addDecision(e)
+	case EvReconcile:
+		if e.Proc == "downstream" {
+			v.serverReconciles = append(v.serverReconciles, e)
+		}
 	case EvResponse:
 		if e.Code == 200 && strings.Contains(e.Note, "delivered") {
 			if _, ok := v.delivered[e.Attempt]; !ok {
@@ -331,18 +357,26 @@ func ofFlight(a *attemptView, c *callView) bool {
 	return a != nil && a.proc == c.proc && a.start <= c.end && a.end >= c.start
 }
 
-// check returns the intent's violations, rule by rule.
-func (v *intentView) check() []Violation {
+// check returns the intent's violations, rule by rule; margin is how far
+// behind the true clock a worker's journal clock may run.
+func (v *intentView) check(margin time.Duration) []Violation {
 	if v.in.Kind == ReadOnly {
 		return nil
 	}
+	var out []Violation
+	if spec := toolSpec(v.in.Tool); spec.Approvals > 0 {
+		out = v.approvalViolations(spec, margin)
+	}
 	late := v.lateEffects()
-	out := v.settleBroken(late)
+	out = append(out, v.settleBroken(late)...)
 	if msg := v.keyProblems(); msg != "" {
 		out = append(out, Violation{Rule: RuleKeys, Detail: msg})
 	}
 	if msg := v.guardBypassed(); msg != "" {
 		out = append(out, Violation{Rule: RuleGuard, Detail: msg})
+	}
+	if msg := v.reconciledWrongly(); msg != "" {
+		out = append(out, Violation{Rule: RuleReconciledWrong, Detail: msg})
 	}
 	out = append(out, v.duplicateEffects(late)...)
 	return append(out, v.wrongAnswers()...)

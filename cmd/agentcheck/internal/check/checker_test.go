@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A history builder for hand-written cases: times are small integers.
@@ -342,5 +343,145 @@ func TestViolationHistoryShowsTheKill(t *testing.T) {
 	want := []string{"kill w0.1 pid 9", "pg_terminate_backend 7"}
 	if !slices.Equal(notes, want) {
 		t.Errorf("runner lines in the violation's history = %q; want %q", notes, want)
+	}
+}
+
+// Approval histories: times in milliseconds.
+
+func ms(n int64) int64 { return n * int64(time.Millisecond) }
+
+func decideEv(start, end int64, do, by, outcome string) []Event {
+	e := Event{T: ms(start), Ev: EvDecide, Proc: "runner", Intent: "i1", By: by, Note: do}
+	r := e
+	r.T, r.Ev, r.Outcome = ms(end), EvDecided, outcome
+	return []Event{e, r}
+}
+
+const (
+	awaitingText = "This action needs a person's approval before it runs, and it has not run: it needs 2 approval(s), 0 given"
+	expiredText  = "This action was not run, and will not be: it needed approval, and not run by its approval deadline 2026-12-07T16:20:16Z (1 of 2 approvals given)."
+	declinedText = "This action was not run, and will not be: it needed approval, and rejected by carol: agentcheck: reject."
+)
+
+func TestCheckApprovalRules(t *testing.T) {
+	at := func(t int64, e Event) Event { e.T = ms(t); return e }
+	asked := []Event{
+		at(0, callEv(0, "w0.1", "c1", 0)),
+		at(5, answerEv(0, "w0.1", "c1", 0, OutAwaiting, "", "", awaitingText)),
+	}
+	// ran is a call at 300 ms whose attempt made the effect.
+	ran := []Event{
+		at(300, callEv(0, "w0.1", "c2", 0)),
+		at(301, attemptEv(0, "w0.1", "w0.1#1", false)),
+		at(302, effectEv(0, "w0.1#1", 0, 1)),
+		at(303, attemptEv(0, "w0.1", "w0.1#1", true)),
+		at(310, answerEv(0, "w0.1", "c2", 0, OutSucceeded, SrcExecuted, out(0, 1, "w0.1#1"), "")),
+	}
+	hist := func(parts ...[]Event) []Event {
+		h := slices.Concat(parts...)
+		slices.SortStableFunc(h, func(a, b Event) int { return int(a.T - b.T) })
+		return h
+	}
+	answered := func(t int64, id, outcome, text string) []Event {
+		return []Event{at(t, callEv(0, "w1.1", id, 0)), at(t+5, answerEv(0, "w1.1", id, 0, outcome, "", "", text))}
+	}
+	tests := []struct {
+		name    string
+		history []Event
+		want    []string
+	}{
+		{"approved by two, then run once", hist(asked,
+			decideEv(100, 110, DoApprove, "ann", DecAccepted), decideEv(200, 210, DoApprove, "bob", DecAccepted), ran), nil},
+		{"run with one approval of two", hist(asked,
+			decideEv(100, 110, DoApprove, "ann", DecAccepted), decideEv(200, 210, DoApprove, "bob", DecRefused), ran),
+			[]string{RuleUnapproved}},
+		{"run with one approver's two approvals", hist(asked,
+			decideEv(100, 110, DoApprove, "ann", DecAccepted), decideEv(200, 210, DoApprove, "ann", DecAccepted), ran),
+			[]string{RuleUnapproved}},
+		{"run after the last approval was sent, before its answer", hist(asked,
+			decideEv(100, 110, DoApprove, "ann", DecAccepted), decideEv(290, 305, DoApprove, "bob", DecAccepted), ran), nil},
+		{"run after an approval whose answer was lost", hist(asked,
+			decideEv(100, 110, DoApprove, "ann", DecAccepted), decideEv(200, 210, DoApprove, "bob", DecMaybe), ran), nil},
+		{"a forged approval accepted", hist(asked, decideEv(100, 110, DoForge, "mallory", DecAccepted)),
+			[]string{RuleForged}},
+		{"a forged approval refused", hist(asked, decideEv(100, 110, DoForge, "mallory", DecRefused)), nil},
+		{"run after a rejection", hist(asked, decideEv(100, 110, DoReject, "carol", DecAccepted), ran),
+			[]string{RuleUnapproved, RuleRanAfterNo}},
+		{"run after a call was told the deadline had passed", hist(asked,
+			decideEv(100, 110, DoApprove, "ann", DecAccepted), decideEv(200, 210, DoApprove, "bob", DecAccepted),
+			answered(2500, "c3", OutSuppressed, expiredText),
+			[]Event{at(2600, callEv(0, "w0.2", "c4", 0)), at(2601, attemptEv(0, "w0.2", "w0.2#1", false)), at(2602, effectEv(0, "w0.2#1", 0, 1))}),
+			[]string{RuleRanAfterNo}},
+		{"awaiting after the approvals were recorded", hist(asked,
+			decideEv(100, 110, DoApprove, "ann", DecAccepted), decideEv(200, 210, DoApprove, "bob", DecAccepted),
+			answered(300, "c3", OutAwaiting, awaitingText)), []string{RuleApprovalAnswer}},
+		{"awaiting, joined to a flight begun before the approvals", hist(asked,
+			decideEv(100, 110, DoApprove, "ann", DecAccepted), decideEv(200, 210, DoApprove, "bob", DecAccepted),
+			[]Event{at(190, callEv(0, "w1.1", "c0", 0)), at(306, answerEv(0, "w1.1", "c0", 0, OutAwaiting, "", "", awaitingText))},
+			answered(300, "c3", OutAwaiting, awaitingText)), nil},
+		{"awaiting while the last approval was on its way", hist(asked,
+			decideEv(100, 110, DoApprove, "ann", DecAccepted), decideEv(200, 310, DoApprove, "bob", DecAccepted),
+			answered(300, "c3", OutAwaiting, awaitingText)), nil},
+		{"told rejected with no rejection sent", hist(asked, answered(300, "c3", OutSuppressed, declinedText)),
+			[]string{RuleApprovalAnswer}},
+		{"told rejected after a rejection", hist(asked, decideEv(100, 110, DoReject, "carol", DecAccepted),
+			answered(300, "c3", OutSuppressed, declinedText)), nil},
+		{"told expired before the deadline", hist(asked, answered(1000, "c3", OutSuppressed, expiredText)),
+			[]string{RuleApprovalAnswer}},
+		{"told expired after the deadline", hist(asked, answered(2100, "c3", OutSuppressed, expiredText)), nil},
+		{"told expired after it ran", hist(asked,
+			decideEv(100, 110, DoApprove, "ann", DecAccepted), decideEv(200, 210, DoApprove, "bob", DecAccepted), ran,
+			answered(2500, "c3", OutSuppressed, expiredText)), []string{RuleApprovalAnswer, RuleLost}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := &Plan{Seed: 7, Store: "bolt", Intents: []Intent{{ID: "i1", Tool: "approve_keyed", Kind: Keyed, Scenario: ScApproval, Payloads: 1}}}
+			rep := Check(plan, tt.history)
+			var got []string
+			for _, v := range rep.Violations {
+				got = append(got, v.Rule)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Check rules = %v; want %v (violations: %+v)", got, tt.want, rep.Violations)
+			}
+		})
+	}
+}
+
+func TestCheckServerReconcile(t *testing.T) {
+	effect := func(t int64, key string) Event {
+		e := effectEv(t, "w0.1#1", 0, 1)
+		e.Key = key
+		return e
+	}
+	said := func(t int64, key, note, output string) Event {
+		e := Event{T: t, Ev: EvReconcile, Proc: "downstream", Intent: "i1", Key: key, Note: note}
+		if output != "" {
+			e.Output = json.RawMessage(output)
+		}
+		return e
+	}
+	tests := []struct {
+		name    string
+		history []Event
+		wrong   bool
+	}{
+		{"happened, with the effect's output", []Event{effect(10, "K"), said(20, "K", "happened", out(0, 1, "w0.1#1"))}, false},
+		{"did not happen, before any effect", []Event{said(5, "K", "did not happen", ""), effect(10, "K")}, false},
+		{"did not happen, after the effect", []Event{effect(10, "K"), said(20, "K", "did not happen", "")}, true},
+		{"happened, with no effect", []Event{said(20, "K", "happened", out(0, 1, "w0.1#1"))}, true},
+		{"happened, with another output", []Event{effect(10, "K"), said(20, "K", "happened", out(0, 2, "w0.1#1"))}, true},
+		{"did not happen, after another key's effect", []Event{effect(10, "K2"), said(20, "K", "did not happen", "")}, false},
+		{"a worker's hook is not the server's", []Event{effect(10, "K"), {T: 20, Ev: EvReconcile, Proc: "w0.1", Intent: "i1", Key: "K", Note: "did not happen"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := &Plan{Intents: []Intent{{ID: "i1", Tool: "idempotent", Kind: Idempotent, Payloads: 1}}}
+			rep := Check(plan, tt.history)
+			got := len(rep.ByRule[RuleReconciledWrong]) > 0
+			if got != tt.wrong {
+				t.Errorf("reconciled-wrongly = %v; want %v (violations %+v)", got, tt.wrong, rep.Violations)
+			}
+		})
 	}
 }

@@ -21,8 +21,10 @@
 //     drives the plan's calls through the public harness API and records
 //     calls and answers. It is the only file that uses harness types.
 //   - Run starts the downstream and the worker processes, kills them with
-//     SIGKILL and restarts them, terminates PostgreSQL backends, then runs
-//     a final pass that re-issues every intent, merges the histories and
+//     SIGKILL and restarts them, terminates PostgreSQL backends, makes
+//     the approver's decisions (approver.go: through the worker's socket
+//     on bbolt, the journal on PostgreSQL, as agentctl does), then runs a
+//     final pass that re-issues every intent, merges the histories and
 //     calls Check.
 //   - Check applies the rules (see Rules) to a history and returns a
 //     Report; an effect later than its tool declared (RuleSettleBroken)

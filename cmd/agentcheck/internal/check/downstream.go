@@ -31,6 +31,9 @@ type Downstream struct {
 	arrived map[string]int     // requests per intent
 	keyed   map[string]*stored // by Idempotency-Key: the stored response
 	effects map[string][]json.RawMessage
+	// byKey holds each key's first effect, as the application's own
+	// database would (ModeMiddleware's Reconcile reads it).
+	byKey map[string]json.RawMessage
 
 	// mw, in ModeMiddleware, is the idempotency middleware (on a ServeMux)
 	// that replaces the bookkeeping by key (see NewMiddlewareDownstream).
@@ -51,7 +54,8 @@ type stored struct {
 // NewDownstream returns the downstream for plan, recording into log.
 func NewDownstream(plan *Plan, log *Log) *Downstream {
 	d := &Downstream{intents: make(map[string]*Intent), log: log,
-		arrived: make(map[string]int), keyed: make(map[string]*stored), effects: make(map[string][]json.RawMessage)}
+		arrived: make(map[string]int), keyed: make(map[string]*stored), effects: make(map[string][]json.RawMessage),
+		byKey: make(map[string]json.RawMessage)}
 	for i := range plan.Intents {
 		d.intents[plan.Intents[i].ID] = &plan.Intents[i]
 	}

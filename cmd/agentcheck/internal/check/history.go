@@ -34,6 +34,12 @@ const (
 	// EvFault: the runner injected a fault outside the downstream (a
 	// PostgreSQL backend terminated).
 	EvFault = "fault"
+	// EvDecide: the approver is about to send a decision (Note: approve,
+	// reject or forge) about an intent awaiting approval.
+	EvDecide = "decide"
+	// EvDecided: the decision's result (Outcome: accepted, refused, maybe
+	// or not-found).
+	EvDecided = "decided"
 )
 
 // Event is one line of a history. Which fields are set depends on Ev.
@@ -78,6 +84,8 @@ type Event struct {
 	// Subject is the worker process a runner's event is about (EvProc,
 	// EvFault).
 	Subject string `json:"subject,omitempty"`
+	// By names the approver (EvDecide, EvDecided).
+	By string `json:"by,omitempty"`
 	// Note says more: the action a request got, how a response was
 	// delivered, what a process event was.
 	Note string `json:"note,omitempty"`
@@ -91,6 +99,7 @@ const (
 	OutInProgress = "in-progress"
 	OutUnknown    = "unknown"
 	OutRejected   = "rejected"
+	OutAwaiting   = "awaiting-approval"
 )
 
 // Answer sources (Event.Source) of a succeeded answer.
@@ -101,9 +110,10 @@ const (
 	SrcReconciled = "reconciled"
 )
 
-// Log appends events to a JSON Lines file, one write per line, so that a
-// process killed with SIGKILL leaves only whole lines behind. It is safe
-// for concurrent use.
+// Log appends events to a JSON Lines file, one write per line. A process
+// killed with SIGKILL mid-write may leave its last line cut short: the
+// next OpenLog of the file starts on a new line, and ReadHistory skips the
+// cut one. It is safe for concurrent use.
 type Log struct {
 	proc string
 	mu   sync.Mutex // guards f
@@ -111,11 +121,23 @@ type Log struct {
 }
 
 // OpenLog opens (creating or appending to) the history file at path for
-// the process named proc.
+// the process named proc. A file whose last line an earlier process, killed
+// mid-write, cut short gets a newline first: the cut line stays apart
+// (ReadHistory skips it) and the new lines stay whole.
 func OpenLog(path, proc string) (*Log, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", path, err)
+	}
+	last := make([]byte, 1)
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		if _, err := f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
+			_, err = f.Write([]byte{'\n'})
+			if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("history %s: %w", path, err)
+			}
+		}
 	}
 	return &Log{proc: proc, f: f}, nil
 }
@@ -151,8 +173,9 @@ func (l *Log) Close() error {
 }
 
 // ReadHistory reads the events of the files at paths and returns them
-// ordered by time. A last line cut short (a write interrupted by a kill) is
-// skipped; any other malformed line is an error naming the file and line.
+// ordered by time. A line cut short (a write interrupted by a kill: not
+// JSON, and not ending in "}") is skipped; any other malformed line is an
+// error naming the file and line.
 func ReadHistory(paths ...string) ([]Event, error) {
 	var all []Event
 	for _, p := range paths {
@@ -169,8 +192,8 @@ func ReadHistory(paths ...string) ([]Event, error) {
 			}
 			var e Event
 			if err := json.Unmarshal(line, &e); err != nil {
-				if n > 0 && !bytes.HasSuffix(b, []byte("\n")) && bytes.HasSuffix(b, line) {
-					break // the cut-off last line
+				if !bytes.HasSuffix(bytes.TrimSpace(line), []byte("}")) {
+					continue // cut off by a kill
 				}
 				return nil, fmt.Errorf("history %s line %d: %w", p, n, err)
 			}

@@ -54,7 +54,22 @@ func TestHistoryRoundTrip(t *testing.T) {
 		t.Errorf("ReadHistory(WriteHistory(...)) = %d events, %v; want 3, nil", len(again), err)
 	}
 
-	if err := os.WriteFile(b, []byte("{\"t\":1}\nnot json\n{\"t\":2}\n"), 0o600); err != nil {
+	// A process killed mid-write, then the next one appending: the cut
+	// line is skipped, the next one's lines are whole.
+	if err := os.WriteFile(b, []byte("{\"t\":1}\n{\"t\":2,\"ev\":\"req"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lb, err = OpenLog(b, "downstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb.Add(Event{T: 3, Ev: EvEffect})
+	lb.Close()
+	if events, err := ReadHistory(b); err != nil || len(events) != 2 || events[1].T != 3 {
+		t.Errorf("ReadHistory after a cut line and a reopen = %+v, %v; want the events at 1 and 3", events, err)
+	}
+
+	if err := os.WriteFile(b, []byte("{\"t\":1}\n{\"t\":\"x\"}\n{\"t\":2}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ReadHistory(b); err == nil {

@@ -42,6 +42,12 @@ type ToolSpec struct {
 	// its downstream may act after the client gave up; 0 means the
 	// harness's default (harness.DefaultSettle).
 	SettleMS int `json:"settle_ms,omitempty"`
+	// Approvals is Tool.Approvals: how many distinct approvers must
+	// approve a call before it runs; 0 means none.
+	Approvals int `json:"approvals,omitempty"`
+	// ApprovalTTLMS is Tool.ApprovalTTL in milliseconds: how long a call
+	// awaits its approvals.
+	ApprovalTTLMS int `json:"approval_ttl_ms,omitempty"`
 }
 
 // Downstream actions (Action.Do).
@@ -121,6 +127,29 @@ type Intent struct {
 	// order; requests past the end get DefaultAction.
 	Script []Action `json:"script,omitempty"`
 	Issues []Issue  `json:"issues"`
+	// Decisions are what the approver does about an intent whose tool
+	// needs approval, each at its time.
+	Decisions []Decision `json:"decisions,omitempty"`
+}
+
+// Decisions an approver makes (Decision.Do).
+const (
+	// DoApprove approves the input the intent awaits with.
+	DoApprove = "approve"
+	// DoReject rejects the intent.
+	DoReject = "reject"
+	// DoForge approves, naming the fingerprint of another input of the
+	// same tool: the journal must refuse it.
+	DoForge = "forge"
+)
+
+// Decision is one approver's decision about an intent.
+type Decision struct {
+	// AfterMS is its time after the intent's At.
+	AfterMS int    `json:"after_ms"`
+	Do      string `json:"do"`
+	// By names the approver.
+	By string `json:"by"`
 }
 
 // DefaultAction answers requests past an intent's script.
@@ -138,6 +167,7 @@ const (
 	ScReadOnly   = "readonly"      // a ReadOnly tool under faults
 	ScSkew       = "clock-ahead"   // a worker whose journal clock runs ahead calls during another's lease
 	ScGuard      = "guard"         // a call refused with 422, then the same tool in the turn with another input
+	ScApproval   = "approval"      // a tool that needs approval: approved, rejected, forged or left to expire, re-issued meanwhile
 )
 
 // Plan is a whole schedule, made by Generate from a seed and shared with
@@ -180,6 +210,14 @@ var planTools = []ToolSpec{
 	{Name: "readonly", Kind: ReadOnly},
 }
 
+// approvalTools need approval before they run: only the approval scenario
+// calls them. They come after planTools, whose order the mixed scenario's
+// draws depend on.
+var approvalTools = []ToolSpec{
+	{Name: "approve_unkeyed", Kind: Unkeyed, Reconcile: RecTruthful, Approvals: 1, ApprovalTTLMS: 1500},
+	{Name: "approve_keyed", Kind: Keyed, Approvals: 2, ApprovalTTLMS: 2000},
+}
+
 // GenOptions are Generate's inputs besides the seed.
 type GenOptions struct {
 	Store    string
@@ -210,7 +248,7 @@ func Generate(seed int64, o GenOptions) *Plan {
 		o.Intents = max(int(o.Duration/time.Second)*10, 20)
 	}
 	p := &Plan{Seed: seed, Store: o.Store, Workers: o.Workers, LeaseMS: int(o.Lease / time.Millisecond),
-		DurationMS: int(o.Duration / time.Millisecond), Tools: planTools}
+		DurationMS: int(o.Duration / time.Millisecond), Tools: slices.Concat(planTools, approvalTools)}
 	p.Skews = make([]int, o.Workers)
 	if o.Store == "postgres" && o.Workers > 1 && !o.NoSkew {
 		// One worker's clock is far ahead, one a little behind: a live
@@ -307,15 +345,15 @@ func (g *gen) other(w int) int {
 	return (w + 1 + g.rng.IntN(g.workers-1)) % g.workers
 }
 
-// scenario weights, in percent.
+// scenario weights, relative.
 type scenarioWeight struct {
 	name string
 	w    int
 }
 
 var scenarioWeights = []scenarioWeight{
-	{ScMixed, 28}, {ScLease, 12}, {ScHangup, 10}, {ScRefuse, 10},
-	{ScStepKey, 10}, {ScCancel, 10}, {ScDuplicates, 10}, {ScSkew, 6}, {ScReadOnly, 4}, {ScGuard, 5},
+	{ScMixed, 22}, {ScLease, 12}, {ScHangup, 10}, {ScRefuse, 10},
+	{ScStepKey, 10}, {ScCancel, 10}, {ScDuplicates, 10}, {ScSkew, 6}, {ScReadOnly, 4}, {ScGuard, 5}, {ScApproval, 8},
 }
 
 func (g *gen) scenario(i int) string {
@@ -347,13 +385,15 @@ func Scenarios() []string {
 	return names
 }
 
-func kindOf(tool string) Kind {
-	for _, t := range planTools {
-		if t.Name == tool {
-			return t.Kind
+// toolSpec returns the spec of the tool named name; an unknown name is an
+// Unkeyed tool without options.
+func toolSpec(name string) ToolSpec {
+	for _, t := range slices.Concat(planTools, approvalTools) {
+		if t.Name == name {
+			return t
 		}
 	}
-	return Unkeyed
+	return ToolSpec{Name: name, Kind: Unkeyed}
 }
 
 func (g *gen) intent(i int) Intent {
@@ -435,6 +475,8 @@ func (g *gen) intent(i int) Intent {
 		in.Payloads = 2
 		in.Script = []Action{{Do: ActRefuse, DelayMS: g.between(1, 20), Code: 422}}
 		in.Issues = []Issue{one(0), {Worker: w, AfterMS: g.between(150, 400), Payloads: []int{1}}}
+	case ScApproval:
+		g.approval(&in)
 	case ScReadOnly:
 		in.Tool = "readonly"
 		in.Script = []Action{{Do: ActRefuse, DelayMS: 3, Code: 503, RetryAfter: true}, g.action()}
@@ -450,7 +492,7 @@ func (g *gen) intent(i int) Intent {
 			in.Issues = append(in.Issues, is)
 		}
 	}
-	in.Kind = kindOf(in.Tool)
+	in.Kind = toolSpec(in.Tool).Kind
 	keepPromise(&in)
 	return in
 }

@@ -26,7 +26,7 @@ func TestGenerateCoversEveryScenario(t *testing.T) {
 		seen := map[string]int{}
 		for _, in := range p.Intents {
 			seen[in.Scenario]++
-			if in.Kind != kindOf(in.Tool) {
+			if in.Kind != toolSpec(in.Tool).Kind {
 				t.Errorf("%s: intent %s: kind %s for tool %s", store, in.ID, in.Kind, in.Tool)
 			}
 			for _, is := range in.Issues {
@@ -68,6 +68,38 @@ func TestGenerateLeaseScenarioOutlivesTheLease(t *testing.T) {
 		if p.Skews[a.Worker] != 0 || p.Skews[b.Worker] > 0 {
 			t.Errorf("intent %s: workers %d, %d with skews %d, %d; want the first true, the second not ahead",
 				in.ID, a.Worker, b.Worker, p.Skews[a.Worker], p.Skews[b.Worker])
+		}
+	}
+}
+
+// TestGenerateApprovalScenario: an approval intent calls a tool that needs
+// approval, from workers whose clocks are not ahead (the deadline is a
+// journal clock's), and its approvals are by distinct approvers.
+func TestGenerateApprovalScenario(t *testing.T) {
+	p := Generate(3, GenOptions{Store: "postgres", Workers: 3, Duration: 30 * time.Second, Scenarios: []string{ScApproval}})
+	fates := map[string]int{}
+	for _, in := range p.Intents {
+		spec := toolSpec(in.Tool)
+		if spec.Approvals == 0 || in.Kind != spec.Kind {
+			t.Fatalf("intent %s: tool %s (%s) needs %d approvals; want an approval tool", in.ID, in.Tool, in.Kind, spec.Approvals)
+		}
+		for _, is := range in.Issues {
+			if p.Skews[is.Worker] == skewAhead {
+				t.Errorf("intent %s: issued by worker %d, whose clock runs ahead", in.ID, is.Worker)
+			}
+		}
+		by := map[string]bool{}
+		for _, d := range in.Decisions {
+			fates[d.Do]++
+			if d.Do == DoApprove && by[d.By] {
+				t.Errorf("intent %s: %s approves twice", in.ID, d.By)
+			}
+			by[d.By] = true
+		}
+	}
+	for _, do := range []string{DoApprove, DoReject, DoForge} {
+		if fates[do] == 0 {
+			t.Errorf("no %s decision in %d intents", do, len(p.Intents))
 		}
 	}
 }

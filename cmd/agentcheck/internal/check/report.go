@@ -69,6 +69,16 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 		answers = append(answers, fmt.Sprintf("%s %d", k, r.Answers[k]))
 	}
 	fmt.Fprintf(w, "answers: %s\n", strings.Join(answers, ", "))
+	if len(r.Decisions) > 0 {
+		var decisions []string
+		for _, k := range slices.Sorted(maps.Keys(r.Decisions)) {
+			decisions = append(decisions, fmt.Sprintf("%s %d", k, r.Decisions[k]))
+		}
+		fmt.Fprintf(w, "approver's decisions: %s\n", strings.Join(decisions, ", "))
+	}
+	if r.ServerUnknowns != nil {
+		fmt.Fprintln(w, r.ServerUnknowns)
+	}
 	if r.WorkDir != "" {
 		fmt.Fprintf(w, "work directory kept: %s\n", r.WorkDir)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 // Options configures Run. Zero values are defaults where a field says so.
@@ -204,7 +205,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 	r.runWorkers(ctx, planFile, down)
 	r.finalPass(planFile, down)
-	return r.report()
+	return r.report(ctx, down)
 }
 
 // service is the run's downstream as the runner drives it: in this
@@ -213,6 +214,10 @@ type service struct {
 	url  string
 	in   *Downstream // in this process, else nil
 	proc *serverProc // in a process of its own, else nil
+	// store is, in ModeMiddleware, the middleware's journal when it runs
+	// in this process; location is where it is.
+	store    journal.Store
+	location string
 	// closers end what startDownstream opened, the last first.
 	closers []func()
 }
@@ -250,6 +255,7 @@ func (r *runner) startDownstream(ctx context.Context) (*service, error) {
 			return d, err
 		}
 		d.closers = append(d.closers, drop)
+		d.location = location
 		if d.proc, err = r.startServer(location); err != nil {
 			return d, err
 		}
@@ -264,6 +270,7 @@ func (r *runner) startDownstream(ctx context.Context) (*service, error) {
 			return d, err
 		}
 		d.closers = append(d.closers, drop, func() { srv.Close() })
+		d.store = srv
 		errLog, err := serverErrLog(filepath.Join(r.dir, "server.log"))
 		if err != nil {
 			return d, err
@@ -321,6 +328,9 @@ func (r *runner) runWorkers(ctx context.Context, planFile string, down *service)
 	for slot := range r.plan.Workers {
 		workers.Go(func() { r.supervise(planFile, slot) })
 	}
+	// The approver decides while the workers call; it is done before the
+	// final pass.
+	workers.Go(func() { r.newApprover().run(ctx) })
 	hard := time.AfterFunc(time.Until(r.end)+90*time.Second, func() {
 		r.problem("workers still running 90s after the end: killed")
 		r.mu.Lock()
@@ -360,7 +370,7 @@ func (r *runner) finalPass(planFile string, down *service) {
 
 // report merges the processes' histories, writes the merged history and
 // checks it.
-func (r *runner) report() (*Report, error) {
+func (r *runner) report(ctx context.Context, down *service) (*Report, error) {
 	paths, _ := filepath.Glob(filepath.Join(r.dir, "*.jsonl"))
 	events, err := ReadHistory(paths...)
 	if err != nil {
@@ -383,6 +393,12 @@ func (r *runner) report() (*Report, error) {
 		}
 		if r.o.Server.StoreServerErrors {
 			rep.Downstream += " store-5xx"
+		}
+		if r.o.Server.Reconcile {
+			rep.Downstream += " reconcile"
+		}
+		if rep.ServerUnknowns, err = r.serverUnknowns(ctx, down, events); err != nil {
+			r.problem("counting the server's unknowns: %v", err)
 		}
 	}
 	r.mu.Lock()
@@ -565,6 +581,28 @@ func (r *runner) serverLocation() (location string, drop func(), err error) {
 		return "", nil, fmt.Errorf("server store %q: want bolt, postgres or redis", r.o.ServerStore)
 	}
 	return location, drop, nil
+}
+
+// serverUnknowns counts, in ModeMiddleware, the server journal's records
+// left without an answer and those Reconcile settled: from the journal
+// in this process, or, once the server process is stopped, from its
+// location.
+func (r *runner) serverUnknowns(ctx context.Context, down *service, history []Event) (*ServerUnknowns, error) {
+	store := down.store
+	if store == nil {
+		var jopts *journal.Options
+		if _, ok := journal.Scheme(down.location); !ok {
+			// The killed server's lock goes with its death.
+			jopts = &journal.Options{StoreOptions: &bolt.Options{LockTimeout: 20 * time.Second}}
+		}
+		st, err := journal.Open(ctx, down.location, jopts)
+		if err != nil {
+			return nil, err
+		}
+		defer st.Close()
+		store = st
+	}
+	return countServerUnknowns(ctx, store, r.o.Server.Reconcile, history)
 }
 
 // redisLocation names a Redis journal under the key prefix name on

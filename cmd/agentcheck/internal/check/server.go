@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
@@ -67,7 +68,7 @@ func NewMiddlewareDownstream(plan *Plan, log *Log, store journal.Store, o Server
 		o.Owner = "agentcheck-downstream"
 	}
 	var mu sync.Mutex // errLog's writes
-	m, err := idempotency.New(store, &idempotency.Options{
+	opts := &idempotency.Options{
 		StoreServerErrors: o.StoreServerErrors,
 		Owner:             o.Owner,
 		LeaseTTL:          o.LeaseTTL,
@@ -76,7 +77,11 @@ func NewMiddlewareDownstream(plan *Plan, log *Log, store journal.Store, o Server
 			defer mu.Unlock()
 			fmt.Fprintf(errLog, time.Now().UTC().Format(time.RFC3339Nano)+" "+format+"\n", args...)
 		},
-	})
+	}
+	if o.Reconcile {
+		opts.Reconcile, opts.Settle = d.reconcile, reconcileSettle
+	}
+	m, err := idempotency.New(store, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +108,41 @@ type ServerOptions struct {
 	// request whose server died stays in flight. Zero means the
 	// middleware's default (30 s).
 	LeaseTTL time.Duration
+	// Reconcile sets idempotency.Options.Reconcile: the middleware asks
+	// the downstream's own record of effects by key (Downstream.reconcile)
+	// what became of a request whose server died, with a Settle of
+	// reconcileSettle.
+	Reconcile bool
+}
+
+// reconcileSettle is the middleware's Settle with ServerOptions.Reconcile:
+// how long after a run starts its effect may still land. The handler's
+// effect lands in its own process, which a kill ends, and a live server
+// renews its lease: a short window is true here.
+const reconcileSettle = time.Second
+
+// reconcile is the middleware's Options.Reconcile: the application looks
+// its own record of effects up by the request's key. It answers happened,
+// with the first effect's output, or did not happen; it is never unsure,
+// since effects and this record are one.
+func (d *Downstream) reconcile(r *http.Request, key string) downstream.Reconciliation {
+	var b body
+	raw, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	_ = json.Unmarshal(raw, &b)
+	d.mu.Lock()
+	out, ok := d.byKey[key]
+	// Stamped under the lock that commit logs effects under: an effect
+	// not seen here is later in the history.
+	now := time.Now().UnixNano()
+	d.mu.Unlock()
+	e := Event{T: now, Ev: EvReconcile, Intent: b.Intent, P: b.P, Key: key, Output: out, Note: "did not happen"}
+	if ok {
+		e.Note = "happened"
+		d.log.Add(e)
+		return downstream.Happened(out)
+	}
+	d.log.Add(e)
+	return downstream.DidNotHappen()
 }
 
 // mwCall carries a request's action from the front to the handler.
@@ -171,6 +211,10 @@ func (d *Downstream) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	c.ran = true
 	out := d.commit(c.in, c.p, c.base, nil)
+	// The handler's work goes on after its effect (a second write, the
+	// answer's rendering): a server killed meanwhile leaves an effect
+	// with no recorded answer, which only the application can tell.
+	time.Sleep(min(time.Duration(c.a.DelayMS)*time.Millisecond/5, 100*time.Millisecond))
 	if c.a.Do == ActFailAfter && d.handlerFails {
 		// Committed, then a 5xx: what the middleware's default forbids.
 		http.Error(w, "failed after commit, by the handler", c.a.Code)
@@ -193,6 +237,9 @@ func (d *Downstream) commit(in *Intent, p int, base Event, st *stored) []byte {
 		out, _ = json.Marshal(map[string]any{"intent": in.ID, "p": p, "effect": num, "attempt": base.Attempt})
 	}
 	d.effects[in.ID] = append(d.effects[in.ID], out)
+	if _, ok := d.byKey[base.Key]; !ok && base.Key != "" {
+		d.byKey[base.Key] = out
+	}
 	if st != nil {
 		st.done, st.body = true, out
 	}
@@ -406,6 +453,9 @@ func (d *Downstream) resume(past []Event) {
 			d.arrived[e.Intent]++
 		case EvEffect:
 			d.effects[e.Intent] = append(d.effects[e.Intent], e.Output)
+			if _, ok := d.byKey[e.Key]; !ok && e.Key != "" {
+				d.byKey[e.Key] = e.Output
+			}
 		}
 	}
 }

@@ -52,6 +52,9 @@ func (r *runner) startServer(location string) (*serverProc, error) {
 	if r.o.Server.StoreServerErrors {
 		s.args = append(s.args, "-store-5xx")
 	}
+	if r.o.Server.Reconcile {
+		s.args = append(s.args, "-reconcile")
+	}
 	// The server reads the plan's intents; the runner rewrites the file
 	// with the epoch and the URL before the workers start.
 	if err := WritePlan(filepath.Join(r.dir, "plan.json"), r.plan); err != nil {

@@ -91,6 +91,10 @@ Flags:
   -store-5xx       the middleware stores 5xx answers (StoreServerErrors)
   -kill-server     with -downstream middleware, run the server in a process
                    of its own and SIGKILL it every 2 to 5 s
+  -reconcile       with -downstream middleware, the middleware asks the
+                   application's own record of effects by key what became
+                   of a request whose server died (Options.Reconcile); the
+                   summary counts the unknowns it settled
   -history FILE    merged history file, JSON Lines (default in the temp dir)
   -json            print the result as one JSON object
   -v               print progress, and the history of every violation
@@ -181,6 +185,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.serverStore, "server-store", "bolt", "with -downstream middleware, the middleware's journal: bolt, postgres or redis")
 	fs.BoolVar(&o.server.HandlerFailAfter, "handler-5xx", false, "with -downstream middleware, a fail-after step is the handler's: it commits, then answers the 5xx through the middleware")
 	fs.BoolVar(&o.server.StoreServerErrors, "store-5xx", false, "with -downstream middleware, the middleware stores 5xx answers (idempotency.Options.StoreServerErrors)")
+	fs.BoolVar(&o.server.Reconcile, "reconcile", false, "with -downstream middleware, the middleware asks the application's record of effects by key what became of a request whose server died (idempotency.Options.Reconcile)")
 	fs.BoolVar(&o.killServer, "kill-server", false, "with -downstream middleware, run the server in a process of its own and kill it with SIGKILL at random moments")
 	fs.StringVar(&o.failover, "failover", "", "with -store postgres, a shell command run once halfway that kills the primary and promotes a standby -pg names too")
 	fs.StringVar(&o.redis, "redis", os.Getenv("AGENTONCE_REDIS_URL"), "Redis server URL for -server-store redis (default $AGENTONCE_REDIS_URL)")
@@ -245,6 +250,10 @@ func (o *options) validate(stderr io.Writer) error {
 	}
 	if o.downstream != check.ModeBuiltin && o.downstream != check.ModeMiddleware {
 		fmt.Fprintf(stderr, "agentcheck: -downstream %q: want %s or %s\n", o.downstream, check.ModeBuiltin, check.ModeMiddleware)
+		return errUsage
+	}
+	if o.server.Reconcile && o.downstream != check.ModeMiddleware {
+		fmt.Fprintln(stderr, "agentcheck: -reconcile needs -downstream middleware (it is the middleware's Options.Reconcile)")
 		return errUsage
 	}
 	if o.killServer && o.downstream != check.ModeMiddleware {

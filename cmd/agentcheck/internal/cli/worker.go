@@ -50,6 +50,7 @@ func runServer(args []string, stderr io.Writer) int {
 	fs.DurationVar(&o.Server.LeaseTTL, "lease", 0, "the middleware's lease (default its own, 30s)")
 	fs.BoolVar(&o.Server.HandlerFailAfter, "handler-5xx", false, "a fail-after step is the handler's")
 	fs.BoolVar(&o.Server.StoreServerErrors, "store-5xx", false, "store 5xx answers")
+	fs.BoolVar(&o.Server.Reconcile, "reconcile", false, "the middleware asks the downstream's record of effects about a dead server's requests")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
