@@ -20,21 +20,17 @@ import (
 	"github.com/agentonce/agentonce/singleflight"
 )
 
-// Options configures a Harness, from New or from package agentonce's Open
-// (its OpenOptions holds it, beside how Open finds and keeps its journal).
-// A nil *Options means defaults; each field's zero value is its default.
+// Options configures a Harness. A nil *Options means defaults; each
+// field's zero value is its default.
 type Options struct {
 	// Owner names this process in journal leases. Zero means host name, pid
 	// and a random suffix, unique per Harness.
 	Owner string
-	// LeaseTTL is how long an owner's lease lasts without renewal. The
-	// owner renews it every LeaseTTL/3 while its flight runs, so a slow
-	// tool keeps its intent; only an owner that stopped renewing (a crash,
-	// a lost store) loses it, LeaseTTL after its last renewal. Zero means 1
-	// minute.
+	// LeaseTTL is how long an owner's lease lasts without renewal (every
+	// LeaseTTL/3 while its flight runs). Zero means 1 minute.
 	LeaseTTL time.Duration
 	// RecordTTL is how long a record is kept; zero means journal.DefaultTTL
-	// (7 days). A call after its record expired runs anew.
+	// (7 days).
 	RecordTTL time.Duration
 	// Retry is the default retry policy; nil means retryclass's defaults.
 	Retry *retryclass.Policy
@@ -44,9 +40,8 @@ type Options struct {
 	// FingerprintOnly keeps only the fingerprint of each input in the
 	// journal, not the canonical input itself (privacy).
 	FingerprintOnly bool
-	// Redact, when set, rewrites a tool's output before it is stored; the
-	// caller of the executing call still gets the original, and replays
-	// answer with what was stored.
+	// Redact, when set, rewrites a tool's output before it is stored;
+	// replays answer with what was stored.
 	Redact func(tool string, output json.RawMessage) json.RawMessage
 	// Limits bounds inputs (size, depth); nil means keyderive's defaults
 	// (1 MiB, depth 64).
@@ -54,12 +49,9 @@ type Options struct {
 	// Concurrency bounds how many distinct calls CallAll runs at once;
 	// zero means 8.
 	Concurrency int
-	// Logger receives the calls' steps worth a line (results, retries,
-	// takeovers). Nil means slog.Default(), at Warn, for what a person must
-	// see: an intent that needs one (EventNeedsPerson, with the agentctl
-	// command), a call refused before its tool ran (no session or turn, an
-	// unknown tool, invalid input) and Open's new journal with a new
-	// random namespace. slog.New(slog.DiscardHandler) logs nothing.
+	// Logger receives the calls' steps worth a line. Nil means
+	// slog.Default() for only what a person must see (EventNeedsPerson, a
+	// call refused before its tool ran, a new random namespace).
 	Logger *slog.Logger
 	// Observer receives every event, for metrics and tests; nil means none.
 	Observer Observer
@@ -67,15 +59,11 @@ type Options struct {
 	// entries, negative disables it.
 	CacheSize int
 	// CheckWait is how long a caller waits for the outcome of an Unkeyed
-	// attempt that is being checked (its settle window, then its Reconcile
-	// hook) before it is answered InProgress; the check goes on in the
-	// background and a re-issue gets its outcome. Zero means
-	// 2 s; negative means no wait.
+	// attempt being checked (settle window, then Reconcile) before it is
+	// answered InProgress. Zero means 2 s; negative means no wait.
 	CheckWait time.Duration
 	// OnClose, when set, is called once by Close after every call, flight
-	// and background check has ended; its error is Close's. It ends what
-	// was opened for the Harness: agentonce.Open closes its journal there.
-	// Nil means nothing: Close never closes the store.
+	// and background check has ended; its error is Close's.
 	OnClose func() error
 }
 
@@ -88,17 +76,14 @@ type Harness struct {
 	namespace [16]byte
 	flights   singleflight.Group[flightKey, Result]
 	memo      memo
-	// localReads enables the replay fast path (see replay).
-	localReads bool
+	localReads bool // enables the replay fast path (see replay)
 	attemptN   atomic.Uint64
 
 	mu      sync.RWMutex // guards tools and closed
 	tools   map[string]*tool
 	closed  bool
 	running sync.WaitGroup // calls in progress; Add only under mu with !closed
-	// checks are the background checks of Unkeyed outcomes (settle.go);
-	// Close ends them.
-	checks checks
+	checks  checks         // background checks of Unkeyed outcomes (settle.go)
 }
 
 // New returns a Harness on store. Closing the Harness does not close the
@@ -236,13 +221,10 @@ func (h *Harness) Store() journal.Store { return h.store }
 // Owner returns the lease owner name of this Harness.
 func (h *Harness) Owner() string { return h.owner }
 
-// Close refuses new calls, waits for the calls in progress to finish, and
-// for the flights whose callers left (their outcomes are recorded), and
-// then calls Options.OnClose (agentonce.Open's closes the journal). A tool
-// that never returns keeps Close waiting. Background checks of Unkeyed
-// outcomes still waiting out a settle window are ended, and their records
-// left pending, as a crash would leave them: the next owner (the next
-// Open, or another process) checks them once the window has passed.
+// Close refuses new calls, waits for the calls and flights in progress
+// (a tool that never returns keeps it waiting), ends the background checks
+// (their records left pending, as after a crash), and then calls
+// Options.OnClose.
 func (h *Harness) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -273,8 +255,7 @@ func (h *Harness) enter() error {
 
 func (h *Harness) exit() { h.running.Done() }
 
-// now is the store's clock when it shows one (so that record expiry is
-// judged as the store judges it), else time.Now.
+// now is the store's clock when it shows one, else time.Now.
 func (h *Harness) now() time.Time {
 	if c, ok := h.store.(clock); ok {
 		return c.Now()
