@@ -70,12 +70,12 @@ type Options struct {
 // Harness wraps an agent's tools so that one intent produces at most one
 // side effect. It is safe for concurrent use.
 type Harness struct {
-	store     journal.Store
-	owner     string
-	opts      Options
-	namespace [16]byte
-	flights   singleflight.Group[flightKey, Result]
-	memo      memo
+	store      journal.Store
+	owner      string
+	opts       Options
+	namespace  [16]byte
+	flights    singleflight.Group[flightKey, Result]
+	memo       memo
 	localReads bool // enables the replay fast path (see replay)
 	attemptN   atomic.Uint64
 
