@@ -14,18 +14,13 @@ import (
 	"github.com/agentonce/agentonce/retryclass"
 )
 
-// The last step of a call: the flight records the outcome it reached
-// (complete), or learns it from the journal, and answers (answer); every
-// step of a call is reported as an Event (emit), the answer last.
-
 // complete records the outcome, fenced by the lease token, and answers.
 func (f *flight) complete(ctx context.Context, c journal.Completion, status Status, src Source, out json.RawMessage, oe *OutcomeError) Result {
 	c.Key, c.Token = f.p.d.Key, f.token
 	if f.h.opts.Redact != nil && c.State == journal.StateSucceeded {
 		c.Output = f.h.opts.Redact(f.p.tool.Name, out)
 	}
-	// The outcome is recorded even if the caller has gone: it happened.
-	// Renewal stops first, so that it cannot race the lease's end.
+	// Recorded even if the caller has gone; renewal stops first.
 	f.lease.Stop()
 	if _, err := f.h.store.Complete(context.WithoutCancel(ctx), c); err != nil {
 		return f.lost(ctx, err, out)
@@ -62,11 +57,9 @@ func statusOf(st journal.State) Status {
 	return Unknown
 }
 
-// lost answers when the journal refused or failed to record: another owner
-// took over (ErrFenced), an operator resolved the intent, or the journal
-// failed. A settled record is answered; anything else is unknown, with the
-// output the tool gave, if any (the tool answered; only the journal does
-// not know it).
+// lost answers when the journal refused or failed to record: a settled
+// record is answered, anything else is unknown, with the tool's output if
+// any.
 func (f *flight) lost(ctx context.Context, cause error, out json.RawMessage) Result {
 	if errors.Is(cause, journal.ErrFenced) {
 		if rec, err := f.h.store.Get(context.WithoutCancel(ctx), f.p.d.Key); err == nil && rec.State.Settled() {
@@ -78,21 +71,16 @@ func (f *flight) lost(ctx context.Context, cause error, out json.RawMessage) Res
 	return f.answer(ctx, Result{Status: Unknown, Source: Executed, Output: out, Err: oe})
 }
 
-// fromRecord turns a settled record into a Result, replayed from the
-// journal, and counts its attempts as this flight's.
+// fromRecord is ResultFromRecord, counting rec's attempts as f's.
 func (f *flight) fromRecord(rec journal.Record) Result {
 	f.tries = len(rec.Attempts)
 	return ResultFromRecord(&rec)
 }
 
-// ResultFromRecord is the Result a call answered from rec reports, in the
-// harness's words: what a re-issue of a settled record replays
-// (Source Replayed), InProgress for a pending one, and AwaitingApproval
-// (NoSource: nothing ran) for one awaiting approval. CallID is left
-// empty. A recorded class that is not a retry class (an operator's
-// resolution, a record from elsewhere) becomes what the state amounts to:
-// Terminal for a failure, Mismatch for a suppression, MaybeExecuted for
-// an unknown outcome. The timeline of agentctl shows the same Result.
+// ResultFromRecord is the Result a call answered from rec reports (CallID
+// empty): Replayed for a settled record, InProgress for a pending one,
+// AwaitingApproval for one awaiting approval. A recorded class that is not
+// a retry class becomes what the state amounts to.
 func ResultFromRecord(rec *journal.Record) Result {
 	res := Result{Tool: rec.Intent.Tool, Key: rec.Key, Status: statusOf(rec.State), Source: Replayed, Attempts: len(rec.Attempts)}
 	switch rec.State {
@@ -137,9 +125,8 @@ func (f *flight) answer(ctx context.Context, res Result) Result {
 	return res
 }
 
-// rejectedEarly reports a call refused before it reached a flight (closed
-// harness, unknown tool, invalid input, no turn), so that an Observer
-// counts every call; a mistake, it is logged even with no Logger.
+// rejectedEarly reports a call refused before it reached a flight; a
+// mistake, it is logged even with no Logger.
 func (h *Harness) rejectedEarly(ctx context.Context, p *prepared) Result {
 	res := p.rejected()
 	e := resultEvent(Event{Tool: p.call.Tool, Session: p.call.Session, Turn: p.call.Turn, Key: res.Key, CallID: p.call.ID}, res)
@@ -150,15 +137,12 @@ func (h *Harness) rejectedEarly(ctx context.Context, p *prepared) Result {
 	return res
 }
 
-// emitJoined reports the result of a call that did not report its own (it
-// shared another's flight, or left it).
+// emitJoined reports the result of a call that shared or left a flight.
 func (h *Harness) emitJoined(ctx context.Context, p *prepared, res Result) {
 	h.emit(ctx, resultEvent(p.event(), res))
 }
 
-// resultEvent is the EventResult that reports res, extending base (the
-// call's tool, session, turn and key): the one way a result is reported,
-// whether a flight, a joined caller or an early refusal answers.
+// resultEvent is the EventResult that reports res, extending base.
 func resultEvent(base Event, res Result) Event {
 	e := base
 	e.Kind, e.Status, e.Source, e.Err, e.Attempts = EventResult, res.Status, res.Source, res.Err, res.Attempts
@@ -171,9 +155,7 @@ func resultEvent(base Event, res Result) Event {
 	return e
 }
 
-// event reports a step of the flight: e's Kind and what the step sets
-// (Attempt, Class, Delay, Err), on the call's fields and the attempts so
-// far.
+// event reports a step of the flight: e's step fields on the call's.
 func (f *flight) event(ctx context.Context, e Event) {
 	b := f.base
 	b.Kind, b.Attempt, b.Class, b.Delay, b.Err, b.Attempts, b.Command = e.Kind, e.Attempt, e.Class, e.Delay, e.Err, f.tries, e.Command
@@ -191,8 +173,7 @@ func (h *Harness) emit(ctx context.Context, e Event) {
 	}
 }
 
-// log writes the events worth a line: results, retries, waits, takeovers,
-// an intent that needs a person.
+// log writes the events worth a line.
 func (h *Harness) log(ctx context.Context, l *slog.Logger, e Event) {
 	var level slog.Level
 	var msg string

@@ -60,8 +60,7 @@ func intentOf(c ToolCall) keyderive.Intent {
 }
 
 // derive canonicalizes and keys a call's input, through the memo. unseen
-// reports that the memo was asked and did not hold the call: a call not
-// made recently in this process, most likely a new intent.
+// reports that the memo was asked and did not hold the call.
 func (h *Harness) derive(t *tool, c ToolCall) (d keyderive.Derived, unseen bool, err error) {
 	in := intentOf(c)
 	useMemo := h.memo.max > 0 && len(c.Input) <= memoMaxInput
@@ -97,11 +96,9 @@ type memoEntry struct {
 	d      keyderive.Derived
 }
 
-// memo remembers raw input → derived key for recent calls: the replay path
-// (a model re-issuing a call) then skips canonicalization and hashing.
-// Deriving is a pure function of the key's fields, so a hit is exact. It is
-// indexed by the raw input alone so that a lookup converts the input's
-// bytes to a map key without allocating.
+// memo remembers raw input → derived key for recent calls, so that a
+// re-issue skips canonicalization. It is indexed by the raw input alone,
+// so a lookup does not allocate.
 type memo struct {
 	max int // entries; zero or negative disables
 
@@ -124,9 +121,7 @@ func (m *memo) get(t *tool, in keyderive.Intent, step string, input []byte) (key
 func (m *memo) put(t *tool, in keyderive.Intent, step string, input []byte, d keyderive.Derived) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.m == nil || m.n >= m.max {
-		// Dropping everything at once is crude but O(1) and bounded; the
-		// memo only saves work, it never decides anything.
+	if m.m == nil || m.n >= m.max { // crude but bounded: it only saves work
 		m.m, m.n = make(map[string][]memoEntry, min(m.max, 1024)), 0
 	}
 	m.m[string(input)] = append(m.m[string(input)], memoEntry{tool: t, intent: in, step: step, d: d})
