@@ -10,12 +10,9 @@ import (
 	"path/filepath"
 )
 
-// BlobStore keeps response bodies too large for a journal record
-// (Options.MaxStoredBytes). The record keeps the body's SHA-256 and the
-// reference Put returns; a replay Gets the body back and checks the hash.
-// Implementations must be safe for concurrent use, and Put must be
-// durable when it returns: the record that points at the blob is committed
-// after it.
+// BlobStore keeps response bodies too large for a journal record; the
+// record keeps the SHA-256 and Put's reference. Implementations must be
+// safe for concurrent use, and Put durable when it returns.
 type BlobStore interface {
 	// Put stores body, whose SHA-256 is sum, and returns a reference to it.
 	Put(ctx context.Context, sum [sha256.Size]byte, body []byte) (ref string, err error)
@@ -23,10 +20,9 @@ type BlobStore interface {
 	Get(ctx context.Context, ref string, max int64) ([]byte, error)
 }
 
-// DirBlobs is a BlobStore in a directory of files named by their SHA-256,
-// for a server on one machine. The zero value is not usable: set Dir.
-// Files are not removed with their records; remove files older than the
-// TTL from the directory (find -mtime) as part of GC.
+// DirBlobs is a BlobStore in a directory of files named by their SHA-256.
+// Files are not removed with their records: remove those older than the
+// TTL as part of GC.
 type DirBlobs struct {
 	// Dir is the directory; it is created on first Put.
 	Dir string

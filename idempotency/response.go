@@ -13,9 +13,7 @@ import (
 )
 
 // capture is the ResponseWriter a protected handler writes to: it buffers
-// the response so that it is recorded before the client sees it. It does
-// not implement http.Flusher or http.Hijacker: a streamed response cannot
-// be replayed.
+// the response (no Flusher or Hijacker) to record it first.
 type capture struct {
 	header http.Header
 	status int
@@ -61,15 +59,13 @@ type response struct {
 	Blob string
 }
 
-// keptHeaders are the response headers a replay needs to mean what the
-// first answer meant; the rest (Date, Set-Cookie, …) are per-exchange.
+// keptHeaders are the response headers a replay needs; the rest (Date,
+// Set-Cookie, …) are per exchange.
 var keptHeaders = []string{"Content-Type", "Content-Encoding", "Content-Language",
 	"Content-Location", "Location", "Etag", "Last-Modified", "Cache-Control", "Vary"}
 
 // The stored form of a response, a record's Output, reads like an HTTP/1
-// response message, so that agentctl show is legible and a replay parses
-// it in well under a microsecond (encoding/json took several, more than a
-// journal Get):
+// response message, legible and quick to parse:
 //
 //	agentonce-http/1 201 sha256=<hex> [blob=<ref>] [body=hash-only]
 //	Content-Type: application/json
@@ -77,9 +73,7 @@ var keptHeaders = []string{"Content-Type", "Content-Encoding", "Content-Language
 //
 //	<the body, byte for byte>
 //
-// A header value cannot hold a newline (net/http refuses one), so lines
-// split it unambiguously; the body follows the blank line, covered by the
-// journal record's checksum (a blob by its SHA-256, checked when fetched).
+// A header value cannot hold a newline, so lines split it unambiguously.
 const envelopeMagic = "agentonce-http/1 "
 
 // encode returns the record Output for resp. inline says whether Body is
@@ -123,8 +117,7 @@ func (resp *response) encode(inline bool) []byte {
 	return out
 }
 
-// errNotEnvelope says an Output was not written by encode (an operator's
-// resolution, say).
+// errNotEnvelope says an Output was not written by encode.
 var errNotEnvelope = errors.New("not a stored response")
 
 // envelope is a record Output that encode wrote, parsed in place: its
@@ -141,8 +134,7 @@ type envelope struct {
 }
 
 // parseEnvelope reads an Output written by encode into e, allocating
-// nothing. The header lines are checked here, so that a replay writing them
-// (envelope.writeHeader) cannot fail.
+// nothing, and checks the header lines so that writing them cannot fail.
 func parseEnvelope(out []byte, e *envelope) error {
 	rest, ok := bytes.CutPrefix(out, []byte(envelopeMagic))
 	if !ok {
@@ -205,9 +197,7 @@ func parseEnvelope(out []byte, e *envelope) error {
 	}
 	e.header = headers[:len(headers)-len(rest)-1]
 	switch {
-	case e.inline:
-		// The journal's record checksum already covers an inline body; a
-		// blob's is checked against sum when it is fetched.
+	case e.inline: // the record's checksum covers it; a blob is checked when fetched
 		e.body = rest
 	case len(rest) > 0:
 		return badEnvelope("a body after body=hash-only")
@@ -225,10 +215,8 @@ func parseStatus(b []byte) (int, bool) {
 	return int(b[0]-'0')*100 + int(b[1]-'0')*10 + int(b[2]-'0'), true
 }
 
-// writeHeader sets e's headers on h and, when replayed (a name in
-// canonical form) is not empty, replayed: true and Content-Length:
-// length. The values share one string and one slice array: two
-// allocations, however many headers.
+// writeHeader sets e's headers on h and, when replayed is not empty,
+// replayed: true and Content-Length: length, in two allocations.
 func (e *envelope) writeHeader(h http.Header, replayed string, length int) {
 	var stack [512]byte
 	b := append(stack[:0], e.header...)
@@ -242,8 +230,7 @@ func (e *envelope) writeHeader(h http.Header, replayed string, length int) {
 	}
 	vals := make([]string, e.nlines+extra)
 	n, at := 0, 0 // values used; where the next header line begins
-	if e.sorted {
-		// A name's values are on consecutive lines: one slice of vals.
+	if e.sorted { // a name's values are on consecutive lines
 		var name string
 		first := 0 // the first value of name in vals
 		for at < len(e.header) {
@@ -262,9 +249,7 @@ func (e *envelope) writeHeader(h http.Header, replayed string, length int) {
 		if n > first {
 			h[name] = vals[first:n:n]
 		}
-	} else {
-		// Not encode's (an operator's hand-made envelope): gather each
-		// name's values first, then set them.
+	} else { // not encode's: gather each name's values first
 		g := http.Header{}
 		for at < len(e.header) {
 			end := at + strings.IndexByte(s[at:len(e.header)], '\n')
@@ -306,10 +291,9 @@ func (e *envelope) write(w http.ResponseWriter, replayed string, body []byte) {
 }
 
 // ResolvedResponse returns the Output of a journal.Resolution that makes
-// the middleware answer every retry with status, header and body, byte for
-// byte (a replay sends its own Content-Length): an operator's restoring of
-// a lost first answer. It refuses, naming it, a status outside 200–599, a
-// header name that is not an HTTP token, or a control character in a value.
+// the middleware answer every retry with status, header and body. It
+// refuses a status outside 200–599, a header name that is not an HTTP
+// token, or a control character in a value.
 func ResolvedResponse(status int, header http.Header, body []byte) ([]byte, error) {
 	if status < 200 || status > 599 {
 		return nil, fmt.Errorf("status %d is not a final HTTP status (200–599)", status)
