@@ -37,8 +37,7 @@ func (f *flight) complete(ctx context.Context, c journal.Completion, status Stat
 	return f.answer(ctx, res)
 }
 
-// completeErr records an outcome other than success that this flight
-// reached, and answers it.
+// completeErr records and answers an outcome other than success.
 func (f *flight) completeErr(ctx context.Context, st journal.State, c retryclass.Class, err error) Result {
 	status := statusOf(st)
 	oe := &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: c, Message: err.Error(), Status: status, cause: err}
@@ -128,7 +127,7 @@ func (f *flight) answer(ctx context.Context, res Result) Result {
 // rejectedEarly reports a call refused before it reached a flight; a
 // mistake, it is logged even with no Logger.
 func (h *Harness) rejectedEarly(ctx context.Context, p *prepared) Result {
-	res := p.rejected()
+	res := Result{CallID: p.call.ID, Tool: p.call.Tool, Status: Rejected, Err: p.err, Key: p.d.Key}
 	e := resultEvent(Event{Tool: p.call.Tool, Session: p.call.Session, Turn: p.call.Turn, Key: res.Key, CallID: p.call.ID}, res)
 	h.emit(ctx, e)
 	if h.opts.Logger == nil {
@@ -162,8 +161,7 @@ func (f *flight) event(ctx context.Context, e Event) {
 	f.h.emit(ctx, b)
 }
 
-// emit reports e to the Observer and the Logger; an intent that needs a
-// person is logged even with no Logger.
+// emit reports e to the Observer and the Logger (EventNeedsPerson always).
 func (h *Harness) emit(ctx context.Context, e Event) {
 	if h.opts.Observer != nil {
 		h.opts.Observer.Observe(ctx, e)

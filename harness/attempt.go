@@ -17,8 +17,7 @@ func (h *Harness) newAttemptID() string {
 	return h.owner + "#" + strconv.FormatUint(h.attemptN.Add(1), 36)
 }
 
-// startAttempt records a new attempt of the intent f owns, closing the
-// one before it with prevClass and prevErr.
+// startAttempt records a new attempt, closing the one before it.
 func (f *flight) startAttempt(ctx context.Context, id, prevClass, prevErr string) error {
 	err := f.h.store.StartAttempt(context.WithoutCancel(ctx), journal.AttemptRequest{
 		Key: f.p.d.Key, Token: f.token, ID: id, PrevClass: prevClass, PrevError: prevErr,
@@ -83,8 +82,7 @@ func (f *flight) tryFunc(ctx context.Context, attemptID string) (res Result, set
 	return Result{}, false, v, err
 }
 
-// invoke runs one attempt of the tool with the key and attempt id in its
-// context (see guarded); resent is downstream.Resent's.
+// invoke runs one attempt of the tool (guarded); resent is downstream.Resent's.
 func (h *Harness) invoke(ctx context.Context, t *tool, p *prepared, attemptID string) (out json.RawMessage, err error, resent bool) {
 	actx := h.attemptContext(ctx, t, p, attemptID)
 	if pe := guarded(actx, t, func(actx context.Context) { out, err = t.Func(actx, p.call.Input) }); pe != nil {
@@ -111,27 +109,16 @@ func guarded(ctx context.Context, t *tool, fn func(context.Context)) (pe *PanicE
 	return nil
 }
 
-// attemptContext is the context a tool's attempt runs with
-// (downstream.NewContext).
+// attemptContext is the context a tool's attempt runs with.
 func (h *Harness) attemptContext(ctx context.Context, t *tool, p *prepared, attemptID string) context.Context {
 	c := p.call
 	return downstream.NewContext(ctx, downstream.Attempt{Key: p.d.Key, ID: attemptID, Unkeyed: t.Effect == journal.Unkeyed,
 		Call: downstream.Call{ID: c.ID, Tenant: c.Tenant, Session: c.Session, Turn: c.Turn, Tool: c.Tool, Discriminator: c.Discriminator}})
 }
 
-// tryInTx is tryFunc for an InTx effect.
+// tryInTx is tryFunc for an InTx effect, run in the transaction that
+// records its outcome: a failure rolled back with it.
 func (f *flight) tryInTx(ctx context.Context, attemptID string) (res Result, settled bool, v retryclass.Verdict, err error) {
-	res, settled, err = f.attemptInTx(ctx, attemptID)
-	if settled {
-		return res, true, v, err
-	}
-	return res, false, f.inTxVerdict(ctx, err), err
-}
-
-// attemptInTx runs an InTx tool's effect in the transaction that records
-// its outcome. settled reports that res answers the call; otherwise err is
-// the effect's failure and the transaction rolled back.
-func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result, settled bool, err error) {
 	t, tc := f.p.tool, f.h.store.(txCompleter)
 	var effectErr error
 	rec, err := tc.CompleteWith(context.WithoutCancel(ctx), f.p.d.Key, f.token,
@@ -151,24 +138,24 @@ func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result,
 	switch {
 	case err == nil:
 		f.event(ctx, Event{Kind: EventAfterOutcome})
-		return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: rec.Output}), true, nil
+		return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: rec.Output}), true, v, nil
 	case effectErr != nil && errors.Is(err, effectErr):
-		return Result{}, false, err
+		return Result{}, false, f.inTxVerdict(ctx, err), err
 	case errors.Is(err, journal.ErrOutcomeUncertain): // both committed or neither: the record tells
 		if rec, gerr := f.h.store.Get(context.WithoutCancel(ctx), f.p.d.Key); gerr == nil {
 			if rec.State == journal.StateSucceeded {
-				return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: rec.Output}), true, nil
+				return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: rec.Output}), true, v, nil
 			}
 			if rec.State == journal.StatePending && rec.Lease.Token == f.token {
-				return Result{}, false, retryclass.MarkNotExecuted(err)
+				err = retryclass.MarkNotExecuted(err)
+				return Result{}, false, f.inTxVerdict(ctx, err), err
 			}
 		}
 	}
-	return f.lost(ctx, err, nil), true, nil
+	return f.lost(ctx, err, nil), true, v, nil
 }
 
-// withValuesOf returns a context that ends when ctx ends and whose values
-// are those of values (the store's transaction context, derived from ctx).
+// withValuesOf returns a context that ends with ctx and has values' values.
 func withValuesOf(ctx, values context.Context) context.Context {
 	return valuesFrom{Context: ctx, values: values}
 }
@@ -195,9 +182,8 @@ func (f *flight) inTxVerdict(ctx context.Context, err error) retryclass.Verdict 
 	return v
 }
 
-// afterFailure carries out failureTable's row for a failed attempt:
-// settled with the result when the call ends here, else the verdict to
-// retry under.
+// afterFailure carries out failureTable's row for a failed attempt: the
+// result when the call ends here, else the verdict to retry under.
 func (f *flight) afterFailure(ctx context.Context, v retryclass.Verdict, err error) (retryclass.Verdict, Result, bool) {
 	if v.Class == retryclass.Success { // an error is no success
 		v.Class = retryclass.MaybeExecuted
@@ -253,8 +239,7 @@ func (f *flight) retry(ctx context.Context, v retryclass.Verdict, err error) (at
 	return attemptID, true
 }
 
-// giveUp records failureTable's outcome of a retryable failure whose
-// budget is spent.
+// giveUp records failureTable's outcome once the retry budget is spent.
 func (f *flight) giveUp(ctx context.Context, c retryclass.Class, err error) Result {
 	rule := failureOf(f.p.tool.Effect, c, f.mayHaveRun)
 	return f.completeErr(ctx, rule.state, rule.record, rule.message(err))
@@ -351,8 +336,6 @@ const (
 
 // failureTable is what a failed attempt becomes, by its class, whether an
 // attempt may have executed, and the tool's effect kind; first match wins.
-// A refusal after an attempt that may have run is never "nothing was
-// done".
 var failureTable = []failureRule{
 	// class                   may have run  effect    step            recorded state          class                     wrap
 	{retryclass.NotExecuted, ranNo, allKinds, retryAttempt, journal.StateFailed, retryclass.NotExecuted, ""},
@@ -368,8 +351,7 @@ var failureTable = []failureRule{
 	{retryclass.Canceled, ranAny, allKinds, recordNow, journal.StateUnknown, retryclass.Canceled, ""},
 }
 
-// failureOf is the row of failureTable for an attempt of class c of an
-// intent of effect kind e.
+// failureOf is failureTable's row for class c and effect kind e.
 func failureOf(e journal.Effect, c retryclass.Class, mayHaveRun bool) failureRule {
 	if c == retryclass.Success {
 		c = retryclass.MaybeExecuted

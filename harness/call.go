@@ -30,15 +30,13 @@ func (h *Harness) Call(ctx context.Context, c ToolCall) Result {
 	return h.do(ctx, p)
 }
 
-// flightKey is what identical calls share: the key and the input's
-// fingerprint.
+// flightKey is what identical calls share.
 type flightKey struct {
 	key uuid.UUID
 	fp  keyderive.Fingerprint
 }
 
-// do runs a prepared call in its flight: identical calls running at the same
-// time in this process share one execution.
+// do runs a prepared call in its flight, shared by identical calls.
 func (h *Harness) do(ctx context.Context, p prepared) Result {
 	// A call the memo does not hold is most likely new: Begin answers it.
 	if h.localReads && p.tool.journal && !p.unseen {
@@ -91,8 +89,8 @@ func (h *Harness) collapsed(ctx context.Context, p *prepared, res Result) Result
 	return res
 }
 
-// replay answers a call from a live settled record by one read, without
-// joining a flight; it declines whenever Begin could decide otherwise.
+// replay answers a call from a settled record by one read, unless Begin
+// could decide otherwise.
 func (h *Harness) replay(ctx context.Context, p *prepared) (res Result, ok bool) {
 	rec, err := h.store.Get(ctx, p.d.Key)
 	if err != nil || !rec.State.Settled() || rec.Fingerprint != p.d.Fingerprint ||
@@ -110,8 +108,8 @@ func (h *Harness) fromJournal(ctx context.Context, p *prepared, rec journal.Reco
 	return res
 }
 
-// left answers a caller that stopped waiting for its flight (its context
-// ended, or the tool called runtime.Goexit) from what the journal holds.
+// left answers a caller that stopped waiting for its flight from what the
+// journal holds.
 func (h *Harness) left(ctx context.Context, p *prepared, cause error) Result {
 	base := Result{CallID: p.call.ID, Tool: p.call.Tool, Key: p.d.Key}
 	oe := &OutcomeError{Tool: p.call.Tool, Key: p.d.Key, Class: retryclass.Canceled, cause: cause}

@@ -46,8 +46,7 @@ func (f *flight) schedule() *retryclass.Schedule {
 	return f.sched
 }
 
-// run drives a journaled call: Begin decides, and the flight executes,
-// takes over, waits or answers.
+// run drives a journaled call as Begin decides.
 func (h *Harness) run(ctx context.Context, p *prepared) Result {
 	t := p.tool
 	f := h.newFlight(p)
@@ -81,10 +80,10 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 		case journal.Answered:
 			return f.answer(ctx, f.fromRecord(br.Record))
 		case journal.Mismatch:
-			return f.answer(ctx, f.suppressed(retryclass.Mismatch, len(br.Record.Attempts),
+			return f.answer(ctx, f.refused(Suppressed, retryclass.Mismatch, len(br.Record.Attempts),
 				"this key was already used with a different input (fingerprint mismatch)"))
 		case journal.Guarded:
-			return f.answer(ctx, f.suppressed(retryclass.Mismatch, 0,
+			return f.answer(ctx, f.refused(Suppressed, retryclass.Mismatch, 0,
 				fmt.Sprintf("an earlier call of %s in this turn was suppressed (key %s); a call with altered input is refused too",
 					t.Name, br.Record.Key)))
 		case journal.Held:
@@ -104,12 +103,12 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 			v := retryclass.Verdict{Class: retryclass.InFlight}
 			delay, ok := f.schedule().Next(ctx, v)
 			if !ok {
-				return f.answer(ctx, f.suppressed(retryclass.InFlight, len(br.Record.Attempts),
+				return f.answer(ctx, f.refused(Suppressed, retryclass.InFlight, len(br.Record.Attempts),
 					"the same action is still in progress elsewhere"))
 			}
 			f.event(ctx, Event{Kind: EventInFlight, Class: retryclass.InFlight, Delay: delay})
 			if err := retryclass.Wait(ctx, delay); err != nil {
-				return f.answer(ctx, f.inProgress(len(br.Record.Attempts),
+				return f.answer(ctx, f.refused(InProgress, retryclass.InFlight, len(br.Record.Attempts),
 					"the same action is in progress elsewhere; this caller stopped waiting ("+err.Error()+")"))
 			}
 		case journal.Started:
@@ -123,8 +122,7 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 	}
 }
 
-// own runs body while the flight owns the intent's lease, renewing it; a
-// lost lease ends body's context.
+// own runs body while the flight owns, and renews, the intent's lease.
 func (f *flight) own(ctx context.Context, br journal.BeginResult, body func(context.Context) Result) Result {
 	f.token, f.tries = br.Token, len(br.Record.Attempts)
 	ctx, cancel := f.keepLease(ctx)
@@ -137,10 +135,8 @@ func (f *flight) own(ctx context.Context, br journal.BeginResult, body func(cont
 	return body(ctx)
 }
 
-// keepLease starts renewing f's lease (lease.Keep) for as long as the
-// flight runs; the returned context ends with ErrLeaseLost when the lease
-// is lost. The caller stops f.lease, then cancels (docs/harness.md,
-// "Leases and time").
+// keepLease starts renewing f's lease; the returned context ends with
+// ErrLeaseLost when it is lost. The caller stops f.lease, then cancels.
 func (f *flight) keepLease(ctx context.Context) (context.Context, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	f.lease = lease.Keep(ctx, f.h.store, f.p.d.Key, f.token, f.p.tool.leaseTTL, lostLease(cancel))
@@ -184,8 +180,7 @@ func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 	return f.rerun(ctx, prevClass, prevErr)
 }
 
-// rerun starts a new attempt of a taken-over intent, closing the earlier
-// one with prevClass, and executes it.
+// rerun starts a new attempt of a taken-over intent and executes it.
 func (f *flight) rerun(ctx context.Context, prevClass, prevErr string) Result {
 	id := f.h.newAttemptID()
 	if err := f.startAttempt(ctx, id, prevClass, prevErr); err != nil {
@@ -200,14 +195,8 @@ func mayHaveRun(rec *journal.Record) bool {
 	return slices.ContainsFunc(rec.Attempts, func(a journal.Attempt) bool { return a.Class != journal.ClassNotExecuted })
 }
 
-// suppressed answers a suppression decided without running the tool.
-func (f *flight) suppressed(c retryclass.Class, tries int, msg string) Result {
+// refused answers an outcome decided without running the tool.
+func (f *flight) refused(st Status, c retryclass.Class, tries int, msg string) Result {
 	f.tries = tries
-	return Result{Status: Suppressed, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: c, Status: Suppressed, Message: msg}}
-}
-
-// inProgress answers a caller that stopped waiting for another owner.
-func (f *flight) inProgress(tries int, msg string) Result {
-	f.tries = tries
-	return Result{Status: InProgress, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: retryclass.InFlight, Status: InProgress, Message: msg}}
+	return Result{Status: st, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: c, Status: st, Message: msg}}
 }

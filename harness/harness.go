@@ -2,11 +2,13 @@ package harness
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -90,20 +92,14 @@ type Harness struct {
 // store (Options.OnClose may).
 func New(store journal.Store, opts *Options) *Harness {
 	h := &Harness{store: store, tools: make(map[string]*tool)}
-	h.checks.init()
+	h.checks.ctx, h.checks.stop = context.WithCancel(context.Background())
+	h.checks.m = make(map[flightKey]*checkJob)
 	if opts != nil {
 		h.opts = *opts
 	}
-	if h.opts.LeaseTTL <= 0 {
-		h.opts.LeaseTTL = time.Minute
-	}
-	if h.opts.Concurrency <= 0 {
-		h.opts.Concurrency = 8
-	}
-	h.owner = h.opts.Owner
-	if h.owner == "" {
-		h.owner = defaultOwner()
-	}
+	h.opts.LeaseTTL = cmp.Or(max(h.opts.LeaseTTL, 0), time.Minute)
+	h.opts.Concurrency = cmp.Or(max(h.opts.Concurrency, 0), 8)
+	h.owner = cmp.Or(h.opts.Owner, defaultOwner())
 	h.namespace = store.Namespace()
 	if lr, ok := store.(localReader); ok {
 		h.localReads = lr.LocalReads()
@@ -122,41 +118,26 @@ func defaultOwner() string {
 // Register adds tools. A name already registered, an empty name or a nil
 // Func is an error, and then none of the tools is added.
 func (h *Harness) Register(tools ...Tool) error {
-	prepared := make([]*tool, 0, len(tools))
-	seen := make(map[string]bool, len(tools))
-	h.mu.RLock()
-	for _, t := range tools {
-		if t.Name == "" {
-			h.mu.RUnlock()
-			return fmt.Errorf("harness: register: %w", ErrToolName)
-		}
-		if _, dup := h.tools[t.Name]; dup || seen[t.Name] {
-			h.mu.RUnlock()
-			return fmt.Errorf("harness: register tool %q: %w", t.Name, ErrDuplicateTool)
-		}
-		seen[t.Name] = true
-		pt, err := h.prepareTool(t)
-		if err != nil {
-			h.mu.RUnlock()
-			return err
-		}
-		prepared = append(prepared, pt)
-	}
-	h.mu.RUnlock()
-
+	prepared := make(map[string]*tool, len(tools))
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, t := range tools {
+		if t.Name == "" {
+			return fmt.Errorf("harness: register: %w", ErrToolName)
+		}
+		if _, dup := h.tools[t.Name]; dup || prepared[t.Name] != nil {
+			return fmt.Errorf("harness: register tool %q: %w", t.Name, ErrDuplicateTool)
+		}
+		pt, err := h.prepareTool(t)
+		if err != nil {
+			return err
+		}
+		prepared[t.Name] = pt
+	}
 	if h.closed {
 		return ErrClosed
 	}
-	for _, pt := range prepared {
-		if _, dup := h.tools[pt.Name]; dup {
-			return fmt.Errorf("harness: register tool %q: %w", pt.Name, ErrDuplicateTool)
-		}
-	}
-	for _, pt := range prepared {
-		h.tools[pt.Name] = pt
-	}
+	maps.Copy(h.tools, prepared)
 	return nil
 }
 

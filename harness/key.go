@@ -24,10 +24,6 @@ func (p *prepared) event() Event {
 		CallID: p.call.ID, ToolDescription: p.tool.Description}
 }
 
-func (p *prepared) rejected() Result {
-	return Result{CallID: p.call.ID, Tool: p.call.Tool, Status: Rejected, Err: p.err, Key: p.d.Key}
-}
-
 // prepare finds p's tool and derives its key; p.err says why it cannot.
 func (h *Harness) prepare(p *prepared) {
 	c := p.call
@@ -83,12 +79,10 @@ func (h *Harness) derive(t *tool, c ToolCall) (d keyderive.Derived, unseen bool,
 	return d, useMemo, nil
 }
 
-// memoMaxInput is the largest raw input whose derivation is memoized; the
-// memo holds canonical inputs, so it stays small.
+// memoMaxInput is the largest raw input whose derivation is memoized.
 const memoMaxInput = 4 << 10
 
-// memoEntry is one memoized derivation; entries with the same raw input
-// (for other tools or intents) share a slot.
+// memoEntry is one memoized derivation.
 type memoEntry struct {
 	tool   *tool
 	intent keyderive.Intent

@@ -15,10 +15,6 @@ import (
 	"github.com/agentonce/agentonce/retryclass"
 )
 
-// An Unkeyed attempt that ended without an answer is checked in a
-// goroutine the Harness owns (docs/harness.md, "Checking an Unkeyed
-// outcome").
-
 const (
 	// DefaultSettle is an Unkeyed tool's settle window when Tool.Settle is
 	// zero: a conservative guess at how long a downstream goes on with a
@@ -50,11 +46,6 @@ type checkJob struct {
 	tries   int       // the attempts when the check started
 }
 
-func (c *checks) init() {
-	c.ctx, c.stop = context.WithCancel(context.Background())
-	c.m = make(map[flightKey]*checkJob)
-}
-
 func (c *checks) find(k flightKey) *checkJob {
 	if c.n.Load() == 0 {
 		return nil
@@ -76,8 +67,7 @@ func (h *Harness) checkWait() time.Duration {
 	}
 }
 
-// waitLeft is what is left of this call's wait for an outcome being
-// checked; the budget starts at the call's first such wait.
+// waitLeft is what is left of this call's wait budget, from its first wait.
 func (f *flight) waitLeft() time.Duration {
 	if f.waitUntil.IsZero() {
 		f.waitUntil = time.Now().Add(f.h.checkWait())
@@ -107,10 +97,10 @@ func (f *flight) settling(ctx context.Context, rec *journal.Record) (res Result,
 			q.UTC().Format(time.RFC3339)+" (its settle window); "+then), false
 }
 
-// check goes on with rest on a goroutine the Harness owns, renewing the
-// lease, and answers the caller with its outcome if that comes within the
-// call's wait budget, else InProgress; checkAt is when the outcome will
-// first be checked. A flight already in the background runs rest itself.
+// check runs rest on a goroutine the Harness owns, renewing the lease, and
+// answers with its outcome if that comes within the call's wait budget,
+// else InProgress, from checkAt (docs/harness.md, "Checking an Unkeyed
+// outcome"). A flight already in the background runs rest itself.
 func (f *flight) check(ctx context.Context, checkAt time.Time, rest func(context.Context) Result) Result {
 	if f.detached {
 		return rest(ctx)
@@ -183,8 +173,7 @@ func (h *Harness) await(ctx context.Context, job *checkJob, p *prepared, wait ti
 	return res
 }
 
-// checking is the InProgress answer for an intent whose outcome is being
-// checked (or will be, from checkAt).
+// checking is the InProgress answer for an outcome being checked.
 func checking(p *prepared, tries int, checkAt time.Time, msg string) Result {
 	return Result{Tool: p.tool.Name, Key: p.d.Key, Status: InProgress, Source: Executed, Attempts: tries,
 		Err: &OutcomeError{Tool: p.tool.Name, Key: p.d.Key, Class: retryclass.MaybeExecuted, Status: InProgress,
@@ -220,8 +209,8 @@ func (f *flight) reconciled(ctx context.Context, out json.RawMessage) Result {
 	return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: out}, Succeeded, Reconciled, out, nil)
 }
 
-// reconcileEarly asks the Reconcile hook before the settle window: only a
-// "happened" is taken yet. ok reports that res answers the call.
+// reconcileEarly asks the Reconcile hook before the settle window, taking
+// only a "happened".
 func (f *flight) reconcileEarly(ctx context.Context, cause error) (res Result, ok bool) {
 	f.event(ctx, Event{Kind: EventReconcile, Err: cause})
 	out, ok := f.askReconcile(ctx).Happened()

@@ -51,42 +51,38 @@ func NewContext(ctx context.Context, a Attempt) context.Context {
 	return &attemptCtx{Context: ctx, a: a}
 }
 
+// noAttempt is what fromContext returns for a context without an attempt.
+var noAttempt attemptCtx
+
 func fromContext(ctx context.Context) (*attemptCtx, bool) {
-	c, ok := ctx.Value(ctxKey{}).(*attemptCtx)
-	return c, ok
+	if c, ok := ctx.Value(ctxKey{}).(*attemptCtx); ok {
+		return c, true
+	}
+	return &noAttempt, false
 }
 
 // KeyFromContext returns the idempotency key of the call whose tool runs
 // with ctx.
 func KeyFromContext(ctx context.Context) (uuid.UUID, bool) {
 	c, ok := fromContext(ctx)
-	if !ok {
-		return uuid.UUID{}, false
-	}
-	return c.a.Key, true
+	return c.a.Key, ok
 }
 
 // AttemptFromContext returns the id of the attempt running with ctx.
 func AttemptFromContext(ctx context.Context) (string, bool) {
 	c, ok := fromContext(ctx)
-	if !ok {
-		return "", false
-	}
-	return c.a.ID, true
+	return c.a.ID, ok
 }
 
 // CallFromContext returns the place of the call whose tool runs with ctx.
 func CallFromContext(ctx context.Context) (Call, bool) {
 	c, ok := fromContext(ctx)
-	if !ok {
-		return Call{}, false
-	}
-	return c.a.Call, true
+	return c.a.Call, ok
 }
 
 // Resent reports whether Transport sent one of the requests of the attempt
 // running with ctx more than once.
 func Resent(ctx context.Context) bool {
-	c, ok := fromContext(ctx)
-	return ok && c.resent.Load()
+	c, _ := fromContext(ctx)
+	return c.resent.Load()
 }

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,18 +58,10 @@ const (
 // bounds returns opts's bounds with the defaults filled in.
 func (o *ServerOptions) bounds() ServerOptions {
 	b := *o
-	if b.MaxFrame <= 0 {
-		b.MaxFrame = DefaultMaxFrame
-	}
-	if b.HandshakeTimeout <= 0 {
-		b.HandshakeTimeout = DefaultHandshakeTimeout
-	}
-	if b.IdleTimeout <= 0 {
-		b.IdleTimeout = DefaultIdleTimeout
-	}
-	if b.MaxConns <= 0 {
-		b.MaxConns = DefaultMaxConns
-	}
+	b.MaxFrame = cmp.Or(max(b.MaxFrame, 0), DefaultMaxFrame)
+	b.HandshakeTimeout = cmp.Or(max(b.HandshakeTimeout, 0), DefaultHandshakeTimeout)
+	b.IdleTimeout = cmp.Or(max(b.IdleTimeout, 0), DefaultIdleTimeout)
+	b.MaxConns = cmp.Or(max(b.MaxConns, 0), DefaultMaxConns)
 	return b
 }
 
@@ -411,7 +404,7 @@ func (s *Server) serve(sc *serverConn) {
 		if err != nil {
 			msg = "refused: cannot tell the client's user: " + err.Error()
 		}
-		send(hello{Protocol: protocolName, Version: Version, Error: &wireError{Code: codeRefused, Message: msg}})
+		send(helloError(&wireError{Code: codeRefused, Message: msg}))
 		flush()
 		return
 	}
@@ -420,9 +413,8 @@ func (s *Server) serve(sc *serverConn) {
 		return
 	}
 	if hi.Protocol != protocolName || hi.Version != Version {
-		send(hello{Protocol: protocolName, Version: Version, Error: &wireError{Code: codeVersion,
-			Message: fmt.Sprintf("the agent speaks inspection protocol %s version %d; the client spoke %q version %d",
-				protocolName, Version, hi.Protocol, hi.Version)}})
+		send(helloError(&wireError{Code: codeVersion, Message: fmt.Sprintf("the agent speaks inspection protocol %s version %d; the client spoke %q version %d",
+			protocolName, Version, hi.Protocol, hi.Version)}))
 		flush()
 		return
 	}

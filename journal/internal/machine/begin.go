@@ -2,6 +2,7 @@ package machine
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -150,10 +151,7 @@ func DecideBegin(cur *journal.Record, req *journal.BeginRequest, now time.Time) 
 // req.Approvals approvers, kept a TTL past its deadline so that a later
 // call learns it expired.
 func awaitApproval(r *journal.Record, req *journal.BeginRequest, now time.Time) BeginDecision {
-	ttl := req.ApprovalTTL
-	if ttl <= 0 {
-		ttl = recordTTL(req.RecordTTL)
-	}
+	ttl := cmp.Or(max(req.ApprovalTTL, 0), recordTTL(req.RecordTTL))
 	r.State, r.Attempts = journal.StateAwaiting, nil
 	r.Lease.Expires = now
 	r.Approval = &journal.Approval{Need: req.Approvals, Deadline: now.Add(ttl)}
@@ -198,19 +196,9 @@ func cloneRecord(r *journal.Record) journal.Record {
 }
 
 // LeaseTTL is d, or journal.DefaultLeaseTTL when d is not positive.
-func LeaseTTL(d time.Duration) time.Duration {
-	if d <= 0 {
-		return journal.DefaultLeaseTTL
-	}
-	return d
-}
+func LeaseTTL(d time.Duration) time.Duration { return cmp.Or(max(d, 0), journal.DefaultLeaseTTL) }
 
-func recordTTL(d time.Duration) time.Duration {
-	if d <= 0 {
-		return journal.DefaultTTL
-	}
-	return d
-}
+func recordTTL(d time.Duration) time.Duration { return cmp.Or(max(d, 0), journal.DefaultTTL) }
 
 // newRecord is the record a Begin starts, with its first attempt, in one
 // allocation (begun).
