@@ -164,10 +164,7 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 		}
 		pt.deriver.Normalizer = n
 	}
-	pt.policy = t.Retry
-	if pt.policy == nil {
-		pt.policy = h.opts.Retry
-	}
+	pt.policy = cmp.Or(t.Retry, h.opts.Retry)
 	pt.journal = t.Effect != journal.ReadOnly || t.Journal || t.Approvals > 0
 	pt.durable = t.Effect == journal.Unkeyed
 	pt.leaseTTL = h.opts.LeaseTTL

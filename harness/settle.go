@@ -57,14 +57,10 @@ func (c *checks) find(k flightKey) *checkJob {
 
 // checkWait is how long a caller waits for an outcome being checked.
 func (h *Harness) checkWait() time.Duration {
-	switch w := h.opts.CheckWait; {
-	case w == 0:
-		return defaultCheckWait
-	case w < 0:
-		return 0
-	default:
-		return w
+	if w := h.opts.CheckWait; w != 0 {
+		return max(w, 0)
 	}
+	return defaultCheckWait
 }
 
 // waitLeft is what is left of this call's wait budget, from its first wait.

@@ -41,8 +41,7 @@ func (m *Middleware) lookUp(r *http.Request, c *call, body []byte) *journal.Reco
 	return ans
 }
 
-// replayable reads req's record and reports whether it answers req as it
-// is.
+// replayable reads req's record and reports whether it answers req.
 func (m *Middleware) replayable(ctx context.Context, req *journal.BeginRequest) (journal.Record, bool) {
 	rec, err := m.store.Get(ctx, req.Key)
 	return rec, err == nil && answersRequest(&rec, req.Fingerprint, time.Now(), m.o.TTL) && !m.reconciles(&rec)
@@ -56,8 +55,7 @@ type seenKeys [seenSlots]atomic.Uint64
 // seenSlots is the table's size: 32 KiB a Middleware.
 const seenSlots = 1 << 12
 
-// slot is k's place in the table and its tag, never zero. A journal key is
-// a UUIDv5: its bytes are a hash's.
+// slot is k's place in the table and its tag (never zero) from its hash bytes.
 func slot(k uuid.UUID) (int, uint64) {
 	return int(binary.BigEndian.Uint16(k[:2])) & (seenSlots - 1), binary.BigEndian.Uint64(k[8:]) | 1
 }
@@ -73,14 +71,12 @@ func (s *seenKeys) add(k uuid.UUID) {
 	}
 }
 
-// beginReplayer is a store whose Begin answers a settled record by one
-// read-only round trip (journal/redis).
+// beginReplayer is a store whose Begin replays by one read (journal/redis).
 type beginReplayer interface {
 	BeginReplays() bool
 }
 
-// localReader is a store whose reads are local (bbolt, memory): its
-// Begin on a settled record is a local read too.
+// localReader is a store whose reads are local (bbolt, memory).
 type localReader interface {
 	LocalReads() bool
 }
@@ -103,8 +99,7 @@ func replayReads(store journal.Store) bool {
 // reissue.Request stops answering from it; never an unknown one.
 type answers [answerSlots]atomic.Pointer[journal.Record]
 
-// answerSlots is the table's size, and maxAnswerBytes the largest output
-// it keeps: at most 8 MiB a Middleware.
+// answers' size, and the largest output it keeps: at most 8 MiB in all.
 const (
 	answerSlots    = 1 << 11
 	maxAnswerBytes = 4 << 10
@@ -113,8 +108,8 @@ const (
 // answerSlot is k's place in the table (seenKeys uses bytes 0-1 and 8-15).
 func answerSlot(k uuid.UUID) int { return int(binary.BigEndian.Uint16(k[2:4])) & (answerSlots - 1) }
 
-// get returns the record kept for key when it answers a request with
-// fingerprint fp now, or nil. The record is shared: read it only.
+// get returns the record kept for key when it answers fp now (shared: read
+// it only), or nil.
 func (a *answers) get(key uuid.UUID, fp keyderive.Fingerprint, now time.Time, ttl time.Duration) *journal.Record {
 	r := a[answerSlot(key)].Load()
 	if r == nil || r.Key != key || !answersRequest(r, fp, now, ttl) {

@@ -12,8 +12,7 @@ import (
 // approvalRetryAfter is the Retry-After of a request awaiting approval.
 const approvalRetryAfter = 30 * time.Second
 
-// approvalProblem is what a problem body says of a request that needs
-// approval.
+// approvalProblem is a problem body's part on a request's approval.
 type approvalProblem struct {
 	Needed      int       `json:"needed"`
 	Given       int       `json:"given"`

@@ -28,8 +28,7 @@ type DirBlobs struct {
 	Dir string
 }
 
-// Put writes body to Dir/<sha256> through a temporary file, fsync and
-// rename, and returns the file's name.
+// Put writes body durably to Dir/<sha256> and returns the file's name.
 func (d DirBlobs) Put(_ context.Context, sum [sha256.Size]byte, body []byte) (string, error) {
 	name := hex.EncodeToString(sum[:])
 	if err := os.MkdirAll(d.Dir, 0o700); err != nil {

@@ -2,8 +2,8 @@ package idempotency
 
 import "errors"
 
-// ErrResponseTooLarge is returned by the ResponseWriter a protected
-// handler writes to once its body exceeds Options.MaxResponseBytes.
+// ErrResponseTooLarge is returned by a protected handler's Write past
+// Options.MaxResponseBytes.
 var ErrResponseTooLarge = errors.New("idempotency: response body exceeds MaxResponseBytes")
 
 // ErrLeaseLost is the cause of a protected handler's context when its

@@ -51,8 +51,7 @@ func (m *Middleware) Lookup(mux *http.ServeMux) http.Handler {
 	})
 }
 
-// lookupCall reads a lookup into a call, or the status and error to
-// answer.
+// lookupCall reads a lookup into a call, or the status and error to answer.
 func (m *Middleware) lookupCall(r *http.Request, mux *http.ServeMux) (*call, int, error) {
 	c := &call{}
 	var err error

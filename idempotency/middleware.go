@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -34,9 +35,8 @@ const (
 	ClassTooLarge = "response-too-large"
 )
 
-// Middleware makes the handlers it wraps answer each idempotency key once,
-// on a journal.Store. It is safe for concurrent use; one Middleware may
-// wrap many handlers.
+// Middleware makes the handlers it wraps answer each idempotency key once.
+// It is safe for concurrent use.
 type Middleware struct {
 	store       journal.Store
 	ns          uuid.UUID
@@ -60,8 +60,7 @@ type effectCompleter interface {
 		effect func(ctx context.Context) ([]byte, error)) (journal.Record, error)
 }
 
-// New returns a Middleware on store, or an error naming the option that
-// is wrong.
+// New returns a Middleware on store, or an error naming a wrong option.
 func New(store journal.Store, opts *Options) (*Middleware, error) {
 	if store == nil {
 		return nil, errors.New("idempotency.New: nil store")
@@ -96,9 +95,7 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 		orDefault(&o.Settle, DefaultSettle)
 		m.settle = o.Settle
 	}
-	if o.ReplayedHeader == "" {
-		o.ReplayedHeader = DefaultReplayedHeader
-	}
+	o.ReplayedHeader = cmp.Or(o.ReplayedHeader, DefaultReplayedHeader)
 	if o.Owner == "" {
 		host, _ := os.Hostname()
 		var b [4]byte
@@ -135,8 +132,7 @@ func orDefault[T int | int64 | time.Duration](v *T, d T) {
 	}
 }
 
-// Handler wraps next. Register the result on a ServeMux so that the route
-// pattern scopes the key (wrapping the mux scopes keys by path).
+// Handler wraps next; register it on a ServeMux, whose pattern scopes keys.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	return protected{m, next}
 }
@@ -175,8 +171,7 @@ type bodyReader struct{ bytes.Reader }
 // Close does nothing: the bytes are in memory.
 func (*bodyReader) Close() error { return nil }
 
-// serve answers r: parse it, look up a settled answer, else let Begin
-// decide. read says that r's body is to be read from r.Body.
+// serve answers r: parse, look up, else Begin. read says r.Body is unread.
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, read bool) {
 	c, body := m.parse(w, r, next, body, read)
 	if c == nil {

@@ -62,8 +62,7 @@ var problemTitles = map[string]string{
 	ProblemLookupInvalid:    "The lookup names no route this server protects",
 }
 
-// writeProblem sends a problem-details response, with Retry-After when
-// retryAfter is positive.
+// writeProblem sends a problem-details response (Retry-After if positive).
 func writeProblem(w http.ResponseWriter, status int, kind string, p problem, retryAfter time.Duration) {
 	p.Type, p.Title, p.Status = ProblemBase+kind, problemTitles[kind], status
 	body, _ := json.Marshal(p) // strings, ints and a time of this era: cannot fail

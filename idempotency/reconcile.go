@@ -23,8 +23,7 @@ const (
 	ClassCannotTell   = "cannot-tell"
 )
 
-// reconciles reports whether rec is an unknown outcome Options.Reconcile
-// is asked about.
+// reconciles reports whether Options.Reconcile is asked about rec.
 func (m *Middleware) reconciles(rec *journal.Record) bool {
 	return m.o.Reconcile != nil && rec.State == journal.StateUnknown
 }
@@ -95,8 +94,8 @@ func (m *Middleware) reconcile(w http.ResponseWriter, r *http.Request, next http
 	}
 }
 
-// askReconcile asks Options.Reconcile under the request's context,
-// renewing the lease; a panic in it is a "cannot tell".
+// askReconcile asks Options.Reconcile, renewing the lease; a panic is a
+// "cannot tell".
 func (m *Middleware) askReconcile(r *http.Request, c *call, token uint64) (v downstream.Reconciliation) {
 	ctx, stop := keepLease(r.Context(), m.store, c.jkey, token, m.o.LeaseTTL)
 	defer stop()

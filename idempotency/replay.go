@@ -68,8 +68,7 @@ func (m *Middleware) fetchBlob(e *envelope) ([]byte, error) {
 // emptySum is the SHA-256 of an empty body.
 var emptySum = sha256.Sum256(nil)
 
-// operatorResponse is 200 with an operator's output that is not a stored
-// response.
+// operatorResponse is 200 with an operator's own output.
 func operatorResponse(out []byte) *response {
 	ct := "application/octet-stream"
 	if len(out) > 0 && json.Valid(out) {
@@ -139,8 +138,7 @@ func (r Replay) Header() iter.Seq2[[]byte, []byte] {
 	}
 }
 
-// headerLine returns the name and value of the header line at at in
-// lines, and where the next line begins.
+// headerLine returns the header line at at, and where the next begins.
 func headerLine(lines []byte, at int) (name, value []byte, next int) {
 	end := at + bytes.IndexByte(lines[at:], '\n')
 	name, value, _ = bytes.Cut(lines[at:end], []byte(": "))

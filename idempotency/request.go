@@ -104,8 +104,7 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 	return c, body
 }
 
-// requestKey returns Idempotency-Key, or X-Agentonce-Key when absent; ok
-// is false when neither is sent.
+// requestKey returns Idempotency-Key, else X-Agentonce-Key; ok if either.
 func requestKey(r *http.Request) (key string, ok bool, err error) {
 	name := KeyHeader
 	vs := r.Header[name]

@@ -59,8 +59,7 @@ type response struct {
 	Blob string
 }
 
-// keptHeaders are the response headers a replay needs; the rest (Date,
-// Set-Cookie, …) are per exchange.
+// keptHeaders are the response headers a replay needs.
 var keptHeaders = []string{"Content-Type", "Content-Encoding", "Content-Language",
 	"Content-Location", "Location", "Etag", "Last-Modified", "Cache-Control", "Vary"}
 
@@ -76,8 +75,7 @@ var keptHeaders = []string{"Content-Type", "Content-Encoding", "Content-Language
 // A header value cannot hold a newline, so lines split it unambiguously.
 const envelopeMagic = "agentonce-http/1 "
 
-// encode returns the record Output for resp. inline says whether Body is
-// kept in it (else only Sum, and Blob when set).
+// encode returns the record Output for resp, with Body when inline.
 func (resp *response) encode(inline bool) []byte {
 	n := len(envelopeMagic) + 96 + len(resp.Blob)
 	for k, vs := range resp.Header {
@@ -120,8 +118,7 @@ func (resp *response) encode(inline bool) []byte {
 // errNotEnvelope says an Output was not written by encode.
 var errNotEnvelope = errors.New("not a stored response")
 
-// envelope is a record Output that encode wrote, parsed in place: its
-// slices alias the Output.
+// envelope is an Output that encode wrote, parsed in place.
 type envelope struct {
 	status int
 	sum    [sha256.Size]byte
@@ -282,8 +279,7 @@ func (resp *response) write(w http.ResponseWriter, replayedHeader string) {
 	_, _ = w.Write(resp.Body)
 }
 
-// write sends e's response with body, marked as a replay by the header
-// named replayed (canonical form).
+// write sends e's response with body, marked by the header replayed.
 func (e *envelope) write(w http.ResponseWriter, replayed string, body []byte) {
 	e.writeHeader(w.Header(), replayed, len(body))
 	w.WriteHeader(e.status)

@@ -31,8 +31,7 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 		retaken = 0
 		res, err := m.store.Begin(ctx, *req)
 		if err != nil {
-			writeProblem(w, http.StatusServiceUnavailable, ProblemJournal,
-				problem{Detail: "the request was not run: " + err.Error(), Key: c.key}, m.o.RetryAfter)
+			m.notRun(w, c, err)
 			return
 		}
 		if m.seen != nil && res.Outcome != journal.Mismatch && res.Outcome != journal.Guarded {
@@ -109,11 +108,16 @@ func (m *Middleware) runAgain(w http.ResponseWriter, r *http.Request, next http.
 			State: journal.StateFailed, ErrorClass: ClassReleased, ErrorMessage: "not run: " + err.Error()}); cerr != nil {
 			m.o.ErrorLog("idempotency: key %s (%s): releasing a run that could not start: %v", c.jkey, c.tool, cerr)
 		}
-		writeProblem(w, http.StatusServiceUnavailable, ProblemJournal,
-			problem{Detail: "the request was not run: " + err.Error(), Key: c.key}, m.o.RetryAfter)
+		m.notRun(w, c, err)
 		return
 	}
 	m.run(w, r, next, c, token)
+}
+
+// notRun answers 503: the journal failed before the handler ran.
+func (m *Middleware) notRun(w http.ResponseWriter, c *call, err error) {
+	writeProblem(w, http.StatusServiceUnavailable, ProblemJournal,
+		problem{Detail: "the request was not run: " + err.Error(), Key: c.key}, m.o.RetryAfter)
 }
 
 // abandon settles a record whose owner died mid-request as unknown.
@@ -128,8 +132,7 @@ func (m *Middleware) abandon(ctx context.Context, c *call, token uint64) {
 	m.unknown(ctx, rec)
 }
 
-// unknown tells ErrorLog and Options.OnUnknown of rec, just settled
-// unknown.
+// unknown tells ErrorLog and Options.OnUnknown of rec, settled unknown.
 func (m *Middleware) unknown(ctx context.Context, rec journal.Record) {
 	m.o.ErrorLog("idempotency: key %s (%s): outcome unknown (%s); after checking its effect: agentctl resolve %s",
 		rec.Key, rec.Intent.Tool, rec.ErrorMessage, rec.Key)
@@ -138,8 +141,7 @@ func (m *Middleware) unknown(ctx context.Context, rec journal.Record) {
 	}
 }
 
-// errRelease makes CompleteWith roll back a handler's writes: the handler
-// answered 5xx (or panicked) under InTx.
+// errRelease makes CompleteWith roll back a handler's writes.
 var errRelease = errors.New("idempotency: handler's writes rolled back")
 
 // run runs the handler for a key this process now owns, records its

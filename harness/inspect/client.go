@@ -52,8 +52,7 @@ type clientConn struct {
 	used time.Time // the end of its last request
 }
 
-// maxAnswer bounds one message the client reads from an agent; a variable
-// for tests.
+// maxAnswer bounds one message the client reads (a variable for tests).
 var maxAnswer = 64 << 20
 
 // decode reads one message of at most maxAnswer bytes into v; a longer one
@@ -175,8 +174,7 @@ func (cl *Client) Info() Info {
 // Path returns the socket's path.
 func (cl *Client) Path() string { return cl.path }
 
-// roundTrip sends req and decodes one response, on the shared connection,
-// which is dropped when it fails.
+// roundTrip sends req and decodes one response on the shared connection.
 func (cl *Client) roundTrip(ctx context.Context, req *request) (*response, error) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
@@ -269,8 +267,7 @@ func (cl *Client) Complete(context.Context, journal.Completion) (journal.Record,
 // Import is not served: stop the agent to import.
 func (cl *Client) Import(context.Context, journal.Record) error { return cl.notServed("import") }
 
-// Resolve asks the agent to resolve an intent in its journal (see
-// journal.Store).
+// Resolve asks the agent to resolve an intent (see journal.Store).
 func (cl *Client) Resolve(ctx context.Context, key uuid.UUID, r journal.Resolution) (journal.Record, error) {
 	return cl.record(ctx, &request{Op: opResolve, Key: key.String(), Resolution: fromResolution(&r)})
 }
@@ -292,8 +289,7 @@ func (cl *Client) Stats(ctx context.Context) (journal.Stats, error) {
 	return resp.Stats.toStats()
 }
 
-// GC with DryRun counts what the agent's GC would remove; removing is not
-// served.
+// GC with DryRun counts what the agent's GC would remove.
 func (cl *Client) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResult, error) {
 	if !opts.DryRun {
 		return journal.GCResult{}, cl.notServed("gc")
@@ -349,8 +345,7 @@ func (cl *Client) Events(ctx context.Context, subscribed func(), onEvent func(Ev
 	})
 }
 
-// stream sends req on a connection of its own and hands each response to
-// each until it says done or fails.
+// stream sends req on a connection of its own and hands each response on.
 func (cl *Client) stream(ctx context.Context, req *request, each func(*response) (done bool, err error)) error {
 	c, _, err := cl.connect(ctx)
 	if err != nil {
@@ -379,8 +374,7 @@ func (cl *Client) stream(ctx context.Context, req *request, each func(*response)
 	}
 }
 
-// Close closes the shared connection. Calls after Close return
-// journal.ErrClosed.
+// Close closes the shared connection; later calls return ErrClosed.
 func (cl *Client) Close() error {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()

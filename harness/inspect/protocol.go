@@ -9,12 +9,10 @@ import (
 	"github.com/agentonce/agentonce/journal"
 )
 
-// Version is the protocol version this package speaks; both ends must
-// speak the same one.
+// Version is the protocol version this package speaks.
 const Version = 1
 
-// protocolName opens every hello, so that a stray peer is told apart from
-// an agent of another version.
+// protocolName opens every hello, to tell a stray peer apart.
 const protocolName = "agentonce-inspect"
 
 // SocketPath is where the agent of the bbolt journal at journalPath serves
@@ -154,8 +152,7 @@ func fromResolution(res *journal.Resolution) *Resolution {
 	return w
 }
 
-// ToRecord converts a wire record back; a field this version cannot read
-// is an error wrapping journal.ErrNewerVersion.
+// ToRecord converts a wire record back (journal.Record.UnmarshalJSON).
 func (w *Record) ToRecord() (journal.Record, error) {
 	var r journal.Record
 	if err := json.Unmarshal(w.RawMessage, &r); err != nil {

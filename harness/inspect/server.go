@@ -71,8 +71,7 @@ const (
 	byeWait          = time.Second // how long Close waits for a reader's last events
 )
 
-// Server serves the protocol for one journal at one socket. It is safe for
-// concurrent use.
+// Server serves one journal at one socket, safe for concurrent use.
 type Server struct {
 	store journal.Store
 	path  string
@@ -205,8 +204,7 @@ func (s *Server) Path() string { return s.path }
 // Subscribed reports whether any client follows the events.
 func (s *Server) Subscribed() bool { return s.nsubs.Load() > 0 }
 
-// Publish hands e to every client following the events. It never waits:
-// a client whose buffer is full loses e, and is told how many it lost.
+// Publish hands e to every follower without waiting; a full buffer drops it.
 func (s *Server) Publish(e Event) {
 	if !s.Subscribed() {
 		return
@@ -311,8 +309,7 @@ func (s *Server) makeRoom() bool {
 	}
 }
 
-// refuseBusy tells a client beyond MaxConns so, without reading from it,
-// and closes its connection.
+// refuseBusy tells a client beyond MaxConns so, and closes it.
 func (s *Server) refuseBusy(c *net.UnixConn) {
 	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	b, _ := json.Marshal(hello{Protocol: protocolName, Version: Version, Error: &wireError{Code: codeBusy,
@@ -358,8 +355,7 @@ func readFrame(r *bufio.Reader, limit int) ([]byte, error) {
 	}
 }
 
-// serve answers one connection: hello, then requests until the client
-// leaves or asks for events.
+// serve answers one connection: hello, then requests.
 func (s *Server) serve(sc *serverConn) {
 	defer s.wg.Done()
 	defer func() {
@@ -503,8 +499,7 @@ func (s *Server) answer(req *request, send func(any) bool) bool {
 	return fail(fmt.Errorf("%w: unknown request %q", journal.ErrInvalid, req.Op))
 }
 
-// streamEvents turns the connection into an event stream until the client
-// leaves or the server closes.
+// streamEvents turns the connection into an event stream.
 func (s *Server) streamEvents(sc *serverConn, enc *json.Encoder, w *bufio.Writer) {
 	sub := &subscriber{ch: make(chan Event, subscriberBuffer)}
 	s.mu.Lock()
