@@ -5,8 +5,7 @@ import (
 	"time"
 )
 
-// BatchGC is a store that removes expired records in bounded batches
-// (bbolt), for OpenOptions.GCEvery.
+// BatchGC is a store that removes expired records in bounded batches.
 type BatchGC interface {
 	GCBatch(ctx context.Context, max int) (int, error)
 }
@@ -14,8 +13,7 @@ type BatchGC interface {
 // DefaultGCEvery is OpenOptions.GCEvery's default.
 const DefaultGCEvery = time.Hour
 
-// gcBatch is how many records one background batch removes: few, so that
-// a call waits little behind it.
+// gcBatch is how many records one background batch removes.
 const gcBatch = 64
 
 // collect sweeps expired records every interval until ctx ends, in batches

@@ -64,8 +64,7 @@ func (w *wiring) serveInspect(mode InspectMode, observer harness.Observer, logge
 	return nil
 }
 
-// InspectSocket returns the path of the socket h serves agentctl on, or ""
-// when it serves none.
+// InspectSocket returns the socket h serves agentctl on, or "".
 func InspectSocket(h *harness.Harness) string {
 	if srv, ok := served.Load(h); ok {
 		return srv.(*inspect.Server).Path()
@@ -73,8 +72,7 @@ func InspectSocket(h *harness.Harness) string {
 	return ""
 }
 
-// inspectObserver hands every event to the socket's followers, after the
-// caller's own Observer, when anyone follows.
+// inspectObserver hands every event to the socket's followers, if any.
 type inspectObserver struct {
 	next harness.Observer
 	srv  atomic.Pointer[inspect.Server] // nil until the server listens

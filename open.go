@@ -84,8 +84,7 @@ func OpenJournal(ctx context.Context, location string, opts *OpenOptions) (store
 	return w.store, sync.OnceValue(w.close), nil
 }
 
-// openWiring opens the journal at location as o says, for Open and
-// OpenJournal.
+// openWiring opens the journal at location as o says.
 func openWiring(ctx context.Context, location string, o *OpenOptions) (*wiring, error) {
 	jo := *cmp.Or(o.Journal, new(journal.Options))
 	w := &wiring{readOnly: jo.ReadOnly}
@@ -125,8 +124,7 @@ func openWiring(ctx context.Context, location string, o *OpenOptions) (*wiring, 
 	return w, nil
 }
 
-// start serves agentctl, reports a new journal and starts the background
-// GC, as o says. On error the journal is closed.
+// start starts what runs beside the journal; on error it closes it.
 func (w *wiring) start(ctx context.Context, o *OpenOptions, hopts *harness.Options, owner string) error {
 	if err := w.serveInspect(o.Inspect, hopts.Observer, hopts.Logger, owner); err != nil {
 		w.store.Close()
@@ -205,8 +203,7 @@ type wiring struct {
 }
 
 // close runs the caller's OnClose, ends the background GC, stops serving
-// agentctl and closes the journal, in that order, and returns the first
-// error.
+// agentctl and closes the journal, in that order.
 func (w *wiring) close() error {
 	var uerr, ierr error
 	if w.onClose != nil {

@@ -15,8 +15,7 @@ var (
 	ErrDuplicateTool = errors.New("tool already registered")
 )
 
-// Errors of a rejected call (Status Rejected: nothing recorded, tool not
-// run).
+// Errors of a rejected call (Status Rejected).
 var (
 	// ErrClosed is returned for calls after Close.
 	ErrClosed = errors.New("harness closed")
@@ -52,8 +51,7 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("tool %s panicked: %v", e.Tool, e.Value)
 }
 
-// Unwrap returns Value if it is an error, so that errors.Is and errors.As
-// see through a panic(err).
+// Unwrap returns Value if it is an error.
 func (e *PanicError) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err

@@ -88,8 +88,7 @@ type Harness struct {
 	checks  checks         // background checks of Unkeyed outcomes (settle.go)
 }
 
-// New returns a Harness on store. Closing the Harness does not close the
-// store (Options.OnClose may).
+// New returns a Harness on store; its Close does not close store.
 func New(store journal.Store, opts *Options) *Harness {
 	h := &Harness{store: store, tools: make(map[string]*tool)}
 	h.checks.ctx, h.checks.stop = context.WithCancel(context.Background())
@@ -180,8 +179,7 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	return pt, nil
 }
 
-// Tools returns the registered tools, sorted by name: what an adapter
-// turns into the tool list a model API wants.
+// Tools returns the registered tools, sorted by name.
 func (h *Harness) Tools() []Tool {
 	h.mu.RLock()
 	defer h.mu.RUnlock()

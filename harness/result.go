@@ -153,8 +153,7 @@ func (e *OutcomeError) Error() string {
 	return s
 }
 
-// Unwrap returns the live cause when the outcome happened in this call; a
-// replayed outcome has none.
+// Unwrap returns the live cause of an outcome reached in this call.
 func (e *OutcomeError) Unwrap() error { return e.cause }
 
 // ForModel returns the text to hand the model as the tool's result: the

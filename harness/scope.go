@@ -15,8 +15,8 @@ func WithScope(ctx context.Context, session, turn string) context.Context {
 	return context.WithValue(ctx, scopeKey{}, scope{session, turn})
 }
 
-// ScopeFromContext returns the session and turn that WithScope put on
-// ctx, the innermost if several; ok is false when there is none.
+// ScopeFromContext returns the innermost session and turn WithScope put on
+// ctx.
 func ScopeFromContext(ctx context.Context) (session, turn string, ok bool) {
 	s, ok := ctx.Value(scopeKey{}).(scope)
 	return s.session, s.turn, ok

@@ -26,9 +26,7 @@ type clock interface {
 	Now() time.Time
 }
 
-// localReader is a store whose reads are local and cheap (bbolt, memory):
-// a re-issued call the memo holds is answered by one Get before joining a
-// flight.
+// localReader is a store whose reads are local and cheap (bbolt, memory).
 type localReader interface {
 	LocalReads() bool
 }

@@ -99,7 +99,7 @@ func replayReads(store journal.Store) bool {
 // reissue.Request stops answering from it; never an unknown one.
 type answers [answerSlots]atomic.Pointer[journal.Record]
 
-// answers' size, and the largest output it keeps: at most 8 MiB in all.
+// answerSlots and maxAnswerBytes bound answers: at most 8 MiB of outputs.
 const (
 	answerSlots    = 1 << 11
 	maxAnswerBytes = 4 << 10

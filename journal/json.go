@@ -134,8 +134,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the form MarshalJSON writes, refusing an unknown
-// field. A newer version, state or effect kind is an error wrapping
-// ErrNewerVersion.
+// field; what is newer than this version wraps ErrNewerVersion.
 func (r *Record) UnmarshalJSON(b []byte) error {
 	var j recordJSON
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -263,8 +262,7 @@ func fromOptTime(t *time.Time) time.Time {
 	return t.UTC()
 }
 
-// embedJSON returns b as embedded JSON when it is compact JSON (so encoding
-// it again gives the same bytes), else as base64 in the second result.
+// embedJSON returns b as embedded JSON when it is compact, else as base64.
 func embedJSON(b []byte) (json.RawMessage, *string) {
 	if b == nil {
 		return nil, nil

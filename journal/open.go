@@ -9,8 +9,7 @@ import (
 	"sync"
 )
 
-// openFunc opens the journal at a location whose scheme it was registered
-// for; opts may be nil.
+// openFunc opens the journal at a location of its scheme; opts may be nil.
 type openFunc func(ctx context.Context, location string, opts *Options) (Store, error)
 
 var (
@@ -60,8 +59,7 @@ func Register[O any](scheme string, open func(ctx context.Context, location stri
 	}
 }
 
-// PathScheme is the scheme whose store Open calls for a plain path
-// (journal/bolt's).
+// PathScheme is the scheme whose store opens a plain path (journal/bolt's).
 const PathScheme = "file"
 
 // Open opens the journal at location: by its scheme ("postgres://…"), or
@@ -88,8 +86,7 @@ func Open(ctx context.Context, location string, opts *Options) (Store, error) {
 	return open(ctx, location, opts)
 }
 
-// Scheme returns a location's scheme ("postgres" for "postgres://…"); ok
-// is false for a plain path.
+// Scheme returns a location's scheme; ok is false for a plain path.
 func Scheme(location string) (scheme string, ok bool) {
 	scheme, _, ok = strings.Cut(location, "://")
 	return scheme, ok && !strings.ContainsAny(scheme, `/\`)

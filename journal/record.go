@@ -11,8 +11,7 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// SchemaVersion is the record schema this package writes. Records of a
-// newer version are refused with ErrNewerVersion; older ones are read.
+// SchemaVersion is the record schema this package writes (and reads up to).
 const SchemaVersion = 1
 
 // State is where an intent stands.
@@ -53,8 +52,7 @@ func ParseState(name string) (State, error) {
 	return 0, errors.New("unknown state " + strconv.Quote(name) + " (want pending, succeeded, failed, suppressed, unknown or awaiting)")
 }
 
-// Settled reports whether s is an outcome that Begin answers from the
-// journal (everything but pending and awaiting).
+// Settled reports whether s is an outcome (not pending nor awaiting).
 func (s State) Settled() bool { return s >= StateSucceeded && s <= StateUnknown }
 
 // Record is everything the journal knows about one intent.
@@ -87,8 +85,7 @@ type Record struct {
 	Expires  time.Time
 }
 
-// Approval is what an intent that must be approved before it runs needs
-// and has been given.
+// Approval is what an intent needs approved before it runs, and was given.
 type Approval struct {
 	// Need is how many distinct approvers must approve.
 	Need int
@@ -121,8 +118,7 @@ type Lease struct {
 	Expires time.Time
 }
 
-// Effect is a tool's effect kind: what may be done after an attempt's
-// outcome is unknown.
+// Effect is a tool's effect kind: what may follow an unknown outcome.
 type Effect uint8
 
 const (

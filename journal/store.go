@@ -65,12 +65,10 @@ type Store interface {
 	Close() error
 }
 
-// DefaultTTL is how long a record is kept when BeginRequest.RecordTTL is
-// zero: longer than any retry, replay or operator horizon.
+// DefaultTTL is how long a record is kept when RecordTTL is zero.
 const DefaultTTL = 7 * 24 * time.Hour
 
-// DefaultLeaseTTL is the owner's lease when BeginRequest.LeaseTTL or
-// AttemptRequest.LeaseTTL is zero.
+// DefaultLeaseTTL is the owner's lease when a request's LeaseTTL is zero.
 const DefaultLeaseTTL = time.Minute
 
 // BeginRequest asks the store to begin (or answer) one intent.
@@ -113,8 +111,7 @@ type BeginRequest struct {
 	ApprovalTTL time.Duration
 }
 
-// GuardScope says where a recorded suppression blocks calls of the same
-// tool whose input was altered.
+// GuardScope says where a recorded suppression blocks altered inputs.
 type GuardScope uint8
 
 const (

@@ -116,8 +116,7 @@ func New(rawURL string, secret []byte, opts *Options) (*Webhook, error) {
 	return w, nil
 }
 
-// Observe queues a notice for an EventNeedsPerson, and ignores every other
-// event.
+// Observe queues a notice for an EventNeedsPerson.
 func (w *Webhook) Observe(_ context.Context, e harness.Event) {
 	if e.Kind != harness.EventNeedsPerson {
 		return

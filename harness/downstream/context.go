@@ -61,8 +61,7 @@ func fromContext(ctx context.Context) (*attemptCtx, bool) {
 	return &noAttempt, false
 }
 
-// KeyFromContext returns the idempotency key of the call whose tool runs
-// with ctx.
+// KeyFromContext returns the idempotency key of the call running with ctx.
 func KeyFromContext(ctx context.Context) (uuid.UUID, bool) {
 	c, ok := fromContext(ctx)
 	return c.a.Key, ok
@@ -80,8 +79,7 @@ func CallFromContext(ctx context.Context) (Call, bool) {
 	return c.a.Call, ok
 }
 
-// Resent reports whether Transport sent one of the requests of the attempt
-// running with ctx more than once.
+// Resent reports whether Transport sent a request of ctx's attempt twice.
 func Resent(ctx context.Context) bool {
 	c, _ := fromContext(ctx)
 	return c.resent.Load()

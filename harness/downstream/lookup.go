@@ -12,8 +12,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// MaxLookupBytes bounds the answer a lookup's Reconcile hook reads; a
-// larger one is a CannotTell.
+// MaxLookupBytes bounds the answer a lookup's Reconcile hook reads.
 const MaxLookupBytes = 1 << 20
 
 // LookupReconcile returns a Reconcile hook that GETs the URL url builds

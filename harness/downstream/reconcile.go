@@ -19,8 +19,7 @@ const (
 	didNotHappen
 )
 
-// Happened says the effect happened; output is its result, as the tool
-// would have returned it.
+// Happened says the effect happened; output is the tool's result.
 func Happened(output json.RawMessage) Reconciliation {
 	return Reconciliation{verdict: happened, output: output}
 }

@@ -15,8 +15,7 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// Store is a journal.Store that keeps its records encoded in a map. It is
-// safe for concurrent use.
+// Store is a journal.Store in a map, safe for concurrent use.
 type Store struct {
 	ns       uuid.UUID
 	now      func() time.Time
@@ -29,9 +28,7 @@ type Store struct {
 
 var _ journal.Store = (*Store)(nil)
 
-// New returns an empty in-memory store. Its namespace is opts.Namespace,
-// or random when that is zero; opts.Now is its clock and opts.ReadOnly
-// makes every write fail. A nil opts means defaults.
+// New returns an empty in-memory store as opts says (nil means defaults).
 func New(opts *journal.Options) *Store {
 	var o journal.Options
 	if opts != nil {
@@ -71,8 +68,7 @@ func (m *Store) put(r *journal.Record) {
 	m.records[r.Key] = codec.Encode(nil, r)
 }
 
-// lockWrite takes the write lock, lockRead the read lock; neither is held
-// when they fail.
+// lockWrite and lockRead take the lock; neither holds it when they fail.
 func (m *Store) lockWrite(ctx context.Context) error { return m.lock(ctx, m.mu.Lock, m.mu.Unlock) }
 func (m *Store) lockRead(ctx context.Context) error  { return m.lock(ctx, m.mu.RLock, m.mu.RUnlock) }
 

@@ -86,8 +86,8 @@ func Of(rec *journal.Record, effect journal.Effect, now time.Time) Step {
 	return Answer // a state this version does not know: nothing runs
 }
 
-// LastAttemptNotExecuted reports whether rec's last attempt was closed as
-// provably not executed (journal.ClassNotExecuted).
+// LastAttemptNotExecuted reports whether rec's last attempt was closed
+// journal.ClassNotExecuted.
 func LastAttemptNotExecuted(rec *journal.Record) bool {
 	n := len(rec.Attempts)
 	return n > 0 && rec.Attempts[n-1].Class == journal.ClassNotExecuted
@@ -112,8 +112,7 @@ func leaseLive(rec *journal.Record, now time.Time) bool {
 	return now.Before(rec.Lease.Expires)
 }
 
-// stillActing reports whether an attempt of rec may still be acting
-// downstream at now.
+// stillActing reports whether an attempt of rec may still act at now.
 func stillActing(rec *journal.Record, now time.Time) bool {
 	return now.Before(QuietAt(rec))
 }
@@ -177,8 +176,7 @@ func Request(rec *journal.Record, now time.Time, ttl time.Duration) Step {
 	return Answer
 }
 
-// ranBefore reports whether rec is a succeeded or failed answer, not an
-// operator's, whose last run started at or before t.
+// ranBefore reports whether rec's own answer's run started by t.
 func ranBefore(rec *journal.Record, t time.Time) bool {
 	n := len(rec.Attempts)
 	return (rec.State == journal.StateSucceeded || rec.State == journal.StateFailed) &&

@@ -120,8 +120,7 @@ func ValidateResolution(key uuid.UUID, res *journal.Resolution) error {
 	return nil
 }
 
-// ApplyResolution returns cur settled by an operator, or ErrInvalid or
-// ErrNotResolvable.
+// ApplyResolution returns cur settled by an operator, or why it cannot be.
 func ApplyResolution(cur *journal.Record, res journal.Resolution, now time.Time) (journal.Record, error) {
 	if err := ValidateResolution(cur.Key, &res); err != nil {
 		return journal.Record{}, err

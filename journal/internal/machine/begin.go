@@ -14,8 +14,7 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// fingerprintsDiffer reports a payload mismatch; a zero fingerprint
-// matches anything.
+// fingerprintsDiffer reports a mismatch; a zero fingerprint matches all.
 func fingerprintsDiffer(r *journal.Record, req *journal.BeginRequest) bool {
 	return !r.Fingerprint.IsZero() && !req.Fingerprint.IsZero() && r.Fingerprint != req.Fingerprint
 }
@@ -47,8 +46,7 @@ func MismatchKey(key uuid.UUID, fp keyderive.Fingerprint) uuid.UUID {
 	return uuid.NewSHA1(key, fp[:])
 }
 
-// mismatchRecord is the suppression of req, whose key holds another
-// fingerprint. Nothing ran: it has no attempt.
+// mismatchRecord is the suppression of req, with no attempt.
 func mismatchRecord(req *journal.BeginRequest, now time.Time) journal.Record {
 	return journal.Record{
 		Version:      journal.SchemaVersion,
@@ -83,8 +81,7 @@ func PlaceSuppression(cur, s *journal.Record, now time.Time) *journal.Record {
 }
 
 // DecideBegin decides Begin for the current record cur of req.Key (nil
-// when none) at now. It does not modify cur, and calls req.Retake on a
-// copy.
+// when none) at now. It does not modify cur.
 func DecideBegin(cur *journal.Record, req *journal.BeginRequest, now time.Time) BeginDecision {
 	var prevToken uint64
 	var step reissue.Step
@@ -200,8 +197,7 @@ func LeaseTTL(d time.Duration) time.Duration { return cmp.Or(max(d, 0), journal.
 
 func recordTTL(d time.Duration) time.Duration { return cmp.Or(max(d, 0), journal.DefaultTTL) }
 
-// newRecord is the record a Begin starts, with its first attempt, in one
-// allocation (begun).
+// newRecord is a new record and its first attempt, in one allocation.
 func newRecord(req *journal.BeginRequest, now time.Time, token uint64) *journal.Record {
 	b := new(begun)
 	b.rec = journal.Record{

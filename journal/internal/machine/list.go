@@ -32,8 +32,7 @@ func MatchFilter(r *journal.Record, f *journal.Filter) bool {
 	return true
 }
 
-// NewerFirst orders records by Created descending, then key, so that List
-// is deterministic.
+// NewerFirst orders records by Created descending, then key.
 func NewerFirst(a, b *journal.Record) int {
 	if c := b.Created.Compare(a.Created); c != 0 {
 		return c

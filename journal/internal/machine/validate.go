@@ -9,8 +9,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// maxToken bounds a fencing token a record may hold: every transition adds
-// one, so a token near 2^64 would wrap to a value an old owner held.
+// maxToken bounds a fencing token, far from wrapping to an old one.
 const maxToken = 1 << 62
 
 // validate reports why r is a record the state machine could not have
