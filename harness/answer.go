@@ -57,8 +57,7 @@ func statusOf(st journal.State) Status {
 }
 
 // lost answers when the journal refused or failed to record: a settled
-// record is answered, anything else is unknown, with the tool's output if
-// any.
+// record, else unknown (with the tool's output, if any).
 func (f *flight) lost(ctx context.Context, cause error, out json.RawMessage) Result {
 	if errors.Is(cause, journal.ErrFenced) {
 		if rec, err := f.h.store.Get(context.WithoutCancel(ctx), f.p.d.Key); err == nil && rec.State.Settled() {
@@ -76,10 +75,9 @@ func (f *flight) fromRecord(rec journal.Record) Result {
 	return ResultFromRecord(&rec)
 }
 
-// ResultFromRecord is the Result a call answered from rec reports (CallID
-// empty): Replayed for a settled record, InProgress for a pending one,
-// AwaitingApproval for one awaiting approval. A recorded class that is not
-// a retry class becomes what the state amounts to.
+// ResultFromRecord is the Result a call answered from rec reports, CallID
+// empty; a recorded class that is not a retry class becomes what the
+// state amounts to.
 func ResultFromRecord(rec *journal.Record) Result {
 	res := Result{Tool: rec.Intent.Tool, Key: rec.Key, Status: statusOf(rec.State), Source: Replayed, Attempts: len(rec.Attempts)}
 	switch rec.State {
@@ -124,8 +122,7 @@ func (f *flight) answer(ctx context.Context, res Result) Result {
 	return res
 }
 
-// rejectedEarly reports a call refused before it reached a flight; a
-// mistake, it is logged even with no Logger.
+// rejectedEarly reports a call refused before its flight, logged always.
 func (h *Harness) rejectedEarly(ctx context.Context, p *prepared) Result {
 	res := Result{CallID: p.call.ID, Tool: p.call.Tool, Status: Rejected, Err: p.err, Key: p.d.Key}
 	e := resultEvent(Event{Tool: p.call.Tool, Session: p.call.Session, Turn: p.call.Turn, Key: res.Key, CallID: p.call.ID}, res)

@@ -56,8 +56,8 @@ func (f *flight) execute(ctx context.Context, attemptID string) Result {
 	}
 }
 
-// tryFunc runs one attempt of a Func: settled with the result when it
-// ended the call (a success or a panic), else the failure and its verdict.
+// tryFunc runs one attempt: the result when it ended the call, else the
+// failure and its verdict.
 func (f *flight) tryFunc(ctx context.Context, attemptID string) (res Result, settled bool, v retryclass.Verdict, err error) {
 	t := f.p.tool
 	out, err, resent := f.h.invoke(ctx, t, f.p, attemptID)
@@ -91,9 +91,8 @@ func (h *Harness) invoke(ctx context.Context, t *tool, p *prepared, attemptID st
 	return out, err, downstream.Resent(actx)
 }
 
-// guarded runs user code under the tool's timeout and returns the
-// *PanicError of a panic in it. runtime.Goexit is not recovered: the
-// record stays pending, as after a crash.
+// guarded runs user code under the tool's timeout, returning a panic as a
+// *PanicError; runtime.Goexit is not recovered.
 func guarded(ctx context.Context, t *tool, fn func(context.Context)) (pe *PanicError) {
 	if t.timeout > 0 {
 		var cancel context.CancelFunc
@@ -116,8 +115,7 @@ func (h *Harness) attemptContext(ctx context.Context, t *tool, p *prepared, atte
 		Call: downstream.Call{ID: c.ID, Tenant: c.Tenant, Session: c.Session, Turn: c.Turn, Tool: c.Tool, Discriminator: c.Discriminator}})
 }
 
-// tryInTx is tryFunc for an InTx effect, run in the transaction that
-// records its outcome: a failure rolled back with it.
+// tryInTx is tryFunc for an InTx effect, in the outcome's transaction.
 func (f *flight) tryInTx(ctx context.Context, attemptID string) (res Result, settled bool, v retryclass.Verdict, err error) {
 	t, tc := f.p.tool, f.h.store.(txCompleter)
 	var effectErr error
@@ -373,8 +371,7 @@ func (r failureRule) message(err error) error {
 	return fmt.Errorf(r.wrap, err)
 }
 
-// inTxClass is the class of a failure of an InTx effect, rolled back with
-// its transaction: only a refusal, a mismatch and "in flight" keep theirs.
+// inTxClass is the class of a rolled-back InTx effect's failure.
 var inTxClass = [...]retryclass.Class{
 	retryclass.Success:       retryclass.NotExecuted,
 	retryclass.NotExecuted:   retryclass.NotExecuted,

@@ -142,10 +142,9 @@ func (h *Harness) left(ctx context.Context, p *prepared, cause error) Result {
 	return base
 }
 
-// CallAll runs the tool calls of one model response, in the calls' order.
-// Identical calls collapse into one execution (the others Collapsed); the
-// same key with another input is suppressed as a mismatch after the first.
-// Distinct calls run concurrently, at most Options.Concurrency at a time.
+// CallAll runs the tool calls of one model response: identical calls
+// collapse into one execution, distinct ones run concurrently (at most
+// Options.Concurrency); results are in the calls' order.
 func (h *Harness) CallAll(ctx context.Context, calls []ToolCall) []Result {
 	results := make([]Result, len(calls))
 	if err := h.enter(); err != nil {

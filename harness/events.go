@@ -88,10 +88,8 @@ type Event struct {
 	Resolution *journal.Resolution
 }
 
-// Observer receives every event, synchronously, on the goroutine that
-// makes it: it must be quick, safe for concurrent use, and must not call
-// back into the Harness. A background check reports no second
-// EventResult.
+// Observer receives every event, synchronously: it must be quick, safe for
+// concurrent use, and must not call back into the Harness.
 type Observer interface {
 	Observe(ctx context.Context, e Event)
 }

@@ -148,8 +148,7 @@ func lostLease(cancel context.CancelCauseFunc) func(error) {
 	return func(err error) { cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err)) }
 }
 
-// takeover continues an intent whose earlier attempt ended without a
-// recorded answer, or whose recorded outcome a re-issue runs again.
+// takeover continues an intent taken over (TakenOver).
 func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 	t := f.p.tool
 	if len(rec.Attempts) == 0 && rec.Approval != nil {
@@ -189,8 +188,7 @@ func (f *flight) rerun(ctx context.Context, prevClass, prevErr string) Result {
 	return f.execute(ctx, id)
 }
 
-// mayHaveRun reports whether any attempt of rec was not closed as
-// provably not executed.
+// mayHaveRun reports whether any attempt of rec may have executed.
 func mayHaveRun(rec *journal.Record) bool {
 	return slices.ContainsFunc(rec.Attempts, func(a journal.Attempt) bool { return a.Class != journal.ClassNotExecuted })
 }

@@ -25,31 +25,25 @@ import (
 // Options configures a Harness. A nil *Options means defaults; each
 // field's zero value is its default.
 type Options struct {
-	// Owner names this process in journal leases. Zero means host name, pid
-	// and a random suffix, unique per Harness.
+	// Owner names this process in leases; zero means host/pid/random.
 	Owner string
 	// LeaseTTL is how long an owner's lease lasts without renewal (every
 	// LeaseTTL/3 while its flight runs). Zero means 1 minute.
 	LeaseTTL time.Duration
-	// RecordTTL is how long a record is kept; zero means journal.DefaultTTL
-	// (7 days).
+	// RecordTTL is how long a record is kept; zero means journal.DefaultTTL.
 	RecordTTL time.Duration
 	// Retry is the default retry policy; nil means retryclass's defaults.
 	Retry *retryclass.Policy
-	// Guard is where a recorded suppression blocks calls of the same tool
-	// with altered input; zero means the same (session, turn).
+	// Guard is the suppression guard's scope; zero means journal.GuardTurn.
 	Guard journal.GuardScope
-	// FingerprintOnly keeps only the fingerprint of each input in the
-	// journal, not the canonical input itself (privacy).
+	// FingerprintOnly keeps only each input's fingerprint in the journal.
 	FingerprintOnly bool
 	// Redact, when set, rewrites a tool's output before it is stored;
 	// replays answer with what was stored.
 	Redact func(tool string, output json.RawMessage) json.RawMessage
-	// Limits bounds inputs (size, depth); nil means keyderive's defaults
-	// (1 MiB, depth 64).
+	// Limits bounds inputs; nil means keyderive's defaults (1 MiB, depth 64).
 	Limits *keyderive.Options
-	// Concurrency bounds how many distinct calls CallAll runs at once;
-	// zero means 8.
+	// Concurrency bounds the calls CallAll runs at once; zero means 8.
 	Concurrency int
 	// Logger receives the calls' steps worth a line. Nil means
 	// slog.Default() for only what a person must see (EventNeedsPerson, a
@@ -57,8 +51,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer receives every event, for metrics and tests; nil means none.
 	Observer Observer
-	// CacheSize bounds the memo of raw input → key; zero means 4096
-	// entries, negative disables it.
+	// CacheSize bounds the memo of input → key; zero means 4096, negative none.
 	CacheSize int
 	// CheckWait is how long a caller waits for the outcome of an Unkeyed
 	// attempt being checked (settle window, then Reconcile) before it is

@@ -90,9 +90,8 @@ type memoEntry struct {
 	d      keyderive.Derived
 }
 
-// memo remembers raw input → derived key for recent calls, so that a
-// re-issue skips canonicalization. It is indexed by the raw input alone,
-// so a lookup does not allocate.
+// memo remembers raw input → derived key for recent calls, indexed by the
+// raw input alone so that a lookup does not allocate.
 type memo struct {
 	max int // entries; zero or negative disables
 

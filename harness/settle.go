@@ -141,8 +141,7 @@ func (f *flight) check(ctx context.Context, checkAt time.Time, rest func(context
 	return res
 }
 
-// await waits up to wait for job's outcome, else answers InProgress;
-// joined says the caller did not start the check.
+// await waits up to wait for job's outcome; joined: not the check's caller.
 func (h *Harness) await(ctx context.Context, job *checkJob, p *prepared, wait time.Duration, joined bool) Result {
 	t := time.NewTimer(max(wait, 0))
 	defer t.Stop()
@@ -176,9 +175,8 @@ func checking(p *prepared, tries int, checkAt time.Time, msg string) Result {
 			Message: msg, CheckAt: checkAt}}
 }
 
-// interrupted answers a check whose wait ended early. When the Harness is
-// closing, the record is left pending, as a crash would leave it;
-// otherwise (the lease was lost) the outcome is unknown.
+// interrupted answers a check whose wait ended early: pending when the
+// Harness closes, as after a crash, else unknown.
 func (f *flight) interrupted(ctx context.Context, cause error) Result {
 	if errors.Is(context.Cause(ctx), errClosing) {
 		f.lease.Stop()

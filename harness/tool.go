@@ -24,8 +24,7 @@ import (
 // (provably not executed, retried), or downstream.ReadJSON for HTTP.
 type Func func(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
 
-// Tool is one tool the agent may call. Name and Func are required; every
-// other field's zero value is a documented default.
+// Tool is one tool the agent may call; Name and Func are required.
 type Tool struct {
 	// Name is the tool's name as the model calls it.
 	Name string
@@ -124,8 +123,7 @@ type tool struct {
 	retakeFn func(*journal.Record) bool // the journal's Retake, bound once
 }
 
-// next is reissue.Of for this tool at now; with no Reconcile hook, an
-// intent to reconcile is answered as recorded.
+// next is reissue.Of for this tool; without a hook, Reconcile is Answer.
 func (t *tool) next(r *journal.Record, now time.Time) reissue.Step {
 	s := reissue.Of(r, t.Effect, now)
 	if s == reissue.Reconcile && t.Reconcile == nil {

@@ -118,8 +118,7 @@ func (a *answers) get(key uuid.UUID, fp keyderive.Fingerprint, now time.Time, tt
 	return r
 }
 
-// put keeps a copy of rec, without its input and but its last attempt,
-// when it may be answered from the table. The output is shared.
+// put keeps a slim copy of rec when it may be answered from the table.
 func (a *answers) put(rec *journal.Record, now time.Time) {
 	switch rec.State {
 	case journal.StateSucceeded, journal.StateFailed, journal.StateSuppressed:

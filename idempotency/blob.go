@@ -20,9 +20,8 @@ type BlobStore interface {
 	Get(ctx context.Context, ref string, max int64) ([]byte, error)
 }
 
-// DirBlobs is a BlobStore in a directory of files named by their SHA-256.
-// Files are not removed with their records: remove those older than the
-// TTL as part of GC.
+// DirBlobs is a BlobStore in a directory of files named by their SHA-256,
+// which GC does not remove.
 type DirBlobs struct {
 	// Dir is the directory; it is created on first Put.
 	Dir string

@@ -11,8 +11,7 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// LookupHeader says in a lookup's answer what became of the key:
-// "succeeded", "not-run", "in-flight" or "unknown".
+// LookupHeader says in a lookup's answer what became of the key.
 const LookupHeader = "Agentonce-Lookup"
 
 // Lookup returns a handler that tells a client what became of its request

@@ -53,8 +53,7 @@ type Middleware struct {
 	answers   answers // settled records, to answer retries from memory
 }
 
-// effectCompleter is a store that runs an effect in the transaction
-// recording its outcome (journal/postgres, journal/bolt).
+// effectCompleter is a store that runs an effect in its outcome's transaction.
 type effectCompleter interface {
 	CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
 		effect func(ctx context.Context) ([]byte, error)) (journal.Record, error)

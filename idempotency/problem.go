@@ -7,8 +7,7 @@ import (
 	"time"
 )
 
-// ProblemBase prefixes the "type" of every problem-details body; each
-// fragment names a section of docs/server.md.
+// ProblemBase prefixes every problem type: a section of docs/server.md.
 const ProblemBase = "https://github.com/agentonce/agentonce/blob/main/docs/server.md#"
 
 // Problem types, the fragment after ProblemBase.

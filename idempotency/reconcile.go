@@ -116,8 +116,7 @@ func lastClass(rec *journal.Record) string {
 	return ""
 }
 
-// checkReconciled says why out, a Reconcile's "happened", cannot be
-// replayed: it must be ResolvedResponse's, or JSON, within max bytes.
+// checkReconciled says why a Reconcile's "happened" out cannot be replayed.
 func checkReconciled(out []byte, max int) error {
 	var e envelope
 	err := parseEnvelope(out, &e)

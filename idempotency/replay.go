@@ -95,8 +95,8 @@ type ReplayWriter interface {
 	WriteReplay(r Replay)
 }
 
-// A Replay is a stored answer on its way to a ReplayWriter. Its slices
-// alias the journal record: do not modify them or keep them.
+// A Replay is a stored answer for a ReplayWriter; its slices are the
+// record's: do not modify or keep them.
 type Replay struct {
 	// Status is the first answer's status code.
 	Status int

@@ -328,8 +328,7 @@ var inputPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &
 // maxPooledInput is the largest buffer put back in inputPool.
 const maxPooledInput = 64 << 10
 
-// stepKey is the scope of a key within its tenant: the method, the route
-// and the key (none holds a newline). tool is "METHOD route", within it.
+// stepKey is a key's scope within its tenant; tool is "METHOD route".
 func stepKey(method, route, key string) (step, tool string) {
 	step = stepKeyTag + method + " " + route + "\n" + key
 	return step, step[len(stepKeyTag) : len(stepKeyTag)+len(method)+1+len(route)]

@@ -12,8 +12,7 @@ import (
 	"strings"
 )
 
-// capture is the ResponseWriter a protected handler writes to: it buffers
-// the response (no Flusher or Hijacker) to record it first.
+// capture buffers a protected handler's response, to record it first.
 type capture struct {
 	header http.Header
 	status int
@@ -130,8 +129,7 @@ type envelope struct {
 	body   []byte // nil unless inline
 }
 
-// parseEnvelope reads an Output written by encode into e, allocating
-// nothing, and checks the header lines so that writing them cannot fail.
+// parseEnvelope reads an Output encode wrote into e, checking every line.
 func parseEnvelope(out []byte, e *envelope) error {
 	rest, ok := bytes.CutPrefix(out, []byte(envelopeMagic))
 	if !ok {

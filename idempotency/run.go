@@ -95,9 +95,8 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 	}
 }
 
-// runAgain runs the handler for a record taken over as an attempt of its
-// own. If the attempt cannot be recorded, nothing runs: the record is
-// released, the client gets 503.
+// runAgain runs the handler for a record taken over, as an attempt of its
+// own; if that cannot be recorded, it releases the record (503).
 func (m *Middleware) runAgain(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64) {
 	ctx := r.Context()
 	err := m.store.StartAttempt(ctx, journal.AttemptRequest{Key: c.jkey, Token: token, ID: c.req.AttemptID,

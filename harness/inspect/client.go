@@ -55,8 +55,7 @@ type clientConn struct {
 // maxAnswer bounds one message the client reads (a variable for tests).
 var maxAnswer = 64 << 20
 
-// decode reads one message of at most maxAnswer bytes into v; a longer one
-// (ErrAnswerTooLong) spends the connection.
+// decode reads one message into v; one too long spends the connection.
 func (c *clientConn) decode(v any) error {
 	line, err := readFrame(c.r, maxAnswer)
 	if errors.Is(err, errFrameTooLong) {
@@ -69,8 +68,7 @@ func (c *clientConn) decode(v any) error {
 	return json.Unmarshal(line, v)
 }
 
-// Dial connects to the agent serving the socket at path and greets it
-// (ErrNoAgent, ErrForeignUser, ErrVersion).
+// Dial connects to the agent serving the socket at path and greets it.
 func Dial(ctx context.Context, path string) (*Client, error) {
 	cl := &Client{path: path}
 	c, hi, err := cl.connect(ctx)
@@ -304,8 +302,7 @@ func (cl *Client) GC(ctx context.Context, opts journal.GCOptions) (journal.GCRes
 	return journal.GCResult{Removed: resp.GC.Removed, KeptUnknown: resp.GC.KeptUnknown}, nil
 }
 
-// List yields the agent's records matching f, newest first, on a
-// connection of its own (the loop may call the Client's other methods).
+// List yields the agent's records matching f, on a connection of its own.
 func (cl *Client) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Record, error] {
 	return func(yield func(journal.Record, error) bool) {
 		err := cl.stream(ctx, &request{Op: opList, Filter: fromFilter(&f)}, func(resp *response) (bool, error) {

@@ -31,8 +31,7 @@ var (
 	ErrAnswerTooLong = errors.New("the agent's message is longer than the client reads")
 )
 
-// RemoteError is an error the agent reported for a request; it unwraps to
-// the journal sentinel its code names.
+// RemoteError is an agent's error; it unwraps to the sentinel it names.
 type RemoteError struct {
 	Code    string
 	Message string

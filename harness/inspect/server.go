@@ -109,8 +109,7 @@ var epoch = time.Now()
 // idle ranks sc as idle from now, after offset.
 func (sc *serverConn) idle(offset int64) { sc.rank.Store(offset + 1 + int64(time.Since(epoch))) }
 
-// deadlineWriter gives every write a deadline of its own: a client that
-// stops reading is cut, one that reads slowly is served.
+// deadlineWriter gives every write a deadline of its own.
 type deadlineWriter struct {
 	c     *net.UnixConn
 	limit atomic.Int64 // a time.Duration
@@ -287,8 +286,7 @@ func (s *Server) accept() {
 	}
 }
 
-// makeRoom closes the connection idle longest, or when none is idle the
-// stream followed longest; false when there is none. s.mu is held.
+// makeRoom closes the connection ranked least, if any; s.mu is held.
 func (s *Server) makeRoom() bool {
 	for {
 		var victim *serverConn
@@ -318,8 +316,7 @@ func (s *Server) refuseBusy(c *net.UnixConn) {
 	c.Close()
 }
 
-// penalty is how long a connection that broke a bound keeps its slot,
-// unread, before it is closed.
+// penalty is how long a connection that broke a bound waits to be closed.
 const penalty = 100 * time.Millisecond
 
 // penalize waits out the penalty, or until Close.
