@@ -190,10 +190,8 @@ func (h *Harness) Store() journal.Store { return h.store }
 // Owner returns the lease owner name of this Harness.
 func (h *Harness) Owner() string { return h.owner }
 
-// Close refuses new calls, waits for the calls and flights in progress
-// (a tool that never returns keeps it waiting), ends the background checks
-// (their records left pending, as after a crash), and then calls
-// Options.OnClose.
+// Close refuses new calls, waits for those in progress, ends the
+// background checks (their records left pending), then calls OnClose.
 func (h *Harness) Close() error {
 	h.mu.Lock()
 	if h.closed {

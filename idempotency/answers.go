@@ -47,9 +47,8 @@ func (m *Middleware) replayable(ctx context.Context, req *journal.BeginRequest) 
 	return rec, err == nil && answersRequest(&rec, req.Fingerprint, time.Now(), m.o.TTL) && !m.reconciles(&rec)
 }
 
-// seenKeys is a lossy table of the journal keys this Middleware began: a
-// request for one is likely a retry, tried by a Get before Begin. A wrong
-// guess costs a round trip, never an answer.
+// seenKeys is a lossy table of the keys this Middleware began: a request
+// for one is likely a retry, tried by a Get first (a guess, never an answer).
 type seenKeys [seenSlots]atomic.Uint64
 
 // seenSlots is the table's size: 32 KiB a Middleware.
@@ -134,8 +133,7 @@ func (a *answers) put(rec *journal.Record, now time.Time) {
 }
 
 // answersRequest reports whether rec answers a request with fingerprint fp
-// at now without a Begin: the same fingerprint (or none), not awaiting
-// approval, and reissue.Request answers from it.
+// at now without a Begin.
 func answersRequest(rec *journal.Record, fp keyderive.Fingerprint, now time.Time, ttl time.Duration) bool {
 	return (rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && rec.State != journal.StateAwaiting &&
 		reissue.Request(rec, now, ttl) == reissue.Answer

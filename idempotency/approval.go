@@ -24,9 +24,8 @@ type approvalProblem struct {
 	Reason      string    `json:"reason,omitempty"`
 }
 
-// answerApproval answers a request whose record awaits approval (409, not
-// 202: it does not go on by itself) or was suppressed by a rejection or
-// its deadline (422), and reports whether it did.
+// answerApproval answers a request awaiting approval (409, not 202: it does
+// not go on by itself) or refused it (422), and reports whether it did.
 func (m *Middleware) answerApproval(w http.ResponseWriter, c *call, rec *journal.Record) bool {
 	a := rec.Approval
 	if a == nil {

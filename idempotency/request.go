@@ -131,9 +131,8 @@ func headerValue(h http.Header, name string) string {
 	return ""
 }
 
-// parseKey reads a key as the draft sends it, an RFC 8941 String ("k1")
-// with parameters checked and ignored, or bare (k1): 1 to MaxKeyLength
-// characters of printable ASCII.
+// parseKey reads a key sent as an RFC 8941 String ("k1", parameters
+// ignored) or bare (k1): 1 to MaxKeyLength printable ASCII characters.
 func parseKey(v string) (key string, err error) {
 	v = strings.Trim(v, " \t")
 	key, rest := v, ""

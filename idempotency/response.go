@@ -210,8 +210,7 @@ func parseStatus(b []byte) (int, bool) {
 	return int(b[0]-'0')*100 + int(b[1]-'0')*10 + int(b[2]-'0'), true
 }
 
-// writeHeader sets e's headers on h and, when replayed is not empty,
-// replayed: true and Content-Length: length, in two allocations.
+// writeHeader sets e's headers on h, and replayed and Content-Length.
 func (e *envelope) writeHeader(h http.Header, replayed string, length int) {
 	var stack [512]byte
 	b := append(stack[:0], e.header...)
@@ -285,9 +284,8 @@ func (e *envelope) write(w http.ResponseWriter, replayed string, body []byte) {
 }
 
 // ResolvedResponse returns the Output of a journal.Resolution that makes
-// the middleware answer every retry with status, header and body. It
-// refuses a status outside 200–599, a header name that is not an HTTP
-// token, or a control character in a value.
+// the middleware answer every retry with status, header and body, or
+// names what is invalid.
 func ResolvedResponse(status int, header http.Header, body []byte) ([]byte, error) {
 	if status < 200 || status > 599 {
 		return nil, fmt.Errorf("status %d is not a final HTTP status (200–599)", status)

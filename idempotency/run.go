@@ -15,9 +15,8 @@ import (
 	"github.com/agentonce/agentonce/journal/reissue"
 )
 
-// decide carries out what Begin decided for the request; with Options.Wait
-// it waits for a key in flight. A settled record to run again or reconcile
-// is asked for by a second Begin with a Retake.
+// decide carries out what Begin decided for the request; a record to run
+// again or reconcile is asked for by a second Begin with a Retake.
 func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Handler, c *call) {
 	ctx := r.Context()
 	req := &c.req

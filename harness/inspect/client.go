@@ -19,10 +19,9 @@ import (
 	"github.com/agentonce/agentonce/journal"
 )
 
-// Client is a journal.Store whose reads (Get, List, Stats, a dry-run GC)
-// and Resolve are answered by the running agent; its other writes return
-// ErrNotServed. It is safe for concurrent use: requests share one
-// connection, and each List and Events has one of its own.
+// Client is a journal.Store whose reads and Resolve are answered by the
+// running agent; its other writes return ErrNotServed. It is safe for
+// concurrent use.
 type Client struct {
 	path string
 	info hello

@@ -219,9 +219,8 @@ func (s *Server) Publish(e Event) {
 	}
 }
 
-// Close stops serving: it removes the socket, sends event followers their
-// last events and a bye (within byeWait), cuts every other connection, and
-// waits for its goroutines.
+// Close stops serving: it removes the socket, sends event followers a bye
+// (within byeWait), and cuts every other connection.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -366,15 +365,15 @@ func (s *Server) serve(sc *serverConn) {
 	r := bufio.NewReaderSize(sc.c, 16<<10)
 	send := func(v any) bool { return enc.Encode(v) == nil }
 	flush := func() bool { return w.Flush() == nil }
+	reply := func(v any) { send(v); flush() } // a last word before closing
 	// read reads one message into v; one too long or not JSON is answered
 	// with an error (by answer) and ends the connection.
 	read := func(v any, limit int, timeout time.Duration, answer func(*wireError) any) bool {
 		sc.c.SetReadDeadline(time.Now().Add(timeout))
 		line, err := readFrame(r, limit)
 		if errors.Is(err, errFrameTooLong) {
-			send(answer(&wireError{Code: "invalid", Message: fmt.Sprintf(
+			reply(answer(&wireError{Code: "invalid", Message: fmt.Sprintf(
 				"inspect: a message longer than %d bytes; the agent reads at most that many per line", limit)}))
-			flush()
 			s.penalize()
 			return false
 		}
@@ -382,8 +381,7 @@ func (s *Server) serve(sc *serverConn) {
 			return false
 		}
 		if err := json.Unmarshal(line, v); err != nil {
-			send(answer(&wireError{Code: "invalid", Message: fmt.Sprintf("inspect: a message that is not one JSON object on one line: %v", err)}))
-			flush()
+			reply(answer(&wireError{Code: "invalid", Message: fmt.Sprintf("inspect: a message that is not one JSON object on one line: %v", err)}))
 			return false
 		}
 		return true
@@ -397,8 +395,7 @@ func (s *Server) serve(sc *serverConn) {
 		if err != nil {
 			msg = "refused: cannot tell the client's user: " + err.Error()
 		}
-		send(helloError(&wireError{Code: codeRefused, Message: msg}))
-		flush()
+		reply(helloError(&wireError{Code: codeRefused, Message: msg}))
 		return
 	}
 	var hi hello
@@ -406,9 +403,8 @@ func (s *Server) serve(sc *serverConn) {
 		return
 	}
 	if hi.Protocol != protocolName || hi.Version != Version {
-		send(helloError(&wireError{Code: codeVersion, Message: fmt.Sprintf("the agent speaks inspection protocol %s version %d; the client spoke %q version %d",
+		reply(helloError(&wireError{Code: codeVersion, Message: fmt.Sprintf("the agent speaks inspection protocol %s version %d; the client spoke %q version %d",
 			protocolName, Version, hi.Protocol, hi.Version)}))
-		flush()
 		return
 	}
 	sc.idle(0) // before the hello: of clients greeted in turn, the first ranks least
