@@ -16,8 +16,7 @@ const DefaultGCEvery = time.Hour
 // gcBatch is how many records one background batch removes.
 const gcBatch = 64
 
-// collect sweeps expired records every interval until ctx ends, in batches
-// each followed by a pause as long as it took; an error ends the sweep.
+// collect sweeps expired records every interval, in paced batches.
 func collect(ctx context.Context, gc BatchGC, interval time.Duration) {
 	t := time.NewTimer(interval)
 	defer t.Stop()

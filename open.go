@@ -165,8 +165,7 @@ func journalExists(ctx context.Context, location string, jo *journal.Options) (b
 	return false, err
 }
 
-// reportNewJournal reports a new journal to the Observer and Logger; a
-// warning when nsFrom is "" (a new random namespace).
+// reportNewJournal reports a new journal (warning of a random namespace).
 func reportNewJournal(ctx context.Context, o *harness.Options, location, nsFrom string) {
 	e := harness.Event{Kind: harness.EventNewJournal}
 	if nsFrom == "" {

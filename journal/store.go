@@ -10,9 +10,8 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// Store is the durable record of intents, attempts and outcomes: Begin,
-// then StartAttempt before each retry, then Complete. Every method is safe
-// for concurrent use.
+// Store is the durable record of intents, attempts and outcomes. Every
+// method is safe for concurrent use.
 type Store interface {
 	// Namespace returns the journal's secret UUIDv5 namespace, created at
 	// random with the journal or given in Options.Namespace.

@@ -50,14 +50,11 @@ type Notice struct {
 type Options struct {
 	// Client sends the notices; nil means one with a 10 s timeout.
 	Client *http.Client
-	// QueueSize bounds the notices waiting to be sent; one more is
-	// dropped. Zero means 256.
+	// QueueSize bounds the notices waiting to be sent; zero means 256.
 	QueueSize int
-	// MaxAttempts bounds the tries of one notice (tries, not retries);
-	// zero means 5.
+	// MaxAttempts bounds the tries (not retries) of one notice; zero means 5.
 	MaxAttempts int
-	// MaxElapsed bounds the time spent on one notice, waits included;
-	// zero means one minute.
+	// MaxElapsed bounds the time spent on one notice; zero means a minute.
 	MaxElapsed time.Duration
 	// Logger is told of every notice dropped or given up; nil means
 	// slog.Default().

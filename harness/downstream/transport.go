@@ -25,8 +25,7 @@ const (
 // executed" answer of the attempt counts as maybe executed. The zero value
 // is ready to use.
 type Transport struct {
-	// Base is the transport that sends the request; nil means
-	// http.DefaultTransport.
+	// Base sends the request; nil means http.DefaultTransport.
 	Base http.RoundTripper
 	// KeyHeader names the key's header; empty means "Idempotency-Key".
 	KeyHeader string

@@ -19,8 +19,7 @@ func fingerprintsDiffer(r *journal.Record, req *journal.BeginRequest) bool {
 	return !r.Fingerprint.IsZero() && !req.Fingerprint.IsZero() && r.Fingerprint != req.Fingerprint
 }
 
-// BeginDecision is what DecideBegin chose for one Begin, for the store to
-// carry out in the atomic step in which it read the current record.
+// BeginDecision is what DecideBegin chose, for the store to carry out.
 type BeginDecision struct {
 	// Result is Begin's answer, unless the guard blocks.
 	Result journal.BeginResult
@@ -145,8 +144,7 @@ func DecideBegin(cur *journal.Record, req *journal.BeginRequest, now time.Time) 
 }
 
 // awaitApproval turns r, the new record of req, into an intent awaiting
-// req.Approvals approvers, kept a TTL past its deadline so that a later
-// call learns it expired.
+// approval, kept a TTL past its deadline.
 func awaitApproval(r *journal.Record, req *journal.BeginRequest, now time.Time) BeginDecision {
 	ttl := cmp.Or(max(req.ApprovalTTL, 0), recordTTL(req.RecordTTL))
 	r.State, r.Attempts = journal.StateAwaiting, nil

@@ -95,8 +95,7 @@ func validApproval(r *journal.Record) error {
 	return nil
 }
 
-// validAttempts checks the attempts' times and order. Only a mismatch's
-// suppression and an intent that awaited approval may have none.
+// validAttempts checks the attempts' times and order.
 func validAttempts(r *journal.Record, bad func(string, ...any) error) error {
 	if len(r.Attempts) == 0 {
 		if r.State == journal.StateSuppressed && r.ErrorClass == journal.ClassMismatch || r.Approval != nil {
