@@ -6,27 +6,18 @@
 //	...
 //	defer h.Close()
 //
-// Open opens the journal with journal.Open: a plain path is a bbolt file,
-// created if missing (this package links journal/bolt in); a postgres://
-// URL opens the PostgreSQL store once the program imports
-// journal/postgres. Beside the Harness it wires what a long-running agent
-// on a bbolt file wants: the namespace from the environment (NamespaceEnv)
-// when none is configured, a warning when a journal is created with a new
-// random namespace, or a refusal to create one (OpenOptions.RequireJournal),
-// the agentctl socket (OpenOptions.Inspect) and the background removal of
-// expired records (OpenOptions.GCEvery). The Harness's Close ends them and
-// closes the journal. OpenJournal does the same for a server's journal
-// (package idempotency), without a Harness.
-//
-// Everything else — registering tools, calling them, what a call answers —
-// is package harness's; docs/harness.md is the long form.
+// Open opens the journal with journal.Open (a plain path is a bbolt file,
+// this package links journal/bolt in) and wires beside the Harness what a
+// long-running agent wants: the namespace from NamespaceEnv, a warning for
+// a new random namespace (or a refusal, OpenOptions.RequireJournal), the
+// agentctl socket and the background removal of expired records. The
+// Harness's Close ends them and closes the journal. OpenJournal does the
+// same for a server's journal, without a Harness. Everything else is
+// package harness's; docs/harness.md is the long form.
 //
 // # Caveats
 //
-//   - This package links bbolt into every program that imports it. A
-//     program on PostgreSQL that must not link it opens its store with
-//     journal.Open (or postgres.Open) and wraps it with harness.New; it then
-//     sets the namespace itself and closes the store after the Harness.
-//   - The namespace is a secret: whoever has it can predict the
-//     deployment's keys.
+//   - This package links bbolt into every program that imports it; a
+//     program that must not opens its store itself and uses harness.New.
+//   - The namespace is a secret: whoever has it can predict the keys.
 package agentonce

@@ -5,26 +5,18 @@ import (
 	"time"
 )
 
-// BatchGC is a store that removes expired records in bounded batches
-// (the bbolt store): a Harness that Open opened can then collect them in
-// the background without holding up calls (OpenOptions.GCEvery).
+// BatchGC is a store that removes expired records in bounded batches.
 type BatchGC interface {
 	GCBatch(ctx context.Context, max int) (int, error)
 }
 
-// DefaultGCEvery is OpenOptions.GCEvery's default: how often a Harness that
-// Open opened sweeps its journal's expired records.
+// DefaultGCEvery is OpenOptions.GCEvery's default.
 const DefaultGCEvery = time.Hour
 
-// gcBatch is how many records one background batch removes: small, so that
-// a call waiting behind it waits little.
+// gcBatch is how many records one background batch removes.
 const gcBatch = 64
 
-// collect sweeps expired records every interval until ctx ends: batches
-// of gcBatch, each followed by a pause as long as it took, so that the
-// sweep takes at most half of the journal's write time; a sweep ends with
-// a batch that found less than a full batch to remove. Errors end the
-// sweep, not the loop: the next interval tries again.
+// collect sweeps expired records every interval, in paced batches.
 func collect(ctx context.Context, gc BatchGC, interval time.Duration) {
 	t := time.NewTimer(interval)
 	defer t.Stop()

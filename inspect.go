@@ -16,21 +16,13 @@ import (
 )
 
 // InspectMode says whether Open or OpenJournal serves agentctl over a
-// unix socket beside a bbolt journal (OpenOptions.Inspect).
-//
-// The socket is "<journal>.sock", mode 0600, for the process's own user
-// only (on Linux the peer's uid is checked): agentctl reads, resolves and
-// follows events through it as it would read a stopped process's file.
-// It is bounded as harness/inspect's defaults say, so a stray client
-// cannot take the process's memory, descriptors or calls. A stale socket
-// is removed at open; closing removes the socket before the journal.
+// unix socket beside a bbolt journal, "<journal>.sock", for the process's
+// own user (package harness/inspect).
 type InspectMode uint8
 
 const (
-	// InspectAuto serves the socket when the journal is a bbolt file opened
-	// for writing and the socket can be made; otherwise it runs without it
-	// and says why to Options.Logger: inspection is never a reason not to
-	// start. The zero value and the default.
+	// InspectAuto serves the socket when it can, else says why to
+	// Options.Logger; the default.
 	InspectAuto InspectMode = iota
 	// InspectOff never serves it: agentctl gets "journal in use".
 	InspectOff
@@ -38,8 +30,7 @@ const (
 	InspectRequire
 )
 
-// filePath is a store kept in one file (the bbolt store): the only kind
-// whose lock keeps agentctl out, and so the only kind served.
+// filePath is a store kept in one file (bbolt): the only kind served.
 type filePath interface {
 	Path() string
 }
@@ -47,8 +38,7 @@ type filePath interface {
 // served maps each Harness that serves agentctl to its server, for InspectSocket.
 var served sync.Map // *harness.Harness → *inspect.Server
 
-// serveInspect starts serving agentctl, as mode says, when the journal is
-// a bbolt file opened for writing (w.path is set), before it is shared.
+// serveInspect starts serving agentctl, as mode says, when w.path is set.
 func (w *wiring) serveInspect(mode InspectMode, observer harness.Observer, logger *slog.Logger, owner string) error {
 	if w.path == "" {
 		return nil
@@ -74,9 +64,7 @@ func (w *wiring) serveInspect(mode InspectMode, observer harness.Observer, logge
 	return nil
 }
 
-// InspectSocket returns the path of the socket h serves agentctl on, or ""
-// when it serves none (see OpenOptions.Inspect): always "" for a Harness
-// that Open did not open, or that is closed.
+// InspectSocket returns the socket h serves agentctl on, or "".
 func InspectSocket(h *harness.Harness) string {
 	if srv, ok := served.Load(h); ok {
 		return srv.(*inspect.Server).Path()
@@ -84,9 +72,7 @@ func InspectSocket(h *harness.Harness) string {
 	return ""
 }
 
-// inspectObserver hands every event to the socket's followers, after the
-// caller's own Observer. Building the event is skipped while nobody
-// follows, so an agent nobody tails pays two atomic loads per event.
+// inspectObserver hands every event to the socket's followers, if any.
 type inspectObserver struct {
 	next harness.Observer
 	srv  atomic.Pointer[inspect.Server] // nil until the server listens
@@ -120,9 +106,8 @@ func (o *inspectObserver) Observe(ctx context.Context, e harness.Event) {
 	srv.Publish(w)
 }
 
-// resolved reports an operator's resolve served by the socket: the intent
-// no longer needs a person (an EventNeedsPerson with its Resolution), to
-// observer and, at Info, to the Logger or slog.Default().
+// resolved reports an operator's resolve served by the socket (an
+// EventNeedsPerson with its Resolution) to observer and the log.
 func resolved(ctx context.Context, rec *journal.Record, observer harness.Observer, logger *slog.Logger) {
 	r := rec.Resolution
 	if a := rec.Approval; r == nil && a != nil && rec.State == journal.StateAwaiting && len(a.Given) >= a.Need && a.Need > 0 {

@@ -21,45 +21,34 @@ import (
 )
 
 // NamespaceEnv names the environment variable Open reads the journal's
-// namespace (a UUID) from when OpenOptions.Journal.Namespace is zero, so
-// that a fleet, or an agent whose journal was lost, derives the same keys
-// again. It is a secret: whoever has it can predict the keys.
+// namespace (a UUID) from when none is configured. It is a secret.
 const NamespaceEnv = "AGENTONCE_NAMESPACE"
 
-// OpenOptions configures Open and OpenJournal: the Harness's Options, and
-// how the journal is found, opened and kept. A nil *OpenOptions means
+// OpenOptions configures Open and OpenJournal. A nil *OpenOptions means
 // defaults; each field's zero value is its default.
 type OpenOptions struct {
-	// Options configures the Harness, as for harness.New. Its OnClose, if
-	// set, runs first when the Harness closes; then Open's own closing.
+	// Options configures the Harness; its OnClose runs first at Close.
 	harness.Options
-	// Journal configures the journal (a fleet's namespace, a lock
-	// timeout); nil means defaults. A zero Namespace means NamespaceEnv,
-	// else a new random one for a new journal.
+	// Journal configures the journal; nil means defaults. A zero Namespace
+	// means NamespaceEnv, else a random one for a new journal.
 	Journal *journal.Options
-	// GCEvery is how often expired records are removed in the
-	// background, in small paced batches, on a store that supports it
-	// (BatchGC: bbolt). Zero means DefaultGCEvery; negative turns it off
-	// (run agentctl gc). Unknown and pending records are never removed.
+	// GCEvery is how often expired records are removed in the background
+	// on a store that supports it (BatchGC). Zero means DefaultGCEvery;
+	// negative turns it off.
 	GCEvery time.Duration
 	// RequireJournal refuses, with journal.ErrNoJournal, to create a
-	// journal that does not exist: a lost disk must not start an empty
-	// journal, and with a random namespace, new keys.
+	// journal that does not exist.
 	RequireJournal bool
 	// Inspect says whether a bbolt file is served to agentctl over a unix
-	// socket beside it, "<journal>.sock", while it is locked; see
-	// InspectMode. PostgreSQL and Redis journals are never served.
+	// socket beside it (InspectMode).
 	Inspect InspectMode
 }
 
 // Open opens the journal at location with journal.Open and returns a
-// Harness on it, whose Close closes the journal too. A path is a bbolt
-// file, created if missing; a postgres:// URL needs the program to import
-// journal/postgres. A new journal with a new random namespace is reported
-// (an EventNewJournal, and a warning on Options.Logger or slog.Default()),
-// since every key changes with it. On a bbolt file the Harness serves
-// agentctl beside it (OpenOptions.Inspect), since the file's lock keeps
-// agentctl out, and removes expired records (OpenOptions.GCEvery).
+// Harness on it, whose Close closes the journal too. A new journal with a
+// new random namespace is reported (EventNewJournal, and a warning). On a
+// bbolt file the Harness serves agentctl beside it and removes expired
+// records.
 func Open(ctx context.Context, location string, opts *OpenOptions) (*harness.Harness, error) {
 	o := *cmp.Or(opts, new(OpenOptions))
 	w, err := openWiring(ctx, location, &o)
@@ -68,9 +57,7 @@ func Open(ctx context.Context, location string, opts *OpenOptions) (*harness.Har
 	}
 	w.onClose = o.OnClose
 	hopts := o.Options
-	if w.path != "" {
-		// Every event reaches the socket's followers, after the caller's
-		// own Observer; the server is attached once the owner is known.
+	if w.path != "" { // events reach the socket's followers too
 		w.events = &inspectObserver{next: hopts.Observer}
 		hopts.Observer = w.events
 	}
@@ -83,11 +70,8 @@ func Open(ctx context.Context, location string, opts *OpenOptions) (*harness.Har
 }
 
 // OpenJournal opens the journal at location as Open does, for a program
-// without a Harness: a server's idempotency middleware (idempotency.New).
-// On a bbolt file it serves agentctl beside it, so that agentctl queue
-// and resolve reach the running server, and removes expired records. Of
-// opts.Options only Logger and Observer (told of a new journal) count.
-// Call close, not the store's Close: it stops both, then closes the store.
+// without a Harness (idempotency.New). Of opts.Options only Logger and
+// Observer count. Call close, not the store's Close.
 func OpenJournal(ctx context.Context, location string, opts *OpenOptions) (store journal.Store, close func() error, err error) {
 	o := *cmp.Or(opts, new(OpenOptions))
 	w, err := openWiring(ctx, location, &o)
@@ -100,9 +84,7 @@ func OpenJournal(ctx context.Context, location string, opts *OpenOptions) (store
 	return w.store, sync.OnceValue(w.close), nil
 }
 
-// openWiring opens the journal at location as o says (its namespace, and
-// whether it may be created), for Open and OpenJournal; start then starts
-// what runs beside it.
+// openWiring opens the journal at location as o says.
 func openWiring(ctx context.Context, location string, o *OpenOptions) (*wiring, error) {
 	jo := *cmp.Or(o.Journal, new(journal.Options))
 	w := &wiring{readOnly: jo.ReadOnly}
@@ -115,9 +97,8 @@ func openWiring(ctx context.Context, location string, o *OpenOptions) (*wiring, 
 		}
 		jo.Namespace, w.nsFrom = ns, NamespaceEnv
 	}
-	// A file is looked at before it is created; a store that creates its
-	// journal itself says so afterwards (Created), and is only probed
-	// first when a missing journal must be refused.
+	// A file is looked at first; a remote store says afterwards (Created),
+	// and is probed first only when a missing journal must be refused.
 	_, remote := journal.Scheme(location)
 	exists := true
 	if !remote || o.RequireJournal {
@@ -143,9 +124,7 @@ func openWiring(ctx context.Context, location string, o *OpenOptions) (*wiring, 
 	return w, nil
 }
 
-// start serves agentctl (owner names the lease owner in its hello),
-// reports a new journal to hopts's Observer and Logger, and starts the
-// background GC, as o says. On error the journal is closed.
+// start starts what runs beside the journal; on error it closes it.
 func (w *wiring) start(ctx context.Context, o *OpenOptions, hopts *harness.Options, owner string) error {
 	if err := w.serveInspect(o.Inspect, hopts.Observer, hopts.Logger, owner); err != nil {
 		w.store.Close()
@@ -165,8 +144,7 @@ func (w *wiring) start(ctx context.Context, o *OpenOptions, hopts *harness.Optio
 	return nil
 }
 
-// journalExists reports whether a journal is at location: a file, or a
-// store that a read-only open finds.
+// journalExists reports whether a journal is at location.
 func journalExists(ctx context.Context, location string, jo *journal.Options) (bool, error) {
 	if _, remote := journal.Scheme(location); !remote {
 		_, err := os.Stat(location)
@@ -187,9 +165,7 @@ func journalExists(ctx context.Context, location string, jo *journal.Options) (b
 	return false, err
 }
 
-// reportNewJournal says that a journal was created: an EventNewJournal to
-// the Observer, and a line on the Logger, a warning (on slog.Default()
-// when Logger is nil) when nsFrom is "": its namespace is new and random.
+// reportNewJournal reports a new journal (warning of a random namespace).
 func reportNewJournal(ctx context.Context, o *harness.Options, location, nsFrom string) {
 	e := harness.Event{Kind: harness.EventNewJournal}
 	if nsFrom == "" {
@@ -209,9 +185,7 @@ func reportNewJournal(ctx context.Context, o *harness.Options, location, nsFrom 
 	}
 }
 
-// wiring is what Open and OpenJournal add beside a journal: the agentctl
-// socket and the background GC. Its close ends them (a Harness's
-// Options.OnClose), and then closes the journal.
+// wiring is what Open and OpenJournal add beside a journal.
 type wiring struct {
 	h        *harness.Harness // nil for OpenJournal
 	store    journal.Store
@@ -221,18 +195,14 @@ type wiring struct {
 	events   *inspectObserver // a Harness's events for the socket; nil if none
 	srv      *inspect.Server  // serving agentctl; nil if not
 	readOnly bool
-	created  bool   // the journal is new
-	nsFrom   string // where its namespace came from; "": made at random
-	// stopGC ends the background GC (nil if none); gcDone is closed when
-	// it has ended.
-	stopGC context.CancelFunc
-	gcDone chan struct{}
+	created  bool               // the journal is new
+	nsFrom   string             // where its namespace came from; "": made at random
+	stopGC   context.CancelFunc // ends the background GC (nil if none)
+	gcDone   chan struct{}      // closed when it has ended
 }
 
 // close runs the caller's OnClose, ends the background GC, stops serving
-// agentctl and closes the journal, in that order: agentctl's requests use
-// the journal, and the socket must be gone before the file's lock is
-// released. The first error is returned.
+// agentctl and closes the journal, in that order.
 func (w *wiring) close() error {
 	var uerr, ierr error
 	if w.onClose != nil {

@@ -22,12 +22,9 @@ import (
 // Options configures Handler.
 type Options struct {
 	// Approver names the person, signed in to the application, who makes
-	// the request. An error or an empty name refuses the request (403
-	// Forbidden, with the error's text). Required: Handler panics without
-	// it.
+	// the request; an error or an empty name refuses it (403). Required.
 	Approver func(*http.Request) (string, error)
-	// Limit bounds the intents the page lists, the oldest first; zero
-	// means 200.
+	// Limit bounds the intents the page lists; zero means 200.
 	Limit int
 }
 
@@ -37,10 +34,9 @@ const (
 	maxReason = 2000 // bytes
 )
 
-// Handler returns the approval page over store: GET lists the intents
-// awaiting approval, POST records one person's approval or rejection of
-// one of them and redirects back to the list. It serves the path it is
-// mounted at (its forms post to the page's own address).
+// Handler returns the approval page over store, at the path it is mounted
+// at: GET lists the intents awaiting approval, POST records one person's
+// approval or rejection and redirects back.
 func Handler(store journal.Store, opts *Options) http.Handler {
 	if opts == nil || opts.Approver == nil {
 		panic("approval: Options.Approver is required: it names who decides")
@@ -57,9 +53,7 @@ type handler struct {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
 	w.Header().Set("Cache-Control", "no-store") // the page holds the tools' inputs
-	if r.Method == http.MethodPost {
-		// Before the application's Approver: a forged request gets no
-		// further than this.
+	if r.Method == http.MethodPost {            // before the Approver: a forgery gets no further
 		if err := h.cop.Check(r); err != nil || r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") == "" {
 			http.Error(w, "refused: a decision must be posted from the approval page itself, by a browser (this request is cross-site or says no origin)", http.StatusForbidden)
 			return
@@ -133,9 +127,7 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request, who string) {
 		http.Error(w, what+err.Error()+"\nReload the page to see where the intent stands.", code)
 		return
 	}
-	// A reference relative to the page's own address, which http.Redirect
-	// would make absolute from r.URL.Path: a prefix the application
-	// stripped (http.StripPrefix) would be lost.
+	// Relative: http.Redirect would lose a prefix http.StripPrefix took.
 	w.Header().Set("Location", "?done="+decision+"&key="+key.String()+"#"+key.String())
 	w.WriteHeader(http.StatusSeeOther)
 }

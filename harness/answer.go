@@ -15,18 +15,13 @@ import (
 	"github.com/agentonce/agentonce/retryclass"
 )
 
-// The last step of a call: the flight records the outcome it reached
-// (complete), or learns it from the journal, and answers (answer); every
-// step of a call is reported as an Event (emit), the answer last.
-
 // complete records the outcome, fenced by the lease token, and answers.
 func (f *flight) complete(ctx context.Context, c journal.Completion, status Status, src Source, out json.RawMessage, oe *OutcomeError) Result {
 	c.Key, c.Token = f.p.d.Key, f.token
 	if f.h.opts.Redact != nil && c.State == journal.StateSucceeded {
 		c.Output = f.h.opts.Redact(f.p.tool.Name, out)
 	}
-	// The outcome is recorded even if the caller has gone: it happened.
-	// Renewal stops first, so that it cannot race the lease's end.
+	// Recorded even if the caller has gone; renewal stops first.
 	f.lease.Stop()
 	if _, err := f.h.store.Complete(context.WithoutCancel(ctx), c); err != nil {
 		return f.lost(ctx, err, out)
@@ -43,8 +38,7 @@ func (f *flight) complete(ctx context.Context, c journal.Completion, status Stat
 	return f.answer(ctx, res)
 }
 
-// completeErr records an outcome other than success that this flight
-// reached, and answers it.
+// completeErr records and answers an outcome other than success.
 func (f *flight) completeErr(ctx context.Context, st journal.State, c retryclass.Class, err error) Result {
 	status := statusOf(st)
 	oe := &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: c, Message: err.Error(), Status: status, cause: err}
@@ -63,11 +57,8 @@ func statusOf(st journal.State) Status {
 	return Unknown
 }
 
-// lost answers when the journal refused or failed to record: another owner
-// took over (ErrFenced), an operator resolved the intent, or the journal
-// failed. A settled record is answered; anything else is unknown, with the
-// output the tool gave, if any (the tool answered; only the journal does
-// not know it).
+// lost answers when the journal refused or failed to record: a settled
+// record, else unknown (with the tool's output, if any).
 func (f *flight) lost(ctx context.Context, cause error, out json.RawMessage) Result {
 	if errors.Is(cause, journal.ErrFenced) {
 		if rec, err := f.h.store.Get(context.WithoutCancel(ctx), f.p.d.Key); err == nil && rec.State.Settled() {
@@ -79,21 +70,15 @@ func (f *flight) lost(ctx context.Context, cause error, out json.RawMessage) Res
 	return f.answer(ctx, Result{Status: Unknown, Source: Executed, Output: out, Err: oe})
 }
 
-// fromRecord turns a settled record into a Result, replayed from the
-// journal, and counts its attempts as this flight's.
+// fromRecord is ResultFromRecord, counting rec's attempts as f's.
 func (f *flight) fromRecord(rec journal.Record) Result {
 	f.tries = len(rec.Attempts)
 	return ResultFromRecord(&rec)
 }
 
-// ResultFromRecord is the Result a call answered from rec reports, in the
-// harness's words: what a re-issue of a settled record replays
-// (Source Replayed), InProgress for a pending one, and AwaitingApproval
-// (NoSource: nothing ran) for one awaiting approval. CallID is left
-// empty. A recorded class that is not a retry class (an operator's
-// resolution, a record from elsewhere) becomes what the state amounts to:
-// Terminal for a failure, Mismatch for a suppression, MaybeExecuted for
-// an unknown outcome. The timeline of agentctl shows the same Result.
+// ResultFromRecord is the Result a call answered from rec reports, CallID
+// empty; a recorded class that is not a retry class becomes what the
+// state amounts to.
 func ResultFromRecord(rec *journal.Record) Result {
 	res := Result{Tool: rec.Intent.Tool, Key: rec.Key, Status: statusOf(rec.State), Source: Replayed, Attempts: len(rec.Attempts)}
 	switch rec.State {
@@ -138,11 +123,9 @@ func (f *flight) answer(ctx context.Context, res Result) Result {
 	return res
 }
 
-// rejectedEarly reports a call refused before it reached a flight (closed
-// harness, unknown tool, invalid input, no turn), so that an Observer
-// counts every call; a mistake, it is logged even with no Logger.
+// rejectedEarly reports a call refused before its flight, logged always.
 func (h *Harness) rejectedEarly(ctx context.Context, p *prepared) Result {
-	res := p.rejected()
+	res := Result{CallID: p.call.ID, Tool: p.call.Tool, Status: Rejected, Err: p.err, Key: p.d.Key}
 	e := resultEvent(Event{Tool: p.call.Tool, Session: p.call.Session, Turn: p.call.Turn, Key: res.Key, CallID: p.call.ID}, res)
 	h.emit(ctx, e)
 	if h.opts.Logger == nil {
@@ -151,15 +134,12 @@ func (h *Harness) rejectedEarly(ctx context.Context, p *prepared) Result {
 	return res
 }
 
-// emitJoined reports the result of a call that did not report its own (it
-// shared another's flight, or left it).
+// emitJoined reports the result of a call that shared or left a flight.
 func (h *Harness) emitJoined(ctx context.Context, p *prepared, res Result) {
 	h.emit(ctx, resultEvent(p.event(), res))
 }
 
-// resultEvent is the EventResult that reports res, extending base (the
-// call's tool, session, turn and key): the one way a result is reported,
-// whether a flight, a joined caller or an early refusal answers.
+// resultEvent is the EventResult that reports res, extending base.
 func resultEvent(base Event, res Result) Event {
 	e := base
 	e.Kind, e.Status, e.Source, e.Err, e.Attempts = EventResult, res.Status, res.Source, res.Err, res.Attempts
@@ -172,17 +152,14 @@ func resultEvent(base Event, res Result) Event {
 	return e
 }
 
-// event reports a step of the flight: e's Kind and what the step sets
-// (Attempt, Class, Delay, Err), on the call's fields and the attempts so
-// far.
+// event reports a step of the flight: e's step fields on the call's.
 func (f *flight) event(ctx context.Context, e Event) {
 	b := f.base
 	b.Kind, b.Attempt, b.Class, b.Delay, b.Err, b.Attempts, b.Command = e.Kind, e.Attempt, e.Class, e.Delay, e.Err, f.tries, e.Command
 	f.h.emit(ctx, b)
 }
 
-// emit reports e to the Observer and the Logger; an intent that needs a
-// person is logged even with no Logger.
+// emit reports e to the Observer and the Logger (EventNeedsPerson always).
 func (h *Harness) emit(ctx context.Context, e Event) {
 	if h.opts.Observer != nil {
 		h.opts.Observer.Observe(ctx, e)
@@ -192,8 +169,7 @@ func (h *Harness) emit(ctx context.Context, e Event) {
 	}
 }
 
-// log writes the events worth a line: results, retries, waits, takeovers,
-// an intent that needs a person.
+// log writes the events worth a line.
 func (h *Harness) log(ctx context.Context, l *slog.Logger, e Event) {
 	var level slog.Level
 	var msg string

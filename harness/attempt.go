@@ -12,14 +12,12 @@ import (
 	"github.com/agentonce/agentonce/retryclass"
 )
 
-// newAttemptID is the id of a new attempt: the owner and a count, unique
-// within the Harness, so that a trace tells the tries of one key apart.
+// newAttemptID is the id of a new attempt: the owner and a count.
 func (h *Harness) newAttemptID() string {
 	return h.owner + "#" + strconv.FormatUint(h.attemptN.Add(1), 36)
 }
 
-// startAttempt records a new attempt of the intent f owns, closing the
-// one before it with prevClass and prevErr.
+// startAttempt records a new attempt, closing the one before it.
 func (f *flight) startAttempt(ctx context.Context, id, prevClass, prevErr string) error {
 	err := f.h.store.StartAttempt(context.WithoutCancel(ctx), journal.AttemptRequest{
 		Key: f.p.d.Key, Token: f.token, ID: id, PrevClass: prevClass, PrevError: prevErr,
@@ -58,17 +56,14 @@ func (f *flight) execute(ctx context.Context, attemptID string) Result {
 	}
 }
 
-// tryFunc runs one attempt of a Func effect. It returns settled with the
-// result when the attempt ended the call (a success, or a panic), else the
+// tryFunc runs one attempt: the result when it ended the call, else the
 // failure and its verdict.
 func (f *flight) tryFunc(ctx context.Context, attemptID string) (res Result, settled bool, v retryclass.Verdict, err error) {
 	t := f.p.tool
 	out, err, resent := f.h.invoke(ctx, t, f.p, attemptID)
 	if err != nil {
 		v = t.policy.Verdict(ctx, err)
-		if resent && v.Class == retryclass.NotExecuted {
-			// "Not executed" may be the answer to net/http's resend;
-			// the first send of the request may have acted.
+		if resent && v.Class == retryclass.NotExecuted { // the first send may have acted
 			v.Class = retryclass.MaybeExecuted
 		}
 	}
@@ -78,9 +73,7 @@ func (f *flight) tryFunc(ctx context.Context, attemptID string) (res Result, set
 	}
 	var pe *PanicError
 	if errors.As(err, &pe) {
-		// A panic is a bug, not a transient failure: never retried. It
-		// may have struck after the effect, so only a tool without one
-		// records a definite failure.
+		// Never retried; it may have struck after the effect.
 		if t.Effect == journal.ReadOnly {
 			return f.completeErr(ctx, journal.StateFailed, retryclass.Terminal, err), true, v, err
 		}
@@ -89,11 +82,7 @@ func (f *flight) tryFunc(ctx context.Context, attemptID string) (res Result, set
 	return Result{}, false, v, err
 }
 
-// invoke runs one attempt of the tool with the key and attempt id in its
-// context, under the tool's timeout, turning a panic into *PanicError.
-// runtime.Goexit is not recovered: it ends the flight's goroutine, the
-// record stays pending, and its lease expiry hands the intent to the next
-// call as after a crash.
+// invoke runs one attempt of the tool (guarded); resent is downstream.Resent's.
 func (h *Harness) invoke(ctx context.Context, t *tool, p *prepared, attemptID string) (out json.RawMessage, err error, resent bool) {
 	actx := h.attemptContext(ctx, t, p, attemptID)
 	if pe := guarded(actx, t, func(actx context.Context) { out, err = t.Func(actx, p.call.Input) }); pe != nil {
@@ -102,10 +91,8 @@ func (h *Harness) invoke(ctx context.Context, t *tool, p *prepared, attemptID st
 	return out, err, downstream.Resent(actx)
 }
 
-// guarded runs user code (the tool, its InTx effect, its Reconcile hook)
-// under the tool's timeout, and returns the *PanicError of a panic in it,
-// nil when fn returned. runtime.Goexit is not recovered: it ends the
-// flight's goroutine, as after a crash.
+// guarded runs user code under the tool's timeout, returning a panic as a
+// *PanicError; runtime.Goexit is not recovered.
 func guarded(ctx context.Context, t *tool, fn func(context.Context)) (pe *PanicError) {
 	if t.timeout > 0 {
 		var cancel context.CancelFunc
@@ -121,39 +108,22 @@ func guarded(ctx context.Context, t *tool, fn func(context.Context)) (pe *PanicE
 	return nil
 }
 
-// attemptContext is the context a tool's attempt runs with: the key, the
-// attempt id, the call's place and whether the downstream may be asked to
-// deduplicate by key (downstream.Transport reads it).
+// attemptContext is the context a tool's attempt runs with.
 func (h *Harness) attemptContext(ctx context.Context, t *tool, p *prepared, attemptID string) context.Context {
 	c := p.call
 	return downstream.NewContext(ctx, downstream.Attempt{Key: p.d.Key, ID: attemptID, Unkeyed: t.Effect == journal.Unkeyed,
 		Call: downstream.Call{ID: c.ID, Tenant: c.Tenant, Session: c.Session, Turn: c.Turn, Tool: c.Tool, Discriminator: c.Discriminator}})
 }
 
-// tryInTx runs one attempt of an InTx effect. It returns settled with the
-// result when the attempt ended the call, else the failure and its
-// verdict.
+// tryInTx is tryFunc for an InTx effect, in the outcome's transaction.
 func (f *flight) tryInTx(ctx context.Context, attemptID string) (res Result, settled bool, v retryclass.Verdict, err error) {
-	res, settled, err = f.attemptInTx(ctx, attemptID)
-	if settled {
-		return res, true, v, err
-	}
-	return res, false, f.inTxVerdict(ctx, err), err
-}
-
-// attemptInTx runs an InTx tool's effect in the transaction that records
-// its outcome. settled reports that res answers the call; otherwise err is
-// the effect's failure and the transaction rolled back.
-func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result, settled bool, err error) {
 	t, tc := f.p.tool, f.h.store.(txCompleter)
 	var effectErr error
 	rec, err := tc.CompleteWith(context.WithoutCancel(ctx), f.p.d.Key, f.token,
 		func(txCtx context.Context) (out []byte, err error) {
-			// The effect keeps the caller's context (its deadline and the
-			// key) and gains the store's transaction from txCtx.
 			actx := f.h.attemptContext(withValuesOf(ctx, txCtx), t, f.p, attemptID)
 			if pe := guarded(actx, t, func(actx context.Context) { out, effectErr = t.InTx(actx, f.p.call.Input) }); pe != nil {
-				effectErr = pe // rolled back with the transaction, like any error of the effect
+				effectErr = pe // rolled back, like any error of the effect
 				return nil, pe
 			}
 			return out, effectErr
@@ -166,28 +136,24 @@ func (f *flight) attemptInTx(ctx context.Context, attemptID string) (res Result,
 	switch {
 	case err == nil:
 		f.event(ctx, Event{Kind: EventAfterOutcome})
-		return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: rec.Output}), true, nil
+		return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: rec.Output}), true, v, nil
 	case effectErr != nil && errors.Is(err, effectErr):
-		return Result{}, false, err
-	case errors.Is(err, journal.ErrOutcomeUncertain):
-		// Effect and outcome committed together or not at all: the record
-		// tells which.
+		return Result{}, false, f.inTxVerdict(ctx, err), err
+	case errors.Is(err, journal.ErrOutcomeUncertain): // both committed or neither: the record tells
 		if rec, gerr := f.h.store.Get(context.WithoutCancel(ctx), f.p.d.Key); gerr == nil {
 			if rec.State == journal.StateSucceeded {
-				return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: rec.Output}), true, nil
+				return f.answer(ctx, Result{Status: Succeeded, Source: Executed, Output: rec.Output}), true, v, nil
 			}
 			if rec.State == journal.StatePending && rec.Lease.Token == f.token {
-				return Result{}, false, retryclass.MarkNotExecuted(err)
+				err = retryclass.MarkNotExecuted(err)
+				return Result{}, false, f.inTxVerdict(ctx, err), err
 			}
 		}
 	}
-	return f.lost(ctx, err, nil), true, nil
+	return f.lost(ctx, err, nil), true, v, nil
 }
 
-// withValuesOf returns a context that ends when ctx ends and whose values
-// are those of values, a context derived from ctx without its cancellation
-// (the store's transaction context): an InTx effect keeps its caller's
-// deadline and gains what the store put in.
+// withValuesOf returns a context that ends with ctx and has values' values.
 func withValuesOf(ctx, values context.Context) context.Context {
 	return valuesFrom{Context: ctx, values: values}
 }
@@ -199,8 +165,7 @@ type valuesFrom struct {
 
 func (c valuesFrom) Value(key any) any { return c.values.Value(key) }
 
-// inTxVerdict classifies the failure of an InTx effect, whose transaction
-// rolled back with it (inTxClass).
+// inTxVerdict classifies the failure of an InTx effect (inTxClass).
 func (f *flight) inTxVerdict(ctx context.Context, err error) retryclass.Verdict {
 	v := f.p.tool.policy.Verdict(ctx, err)
 	var pe *PanicError
@@ -215,12 +180,10 @@ func (f *flight) inTxVerdict(ctx context.Context, err error) retryclass.Verdict 
 	return v
 }
 
-// afterFailure carries out failureTable's row for a failed attempt:
-// settled with the result when the call ends here, else the verdict to
-// retry under.
+// afterFailure carries out failureTable's row for a failed attempt: the
+// result when the call ends here, else the verdict to retry under.
 func (f *flight) afterFailure(ctx context.Context, v retryclass.Verdict, err error) (retryclass.Verdict, Result, bool) {
-	if v.Class == retryclass.Success {
-		// A classifier that calls an error a success is overruled.
+	if v.Class == retryclass.Success { // an error is no success
 		v.Class = retryclass.MaybeExecuted
 	}
 	if v.Class == retryclass.MaybeExecuted {
@@ -230,11 +193,7 @@ func (f *flight) afterFailure(ctx context.Context, v retryclass.Verdict, err err
 	switch rule.step {
 	case recordNow:
 		return v, f.completeErr(ctx, rule.state, rule.record, rule.message(err)), true
-	case reconcileFirst:
-		// Never retried blindly: it could double the effect. Once the
-		// downstream can no longer be acting on the attempt, the
-		// Reconcile hook is asked, in a background check the caller
-		// does not wait for beyond its budget.
+	case reconcileFirst: // never retried blindly: checked in the background
 		if f.p.tool.Reconcile == nil {
 			res, _ := f.reconcile(ctx, err) // records unknown: nobody to ask
 			return v, res, true
@@ -243,7 +202,10 @@ func (f *flight) afterFailure(ctx context.Context, v retryclass.Verdict, err err
 			if res, ok := f.reconcileEarly(ctx, err); ok {
 				return res
 			}
-			if res, settled := f.settleThenReconcile(ctx, err); settled {
+			if !f.waitSettle(ctx) {
+				return f.interrupted(ctx, err)
+			}
+			if res, settled := f.reconcile(ctx, err); settled {
 				return res
 			}
 			v.Class = retryclass.NotExecuted
@@ -258,8 +220,7 @@ func (f *flight) afterFailure(ctx context.Context, v retryclass.Verdict, err err
 }
 
 // retry waits out the backoff for a retryable failure and records the next
-// attempt. ok is false when the budget is spent or the caller left; a lost
-// lease is answered by f.lost through giveUp's Complete, which is fenced.
+// attempt; ok is false when the budget is spent or the caller left.
 func (f *flight) retry(ctx context.Context, v retryclass.Verdict, err error) (attemptID string, ok bool) {
 	delay, ok := f.schedule().Next(ctx, v)
 	if !ok {
@@ -276,16 +237,13 @@ func (f *flight) retry(ctx context.Context, v retryclass.Verdict, err error) (at
 	return attemptID, true
 }
 
-// giveUp records the outcome of a retryable failure whose budget is spent
-// (or whose caller left between attempts): failureTable's, for the class
-// the last attempt left.
+// giveUp records failureTable's outcome once the retry budget is spent.
 func (f *flight) giveUp(ctx context.Context, c retryclass.Class, err error) Result {
 	rule := failureOf(f.p.tool.Effect, c, f.mayHaveRun)
 	return f.completeErr(ctx, rule.state, rule.record, rule.message(err))
 }
 
-// runUnjournaled runs a ReadOnly tool that is not journaled: retried on any
-// retryable failure, nothing recorded.
+// runUnjournaled runs a ReadOnly tool that is not journaled.
 func (h *Harness) runUnjournaled(ctx context.Context, p *prepared) Result {
 	t := p.tool
 	f := h.newFlight(p)
@@ -309,9 +267,6 @@ func (h *Harness) runUnjournaled(ctx context.Context, p *prepared) Result {
 	}
 }
 
-// What a failed attempt becomes, as data: one table, read
-// top to bottom, first match wins.
-
 // failureStep is what the flight does right after a failed attempt.
 type failureStep uint8
 
@@ -320,8 +275,7 @@ const (
 	// lasts; once it is spent, record the row's outcome.
 	retryAttempt failureStep = iota + 1
 	// reconcileFirst: wait out the settle window and ask the Reconcile
-	// hook; Happened and CannotTell settle the call, DidNotHappen makes the
-	// attempt not-executed and it is retried as such.
+	// hook; a confirmed DidNotHappen is retried as not-executed.
 	reconcileFirst
 	// recordNow: record the row's outcome; no retry.
 	recordNow
@@ -340,8 +294,7 @@ func kinds(es ...journal.Effect) effects {
 
 func (s effects) has(e journal.Effect) bool { return s&(1<<e) != 0 }
 
-// ran is a row's may-have-executed column: whether an attempt of the intent
-// may already have taken effect (flight.mayHaveRun).
+// ran is a row's flight.mayHaveRun column.
 type ran uint8
 
 const (
@@ -364,9 +317,7 @@ type failureRule struct {
 	// the retry budget is spent.
 	state  journal.State
 	record retryclass.Class
-	// wrap, when set, is the format ("%w" and the words) that wraps the
-	// attempt's error in the recorded message.
-	wrap string
+	wrap   string // when set, the format that wraps the recorded error
 }
 
 var (
@@ -382,13 +333,7 @@ const (
 )
 
 // failureTable is what a failed attempt becomes, by its class, whether an
-// attempt of the intent may have executed, and the tool's effect kind.
-// A classifier's Success for an error is read as MaybeExecuted (an error
-// with no output cannot be recorded as a result), and a MaybeExecuted
-// attempt makes the intent one that may have run, before the table is
-// read. An InTx tool's classes are first mapped by inTxClass. A refusal
-// (Terminal) after an attempt that may have run is never "nothing was
-// done".
+// attempt may have executed, and the tool's effect kind; first match wins.
 var failureTable = []failureRule{
 	// class                   may have run  effect    step            recorded state          class                     wrap
 	{retryclass.NotExecuted, ranNo, allKinds, retryAttempt, journal.StateFailed, retryclass.NotExecuted, ""},
@@ -404,8 +349,7 @@ var failureTable = []failureRule{
 	{retryclass.Canceled, ranAny, allKinds, recordNow, journal.StateUnknown, retryclass.Canceled, ""},
 }
 
-// failureOf is the row of failureTable for an attempt of class c of an
-// intent of effect kind e.
+// failureOf is failureTable's row for class c and effect kind e.
 func failureOf(e journal.Effect, c retryclass.Class, mayHaveRun bool) failureRule {
 	if c == retryclass.Success {
 		c = retryclass.MaybeExecuted
@@ -415,8 +359,7 @@ func failureOf(e journal.Effect, c retryclass.Class, mayHaveRun bool) failureRul
 			return r
 		}
 	}
-	// A class this version does not know: retried as a retryable failure
-	// would be, and unknown once the budget is spent.
+	// A class this version does not know: retried, then unknown.
 	return failureRule{class: c, effect: allKinds, step: retryAttempt, state: journal.StateUnknown, record: c}
 }
 
@@ -428,11 +371,7 @@ func (r failureRule) message(err error) error {
 	return fmt.Errorf(r.wrap, err)
 }
 
-// inTxClass is the class a failure of an InTx effect has, whose
-// transaction rolled back with it: nothing happened, whatever the error
-// says, so only a definite refusal, a mismatch and "in progress elsewhere"
-// keep their class. (A panic in the effect is Terminal: a bug, not
-// retried.)
+// inTxClass is the class of a rolled-back InTx effect's failure.
 var inTxClass = [...]retryclass.Class{
 	retryclass.Success:       retryclass.NotExecuted,
 	retryclass.NotExecuted:   retryclass.NotExecuted,

@@ -15,19 +15,12 @@
 //
 // The journal records the intent before the tool runs and the outcome
 // after; identical calls in flight at once share one execution. A Result's
-// Status says what the outcome is (Succeeded, Failed, Suppressed, Unknown,
-// InProgress, Rejected, AwaitingApproval) and its Source how the call
-// learned it (Executed, Replayed, Collapsed, Reconciled). What a re-issue does is
-// reissue.Of's. A tool's effect kind says what may follow an attempt
-// whose outcome is unknown: an Unkeyed tool is never run again silently
-// (its Reconcile hook is asked, and only two "did not happen" a settle
-// window apart let it run again), and once an attempt may have executed,
-// no later refusal is reported as "nothing was done". No caller waits for
-// that check beyond Options.CheckWait: it is answered InProgress and a
-// re-issue gets the outcome.
-//
-// A tool with Approvals runs a call only once that many people approved
-// its exact input; until then the call is answered AwaitingApproval.
+// Status says what the outcome is and its Source how the call learned it.
+// A tool's effect kind says what may follow an attempt whose outcome is
+// unknown: an Unkeyed tool is never run again silently (its Reconcile hook
+// is asked), and once an attempt may have executed, no later refusal is
+// reported as "nothing was done". A tool with Approvals runs a call only
+// once that many people approved its exact input.
 //
 // A tool's panic becomes a *PanicError inside the Result's *OutcomeError
 // and is not retried; runtime.Goexit is not recovered, and the intent stays

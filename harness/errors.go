@@ -15,8 +15,7 @@ var (
 	ErrDuplicateTool = errors.New("tool already registered")
 )
 
-// Errors of a rejected call (Status Rejected: nothing recorded, tool not
-// run).
+// Errors of a rejected call (Status Rejected).
 var (
 	// ErrClosed is returned for calls after Close.
 	ErrClosed = errors.New("harness closed")
@@ -25,9 +24,7 @@ var (
 	// keyderive error says what and where.
 	ErrInvalidInput = errors.New("invalid tool input")
 	// ErrNoTurn is returned when a call has no Session or no Turn and no
-	// StepKey: its key would merge every identical call of the session (or
-	// of the tenant) into one intent, forever. An adapter that cannot tell
-	// the user's turn must say so rather than pass an empty one.
+	// StepKey: its key would merge every identical call of the session.
 	ErrNoTurn = errors.New("call has no session or turn (and no step key)")
 	// ErrUnknownTool is returned when a call names a tool that is not
 	// registered; the error names it.
@@ -35,21 +32,17 @@ var (
 )
 
 // ErrLeaseLost is the cause of a flight's cancellation when its owner lost
-// the intent's lease: a renewal was fenced (another owner or an operator
-// took the intent) or the journal stayed unreachable until the lease ran
-// out. The outcome cannot be recorded; the caller is told Unknown.
+// the intent's lease (fenced, or the journal unreachable).
 var ErrLeaseLost = errors.New("lease lost")
 
 // PanicError is a tool's (or its Reconcile hook's) panic, turned into an
-// error. It has the shape of singleflight.PanicError, plus the tool's name,
-// and reaches the caller wrapped in the Result's *OutcomeError.
+// error; it reaches the caller wrapped in the Result's *OutcomeError.
 type PanicError struct {
 	// Tool is the tool that panicked.
 	Tool string
 	// Value is the value the tool passed to panic.
 	Value any
-	// Stack is the stack trace taken where the panic was recovered, without
-	// the goroutine header line.
+	// Stack is the stack trace where the panic was recovered.
 	Stack []byte
 }
 
@@ -58,8 +51,7 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("tool %s panicked: %v", e.Tool, e.Value)
 }
 
-// Unwrap returns Value if it is an error, so that errors.Is and errors.As
-// see through a panic(err).
+// Unwrap returns Value if it is an error.
 func (e *PanicError) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err

@@ -19,29 +19,22 @@ type flight struct {
 	p     *prepared
 	token uint64
 	tries int
-	// mayHaveRun says an attempt of the intent may have taken effect (one
-	// ended maybe-executed or canceled, or the intent was taken over from
-	// an attempt that never reported): from then on a refusal of a retry
-	// is not "nothing was done".
+	// mayHaveRun says an attempt of the intent may have taken effect: from
+	// then on a refusal of a retry is not "nothing was done".
 	mayHaveRun bool
-	sched      *retryclass.Schedule // made on first need: the replay path has none
+	sched      *retryclass.Schedule // made on first need
 	base       Event
 	lease      *lease.Keeper // set while this flight owns the intent
-	// detached says the flight went on as a background check (settle.go):
-	// from then on only that goroutine uses the flight, and its answer is
-	// the check's, not a call's.
-	detached bool
-	// waitUntil ends the caller's wait for an outcome being checked
-	// (Options.CheckWait); set on first need.
-	waitUntil time.Time
-	// person says the outcome being recorded is one only a person can
-	// settle: complete reports EventNeedsPerson once it is recorded.
+	// detached says the flight went on as a background check (settle.go),
+	// which alone uses it from then on.
+	detached  bool
+	waitUntil time.Time // ends the caller's wait for a check; set on first need
+	// person says the outcome being recorded needs a person to settle it
+	// (complete reports EventNeedsPerson).
 	person bool
 }
 
-// newFlight is the flight of the prepared call p: the one place a flight
-// is made, whether it will own the intent, wait for it or answer it from
-// the journal.
+// newFlight is the flight of the prepared call p.
 func (h *Harness) newFlight(p *prepared) *flight {
 	return &flight{h: h, p: p, base: p.event()}
 }
@@ -53,8 +46,7 @@ func (f *flight) schedule() *retryclass.Schedule {
 	return f.sched
 }
 
-// run drives a journaled call: Begin decides, and the flight executes,
-// takes over, waits or answers.
+// run drives a journaled call as Begin decides.
 func (h *Harness) run(ctx context.Context, p *prepared) Result {
 	t := p.tool
 	f := h.newFlight(p)
@@ -88,23 +80,20 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 		case journal.Answered:
 			return f.answer(ctx, f.fromRecord(br.Record))
 		case journal.Mismatch:
-			return f.answer(ctx, f.suppressed(retryclass.Mismatch, len(br.Record.Attempts),
+			return f.answer(ctx, f.refused(Suppressed, retryclass.Mismatch, len(br.Record.Attempts),
 				"this key was already used with a different input (fingerprint mismatch)"))
 		case journal.Guarded:
-			return f.answer(ctx, f.suppressed(retryclass.Mismatch, 0,
+			return f.answer(ctx, f.refused(Suppressed, retryclass.Mismatch, 0,
 				fmt.Sprintf("an earlier call of %s in this turn was suppressed (key %s); a call with altered input is refused too",
 					t.Name, br.Record.Key)))
 		case journal.Held:
-			if br.Record.State == journal.StateAwaiting {
-				// A person decides, not an owner: no wait would end it.
+			if br.Record.State == journal.StateAwaiting { // no wait would end it
 				res, key := f.fromRecord(br.Record), p.d.Key.String()
 				f.event(ctx, Event{Kind: EventNeedsPerson, Class: retryclass.NotExecuted, Err: res.Err, Command: "agentctl approve " +
 					key + " --fingerprint " + br.Record.Fingerprint.String() + " | agentctl reject " + key + " --reason TEXT"})
 				return f.answer(ctx, res)
 			}
-			if reissue.Settling(&br.Record, h.now()) {
-				// Nobody holds it: an earlier attempt's settle window is
-				// open, and "in progress elsewhere" would be untrue.
+			if reissue.Settling(&br.Record, h.now()) { // nobody holds it
 				res, again := f.settling(ctx, &br.Record)
 				if again {
 					continue
@@ -114,12 +103,12 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 			v := retryclass.Verdict{Class: retryclass.InFlight}
 			delay, ok := f.schedule().Next(ctx, v)
 			if !ok {
-				return f.answer(ctx, f.suppressed(retryclass.InFlight, len(br.Record.Attempts),
+				return f.answer(ctx, f.refused(Suppressed, retryclass.InFlight, len(br.Record.Attempts),
 					"the same action is still in progress elsewhere"))
 			}
 			f.event(ctx, Event{Kind: EventInFlight, Class: retryclass.InFlight, Delay: delay})
 			if err := retryclass.Wait(ctx, delay); err != nil {
-				return f.answer(ctx, f.inProgress(len(br.Record.Attempts),
+				return f.answer(ctx, f.refused(InProgress, retryclass.InFlight, len(br.Record.Attempts),
 					"the same action is in progress elsewhere; this caller stopped waiting ("+err.Error()+")"))
 			}
 		case journal.Started:
@@ -133,8 +122,7 @@ func (h *Harness) run(ctx context.Context, p *prepared) Result {
 	}
 }
 
-// own runs body while the flight owns the intent's lease, renewing it; if
-// the lease is lost the context body runs with ends.
+// own runs body while the flight owns, and renews, the intent's lease.
 func (f *flight) own(ctx context.Context, br journal.BeginResult, body func(context.Context) Result) Result {
 	f.token, f.tries = br.Token, len(br.Record.Attempts)
 	ctx, cancel := f.keepLease(ctx)
@@ -147,33 +135,20 @@ func (f *flight) own(ctx context.Context, br journal.BeginResult, body func(cont
 	return body(ctx)
 }
 
-// A flight renews the lease of the intent it owns every LeaseTTL/3 for as
-// long as it runs (tool, backoff, settle window, Reconcile), so a live
-// owner never loses its intent to a slow tool; a lost lease cancels the
-// flight's context with ErrLeaseLost (docs/harness.md, "Leases and time").
-// An Unkeyed intent is not taken over before its attempt's settle window
-// has passed either, so nobody runs it while that attempt may still act.
-
-// keepLease starts renewing f's lease (lease.Keep, the one renewal
-// rule). The returned context ends, with cause ErrLeaseLost, when the
-// lease is lost; the caller ends the renewal (f.lease.Stop) and then the
-// context (cancel). The two are not wrapped in one stop function: that
-// closure was an allocation of every call.
+// keepLease starts renewing f's lease; the returned context ends with
+// ErrLeaseLost when it is lost. The caller stops f.lease, then cancels.
 func (f *flight) keepLease(ctx context.Context) (context.Context, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	f.lease = lease.Keep(ctx, f.h.store, f.p.d.Key, f.token, f.p.tool.leaseTTL, lostLease(cancel))
 	return ctx, cancel
 }
 
-// lostLease is what a lost lease does: cancel the owner's context with
-// ErrLeaseLost and the reason.
+// lostLease cancels the owner's context with ErrLeaseLost and the reason.
 func lostLease(cancel context.CancelCauseFunc) func(error) {
 	return func(err error) { cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err)) }
 }
 
-// takeover continues an intent whose earlier attempt ended without a
-// recorded answer (a crash, a lost answer) or whose recorded outcome a
-// re-issue runs or reconciles again (reissue.Of).
+// takeover continues an intent taken over (TakenOver).
 func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 	t := f.p.tool
 	if len(rec.Attempts) == 0 && rec.Approval != nil {
@@ -193,8 +168,7 @@ func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 			res, _ := f.reconcile(ctx, cause) // records unknown: nobody to ask
 			return res
 		}
-		// Its settle window has passed (Begin waited for it); the check
-		// may still take a confirming settle window.
+		// Its settle window has passed (Begin waited for it).
 		return f.check(ctx, f.h.now(), func(ctx context.Context) Result {
 			if res, settled := f.reconcile(ctx, cause); settled {
 				return res
@@ -205,8 +179,7 @@ func (f *flight) takeover(ctx context.Context, rec journal.Record) Result {
 	return f.rerun(ctx, prevClass, prevErr)
 }
 
-// rerun starts a new attempt of a taken-over intent, closing the earlier
-// one with prevClass, and executes it.
+// rerun starts a new attempt of a taken-over intent and executes it.
 func (f *flight) rerun(ctx context.Context, prevClass, prevErr string) Result {
 	id := f.h.newAttemptID()
 	if err := f.startAttempt(ctx, id, prevClass, prevErr); err != nil {
@@ -215,22 +188,13 @@ func (f *flight) rerun(ctx context.Context, prevClass, prevErr string) Result {
 	return f.execute(ctx, id)
 }
 
-// mayHaveRun reports whether any attempt of rec may have taken effect:
-// every attempt that was not closed as provably not executed may have.
+// mayHaveRun reports whether any attempt of rec may have executed.
 func mayHaveRun(rec *journal.Record) bool {
 	return slices.ContainsFunc(rec.Attempts, func(a journal.Attempt) bool { return a.Class != journal.ClassNotExecuted })
 }
 
-// suppressed answers a suppression decided without running the tool (a
-// mismatch, the guard, another owner past the in-flight budget).
-func (f *flight) suppressed(c retryclass.Class, tries int, msg string) Result {
+// refused answers an outcome decided without running the tool.
+func (f *flight) refused(st Status, c retryclass.Class, tries int, msg string) Result {
 	f.tries = tries
-	return Result{Status: Suppressed, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: c, Status: Suppressed, Message: msg}}
-}
-
-// inProgress answers a caller that stopped waiting for an intent someone
-// else is running.
-func (f *flight) inProgress(tries int, msg string) Result {
-	f.tries = tries
-	return Result{Status: InProgress, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: retryclass.InFlight, Status: InProgress, Message: msg}}
+	return Result{Status: st, Err: &OutcomeError{Tool: f.p.tool.Name, Key: f.p.d.Key, Class: c, Status: st, Message: msg}}
 }

@@ -2,11 +2,13 @@ package harness
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -20,105 +22,76 @@ import (
 	"github.com/agentonce/agentonce/singleflight"
 )
 
-// Options configures a Harness, from New or from package agentonce's Open
-// (its OpenOptions holds it, beside how Open finds and keeps its journal).
-// A nil *Options means defaults; each field's zero value is its default.
+// Options configures a Harness. A nil *Options means defaults; each
+// field's zero value is its default.
 type Options struct {
-	// Owner names this process in journal leases. Zero means host name, pid
-	// and a random suffix, unique per Harness.
+	// Owner names this process in leases; zero means host/pid/random.
 	Owner string
-	// LeaseTTL is how long an owner's lease lasts without renewal. The
-	// owner renews it every LeaseTTL/3 while its flight runs, so a slow
-	// tool keeps its intent; only an owner that stopped renewing (a crash,
-	// a lost store) loses it, LeaseTTL after its last renewal. Zero means 1
-	// minute.
+	// LeaseTTL is how long an owner's lease lasts without renewal (every
+	// LeaseTTL/3 while its flight runs). Zero means 1 minute.
 	LeaseTTL time.Duration
-	// RecordTTL is how long a record is kept; zero means journal.DefaultTTL
-	// (7 days). A call after its record expired runs anew.
+	// RecordTTL is how long a record is kept; zero means journal.DefaultTTL.
 	RecordTTL time.Duration
 	// Retry is the default retry policy; nil means retryclass's defaults.
 	Retry *retryclass.Policy
-	// Guard is where a recorded suppression blocks calls of the same tool
-	// with altered input; zero means the same (session, turn).
+	// Guard is the suppression guard's scope; zero means journal.GuardTurn.
 	Guard journal.GuardScope
-	// FingerprintOnly keeps only the fingerprint of each input in the
-	// journal, not the canonical input itself (privacy).
+	// FingerprintOnly keeps only each input's fingerprint in the journal.
 	FingerprintOnly bool
-	// Redact, when set, rewrites a tool's output before it is stored; the
-	// caller of the executing call still gets the original, and replays
-	// answer with what was stored.
+	// Redact, when set, rewrites a tool's output before it is stored;
+	// replays answer with what was stored.
 	Redact func(tool string, output json.RawMessage) json.RawMessage
-	// Limits bounds inputs (size, depth); nil means keyderive's defaults
-	// (1 MiB, depth 64).
+	// Limits bounds inputs; nil means keyderive's defaults (1 MiB, depth 64).
 	Limits *keyderive.Options
-	// Concurrency bounds how many distinct calls CallAll runs at once;
-	// zero means 8.
+	// Concurrency bounds the calls CallAll runs at once; zero means 8.
 	Concurrency int
-	// Logger receives the calls' steps worth a line (results, retries,
-	// takeovers). Nil means slog.Default(), at Warn, for what a person must
-	// see: an intent that needs one (EventNeedsPerson, with the agentctl
-	// command), a call refused before its tool ran (no session or turn, an
-	// unknown tool, invalid input) and Open's new journal with a new
-	// random namespace. slog.New(slog.DiscardHandler) logs nothing.
+	// Logger receives the calls' steps worth a line. Nil means
+	// slog.Default() for only what a person must see (EventNeedsPerson, a
+	// call refused before its tool ran, a new random namespace).
 	Logger *slog.Logger
 	// Observer receives every event, for metrics and tests; nil means none.
 	Observer Observer
-	// CacheSize bounds the memo of raw input → key; zero means 4096
-	// entries, negative disables it.
+	// CacheSize bounds the memo of input → key; zero means 4096, negative none.
 	CacheSize int
 	// CheckWait is how long a caller waits for the outcome of an Unkeyed
-	// attempt that is being checked (its settle window, then its Reconcile
-	// hook) before it is answered InProgress; the check goes on in the
-	// background and a re-issue gets its outcome. Zero means
-	// 2 s; negative means no wait.
+	// attempt being checked (settle window, then Reconcile) before it is
+	// answered InProgress. Zero means 2 s; negative means no wait.
 	CheckWait time.Duration
 	// OnClose, when set, is called once by Close after every call, flight
-	// and background check has ended; its error is Close's. It ends what
-	// was opened for the Harness: agentonce.Open closes its journal there.
-	// Nil means nothing: Close never closes the store.
+	// and background check has ended; its error is Close's.
 	OnClose func() error
 }
 
 // Harness wraps an agent's tools so that one intent produces at most one
 // side effect. It is safe for concurrent use.
 type Harness struct {
-	store     journal.Store
-	owner     string
-	opts      Options
-	namespace [16]byte
-	flights   singleflight.Group[flightKey, Result]
-	memo      memo
-	// localReads enables the replay fast path (see replay).
-	localReads bool
+	store      journal.Store
+	owner      string
+	opts       Options
+	namespace  [16]byte
+	flights    singleflight.Group[flightKey, Result]
+	memo       memo
+	localReads bool // enables the replay fast path (see replay)
 	attemptN   atomic.Uint64
 
 	mu      sync.RWMutex // guards tools and closed
 	tools   map[string]*tool
 	closed  bool
 	running sync.WaitGroup // calls in progress; Add only under mu with !closed
-	// checks are the background checks of Unkeyed outcomes (settle.go);
-	// Close ends them.
-	checks checks
+	checks  checks         // background checks of Unkeyed outcomes (settle.go)
 }
 
-// New returns a Harness on store. Closing the Harness does not close the
-// store (Options.OnClose may).
+// New returns a Harness on store; its Close does not close store.
 func New(store journal.Store, opts *Options) *Harness {
 	h := &Harness{store: store, tools: make(map[string]*tool)}
-	h.checks.init()
+	h.checks.ctx, h.checks.stop = context.WithCancel(context.Background())
+	h.checks.m = make(map[flightKey]*checkJob)
 	if opts != nil {
 		h.opts = *opts
 	}
-	if h.opts.LeaseTTL <= 0 {
-		h.opts.LeaseTTL = time.Minute
-	}
-	if h.opts.Concurrency <= 0 {
-		h.opts.Concurrency = 8
-	}
-	h.owner = h.opts.Owner
-	if h.owner == "" {
-		h.owner = defaultOwner()
-	}
+	h.opts.LeaseTTL = cmp.Or(max(h.opts.LeaseTTL, 0), time.Minute)
+	h.opts.Concurrency = cmp.Or(max(h.opts.Concurrency, 0), 8)
+	h.owner = cmp.Or(h.opts.Owner, defaultOwner())
 	h.namespace = store.Namespace()
 	if lr, ok := store.(localReader); ok {
 		h.localReads = lr.LocalReads()
@@ -137,41 +110,26 @@ func defaultOwner() string {
 // Register adds tools. A name already registered, an empty name or a nil
 // Func is an error, and then none of the tools is added.
 func (h *Harness) Register(tools ...Tool) error {
-	prepared := make([]*tool, 0, len(tools))
-	seen := make(map[string]bool, len(tools))
-	h.mu.RLock()
-	for _, t := range tools {
-		if t.Name == "" {
-			h.mu.RUnlock()
-			return fmt.Errorf("harness: register: %w", ErrToolName)
-		}
-		if _, dup := h.tools[t.Name]; dup || seen[t.Name] {
-			h.mu.RUnlock()
-			return fmt.Errorf("harness: register tool %q: %w", t.Name, ErrDuplicateTool)
-		}
-		seen[t.Name] = true
-		pt, err := h.prepareTool(t)
-		if err != nil {
-			h.mu.RUnlock()
-			return err
-		}
-		prepared = append(prepared, pt)
-	}
-	h.mu.RUnlock()
-
+	prepared := make(map[string]*tool, len(tools))
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, t := range tools {
+		if t.Name == "" {
+			return fmt.Errorf("harness: register: %w", ErrToolName)
+		}
+		if _, dup := h.tools[t.Name]; dup || prepared[t.Name] != nil {
+			return fmt.Errorf("harness: register tool %q: %w", t.Name, ErrDuplicateTool)
+		}
+		pt, err := h.prepareTool(t)
+		if err != nil {
+			return err
+		}
+		prepared[t.Name] = pt
+	}
 	if h.closed {
 		return ErrClosed
 	}
-	for _, pt := range prepared {
-		if _, dup := h.tools[pt.Name]; dup {
-			return fmt.Errorf("harness: register tool %q: %w", pt.Name, ErrDuplicateTool)
-		}
-	}
-	for _, pt := range prepared {
-		h.tools[pt.Name] = pt
-	}
+	maps.Copy(h.tools, prepared)
 	return nil
 }
 
@@ -198,10 +156,7 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 		}
 		pt.deriver.Normalizer = n
 	}
-	pt.policy = t.Retry
-	if pt.policy == nil {
-		pt.policy = h.opts.Retry
-	}
+	pt.policy = cmp.Or(t.Retry, h.opts.Retry)
 	pt.journal = t.Effect != journal.ReadOnly || t.Journal || t.Approvals > 0
 	pt.durable = t.Effect == journal.Unkeyed
 	pt.leaseTTL = h.opts.LeaseTTL
@@ -217,8 +172,7 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	return pt, nil
 }
 
-// Tools returns the registered tools, sorted by name: what an adapter
-// turns into the tool list a model API wants.
+// Tools returns the registered tools, sorted by name.
 func (h *Harness) Tools() []Tool {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -236,13 +190,8 @@ func (h *Harness) Store() journal.Store { return h.store }
 // Owner returns the lease owner name of this Harness.
 func (h *Harness) Owner() string { return h.owner }
 
-// Close refuses new calls, waits for the calls in progress to finish, and
-// for the flights whose callers left (their outcomes are recorded), and
-// then calls Options.OnClose (agentonce.Open's closes the journal). A tool
-// that never returns keeps Close waiting. Background checks of Unkeyed
-// outcomes still waiting out a settle window are ended, and their records
-// left pending, as a crash would leave them: the next owner (the next
-// Open, or another process) checks them once the window has passed.
+// Close refuses new calls, waits for those in progress, ends the
+// background checks (their records left pending), then calls OnClose.
 func (h *Harness) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -273,8 +222,7 @@ func (h *Harness) enter() error {
 
 func (h *Harness) exit() { h.running.Done() }
 
-// now is the store's clock when it shows one (so that record expiry is
-// judged as the store judges it), else time.Now.
+// now is the store's clock when it shows one, else time.Now.
 func (h *Harness) now() time.Time {
 	if c, ok := h.store.(clock); ok {
 		return c.Now()

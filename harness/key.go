@@ -24,10 +24,6 @@ func (p *prepared) event() Event {
 		CallID: p.call.ID, ToolDescription: p.tool.Description}
 }
 
-func (p *prepared) rejected() Result {
-	return Result{CallID: p.call.ID, Tool: p.call.Tool, Status: Rejected, Err: p.err, Key: p.d.Key}
-}
-
 // prepare finds p's tool and derives its key; p.err says why it cannot.
 func (h *Harness) prepare(p *prepared) {
 	c := p.call
@@ -60,8 +56,7 @@ func intentOf(c ToolCall) keyderive.Intent {
 }
 
 // derive canonicalizes and keys a call's input, through the memo. unseen
-// reports that the memo was asked and did not hold the call: a call not
-// made recently in this process, most likely a new intent.
+// reports that the memo was asked and did not hold the call.
 func (h *Harness) derive(t *tool, c ToolCall) (d keyderive.Derived, unseen bool, err error) {
 	in := intentOf(c)
 	useMemo := h.memo.max > 0 && len(c.Input) <= memoMaxInput
@@ -84,12 +79,10 @@ func (h *Harness) derive(t *tool, c ToolCall) (d keyderive.Derived, unseen bool,
 	return d, useMemo, nil
 }
 
-// memoMaxInput is the largest raw input whose derivation is memoized; the
-// memo holds canonical inputs, so it stays small.
+// memoMaxInput is the largest raw input whose derivation is memoized.
 const memoMaxInput = 4 << 10
 
-// memoEntry is one memoized derivation; entries with the same raw input
-// (for other tools or intents) share a slot.
+// memoEntry is one memoized derivation.
 type memoEntry struct {
 	tool   *tool
 	intent keyderive.Intent
@@ -97,11 +90,8 @@ type memoEntry struct {
 	d      keyderive.Derived
 }
 
-// memo remembers raw input → derived key for recent calls: the replay path
-// (a model re-issuing a call) then skips canonicalization and hashing.
-// Deriving is a pure function of the key's fields, so a hit is exact. It is
-// indexed by the raw input alone so that a lookup converts the input's
-// bytes to a map key without allocating.
+// memo remembers raw input → derived key for recent calls, indexed by the
+// raw input alone so that a lookup does not allocate.
 type memo struct {
 	max int // entries; zero or negative disables
 
@@ -124,9 +114,7 @@ func (m *memo) get(t *tool, in keyderive.Intent, step string, input []byte) (key
 func (m *memo) put(t *tool, in keyderive.Intent, step string, input []byte, d keyderive.Derived) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.m == nil || m.n >= m.max {
-		// Dropping everything at once is crude but O(1) and bounded; the
-		// memo only saves work, it never decides anything.
+	if m.m == nil || m.n >= m.max { // crude but bounded: it only saves work
 		m.m, m.n = make(map[string][]memoEntry, min(m.max, 1024)), 0
 	}
 	m.m[string(input)] = append(m.m[string(input)], memoEntry{tool: t, intent: in, step: step, d: d})

@@ -13,11 +13,10 @@ import (
 
 // ToolCall is one tool call of the agent.
 type ToolCall struct {
-	// ID is the model's tool-call id; it is echoed in the Result and plays
-	// no part in the key (models give every retry a new id).
+	// ID is the model's tool-call id, echoed in the Result; not in the key.
 	ID string
-	// Tenant, Session and Turn place the call: Turn is the index or id of
-	// the user's message that started the work, not the model round-trip.
+	// Tenant, Session and Turn place the call: Turn is the user's message
+	// that started the work, not the model round-trip.
 	Tenant  string
 	Session string
 	Turn    string
@@ -29,51 +28,34 @@ type ToolCall struct {
 	// distinct (a sequence number, a user-given request id).
 	Discriminator string
 	// StepKey, when set, is the key's identity instead of the intent fields
-	// (workflow steps with keys of their own). The input's fingerprint is
-	// still checked: the same step key with a different input is
-	// suppressed as a mismatch.
+	// (workflow steps with keys of their own); the input is still checked.
 	StepKey string
 }
 
-// Status says what the intent's outcome is, as far as this call can tell:
-// what the caller and the model should act on. Source says how the call
-// learned it.
+// Status says what the intent's outcome is, as far as this call can tell.
 type Status uint8
 
 const (
 	// Succeeded: the effect happened; Output is its result.
 	Succeeded Status = iota + 1
-	// Failed: a definite failure, and no attempt of the intent may have
-	// taken effect. The model may correct its input (a new intent).
+	// Failed: a definite failure, and no attempt may have taken effect.
 	Failed
 	// Suppressed: a 409/422-class stop (the downstream refused, the key
-	// was used with another input, or the guard refused an altered input).
-	// The action was not repeated; the model must neither retry nor alter
-	// the input.
+	// was used with another input, or the guard refused it); the model
+	// must neither retry nor alter the input.
 	Suppressed
 	// Unknown: an attempt may or may not have taken effect and nobody can
-	// tell yet. It was not repeated; a re-issue asks the tool's Reconcile
-	// hook again where it has one, else an operator resolves it.
+	// tell yet; it was not repeated.
 	Unknown
-	// InProgress: the action is under way (this caller left after it
-	// started, or another owner is running it) or its outcome is being
-	// checked (an Unkeyed attempt may have taken effect: the harness waits
-	// out its settle window and asks Reconcile, in the background; the
-	// OutcomeError's Class is MaybeExecuted and CheckAt says when), and
-	// its outcome is not known yet. Nothing is repeated meanwhile; a
+	// InProgress: the action is under way, or its outcome is being checked
+	// (the OutcomeError's Class is MaybeExecuted, CheckAt says when); a
 	// re-issue is answered with its outcome.
 	InProgress
-	// Rejected: the call itself was refused (unknown tool, invalid or
-	// oversize input, closed harness, a journal failure before anything
-	// was written). Provably nothing started; Err says why. A caller that
-	// leaves its flight before anything was recorded is told InProgress:
-	// the flight goes on and may still start.
+	// Rejected: the call itself was refused and provably nothing started;
+	// Err says why.
 	Rejected
 	// AwaitingApproval: the tool needs people's approval (Tool.Approvals)
-	// and nothing ran; the OutcomeError's Approval and Message say what it
-	// needs, by when, and the command an approver runs. A re-issue after
-	// the approvals runs it once; after a rejection or the deadline it is
-	// Suppressed, with the reason and who decided.
+	// and nothing ran; the OutcomeError's Message says what and how.
 	AwaitingApproval
 )
 
@@ -87,26 +69,21 @@ func (s Status) String() string {
 	return "status(" + strconv.Itoa(int(s)) + ")"
 }
 
-// Source says how a call learned its outcome. The zero value, NoSource,
-// means the tool did not run for this call and no recorded outcome was
-// read: a rejection, a refusal by the guard or a key mismatch, or a wait
-// on another owner.
+// Source says how a call learned its outcome.
 type Source uint8
 
 const (
-	// NoSource: nothing ran and nothing was replayed (see Source).
+	// NoSource: nothing ran and nothing was replayed for this call.
 	NoSource Source = iota
-	// Executed: this call's attempts ran the tool and reached the outcome.
+	// Executed: this call's attempts ran the tool.
 	Executed
-	// Replayed: the outcome was recorded by an earlier call and answered
-	// from the journal; the tool did not run.
+	// Replayed: answered from the journal; the tool did not run.
 	Replayed
-	// Collapsed: the call joined an identical call (same key, same input)
-	// running at the same time in this process and shares its outcome; the
-	// tool ran once.
+	// Collapsed: the call joined an identical call running in this
+	// process and shares its outcome.
 	Collapsed
-	// Reconciled: an earlier attempt's effect was confirmed by the tool's
-	// Reconcile hook; the tool did not run again.
+	// Reconciled: the tool's Reconcile hook confirmed an earlier attempt's
+	// effect.
 	Reconciled
 )
 
@@ -130,12 +107,10 @@ type Result struct {
 	Source Source
 	// Output is the tool's result when Status is Succeeded.
 	Output json.RawMessage
-	// Err is nil when Status is Succeeded; otherwise an *OutcomeError for a
-	// recorded or reached outcome (failed, suppressed, unknown, in
-	// progress), or the reason a call was Rejected.
+	// Err is nil when Status is Succeeded; otherwise an *OutcomeError, or
+	// the reason a call was Rejected.
 	Err error
-	// Key is the idempotency key (zero when the call was rejected before
-	// one was derived).
+	// Key is the idempotency key (zero when rejected before one was made).
 	Key uuid.UUID
 	// Attempts counts the tries recorded for the intent.
 	Attempts int
@@ -144,10 +119,8 @@ type Result struct {
 // OK reports whether the intent's effect happened (now or earlier).
 func (r Result) OK() bool { return r.Status == Succeeded && r.Err == nil }
 
-// OutcomeError is an outcome other than success: what the model and the
-// caller learn about a failed, suppressed, unknown or in-progress intent.
-// It is the same whether the outcome happened now or is replayed from the
-// journal.
+// OutcomeError is an outcome other than success, the same whether it
+// happened now or is replayed from the journal.
 type OutcomeError struct {
 	Tool string
 	Key  uuid.UUID
@@ -158,13 +131,11 @@ type OutcomeError struct {
 	// Status is Failed, Suppressed, Unknown, InProgress or
 	// AwaitingApproval.
 	Status Status
-	// Approval is, for a tool that needs approval (awaiting it, or
-	// suppressed by a rejection or its deadline), what the intent needs
-	// and was given: the deadline, and who approved.
+	// Approval is, for a tool that needs approval, what the intent needs
+	// and was given.
 	Approval *journal.Approval
-	// CheckAt is, for an InProgress outcome being checked (Class
-	// MaybeExecuted: an attempt may have taken effect), when the check is
-	// due: the end of the settle window. Zero when it is not known.
+	// CheckAt is, for an InProgress outcome being checked, when the check
+	// is due; zero when not known.
 	CheckAt time.Time
 	// cause is the live error, when the outcome happened in this call.
 	cause error
@@ -182,14 +153,11 @@ func (e *OutcomeError) Error() string {
 	return s
 }
 
-// Unwrap returns the live cause when the outcome happened in this call; a
-// replayed outcome has none.
+// Unwrap returns the live cause of an outcome reached in this call.
 func (e *OutcomeError) Unwrap() error { return e.cause }
 
-// ForModel returns the text to hand the model as the tool's result. It
-// depends only on the outcome, so a replay shows the model the same text as
-// the first answer. A success is the output itself, however it was learned
-// (Source tells the caller, not the model, whether it was reconciled).
+// ForModel returns the text to hand the model as the tool's result: the
+// output for a success, else words that depend only on the outcome.
 func (r Result) ForModel() string {
 	if r.OK() {
 		if len(r.Output) == 0 {

@@ -7,20 +7,16 @@ type scope struct{ session, turn string }
 
 type scopeKey struct{}
 
-// WithScope returns a context that carries a conversation's place to an
-// adapter whose framework runs the tools itself (eino, genkit): session
-// is the application's conversation id, the same across restarts; turn
-// names the user message being answered, the same for every model round
-// trip until the next user message. The adapter reads them with
-// ScopeFromContext into each ToolCall's Session and Turn; Call itself
-// reads only the ToolCall. A resumed run is given the scope of the run it
-// resumes.
+// WithScope returns a context that carries a conversation's session and
+// turn (the user message being answered) to an adapter whose framework
+// runs the tools itself (eino, genkit), which reads them with
+// ScopeFromContext into each ToolCall.
 func WithScope(ctx context.Context, session, turn string) context.Context {
 	return context.WithValue(ctx, scopeKey{}, scope{session, turn})
 }
 
-// ScopeFromContext returns the session and turn that WithScope put on
-// ctx, the innermost if several; ok is false when there is none.
+// ScopeFromContext returns the innermost session and turn WithScope put on
+// ctx.
 func ScopeFromContext(ctx context.Context) (session, turn string, ok bool) {
 	s, ok := ctx.Value(scopeKey{}).(scope)
 	return s.session, s.turn, ok

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -14,27 +15,16 @@ import (
 	"github.com/agentonce/agentonce/retryclass"
 )
 
-// An Unkeyed attempt that ended without an answer is checked before
-// anything else happens to its intent: settle window, Reconcile, and a run
-// again only on a "did not happen" that a second one confirms. The check
-// goes on in a goroutine the Harness owns; the caller is answered
-// InProgress once Options.CheckWait has passed (docs/harness.md,
-// "Checking an Unkeyed outcome").
-
 const (
 	// DefaultSettle is an Unkeyed tool's settle window when Tool.Settle is
-	// zero. It is not derived from the tool's Timeout, which says how long
-	// the client waits, not how long the downstream may go on: a server
-	// that accepted a request usually finishes it within its own timeouts
-	// (a minute is common), so two minutes past the client's is a
-	// conservative guess. A shorter window is the tool's explicit claim.
+	// zero: a conservative guess at how long a downstream goes on with a
+	// request after its client gave up.
 	DefaultSettle = 2 * time.Minute
 	// defaultCheckWait is Options.CheckWait when it is zero.
 	defaultCheckWait = 2 * time.Second
 )
 
-// errClosing is the cause a background check's context ends with when the
-// Harness closes.
+// errClosing ends a background check's context when the Harness closes.
 var errClosing = errors.New("harness closing")
 
 // checks are a Harness's background checks.
@@ -56,11 +46,6 @@ type checkJob struct {
 	tries   int       // the attempts when the check started
 }
 
-func (c *checks) init() {
-	c.ctx, c.stop = context.WithCancel(context.Background())
-	c.m = make(map[flightKey]*checkJob)
-}
-
 func (c *checks) find(k flightKey) *checkJob {
 	if c.n.Load() == 0 {
 		return nil
@@ -72,18 +57,13 @@ func (c *checks) find(k flightKey) *checkJob {
 
 // checkWait is how long a caller waits for an outcome being checked.
 func (h *Harness) checkWait() time.Duration {
-	switch w := h.opts.CheckWait; {
-	case w == 0:
-		return defaultCheckWait
-	case w < 0:
-		return 0
-	default:
-		return w
+	if w := h.opts.CheckWait; w != 0 {
+		return max(w, 0)
 	}
+	return defaultCheckWait
 }
 
-// waitLeft is what is left of this call's wait for an outcome being
-// checked; the budget starts at the call's first such wait.
+// waitLeft is what is left of this call's wait budget, from its first wait.
 func (f *flight) waitLeft() time.Duration {
 	if f.waitUntil.IsZero() {
 		f.waitUntil = time.Now().Add(f.h.checkWait())
@@ -91,10 +71,9 @@ func (f *flight) waitLeft() time.Duration {
 	return time.Until(f.waitUntil)
 }
 
-// settling is the answer to a call that found the intent held only
-// because an earlier attempt's settle window is open (nobody holds its
-// lease): it waits for the window to close if that comes within the call's
-// wait budget (again is true: ask Begin again), else it says so.
+// settling answers a call that found the intent held only by an open
+// settle window: it waits for the window if that fits the call's budget
+// (again: ask Begin again), else says so.
 func (f *flight) settling(ctx context.Context, rec *journal.Record) (res Result, again bool) {
 	q := reissue.QuietAt(rec)
 	if d := q.Sub(f.h.now()); d <= f.waitLeft() {
@@ -114,12 +93,10 @@ func (f *flight) settling(ctx context.Context, rec *journal.Record) (res Result,
 			q.UTC().Format(time.RFC3339)+" (its settle window); "+then), false
 }
 
-// check goes on with rest (the settle window, Reconcile, a run on a
-// confirmed "did not happen") on a goroutine the Harness owns, and answers
-// the caller with its outcome if that comes within the call's wait budget,
-// else InProgress. The flight's lease is renewed until rest returns;
-// checkAt is when the outcome will first be checked. A flight already in
-// the background runs rest itself.
+// check runs rest on a goroutine the Harness owns, renewing the lease, and
+// answers with its outcome if that comes within the call's wait budget,
+// else InProgress, from checkAt (docs/harness.md, "Checking an Unkeyed
+// outcome"). A flight already in the background runs rest itself.
 func (f *flight) check(ctx context.Context, checkAt time.Time, rest func(context.Context) Result) Result {
 	if f.detached {
 		return rest(ctx)
@@ -164,9 +141,7 @@ func (f *flight) check(ctx context.Context, checkAt time.Time, rest func(context
 	return res
 }
 
-// await waits up to wait (or until ctx ends) for job's outcome and answers
-// it; past that, InProgress. joined says the caller did not start the
-// check.
+// await waits up to wait for job's outcome; joined: not the check's caller.
 func (h *Harness) await(ctx context.Context, job *checkJob, p *prepared, wait time.Duration, joined bool) Result {
 	t := time.NewTimer(max(wait, 0))
 	defer t.Stop()
@@ -193,71 +168,56 @@ func (h *Harness) await(ctx context.Context, job *checkJob, p *prepared, wait ti
 	return res
 }
 
-// checking is the InProgress answer for an intent whose outcome is being
-// checked (or will be, from checkAt): an attempt may have taken effect.
+// checking is the InProgress answer for an outcome being checked.
 func checking(p *prepared, tries int, checkAt time.Time, msg string) Result {
 	return Result{Tool: p.tool.Name, Key: p.d.Key, Status: InProgress, Source: Executed, Attempts: tries,
 		Err: &OutcomeError{Tool: p.tool.Name, Key: p.d.Key, Class: retryclass.MaybeExecuted, Status: InProgress,
 			Message: msg, CheckAt: checkAt}}
 }
 
-// interrupted answers a check whose wait (a settle window, or the interval
-// before a confirming Reconcile) ended early. When the Harness is closing,
-// the record is left pending, as a crash would leave it: the next owner
-// checks it once the settle window has passed. Otherwise (the lease was
-// lost) the outcome is unknown, as far as this flight can record it.
-func (f *flight) interrupted(ctx context.Context, cause error) (Result, bool) {
+// interrupted answers a check whose wait ended early: pending when the
+// Harness closes, as after a crash, else unknown.
+func (f *flight) interrupted(ctx context.Context, cause error) Result {
 	if errors.Is(context.Cause(ctx), errClosing) {
 		f.lease.Stop()
 		return f.answer(ctx, checking(f.p, f.tries, time.Time{},
 			"the harness closed before this outcome was checked: the intent stays pending, and the first call once its settle window has passed checks it ("+
-				cause.Error()+")")), true
+				cause.Error()+")"))
 	}
 	return f.completeErr(ctx, journal.StateUnknown, retryclass.MaybeExecuted,
-		fmt.Errorf("%w; the downstream may still be acting on it, so it was not reconciled yet (a re-issue reconciles)", cause)), true
+		fmt.Errorf("%w; the downstream may still be acting on it, so it was not reconciled yet (a re-issue reconciles)", cause))
 }
 
-// settleThenReconcile waits until the downstream can no longer be acting on
-// the attempt that just ended without an answer, then reconciles. settled
-// reports that res answers the call; false means the effect provably did
-// not happen and the tool may run again.
-func (f *flight) settleThenReconcile(ctx context.Context, cause error) (res Result, settled bool) {
-	if f.p.tool.Reconcile == nil {
-		return f.reconcile(ctx, cause)
+// waitSettle waits out the tool's settle window; false when it ended early.
+func (f *flight) waitSettle(ctx context.Context) bool {
+	d := f.p.tool.settle
+	if d <= 0 {
+		return true
 	}
-	if d := f.p.tool.settle; d > 0 {
-		f.event(ctx, Event{Kind: EventSettle, Class: retryclass.MaybeExecuted, Delay: d})
-		if retryclass.Wait(ctx, d) != nil {
-			return f.interrupted(ctx, cause)
-		}
-	}
-	return f.reconcile(ctx, cause)
+	f.event(ctx, Event{Kind: EventSettle, Class: retryclass.MaybeExecuted, Delay: d})
+	return retryclass.Wait(ctx, d) == nil
 }
 
-// reconcileEarly asks the Reconcile hook at once, before the settle window:
-// a "happened" is the truth whenever it comes, and settles the intent
-// without a wait (the common lost answer). Any other answer is not taken
-// yet: the downstream may still be acting. ok reports that res answers
-// the call.
+// reconciled records the output of a Reconcile hook's "happened".
+func (f *flight) reconciled(ctx context.Context, out json.RawMessage) Result {
+	return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: out}, Succeeded, Reconciled, out, nil)
+}
+
+// reconcileEarly asks the Reconcile hook before the settle window, taking
+// only a "happened".
 func (f *flight) reconcileEarly(ctx context.Context, cause error) (res Result, ok bool) {
 	f.event(ctx, Event{Kind: EventReconcile, Err: cause})
 	out, ok := f.askReconcile(ctx).Happened()
 	if !ok {
 		return Result{}, false
 	}
-	return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: out}, Succeeded, Reconciled, out, nil), true
+	return f.reconciled(ctx, out), true
 }
 
 // reconcile asks an Unkeyed tool's Reconcile hook whether the effect
-// happened. settled reports that res answers the call (the effect happened,
-// or nobody can tell); false means it provably did not happen and the tool
-// may run.
-//
-// A "did not happen" is believed only when a second one, a settle window
-// later, agrees: a downstream slower than its tool declared has acted by
-// then, and the second answer says so (Happened), where a single one would
-// have let the tool run twice. A "happened" or a "cannot tell" is taken at
-// once: neither runs anything.
+// happened. settled reports that res answers the call; false means it
+// provably did not happen: a "did not happen" is believed only when a
+// second one, a settle window later, agrees.
 func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settled bool) {
 	t := f.p.tool
 	if t.Reconcile == nil {
@@ -268,21 +228,16 @@ func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settle
 	f.event(ctx, Event{Kind: EventReconcile, Err: cause})
 	r := f.askReconcile(ctx)
 	if r.DidNotHappen() {
-		if d := t.settle; d > 0 {
-			f.event(ctx, Event{Kind: EventSettle, Class: retryclass.MaybeExecuted, Delay: d})
-			if retryclass.Wait(ctx, d) != nil {
-				return f.interrupted(ctx, cause)
-			}
+		if !f.waitSettle(ctx) {
+			return f.interrupted(ctx, cause), true
 		}
 		f.event(ctx, Event{Kind: EventReconcile, Err: cause})
 		r = f.askReconcile(ctx)
 	}
 	if out, ok := r.Happened(); ok {
-		return f.complete(ctx, journal.Completion{State: journal.StateSucceeded, Output: out}, Succeeded, Reconciled, out, nil), true
+		return f.reconciled(ctx, out), true
 	}
-	if r.DidNotHappen() {
-		// Twice, a settle window apart: no attempt of the intent took
-		// effect, so a failure of the next one is again "nothing was done".
+	if r.DidNotHappen() { // twice: no attempt took effect
 		f.mayHaveRun = false
 		return Result{}, false
 	}
@@ -295,8 +250,7 @@ func (f *flight) reconcile(ctx context.Context, cause error) (res Result, settle
 		fmt.Errorf("%w; reconcile cannot tell yet: %w", cause, why)), true
 }
 
-// askReconcile runs the hook under the tool's timeout; a panic in it is a
-// "cannot tell".
+// askReconcile runs the hook (guarded); a panic in it is a "cannot tell".
 func (f *flight) askReconcile(ctx context.Context) (r downstream.Reconciliation) {
 	t := f.p.tool
 	rctx := f.h.attemptContext(ctx, t, f.p, "")

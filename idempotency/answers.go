@@ -16,9 +16,7 @@ import (
 )
 
 // lookUp fingerprints the request and returns the settled record that
-// answers it without a Begin, or nil: from memory (answers), else by a Get
-// for a key seen before (likely a retry) or, on a store whose Begin costs
-// more than a read, for every key (readFirst). When nothing answers, the
+// answers it without a Begin (from answers, or a Get), or nil; then the
 // canonical JSON body becomes the record's Input.
 func (m *Middleware) lookUp(r *http.Request, c *call, body []byte) *journal.Record {
 	bufp := inputPool.Get().(*[]byte)
@@ -43,25 +41,20 @@ func (m *Middleware) lookUp(r *http.Request, c *call, body []byte) *journal.Reco
 	return ans
 }
 
-// replayable reads req's record and reports whether it answers req
-// (answersRequest) as it is: an outcome to reconcile goes to Begin.
+// replayable reads req's record and reports whether it answers req.
 func (m *Middleware) replayable(ctx context.Context, req *journal.BeginRequest) (journal.Record, bool) {
 	rec, err := m.store.Get(ctx, req.Key)
 	return rec, err == nil && answersRequest(&rec, req.Fingerprint, time.Now(), m.o.TTL) && !m.reconciles(&rec)
 }
 
-// seenKeys is a lossy table of the journal keys this Middleware began or
-// was answered about: a request for one is likely a retry, read by a Get
-// before Begin; any other goes straight to Begin. It only chooses the path,
-// and both answer the same: a wrong guess costs a round trip, never an
-// answer.
+// seenKeys is a lossy table of the keys this Middleware began: a request
+// for one is likely a retry, tried by a Get first (a guess, never an answer).
 type seenKeys [seenSlots]atomic.Uint64
 
 // seenSlots is the table's size: 32 KiB a Middleware.
 const seenSlots = 1 << 12
 
-// slot is k's place in the table and the tag kept there, never zero (the
-// empty slot's). A journal key is a UUIDv5, so its bytes are a hash's.
+// slot is k's place in the table and its tag (never zero) from its hash bytes.
 func slot(k uuid.UUID) (int, uint64) {
 	return int(binary.BigEndian.Uint16(k[:2])) & (seenSlots - 1), binary.BigEndian.Uint64(k[8:]) | 1
 }
@@ -77,22 +70,18 @@ func (s *seenKeys) add(k uuid.UUID) {
 	}
 }
 
-// beginReplayer is a store whose Begin answers a settled record by one
-// read-only round trip (journal/redis).
+// beginReplayer is a store whose Begin replays by one read (journal/redis).
 type beginReplayer interface {
 	BeginReplays() bool
 }
 
-// localReader is a store whose reads are local (bbolt, memory): its
-// Begin on a settled record is a local read too.
+// localReader is a store whose reads are local (bbolt, memory).
 type localReader interface {
 	LocalReads() bool
 }
 
-// replayReads reports whether the middleware reads every key's record
-// before Begin on store: on one that does not say its Begin answers a
-// replay by a read (journal/postgres, whose Begin there costs about 2.4
-// Gets, or a wrapper). On the others only a key seen before is read first.
+// replayReads reports whether every key's record is read before Begin: on
+// a store whose Begin costs more than a read on a settled record.
 func replayReads(store journal.Store) bool {
 	if b, ok := store.(beginReplayer); ok && b.BeginReplays() {
 		return false
@@ -104,31 +93,22 @@ func replayReads(store journal.Store) bool {
 }
 
 // answers is a lossy table of settled records this Middleware answered or
-// wrote, by journal key: a retry of one is answered from it without a
-// round trip to the store. A slot holds one record, replaced whole by the
-// next record whose key falls in it; readers load it without a lock.
-//
-// It is sound because what it holds cannot change before it expires: it
-// keeps only a known outcome not to be run again, which a store replaces
-// only once it has expired (reissue.Of, or a retake past the TTL, when
-// reissue.Request stops answering from it too), GC deletes only then, and
-// Resolve never takes. It answers on replayable's terms (answersRequest);
-// an unknown outcome, which an operator may resolve, is never kept.
+// wrote, by journal key, read without a lock. It is sound because it keeps
+// only a known outcome not to be run again, which nothing changes before
+// reissue.Request stops answering from it; never an unknown one.
 type answers [answerSlots]atomic.Pointer[journal.Record]
 
-// answerSlots is the table's size, and maxAnswerBytes the largest stored
-// output it keeps: at most 8 MiB of outputs a Middleware.
+// answerSlots and maxAnswerBytes bound answers: at most 8 MiB of outputs.
 const (
 	answerSlots    = 1 << 11
 	maxAnswerBytes = 4 << 10
 )
 
-// answerSlot is k's place in the table. A journal key is a UUIDv5, so its
-// bytes are a hash's; seenKeys uses bytes 0-1 and 8-15.
+// answerSlot is k's place in the table (seenKeys uses bytes 0-1 and 8-15).
 func answerSlot(k uuid.UUID) int { return int(binary.BigEndian.Uint16(k[2:4])) & (answerSlots - 1) }
 
-// get returns the record kept for key when it answers a request with
-// fingerprint fp now, or nil. The record is shared: read it only.
+// get returns the record kept for key when it answers fp now (shared: read
+// it only), or nil.
 func (a *answers) get(key uuid.UUID, fp keyderive.Fingerprint, now time.Time, ttl time.Duration) *journal.Record {
 	r := a[answerSlot(key)].Load()
 	if r == nil || r.Key != key || !answersRequest(r, fp, now, ttl) {
@@ -137,11 +117,7 @@ func (a *answers) get(key uuid.UUID, fp keyderive.Fingerprint, now time.Time, tt
 	return r
 }
 
-// put keeps a copy of rec when it may be answered from the table at now
-// and later, without what an answer does not read (the request's input,
-// the attempts but the last), so that a slot holds at most maxAnswerBytes
-// of output and a few strings.
-// rec's output is shared with the copy: the caller must not change it.
+// put keeps a slim copy of rec when it may be answered from the table.
 func (a *answers) put(rec *journal.Record, now time.Time) {
 	switch rec.State {
 	case journal.StateSucceeded, journal.StateFailed, journal.StateSuppressed:
@@ -156,11 +132,8 @@ func (a *answers) put(rec *journal.Record, now time.Time) {
 	a[answerSlot(rec.Key)].Store(&c)
 }
 
-// answersRequest reports whether the record rec answers a request with
-// fingerprint fp at now without a Begin: it has the request's fingerprint
-// (or none), and reissue.Request answers from it under the TTL (a minute
-// before its expiry in the store at the latest). Begin decides the rest,
-// and every record awaiting approval: its deadline, or its approval.
+// answersRequest reports whether rec answers a request with fingerprint fp
+// at now without a Begin.
 func answersRequest(rec *journal.Record, fp keyderive.Fingerprint, now time.Time, ttl time.Duration) bool {
 	return (rec.Fingerprint == fp || rec.Fingerprint.IsZero()) && rec.State != journal.StateAwaiting &&
 		reissue.Request(rec, now, ttl) == reissue.Answer

@@ -9,13 +9,10 @@ import (
 	"github.com/agentonce/agentonce/journal/reissue"
 )
 
-// approvalRetryAfter is the Retry-After of a request awaiting approval: a
-// person decides, at a person's pace.
+// approvalRetryAfter is the Retry-After of a request awaiting approval.
 const approvalRetryAfter = 30 * time.Second
 
-// approvalProblem is what a problem body says of a request that needs
-// approval: what it needs and was given, by when, the input's fingerprint
-// an approval names, and the approver's command or who decided otherwise.
+// approvalProblem is a problem body's part on a request's approval.
 type approvalProblem struct {
 	Needed      int       `json:"needed"`
 	Given       int       `json:"given"`
@@ -27,11 +24,8 @@ type approvalProblem struct {
 	Reason      string    `json:"reason,omitempty"`
 }
 
-// answerApproval answers a request whose record awaits approval (409: it
-// has not run, send it again once approved) or was suppressed by a
-// rejection or its deadline (422: it never runs), and reports whether it
-// did. Not 202: the request does not go on by itself once approved, and
-// a client that takes any 2xx for done would record a false success.
+// answerApproval answers a request awaiting approval (409, not 202: it does
+// not go on by itself) or refused it (422), and reports whether it did.
 func (m *Middleware) answerApproval(w http.ResponseWriter, c *call, rec *journal.Record) bool {
 	a := rec.Approval
 	if a == nil {

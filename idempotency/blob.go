@@ -10,12 +10,9 @@ import (
 	"path/filepath"
 )
 
-// BlobStore keeps response bodies too large for a journal record
-// (Options.MaxStoredBytes). The record keeps the body's SHA-256 and the
-// reference Put returns; a replay Gets the body back and checks the hash.
-// Implementations must be safe for concurrent use, and Put must be
-// durable when it returns: the record that points at the blob is committed
-// after it.
+// BlobStore keeps response bodies too large for a journal record; the
+// record keeps the SHA-256 and Put's reference. Implementations must be
+// safe for concurrent use, and Put durable when it returns.
 type BlobStore interface {
 	// Put stores body, whose SHA-256 is sum, and returns a reference to it.
 	Put(ctx context.Context, sum [sha256.Size]byte, body []byte) (ref string, err error)
@@ -24,16 +21,13 @@ type BlobStore interface {
 }
 
 // DirBlobs is a BlobStore in a directory of files named by their SHA-256,
-// for a server on one machine. The zero value is not usable: set Dir.
-// Files are not removed with their records; remove files older than the
-// TTL from the directory (find -mtime) as part of GC.
+// which GC does not remove.
 type DirBlobs struct {
 	// Dir is the directory; it is created on first Put.
 	Dir string
 }
 
-// Put writes body to Dir/<sha256> through a temporary file, fsync and
-// rename, and returns the file's name.
+// Put writes body durably to Dir/<sha256> and returns the file's name.
 func (d DirBlobs) Put(_ context.Context, sum [sha256.Size]byte, body []byte) (string, error) {
 	name := hex.EncodeToString(sum[:])
 	if err := os.MkdirAll(d.Dir, 0o700); err != nil {

@@ -11,11 +11,8 @@ import (
 	"github.com/agentonce/agentonce/journal/lease"
 )
 
-// keepLease renews a running handler's lease by lease.Keep, the
-// renewal rule the harness's flights use. A fenced renewal (an operator
-// resolved the key) or a journal unreachable until the lease would run out
-// cancels the handler's context with ErrLeaseLost; stop ends the renewal
-// (and the context).
+// keepLease renews a running handler's lease (lease.Keep); a lost lease
+// cancels the context with ErrLeaseLost. stop ends both.
 func keepLease(ctx context.Context, store journal.Store, key uuid.UUID, token uint64, ttl time.Duration) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	k := lease.Keep(ctx, store, key, token, ttl, func(err error) {

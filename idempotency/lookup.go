@@ -11,19 +11,14 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// LookupHeader is the header of a lookup's answer that says what became
-// of the key: "succeeded", "not-run", "in-flight" or "unknown".
+// LookupHeader says in a lookup's answer what became of the key.
 const LookupHeader = "Agentonce-Lookup"
 
 // Lookup returns a handler that tells a client what became of its request
-// with a key, running and writing nothing (downstream.ServerReconcile asks
-// it). A lookup is a GET carrying the key as the request did, and its
-// method and path in the query (?method=POST&path=/v1/charges); mux finds
-// the route, which must be one of m's Handlers (nil: keys scoped by path),
-// and Tenant scopes the key as for a replay. Its LookupHeader says
-// "succeeded" with the stored answer replayed, "not-run" (404: no record,
-// or one that committed nothing), "in-flight" (409) or "unknown" (500);
-// an answer without it says nothing (docs/server.md, "Lookup").
+// with a key (downstream.ServerReconcile asks it): a GET carrying the key,
+// and the method and path in the query (?method=POST&path=/v1/charges),
+// which mux routes to one of m's Handlers (nil: keys scoped by path). See
+// docs/server.md, "Lookup".
 func (m *Middleware) Lookup(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, status, err := m.lookupCall(r, mux)
@@ -55,9 +50,7 @@ func (m *Middleware) Lookup(mux *http.ServeMux) http.Handler {
 	})
 }
 
-// lookupCall reads a lookup: the tenant, the key, and the method and
-// route it asks about, which scope the key as they scope the request's;
-// or the status and error to answer.
+// lookupCall reads a lookup into a call, or the status and error to answer.
 func (m *Middleware) lookupCall(r *http.Request, mux *http.ServeMux) (*call, int, error) {
 	c := &call{}
 	var err error

@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -22,23 +23,20 @@ import (
 
 // Error classes the middleware writes into journal records.
 const (
-	// ClassReleased marks a record settled failed because the handler
-	// answered 5xx (and Options.StoreServerErrors is off) or, under InTx,
-	// panicked: nothing was committed, and the next request runs again.
+	// ClassReleased marks a 5xx not stored, or a panic under InTx: nothing
+	// was committed, and the next request runs again.
 	ClassReleased = reissue.ClassReleased
 	// ClassPanic marks a record whose handler panicked (outcome unknown).
 	ClassPanic = "panic"
-	// ClassCrashed marks a record whose process stopped mid-request: the
-	// next request with its key found it pending with an expired lease.
+	// ClassCrashed marks a record whose process stopped mid-request.
 	ClassCrashed = "unknown"
 	// ClassTooLarge marks a record whose response outgrew
-	// Options.MaxResponseBytes (outcome unknown: the handler ran).
+	// Options.MaxResponseBytes (outcome unknown).
 	ClassTooLarge = "response-too-large"
 )
 
-// Middleware makes the handlers it wraps answer each idempotency key once,
-// on a journal.Store. It is safe for concurrent use; one Middleware may
-// wrap many handlers.
+// Middleware makes the handlers it wraps answer each idempotency key once.
+// It is safe for concurrent use.
 type Middleware struct {
 	store       journal.Store
 	ns          uuid.UUID
@@ -48,26 +46,20 @@ type Middleware struct {
 	settle      time.Duration   // o.Settle when o.Reconcile is set, else none
 	replayed    string          // o.ReplayedHeader in canonical form
 	replayedB   []byte          // replayed, for a ReplayWriter
-	// readFirst: every request is answered by a Get before Begin when it
-	// can be, on a store whose Begin costs more than a read on a settled
-	// record (see replayReads). Otherwise only a request for a key in seen
-	// is: nil when readFirst.
+	// readFirst: every request is tried by a Get before Begin (see
+	// replayReads); otherwise only a key in seen (nil when readFirst).
 	readFirst bool
 	seen      *seenKeys
-	// answers keeps settled records to answer retries from memory.
-	answers answers
+	answers   answers // settled records, to answer retries from memory
 }
 
-// effectCompleter is the capability of a store that runs an effect in the
-// transaction recording its outcome (journal/postgres and journal/bolt).
+// effectCompleter is a store that runs an effect in its outcome's transaction.
 type effectCompleter interface {
 	CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
 		effect func(ctx context.Context) ([]byte, error)) (journal.Record, error)
 }
 
-// New returns a Middleware on store. It fails when TTL is shorter than
-// LeaseTTL, a Volatile path is invalid, or InTx is asked of a store
-// without the capability.
+// New returns a Middleware on store, or an error naming a wrong option.
 func New(store journal.Store, opts *Options) (*Middleware, error) {
 	if store == nil {
 		return nil, errors.New("idempotency.New: nil store")
@@ -102,9 +94,7 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 		orDefault(&o.Settle, DefaultSettle)
 		m.settle = o.Settle
 	}
-	if o.ReplayedHeader == "" {
-		o.ReplayedHeader = DefaultReplayedHeader
-	}
+	o.ReplayedHeader = cmp.Or(o.ReplayedHeader, DefaultReplayedHeader)
 	if o.Owner == "" {
 		host, _ := os.Hostname()
 		var b [4]byte
@@ -141,9 +131,7 @@ func orDefault[T int | int64 | time.Duration](v *T, d T) {
 	}
 }
 
-// Handler wraps next. Register the result on a ServeMux (mux.Handle(
-// "POST /v1/charges", m.Handler(charge))) so that the route pattern is
-// known: wrapping the mux itself scopes keys by path instead.
+// Handler wraps next; register it on a ServeMux, whose pattern scopes keys.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	return protected{m, next}
 }
@@ -160,10 +148,8 @@ func (p protected) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Serve answers r as m.Handler(next) does, for a server that is not
 // net/http's and holds the body in memory (Fiber's fasthttp): body is r's
-// body, neither read from r.Body nor copied nor kept, and MaxBodyBytes
-// caps it. A protected r reaches next with a Body that reads body; one
-// passed through, as it is. r.Pattern, when set, is the route that scopes
-// the key. A replay goes to w's WriteReplay when w is a ReplayWriter.
+// body, neither copied nor kept. A replay goes to w's WriteReplay when w
+// is a ReplayWriter.
 func (m *Middleware) Serve(w http.ResponseWriter, r *http.Request, body []byte, next http.Handler) {
 	m.serve(w, r, next, body, false)
 }
@@ -184,10 +170,7 @@ type bodyReader struct{ bytes.Reader }
 // Close does nothing: the bytes are in memory.
 func (*bodyReader) Close() error { return nil }
 
-// serve answers r in the steps of a protected request: parse it, look up
-// a settled answer, else let Begin decide, and respond (m.answer from a
-// record, m.run for a key this process now owns). read says that r's
-// body is to be read from r.Body, else it is body.
+// serve answers r: parse, look up, else Begin. read says r.Body is unread.
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, read bool) {
 	c, body := m.parse(w, r, next, body, read)
 	if c == nil {

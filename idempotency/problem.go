@@ -7,9 +7,7 @@ import (
 	"time"
 )
 
-// ProblemBase prefixes the "type" of every problem-details body the
-// middleware writes; each type's fragment names a section of
-// docs/server.md.
+// ProblemBase prefixes every problem type: a section of docs/server.md.
 const ProblemBase = "https://github.com/agentonce/agentonce/blob/main/docs/server.md#"
 
 // Problem types, the fragment after ProblemBase.
@@ -27,25 +25,21 @@ const (
 	ProblemFailed          = "failed"                  // 500
 	ProblemNotRun          = "not-run"                 // 404, a lookup's
 	ProblemLookupInvalid   = "lookup-invalid"          // 400, a lookup's
-	// A request that needs approval (Options.Approvals): not yet given, so
-	// nothing ran and it is to be sent again; or rejected, or not given by
-	// the deadline, and it never runs.
+	// Of a request that needs approval (Options.Approvals).
 	ProblemAwaitingApproval = "awaiting-approval" // 409
 	ProblemApprovalRejected = "approval-rejected" // 422
 	ProblemApprovalExpired  = "approval-expired"  // 422
 )
 
-// problem is an RFC 9457 problem-details body. Key and JournalKey let a
-// client quote, and an operator find, the record concerned.
+// problem is an RFC 9457 problem-details body.
 type problem struct {
-	Type       string `json:"type"`
-	Title      string `json:"title"`
-	Status     int    `json:"status"`
-	Detail     string `json:"detail,omitempty"`
-	Key        string `json:"idempotency_key,omitempty"`
-	JournalKey string `json:"journal_key,omitempty"`
-	// Approval is set for a request that needs approval.
-	Approval *approvalProblem `json:"approval,omitempty"`
+	Type       string           `json:"type"`
+	Title      string           `json:"title"`
+	Status     int              `json:"status"`
+	Detail     string           `json:"detail,omitempty"`
+	Key        string           `json:"idempotency_key,omitempty"`
+	JournalKey string           `json:"journal_key,omitempty"`
+	Approval   *approvalProblem `json:"approval,omitempty"`
 }
 
 var problemTitles = map[string]string{
@@ -67,8 +61,7 @@ var problemTitles = map[string]string{
 	ProblemLookupInvalid:    "The lookup names no route this server protects",
 }
 
-// writeProblem sends a problem-details response; retryAfter, when
-// positive, is sent as Retry-After in whole seconds (rounded up).
+// writeProblem sends a problem-details response (Retry-After if positive).
 func writeProblem(w http.ResponseWriter, status int, kind string, p problem, retryAfter time.Duration) {
 	p.Type, p.Title, p.Status = ProblemBase+kind, problemTitles[kind], status
 	body, _ := json.Marshal(p) // strings, ints and a time of this era: cannot fail

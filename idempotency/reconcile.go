@@ -15,27 +15,21 @@ import (
 	"github.com/agentonce/agentonce/journal/reissue"
 )
 
-// Error classes of the records Options.Reconcile settles or leaves
-// unknown: succeeded with the answer of its "happened"; unknown after one
-// "did not happen" (a second, Settle later, runs the request again); and
-// unknown because it could not tell, or answered what cannot be replayed.
+// Error classes of the records Options.Reconcile settles (succeeded) or
+// leaves unknown (after one "did not happen", or a "cannot tell").
 const (
 	ClassReconciled   = "reconciled"
 	ClassDidNotHappen = "did-not-happen"
 	ClassCannotTell   = "cannot-tell"
 )
 
-// reconciles reports whether rec is an unknown outcome Options.Reconcile
-// is asked about.
+// reconciles reports whether Options.Reconcile is asked about rec.
 func (m *Middleware) reconciles(rec *journal.Record) bool {
 	return m.o.Reconcile != nil && rec.State == journal.StateUnknown
 }
 
-// step is what a request does with its key's record rec at now:
-// reissue.Request's step, except that an unknown outcome the application
-// reconciles takes reissue.Of's step for an Unkeyed intent, the harness's
-// rule for a tool with a Reconcile hook (wait out the settle window, then
-// reconcile).
+// step is reissue.Request's step for rec at now, or reissue.Of's for an
+// Unkeyed intent when the application reconciles it.
 func (m *Middleware) step(rec *journal.Record, now time.Time) reissue.Step {
 	if m.reconciles(rec) {
 		return reissue.Of(rec, journal.Unkeyed, now)
@@ -44,15 +38,9 @@ func (m *Middleware) step(rec *journal.Record, now time.Time) reissue.Step {
 }
 
 // reconcile asks Options.Reconcile about the key whose record rec this
-// request took over (token): its run may have taken effect and can no
-// longer be acting. The verdict is written fenced by token, so that of two
-// servers asking at once one records it; the other found the key held.
-//
-// A "did not happen" is believed as the harness believes it: when a second
-// one, Settle after the first, agrees. The first is kept in the journal as
-// an attempt of the check, closed ClassDidNotHappen and quiet Settle later:
-// until then a retry is told to wait (409), after it the next one asks. A
-// "cannot tell" writes no attempt: every retry may ask.
+// request took over (token), and records the verdict fenced. A first "did
+// not happen" is kept as an attempt closed ClassDidNotHappen, quiet Settle
+// later; a second one then runs the request again.
 func (m *Middleware) reconcile(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64, rec *journal.Record) {
 	bg := context.WithoutCancel(r.Context())
 	v := m.askReconcile(r, c, token)
@@ -82,8 +70,7 @@ func (m *Middleware) reconcile(w http.ResponseWriter, r *http.Request, next http
 		}
 		done.ErrorMessage = "Options.Reconcile cannot tell: " + why.Error()
 	} else {
-		// A verdict is an attempt of its own, the check: a "did not happen"
-		// is quiet Settle later, and a "happened" answers for a TTL from it.
+		// A verdict is an attempt of its own, the check.
 		err = m.store.StartAttempt(bg, journal.AttemptRequest{Key: c.jkey, Token: token, ID: c.req.AttemptID,
 			PrevClass: ClassCrashed, PrevError: "the server stopped while the handler ran",
 			LeaseTTL: m.o.LeaseTTL, Settle: m.settle})
@@ -107,9 +94,8 @@ func (m *Middleware) reconcile(w http.ResponseWriter, r *http.Request, next http
 	}
 }
 
-// askReconcile asks Options.Reconcile under the request's context (a
-// client that leaves ends the question: nothing is lost but the answer),
-// renewing the lease meanwhile; a panic in it is a "cannot tell".
+// askReconcile asks Options.Reconcile, renewing the lease; a panic is a
+// "cannot tell".
 func (m *Middleware) askReconcile(r *http.Request, c *call, token uint64) (v downstream.Reconciliation) {
 	ctx, stop := keepLease(r.Context(), m.store, c.jkey, token, m.o.LeaseTTL)
 	defer stop()
@@ -130,9 +116,7 @@ func lastClass(rec *journal.Record) string {
 	return ""
 }
 
-// checkReconciled says why out, a Reconcile's "happened", cannot be
-// stored and replayed: it must be ResolvedResponse's envelope, body
-// inline and matching its hash, or a JSON body, within max bytes.
+// checkReconciled says why a Reconcile's "happened" out cannot be replayed.
 func checkReconciled(out []byte, max int) error {
 	var e envelope
 	err := parseEnvelope(out, &e)
@@ -156,8 +140,7 @@ func checkReconciled(out []byte, max int) error {
 	return nil
 }
 
-// answerChecked answers that the outcome of c's first request is checked
-// with the application from at: retry then.
+// answerChecked answers that c's outcome is checked from at: retry then.
 func (m *Middleware) answerChecked(w http.ResponseWriter, c *call, at time.Time, detail string) {
 	writeProblem(w, http.StatusConflict, ProblemInFlight, problem{Detail: detail + "; it is checked with the application from " +
 		at.UTC().Format(time.RFC3339), Key: c.key, JournalKey: c.jkey.String()}, max(time.Until(at), m.o.RetryAfter))

@@ -23,8 +23,7 @@ func (m *Middleware) answer(w http.ResponseWriter, c *call, rec *journal.Record)
 	case journal.StateSucceeded:
 		var e envelope
 		err := parseEnvelope(rec.Output, &e)
-		if errors.Is(err, errNotEnvelope) {
-			// An operator's verdict with an output of their own: send it.
+		if errors.Is(err, errNotEnvelope) { // an operator's own output
 			operatorResponse(rec.Output).write(w, m.o.ReplayedHeader)
 			return
 		}
@@ -69,8 +68,7 @@ func (m *Middleware) fetchBlob(e *envelope) ([]byte, error) {
 // emptySum is the SHA-256 of an empty body.
 var emptySum = sha256.Sum256(nil)
 
-// operatorResponse is the answer for a record an operator settled as
-// succeeded with an output that is not a stored response: 200 with it.
+// operatorResponse is 200 with an operator's own output.
 func operatorResponse(out []byte) *response {
 	ct := "application/octet-stream"
 	if len(out) > 0 && json.Valid(out) {
@@ -79,8 +77,7 @@ func operatorResponse(out []byte) *response {
 	return &response{Status: http.StatusOK, Header: http.Header{"Content-Type": {ct}}, Body: out}
 }
 
-// answerUnknown answers that the first request with c's key ended
-// without a recorded answer: an operator resolves it.
+// answerUnknown answers that c's key's outcome is for an operator.
 func (m *Middleware) answerUnknown(w http.ResponseWriter, c *call, detail string) {
 	writeProblem(w, http.StatusInternalServerError, ProblemOutcomeUnknown, problem{
 		Detail: detail + "; an operator resolves it with: agentctl resolve " + c.jkey.String(),
@@ -88,21 +85,18 @@ func (m *Middleware) answerUnknown(w http.ResponseWriter, c *call, detail string
 }
 
 // A ReplayWriter is an http.ResponseWriter that sends a replayed answer
-// itself, for a server whose response is not an http.Header and a stream
-// (Fiber's fasthttp): a stored answer is handed whole to WriteReplay.
-// Every other answer goes through Header, WriteHeader and Write.
+// itself (Fiber's fasthttp): a stored answer is handed whole to
+// WriteReplay, every other answer goes through the ResponseWriter.
 type ReplayWriter interface {
 	http.ResponseWriter
-	// WriteReplay sends r as the answer, in place of any header the
-	// writer holds for the names r.Header yields (as Header().Set would),
-	// with Content-Length the length of r.Body. It is called at most once,
-	// and nothing is written to the ResponseWriter after it.
+	// WriteReplay sends r as the answer, its headers set as Header().Set
+	// would, with Content-Length the length of r.Body. It is called at
+	// most once, and nothing is written after it.
 	WriteReplay(r Replay)
 }
 
-// A Replay is a stored answer on its way to a ReplayWriter. Its slices
-// alias the journal record: they are not to be modified, nor kept after
-// WriteReplay returns.
+// A Replay is a stored answer for a ReplayWriter; its slices are the
+// record's: do not modify or keep them.
 type Replay struct {
 	// Status is the first answer's status code.
 	Status int
@@ -117,11 +111,8 @@ type Replay struct {
 // trueValue is the replay mark's value.
 var trueValue = []byte("true")
 
-// Header yields the answer's headers, name and value: the stored ones,
-// the lines of a name one after another, then the replay mark (the
-// Options.ReplayedHeader, "true"). It yields no Content-Length: that is
-// Body's length. A writer that sets a name's first value and adds the
-// others writes the answer as the net/http path does.
+// Header yields the answer's headers, a name's values one after another,
+// then the replay mark ("true"), but no Content-Length.
 func (r Replay) Header() iter.Seq2[[]byte, []byte] {
 	return func(yield func(name, value []byte) bool) {
 		for at := 0; at < len(r.header); {
@@ -132,9 +123,7 @@ func (r Replay) Header() iter.Seq2[[]byte, []byte] {
 				if !yield(k, v) {
 					return
 				}
-			case !hasName(r.header[:at], k):
-				// Lines out of order (an operator's hand-made envelope):
-				// a name's values are gathered at its first line.
+			case !hasName(r.header[:at], k): // out of order: gathered at the first
 				for i := at; i < len(r.header); {
 					ki, vi, n := headerLine(r.header, i)
 					if bytes.Equal(ki, k) && !yield(ki, vi) {
@@ -149,9 +138,7 @@ func (r Replay) Header() iter.Seq2[[]byte, []byte] {
 	}
 }
 
-// headerLine returns the name and value of the header line at at in
-// lines (parseEnvelope checked them: "Name: value\n"), and where the next
-// line begins.
+// headerLine returns the header line at at, and where the next begins.
 func headerLine(lines []byte, at int) (name, value []byte, next int) {
 	end := at + bytes.IndexByte(lines[at:], '\n')
 	name, value, _ = bytes.Cut(lines[at:end], []byte(": "))
@@ -170,8 +157,7 @@ func hasName(lines, name []byte) bool {
 	return false
 }
 
-// omitted reports whether a stored header named name is left out of a
-// replay: the writer's Content-Length, and the replay mark, are its own.
+// omitted reports whether a stored header is left out of a replay.
 func omitted(name, replayed []byte) bool {
 	return bytes.EqualFold(name, []byte("Content-Length")) || bytes.EqualFold(name, replayed)
 }

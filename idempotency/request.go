@@ -17,10 +17,8 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// parse reads the key (or Options.Key's event id), the body and the tenant
-// of r, and from them the journal key and the BeginRequest, less its
-// fingerprint. It returns a nil call when it answered r itself: a problem,
-// or next for a request it does not protect.
+// parse reads r's key, body and tenant into a call and its BeginRequest,
+// less the fingerprint; nil when it answered r itself.
 func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, read bool) (*call, []byte) {
 	if safeMethod(r.Method) && m.o.Key == nil {
 		next.ServeHTTP(w, r)
@@ -96,9 +94,7 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 		AttemptID: headerValue(r.Header, RequestIDHeader),
 		LeaseTTL:  m.o.LeaseTTL,
 		RecordTTL: m.o.TTL,
-		// The write-ahead: a crash mid-handler must leave the record. Under
-		// InTx the handler's writes commit only with the outcome, so a
-		// record lost in a crash lost them with it (docs/server.md).
+		// Under InTx a record lost in a crash lost the handler's writes too.
 		Durable:     m.inTx == nil,
 		Guard:       journal.GuardOff,
 		Settle:      m.settle,
@@ -108,9 +104,7 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 	return c, body
 }
 
-// requestKey returns the request's idempotency key: Idempotency-Key, or
-// X-Agentonce-Key when it is absent, read by parseKey. ok is false when
-// neither is sent; a header sent empty, or on several lines, is an error.
+// requestKey returns Idempotency-Key, else X-Agentonce-Key; ok if either.
 func requestKey(r *http.Request) (key string, ok bool, err error) {
 	name := KeyHeader
 	vs := r.Header[name]
@@ -129,8 +123,7 @@ func requestKey(r *http.Request) (key string, ok bool, err error) {
 	return key, true, nil
 }
 
-// headerValue is h.Get(name) for a name already in canonical form, without
-// canonicalizing it again on every request.
+// headerValue is h.Get(name) for a name already in canonical form.
 func headerValue(h http.Header, name string) string {
 	if v := h[name]; len(v) > 0 {
 		return v[0]
@@ -138,11 +131,8 @@ func headerValue(h http.Header, name string) string {
 	return ""
 }
 
-// parseKey reads a key as the draft sends it, an RFC 8941 Item whose
-// value is a String ("k1"), its parameters (;p=1) checked and ignored; or
-// bare (k1), as Stripe's clients, Fiber's and the harness's Transport send
-// it: visible ASCII without the delimiters `"`, `,`, `;` and `\`. The key
-// is 1 to MaxKeyLength characters of printable ASCII.
+// parseKey reads a key sent as an RFC 8941 String ("k1", parameters
+// ignored) or bare (k1): 1 to MaxKeyLength printable ASCII characters.
 func parseKey(v string) (key string, err error) {
 	v = strings.Trim(v, " \t")
 	key, rest := v, ""
@@ -168,13 +158,11 @@ func parseKey(v string) (key string, err error) {
 	return key, nil
 }
 
-// params matches RFC 8941 parameters, each ;name or ;name=value, the value
-// a String, Decimal, Integer, Token, Byte Sequence or Boolean.
+// params matches RFC 8941 parameters.
 var params = regexp.MustCompile(`^(?:; *[a-z*][a-z0-9_.*-]*(?:=(?:"(?:[ !#-\[\]-~]|\\["\\])*"|` +
 	`-?[0-9]{1,12}\.[0-9]{1,3}|-?[0-9]{1,15}|[A-Za-z*][-!#$%&'*+.^_|~0-9A-Za-z:/` + "`" + `]*|:[A-Za-z0-9+/=]*:|\?[01]))?)*$`)
 
-// parseString reads the RFC 8941 String that v begins with, and returns it
-// decoded and what follows it.
+// parseString reads the RFC 8941 String v begins with; rest follows it.
 func parseString(v string) (s, rest string, err error) {
 	var b []byte // the string decoded up to from, once it has an escape
 	from := 1
@@ -198,8 +186,7 @@ func parseString(v string) (s, rest string, err error) {
 	return "", "", errors.New("the string has no closing quote")
 }
 
-// safeMethod reports whether method has no effect to protect (RFC 9110
-// §9.2.1): such requests pass through, as Stripe ignores keys on GET.
+// safeMethod reports whether method has no effect to protect (RFC 9110).
 func safeMethod(method string) bool {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
@@ -208,8 +195,7 @@ func safeMethod(method string) bool {
 	return false
 }
 
-// route returns the request's route: its ServeMux pattern without a
-// leading method, or, outside a ServeMux, its path.
+// route returns r's ServeMux pattern without its method, else its path.
 func route(r *http.Request) string {
 	p := r.Pattern
 	if p == "" {
@@ -279,12 +265,10 @@ func kindOf(contentType string) bodyKind {
 	return kindBytes
 }
 
-// fingerprintInput appends to buf what a request's fingerprint is the
-// SHA-256 of, and returns it with the canonical body's offset and kind:
-// the path and query (the method and route are in the key) and the body in
-// its canonical form without the route's volatile fields, each
-// length-prefixed, in one pooled buffer. A JSON or form body that does not
-// parse is taken by its bytes: rejecting it is the handler's business.
+// fingerprintInput appends to buf what a request's fingerprint hashes
+// (the path, the query and the canonical body without the route's
+// volatile fields, length-prefixed), and returns it with the canonical
+// body's offset and kind. A body that does not parse is taken as bytes.
 func (m *Middleware) fingerprintInput(buf []byte, r *http.Request, body []byte) (out []byte, at int, kind bodyKind) {
 	buf = appendField(buf, "agentonce/idempotency/request/v1")
 	buf = appendField(buf, r.URL.EscapedPath())
@@ -332,8 +316,7 @@ func appendField(buf []byte, s string) []byte {
 	return append(binary.BigEndian.AppendUint64(buf, uint64(len(s))), s...)
 }
 
-// fingerprint is the SHA-256 of what makes two requests with one key the
-// same request: fingerprintInput's bytes.
+// fingerprint is the SHA-256 of fingerprintInput's bytes.
 func fingerprint(input []byte) keyderive.Fingerprint {
 	return keyderive.Fingerprint(sha256.Sum256(input))
 }
@@ -341,14 +324,10 @@ func fingerprint(input []byte) keyderive.Fingerprint {
 // inputPool recycles fingerprintInput's buffers.
 var inputPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-// maxPooledInput is the largest buffer put back in inputPool: a rare large
-// body's buffer is left to the collector rather than kept.
+// maxPooledInput is the largest buffer put back in inputPool.
 const maxPooledInput = 64 << 10
 
-// stepKey is the scope of a key within its tenant (keyderive.ExplicitKey
-// adds the tenant and the namespace): the method, the route and the key,
-// which hold no newline, so the join is unambiguous. tool, the method and
-// route ("POST /v1/charges"), is a substring of it.
+// stepKey is a key's scope within its tenant; tool is "METHOD route".
 func stepKey(method, route, key string) (step, tool string) {
 	step = stepKeyTag + method + " " + route + "\n" + key
 	return step, step[len(stepKeyTag) : len(stepKeyTag)+len(method)+1+len(route)]

@@ -12,10 +12,7 @@ import (
 	"strings"
 )
 
-// capture is the ResponseWriter a protected handler writes to: it buffers
-// the response so that it is recorded before the client sees it. It does
-// not implement http.Flusher or http.Hijacker: a streamed response cannot
-// be replayed.
+// capture buffers a protected handler's response, to record it first.
 type capture struct {
 	header http.Header
 	status int
@@ -61,15 +58,12 @@ type response struct {
 	Blob string
 }
 
-// keptHeaders are the response headers a replay needs to mean what the
-// first answer meant; the rest (Date, Set-Cookie, …) are per-exchange.
+// keptHeaders are the response headers a replay needs.
 var keptHeaders = []string{"Content-Type", "Content-Encoding", "Content-Language",
 	"Content-Location", "Location", "Etag", "Last-Modified", "Cache-Control", "Vary"}
 
 // The stored form of a response, a record's Output, reads like an HTTP/1
-// response message, so that agentctl show is legible and a replay parses
-// it in well under a microsecond (encoding/json took several, more than a
-// journal Get):
+// response message, legible and quick to parse:
 //
 //	agentonce-http/1 201 sha256=<hex> [blob=<ref>] [body=hash-only]
 //	Content-Type: application/json
@@ -77,13 +71,10 @@ var keptHeaders = []string{"Content-Type", "Content-Encoding", "Content-Language
 //
 //	<the body, byte for byte>
 //
-// A header value cannot hold a newline (net/http refuses one), so lines
-// split it unambiguously; the body follows the blank line, covered by the
-// journal record's checksum (a blob by its SHA-256, checked when fetched).
+// A header value cannot hold a newline, so lines split it unambiguously.
 const envelopeMagic = "agentonce-http/1 "
 
-// encode returns the record Output for resp. inline says whether Body is
-// kept in it (else only Sum, and Blob when set).
+// encode returns the record Output for resp, with Body when inline.
 func (resp *response) encode(inline bool) []byte {
 	n := len(envelopeMagic) + 96 + len(resp.Blob)
 	for k, vs := range resp.Header {
@@ -123,12 +114,10 @@ func (resp *response) encode(inline bool) []byte {
 	return out
 }
 
-// errNotEnvelope says an Output was not written by encode (an operator's
-// resolution, say).
+// errNotEnvelope says an Output was not written by encode.
 var errNotEnvelope = errors.New("not a stored response")
 
-// envelope is a record Output that encode wrote, parsed in place: its
-// slices alias the Output.
+// envelope is an Output that encode wrote, parsed in place.
 type envelope struct {
 	status int
 	sum    [sha256.Size]byte
@@ -140,9 +129,7 @@ type envelope struct {
 	body   []byte // nil unless inline
 }
 
-// parseEnvelope reads an Output written by encode into e, allocating
-// nothing. The header lines are checked here, so that a replay writing them
-// (envelope.writeHeader) cannot fail.
+// parseEnvelope reads an Output encode wrote into e, checking every line.
 func parseEnvelope(out []byte, e *envelope) error {
 	rest, ok := bytes.CutPrefix(out, []byte(envelopeMagic))
 	if !ok {
@@ -205,9 +192,7 @@ func parseEnvelope(out []byte, e *envelope) error {
 	}
 	e.header = headers[:len(headers)-len(rest)-1]
 	switch {
-	case e.inline:
-		// The journal's record checksum already covers an inline body; a
-		// blob's is checked against sum when it is fetched.
+	case e.inline: // the record's checksum covers it; a blob is checked when fetched
 		e.body = rest
 	case len(rest) > 0:
 		return badEnvelope("a body after body=hash-only")
@@ -225,10 +210,7 @@ func parseStatus(b []byte) (int, bool) {
 	return int(b[0]-'0')*100 + int(b[1]-'0')*10 + int(b[2]-'0'), true
 }
 
-// writeHeader sets e's headers on h and, when replayed (a name in
-// canonical form) is not empty, replayed: true and Content-Length:
-// length. The values share one string and one slice array: two
-// allocations, however many headers.
+// writeHeader sets e's headers on h, and replayed and Content-Length.
 func (e *envelope) writeHeader(h http.Header, replayed string, length int) {
 	var stack [512]byte
 	b := append(stack[:0], e.header...)
@@ -242,8 +224,7 @@ func (e *envelope) writeHeader(h http.Header, replayed string, length int) {
 	}
 	vals := make([]string, e.nlines+extra)
 	n, at := 0, 0 // values used; where the next header line begins
-	if e.sorted {
-		// A name's values are on consecutive lines: one slice of vals.
+	if e.sorted { // a name's values are on consecutive lines
 		var name string
 		first := 0 // the first value of name in vals
 		for at < len(e.header) {
@@ -262,9 +243,7 @@ func (e *envelope) writeHeader(h http.Header, replayed string, length int) {
 		if n > first {
 			h[name] = vals[first:n:n]
 		}
-	} else {
-		// Not encode's (an operator's hand-made envelope): gather each
-		// name's values first, then set them.
+	} else { // not encode's: gather each name's values first
 		g := http.Header{}
 		for at < len(e.header) {
 			end := at + strings.IndexByte(s[at:len(e.header)], '\n')
@@ -297,8 +276,7 @@ func (resp *response) write(w http.ResponseWriter, replayedHeader string) {
 	_, _ = w.Write(resp.Body)
 }
 
-// write sends e's response with body, marked as a replay by the header
-// named replayed (canonical form).
+// write sends e's response with body, marked by the header replayed.
 func (e *envelope) write(w http.ResponseWriter, replayed string, body []byte) {
 	e.writeHeader(w.Header(), replayed, len(body))
 	w.WriteHeader(e.status)
@@ -306,10 +284,8 @@ func (e *envelope) write(w http.ResponseWriter, replayed string, body []byte) {
 }
 
 // ResolvedResponse returns the Output of a journal.Resolution that makes
-// the middleware answer every retry with status, header and body, byte for
-// byte (a replay sends its own Content-Length): an operator's restoring of
-// a lost first answer. It refuses, naming it, a status outside 200–599, a
-// header name that is not an HTTP token, or a control character in a value.
+// the middleware answer every retry with status, header and body, or
+// names what is invalid.
 func ResolvedResponse(status int, header http.Header, body []byte) ([]byte, error) {
 	if status < 200 || status > 599 {
 		return nil, fmt.Errorf("status %d is not a final HTTP status (200–599)", status)

@@ -15,9 +15,8 @@ import (
 	"github.com/agentonce/agentonce/journal/reissue"
 )
 
-// decide carries out what Begin decided for the request; with Options.Wait
-// it waits for a key in flight to settle. A settled record to run again or
-// reconcile (m.step) is asked for by a second Begin with a Retake.
+// decide carries out what Begin decided for the request; a record to run
+// again or reconcile is asked for by a second Begin with a Retake.
 func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Handler, c *call) {
 	ctx := r.Context()
 	req := &c.req
@@ -31,14 +30,11 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 		retaken = 0
 		res, err := m.store.Begin(ctx, *req)
 		if err != nil {
-			writeProblem(w, http.StatusServiceUnavailable, ProblemJournal,
-				problem{Detail: "the request was not run: " + err.Error(), Key: c.key}, m.o.RetryAfter)
+			m.notRun(w, c, err)
 			return
 		}
 		if m.seen != nil && res.Outcome != journal.Mismatch && res.Outcome != journal.Guarded {
-			// Its next request is likely a retry: a Get answers it. A
-			// mismatch's is not answered by the Get's record.
-			m.seen.add(c.jkey)
+			m.seen.add(c.jkey) // its next request is likely a retry
 		}
 		switch res.Outcome {
 		case journal.Started:
@@ -46,8 +42,7 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 			return
 		case journal.TakenOver:
 			switch {
-			// Under InTx a dead process's writes were rolled back; an
-			// approved intent with no attempt has not run.
+			// Under InTx a dead process's writes were rolled back.
 			case retaken == reissue.Retry || m.inTx != nil || len(res.Record.Attempts) == 0 && res.Record.Approval != nil:
 				m.runAgain(w, r, next, c, res.Token)
 			case m.o.Reconcile != nil: // an unknown outcome, or a dead process's
@@ -59,8 +54,7 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 			return
 		case journal.Answered:
 			if s := m.step(&res.Record, time.Now()); req.Retake == nil && (s == reissue.Retry || s == reissue.Reconcile) {
-				// Begin again, asking for the record: rare, so that the
-				// common replay does not pay for Retake's copy.
+				// Begin again with a Retake: rare, so a replay does not pay for it.
 				req.Retake = func(rec *journal.Record) bool {
 					s := m.step(rec, time.Now())
 					if s == reissue.Retry || s == reissue.Reconcile {
@@ -80,8 +74,7 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 				JournalKey: c.jkey.String()}, 0)
 			return
 		}
-		// Held: the first request is running (or its process may still
-		// be), or it awaits approval, which no wait here would end.
+		// Held: running, or awaiting approval (which no wait would end).
 		if m.answerApproval(w, c, &res.Record) {
 			return
 		}
@@ -101,9 +94,8 @@ func (m *Middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 	}
 }
 
-// runAgain runs the handler for a record taken over as an attempt of its
-// own, whose start the TTL counts from (reissue.Request). If the attempt cannot
-// be recorded, nothing runs: the record is released, the client gets 503.
+// runAgain runs the handler for a record taken over, as an attempt of its
+// own; if that cannot be recorded, it releases the record (503).
 func (m *Middleware) runAgain(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64) {
 	ctx := r.Context()
 	err := m.store.StartAttempt(ctx, journal.AttemptRequest{Key: c.jkey, Token: token, ID: c.req.AttemptID,
@@ -114,15 +106,19 @@ func (m *Middleware) runAgain(w http.ResponseWriter, r *http.Request, next http.
 			State: journal.StateFailed, ErrorClass: ClassReleased, ErrorMessage: "not run: " + err.Error()}); cerr != nil {
 			m.o.ErrorLog("idempotency: key %s (%s): releasing a run that could not start: %v", c.jkey, c.tool, cerr)
 		}
-		writeProblem(w, http.StatusServiceUnavailable, ProblemJournal,
-			problem{Detail: "the request was not run: " + err.Error(), Key: c.key}, m.o.RetryAfter)
+		m.notRun(w, c, err)
 		return
 	}
 	m.run(w, r, next, c, token)
 }
 
-// abandon settles a record whose owner died mid-request as unknown: it is
-// what an operator must look at (agentctl ls --state unknown).
+// notRun answers 503: the journal failed before the handler ran.
+func (m *Middleware) notRun(w http.ResponseWriter, c *call, err error) {
+	writeProblem(w, http.StatusServiceUnavailable, ProblemJournal,
+		problem{Detail: "the request was not run: " + err.Error(), Key: c.key}, m.o.RetryAfter)
+}
+
+// abandon settles a record whose owner died mid-request as unknown.
 func (m *Middleware) abandon(ctx context.Context, c *call, token uint64) {
 	rec, err := m.store.Complete(context.WithoutCancel(ctx), journal.Completion{Key: c.jkey, Token: token,
 		State: journal.StateUnknown, ErrorClass: ClassCrashed,
@@ -134,8 +130,7 @@ func (m *Middleware) abandon(ctx context.Context, c *call, token uint64) {
 	m.unknown(ctx, rec)
 }
 
-// unknown tells ErrorLog and Options.OnUnknown of rec, just settled
-// unknown: an operator must resolve it.
+// unknown tells ErrorLog and Options.OnUnknown of rec, settled unknown.
 func (m *Middleware) unknown(ctx context.Context, rec journal.Record) {
 	m.o.ErrorLog("idempotency: key %s (%s): outcome unknown (%s); after checking its effect: agentctl resolve %s",
 		rec.Key, rec.Intent.Tool, rec.ErrorMessage, rec.Key)
@@ -144,20 +139,14 @@ func (m *Middleware) unknown(ctx context.Context, rec journal.Record) {
 	}
 }
 
-// errRelease makes CompleteWith roll back a handler's writes: the handler
-// answered 5xx (or panicked) under InTx.
+// errRelease makes CompleteWith roll back a handler's writes.
 var errRelease = errors.New("idempotency: handler's writes rolled back")
 
 // run runs the handler for a key this process now owns, records its
-// response and sends it: the record is completed before the client sees a
-// byte, so an answer lost on the way is replayed to the retry.
-//
-// Panic policy: a panic (or runtime.Goexit) settles the record unknown,
-// since the handler may have had its effect, and is re-raised for net/http
-// to log. Under InTx the writes roll back with it: the record is released.
+// response and then sends it. A panic (or runtime.Goexit) settles the
+// record unknown (under InTx, released) and is re-raised.
 func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, c *call, token uint64) {
-	// A client that goes away cancels nothing: its retry should find the
-	// answer recorded, not a handler cut off halfway.
+	// A client that goes away cancels nothing: its retry finds the answer.
 	bg := context.WithoutCancel(r.Context())
 	ctx, stop := keepLease(bg, m.store, c.jkey, token, m.o.LeaseTTL)
 	defer stop()
@@ -220,8 +209,7 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 				"); the key's outcome is for an operator to resolve", Key: c.key, JournalKey: c.jkey.String()}, 0)
 		return
 	}
-	// The first answer carries every header the handler set; a replay
-	// only the stored ones.
+	// The first answer carries every header the handler set.
 	h := w.Header()
 	for k, v := range cw.header {
 		h[k] = v
@@ -229,9 +217,8 @@ func (m *Middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 	resp.write(w, "")
 }
 
-// record builds the response to store from what the handler wrote, and
-// moves a body over MaxStoredBytes to the blob store; without one, it
-// keeps the body's hash only, and says so in the log.
+// record builds the response to store from what the handler wrote, a body
+// over MaxStoredBytes in the blob store (without one, its hash only).
 func (m *Middleware) record(ctx context.Context, c *call, cw *capture) (*response, error) {
 	if cw.err != nil {
 		return nil, cw.err

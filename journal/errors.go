@@ -8,20 +8,15 @@ var (
 	// lock past bolt.Options.LockTimeout (journal/bolt).
 	ErrInUse = errors.New("journal in use by another process")
 	// ErrCorrupt is returned when a file is not a journal or is damaged,
-	// and by a read of a stored record whose bytes are damaged (its
-	// checksum does not match them); the wrapping error names the record's
-	// key and the file or schema.
+	// or a stored record's checksum does not match its bytes.
 	ErrCorrupt = errors.New("journal file is corrupt or not a journal")
 	// ErrNewerVersion is returned when a journal or record was written by a
 	// newer schema version than this package reads.
 	ErrNewerVersion = errors.New("journal written by a newer version")
-	// ErrNamespaceMismatch is returned when Options.Namespace is set and
-	// differs from the namespace stored in the journal: every key derived
-	// from it would silently change.
+	// ErrNamespaceMismatch is returned when Options.Namespace differs from
+	// the journal's: every key would silently change.
 	ErrNamespaceMismatch = errors.New("namespace differs from the journal's")
-	// ErrNoJournal is returned when a journal that must exist does not: a
-	// read-only open of a PostgreSQL schema that holds none, or a harness
-	// told to require its journal.
+	// ErrNoJournal is returned when a journal that must exist does not.
 	ErrNoJournal = errors.New("expected journal not found")
 )
 
@@ -30,8 +25,7 @@ var (
 	// ErrNotFound is returned when no record exists for a key.
 	ErrNotFound = errors.New("no record for key")
 	// ErrFenced is returned when a caller's fencing token is no longer the
-	// record's: another owner took over, or an operator resolved it.
-	// Nothing was written.
+	// record's. Nothing was written.
 	ErrFenced = errors.New("lease lost: record owned by another attempt")
 	// ErrNotResolvable is returned when Resolve is asked to settle a record
 	// that is already settled other than as unknown.
@@ -43,13 +37,11 @@ var (
 	ErrReadOnly = errors.New("journal opened read-only")
 	// ErrClosed is returned by calls after Close.
 	ErrClosed = errors.New("journal closed")
-	// ErrInvalid is returned when a request is malformed: a zero key, a
-	// completion or resolution to a state that is not an outcome, an
-	// unknown guard scope. The wrapping error says which.
+	// ErrInvalid is returned when a request is malformed; the wrapping
+	// error says how.
 	ErrInvalid = errors.New("invalid request")
 	// ErrOutcomeUncertain is returned by a write to a remote store when the
-	// connection failed after the write was sent: it may or may not have
-	// committed. It wraps the cause. The caller must not guess; a later Get,
-	// once no other attempt is running, shows what happened.
+	// connection failed after the write was sent: it may have committed. A
+	// later Get tells.
 	ErrOutcomeUncertain = errors.New("outcome uncertain: connection lost after the write was sent")
 )

@@ -14,9 +14,9 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// recordJSON is the one JSON form of a Record: agentctl's --json output,
-// export and import, and the inspection socket all use it. Change it only
-// by adding fields, and update agentctl's jsonSchemaHelp with it.
+// recordJSON is the one JSON form of a Record (agentctl's --json, export,
+// import, the inspection socket). Only ever add fields, and update
+// agentctl's jsonSchemaHelp with it.
 type recordJSON struct {
 	Version       int    `json:"version"`
 	Key           string `json:"key"`
@@ -28,9 +28,8 @@ type recordJSON struct {
 	Fingerprint   string `json:"fingerprint"`
 	Effect        string `json:"effect"`
 	State         string `json:"state"`
-	// Input and Output are embedded JSON, or null. Bytes that are not
-	// compact JSON go base64-encoded in the *_base64 field instead, so
-	// every record round-trips byte for byte.
+	// Input and Output are embedded JSON, or null; bytes that are not
+	// compact JSON go in the *_base64 field instead.
 	Input        json.RawMessage `json:"input"`
 	InputBase64  *string         `json:"input_base64,omitempty"`
 	Output       json.RawMessage `json:"output"`
@@ -77,15 +76,10 @@ type approvalJSON struct {
 	Given    []resolutionJSON `json:"given"`
 }
 
-// MarshalJSON encodes r in the one JSON form of a record, which carries
-// every field: state and effect by name, the key as a UUID string, the
-// fingerprint as lower-case hex ("" when none was computed), times in UTC
-// (null when not set, for an attempt's end and quiet time and the lease's
-// expiry), and input and output embedded as JSON when they are compact
-// JSON, else base64 in input_base64 and output_base64. agentctl help json
-// documents the schema; fields are only ever added. json.Marshal escapes
-// <, > and & in embedded input and output, as it escapes every value; an
-// Encoder with SetEscapeHTML(false) keeps them, byte for byte.
+// MarshalJSON encodes r in the one JSON form of a record, every field
+// included (agentctl help json documents it). Input and output are
+// embedded when compact JSON, else base64; an Encoder with
+// SetEscapeHTML(false) keeps their <, > and & byte for byte.
 func (r Record) MarshalJSON() ([]byte, error) {
 	j := recordJSON{
 		Version:       r.Version,
@@ -129,8 +123,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 			j.Approval.Given = append(j.Approval.Given, *toResolutionJSON(&a.Given[i]))
 		}
 	}
-	// Without HTML escaping: an encoder that wants it (json.Marshal) escapes
-	// these bytes itself; one that does not (SetEscapeHTML(false)) keeps them.
+	// Unescaped: an encoder that wants HTML escaping applies it itself.
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -140,11 +133,8 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// UnmarshalJSON decodes the form MarshalJSON writes, checking every name
-// and encoding. It rejects an unknown field, so that nothing is dropped
-// silently. A record version above SchemaVersion, or a state or effect
-// kind this version does not know, is an error wrapping ErrNewerVersion; a
-// nil key or a missing created time is an error naming the field.
+// UnmarshalJSON decodes the form MarshalJSON writes, refusing an unknown
+// field; what is newer than this version wraps ErrNewerVersion.
 func (r *Record) UnmarshalJSON(b []byte) error {
 	var j recordJSON
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -272,8 +262,7 @@ func fromOptTime(t *time.Time) time.Time {
 	return t.UTC()
 }
 
-// embedJSON returns b as embedded JSON when it is compact JSON (so encoding
-// it again gives the same bytes), else as base64 in the second result.
+// embedJSON returns b as embedded JSON when it is compact, else as base64.
 func embedJSON(b []byte) (json.RawMessage, *string) {
 	if b == nil {
 		return nil, nil

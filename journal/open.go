@@ -9,8 +9,7 @@ import (
 	"sync"
 )
 
-// openFunc opens the journal at a location whose scheme it was registered
-// for; opts may be nil.
+// openFunc opens the journal at a location of its scheme; opts may be nil.
 type openFunc func(ctx context.Context, location string, opts *Options) (Store, error)
 
 var (
@@ -19,24 +18,16 @@ var (
 )
 
 // Register makes a store available to Open for locations that start with
-// scheme followed by "://" (compared without regard to case). The scheme
-// [PathScheme] also takes plain paths: journal/bolt registers it. A store
-// package registers itself from an init function, in the database/sql
-// style, so that importing it for its side effect is enough:
+// scheme followed by "://" (compared without regard to case); [PathScheme]
+// also takes plain paths. A store package registers itself from an init
+// function, so that importing it for its side effect is enough:
 //
 //	import _ "github.com/agentonce/agentonce/journal/postgres"
 //
-// Package agentonce imports journal/bolt, so a program that opens a journal
-// through agentonce.Open needs no import for a bbolt file.
-//
-// O is the store's own options type (bolt.Options, postgres.Options). Open
-// calls open with the Options it was given, their StoreOptions cleared, and
-// a copy of the *O that StoreOptions holds (the zero O when it holds nil);
-// StoreOptions of another type is an error wrapping ErrInvalid. The store
-// sets its options' Journal field from the first.
-//
+// O is the store's own options type: open gets Open's Options, their
+// StoreOptions cleared, and a copy of the *O they held (zero when nil).
 // Register panics if scheme is empty, contains "://", is registered twice,
-// or open is nil: each is a programming error found at start-up.
+// or open is nil.
 func Register[O any](scheme string, open func(ctx context.Context, location string, opts Options, so O) (Store, error)) {
 	s := strings.ToLower(scheme)
 	if s == "" || strings.Contains(s, "://") || open == nil {
@@ -68,16 +59,12 @@ func Register[O any](scheme string, open func(ctx context.Context, location stri
 	}
 }
 
-// PathScheme is the scheme whose store Open calls for a location without
-// one, a plain path: journal/bolt registers it for bbolt files, and takes
-// "file://path" as well.
+// PathScheme is the scheme whose store opens a plain path (journal/bolt's).
 const PathScheme = "file"
 
-// Open opens the journal at location. A location with a scheme
-// ("postgres://…") goes to the store registered for that scheme; a plain
-// path goes to the store registered for PathScheme, the bbolt file of
-// journal/bolt (created if missing). A scheme nobody registered is an
-// error that names the scheme and the schemes known. opts may be nil.
+// Open opens the journal at location: by its scheme ("postgres://…"), or
+// a plain path by PathScheme's store. An unregistered scheme is an error
+// naming the schemes known. opts may be nil.
 func Open(ctx context.Context, location string, opts *Options) (Store, error) {
 	scheme, ok := Scheme(location)
 	if !ok {
@@ -99,16 +86,13 @@ func Open(ctx context.Context, location string, opts *Options) (Store, error) {
 	return open(ctx, location, opts)
 }
 
-// Scheme returns the scheme of a location that names a store by scheme
-// ("postgres" for "postgres://…"); ok is false for a plain path, which Open
-// gives to the store registered for PathScheme.
+// Scheme returns a location's scheme; ok is false for a plain path.
 func Scheme(location string) (scheme string, ok bool) {
 	scheme, _, ok = strings.Cut(location, "://")
 	return scheme, ok && !strings.ContainsAny(scheme, `/\`)
 }
 
-// redact names a location in an error without what its URL may carry
-// after the scheme (a password): a plain path is named whole.
+// redact names a location without what its URL may carry (a password).
 func redact(location string) string {
 	if scheme, ok := Scheme(location); ok {
 		return scheme + "://…"

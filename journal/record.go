@@ -11,16 +11,14 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// SchemaVersion is the record schema this package writes. Records of a
-// newer version are refused with ErrNewerVersion; older ones are read.
+// SchemaVersion is the record schema this package writes (and reads up to).
 const SchemaVersion = 1
 
 // State is where an intent stands.
 type State uint8
 
 const (
-	// StatePending: an attempt is running or was running when its owner
-	// stopped answering. The lease says which.
+	// StatePending: an attempt is running, or was when its owner stopped.
 	StatePending State = iota + 1
 	// StateSucceeded: the tool returned a result (Record.Output).
 	StateSucceeded
@@ -29,12 +27,10 @@ const (
 	// StateSuppressed: a 409/422-class stop the model cannot override.
 	StateSuppressed
 	// StateUnknown: an attempt may have happened and no answer was
-	// recorded. It stays so until an operator resolves it.
+	// recorded, until an operator resolves it.
 	StateUnknown
 	// StateAwaiting: the intent must be approved before it runs
-	// (Record.Approval) and nothing has run. Begin answers it Held; once
-	// enough approvers approved it (Resolve), the next Begin takes it over
-	// and it runs once. A rejection or its deadline suppresses it.
+	// (Record.Approval) and nothing has run.
 	StateAwaiting
 )
 
@@ -56,8 +52,7 @@ func ParseState(name string) (State, error) {
 	return 0, errors.New("unknown state " + strconv.Quote(name) + " (want pending, succeeded, failed, suppressed, unknown or awaiting)")
 }
 
-// Settled reports whether s is an outcome that Begin answers from the
-// journal (everything but pending and awaiting).
+// Settled reports whether s is an outcome (not pending nor awaiting).
 func (s State) Settled() bool { return s >= StateSucceeded && s <= StateUnknown }
 
 // Record is everything the journal knows about one intent.
@@ -81,8 +76,7 @@ type Record struct {
 	Attempts     []Attempt
 	// Lease is the current owner's lease; meaningful while pending.
 	Lease Lease
-	// Resolution is set when an operator settled the record, or rejected
-	// it while it awaited approval.
+	// Resolution is an operator's verdict, or an approver's rejection.
 	Resolution *Resolution
 	// Approval is set on an intent that had to be approved before it ran.
 	Approval *Approval
@@ -91,17 +85,13 @@ type Record struct {
 	Expires  time.Time
 }
 
-// Approval is what an intent that must be approved before it runs needs
-// and has been given. It stays on the record after the intent ran.
+// Approval is what an intent needs approved before it runs, and was given.
 type Approval struct {
 	// Need is how many distinct approvers must approve.
 	Need int
-	// Deadline ends the wait: an intent that has not started running by
-	// then is suppressed (reissue.ClassExpired), approved or not.
+	// Deadline ends the wait: an intent not started by then is suppressed.
 	Deadline time.Time
-	// Given are the approvals so far, in order: each a Resolution with
-	// State StatePending, the approver (By), the reason, when (At) and the
-	// fingerprint of the input it approved.
+	// Given are the approvals so far, in order (State StatePending).
 	Given []Resolution
 }
 
@@ -112,12 +102,11 @@ type Attempt struct {
 	Start time.Time
 	// End is zero while the attempt runs (or when its owner died).
 	End time.Time
-	// Class is the retry class of the attempt's failure, empty on success
-	// or while running.
+	// Class is the retry class of the attempt's failure.
 	Class string
 	Error string
 	// QuietAt is when the downstream can no longer be acting on the
-	// attempt: its start plus the request's Settle. Zero means at once.
+	// attempt (start + Settle); zero means at once.
 	QuietAt time.Time
 }
 
@@ -129,20 +118,15 @@ type Lease struct {
 	Expires time.Time
 }
 
-// Effect is a tool's effect kind: what may be done after an attempt's
-// outcome is unknown. The harness declares it per tool; the journal keeps
-// it so that inspection can tell what a restart would do.
+// Effect is a tool's effect kind: what may follow an unknown outcome.
 type Effect uint8
 
 const (
-	// Unkeyed: the downstream has no protection. The write-ahead record is
-	// on disk before the tool runs; a maybe-executed failure is never
-	// retried; afterwards the tool's Reconcile hook is asked, and without
-	// one the outcome stays unknown until an operator resolves it. The zero
-	// value and the default.
+	// Unkeyed: the downstream has no protection. A maybe-executed attempt
+	// is never retried: the tool's Reconcile hook is asked, else an
+	// operator resolves it. The default.
 	Unkeyed Effect = iota
-	// ReadOnly: no side effect. Runs freely and is not journaled unless the
-	// tool asks (harness.Tool.Journal).
+	// ReadOnly: no side effect; not journaled unless harness.Tool.Journal.
 	ReadOnly
 	// Idempotent: naturally idempotent (a PUT-like upsert); run again after
 	// an unknown outcome.
@@ -170,11 +154,9 @@ func parseEffect(name string) (Effect, error) {
 	return 0, errors.New("unknown effect kind " + strconv.Quote(name) + " (want unkeyed, read-only, idempotent or keyed)")
 }
 
-// The class names a record's ErrorClass and Attempt.Class hold that the
-// journal itself reads or writes. They are retryclass's names (its
-// Class.String); journal may import only keyderive (docs/design.md), so
-// they are spelled once here, and a test in harness checks that the two
-// agree. reissue.ClassReleased is the idempotency middleware's own.
+// The class names the journal itself reads or writes: retryclass's names,
+// spelled here since journal imports only keyderive (a harness test holds
+// them equal).
 const (
 	// ClassNotExecuted: the attempt provably did not take effect.
 	ClassNotExecuted = "not-executed"
@@ -182,7 +164,6 @@ const (
 	ClassInFlight = "in-flight"
 	// ClassMismatch: the key was already used with another input.
 	ClassMismatch = "mismatch"
-	// ClassResolved is not a retry class: the class of an attempt closed,
-	// and of a failure recorded, by an operator's Resolve.
+	// ClassResolved: closed, or failed, by an operator's Resolve.
 	ClassResolved = "resolved"
 )

@@ -28,10 +28,9 @@ func mac(secret []byte, ts string, body []byte) []byte {
 	return m.Sum(nil)
 }
 
-// Verify checks that header, a request's SignatureHeader, signs body with
-// secret and is at most maxAge old (or ahead of the clock); zero means 5
-// minutes. A receiver calls it on the raw body before it decodes it. Its
-// error wraps ErrSignature and says what was wrong.
+// Verify checks that header, a request's SignatureHeader, signs the raw
+// body with secret and is at most maxAge old (zero means 5 minutes). Its
+// error wraps ErrSignature.
 func Verify(secret []byte, header string, body []byte, maxAge time.Duration) error {
 	ts, sum, _ := strings.Cut(strings.TrimPrefix(header, "t="), ",v1=")
 	sec, err := strconv.ParseInt(ts, 10, 64)

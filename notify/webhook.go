@@ -30,11 +30,8 @@ const (
 )
 
 // Notice is the JSON body of one POST. ID is its own (and the POST's
-// Idempotency-Key), Key the journal's. Tool, Session and Turn are the
-// intent's as the journal keeps them: for a server's request, the method
-// and route, and the client's Idempotency-Key. Class and Message say why
-// a person is needed or, once Resolved, how, by whom and why it was
-// settled; Command settles it.
+// Idempotency-Key), Key the journal's; Class and Message say why a person
+// is needed, or how it was Resolved; Command settles it.
 type Notice struct {
 	ID      string    `json:"id"`
 	Event   string    `json:"event"`
@@ -53,14 +50,11 @@ type Notice struct {
 type Options struct {
 	// Client sends the notices; nil means one with a 10 s timeout.
 	Client *http.Client
-	// QueueSize bounds the notices waiting to be sent; one more is
-	// dropped. Zero means 256.
+	// QueueSize bounds the notices waiting to be sent; zero means 256.
 	QueueSize int
-	// MaxAttempts bounds the tries of one notice (tries, not retries);
-	// zero means 5.
+	// MaxAttempts bounds the tries (not retries) of one notice; zero means 5.
 	MaxAttempts int
-	// MaxElapsed bounds the time spent on one notice, waits included;
-	// zero means one minute.
+	// MaxElapsed bounds the time spent on one notice; zero means a minute.
 	MaxElapsed time.Duration
 	// Logger is told of every notice dropped or given up; nil means
 	// slog.Default().
@@ -77,11 +71,10 @@ type Stats struct {
 // maxResponse bounds what is read of a receiver's answer.
 const maxResponse = 64 << 10
 
-// Webhook posts notices to one URL. It is safe for concurrent use; make
-// it with New and Close it.
+// Webhook posts notices to one URL. It is safe for concurrent use.
 type Webhook struct {
 	url    string
-	where  string // scheme and host: what logs say (a chat's URL path is often its secret)
+	where  string // scheme and host, for logs: a URL's path may be secret
 	secret []byte
 	o      Options // defaults filled in
 	ctx    context.Context
@@ -120,9 +113,7 @@ func New(rawURL string, secret []byte, opts *Options) (*Webhook, error) {
 	return w, nil
 }
 
-// Observe queues a notice for an EventNeedsPerson and ignores every other
-// event: set the Webhook as harness.Options.Observer, or call it from
-// yours.
+// Observe queues a notice for an EventNeedsPerson.
 func (w *Webhook) Observe(_ context.Context, e harness.Event) {
 	if e.Kind != harness.EventNeedsPerson {
 		return
@@ -137,10 +128,8 @@ func (w *Webhook) Observe(_ context.Context, e harness.Event) {
 	w.queue(n, e.Resolution)
 }
 
-// Record queues a notice for a record of the idempotency middleware:
-// needing a person when it is unknown, resolved when it holds a
-// Resolution. Set it as idempotency.Options.OnUnknown and as the socket's
-// inspect.ServerOptions.OnResolve.
+// Record queues a notice for a record of the idempotency middleware
+// (idempotency.Options.OnUnknown, inspect.ServerOptions.OnResolve).
 func (w *Webhook) Record(_ context.Context, rec journal.Record) {
 	k := rec.Key.String()
 	w.queue(Notice{Event: NeedsPerson, Key: k, Tool: rec.Intent.Tool, Session: rec.Intent.Session, Class: rec.ErrorClass,
@@ -148,8 +137,7 @@ func (w *Webhook) Record(_ context.Context, rec journal.Record) {
 			" --succeeded --status CODE [--header 'NAME: VALUE']... [--body TEXT] | --failed --reason TEXT"}, rec.Resolution)
 }
 
-// queue adds n, made Resolved by r if set, to the queue without waiting:
-// a full or closed queue drops it.
+// queue adds n (Resolved by r if set) without waiting, or drops it.
 func (w *Webhook) queue(n Notice, r *journal.Resolution) {
 	if r != nil {
 		n.Event, n.Class, n.Command = Resolved, "", ""
@@ -187,8 +175,7 @@ func (w *Webhook) send() {
 	}
 }
 
-// deliver posts n until it is answered 2xx, retrying network errors, 5xx
-// and 429 within MaxAttempts and MaxElapsed.
+// deliver posts n, retrying network errors, 5xx and 429.
 func (w *Webhook) deliver(n Notice) error {
 	body, err := json.Marshal(n)
 	if err != nil {
@@ -232,9 +219,7 @@ func (w *Webhook) Stats() Stats {
 }
 
 // Close stops taking notices and sends those queued until ctx ends; then
-// the notice being sent is cut off and the rest are dropped, counted and
-// logged, and Close returns ctx's error. Notices that come after Close are
-// dropped.
+// the rest are dropped, and it returns ctx's error.
 func (w *Webhook) Close(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.closed {

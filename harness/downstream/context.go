@@ -7,25 +7,19 @@ import (
 	"github.com/google/uuid"
 )
 
-// Attempt is what a tool's context tells the services the tool calls: the
-// intent's key, the attempt's id and the call's place. The harness puts it
-// in the context of every attempt (NewContext).
+// Attempt is what a tool's context tells the services the tool calls.
 type Attempt struct {
 	// Key is the intent's idempotency key: the same for every attempt.
 	Key uuid.UUID
 	// ID is the attempt's id: a new one for every try, for tracing.
 	ID string
-	// Unkeyed says the tool's downstream does not deduplicate by key:
-	// Transport then never marks its requests replayable.
+	// Unkeyed says the tool's downstream does not deduplicate by key.
 	Unkeyed bool
 	// Call is the call's place (CallFromContext).
 	Call Call
 }
 
-// Call is the place of a tool call: the model's call id, tenant, session,
-// turn, tool and discriminator, without its input. A tool that calls
-// another agentonce service passes it on, so that the service's records
-// name the same conversation.
+// Call is the place of a tool call, without its input.
 type Call struct {
 	ID            string
 	Tenant        string
@@ -37,16 +31,11 @@ type Call struct {
 
 type ctxKey struct{}
 
-// attemptCtx is context.WithValue(ctx, ctxKey{}, &a) in one allocation
-// instead of two: a tool's context is made for every attempt.
+// attemptCtx is context.WithValue(ctx, ctxKey{}, &a) in one allocation.
 type attemptCtx struct {
 	context.Context
-	a Attempt
-	// resent is set by Transport when net/http wrote one of the attempt's
-	// requests more than once (it resends a replayable request whose
-	// reused connection died after sending): the answer it got may be the
-	// resend's, and the first send may have acted.
-	resent atomic.Bool
+	a      Attempt
+	resent atomic.Bool // set by Transport when net/http resent a request
 }
 
 func (c *attemptCtx) Value(key any) any {
@@ -56,52 +45,42 @@ func (c *attemptCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// NewContext returns a context carrying a, as a tool's attempt sees it.
-// The harness gives every attempt such a context; NewContext is also for
-// testing a tool or a Transport on its own.
+// NewContext returns a context carrying a, as a tool's attempt sees it:
+// for testing a tool or a Transport on its own.
 func NewContext(ctx context.Context, a Attempt) context.Context {
 	return &attemptCtx{Context: ctx, a: a}
 }
 
+// noAttempt is what fromContext returns for a context without an attempt.
+var noAttempt attemptCtx
+
 func fromContext(ctx context.Context) (*attemptCtx, bool) {
-	c, ok := ctx.Value(ctxKey{}).(*attemptCtx)
-	return c, ok
+	if c, ok := ctx.Value(ctxKey{}).(*attemptCtx); ok {
+		return c, true
+	}
+	return &noAttempt, false
 }
 
-// KeyFromContext returns the idempotency key of the call whose tool runs
-// with ctx.
+// KeyFromContext returns the idempotency key of the call running with ctx.
 func KeyFromContext(ctx context.Context) (uuid.UUID, bool) {
 	c, ok := fromContext(ctx)
-	if !ok {
-		return uuid.UUID{}, false
-	}
-	return c.a.Key, true
+	return c.a.Key, ok
 }
 
-// AttemptFromContext returns the id of the attempt running with ctx: a new
-// one for every try, distinct from the key, for tracing.
+// AttemptFromContext returns the id of the attempt running with ctx.
 func AttemptFromContext(ctx context.Context) (string, bool) {
 	c, ok := fromContext(ctx)
-	if !ok {
-		return "", false
-	}
-	return c.a.ID, true
+	return c.a.ID, ok
 }
 
 // CallFromContext returns the place of the call whose tool runs with ctx.
 func CallFromContext(ctx context.Context) (Call, bool) {
 	c, ok := fromContext(ctx)
-	if !ok {
-		return Call{}, false
-	}
-	return c.a.Call, true
+	return c.a.Call, ok
 }
 
-// Resent reports whether Transport sent one of the requests of the attempt
-// running with ctx more than once (net/http's resend on a dead reused
-// connection): a "not executed" answer may then be the resend's, while
-// the first send acted.
+// Resent reports whether Transport sent a request of ctx's attempt twice.
 func Resent(ctx context.Context) bool {
-	c, ok := fromContext(ctx)
-	return ok && c.resent.Load()
+	c, _ := fromContext(ctx)
+	return c.resent.Load()
 }

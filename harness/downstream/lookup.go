@@ -12,16 +12,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// MaxLookupBytes bounds the answer a lookup's Reconcile hook reads; a
-// larger one is a CannotTell.
+// MaxLookupBytes bounds the answer a lookup's Reconcile hook reads.
 const MaxLookupBytes = 1 << 20
 
-// LookupReconcile returns a Reconcile hook for a downstream that can look
-// a request up by its key: it GETs the URL that url builds from the key
-// and the tool's input with client (nil means http.DefaultClient), under
-// the hook's context (the tool's timeout). A 2xx answer is Happened with
-// its body, which must be JSON; a 404 is DidNotHappen; any other answer,
-// an error, or a body over MaxLookupBytes is CannotTell.
+// LookupReconcile returns a Reconcile hook that GETs the URL url builds
+// from the key and input with client (nil means http.DefaultClient): a 2xx
+// JSON answer is Happened, a 404 DidNotHappen, anything else CannotTell.
 func LookupReconcile(client *http.Client, url func(key uuid.UUID, input json.RawMessage) string) func(ctx context.Context, key uuid.UUID, input json.RawMessage) Reconciliation {
 	return func(ctx context.Context, key uuid.UUID, input json.RawMessage) Reconciliation {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url(key, input), nil)
@@ -37,12 +33,10 @@ func LookupReconcile(client *http.Client, url func(key uuid.UUID, input json.Raw
 	}
 }
 
-// ServerReconcile returns a Reconcile hook for a tool whose requests go
-// to an agentonce server: it asks the server's idempotency.Middleware.Lookup
-// at lookupURL what became of the tool's method request to path with the
-// key (sent in UnkeyedKeyHeader). A stored 2xx answer is Happened with its
-// JSON body, "not-run" DidNotHappen, anything else CannotTell. For a path
-// that depends on the input, call it inside the hook.
+// ServerReconcile returns a Reconcile hook that asks an agentonce server's
+// idempotency.Middleware.Lookup at lookupURL what became of the method
+// request to path with the key: a stored 2xx answer is Happened,
+// "not-run" DidNotHappen, anything else CannotTell.
 func ServerReconcile(client *http.Client, lookupURL, method, path string) func(ctx context.Context, key uuid.UUID, input json.RawMessage) Reconciliation {
 	u, err := url.Parse(lookupURL)
 	if err == nil {
@@ -74,9 +68,8 @@ func ServerReconcile(client *http.Client, lookupURL, method, path string) func(c
 	}
 }
 
-// lookup sends req and reads its answer: found says whether the answer
-// means the effect happened (its body is then the output), did not, or
-// neither (an error).
+// lookup sends req; found says whether the answer means the effect
+// happened (its body the output), did not, or neither (an error).
 func lookup(client *http.Client, req *http.Request, found func(*http.Response) (bool, error)) Reconciliation {
 	if client == nil {
 		client = http.DefaultClient

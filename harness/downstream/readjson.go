@@ -14,12 +14,9 @@ import (
 //
 //	return downstream.ReadJSON(client.Do(req))
 //
-// and it gives the body of a 2xx answer as the tool's output, closing it.
-// A non-2xx answer becomes retryclass.ResponseError's *StatusError, so the
-// harness classifies it by status (a 500 body is never recorded as a
-// success); a body that cannot be read or is not JSON after a 2xx is
-// maybe-executed (the effect happened, only the answer was cut); err is
-// returned as is, for the harness to classify.
+// and it gives the body of a 2xx answer as the tool's output. A non-2xx
+// answer becomes retryclass.ResponseError's error; a body that cannot be
+// read or is not JSON after a 2xx is maybe-executed.
 func ReadJSON(resp *http.Response, err error) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err

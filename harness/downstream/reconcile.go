@@ -3,10 +3,8 @@ package downstream
 import "encoding/json"
 
 // Reconciliation is a Reconcile hook's answer to "did the effect for this
-// key happen downstream?"; make one with Happened, DidNotHappen or
-// CannotTell. The zero Reconciliation is CannotTell. The harness's
-// harness.Tool.Reconcile says when the hook is asked and what each answer
-// does.
+// key happen downstream?" (harness.Tool.Reconcile). The zero value is
+// CannotTell.
 type Reconciliation struct {
 	verdict verdict
 	output  json.RawMessage
@@ -21,8 +19,7 @@ const (
 	didNotHappen
 )
 
-// Happened says the effect happened; output is its result, as the tool
-// would have returned it.
+// Happened says the effect happened; output is the tool's result.
 func Happened(output json.RawMessage) Reconciliation {
 	return Reconciliation{verdict: happened, output: output}
 }
@@ -30,9 +27,7 @@ func Happened(output json.RawMessage) Reconciliation {
 // DidNotHappen says the effect provably did not happen: the tool may run.
 func DidNotHappen() Reconciliation { return Reconciliation{verdict: didNotHappen} }
 
-// CannotTell says the hook cannot tell yet (the downstream is unreachable,
-// or its record is not there yet); why says what stopped it. The outcome
-// stays unknown.
+// CannotTell says the hook cannot tell yet; why says what stopped it.
 func CannotTell(why error) Reconciliation { return Reconciliation{why: why} }
 
 // Happened reports whether r says the effect happened, and its output.
@@ -43,6 +38,5 @@ func (r Reconciliation) Happened() (json.RawMessage, bool) {
 // DidNotHappen reports whether r says the effect provably did not happen.
 func (r Reconciliation) DidNotHappen() bool { return r.verdict == didNotHappen }
 
-// Why is what stopped a hook that cannot tell; nil otherwise, or when it
-// gave no reason.
+// Why is what stopped a hook that cannot tell.
 func (r Reconciliation) Why() error { return r.why }

@@ -14,30 +14,18 @@ const (
 	DefaultUnkeyedKeyHeader = "X-Agentonce-Key"
 )
 
-// Transport is an http.RoundTripper that carries a call's idempotency key
-// and attempt id downstream: requests made with a tool's context (or any
-// context from NewContext) get the key in KeyHeader and the attempt id in
-// RequestIDHeader. Headers the request already has are left alone, and
-// requests without a key in their context pass through unchanged.
+// Transport is an http.RoundTripper that sends a tool attempt's key in
+// KeyHeader and its id in RequestIDHeader, leaving headers the request has
+// alone; requests without a key in their context pass through.
 //
-// An Unkeyed tool's requests carry the key in UnkeyedKeyHeader instead, for
-// tracing and for its Reconcile hook to ask about, never in Idempotency-Key:
-// net/http resends a request on a reused connection that died after sending
-// only when it is replayable, and a request carrying Idempotency-Key (or
-// X-Idempotency-Key) counts as replayable. For a downstream that does not
-// deduplicate, that resend would be a second effect the harness never
-// decided. Keyed and Idempotent requests may be resent so: their
-// downstream, or their nature, absorbs it (the journal does not count such
-// a resend as an attempt). The Transport notes such a resend (an
-// httptrace hook), and the harness then never takes a "not executed"
-// answer of that attempt for the first send's: it is maybe executed.
-//
-// Like http.Transport it does not interpret responses and does not retry:
-// the harness does. Turn a response into a classified error with
-// retryclass.ResponseError. The zero value is ready to use.
+// An Unkeyed tool's requests carry the key in UnkeyedKeyHeader instead:
+// net/http resends a request carrying Idempotency-Key on a reused
+// connection that died after sending, a second effect for a downstream
+// that does not deduplicate. Other resends are noted, so that a "not
+// executed" answer of the attempt counts as maybe executed. The zero value
+// is ready to use.
 type Transport struct {
-	// Base is the transport that sends the request; nil means
-	// http.DefaultTransport.
+	// Base sends the request; nil means http.DefaultTransport.
 	Base http.RoundTripper
 	// KeyHeader names the key's header; empty means "Idempotency-Key".
 	KeyHeader string
@@ -45,9 +33,8 @@ type Transport struct {
 	// "PayPal-Request-Id"); empty means "X-Request-Id", "-" sends none.
 	RequestIDHeader string
 	// UnkeyedKeyHeader names the key's header on an Unkeyed tool's
-	// requests; empty means "X-Agentonce-Key", "-" sends none. A name that
-	// net/http treats as replayable (Idempotency-Key, X-Idempotency-Key) is
-	// refused with an error.
+	// requests; empty means "X-Agentonce-Key", "-" sends none; a name
+	// net/http treats as replayable is refused.
 	UnkeyedKeyHeader string
 }
 
@@ -90,10 +77,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if ai.Unkeyed {
 		return base.RoundTrip(r2)
 	}
-	// net/http may send a keyed request twice (see above); the attempt
-	// learns of it, so that a "not executed" answer, which may be the
-	// resend's, is not taken for the first send's.
-	var writes atomic.Int32
+	var writes atomic.Int32 // a second write is net/http's resend
 	r2 = r2.WithContext(httptrace.WithClientTrace(r2.Context(), &httptrace.ClientTrace{
 		WroteRequest: func(httptrace.WroteRequestInfo) {
 			if writes.Add(1) > 1 {

@@ -19,11 +19,9 @@ import (
 	"github.com/agentonce/agentonce/journal"
 )
 
-// Client is a journal.Store whose reads (Get, List, Stats, a dry-run GC)
-// and Resolve are answered by the running agent that serves the socket.
-// Its other writes return an error wrapping journal.ErrInUse and
-// ErrNotServed. It is safe for concurrent use; requests share one
-// connection, one at a time, and each List and Events has one of its own.
+// Client is a journal.Store whose reads and Resolve are answered by the
+// running agent; its other writes return ErrNotServed. It is safe for
+// concurrent use.
 type Client struct {
 	path string
 	info hello
@@ -53,15 +51,10 @@ type clientConn struct {
 	used time.Time // the end of its last request
 }
 
-// maxAnswer bounds one message the client reads from an agent: a hello, an
-// answer, one listed record or one event. A record larger than this (an
-// output of tens of megabytes) cannot be read through the socket; read it
-// from the journal once the agent has stopped. A variable for tests.
+// maxAnswer bounds one message the client reads (a variable for tests).
 var maxAnswer = 64 << 20
 
-// decode reads one message of at most maxAnswer bytes into v. A longer
-// one is an error wrapping ErrAnswerTooLong, after which the connection
-// is spent: the rest of that message was not read.
+// decode reads one message into v; one too long spends the connection.
 func (c *clientConn) decode(v any) error {
 	line, err := readFrame(c.r, maxAnswer)
 	if errors.Is(err, errFrameTooLong) {
@@ -74,9 +67,7 @@ func (c *clientConn) decode(v any) error {
 	return json.Unmarshal(line, v)
 }
 
-// Dial connects to the agent serving the socket at path and greets it. No
-// agent there (no socket, or a stale one) is ErrNoAgent; an agent of
-// another user is ErrForeignUser; another protocol version is ErrVersion.
+// Dial connects to the agent serving the socket at path and greets it.
 func Dial(ctx context.Context, path string) (*Client, error) {
 	cl := &Client{path: path}
 	c, hi, err := cl.connect(ctx)
@@ -107,8 +98,7 @@ func dialSocket(ctx context.Context, path string) (*net.UnixConn, error) {
 	return c.(*net.UnixConn), nil
 }
 
-// connect dials and greets; it changes nothing in cl, so that List and
-// Events may call it while other requests run.
+// connect dials and greets, changing nothing in cl.
 func (cl *Client) connect(ctx context.Context) (*clientConn, hello, error) {
 	var hi hello
 	c, err := dialSocket(ctx, cl.path)
@@ -129,12 +119,10 @@ func (cl *Client) connect(ctx context.Context) (*clientConn, hello, error) {
 			ErrForeignUser, cl.path, uid, os.Getuid())
 	}
 	cc := &clientConn{c: c, r: bufio.NewReaderSize(c, 16<<10), enc: json.NewEncoder(c), used: time.Now()}
-	// An agent that accepts but never greets (stopped in a debugger, a
-	// stray process on the path) must not hang the client.
-	c.SetDeadline(time.Now().Add(helloTimeout))
+	c.SetDeadline(time.Now().Add(helloTimeout)) // an agent that never greets
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
-	// An agent that refuses (busy, another user) answers without reading
-	// and closes: the hello it sent is read even when sending ours failed.
+	// An agent that refuses answers without reading: read its hello even
+	// when sending ours failed.
 	werr := cc.enc.Encode(hello{Protocol: protocolName, Version: Version})
 	err = cc.decode(&hi)
 	if err == nil && hi.Error == nil {
@@ -183,9 +171,7 @@ func (cl *Client) Info() Info {
 // Path returns the socket's path.
 func (cl *Client) Path() string { return cl.path }
 
-// roundTrip sends req and decodes one response into resp, on the shared
-// connection. A connection that failed is dropped, and the next request
-// dials again.
+// roundTrip sends req and decodes one response on the shared connection.
 func (cl *Client) roundTrip(ctx context.Context, req *request) (*response, error) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
@@ -203,8 +189,7 @@ func (cl *Client) roundTrip(ctx context.Context, req *request) (*response, error
 		return nil, fmt.Errorf("%w: a %s request of %d bytes; the agent serving %s reads at most %d per message (resolve so large an output on the journal of the stopped agent)",
 			journal.ErrInvalid, req.Op, len(b), cl.path, cl.info.MaxFrame)
 	}
-	// A connection quiet for half the agent's idle timeout may be closed
-	// by the agent while this request travels: use a new one.
+	// One quiet for half the agent's idle timeout may be closed meanwhile.
 	if idle := time.Duration(cl.info.IdleMS) * time.Millisecond; idle > 0 && time.Since(cl.c.used) > idle/2 {
 		cl.c.c.Close()
 		c, _, err := cl.connect(ctx)
@@ -279,9 +264,7 @@ func (cl *Client) Complete(context.Context, journal.Completion) (journal.Record,
 // Import is not served: stop the agent to import.
 func (cl *Client) Import(context.Context, journal.Record) error { return cl.notServed("import") }
 
-// Resolve asks the agent to settle a pending or unknown intent in its
-// journal (the agent's next call of the intent is answered with it), or
-// to record an approval or a rejection of one awaiting approval.
+// Resolve asks the agent to resolve an intent (see journal.Store).
 func (cl *Client) Resolve(ctx context.Context, key uuid.UUID, r journal.Resolution) (journal.Record, error) {
 	return cl.record(ctx, &request{Op: opResolve, Key: key.String(), Resolution: fromResolution(&r)})
 }
@@ -303,8 +286,7 @@ func (cl *Client) Stats(ctx context.Context) (journal.Stats, error) {
 	return resp.Stats.toStats()
 }
 
-// GC with DryRun counts what the agent's GC would remove; removing is not
-// served (stop the agent, or let it collect).
+// GC with DryRun counts what the agent's GC would remove.
 func (cl *Client) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResult, error) {
 	if !opts.DryRun {
 		return journal.GCResult{}, cl.notServed("gc")
@@ -319,59 +301,48 @@ func (cl *Client) GC(ctx context.Context, opts journal.GCOptions) (journal.GCRes
 	return journal.GCResult{Removed: resp.GC.Removed, KeptUnknown: resp.GC.KeptUnknown}, nil
 }
 
-// List yields the agent's records matching f, newest first, streamed on a
-// connection of its own (so the loop may call the Client's other methods).
+// List yields the agent's records matching f, on a connection of its own.
 func (cl *Client) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Record, error] {
 	return func(yield func(journal.Record, error) bool) {
-		c, _, err := cl.connect(ctx)
+		err := cl.stream(ctx, &request{Op: opList, Filter: fromFilter(&f)}, func(resp *response) (bool, error) {
+			if resp.Record == nil {
+				return resp.End, nil
+			}
+			r, err := resp.Record.ToRecord()
+			return !yield(r, err) || err != nil, nil
+		})
 		if err != nil {
 			yield(journal.Record{}, err)
-			return
-		}
-		defer c.c.Close()
-		stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
-		defer stop()
-		if err := c.enc.Encode(&request{Op: opList, Filter: fromFilter(&f)}); err != nil {
-			yield(journal.Record{}, cl.gone(err))
-			return
-		}
-		for {
-			var resp response
-			if err := c.decode(&resp); err != nil {
-				if ctx.Err() != nil {
-					err = ctx.Err()
-				} else {
-					err = cl.gone(err)
-				}
-				yield(journal.Record{}, err)
-				return
-			}
-			switch {
-			case resp.Error != nil:
-				yield(journal.Record{}, fromWire(resp.Error))
-				return
-			case resp.End:
-				return
-			case resp.Record != nil:
-				r, err := resp.Record.ToRecord()
-				if !yield(r, err) || err != nil {
-					return
-				}
-			}
 		}
 	}
 }
 
 // Events follows the agent's events on a connection of its own, calling
-// onEvent for each, in the order the agent observed them, and onDropped
-// (when not nil) with the count of events lost because the reader fell
-// behind. subscribed, when not nil, is called once the agent has
-// registered the subscription: every event after that moment follows.
-//
-// It returns nil when the agent closed its journal (it said bye),
-// ErrAgentGone when the connection ended without a bye (the agent died),
-// ctx's error when ctx ended, and onEvent's error if it returns one.
+// onEvent for each in order, onDropped (when not nil) with the count of
+// events lost to a slow reader, and subscribed (when not nil) once every
+// later event will follow. It returns nil when the agent said bye,
+// ErrAgentGone when the connection ended without one, ctx's error, or
+// onEvent's.
 func (cl *Client) Events(ctx context.Context, subscribed func(), onEvent func(Event) error, onDropped func(int)) error {
+	return cl.stream(ctx, &request{Op: opEvents}, func(resp *response) (bool, error) {
+		switch {
+		case resp.Subscribed:
+			if subscribed != nil {
+				subscribed()
+			}
+		case resp.Dropped > 0:
+			if onDropped != nil {
+				onDropped(resp.Dropped)
+			}
+		case resp.Event != nil:
+			return false, onEvent(*resp.Event)
+		}
+		return resp.Bye != "", nil
+	})
+}
+
+// stream sends req on a connection of its own and hands each response on.
+func (cl *Client) stream(ctx context.Context, req *request, each func(*response) (done bool, err error)) error {
 	c, _, err := cl.connect(ctx)
 	if err != nil {
 		return err
@@ -379,7 +350,7 @@ func (cl *Client) Events(ctx context.Context, subscribed func(), onEvent func(Ev
 	defer c.c.Close()
 	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if err := c.enc.Encode(&request{Op: opEvents}); err != nil {
+	if err := c.enc.Encode(req); err != nil {
 		return cl.gone(err)
 	}
 	for {
@@ -390,29 +361,16 @@ func (cl *Client) Events(ctx context.Context, subscribed func(), onEvent func(Ev
 			}
 			return cl.gone(err)
 		}
-		switch {
-		case resp.Error != nil:
+		if resp.Error != nil {
 			return fromWire(resp.Error)
-		case resp.Subscribed:
-			if subscribed != nil {
-				subscribed()
-			}
-		case resp.Dropped > 0:
-			if onDropped != nil {
-				onDropped(resp.Dropped)
-			}
-		case resp.Event != nil:
-			if err := onEvent(*resp.Event); err != nil {
-				return err
-			}
-		case resp.Bye != "":
-			return nil
+		}
+		if done, err := each(&resp); done || err != nil {
+			return err
 		}
 	}
 }
 
-// Close closes the shared connection. Calls after Close return
-// journal.ErrClosed.
+// Close closes the shared connection; later calls return ErrClosed.
 func (cl *Client) Close() error {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()

@@ -9,16 +9,14 @@ import (
 	"github.com/agentonce/agentonce/journal"
 )
 
-// Version is the protocol version this package speaks; both ends must
-// speak the same one.
+// Version is the protocol version this package speaks.
 const Version = 1
 
-// protocolName opens every hello, so that a stray peer is told apart from
-// an agent of another version.
+// protocolName opens every hello, to tell a stray peer apart.
 const protocolName = "agentonce-inspect"
 
-// SocketPath is where the agent whose journal is the bbolt file at
-// journalPath serves the protocol: the journal's path with ".sock" added.
+// SocketPath is where the agent of the bbolt journal at journalPath serves
+// the protocol: "<journal>.sock".
 func SocketPath(journalPath string) string { return journalPath + ".sock" }
 
 // hello opens a connection, from each end.
@@ -30,8 +28,7 @@ type hello struct {
 	Journal   string `json:"journal,omitempty"`
 	PID       int    `json:"pid,omitempty"`
 	Owner     string `json:"owner,omitempty"`
-	// The server's bounds (ServerOptions), so that a client can keep to
-	// them: the longest message it reads, and how long it waits for one.
+	// The server's bounds, for the client to keep to.
 	MaxFrame int        `json:"max_frame,omitempty"`
 	IdleMS   int64      `json:"idle_ms,omitempty"`
 	Error    *wireError `json:"error,omitempty"`
@@ -74,14 +71,12 @@ type wireError struct {
 	Message string `json:"message"`
 }
 
-// Record is a journal.Record on the wire, in journal's one JSON form
-// (journal.Record.MarshalJSON), which carries every field. It is decoded
-// by ToRecord, so that a record this version cannot read is an error of
-// that record, not of the connection.
+// Record is a journal.Record on the wire, in its JSON form, decoded by
+// ToRecord so that a record this version cannot read is an error of that
+// record, not of the connection.
 type Record struct{ json.RawMessage }
 
-// Resolution is a journal.Resolution on the wire; Fingerprint, in hex, is
-// the input an approval approves.
+// Resolution is a journal.Resolution on the wire.
 type Resolution struct {
 	State       string    `json:"state"`
 	Output      []byte    `json:"output"`
@@ -122,9 +117,7 @@ type GC struct {
 	KeptUnknown int `json:"kept_unknown"`
 }
 
-// Event is one step of one call of the agent, as the harness observed it
-// (harness.Event). Kind, Status, Source and Class are the names the
-// harness prints; empty when not set.
+// Event is a harness.Event on the wire, its kinds and classes by name.
 type Event struct {
 	Time     time.Time `json:"time"`
 	Kind     string    `json:"kind"`
@@ -159,9 +152,7 @@ func fromResolution(res *journal.Resolution) *Resolution {
 	return w
 }
 
-// ToRecord converts a wire record back; a field this version cannot read
-// (a state or effect kind it does not know) is an error wrapping
-// journal.ErrNewerVersion.
+// ToRecord converts a wire record back (journal.Record.UnmarshalJSON).
 func (w *Record) ToRecord() (journal.Record, error) {
 	var r journal.Record
 	if err := json.Unmarshal(w.RawMessage, &r); err != nil {
@@ -177,8 +168,7 @@ func (w *Resolution) toResolution() (journal.Resolution, error) {
 	}
 	res := journal.Resolution{State: st, Output: w.Output, Reason: w.Reason, By: w.By, At: w.At}
 	if w.Fingerprint != "" {
-		// The length first: hex.Decode panics on a short destination.
-		if len(w.Fingerprint) != 2*len(res.Fingerprint) {
+		if len(w.Fingerprint) != 2*len(res.Fingerprint) { // else hex.Decode panics
 			err = hex.ErrLength
 		} else {
 			_, err = hex.Decode(res.Fingerprint[:], []byte(w.Fingerprint))

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,35 +22,28 @@ import (
 
 // ServerOptions names the agent in its hello and bounds what a client may
 // make it hold. A nil *ServerOptions means the zero values; a zero bound
-// means its default (see the package doc, "Bounds").
+// means its default.
 type ServerOptions struct {
 	// Journal is the journal's path, as the hello reports it.
 	Journal string
 	// Owner is the harness's lease owner name.
 	Owner string
-	// OnResolve, when set, is told of every record a client resolved
-	// through the server, as stored, before the client is answered: for
-	// the process to say that the intent no longer needs a person. It must
-	// be quick.
+	// OnResolve, when set, is told of every record a client resolved, as
+	// stored, before the client is answered. It must be quick.
 	OnResolve func(ctx context.Context, rec journal.Record)
 
-	// MaxFrame bounds one message a client sends, in bytes, its newline
-	// not counted. A longer one is answered with an "invalid" error naming
-	// the bound, and the connection closed. Default DefaultMaxFrame.
+	// MaxFrame bounds one message a client sends, in bytes. Default
+	// DefaultMaxFrame.
 	MaxFrame int
-	// HandshakeTimeout bounds the time from accepting a connection to
-	// reading the client's hello. Default DefaultHandshakeTimeout.
+	// HandshakeTimeout bounds the wait for the client's hello. Default
+	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// IdleTimeout bounds the wait for the client's next request, and for
-	// the client to take any write the agent makes (an answer, an event).
-	// An event stream, on which the client sends nothing, is never idle by
-	// the first rule. Default DefaultIdleTimeout.
+	// the client to take a write. Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// MaxConns bounds the connections served at once. One more takes the
-	// place of the connection idle longest between requests (closed
-	// unanswered), or when none is, of the event stream followed longest;
-	// when every connection is greeting or answering, it is told "busy"
-	// (ErrBusy on the client) and closed. Default DefaultMaxConns.
+	// MaxConns bounds the connections served at once: one more takes the
+	// place of the one idle longest (or the oldest event stream), else is
+	// told ErrBusy. Default DefaultMaxConns.
 	MaxConns int
 }
 
@@ -64,35 +58,20 @@ const (
 // bounds returns opts's bounds with the defaults filled in.
 func (o *ServerOptions) bounds() ServerOptions {
 	b := *o
-	if b.MaxFrame <= 0 {
-		b.MaxFrame = DefaultMaxFrame
-	}
-	if b.HandshakeTimeout <= 0 {
-		b.HandshakeTimeout = DefaultHandshakeTimeout
-	}
-	if b.IdleTimeout <= 0 {
-		b.IdleTimeout = DefaultIdleTimeout
-	}
-	if b.MaxConns <= 0 {
-		b.MaxConns = DefaultMaxConns
-	}
+	b.MaxFrame = cmp.Or(max(b.MaxFrame, 0), DefaultMaxFrame)
+	b.HandshakeTimeout = cmp.Or(max(b.HandshakeTimeout, 0), DefaultHandshakeTimeout)
+	b.IdleTimeout = cmp.Or(max(b.IdleTimeout, 0), DefaultIdleTimeout)
+	b.MaxConns = cmp.Or(max(b.MaxConns, 0), DefaultMaxConns)
 	return b
 }
 
-// helloLimit bounds the client's hello, whatever MaxFrame says: it is a
-// few dozen bytes.
-const helloLimit = 4 << 10
+const (
+	helloLimit       = 4 << 10     // bounds the client's hello, whatever MaxFrame says
+	subscriberBuffer = 1024        // events a slow reader may fall behind before drops
+	byeWait          = time.Second // how long Close waits for a reader's last events
+)
 
-// subscriberBuffer is how many events a slow reader may fall behind before
-// events are dropped for it.
-const subscriberBuffer = 1024
-
-// byeWait bounds how long Close waits for an event reader to take its
-// last events and the bye.
-const byeWait = time.Second
-
-// Server serves the protocol for one journal at one socket. It is safe for
-// concurrent use.
+// Server serves one journal at one socket, safe for concurrent use.
 type Server struct {
 	store journal.Store
 	path  string
@@ -118,9 +97,8 @@ type serverConn struct {
 	c *net.UnixConn
 	w *deadlineWriter
 	// rank orders the connections a newcomer may close, the least first:
-	// when it turned idle (ns after epoch), a stream (Close lets it say
-	// bye) after every idle one; 0 while greeting or answering, never
-	// closed; -1 once closed to make room.
+	// when it turned idle (ns after epoch), streams after idle ones; 0
+	// while greeting or answering (never closed); -1 once closed.
 	rank atomic.Int64
 }
 
@@ -131,9 +109,7 @@ var epoch = time.Now()
 // idle ranks sc as idle from now, after offset.
 func (sc *serverConn) idle(offset int64) { sc.rank.Store(offset + 1 + int64(time.Since(epoch))) }
 
-// deadlineWriter gives every write to the connection a deadline of its
-// own, so that a client that stops reading is cut after that long, while
-// one that reads slowly is served.
+// deadlineWriter gives every write a deadline of its own.
 type deadlineWriter struct {
 	c     *net.UnixConn
 	limit atomic.Int64 // a time.Duration
@@ -149,10 +125,9 @@ type subscriber struct {
 	dropped atomic.Int64
 }
 
-// Listen serves store at the socket path. A stale socket there, left by an
-// agent that died (connecting to it is refused), is removed first; a live
-// one, or a file that is not a socket, is ErrSocketInUse. The socket is
-// made mode 0600.
+// Listen serves store at the socket path, mode 0600. A stale socket there
+// is removed first; a live one, or a file that is not a socket, is
+// ErrSocketInUse.
 func Listen(path string, store journal.Store, opts *ServerOptions) (*Server, error) {
 	if opts == nil {
 		opts = &ServerOptions{}
@@ -169,11 +144,7 @@ func Listen(path string, store journal.Store, opts *ServerOptions) (*Server, err
 	if err != nil {
 		return nil, fmt.Errorf("inspect: listen on %s: %w", path, err)
 	}
-	// Close removes the socket by its real path; the /proc one would be
-	// gone with the directory descriptor.
-	ln.SetUnlinkOnClose(false)
-	// The uid check is the guard; the mode keeps other users from even
-	// connecting once it is set.
+	ln.SetUnlinkOnClose(false) // Close removes it by its real path, not /proc's
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
 		os.Remove(path)
@@ -229,12 +200,10 @@ func removeStale(path string) error {
 // Path returns the socket's path.
 func (s *Server) Path() string { return s.path }
 
-// Subscribed reports whether any client follows the events: the caller
-// may skip building events nobody reads.
+// Subscribed reports whether any client follows the events.
 func (s *Server) Subscribed() bool { return s.nsubs.Load() > 0 }
 
-// Publish hands e to every client following the events. It never waits:
-// a client whose buffer is full loses e, and is told how many it lost.
+// Publish hands e to every follower without waiting; a full buffer drops it.
 func (s *Server) Publish(e Event) {
 	if !s.Subscribed() {
 		return
@@ -250,10 +219,8 @@ func (s *Server) Publish(e Event) {
 	}
 }
 
-// Close stops serving: it removes the socket, sends the clients following
-// events their last events and a bye (waiting at most a second for each),
-// cuts every other connection, and waits for its goroutines. Requests in
-// progress see their context end.
+// Close stops serving: it removes the socket, sends event followers a bye
+// (within byeWait), and cuts every other connection.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -262,9 +229,7 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	err := s.ln.Close()
-	// Another agent may have made a socket of its own there (if someone
-	// removed this journal and a new one was opened at its path): leave
-	// that one alone.
+	// Another agent's socket at the same path is left alone.
 	if fi, lerr := os.Lstat(s.path); lerr == nil && os.SameFile(fi, s.file) {
 		if rerr := os.Remove(s.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
 			err = rerr
@@ -296,9 +261,7 @@ func (s *Server) accept() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			// A transient failure (out of descriptors): back off briefly
-			// rather than spin, and go on serving.
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // transient (out of descriptors)
 			continue
 		}
 		sc := &serverConn{c: c, w: &deadlineWriter{c: c}}
@@ -312,10 +275,7 @@ func (s *Server) accept() {
 		if len(s.conns) >= s.lim.MaxConns && !s.makeRoom() {
 			s.mu.Unlock()
 			s.refuseBusy(c)
-			// A client that dials in a loop is refused at most this
-			// often; the others wait in the kernel's backlog meanwhile,
-			// costing the agent nothing.
-			time.Sleep(penalty / 10)
+			time.Sleep(penalty / 10) // a client dialling in a loop waits in the backlog
 			continue
 		}
 		s.conns[sc] = struct{}{}
@@ -325,8 +285,7 @@ func (s *Server) accept() {
 	}
 }
 
-// makeRoom closes the connection idle longest, or when none is idle the
-// stream followed longest; false when there is none. s.mu is held.
+// makeRoom closes the connection ranked least, if any; s.mu is held.
 func (s *Server) makeRoom() bool {
 	for {
 		var victim *serverConn
@@ -339,8 +298,7 @@ func (s *Server) makeRoom() bool {
 		if victim == nil {
 			return false
 		}
-		// Failing, it has just taken a request: look again.
-		if victim.rank.CompareAndSwap(best, -1) {
+		if victim.rank.CompareAndSwap(best, -1) { // else it just took a request: look again
 			delete(s.conns, victim)
 			victim.c.Close()
 			return true
@@ -348,9 +306,7 @@ func (s *Server) makeRoom() bool {
 	}
 }
 
-// refuseBusy tells a client beyond MaxConns so, without reading from it,
-// and closes its connection. The write goes to an empty socket buffer; the
-// deadline only guards against the unforeseen.
+// refuseBusy tells a client beyond MaxConns so, and closes it.
 func (s *Server) refuseBusy(c *net.UnixConn) {
 	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	b, _ := json.Marshal(hello{Protocol: protocolName, Version: Version, Error: &wireError{Code: codeBusy,
@@ -359,9 +315,7 @@ func (s *Server) refuseBusy(c *net.UnixConn) {
 	c.Close()
 }
 
-// penalty is how long a connection that broke a bound keeps its slot,
-// unread, before it is closed: a client that sends endless lines in a loop
-// makes the agent read MaxFrame bytes at most this often per slot.
+// penalty is how long a connection that broke a bound waits to be closed.
 const penalty = 100 * time.Millisecond
 
 // penalize waits out the penalty, or until Close.
@@ -377,8 +331,7 @@ func (s *Server) penalize() {
 // errFrameTooLong is a client message longer than its bound.
 var errFrameTooLong = errors.New("message too long")
 
-// readFrame reads one message: a line of at most limit bytes, its newline
-// not counted. Only limit bytes and the reader's buffer are ever held.
+// readFrame reads one line of at most limit bytes, its newline not counted.
 func readFrame(r *bufio.Reader, limit int) ([]byte, error) {
 	var line []byte
 	for {
@@ -398,8 +351,7 @@ func readFrame(r *bufio.Reader, limit int) ([]byte, error) {
 	}
 }
 
-// serve answers one connection: hello, then requests until the client
-// leaves or asks for events.
+// serve answers one connection: hello, then requests.
 func (s *Server) serve(sc *serverConn) {
 	defer s.wg.Done()
 	defer func() {
@@ -413,17 +365,15 @@ func (s *Server) serve(sc *serverConn) {
 	r := bufio.NewReaderSize(sc.c, 16<<10)
 	send := func(v any) bool { return enc.Encode(v) == nil }
 	flush := func() bool { return w.Flush() == nil }
-	// read reads one message into v, limit bytes at most, within the
-	// deadline. A message too long or not JSON is answered with an error
-	// (what the client reads first: a hello or a response) and ends the
-	// connection.
+	reply := func(v any) { send(v); flush() } // a last word before closing
+	// read reads one message into v; one too long or not JSON is answered
+	// with an error (by answer) and ends the connection.
 	read := func(v any, limit int, timeout time.Duration, answer func(*wireError) any) bool {
 		sc.c.SetReadDeadline(time.Now().Add(timeout))
 		line, err := readFrame(r, limit)
 		if errors.Is(err, errFrameTooLong) {
-			send(answer(&wireError{Code: "invalid", Message: fmt.Sprintf(
+			reply(answer(&wireError{Code: "invalid", Message: fmt.Sprintf(
 				"inspect: a message longer than %d bytes; the agent reads at most that many per line", limit)}))
-			flush()
 			s.penalize()
 			return false
 		}
@@ -431,8 +381,7 @@ func (s *Server) serve(sc *serverConn) {
 			return false
 		}
 		if err := json.Unmarshal(line, v); err != nil {
-			send(answer(&wireError{Code: "invalid", Message: fmt.Sprintf("inspect: a message that is not one JSON object on one line: %v", err)}))
-			flush()
+			reply(answer(&wireError{Code: "invalid", Message: fmt.Sprintf("inspect: a message that is not one JSON object on one line: %v", err)}))
 			return false
 		}
 		return true
@@ -446,8 +395,7 @@ func (s *Server) serve(sc *serverConn) {
 		if err != nil {
 			msg = "refused: cannot tell the client's user: " + err.Error()
 		}
-		send(hello{Protocol: protocolName, Version: Version, Error: &wireError{Code: codeRefused, Message: msg}})
-		flush()
+		reply(helloError(&wireError{Code: codeRefused, Message: msg}))
 		return
 	}
 	var hi hello
@@ -455,14 +403,11 @@ func (s *Server) serve(sc *serverConn) {
 		return
 	}
 	if hi.Protocol != protocolName || hi.Version != Version {
-		send(hello{Protocol: protocolName, Version: Version, Error: &wireError{Code: codeVersion,
-			Message: fmt.Sprintf("the agent speaks inspection protocol %s version %d; the client spoke %q version %d",
-				protocolName, Version, hi.Protocol, hi.Version)}})
-		flush()
+		reply(helloError(&wireError{Code: codeVersion, Message: fmt.Sprintf("the agent speaks inspection protocol %s version %d; the client spoke %q version %d",
+			protocolName, Version, hi.Protocol, hi.Version)}))
 		return
 	}
-	// Idle before the hello goes out: of clients greeted in turn, the first ranks least.
-	sc.idle(0)
+	sc.idle(0) // before the hello: of clients greeted in turn, the first ranks least
 	if !send(s.info) || !flush() {
 		return
 	}
@@ -471,8 +416,7 @@ func (s *Server) serve(sc *serverConn) {
 		if !read(&req, s.lim.MaxFrame, s.lim.IdleTimeout, responseError) {
 			return
 		}
-		// Closed to make room: the store never sees the request.
-		if sc.rank.Swap(0) < 0 {
+		if sc.rank.Swap(0) < 0 { // closed to make room
 			return
 		}
 		if req.Op == opEvents {
@@ -486,8 +430,7 @@ func (s *Server) serve(sc *serverConn) {
 	}
 }
 
-// answer writes the response to one request; false when the client is
-// gone.
+// answer writes the response to one request; false when the client left.
 func (s *Server) answer(req *request, send func(any) bool) bool {
 	fail := func(err error) bool { return send(response{Error: toWire(err)}) }
 	ctx := s.ctx
@@ -549,8 +492,7 @@ func (s *Server) answer(req *request, send func(any) bool) bool {
 	return fail(fmt.Errorf("%w: unknown request %q", journal.ErrInvalid, req.Op))
 }
 
-// streamEvents turns the connection into an event stream until the client
-// leaves or the server closes.
+// streamEvents turns the connection into an event stream.
 func (s *Server) streamEvents(sc *serverConn, enc *json.Encoder, w *bufio.Writer) {
 	sub := &subscriber{ch: make(chan Event, subscriberBuffer)}
 	s.mu.Lock()
@@ -568,9 +510,7 @@ func (s *Server) streamEvents(sc *serverConn, enc *json.Encoder, w *bufio.Writer
 		s.nsubs.Add(-1)
 		s.mu.Unlock()
 	}()
-	// The client sends nothing more: a read returns when it leaves, or
-	// when it sends something it should not, which ends the stream too.
-	// The stream may be quiet for as long as the agent makes no calls.
+	// A read returns when the client leaves (or sends what it should not).
 	sc.c.SetReadDeadline(time.Time{})
 	gone := make(chan struct{})
 	go func() {
@@ -589,8 +529,6 @@ func (s *Server) streamEvents(sc *serverConn, enc *json.Encoder, w *bufio.Writer
 		}
 		return true
 	}
-	// Say so once subscribed, so that a client knows the events of calls
-	// made from now on will reach it.
 	if enc.Encode(response{Subscribed: true}) != nil || w.Flush() != nil {
 		return
 	}

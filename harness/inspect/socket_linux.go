@@ -12,8 +12,7 @@ import (
 // 108 bytes with the terminating NUL).
 const maxSocketPath = 107
 
-// peerUID returns the uid of the process at the other end of c, as the
-// kernel recorded it when the connection was made (SO_PEERCRED).
+// peerUID returns the uid at the other end of c (SO_PEERCRED).
 func peerUID(c *net.UnixConn) (uid int, known bool, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
@@ -32,10 +31,9 @@ func peerUID(c *net.UnixConn) (uid int, known bool, err error) {
 	return int(cred.Uid), true, nil
 }
 
-// reachable returns a path that bind and connect accept for path: path
-// itself when it is short enough, else the same file reached through an
-// open descriptor of its directory (/proc/self/fd/N/name), which done
-// closes once the call is made.
+// reachable returns a path bind and connect accept for path: itself, or
+// through its directory's descriptor (/proc/self/fd/N/name), closed by
+// done.
 func reachable(path string) (p string, done func(), err error) {
 	if len(path) <= maxSocketPath {
 		return path, func() {}, nil

@@ -20,16 +20,9 @@ import (
 // an inbox processes at most once.
 type EventID func(r *http.Request, body []byte) (string, error)
 
-// New returns a Middleware for an endpoint that receives triggers:
-// webhook deliveries or queue messages, each carrying an event id that id
-// extracts (StripeEvent, GitHubDelivery, HeaderEvent). Every request must
-// carry one; the handler runs at most once per id, a redelivery of a
-// processed event gets the stored answer again, and a redelivery while the
-// first is being processed gets 409 with Retry-After: a sender that
-// retries on any non-2xx (Stripe) redelivers later and then gets the
-// stored answer, and nothing is acknowledged before it is committed. On
-// PostgreSQL set opts.InTx so that the handler's writes and the inbox
-// record commit in one transaction. opts may be nil; its Key is replaced.
+// New returns a Middleware that runs the handler at most once per event
+// id, which id extracts from each delivery (every one must carry one).
+// opts may be nil; its Key is replaced.
 func New(store journal.Store, id EventID, opts *idempotency.Options) (*idempotency.Middleware, error) {
 	if id == nil {
 		return nil, errors.New("inbox.New: nil EventID")
@@ -42,8 +35,7 @@ func New(store journal.Store, id EventID, opts *idempotency.Options) (*idempoten
 	return idempotency.New(store, &o)
 }
 
-// HeaderEvent takes the event id from a request header (a queue's message
-// id, say).
+// HeaderEvent takes the event id from a request header.
 func HeaderEvent(name string) EventID {
 	return func(r *http.Request, _ []byte) (string, error) {
 		v := r.Header.Get(name)
@@ -68,14 +60,12 @@ func GitHubDelivery(secret string) EventID {
 	}
 }
 
-// DefaultStripeTolerance is how old a Stripe-Signature timestamp may be,
-// as Stripe's own libraries allow.
+// DefaultStripeTolerance is how old a Stripe-Signature timestamp may be.
 const DefaultStripeTolerance = 5 * time.Minute
 
-// StripeEvent takes the event id ("evt_…", the body's "id") from a Stripe
-// webhook after checking its Stripe-Signature header: an HMAC-SHA256 with
-// the endpoint's signing secret of the timestamp, a dot and the body, no
-// older than tolerance (zero means DefaultStripeTolerance).
+// StripeEvent takes the event id ("evt_…") from a Stripe webhook after
+// checking its Stripe-Signature, no older than tolerance (zero means
+// DefaultStripeTolerance).
 func StripeEvent(secret string, tolerance time.Duration) EventID {
 	if tolerance <= 0 {
 		tolerance = DefaultStripeTolerance

@@ -3,11 +3,9 @@
 //
 //	h := harness.New(memory.New(nil), nil)
 //
-// It keeps the contract of journal.Store, and passes the conformance suite,
-// except durability: nothing outlives the process. Records are kept in
-// their binary form, as the bbolt store keeps them, so a caller never
-// shares memory with the store. It is not registered with journal.Open: a
-// journal that has no location is made with New.
+// It keeps journal.Store's contract but durability. Records are kept in
+// their binary form, so a caller never shares memory with the store. It
+// is not registered with journal.Open.
 //
 // # Caveats
 //

@@ -15,13 +15,7 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// Store is a journal.Store that keeps everything in maps: for tests and for
-// ephemeral agents whose journal may die with the process. It has the same
-// semantics as the bbolt store except durability. It is safe for concurrent
-// use.
-//
-// Records are kept encoded, as the bbolt store keeps them, so callers never
-// share memory with the store and the encoding is exercised by every test.
+// Store is a journal.Store in a map, safe for concurrent use.
 type Store struct {
 	ns       uuid.UUID
 	now      func() time.Time
@@ -34,9 +28,7 @@ type Store struct {
 
 var _ journal.Store = (*Store)(nil)
 
-// New returns an empty in-memory store. Its namespace is opts.Namespace,
-// or random when that is zero; opts.Now is its clock and opts.ReadOnly
-// makes every write fail. A nil opts means defaults.
+// New returns an empty in-memory store as opts says (nil means defaults).
 func New(opts *journal.Options) *Store {
 	var o journal.Options
 	if opts != nil {
@@ -52,8 +44,7 @@ func New(opts *journal.Options) *Store {
 	return m
 }
 
-// Now returns the store's clock (journal.Options.Now), by which it judges leases
-// and expiry.
+// Now returns the store's clock (journal.Options.Now).
 func (m *Store) Now() time.Time { return m.now() }
 
 // Namespace returns the store's UUIDv5 namespace.
@@ -77,8 +68,7 @@ func (m *Store) put(r *journal.Record) {
 	m.records[r.Key] = codec.Encode(nil, r)
 }
 
-// lockWrite takes the write lock for a mutating call, lockRead the read
-// lock; neither is held when they fail.
+// lockWrite and lockRead take the lock; neither holds it when they fail.
 func (m *Store) lockWrite(ctx context.Context) error { return m.lock(ctx, m.mu.Lock, m.mu.Unlock) }
 func (m *Store) lockRead(ctx context.Context) error  { return m.lock(ctx, m.mu.RLock, m.mu.RUnlock) }
 
@@ -214,8 +204,7 @@ func (m *Store) Get(ctx context.Context, key uuid.UUID) (journal.Record, error) 
 	return *r, nil
 }
 
-// List yields the records matching f, newest first. It scans every record:
-// the memory store is meant for small journals.
+// List yields the records matching f, newest first.
 func (m *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Record, error] {
 	return func(yield func(journal.Record, error) bool) {
 		if err := m.lockRead(ctx); err != nil {
@@ -280,8 +269,7 @@ func (m *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 	return res, nil
 }
 
-// Stats counts the store's records. SizeBytes is the total size of the
-// encoded records.
+// Stats counts the store's records; SizeBytes is their encoded size.
 func (m *Store) Stats(ctx context.Context) (journal.Stats, error) {
 	if err := m.lockRead(ctx); err != nil {
 		return journal.Stats{}, err
@@ -339,7 +327,5 @@ func (m *Store) Close() error {
 	return nil
 }
 
-// LocalReads reports that a read of this store costs about a microsecond,
-// less than joining a flight: the harness then answers a re-issued settled
-// call by one read before anything else.
+// LocalReads reports that a read of this store is cheap (see harness).
 func (m *Store) LocalReads() bool { return true }

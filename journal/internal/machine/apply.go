@@ -11,10 +11,6 @@ import (
 	"github.com/agentonce/agentonce/journal/reissue"
 )
 
-// This file is the transitions of a record the caller owns (attempt,
-// renewal, completion) or an operator settles, and the check of a record
-// given to Import.
-
 // fence checks that cur is pending and owned by token.
 func fence(cur *journal.Record, key uuid.UUID, token uint64) error {
 	if cur.State != journal.StatePending || cur.Lease.Token != token {
@@ -31,8 +27,7 @@ func closeAttempt(r *journal.Record, now time.Time, class, msg string) {
 	}
 }
 
-// ApplyAttempt returns cur with the attempt of req started, or journal.ErrFenced.
-// It does not modify cur.
+// ApplyAttempt returns cur with req's attempt started, or ErrFenced.
 func ApplyAttempt(cur *journal.Record, req *journal.AttemptRequest, now time.Time) (journal.Record, error) {
 	if err := fence(cur, req.Key, req.Token); err != nil {
 		return journal.Record{}, err
@@ -57,9 +52,8 @@ func ValidateRenew(req *journal.RenewRequest) error {
 }
 
 // ApplyRenew returns cur with its lease extended from now by req, or
-// journal.ErrFenced. An owner whose lease expired but that nobody took over may
-// renew it: its token is still the record's. Renewal is not a change of
-// state: Updated stays. It does not modify cur.
+// ErrFenced; an expired lease nobody took over may be renewed. Updated
+// stays.
 func ApplyRenew(cur *journal.Record, req *journal.RenewRequest, now time.Time) (journal.Record, error) {
 	if err := fence(cur, req.Key, req.Token); err != nil {
 		return journal.Record{}, err
@@ -81,8 +75,7 @@ func ValidateCompletion(c *journal.Completion) error {
 	return nil
 }
 
-// ApplyCompletion returns cur settled by c, or journal.ErrFenced. It does not
-// modify cur.
+// ApplyCompletion returns cur settled by c, or ErrFenced.
 func ApplyCompletion(cur *journal.Record, c *journal.Completion, now time.Time) (journal.Record, error) {
 	if err := fence(cur, c.Key, c.Token); err != nil {
 		return journal.Record{}, err
@@ -99,17 +92,10 @@ func ApplyCompletion(cur *journal.Record, c *journal.Completion, now time.Time) 
 	return r, nil
 }
 
-// settledExpiry is the expiry of cur settled at now. An outcome is kept
-// for its TTL from the record's creation and, whatever the tool's time,
-// for at least half its TTL after it is known: when less than that is
-// left (a tool slower than its record's TTL, renewing its lease, or one
-// settling near the end of it), the record is kept for its TTL again from
-// now, so that the retries of a late outcome are answered, not run again.
-// Its TTL is read as Expires - Created, which a lease that outlived the
-// TTL has lengthened (coverLease): longer, never shorter. Otherwise the
-// expiry stays, and a store's expiry index is not touched. A zero Expires
-// (no TTL) stays zero. journal/postgres, which settles a record in its own
-// statements, computes the same.
+// settledExpiry is the expiry of cur settled at now: when less than half
+// its TTL (Expires - Created) is left, a TTL from now, so that the retries
+// of a late outcome are answered; else unchanged. journal/postgres
+// computes the same in SQL.
 func settledExpiry(cur *journal.Record, now time.Time) time.Time {
 	if cur.Expires.IsZero() {
 		return cur.Expires
@@ -121,8 +107,7 @@ func settledExpiry(cur *journal.Record, now time.Time) time.Time {
 	return cur.Expires
 }
 
-// ValidateResolution checks an operator's verdict on key, or an
-// approver's decision, before anything is read.
+// ValidateResolution checks a verdict or an approver's decision on key.
 func ValidateResolution(key uuid.UUID, res *journal.Resolution) error {
 	switch {
 	case res.State < journal.StatePending || res.State > journal.StateSuppressed:
@@ -135,8 +120,7 @@ func ValidateResolution(key uuid.UUID, res *journal.Resolution) error {
 	return nil
 }
 
-// ApplyResolution returns cur settled by an operator, or journal.ErrInvalid or
-// journal.ErrNotResolvable. It does not modify cur.
+// ApplyResolution returns cur settled by an operator, or why it cannot be.
 func ApplyResolution(cur *journal.Record, res journal.Resolution, now time.Time) (journal.Record, error) {
 	if err := ValidateResolution(cur.Key, &res); err != nil {
 		return journal.Record{}, err
@@ -162,12 +146,10 @@ func ApplyResolution(cur *journal.Record, res journal.Resolution, now time.Time)
 	} else {
 		r.ErrorClass, r.ErrorMessage = journal.ClassResolved, res.Reason
 	}
-	// The old owner, if alive, must not overwrite the verdict.
-	r.Lease.Token++
+	r.Lease.Token++ // fences the old owner
 	r.Lease.Expires = now
 	r.Updated = now
-	// Keep the record as long again from the verdict as it was kept from
-	// its creation: an operator's answer must outlive the retries it ends.
+	// Kept its TTL again from the verdict, to outlive the retries it ends.
 	if exp := now.Add(cur.Expires.Sub(cur.Created)); exp.After(r.Expires) {
 		r.Expires = exp
 	}
@@ -175,10 +157,9 @@ func ApplyResolution(cur *journal.Record, res journal.Resolution, now time.Time)
 }
 
 // applyDecision returns cur, awaiting approval, approved once more or
-// rejected by res; or journal.ErrNotResolvable past its deadline, once
-// approved, or for a verdict (nothing ran, so there is nothing to settle);
-// or journal.ErrInvalid for an approval of another input or a second one
-// by the same approver.
+// rejected by res; ErrNotResolvable past its deadline, once approved, or
+// for a verdict; ErrInvalid for an approval of another input or a second
+// one by the same approver.
 func applyDecision(cur *journal.Record, res journal.Resolution, now time.Time) (journal.Record, error) {
 	a := cur.Approval
 	switch {
@@ -206,8 +187,7 @@ func applyDecision(cur *journal.Record, res journal.Resolution, now time.Time) (
 	return r, nil
 }
 
-// ValidateImport checks a record given to Import (validate), its error
-// prefixed with the operation.
+// ValidateImport checks a record given to Import.
 func ValidateImport(r *journal.Record) error {
 	if err := validate(r); err != nil {
 		return fmt.Errorf("import: %w", err)

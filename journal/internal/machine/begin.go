@@ -2,6 +2,7 @@ package machine
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -13,49 +14,38 @@ import (
 	"github.com/agentonce/agentonce/keyderive"
 )
 
-// This file is Begin's decision and the suppression guard.
-
-// fingerprintsDiffer reports a payload mismatch. A zero fingerprint on
-// either side means "not computed" and matches anything.
+// fingerprintsDiffer reports a mismatch; a zero fingerprint matches all.
 func fingerprintsDiffer(r *journal.Record, req *journal.BeginRequest) bool {
 	return !r.Fingerprint.IsZero() && !req.Fingerprint.IsZero() && r.Fingerprint != req.Fingerprint
 }
 
-// BeginDecision is what DecideBegin chose for one Begin. A store carries
-// it out in the atomic step in which it read the current record.
+// BeginDecision is what DecideBegin chose, for the store to carry out.
 type BeginDecision struct {
-	// Result is Begin's answer, unless Guard applies and the guard blocks.
+	// Result is Begin's answer, unless the guard blocks.
 	Result journal.BeginResult
-	// Write, when non-nil, is the record to store under the request's key
-	// before answering Result.
+	// Write, when non-nil, is the record to store under the request's key.
 	Write *journal.Record
-	// Guard says that Result would let the tool run: before writing, the
-	// store must look for a suppressed record under another key that
-	// GuardBlocks the request and, if it finds one, answer
-	// journal.BeginResult{Outcome: journal.Guarded, Record: that record} and write nothing.
+	// Guard says that Result would let the tool run: a suppressed record
+	// under another key that GuardBlocks the request is answered Guarded
+	// instead, and nothing is written.
 	Guard bool
-	// Suppress, set with a journal.Mismatch, is the suppression that arms the guard
-	// for the rest of the caller's scope: a suppressed record of the
-	// caller's intent and fingerprint under MismatchKey. The store writes
-	// PlaceSuppression's answer for it, durably, in the same atomic step as
-	// the decision, before answering.
+	// Suppress, set with a Mismatch, is the suppression that arms the
+	// guard, under MismatchKey: the store writes PlaceSuppression's answer
+	// for it, durably, in the same step.
 	Suppress *journal.Record
-	// Durable says Write must be durable whatever the request says: a
-	// retaken record replaces a settled one, which a store may answer from
-	// its file without looking further.
+	// Durable says Write must be durable whatever the request says (a
+	// retaken record replaces a settled one).
 	Durable bool
 }
 
-// MismatchKey is the key under which a Begin that answered journal.Mismatch for key
-// records its suppression of the caller's fingerprint fp: the UUIDv5 of fp
-// in the namespace key. A repeated mismatch of the same payload derives the
-// same key, and so finds the suppression it recorded.
+// MismatchKey is the key under which a Begin that answered Mismatch for
+// key records its suppression of fingerprint fp: the UUIDv5 of fp in the
+// namespace key, so a repeated mismatch finds it.
 func MismatchKey(key uuid.UUID, fp keyderive.Fingerprint) uuid.UUID {
 	return uuid.NewSHA1(key, fp[:])
 }
 
-// mismatchRecord is the suppression of req, whose key holds another
-// fingerprint. Nothing ran: it has no attempt.
+// mismatchRecord is the suppression of req, with no attempt.
 func mismatchRecord(req *journal.BeginRequest, now time.Time) journal.Record {
 	return journal.Record{
 		Version:      journal.SchemaVersion,
@@ -74,11 +64,9 @@ func mismatchRecord(req *journal.BeginRequest, now time.Time) journal.Record {
 	}
 }
 
-// PlaceSuppression returns the record a store writes for a decision's
-// Suppress, given the record cur it holds under Suppress's key (nil when
-// none): nil when a live record already holds that key, which makes a
-// repeated mismatch write nothing; else s, with a token above an expired
-// record's.
+// PlaceSuppression returns the record to write for a decision's Suppress s,
+// given cur, the record under its key (nil when none): nil when cur is
+// live, else s with a token above cur's.
 func PlaceSuppression(cur, s *journal.Record, now time.Time) *journal.Record {
 	if cur == nil {
 		return s
@@ -92,9 +80,7 @@ func PlaceSuppression(cur, s *journal.Record, now time.Time) *journal.Record {
 }
 
 // DecideBegin decides Begin for the current record cur of req.Key (nil
-// when there is none) at now. It is for store implementations: the
-// decision is the same in every store, and only how it is made atomic and
-// durable differs. It does not modify cur, and calls req.Retake on a copy.
+// when none) at now. It does not modify cur.
 func DecideBegin(cur *journal.Record, req *journal.BeginRequest, now time.Time) BeginDecision {
 	var prevToken uint64
 	var step reissue.Step
@@ -102,8 +88,7 @@ func DecideBegin(cur *journal.Record, req *journal.BeginRequest, now time.Time) 
 		step = reissue.Of(cur, req.Effect, now)
 	}
 	if step == reissue.Anew {
-		// An expired record is absent for Begin. Its token is carried on so
-		// that a late owner of the old record is fenced.
+		// Absent for Begin; its token goes on, so a late owner is fenced.
 		prevToken = cur.Lease.Token
 		cur = nil
 	}
@@ -137,14 +122,10 @@ func DecideBegin(cur *journal.Record, req *journal.BeginRequest, now time.Time) 
 			return BeginDecision{Result: journal.BeginResult{Outcome: journal.Answered, Record: *cur}}
 		}
 		retaken = true
-	case step == reissue.Wait:
-		// A pending record with a live owner, or an earlier attempt the
-		// downstream may still be acting on: nobody runs or reconciles the
-		// intent meanwhile.
+	case step == reissue.Wait: // a live owner, or an open settle window
 		return BeginDecision{Result: journal.BeginResult{Outcome: journal.Held, Record: *cur}}
 	}
-	// Taken over: a pending record whose lease expired, or a settled one
-	// that req.Retake asked for. The attempts are kept; the outcome goes.
+	// Taken over: the attempts are kept, the outcome goes.
 	r := cloneRecord(cur)
 	r.State = journal.StatePending
 	r.Output, r.ErrorClass, r.ErrorMessage, r.Resolution = nil, "", "", nil
@@ -163,14 +144,9 @@ func DecideBegin(cur *journal.Record, req *journal.BeginRequest, now time.Time) 
 }
 
 // awaitApproval turns r, the new record of req, into an intent awaiting
-// req.Approvals approvers: nothing runs, and Begin answers Held. It is
-// kept a TTL past its deadline, so that a call after the deadline is
-// answered that it expired rather than asking anew.
+// approval, kept a TTL past its deadline.
 func awaitApproval(r *journal.Record, req *journal.BeginRequest, now time.Time) BeginDecision {
-	ttl := req.ApprovalTTL
-	if ttl <= 0 {
-		ttl = recordTTL(req.RecordTTL)
-	}
+	ttl := cmp.Or(max(req.ApprovalTTL, 0), recordTTL(req.RecordTTL))
 	r.State, r.Attempts = journal.StateAwaiting, nil
 	r.Lease.Expires = now
 	r.Approval = &journal.Approval{Need: req.Approvals, Deadline: now.Add(ttl)}
@@ -186,8 +162,7 @@ func settle(r *journal.Record, st journal.State, class, msg string, now time.Tim
 	r.Updated = now
 }
 
-// retake asks req.Retake about a settled record, on a deep copy so that the
-// callback cannot change the store's record or the answer.
+// retake asks req.Retake about a settled record, on a deep copy.
 func retake(cur *journal.Record, req *journal.BeginRequest) bool {
 	if req.Retake == nil {
 		return false
@@ -215,25 +190,12 @@ func cloneRecord(r *journal.Record) journal.Record {
 	return c
 }
 
-// LeaseTTL is the lease a request's LeaseTTL field asks for: d, or
-// journal.DefaultLeaseTTL when d is not positive.
-func LeaseTTL(d time.Duration) time.Duration {
-	if d <= 0 {
-		return journal.DefaultLeaseTTL
-	}
-	return d
-}
+// LeaseTTL is d, or journal.DefaultLeaseTTL when d is not positive.
+func LeaseTTL(d time.Duration) time.Duration { return cmp.Or(max(d, 0), journal.DefaultLeaseTTL) }
 
-func recordTTL(d time.Duration) time.Duration {
-	if d <= 0 {
-		return journal.DefaultTTL
-	}
-	return d
-}
+func recordTTL(d time.Duration) time.Duration { return cmp.Or(max(d, 0), journal.DefaultTTL) }
 
-// newRecord is the record a Begin starts, with its first attempt. The
-// record and the attempt's array are one allocation (begun): a new
-// intent's Begin is on every new call's path.
+// newRecord is a new record and its first attempt, in one allocation.
 func newRecord(req *journal.BeginRequest, now time.Time, token uint64) *journal.Record {
 	b := new(begun)
 	b.rec = journal.Record{
@@ -261,12 +223,8 @@ type begun struct {
 	att [1]journal.Attempt
 }
 
-// coverLease keeps a pending record at least until its lease ends: a
-// lease longer than the record's TTL, or renewed past it (a tool slower
-// than its TTL), moves the record's expiry with it. A pending record never
-// expires (journal.Expired); this keeps what validate checks, that no lease
-// outlives its record, true of every record the machine writes. A record
-// with no expiry (zero, from an older journal) keeps none.
+// coverLease moves a record's expiry to its lease's end when the lease
+// outlives it (validate checks that none does); a zero expiry stays.
 func coverLease(r *journal.Record) {
 	if !r.Expires.IsZero() && r.Lease.Expires.After(r.Expires) {
 		r.Expires = r.Lease.Expires
@@ -282,12 +240,8 @@ func settleAt(start time.Time, d time.Duration) time.Time {
 }
 
 // GuardBlocks reports whether the record s, found under another key,
-// blocks req: the suppression guard's rule and scope, in one place. A live
-// suppressed record of the same tenant, session and tool blocks within
-// req.Guard's scope (the same turn for journal.GuardTurn, the whole session for
-// journal.GuardSession, nothing for journal.GuardOff). DecideBegin asks for it (Guard) on
-// every path that could let the tool run: a new record, a takeover, a
-// retake.
+// blocks req: a live suppressed record of the same tenant, session and
+// tool, within req.Guard's scope (turn or session).
 func GuardBlocks(s *journal.Record, req *journal.BeginRequest, now time.Time) bool {
 	if s.State != journal.StateSuppressed || s.Key == req.Key || journal.Expired(s, now) {
 		return false

@@ -10,13 +10,8 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/codec"
 )
 
-// This file is what makes every store's List, Stats and GC agree.
-
-// Expires reports whether records in state st expire with their TTL
-// (succeeded, failed, suppressed); unknown and pending never do. It is the
-// rule of journal.Expired for a store that keeps a record's state and
-// expiry apart from the record (the bbolt store's index); a test holds the
-// two equal.
+// Expires reports whether records in state st expire with their TTL, for
+// a store that indexes state and expiry apart from the record (bbolt).
 func Expires(st journal.State) bool {
 	return st == journal.StateSucceeded || st == journal.StateFailed || st == journal.StateSuppressed
 }
@@ -37,8 +32,7 @@ func MatchFilter(r *journal.Record, f *journal.Filter) bool {
 	return true
 }
 
-// NewerFirst orders records by Created descending, then key, so that List
-// is deterministic.
+// NewerFirst orders records by Created descending, then key.
 func NewerFirst(a, b *journal.Record) int {
 	if c := b.Created.Compare(a.Created); c != 0 {
 		return c
@@ -69,12 +63,12 @@ func AddStats(s *journal.Stats, r *journal.Record, now time.Time) {
 	}
 }
 
-// Overdue reports whether r is past its TTL but kept because its outcome
-// is not known: an unknown or pending record that waits for an operator.
+// Overdue reports whether r is past its TTL but kept, its outcome unknown.
 func Overdue(r *journal.Record, now time.Time) bool {
 	return !r.Expires.IsZero() && !now.Before(r.Expires) && !journal.Expired(r, now)
 }
 
+// NewStats returns empty Stats for AddStats.
 func NewStats() journal.Stats {
 	return journal.Stats{ByState: map[journal.State]int{}, ByTool: map[string]int{}}
 }

@@ -9,21 +9,13 @@ import (
 	"github.com/google/uuid"
 )
 
-// maxToken bounds a fencing token a record may hold: every transition adds
-// one, so a token near 2^64 would wrap to a value an old owner held.
+// maxToken bounds a fencing token, far from wrapping to an old one.
 const maxToken = 1 << 62
 
 // validate reports why r is a record the state machine could not have
-// produced (an error wrapping journal.ErrInvalid, or journal.ErrNewerVersion
-// for a newer schema), or nil. Every store's Import refuses such a record
-// (ValidateImport), so that a damaged or hand-made export can never become
-// an answer or a lease.
-//
-// It checks what every transition keeps: times that are set and in order,
-// a lease that ends with a settled outcome and never outlives its record,
-// attempts that start after the record and end after they start (only a
-// pending record's last one may still be open), a resolution only on a
-// settled success or failure, and a token far from overflow.
+// produced (an error wrapping ErrInvalid, or ErrNewerVersion), or nil:
+// Import refuses such a record, so that a damaged export never becomes an
+// answer or a lease.
 func validate(r *journal.Record) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: record %s: %s", journal.ErrInvalid, r.Key, fmt.Sprintf(format, args...))
@@ -103,9 +95,7 @@ func validApproval(r *journal.Record) error {
 	return nil
 }
 
-// validAttempts checks the attempts' times and order. Only the suppression
-// of a payload mismatch, and an intent that awaited approval and has not
-// started, have none: nothing ran.
+// validAttempts checks the attempts' times and order.
 func validAttempts(r *journal.Record, bad func(string, ...any) error) error {
 	if len(r.Attempts) == 0 {
 		if r.State == journal.StateSuppressed && r.ErrorClass == journal.ClassMismatch || r.Approval != nil {
