@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T, opts *journal.Options) journal.St
 		{"Resolve", testResolve},
 		{"Approval", testApproval},
 		{"ApprovalRejectAndExpire", testApprovalRejectAndExpire},
+		{"ApprovalGC", testApprovalGC},
 		{"TTLExpiry", testTTLExpiry},
 		{"LateOutcome", testLateOutcome},
 		{"GC", testGC},
@@ -739,6 +740,25 @@ func testApprovalRejectAndExpire(e *env) {
 		}
 		e.same("Get after the deadline", e.get(r.Key), got)
 		e.same("Begin again after the deadline", e.begin(r, journal.Answered).Record, got)
+	}
+}
+
+// An intent that awaited approval and is past its TTL (a TTL past its
+// deadline) expires like a settled one: nothing ran. GC removes it, and
+// a call made again is a new intent that asks again.
+func testApprovalGC(e *env) {
+	req := e.awaiting("gc")
+	req.RecordTTL = time.Hour
+	e.begin(req, journal.Held)
+	e.clk.Advance(2 * time.Hour)
+	got, err := e.s.GC(e.ctx, journal.GCOptions{})
+	if err != nil || got.Removed != 1 {
+		e.t.Fatalf("GC past an awaiting record's TTL = %+v, %v; want it removed", got, err)
+	}
+	_, err = e.s.Get(e.ctx, req.Key)
+	e.wantErr("Get after GC", err, journal.ErrNotFound)
+	if r := e.begin(req, journal.Held).Record; r.State != journal.StateAwaiting || len(r.Approval.Given) != 0 {
+		e.t.Fatalf("Begin after GC = %+v; want a new intent awaiting approval", r)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 // Expires reports whether records in state st expire with their TTL, for
 // a store that indexes state and expiry apart from the record (bbolt).
 func Expires(st journal.State) bool {
-	return st == journal.StateSucceeded || st == journal.StateFailed || st == journal.StateSuppressed
+	return st == journal.StateSucceeded || st == journal.StateFailed || st == journal.StateSuppressed || st == journal.StateAwaiting
 }
 
 // MatchFilter reports whether r passes f, by every field.
