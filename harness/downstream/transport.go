@@ -78,12 +78,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return base.RoundTrip(r2)
 	}
 	var writes atomic.Int32 // a second write is net/http's resend
+	// A resend is known by its connection, asked for after a write: it may
+	// fail before writing anything (its dial refused), and its error, "not
+	// executed", is not the first send's.
 	r2 = r2.WithContext(httptrace.WithClientTrace(r2.Context(), &httptrace.ClientTrace{
-		WroteRequest: func(httptrace.WroteRequestInfo) {
-			if writes.Add(1) > 1 {
+		GetConn: func(string) {
+			if writes.Load() > 0 {
 				ac.resent.Store(true)
 			}
 		},
+		WroteRequest: func(httptrace.WroteRequestInfo) { writes.Add(1) },
 	}))
 	return base.RoundTrip(r2)
 }
