@@ -1,0 +1,173 @@
+package redis_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentonce/agentonce/internal/journaltest"
+	"github.com/agentonce/agentonce/journal"
+	redisjournal "github.com/agentonce/agentonce/journal/redis"
+)
+
+// cluster is a Redis cluster of the test's own: three masters and three
+// replicas on loopback, each fsyncing every write, in directories of their
+// own, with a short cluster-node-timeout so that a killed master's replica
+// takes over within seconds.
+type cluster struct {
+	t     *testing.T
+	cli   string
+	nodes []*server
+}
+
+// clusterNodeTimeout is how long the nodes wait before a silent master is
+// failed over.
+const clusterNodeTimeout = 2000
+
+// serverBins returns redis-server (or valkey-server) and its CLI, skipping
+// the test without them, or failing it under AGENTONCE_REQUIRE_REDIS (as
+// .ci/run sets it).
+func serverBins(t *testing.T) (server, cli string) {
+	for _, pair := range [][2]string{{"redis-server", "redis-cli"}, {"valkey-server", "valkey-cli"}} {
+		s, err1 := exec.LookPath(pair[0])
+		c, err2 := exec.LookPath(pair[1])
+		if err1 == nil && err2 == nil {
+			return s, c
+		}
+	}
+	if os.Getenv("AGENTONCE_REQUIRE_REDIS") != "" {
+		t.Fatal("AGENTONCE_REQUIRE_REDIS is set but neither redis-server and redis-cli nor valkey-server and valkey-cli are on PATH")
+	}
+	t.Skip("a Redis cluster test needs redis-server and redis-cli (Debian's redis-server package) on PATH")
+	return "", ""
+}
+
+// freePort returns a loopback port that is free, and whose cluster bus
+// port (10000 above it) is free too.
+func freePort(t *testing.T) int {
+	for range 100 {
+		port := 20000 + rand.IntN(30000)
+		free := true
+		for _, p := range []int{port, port + 10000} {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				free = false
+				break
+			}
+			l.Close()
+		}
+		if free {
+			return port
+		}
+	}
+	t.Fatal("no free port pair on loopback")
+	return 0
+}
+
+// startCluster starts the six nodes and joins them into a cluster, waiting
+// until every node says it is ok.
+func startCluster(t *testing.T) *cluster {
+	bin, cli := serverBins(t)
+	c := &cluster{t: t, cli: cli}
+	var addrs []string
+	for range 6 {
+		port := freePort(t)
+		s := &server{t: t, bin: bin, dir: t.TempDir(), port: port, args: []string{
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", strconv.Itoa(clusterNodeTimeout),
+			"--appendonly", "yes", "--appendfsync", "always", "--repl-diskless-sync-delay", "0"}}
+		s.start()
+		t.Cleanup(s.kill)
+		c.nodes = append(c.nodes, s)
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	c.redisCLI(append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "1", "--cluster-yes")...)
+	c.waitOK()
+	return c
+}
+
+// redisCLI runs redis-cli with args, failing the test on an error.
+func (c *cluster) redisCLI(args ...string) string {
+	out, err := exec.Command(c.cli, args...).CombinedOutput()
+	if err != nil {
+		c.t.Fatalf("%s %s: %v\n%s", c.cli, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// waitOK waits until every running node reports cluster_state:ok and
+// every master sees each of its replicas in sync.
+func (c *cluster) waitOK() {
+	ctx := context.Background()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ok := true
+		for _, n := range c.nodes {
+			if n.cmd == nil {
+				continue
+			}
+			cl := n.client()
+			info, err := cl.ClusterInfo(ctx).Result()
+			repl, err2 := cl.Info(ctx, "replication").Result()
+			cl.Close()
+			if err != nil || err2 != nil || !strings.Contains(info, "cluster_state:ok") ||
+				strings.Count(repl, ",state=") != strings.Count(repl, ",state=online,") {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatal("the cluster did not reach cluster_state:ok within 60 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// url is the cluster's location for journal.Open, with extra parameters.
+func (c *cluster) url(params string) string {
+	u := fmt.Sprintf("redis+cluster://127.0.0.1:%d/?addr=127.0.0.1:%d", c.nodes[0].port, c.nodes[1].port)
+	if params != "" {
+		u += "&" + params
+	}
+	return u
+}
+
+// client is a cluster client, closed with the test.
+func (c *cluster) client() *goredis.ClusterClient {
+	var addrs []string
+	for _, n := range c.nodes {
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", n.port))
+	}
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs})
+	c.t.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
+
+// TestClusterConformance runs the conformance suite on a cluster, each
+// subtest under a prefix of its own, with one replica acknowledging each
+// write.
+func TestClusterConformance(t *testing.T) {
+	c := startCluster(t)
+	cc := c.client()
+	journaltest.Run(t, func(t *testing.T, opts *journal.Options) journal.Store {
+		o := &redisjournal.Options{Prefix: "test-" + uuid.NewString(), Replicas: 1, Journal: *cmp.Or(opts, new(journal.Options))}
+		s, err := redisjournal.New(context.Background(), cc, o)
+		if err != nil {
+			t.Fatalf("redis.New on the cluster: %v", err)
+		}
+		return s
+	})
+}
