@@ -81,19 +81,19 @@ type Options struct {
 // Store is a journal.Store on a Redis or Valkey server. It is safe for
 // concurrent use.
 type Store struct {
-	c        goredis.UniversalClient
-	own      bool // Close closes c
-	prefix   string   // "{prefix}:", the meta hash's tag and layout 1's only one
-	tags     []string // the hash tags records spread over, by their key's first byte
-	idx      [][2]any // per tag its creation and expiry index keys, boxed once
-	replicas int
-	waitMS   int64
-	ns       uuid.UUID
-	readOnly bool
-	testNow  func() time.Time
-	closed   atomic.Bool
-	clock    serverClock
-	pending  pendingRecords
+	c         goredis.UniversalClient
+	own       bool     // Close closes c
+	prefix    string   // "{prefix}:", the meta hash's tag and layout 1's only one
+	tags      []string // the hash tags records spread over, by their key's first byte
+	idx       [][2]any // per tag its creation and expiry index keys, boxed once
+	replicas  int
+	waitMS    int64
+	ns        uuid.UUID
+	readOnly  bool
+	testNow   func() time.Time
+	closed    atomic.Bool
+	clock     serverClock
+	pending   pendingRecords
 	prefixArg any // prefix as every script run sends it, boxed once
 }
 
