@@ -1,0 +1,272 @@
+package redis_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentonce/agentonce/harness"
+	"github.com/agentonce/agentonce/harness/downstream"
+	"github.com/agentonce/agentonce/journal"
+)
+
+// effects is the downstream of an Unkeyed tool: it counts the effects of
+// each intent, and answers reconciliation from those counts.
+type effects struct {
+	mu sync.Mutex
+	n  map[string]int // by the call's id in its input
+}
+
+func (e *effects) tool() harness.Tool {
+	id := func(in json.RawMessage) string {
+		var v struct{ ID string }
+		_ = json.Unmarshal(in, &v)
+		return v.ID
+	}
+	return harness.Tool{Name: "charge", Effect: journal.Unkeyed, Settle: time.Second, Timeout: 2 * time.Second,
+		Func: func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.n[id(in)]++
+			return json.RawMessage(`{"ok":true}`), nil
+		},
+		Reconcile: func(ctx context.Context, key uuid.UUID, in json.RawMessage) downstream.Reconciliation {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.n[id(in)] > 0 {
+				return downstream.Happened(json.RawMessage(`{"ok":true}`))
+			}
+			return downstream.DidNotHappen()
+		}}
+}
+
+func (e *effects) count(id string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n[id]
+}
+
+// tally is what a run of calls came to: intents, effects run more than
+// once, answers the effects contradict, and intents whose outcome the
+// harness could not yet tell.
+type tally struct{ intents, duplicates, falseAnswers, unknown int }
+
+func (t tally) String() string {
+	return fmt.Sprintf("%d intents, %d duplicates, %d false answers, %d unknown left", t.intents, t.duplicates, t.falseAnswers, t.unknown)
+}
+
+// judge counts, for the last result of each intent, a duplicate (more
+// than one effect), a false answer (Succeeded with no effect; Failed,
+// Rejected or Suppressed, which say nothing took effect, after one) and
+// an unknown outcome (Unknown, InProgress).
+func judge(e *effects, last map[string]harness.Result) tally {
+	t := tally{intents: len(last)}
+	for id, r := range last {
+		n := e.count(id)
+		switch {
+		case n > 1:
+			t.duplicates++
+		case r.Status == harness.Succeeded:
+			if n != 1 {
+				t.falseAnswers++
+			}
+		case r.Status == harness.Unknown || r.Status == harness.InProgress:
+			t.unknown++
+		case n != 0:
+			t.falseAnswers++
+		}
+	}
+	return t
+}
+
+// TestClusterReshardAndFailover runs calls of an Unkeyed tool through the
+// harness on a cluster (one replica acknowledging each write) while
+// slots move between masters, then while a master is killed with SIGKILL
+// and its replica promoted; then calls every intent again, as an agent
+// retrying would. No effect may run twice and no answer may be false;
+// what is left unknown is reported.
+func TestClusterReshardAndFailover(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	store, err := journal.Open(ctx, c.url("replicas=1&prefix=failover"), nil)
+	if err != nil {
+		t.Fatalf("journal.Open(%s): %v", c.url("replicas=1"), err)
+	}
+	defer store.Close()
+	e := &effects{n: map[string]int{}}
+	h := harness.New(store, &harness.Options{LeaseTTL: 3 * time.Second, CheckWait: time.Second})
+	defer h.Close()
+	if err := h.Register(e.tool()); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	last := map[string]harness.Result{}
+	call := func(id string) {
+		r := h.Call(ctx, harness.ToolCall{Tenant: "acme", Session: "s-" + id, Turn: "1", Tool: "charge",
+			Input: json.RawMessage(`{"id":"` + id + `"}`)})
+		mu.Lock()
+		last[id] = r
+		mu.Unlock()
+	}
+	var next atomic.Int64
+	load := func(stop <-chan struct{}) *sync.WaitGroup {
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					call(fmt.Sprintf("i%d", next.Add(1)))
+				}
+			})
+		}
+		return &wg
+	}
+
+	tags := func() (m []int) {
+		for i := range 64 {
+			m = append(m, c.masterOf(fmt.Sprintf("{failover:%02x}:created", i)))
+		}
+		return m
+	}
+	before := tags()
+	stop := make(chan struct{})
+	wg := load(stop)
+	time.Sleep(300 * time.Millisecond)
+	src, dst := before[0], (before[0]+1)%3 // masters are nodes 0-2 as created
+	c.redisCLI("--cluster", "reshard", c.addr(src), "--cluster-from", c.nodeID(src), "--cluster-to", c.nodeID(dst),
+		"--cluster-slots", "3000", "--cluster-yes", "--cluster-pipeline", "10")
+	close(stop)
+	wg.Wait()
+	resharded := judge(e, last)
+	moved := 0
+	for i, m := range tags() {
+		if m != before[i] {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("the reshard moved none of the journal's 64 hash tags")
+	}
+	t.Logf("the reshard moved %d of the journal's 64 hash tags to another master", moved)
+
+	stop = make(chan struct{})
+	wg = load(stop)
+	time.Sleep(500 * time.Millisecond)
+	victim := c.masterOf("{failover:00}:created")
+	c.nodes[victim].kill()
+	c.waitPromoted(victim, "{failover:00}:created")
+	c.waitOK()
+	c.nodes[victim].start() // rejoins as its successor's replica, which WAIT needs
+	c.waitOK()
+	close(stop)
+	wg.Wait()
+	failedOver := judge(e, last)
+
+	for round := 0; round < 10; round++ {
+		var open []string
+		for id, r := range last {
+			if r.Status != harness.Succeeded {
+				open = append(open, id)
+			}
+		}
+		if len(open) == 0 {
+			break
+		}
+		for _, id := range open {
+			call(id)
+		}
+		time.Sleep(time.Second)
+	}
+	retried := judge(e, last)
+	for id := range last {
+		call(id) // every intent once more: answered from the journal
+	}
+	again := judge(e, last)
+	for id, r := range last {
+		if r.Status == harness.Unknown || r.Status == harness.InProgress {
+			rec, err := store.Get(ctx, r.Key)
+			t.Logf("left unknown: %s: %v %v (effects %d); record %v %v attempts %d lease %v, now %v", id, r.Status, r.Err, e.count(id), rec.State, err, len(rec.Attempts), rec.Lease, time.Now())
+		}
+	}
+	t.Logf("reshard under load: %v", resharded)
+	t.Logf("master killed, replica promoted, old master back as replica: %v", failedOver)
+	t.Logf("after re-calling the unsettled intents: %v", retried)
+	t.Logf("after calling every intent again: %v", again)
+	for _, r := range []tally{resharded, failedOver, retried, again} {
+		if r.duplicates != 0 || r.falseAnswers != 0 {
+			t.Errorf("%v; want 0 duplicates and 0 false answers", r)
+		}
+	}
+	if again.intents < 20 {
+		t.Errorf("only %d intents ran; the load did not reach the cluster", again.intents)
+	}
+}
+
+// addr is node i's address.
+func (c *cluster) addr(i int) string { return fmt.Sprintf("127.0.0.1:%d", c.nodes[i].port) }
+
+// nodeID is node i's cluster node id.
+func (c *cluster) nodeID(i int) string {
+	cl := c.nodes[i].client()
+	defer cl.Close()
+	id, err := cl.Do(context.Background(), "cluster", "myid").Text()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return id
+}
+
+// waitPromoted waits until a node other than victim serves key's slot.
+func (c *cluster) waitPromoted(victim int, key string) {
+	deadline := time.Now().Add(60 * time.Second)
+	for c.masterOf(key) == victim {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("no replica took over from node %d within 60 s", victim)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// masterOf is the index of the node that serves key's slot, as a running
+// node sees it.
+func (c *cluster) masterOf(key string) int {
+	n := c.nodes[0]
+	for _, m := range c.nodes {
+		if m.cmd != nil {
+			n = m
+			break
+		}
+	}
+	cl := n.client()
+	defer cl.Close()
+	slot, err := cl.ClusterKeySlot(context.Background(), key).Result()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	shards, err := cl.ClusterSlots(context.Background()).Result()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, s := range shards {
+		if int64(s.Start) <= slot && slot <= int64(s.End) {
+			for i := range c.nodes {
+				if strings.HasSuffix(s.Nodes[0].Addr, fmt.Sprintf(":%d", c.nodes[i].port)) {
+					return i
+				}
+			}
+		}
+	}
+	c.t.Fatalf("no master serves slot %d", slot)
+	return 0
+}
