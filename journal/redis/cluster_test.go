@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/agentonce/agentonce/internal/journaltest"
 	"github.com/agentonce/agentonce/journal"
 	redisjournal "github.com/agentonce/agentonce/journal/redis"
+	"github.com/agentonce/agentonce/keyderive"
 )
 
 // cluster is a Redis cluster of the test's own: three masters and three
@@ -156,18 +159,70 @@ func (c *cluster) client() *goredis.ClusterClient {
 	return cc
 }
 
-// TestClusterConformance runs the conformance suite on a cluster, each
-// subtest under a prefix of its own, with one replica acknowledging each
-// write.
-func TestClusterConformance(t *testing.T) {
+// TestCluster runs the conformance suite on a cluster, each subtest under
+// a prefix of its own, with one replica acknowledging each write; and
+// checks that a journal's records spread over every master while List and
+// Stats see them all.
+func TestCluster(t *testing.T) {
 	c := startCluster(t)
 	cc := c.client()
-	journaltest.Run(t, func(t *testing.T, opts *journal.Options) journal.Store {
+	open := func(t *testing.T, opts *journal.Options) *redisjournal.Store {
 		o := &redisjournal.Options{Prefix: "test-" + uuid.NewString(), Replicas: 1, Journal: *cmp.Or(opts, new(journal.Options))}
 		s, err := redisjournal.New(context.Background(), cc, o)
 		if err != nil {
 			t.Fatalf("redis.New on the cluster: %v", err)
 		}
 		return s
+	}
+	t.Run("Conformance", func(t *testing.T) {
+		journaltest.Run(t, func(t *testing.T, opts *journal.Options) journal.Store { return open(t, opts) })
 	})
+	t.Run("Spread", func(t *testing.T) { testSpread(t, cc, open(t, nil)) })
+}
+
+// testSpread begins 200 intents and finds their records on every master,
+// listed newest first and counted by Stats.
+func testSpread(t *testing.T, cc *goredis.ClusterClient, s *redisjournal.Store) {
+	ctx := context.Background()
+	const n = 200
+	for i := range n {
+		req := journal.BeginRequest{Key: uuid.New(), Owner: "o", AttemptID: "a", Durable: true,
+			Intent: keyderive.Intent{Tenant: "t", Session: strconv.Itoa(i % 7), Tool: "charge"}}
+		if _, err := s.Begin(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var perMaster []int
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *goredis.Client) error {
+		keys, err := m.Keys(ctx, "*}:r:*").Result()
+		mu.Lock()
+		defer mu.Unlock()
+		perMaster = append(perMaster, len(keys))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(perMaster) != 3 || slices.Contains(perMaster, 0) {
+		t.Errorf("records per master: %v; want some on each of 3", perMaster)
+	}
+	var listed []journal.Record
+	for r, err := range s.List(ctx, journal.Filter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, r)
+	}
+	if len(listed) != n {
+		t.Errorf("List yielded %d records; want %d", len(listed), n)
+	}
+	for i := 1; i < len(listed); i++ {
+		if listed[i].Created.After(listed[i-1].Created) {
+			t.Fatalf("List: record %d created %v after record %d's %v; want newest first", i, listed[i].Created, i-1, listed[i-1].Created)
+		}
+	}
+	if st, err := s.Stats(ctx); err != nil || st.Records != n {
+		t.Errorf("Stats = %d records, %v; want %d", st.Records, err, n)
+	}
 }

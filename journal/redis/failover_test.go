@@ -3,10 +3,12 @@ package redis_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/journal"
+	redisjournal "github.com/agentonce/agentonce/journal/redis"
 )
 
 // effects is the downstream of an Unkeyed tool: it counts the effects of
@@ -269,4 +272,106 @@ func (c *cluster) masterOf(key string) int {
 	}
 	c.t.Fatalf("no master serves slot %d", slot)
 	return 0
+}
+
+// TestClusterReplicaAcknowledgement shows what Options.Replicas is for. A
+// store that does not wait for a replica is refused on a cluster with
+// replicas, and one that waits for more replicas than a master has too.
+// Opened anyway (AllowUnsyncedWrites), it acknowledges a write-ahead
+// record that only the master holds: its replica is stopped and cut off,
+// the master killed, the replica promoted, and the record is gone, so that the
+// intent would start (and an Unkeyed tool run) a second time. A store
+// waiting for one replica does not acknowledge that write: its Begin says
+// the outcome is uncertain.
+func TestClusterReplicaAcknowledgement(t *testing.T) {
+	c := startCluster(t)
+	cc := c.client()
+	ctx := context.Background()
+	for _, n := range []int{0, 2} {
+		_, err := redisjournal.New(ctx, cc, &redisjournal.Options{Prefix: "refused", Replicas: n})
+		if !errors.Is(err, redisjournal.ErrNotDurable) {
+			t.Errorf("New on a cluster with one replica per master, Replicas %d: %v; want ErrNotDurable", n, err)
+		}
+	}
+	unwaited, err := redisjournal.New(ctx, cc, &redisjournal.Options{Prefix: "unwaited", AllowUnsyncedWrites: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited, err := redisjournal.New(ctx, cc, &redisjournal.Options{Prefix: "waited", Replicas: 1, ReplicaTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two keys whose records lie on one master.
+	keyOn := func(prefix string, master int) uuid.UUID {
+		for {
+			k := uuid.New()
+			if c.masterOf(fmt.Sprintf("{%s:%02x}:", prefix, int(k[0])%64)) == master {
+				return k
+			}
+		}
+	}
+	lost := uuid.New()
+	master := c.masterOf(fmt.Sprintf("{unwaited:%02x}:", int(lost[0])%64))
+	kept := keyOn("waited", master)
+	replica := c.replicaOf(master)
+
+	// The replica stalls, and its link is cut (a stopped process's socket
+	// would still take the master's writes into its buffer).
+	c.nodes[replica].signal(syscall.SIGSTOP)
+	mc := c.nodes[master].client()
+	if err := mc.Do(ctx, "client", "kill", "type", "replica").Err(); err != nil {
+		t.Fatal(err)
+	}
+	mc.Close()
+	begin := func(s *redisjournal.Store, k uuid.UUID) (journal.BeginResult, error) {
+		return s.Begin(ctx, journal.BeginRequest{Key: k, Owner: "a", AttemptID: "a1", Durable: true, Effect: journal.Unkeyed})
+	}
+	if res, err := begin(unwaited, lost); err != nil || res.Outcome != journal.Started {
+		t.Fatalf("Begin without waiting, replica stopped: %v, %v; want Started", res.Outcome, err)
+	}
+	if res, err := begin(waited, kept); !errors.Is(err, journal.ErrOutcomeUncertain) {
+		t.Errorf("Begin waiting for a stopped replica: %v, %v; want ErrOutcomeUncertain", res.Outcome, err)
+	}
+	c.nodes[master].kill()
+	c.nodes[replica].signal(syscall.SIGCONT)
+	c.waitPromoted(master, fmt.Sprintf("{unwaited:%02x}:", int(lost[0])%64))
+
+	_, err = unwaited.Get(ctx, lost)
+	for deadline := time.Now().Add(30 * time.Second); err != nil && !errors.Is(err, journal.ErrNotFound) && time.Now().Before(deadline); {
+		cc.ReloadState(ctx) // the client learns of the promotion lazily
+		time.Sleep(100 * time.Millisecond)
+		_, err = unwaited.Get(ctx, lost)
+	}
+	if !errors.Is(err, journal.ErrNotFound) {
+		t.Fatalf("Get of the acknowledged record after the failover: %v; want it lost (ErrNotFound), as the promoted replica never had it", err)
+	}
+	res, err := begin(unwaited, lost)
+	if err != nil || res.Outcome != journal.Started {
+		t.Fatalf("Begin again after the failover: %v, %v", res.Outcome, err)
+	}
+	t.Logf("without waiting for a replica, an acknowledged write-ahead record was lost in the failover: the intent started twice")
+}
+
+// replicaOf is the index of master's replica.
+func (c *cluster) replicaOf(master int) int {
+	for i, n := range c.nodes {
+		if i == master || n.cmd == nil {
+			continue
+		}
+		cl := n.client()
+		info, err := cl.Info(context.Background(), "replication").Result()
+		cl.Close()
+		if err == nil && strings.Contains(info, fmt.Sprintf("master_port:%d\r\n", c.nodes[master].port)) {
+			return i
+		}
+	}
+	c.t.Fatalf("node %d has no replica", master)
+	return 0
+}
+
+// signal sends sig to the server (SIGSTOP, SIGCONT: a stalled node).
+func (s *server) signal(sig syscall.Signal) {
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatal(err)
+	}
 }
