@@ -29,7 +29,7 @@ import (
 // own, with a short cluster-node-timeout so that a killed master's replica
 // takes over within seconds.
 type cluster struct {
-	t     *testing.T
+	t     testing.TB
 	cli   string
 	nodes []*server
 }
@@ -41,7 +41,7 @@ const clusterNodeTimeout = 2000
 // serverBins returns redis-server (or valkey-server) and its CLI, skipping
 // the test without them, or failing it under AGENTONCE_REQUIRE_REDIS (as
 // .ci/run sets it).
-func serverBins(t *testing.T) (server, cli string) {
+func serverBins(t testing.TB) (server, cli string) {
 	for _, pair := range [][2]string{{"redis-server", "redis-cli"}, {"valkey-server", "valkey-cli"}} {
 		s, err1 := exec.LookPath(pair[0])
 		c, err2 := exec.LookPath(pair[1])
@@ -58,7 +58,7 @@ func serverBins(t *testing.T) (server, cli string) {
 
 // freePort returns a loopback port that is free, and whose cluster bus
 // port (10000 above it) is free too.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	for range 100 {
 		port := 20000 + rand.IntN(30000)
 		free := true
@@ -80,7 +80,7 @@ func freePort(t *testing.T) int {
 
 // startCluster starts the six nodes and joins them into a cluster, waiting
 // until every node says it is ok.
-func startCluster(t *testing.T) *cluster {
+func startCluster(t testing.TB) *cluster {
 	bin, cli := serverBins(t)
 	c := &cluster{t: t, cli: cli}
 	var addrs []string
@@ -225,4 +225,42 @@ func testSpread(t *testing.T, cc *goredis.ClusterClient, s *redisjournal.Store) 
 	if st, err := s.Stats(ctx); err != nil || st.Records != n {
 		t.Errorf("Stats = %d records, %v; want %d", st.Records, err, n)
 	}
+}
+
+// BenchmarkClusterWait sets a new intent's Begin and Complete on a cluster
+// waiting for one replica to acknowledge each write (wait1) beside the same
+// without waiting (wait0), alternated in one loop so that both see the
+// same machine; each reports its own mean per intent.
+func BenchmarkClusterWait(b *testing.B) {
+	c := startCluster(b)
+	cc := c.client()
+	ctx := context.Background()
+	open := func(o redisjournal.Options) *redisjournal.Store {
+		o.Prefix = "bench-" + uuid.NewString()
+		s, err := redisjournal.New(ctx, cc, &o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	stores := []*redisjournal.Store{open(redisjournal.Options{AllowUnsyncedWrites: true}), open(redisjournal.Options{Replicas: 1})}
+	var spent [2]time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		s := stores[i%2]
+		t0 := time.Now()
+		req := journal.BeginRequest{Key: uuid.New(), Owner: "o", AttemptID: "a", Durable: true, Effect: journal.Keyed,
+			Intent: keyderive.Intent{Tenant: "t", Session: "s", Tool: "charge"}}
+		res, err := s.Begin(ctx, req)
+		if err == nil {
+			_, err = s.Complete(ctx, journal.Completion{Key: req.Key, Token: res.Token, State: journal.StateSucceeded, Output: []byte(`{"ok":true}`)})
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		spent[i%2] += time.Since(t0)
+	}
+	half := float64(max(b.N/2, 1))
+	b.ReportMetric(float64(spent[0].Microseconds())/half, "µs/wait0")
+	b.ReportMetric(float64(spent[1].Microseconds())/half, "µs/wait1")
 }
