@@ -264,3 +264,14 @@ func BenchmarkClusterWait(b *testing.B) {
 	b.ReportMetric(float64(spent[0].Microseconds())/half, "µs/wait0")
 	b.ReportMetric(float64(spent[1].Microseconds())/half, "µs/wait1")
 }
+
+// TestOpenReplicasParameter: a replicas parameter that is not a count from
+// 0 to 16 is refused, naming it, before any connection is made.
+func TestOpenReplicasParameter(t *testing.T) {
+	for _, v := range []string{"x", "-1", "17"} {
+		_, err := redisjournal.Open(context.Background(), "redis+cluster://127.0.0.1:1/?replicas="+v, nil)
+		if err == nil || !strings.Contains(err.Error(), "replicas=") {
+			t.Errorf("Open with replicas=%s: %v; want an error naming the parameter", v, err)
+		}
+	}
+}

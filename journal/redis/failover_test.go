@@ -276,7 +276,8 @@ func (c *cluster) masterOf(key string) int {
 
 // TestClusterReplicaAcknowledgement shows what Options.Replicas is for. A
 // store that does not wait for a replica is refused on a cluster with
-// replicas, and one that waits for more replicas than a master has too.
+// replicas, one that waits for more replicas than a master has too, and
+// one on a cluster with a node that does not fsync every write.
 // Opened anyway (AllowUnsyncedWrites), it acknowledges a write-ahead
 // record that only the master holds: its replica is stopped and cut off,
 // the master killed, the replica promoted, and the record is gone, so that the
@@ -293,6 +294,18 @@ func TestClusterReplicaAcknowledgement(t *testing.T) {
 			t.Errorf("New on a cluster with one replica per master, Replicas %d: %v; want ErrNotDurable", n, err)
 		}
 	}
+	// A replica that a failover could promote, fsyncing once a second.
+	rc := c.nodes[c.replicaOf(0)].client()
+	if err := rc.ConfigSet(ctx, "appendfsync", "everysec").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err := redisjournal.New(ctx, cc, &redisjournal.Options{Prefix: "refused", Replicas: 1})
+	if !errors.Is(err, redisjournal.ErrNotDurable) || !strings.Contains(err.Error(), rc.Options().Addr) {
+		t.Errorf("New on a cluster with a replica on appendfsync everysec: %v; want ErrNotDurable naming %s", err, rc.Options().Addr)
+	}
+	rc.ConfigSet(ctx, "appendfsync", "always")
+	rc.Close()
 	unwaited, err := redisjournal.New(ctx, cc, &redisjournal.Options{Prefix: "unwaited", AllowUnsyncedWrites: true})
 	if err != nil {
 		t.Fatal(err)

@@ -194,51 +194,68 @@ func New(ctx context.Context, c goredis.UniversalClient, opts *Options) (*Store,
 // which a failover may promote without the last writes, unless replicas
 // of them acknowledge each write.
 func checkDurable(ctx context.Context, c goredis.UniversalClient, replicas int) error {
-	check := func(ctx context.Context, n *goredis.Client) error {
-		cfg, err := n.ConfigGet(ctx, "append*").Result()
-		if err != nil {
-			return fmt.Errorf("journal/redis: reading the server's durability settings (CONFIG GET append*): %w; "+
-				"a server that hides them can be opened with Options.AllowUnsyncedWrites, which gives up the write-ahead guarantee", err)
+	cc, ok := c.(*goredis.ClusterClient)
+	if !ok {
+		if err := checkFsync(ctx, c, ""); err != nil {
+			return err
 		}
-		if cfg["appendonly"] != "yes" || cfg["appendfsync"] != "always" {
-			return fmt.Errorf("%w: %s: appendonly=%q, appendfsync=%q; want appendonly yes and appendfsync always",
-				ErrNotDurable, n.Options().Addr, cfg["appendonly"], cfg["appendfsync"])
+		if n, ok := c.(*goredis.Client); ok && replicas > 0 {
+			return checkReplicas(ctx, n, replicas, false)
 		}
 		return nil
 	}
-	cc, ok := c.(*goredis.ClusterClient)
-	if !ok {
-		n, ok := c.(*goredis.Client)
-		if !ok {
-			return fmt.Errorf("journal/redis: a %T cannot be checked for durability; open it with Options.AllowUnsyncedWrites", c)
-		}
-		if err := check(ctx, n); err != nil {
+	return cc.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error {
+		if err := checkFsync(ctx, n, n.Options().Addr+": "); err != nil {
 			return err
 		}
-		return checkReplicas(ctx, n, replicas, false)
-	}
-	if err := cc.ForEachShard(ctx, check); err != nil {
-		return err
-	}
-	return cc.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error {
 		return checkReplicas(ctx, n, replicas, true)
 	})
 }
 
-// checkReplicas refuses a master with fewer replicas in sync than
-// replicas, and, when failover (a cluster's), one with replicas that are
-// not waited for.
-func checkReplicas(ctx context.Context, n *goredis.Client, replicas int, failover bool) error {
-	if replicas == 0 && !failover {
-		return nil
+// checkFsync refuses a server that does not fsync every write.
+func checkFsync(ctx context.Context, n goredis.UniversalClient, node string) error {
+	cfg, err := n.ConfigGet(ctx, "append*").Result()
+	if err != nil {
+		return fmt.Errorf("journal/redis: %sreading the server's durability settings (CONFIG GET append*): %w; "+
+			"a server that hides them can be opened with Options.AllowUnsyncedWrites, which gives up the write-ahead guarantee", node, err)
 	}
+	if cfg["appendonly"] != "yes" || cfg["appendfsync"] != "always" {
+		return fmt.Errorf("%w: %sappendonly=%q, appendfsync=%q; want appendonly yes and appendfsync always",
+			ErrNotDurable, node, cfg["appendonly"], cfg["appendfsync"])
+	}
+	return nil
+}
+
+// checkReplicas refuses a master with fewer replicas in sync than
+// replicas, or one of them not fsyncing every write, and, when failover
+// (a cluster's), one with replicas that are not waited for.
+func checkReplicas(ctx context.Context, n *goredis.Client, replicas int, failover bool) error {
 	info, err := n.Info(ctx, "replication").Result()
 	if err != nil {
 		return fmt.Errorf("journal/redis: %s: INFO replication: %w", n.Options().Addr, err)
 	}
-	have := strings.Count(info, ",state=online,") // connected and in sync
+	have := 0
+	for _, line := range strings.Split(info, "\n") { // slave0:ip=…,port=…,state=online,…
+		f := map[string]string{}
+		for _, kv := range strings.Split(strings.TrimSpace(line), ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			f[k[strings.IndexByte(k, ':')+1:]] = v
+		}
+		if !strings.HasPrefix(line, "slave") || f["state"] != "online" {
+			continue
+		}
+		have++
+		o := *n.Options()
+		o.Addr = net.JoinHostPort(f["ip"], f["port"])
+		r := goredis.NewClient(&o)
+		err := checkFsync(ctx, r, "replica "+o.Addr+": ")
+		_ = r.Close()
+		if err != nil {
+			return err
+		}
+	}
 	switch {
-	case have > 0 && replicas == 0:
+	case have > 0 && replicas == 0 && failover:
 		return fmt.Errorf("%w: master %s has %d replicas, which a failover promotes without waiting for the last writes; "+
 			"want Options.Replicas (replicas=N) 1 or more", ErrNotDurable, n.Options().Addr, have)
 	case replicas > have:
