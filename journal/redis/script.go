@@ -268,27 +268,29 @@ var casSHAArg any = casSHA
 // eval runs the script by its SHA1, sending its source when the server
 // does not hold it (NOSCRIPT: a restarted server, SCRIPT FLUSH). cmd holds
 // three free slots (verb, script, key count), then nkeys keys, then the
-// arguments. A write is sent once (onceCmd), and again only after an
-// answer that says it did not run (notRun); a pure read may be retried by
-// the client. With Options.Replicas a write is followed by WAIT on its
+// arguments. A write is sent once (onceCmd), and on a cluster again after
+// an answer that says it did not run (notRun); a pure read may be retried
+// by the client. With Options.Replicas a write is followed by WAIT on its
 // connection.
-func (s *Store) eval(ctx context.Context, write bool, cmd []any, nkeys int) (any, error) {
-	wait := write && s.replicas > 0
-	var v any
-	var err error
+func (s *Store) eval(ctx context.Context, write bool, cmd []any, nkeys int) (v any, err error) {
+	cc, cluster := s.c.(*goredis.ClusterClient)
 	for try := 0; ; try++ {
-		if wait {
+		if write && s.replicas > 0 {
 			v, err = s.evalWait(ctx, cmd, nkeys)
 		} else {
 			v, err = s.evalOnce(ctx, s.c, write, cmd, nkeys)
 		}
-		if !notRun(err) || try == notRunTries || ctx.Err() != nil {
+		if !cluster || !notRun(err) || try == notRunTries {
 			return v, err
 		}
-		if cc, ok := s.c.(*goredis.ClusterClient); ok && try > 0 {
+		if try > 0 {
 			cc.ReloadState(ctx)
 		}
-		time.Sleep(notRunPause)
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(notRunPause):
+		}
 	}
 }
 

@@ -436,19 +436,14 @@ func (s *Store) put(ctx context.Context, p goredis.Pipeliner, r *journal.Record)
 	}
 }
 
-// markSuppressed adds, on a spread journal, the suppressed records among
-// recs to their guard sets, before they are written: a set may name a
-// record that is not (or no longer) suppressed, which the guard ignores,
-// never miss one that is.
-func (s *Store) markSuppressed(ctx context.Context, recs ...*journal.Record) error {
-	for _, r := range recs {
-		if s.spread() && r.State == journal.StateSuppressed {
-			if err := s.c.SAdd(ctx, s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool), r.Key.String()).Err(); err != nil {
-				return s.wrap("guard set of "+r.Key.String(), err)
-			}
-		}
+// markSuppressed adds r, on a spread journal and when suppressed, to its
+// guard set before r is written: a set may name a record that is not (or
+// no longer) suppressed, which the guard ignores, never miss one that is.
+func (s *Store) markSuppressed(ctx context.Context, r *journal.Record) error {
+	if !s.spread() || r.State != journal.StateSuppressed {
+		return nil
 	}
-	return nil
+	return s.wrap("guard set of "+r.Key.String(), s.c.SAdd(ctx, s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool), r.Key.String()).Err())
 }
 
 // readGuard reads a spread journal's guard set and its members' records.
