@@ -180,17 +180,31 @@ func TestCluster(t *testing.T) {
 	t.Run("Spread", func(t *testing.T) { testSpread(t, cc, open(t, nil)) })
 }
 
-// testSpread begins 200 intents and finds their records on every master,
-// listed newest first and counted by Stats.
+// testSpread begins 200 intents, 20 of them awaiting approval, and finds
+// their records on every master, listed newest first (the awaiting ones by
+// their state, as agentctl queue lists them) and counted by Stats.
 func testSpread(t *testing.T, cc *goredis.ClusterClient, s *redisjournal.Store) {
 	ctx := context.Background()
 	const n = 200
+	awaiting := map[uuid.UUID]bool{}
 	for i := range n {
 		req := journal.BeginRequest{Key: uuid.New(), Owner: "o", AttemptID: "a", Durable: true,
 			Intent: keyderive.Intent{Tenant: "t", Session: strconv.Itoa(i % 7), Tool: "charge"}}
+		if i%10 == 0 { // awaiting a person's approval: agentctl queue's list
+			req.Approvals, req.Fingerprint[0], awaiting[req.Key] = 1, 1, true
+		}
 		if _, err := s.Begin(ctx, req); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for r, err := range s.List(ctx, journal.Filter{Tenant: "t", State: journal.StateAwaiting}) {
+		if err != nil || !awaiting[r.Key] {
+			t.Fatalf("List of awaiting records yielded %v, %v", r.Key, err)
+		}
+		delete(awaiting, r.Key)
+	}
+	if len(awaiting) != 0 {
+		t.Errorf("List of awaiting records missed %d of %d", len(awaiting), n/10)
 	}
 	var mu sync.Mutex
 	var perMaster []int
