@@ -17,10 +17,12 @@ import (
 // agent socket, that other processes may write while a command runs.
 func isRemote(location string) bool { return postgres.IsURL(location) || isRedisURL(location) }
 
-// isRedisURL reports whether location names a Redis or Valkey journal.
+// isRedisURL reports whether location names a Redis or Valkey journal,
+// on one server or a cluster.
 func isRedisURL(location string) bool {
-	scheme, _, ok := strings.Cut(location, "://")
-	return ok && (strings.EqualFold(scheme, "redis") || strings.EqualFold(scheme, "rediss"))
+	scheme, _, ok := strings.Cut(strings.ToLower(location), "://")
+	scheme = strings.TrimSuffix(scheme, "+cluster")
+	return ok && (scheme == "redis" || scheme == "rediss")
 }
 
 // openRedis opens the Redis journal at location (its prefix parameter
@@ -35,7 +37,7 @@ func openRedis(ctx context.Context, location string, opts *journal.Options, crea
 				hint: "check the URL and its prefix parameter (agentctl never creates a journal, except import --create)"}
 		case errors.Is(err, redisjournal.ErrNotDurable):
 			return nil, &cliError{code: exitUsage, err: err,
-				hint: "start the server with --appendonly yes --appendfsync always"}
+				hint: "start the server with --appendonly yes --appendfsync always; on a cluster with replicas, add replicas=1 to the URL"}
 		case err != nil:
 			return nil, fmt.Errorf("cannot reach the Redis journal: %w", err)
 		}

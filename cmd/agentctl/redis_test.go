@@ -62,3 +62,16 @@ func TestRedisJournal(t *testing.T) {
 		t.Errorf("show on Redis = %d, %q, %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestIsRedisURL: a Redis location names one server or a cluster; other
+// schemes are not Redis.
+func TestIsRedisURL(t *testing.T) {
+	for loc, want := range map[string]bool{
+		"redis://127.0.0.1:6379/0": true, "rediss://h:6380": true, "redis+cluster://h:7000?addr=h:7001": true,
+		"REDISS+CLUSTER://h:7000": true, "postgres://h/db": false, "redis.journal": false, "rediscluster://h": false,
+	} {
+		if got := isRedisURL(loc); got != want {
+			t.Errorf("isRedisURL(%q) = %v; want %v", loc, got, want)
+		}
+	}
+}

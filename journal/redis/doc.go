@@ -15,12 +15,17 @@
 // Durability: an Unkeyed tool's write-ahead record must survive a crash of
 // the server, so Open refuses, with ErrNotDurable, a server without
 // appendonly yes and appendfsync always, unless
-// Options.AllowUnsyncedWrites, which gives up that guarantee. Replication
-// does not help: a promoted replica may lack the last writes.
+// Options.AllowUnsyncedWrites, which gives up that guarantee. A promoted
+// replica may lack the last writes unless each write waited for it
+// (Options.Replicas): Open refuses a cluster with replicas without it.
 //
-// docs/redis.md is the long form: the key layout (every key behind the
-// hash tag "{prefix}:", one slot in a cluster), the script's checks, round
-// trips and durability.
+// On a cluster (redis+cluster://, or a *redis.ClusterClient) a journal
+// spreads over 64 hash tags, each transition one script in its record's
+// slot; the suppression guard's set is read before, not compared by the
+// script.
+//
+// docs/redis.md is the long form: the key layout, the script's checks,
+// round trips, durability, the cluster and its failover.
 //
 // # Caveats
 //

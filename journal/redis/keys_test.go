@@ -14,7 +14,7 @@ import (
 // hand, to the prefix, "r:" and uuid's own canonical form, for keys whose
 // bytes cover every hex digit and both ends.
 func TestRecordKeyIsCanonical(t *testing.T) {
-	s := &Store{prefix: "agentonce:{ns}:"}
+	s := &Store{prefix: "agentonce:{ns}:", tags: []string{"agentonce:{ns}:"}}
 	keys := []uuid.UUID{uuid.Nil, uuid.Max, uuid.MustParse("0123abcd-4567-89ef-fedc-ba9876543210")}
 	for i := 0; i < 64; i++ {
 		keys = append(keys, uuid.New())
@@ -33,7 +33,7 @@ func TestRecordKeyIsCanonical(t *testing.T) {
 // server was written with: the prefix, "g:" and the hex of the first 16
 // bytes of the SHA-256 of each field's 8-byte big-endian length and bytes.
 func TestGuardKeyLayout(t *testing.T) {
-	s := &Store{prefix: "{agentonce}:"}
+	s := &Store{prefix: "{agentonce}:", tags: []string{"{agentonce}:"}}
 	want := func(fields ...string) string {
 		h := sha256.New()
 		for _, f := range fields {

@@ -11,6 +11,7 @@ func init() {
 		o.Journal = jo
 		return Open(ctx, location, &o)
 	}
-	journal.Register("redis", open)
-	journal.Register("rediss", open)
+	for _, scheme := range []string{"redis", "rediss", "redis+cluster", "rediss+cluster"} {
+		journal.Register(scheme, open)
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"time"
 
@@ -28,7 +30,10 @@ import (
 // that follows, "?" unknown: always a mismatch) and a value; then the
 // guard mode ("" off, else the number of members expected, followed by
 // each member's id and record value); then per record written its id,
-// creation and expiry scores, "1" when suppressed, and its bytes.
+// creation and expiry scores, "1" when suppressed ("0" when not, "" to
+// leave the guard set alone: a spread journal's lies in another slot, and
+// its KEYS entry repeats the record's), and its bytes. The indexes are
+// those of the tag of the keys checked and written, which share one.
 //
 // It answers {1, seconds, microseconds} of TIME when it wrote, and {0,
 // seconds, microseconds, the nc values of the checked keys, then per
@@ -111,7 +116,7 @@ while a <= #ARGV do
   redis.call('ZADD', KEYS[2], ARGV[a + 2], id)
   if ARGV[a + 3] == '1' then
     redis.call('SADD', gk, id)
-  else
+  elseif ARGV[a + 3] == '0' then
     redis.call('SREM', gk, id)
   end
   a = a + 5
@@ -195,7 +200,13 @@ func (s *Store) cas(ctx context.Context, now time.Time, checks []check, guard st
 	}
 	cmd := make([]any, 3+nkeys, 3+nkeys+6+2*len(checks)+2*len(guardWant)+5*len(writes))
 	keys := cmd[3:3]
-	keys = append(keys, s.createdArg, s.expiresArg)
+	var t int
+	if len(checks) > 0 {
+		t = s.tag(checks[0].key)
+	} else if len(writes) > 0 {
+		t = s.tag(writes[0].rec.Key)
+	}
+	keys = append(keys, s.idx[t][0], s.idx[t][1])
 	args := cmd[3+nkeys:]
 	var clock any = ""
 	if s.testNow == nil {
@@ -225,10 +236,14 @@ func (s *Store) cas(ctx context.Context, now time.Time, checks []check, guard st
 	for _, w := range writes {
 		r := w.rec
 		rk := s.recordKey(r.Key)
-		keys = append(keys, rk, s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool))
 		sup := "0"
 		if r.State == journal.StateSuppressed {
 			sup = "1"
+		}
+		if s.spread() {
+			keys, sup = append(keys, rk, rk), ""
+		} else {
+			keys = append(keys, rk, s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool))
 		}
 		// The record's id is the key's canonical text, the record key's tail.
 		args = append(args, rk[len(rk)-36:], r.Created.UnixMicro(), r.Expires.UnixMicro(), sup, w.val)
@@ -253,22 +268,99 @@ var casSHAArg any = casSHA
 // eval runs the script by its SHA1, sending its source when the server
 // does not hold it (NOSCRIPT: a restarted server, SCRIPT FLUSH). cmd holds
 // three free slots (verb, script, key count), then nkeys keys, then the
-// arguments. A write is sent once (onceCmd); a pure read may be retried by
-// the client.
-func (s *Store) eval(ctx context.Context, write bool, cmd []any, nkeys int) (any, error) {
+// arguments. A write is sent once (onceCmd), and on a cluster again after
+// an answer that says it did not run (notRun); a pure read may be retried
+// by the client. With Options.Replicas a write is followed by WAIT on its
+// connection.
+func (s *Store) eval(ctx context.Context, write bool, cmd []any, nkeys int) (v any, err error) {
+	cc, cluster := s.c.(*goredis.ClusterClient)
+	for try := 0; ; try++ {
+		if write && s.replicas > 0 {
+			v, err = s.evalWait(ctx, cmd, nkeys)
+		} else {
+			v, err = s.evalOnce(ctx, s.c, write, cmd, nkeys)
+		}
+		if !cluster || !notRun(err) || try == notRunTries {
+			return v, err
+		}
+		if try > 0 {
+			cc.ReloadState(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(notRunPause):
+		}
+	}
+}
+
+// notRunTries and notRunPause bound the retries of a script the cluster
+// refused without running it: a slot moving, a master failing over
+// (cluster-node-timeout and an election: seconds).
+const (
+	notRunTries = 200
+	notRunPause = 50 * time.Millisecond
+)
+
+// notRun reports an answer that says the script did not run: the slot is
+// elsewhere or moving (MOVED, ASK, TRYAGAIN), the cluster cannot serve it
+// (CLUSTERDOWN), a master is read-only now (READONLY: demoted), or no
+// connection could be made.
+func notRun(err error) bool {
+	var op *net.OpError
+	return err != nil && (goredis.HasErrorPrefix(err, "MOVED") || goredis.HasErrorPrefix(err, "ASK") ||
+		goredis.HasErrorPrefix(err, "TRYAGAIN") || goredis.HasErrorPrefix(err, "CLUSTERDOWN") ||
+		goredis.HasErrorPrefix(err, "READONLY") || (errors.As(err, &op) && op.Op == "dial"))
+}
+
+// evalOnce runs the script once on c.
+func (s *Store) evalOnce(ctx context.Context, c interface {
+	Process(context.Context, goredis.Cmder) error
+}, write bool, cmd []any, nkeys int) (any, error) {
 	run := func(verb string, script any) (any, error) {
 		cmd[0], cmd[1], cmd[2] = verb, script, nkeys
-		c := goredis.NewCmd(ctx, cmd...)
-		var cm goredis.Cmder = c
+		c2 := goredis.NewCmd(ctx, cmd...)
+		var cm goredis.Cmder = c2
 		if write {
-			cm = onceCmd{c}
+			cm = onceCmd{c2}
 		}
-		_ = s.c.Process(ctx, cm)
-		return c.Result()
+		_ = c.Process(ctx, cm)
+		return c2.Result()
 	}
 	v, err := run("evalsha", casSHAArg)
 	if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
 		v, err = run("eval", casSource)
+	}
+	return v, err
+}
+
+// evalWait runs the script and then WAIT on one connection to the master
+// of its slot, so that WAIT counts the replicas holding its writes. A
+// write that fewer replicas acknowledged is on the master only: the
+// error says its outcome is uncertain, since a failover now would lose it.
+func (s *Store) evalWait(ctx context.Context, cmd []any, nkeys int) (any, error) {
+	var node *goredis.Client
+	switch c := s.c.(type) {
+	case *goredis.Client:
+		node = c
+	case *goredis.ClusterClient:
+		var err error
+		if node, err = c.MasterForKey(ctx, cmd[3].(string)); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("journal/redis: Options.Replicas needs a *redis.Client or *redis.ClusterClient, not %T", s.c)
+	}
+	conn := node.Conn()
+	defer conn.Close()
+	v, err := s.evalOnce(ctx, conn, true, cmd, nkeys)
+	if a, ok := v.([]any); err != nil || !ok || len(a) == 0 || a[0] != int64(1) {
+		return v, err // wrote nothing: nothing to wait for
+	}
+	n, err := conn.Wait(ctx, s.replicas, time.Duration(s.waitMS)*time.Millisecond).Result()
+	if err == nil && n < int64(s.replicas) {
+		err = fmt.Errorf("%w: written on the master, acknowledged by %d of %d replicas within %d ms: a failover now could lose it",
+			journal.ErrOutcomeUncertain, n, s.replicas, s.waitMS)
 	}
 	return v, err
 }

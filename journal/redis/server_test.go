@@ -21,7 +21,7 @@ import (
 // server is a redis-server (or valkey-server) of the test's own, in a
 // directory of its own, on a free loopback port.
 type server struct {
-	t    *testing.T
+	t    testing.TB
 	bin  string
 	dir  string
 	port int

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -24,9 +25,15 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// layoutVersion is the key layout this package writes; kept in the meta
-// hash so that a later layout can refuse or migrate an earlier one.
-const layoutVersion = 1
+// layoutVersion is the newest key layout this package writes; kept in the
+// meta hash so that a later layout can refuse or migrate an earlier one.
+// Layout 1 keeps a journal in one hash tag; layout 2, written for a journal
+// created on a cluster, spreads it over spreadTags (docs/redis.md, "On a
+// cluster").
+const layoutVersion = 2
+
+// spreadTags is how many hash tags a layout-2 journal spreads over.
+const spreadTags = 64
 
 // DefaultPrefix is the key prefix when Options.Prefix is empty.
 const DefaultPrefix = "agentonce"
@@ -46,10 +53,22 @@ type Options struct {
 	Journal journal.Options
 
 	// Prefix is the first part of every key the store writes, inside a
-	// hash tag ("{agentonce}:…") so that a cluster keeps one journal in one
-	// slot. Two journals on one server need two prefixes. Empty means
+	// hash tag: "{agentonce}:…" on one server, "{agentonce:NN}:…" on a
+	// cluster. Two journals on one server need two prefixes. Empty means
 	// DefaultPrefix.
 	Prefix string
+
+	// Replicas is how many replicas must acknowledge each write (WAIT)
+	// before the store answers: 1 or more lets a write survive its master's
+	// loss and a failover. A cluster whose masters have replicas is
+	// refused with ErrNotDurable while it is 0, unless AllowUnsyncedWrites;
+	// a write acknowledged by fewer within ReplicaTimeout is an error
+	// wrapping journal.ErrOutcomeUncertain. The location's replicas
+	// parameter sets it too.
+	Replicas int
+
+	// ReplicaTimeout bounds the wait for Replicas; 0 means one second.
+	ReplicaTimeout time.Duration
 
 	// AllowUnsyncedWrites opens a server that does not fsync every write
 	// (appendonly no, or appendfsync other than always). Such a server can
@@ -62,27 +81,31 @@ type Options struct {
 // Store is a journal.Store on a Redis or Valkey server. It is safe for
 // concurrent use.
 type Store struct {
-	c        goredis.UniversalClient
-	own      bool // Close closes c
-	prefix   string
-	ns       uuid.UUID
-	readOnly bool
-	testNow  func() time.Time
-	closed   atomic.Bool
-	clock    serverClock
-	pending  pendingRecords
-	// createdArg, expiresArg and prefixArg are the index keys and the
-	// prefix as every script run sends them, boxed once.
-	createdArg, expiresArg, prefixArg any
+	c         goredis.UniversalClient
+	own       bool     // Close closes c
+	prefix    string   // "{prefix}:", the meta hash's tag and layout 1's only one
+	tags      []string // the hash tags records spread over, by their key's first byte
+	idx       [][2]any // per tag its creation and expiry index keys, boxed once
+	replicas  int
+	waitMS    int64
+	ns        uuid.UUID
+	readOnly  bool
+	testNow   func() time.Time
+	closed    atomic.Bool
+	clock     serverClock
+	pending   pendingRecords
+	prefixArg any // prefix as every script run sends it, boxed once
 }
 
 var _ journal.Store = (*Store)(nil)
 
 // Open opens the journal on the server at location
-// (redis://[user:pass@]host:port/db[?prefix=P], or rediss:// for TLS),
-// creating it when the server holds none under the prefix: Options.Prefix,
-// else the location's prefix parameter, else DefaultPrefix. The store owns
-// its client: Close closes it.
+// (redis://[user:pass@]host:port/db[?prefix=P&replicas=N], or rediss:// for
+// TLS), creating it when the server holds none under the prefix:
+// Options.Prefix, else the location's prefix parameter, else
+// DefaultPrefix. A cluster is named by redis+cluster:// (or
+// rediss+cluster://) and one or more of its nodes: host:port, then
+// addr=host:port parameters. The store owns its client: Close closes it.
 func Open(ctx context.Context, location string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -96,13 +119,29 @@ func Open(ctx context.Context, location string, opts *Options) (*Store, error) {
 	if p := q.Get("prefix"); p != "" && o.Prefix == "" {
 		o.Prefix = p
 	}
-	q.Del("prefix")
-	u.RawQuery = q.Encode()
-	co, err := goredis.ParseURL(u.String())
-	if err != nil {
-		return nil, fmt.Errorf("journal/redis: %w", err)
+	if r := q.Get("replicas"); r != "" && o.Replicas == 0 {
+		if o.Replicas, err = strconv.Atoi(r); err != nil || o.Replicas < 0 || o.Replicas > 16 {
+			return nil, fmt.Errorf("journal/redis: replicas=%q: want a count from 0 to 16", r)
+		}
 	}
-	c := goredis.NewClient(co)
+	q.Del("prefix")
+	q.Del("replicas")
+	u.RawQuery = q.Encode()
+	var c goredis.UniversalClient
+	if cluster, ok := strings.CutSuffix(u.Scheme, "+cluster"); ok {
+		u.Scheme = cluster
+		co, err := goredis.ParseClusterURL(u.String())
+		if err != nil {
+			return nil, fmt.Errorf("journal/redis: %w", err)
+		}
+		c = goredis.NewClusterClient(co)
+	} else {
+		co, err := goredis.ParseURL(u.String())
+		if err != nil {
+			return nil, fmt.Errorf("journal/redis: %w", err)
+		}
+		c = goredis.NewClient(co)
+	}
 	s, err := New(ctx, c, &o)
 	if err != nil {
 		_ = c.Close()
@@ -126,10 +165,14 @@ func New(ctx context.Context, c goredis.UniversalClient, opts *Options) (*Store,
 	if strings.ContainsAny(o.Prefix, "{}") {
 		return nil, fmt.Errorf("journal/redis: prefix %q: braces are not allowed (the store adds its own hash tag)", o.Prefix)
 	}
-	s := &Store{c: c, prefix: "{" + o.Prefix + "}:", readOnly: jo.ReadOnly, testNow: jo.Now}
-	s.createdArg, s.expiresArg, s.prefixArg = s.createdKey(), s.expiresKey(), s.prefix
+	if o.Replicas < 0 {
+		return nil, fmt.Errorf("journal/redis: Options.Replicas %d: want 0 or more", o.Replicas)
+	}
+	s := &Store{c: c, prefix: "{" + o.Prefix + "}:", readOnly: jo.ReadOnly, testNow: jo.Now,
+		replicas: o.Replicas, waitMS: cmp.Or(o.ReplicaTimeout, time.Second).Milliseconds()}
+	s.prefixArg = s.prefix
 	if !o.AllowUnsyncedWrites && !jo.ReadOnly {
-		if err := checkDurable(ctx, c); err != nil {
+		if err := checkDurable(ctx, c, o.Replicas); err != nil {
 			return nil, err
 		}
 	}
@@ -146,16 +189,77 @@ func New(ctx context.Context, c goredis.UniversalClient, opts *Options) (*Store,
 	return s, nil
 }
 
-// checkDurable refuses a server that does not fsync every write.
-func checkDurable(ctx context.Context, c goredis.UniversalClient) error {
-	cfg, err := c.ConfigGet(ctx, "append*").Result()
+// checkDurable refuses a server, or a node of a cluster, that does not
+// fsync every write, and a cluster whose masters have replicas, any of
+// which a failover may promote without the last writes, unless replicas
+// of them acknowledge each write.
+func checkDurable(ctx context.Context, c goredis.UniversalClient, replicas int) error {
+	cc, ok := c.(*goredis.ClusterClient)
+	if !ok {
+		if err := checkFsync(ctx, c, ""); err != nil {
+			return err
+		}
+		if n, ok := c.(*goredis.Client); ok && replicas > 0 {
+			return checkReplicas(ctx, n, replicas, false)
+		}
+		return nil
+	}
+	return cc.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error {
+		if err := checkFsync(ctx, n, n.Options().Addr+": "); err != nil {
+			return err
+		}
+		return checkReplicas(ctx, n, replicas, true)
+	})
+}
+
+// checkFsync refuses a server that does not fsync every write.
+func checkFsync(ctx context.Context, n goredis.UniversalClient, node string) error {
+	cfg, err := n.ConfigGet(ctx, "append*").Result()
 	if err != nil {
-		return fmt.Errorf("journal/redis: reading the server's durability settings (CONFIG GET append*): %w; "+
-			"a server that hides them can be opened with Options.AllowUnsyncedWrites, which gives up the write-ahead guarantee", err)
+		return fmt.Errorf("journal/redis: %sreading the server's durability settings (CONFIG GET append*): %w; "+
+			"a server that hides them can be opened with Options.AllowUnsyncedWrites, which gives up the write-ahead guarantee", node, err)
 	}
 	if cfg["appendonly"] != "yes" || cfg["appendfsync"] != "always" {
-		return fmt.Errorf("%w: appendonly=%q, appendfsync=%q; want appendonly yes and appendfsync always",
-			ErrNotDurable, cfg["appendonly"], cfg["appendfsync"])
+		return fmt.Errorf("%w: %sappendonly=%q, appendfsync=%q; want appendonly yes and appendfsync always",
+			ErrNotDurable, node, cfg["appendonly"], cfg["appendfsync"])
+	}
+	return nil
+}
+
+// checkReplicas refuses a master with fewer replicas in sync than
+// replicas, or one of them not fsyncing every write, and, when failover
+// (a cluster's), one with replicas that are not waited for.
+func checkReplicas(ctx context.Context, n *goredis.Client, replicas int, failover bool) error {
+	info, err := n.Info(ctx, "replication").Result()
+	if err != nil {
+		return fmt.Errorf("journal/redis: %s: INFO replication: %w", n.Options().Addr, err)
+	}
+	have := 0
+	for _, line := range strings.Split(info, "\n") { // slave0:ip=…,port=…,state=online,…
+		f := map[string]string{}
+		for _, kv := range strings.Split(strings.TrimSpace(line), ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			f[k[strings.IndexByte(k, ':')+1:]] = v
+		}
+		if !strings.HasPrefix(line, "slave") || f["state"] != "online" {
+			continue
+		}
+		have++
+		o := *n.Options()
+		o.Addr = net.JoinHostPort(f["ip"], f["port"])
+		r := goredis.NewClient(&o)
+		err := checkFsync(ctx, r, "replica "+o.Addr+": ")
+		_ = r.Close()
+		if err != nil {
+			return err
+		}
+	}
+	switch {
+	case have > 0 && replicas == 0 && failover:
+		return fmt.Errorf("%w: master %s has %d replicas, which a failover promotes without waiting for the last writes; "+
+			"want Options.Replicas (replicas=N) 1 or more", ErrNotDurable, n.Options().Addr, have)
+	case replicas > have:
+		return fmt.Errorf("%w: Options.Replicas %d, but master %s has %d replicas in sync", ErrNotDurable, replicas, n.Options().Addr, have)
 	}
 	return nil
 }
@@ -173,7 +277,11 @@ func (s *Store) openMeta(ctx context.Context, want uuid.UUID) error {
 		if _, err := s.c.HSetNX(ctx, meta, "namespace", ns.String()).Result(); err != nil {
 			return s.wrap("open", err)
 		}
-		if _, err := s.c.HSetNX(ctx, meta, "layout", strconv.Itoa(layoutVersion)).Result(); err != nil {
+		layout := 1
+		if _, ok := s.c.(*goredis.ClusterClient); ok {
+			layout = 2 // created on a cluster: spread over its masters
+		}
+		if _, err := s.c.HSetNX(ctx, meta, "layout", strconv.Itoa(layout)).Result(); err != nil {
 			return s.wrap("open", err)
 		}
 	}
@@ -186,8 +294,19 @@ func (s *Store) openMeta(ctx context.Context, want uuid.UUID) error {
 	if nsText == "" {
 		return fmt.Errorf("%w: no journal under prefix %q on the server", journal.ErrNoJournal, strings.Trim(s.prefix, "{}:"))
 	}
-	if n, err := strconv.Atoi(layout); err != nil || n > layoutVersion {
+	n, err := strconv.Atoi(layout)
+	if err != nil || n > layoutVersion {
 		return fmt.Errorf("%w: key layout %q under prefix %q, this package writes %d", journal.ErrNewerVersion, layout, s.prefix, layoutVersion)
+	}
+	s.tags = []string{s.prefix}
+	if n == 2 {
+		s.tags = make([]string, spreadTags)
+		for i := range s.tags {
+			s.tags[i] = fmt.Sprintf("{%s:%02x}:", strings.Trim(s.prefix, "{}:"), i)
+		}
+	}
+	for _, t := range s.tags {
+		s.idx = append(s.idx, [2]any{t + "created", t + "expires"})
 	}
 	ns, err := uuid.Parse(nsText)
 	if err != nil {
@@ -236,10 +355,14 @@ func (s *Store) now(ctx context.Context, c cmdable) (time.Time, error) {
 	return c.Time(ctx).Result()
 }
 
-func (s *Store) createdKey() string { return s.prefix + "created" }
-func (s *Store) expiresKey() string { return s.prefix + "expires" }
+// tag is the index into s.tags of the hash tag of k's record.
+func (s *Store) tag(k uuid.UUID) int { return int(k[0]) % len(s.tags) }
 
-// recordKey names the string holding the record for k: the prefix, "r:"
+// spread reports layout 2: a record, its indexes and its guard set may
+// lie on different masters.
+func (s *Store) spread() bool { return len(s.tags) > 1 }
+
+// recordKey names the string holding the record for k: its tag, "r:"
 // and k's canonical text, built in one allocation (every Get and every
 // script names one).
 func (s *Store) recordKey(k uuid.UUID) string {
@@ -250,13 +373,14 @@ func (s *Store) recordKey(k uuid.UUID) string {
 	hex.Encode(text[19:23], k[8:10])
 	hex.Encode(text[24:36], k[10:16])
 	text[8], text[13], text[18], text[23] = '-', '-', '-', '-'
-	return s.prefix + "r:" + string(text[:]) // one allocation: the conversion is not copied
+	return s.tags[s.tag(k)] + "r:" + string(text[:]) // one allocation: the conversion is not copied
 }
 
 // guardKey names the set of suppressed records' keys of one tenant,
 // session and tool: the scope the suppression guard searches. The name is
 // the first half of the SHA-256 of each field's 8-byte big-endian length
-// and bytes, in hex; built on the stack, it allocates only the name.
+// and bytes, in hex, under the tag its first byte picks; built on the
+// stack, it allocates only the name.
 func (s *Store) guardKey(tenant, session, tool string) string {
 	var stack [256]byte
 	buf := stack[:0]
@@ -270,7 +394,7 @@ func (s *Store) guardKey(tenant, session, tool string) string {
 	sum := sha256.Sum256(buf)
 	var text [32]byte
 	hex.Encode(text[:], sum[:16])
-	return s.prefix + "g:" + string(text[:]) // one allocation: the conversion is not copied
+	return s.tags[int(sum[0])%len(s.tags)] + "g:" + string(text[:]) // one allocation: the conversion is not copied
 }
 
 // micros is a sorted-set score: microseconds since the epoch, exact in a
@@ -294,19 +418,55 @@ func (s *Store) get(ctx context.Context, c cmdable, key uuid.UUID, r *journal.Re
 	return true, nil
 }
 
-// put queues the writes that store r and keep its indexes.
+// put queues the writes that store r and keep its indexes; its guard
+// set's, when it lies in the record's slot.
 func (s *Store) put(ctx context.Context, p goredis.Pipeliner, r *journal.Record) {
 	r.Version = journal.SchemaVersion
-	id := r.Key.String()
+	id, t := r.Key.String(), s.tag(r.Key)
 	p.Set(ctx, s.recordKey(r.Key), codec.Encode(nil, r), 0)
-	p.ZAdd(ctx, s.createdKey(), goredis.Z{Score: micros(r.Created), Member: id})
-	p.ZAdd(ctx, s.expiresKey(), goredis.Z{Score: micros(r.Expires), Member: id})
+	p.ZAdd(ctx, s.idx[t][0].(string), goredis.Z{Score: micros(r.Created), Member: id})
+	p.ZAdd(ctx, s.idx[t][1].(string), goredis.Z{Score: micros(r.Expires), Member: id})
 	g := s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool)
-	if r.State == journal.StateSuppressed {
+	switch {
+	case s.spread():
+	case r.State == journal.StateSuppressed:
 		p.SAdd(ctx, g, id)
-	} else {
+	default:
 		p.SRem(ctx, g, id)
 	}
+}
+
+// markSuppressed adds r, on a spread journal and when suppressed, to its
+// guard set before r is written: a set may name a record that is not (or
+// no longer) suppressed, which the guard ignores, never miss one that is.
+func (s *Store) markSuppressed(ctx context.Context, r *journal.Record) error {
+	if !s.spread() || r.State != journal.StateSuppressed {
+		return nil
+	}
+	return s.wrap("guard set of "+r.Key.String(), s.c.SAdd(ctx, s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool), r.Key.String()).Err())
+}
+
+// readGuard reads a spread journal's guard set and its members' records.
+func (s *Store) readGuard(ctx context.Context, guard string) ([]guardEntry, error) {
+	ids, err := s.c.SMembers(ctx, guard).Result()
+	if err != nil || len(ids) == 0 {
+		return nil, s.wrap("guard set", err)
+	}
+	g := make([]guardEntry, len(ids))
+	for i, id := range ids {
+		g[i].id = id
+		k, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("%w: guard set %s holds %q", journal.ErrCorrupt, guard, id)
+		}
+		r := new(journal.Record)
+		if found, err := s.get(ctx, s.c, k, r); err != nil {
+			return nil, err
+		} else if found {
+			g[i].rec = r
+		}
+	}
+	return g, nil
 }
 
 // tx runs fn in an optimistic transaction watching keys, again while
@@ -349,6 +509,13 @@ func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.Be
 	v := view{checks: []check{{key: req.Key}}}
 	if now, ok := s.estimate(); ok && !s.readOnly {
 		v = view{now: now, checks: []check{{key: req.Key, known: true}}, guardKnown: true}
+		if s.spread() && guard != "" { // the script cannot check a guard set in another slot
+			g, err := s.readGuard(ctx, guard)
+			if err != nil {
+				return journal.BeginResult{}, err
+			}
+			v.guard = g
+		}
 	}
 	for range maxTxRetries {
 		res, writes, t := s.decideBegin(&req, &v)
@@ -556,8 +723,27 @@ func (s *Store) estimate() (time.Time, bool) {
 }
 
 // snapshot reads keys (and the guard set, when guard is not empty) and
-// the server's clock in one script run.
+// the server's clock in one script run; on a spread journal, one per key
+// and the guard set after them, at the earliest clock they answered.
 func (s *Store) snapshot(ctx context.Context, keys []uuid.UUID, guard string) (view, error) {
+	if s.spread() && (len(keys) > 1 || guard != "") {
+		var v view
+		for _, k := range keys {
+			kv, err := s.snapshot(ctx, []uuid.UUID{k}, "")
+			if err != nil {
+				return view{}, err
+			}
+			if v.checks = append(v.checks, kv.checks...); len(v.checks) == 1 || kv.now.Before(v.now) {
+				v.now = kv.now
+			}
+		}
+		var err error
+		v.fresh, v.guardKnown = true, guard != ""
+		if guard != "" {
+			v.guard, err = s.readGuard(ctx, guard)
+		}
+		return v, err
+	}
 	checks := make([]check, len(keys)) // all unknown: the script answers what it finds
 	for i, k := range keys {
 		checks[i].key = k
@@ -606,13 +792,28 @@ func (s *Store) viewOf(checks []check, guard bool, res casResult) (view, error) 
 }
 
 // commit runs the script for a decision on v: done when it wrote, else
-// the view its refusal answered.
+// the view its refusal answered. On a spread journal the script compares
+// only the records in the slot it writes (the guard set and another
+// record, read before, are not compared again).
 func (s *Store) commit(ctx context.Context, op string, v view, guard string, writes []write) (bool, view, error) {
 	var want []guardEntry
-	if guard != "" {
+	checks := v.checks
+	if s.spread() {
+		guard, checks = "", nil
+		for _, c := range v.checks {
+			if s.tag(c.key) == s.tag(writes[0].rec.Key) {
+				checks = append(checks, c)
+			}
+		}
+	} else if guard != "" {
 		want = v.guard
 	}
-	res, err := s.cas(ctx, v.now, v.checks, guard, want, writes)
+	for _, w := range writes {
+		if err := s.markSuppressed(ctx, w.rec); err != nil {
+			return false, v, err
+		}
+	}
+	res, err := s.cas(ctx, v.now, checks, guard, want, writes)
 	if err != nil {
 		for _, w := range writes {
 			s.pending.forget(w.rec.Key)
@@ -630,7 +831,15 @@ func (s *Store) commit(ctx context.Context, op string, v view, guard string, wri
 		}
 		return true, v, nil
 	}
-	nv, err := s.viewOf(v.checks, guard != "", res)
+	nv, err := s.viewOf(checks, guard != "", res)
+	if s.spread() {
+		for _, c := range v.checks {
+			if nv.find(c.key) == nil {
+				nv.checks = append(nv.checks, c)
+			}
+		}
+		nv.guard, nv.guardKnown = v.guard, v.guardKnown
+	}
 	return false, nv, err
 }
 
@@ -663,64 +872,89 @@ func (s *Store) Get(ctx context.Context, key uuid.UUID) (journal.Record, error) 
 	return r, nil
 }
 
-// listPage is how many keys List reads per round trip.
+// listPage is how many keys List and Stats read per round trip.
 const listPage = 256
 
-// List yields the records matching f, newest first, walking the creation
-// index in pages; see journal.Store. It holds no transaction: a record
-// written while the loop runs may or may not be seen.
+// List yields the records matching f, newest first, walking each tag's
+// creation index in pages and merging them; see journal.Store. It holds
+// no transaction: a record written while the loop runs may or may not be
+// seen.
 func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Record, error] {
 	return func(yield func(journal.Record, error) bool) {
 		if s.closed.Load() {
 			yield(journal.Record{}, journal.ErrClosed)
 			return
 		}
-		max, min := "+inf", "-inf"
+		by := goredis.ZRangeBy{Max: "+inf", Min: "-inf", Count: max(listPage/int64(len(s.tags)), 16)}
 		if !f.Until.IsZero() {
-			max = "(" + strconv.FormatInt(f.Until.UnixMicro(), 10)
+			by.Max = "(" + strconv.FormatInt(f.Until.UnixMicro(), 10)
 		}
 		if !f.Since.IsZero() {
-			min = strconv.FormatInt(f.Since.UnixMicro(), 10)
+			by.Min = strconv.FormatInt(f.Since.UnixMicro(), 10)
 		}
-		n := 0
-		for offset := int64(0); ; offset += listPage {
-			ids, err := s.c.ZRevRangeByScore(ctx, s.createdKey(), &goredis.ZRangeBy{Max: max, Min: min, Offset: offset, Count: listPage}).Result()
-			if err != nil {
-				yield(journal.Record{}, s.wrap("list", err))
+		type head struct {
+			zs   []goredis.Z
+			recs []*journal.Record
+			off  int64
+			done bool
+		}
+		heads := make([]head, len(s.tags))
+		for n := 0; ; {
+			best := -1
+			for t := range heads {
+				h := &heads[t]
+				if len(h.zs) == 0 && !h.done {
+					page := by
+					page.Offset = h.off
+					zs, err := s.c.ZRevRangeByScoreWithScores(ctx, s.idx[t][0].(string), &page).Result()
+					if err != nil {
+						yield(journal.Record{}, s.wrap("list", err))
+						return
+					}
+					if h.recs, err = s.mget(ctx, t, zs); err != nil {
+						yield(journal.Record{}, err)
+						return
+					}
+					h.zs, h.off, h.done = zs, h.off+int64(len(zs)), int64(len(zs)) < by.Count
+				}
+				if len(h.zs) > 0 && (best < 0 || newer(h.zs[0], heads[best].zs[0])) {
+					best = t
+				}
+			}
+			if best < 0 {
 				return
 			}
-			recs, err := s.mget(ctx, ids)
-			if err != nil {
-				yield(journal.Record{}, err)
+			h := &heads[best]
+			r := h.recs[0]
+			h.zs, h.recs = h.zs[1:], h.recs[1:]
+			if r == nil || !machine.MatchFilter(r, &f) {
+				continue
+			}
+			if !yield(*r, nil) {
 				return
 			}
-			for i := range recs {
-				if recs[i] == nil || !machine.MatchFilter(recs[i], &f) {
-					continue
-				}
-				if !yield(*recs[i], nil) {
-					return
-				}
-				if n++; f.Limit > 0 && n >= f.Limit {
-					return
-				}
-			}
-			if len(ids) < listPage {
+			if n++; f.Limit > 0 && n >= f.Limit {
 				return
 			}
 		}
 	}
 }
 
-// mget reads the records of ids in one round trip; a record deleted
-// meanwhile is nil.
-func (s *Store) mget(ctx context.Context, ids []string) ([]*journal.Record, error) {
-	if len(ids) == 0 {
+// newer orders a before b as ZREVRANGEBYSCORE does: by score, then by
+// member, both descending.
+func newer(a, b goredis.Z) bool {
+	return a.Score > b.Score || a.Score == b.Score && a.Member.(string) > b.Member.(string)
+}
+
+// mget reads the records of tag t's members zs in one round trip; a record
+// deleted meanwhile is nil.
+func (s *Store) mget(ctx context.Context, t int, zs []goredis.Z) ([]*journal.Record, error) {
+	if len(zs) == 0 {
 		return nil, nil
 	}
-	keys := make([]string, len(ids))
-	for i, id := range ids {
-		keys[i] = s.prefix + "r:" + id
+	keys := make([]string, len(zs))
+	for i, z := range zs {
+		keys[i] = s.tags[t] + "r:" + z.Member.(string)
 	}
 	vals, err := s.c.MGet(ctx, keys...).Result()
 	if err != nil {
@@ -734,7 +968,7 @@ func (s *Store) mget(ctx context.Context, ids []string) ([]*journal.Record, erro
 		}
 		r, err := codec.Decode([]byte(b))
 		if err != nil {
-			return nil, fmt.Errorf("journal/redis: key %s: %w", ids[i], err)
+			return nil, fmt.Errorf("journal/redis: key %s: %w", zs[i].Member, err)
 		}
 		out[i] = &r
 	}
@@ -742,7 +976,7 @@ func (s *Store) mget(ctx context.Context, ids []string) ([]*journal.Record, erro
 }
 
 // GC removes expired records; see journal.Store. It reads only the
-// records the expiry index says are past their TTL.
+// records each tag's expiry index says are past their TTL.
 func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResult, error) {
 	if s.closed.Load() {
 		return journal.GCResult{}, journal.ErrClosed
@@ -754,49 +988,63 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 	if err != nil {
 		return journal.GCResult{}, s.wrap("gc", err)
 	}
-	ids, err := s.c.ZRangeByScore(ctx, s.expiresKey(), &goredis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now.UnixMicro(), 10)}).Result()
-	if err != nil {
-		return journal.GCResult{}, s.wrap("gc", err)
-	}
 	var res journal.GCResult
-	for _, id := range ids {
-		k, err := uuid.Parse(id)
+	for t := range s.tags {
+		ids, err := s.c.ZRangeByScore(ctx, s.idx[t][1].(string), &goredis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now.UnixMicro(), 10)}).Result()
 		if err != nil {
-			return res, fmt.Errorf("%w: expiry index holds %q", journal.ErrCorrupt, id)
+			return res, s.wrap("gc", err)
 		}
-		err = s.tx(ctx, "gc "+id, func(tx *goredis.Tx) error {
-			r := new(journal.Record)
-			found, err := s.get(ctx, tx, k, r)
-			if err != nil || !found {
-				return err
+		for _, id := range ids {
+			if err := s.gcOne(ctx, t, id, now, opts.DryRun, &res); err != nil {
+				return res, err
 			}
-			switch {
-			case journal.Expired(r, now):
-				res.Removed++
-				if opts.DryRun {
-					return nil
-				}
-				_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-					p.Del(ctx, s.recordKey(k))
-					p.ZRem(ctx, s.createdKey(), id)
-					p.ZRem(ctx, s.expiresKey(), id)
-					p.SRem(ctx, s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool), id)
-					return nil
-				})
-				if err != nil {
-					res.Removed--
-					return s.wrapWrite("gc "+id, err)
-				}
-			case machine.Overdue(r, now):
-				res.KeptUnknown++
-			}
-			return nil
-		}, s.recordKey(k))
-		if err != nil {
-			return res, err
 		}
 	}
 	return res, nil
+}
+
+// gcOne removes the record id of tag t if it expired, counting it in res.
+func (s *Store) gcOne(ctx context.Context, t int, id string, now time.Time, dryRun bool, res *journal.GCResult) error {
+	k, err := uuid.Parse(id)
+	if err != nil {
+		return fmt.Errorf("%w: expiry index holds %q", journal.ErrCorrupt, id)
+	}
+	var guard string
+	err = s.tx(ctx, "gc "+id, func(tx *goredis.Tx) error {
+		r := new(journal.Record)
+		found, err := s.get(ctx, tx, k, r)
+		if err != nil || !found {
+			return err
+		}
+		switch {
+		case journal.Expired(r, now):
+			if dryRun {
+				res.Removed++
+				return nil
+			}
+			guard = s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool)
+			_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+				p.Del(ctx, s.recordKey(k))
+				p.ZRem(ctx, s.idx[t][0].(string), id)
+				p.ZRem(ctx, s.idx[t][1].(string), id)
+				if !s.spread() {
+					p.SRem(ctx, guard, id)
+				}
+				return nil
+			})
+			if err != nil {
+				return s.wrapWrite("gc "+id, err)
+			}
+			res.Removed++
+		case machine.Overdue(r, now):
+			res.KeptUnknown++
+		}
+		return nil
+	}, s.recordKey(k))
+	if err == nil && s.spread() && guard != "" {
+		err = s.wrap("gc "+id, s.c.SRem(ctx, guard, id).Err()) // after: a member without a record is ignored
+	}
+	return err
 }
 
 // Stats counts the journal's records by reading each of them: unlike the
@@ -811,25 +1059,28 @@ func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 		return journal.Stats{}, s.wrap("stats", err)
 	}
 	st := machine.NewStats()
-	for offset := int64(0); ; offset += listPage {
-		ids, err := s.c.ZRange(ctx, s.createdKey(), offset, offset+listPage-1).Result()
-		if err != nil {
-			return st, s.wrap("stats", err)
-		}
-		recs, err := s.mget(ctx, ids)
-		if err != nil {
-			return st, err
-		}
-		for _, r := range recs {
-			if r != nil {
-				machine.AddStats(&st, r, now)
-				st.SizeBytes += int64(len(codec.Encode(nil, r)))
+	for t := range s.tags {
+		for offset := int64(0); ; offset += listPage {
+			zs, err := s.c.ZRangeWithScores(ctx, s.idx[t][0].(string), offset, offset+listPage-1).Result()
+			if err != nil {
+				return st, s.wrap("stats", err)
+			}
+			recs, err := s.mget(ctx, t, zs)
+			if err != nil {
+				return st, err
+			}
+			for _, r := range recs {
+				if r != nil {
+					machine.AddStats(&st, r, now)
+					st.SizeBytes += int64(len(codec.Encode(nil, r)))
+				}
+			}
+			if len(zs) < listPage {
+				break
 			}
 		}
-		if len(ids) < listPage {
-			return st, nil
-		}
 	}
+	return st, nil
 }
 
 // Import writes r as it is; see journal.Store.
@@ -853,10 +1104,19 @@ func (s *Store) Import(ctx context.Context, r journal.Record) error {
 		if s.readOnly {
 			return fmt.Errorf("%w: import %s", journal.ErrReadOnly, r.Key)
 		}
+		if err := s.markSuppressed(ctx, &r); err != nil {
+			return err
+		}
 		_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 			s.put(ctx, p, &r)
 			return nil
 		})
+		if n := int64(s.replicas); err == nil && n > 0 {
+			var got int64
+			if got, err = tx.Wait(ctx, s.replicas, time.Duration(s.waitMS)*time.Millisecond).Result(); err == nil && got < n {
+				err = fmt.Errorf("%w: acknowledged by %d of %d replicas", journal.ErrOutcomeUncertain, got, n)
+			}
+		}
 		return s.wrapWrite("import "+r.Key.String(), err)
 	}, s.recordKey(r.Key))
 }
