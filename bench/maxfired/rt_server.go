@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentonce/agentonce/idempotency"
+	"github.com/agentonce/agentonce/journal"
+	"github.com/agentonce/agentonce/journal/bolt"
+)
+
+func init() {
+	runtimes = append(runtimes, runtime{name: "middleware", plain: serverPlain, once: serverOnce,
+		how: "a net/http server whose handler charges, the process killed mid-request and started again, its client sending the request again with the same Idempotency-Key (net/http keeps no state of its own)"})
+}
+
+func serverPlain(ctx context.Context, j job) (outcome, error) {
+	return serve(ctx, j, chargeHandler(j))
+}
+
+func serverOnce(ctx context.Context, j job) (outcome, error) {
+	store, err := bolt.Open(filepath.Join(j.dir, "server.journal"), nil)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer store.Close()
+	m, err := idempotency.New(pointStore{store}, &idempotency.Options{ErrorLog: func(string, ...any) {}})
+	if err != nil {
+		return outcome{}, err
+	}
+	return serve(ctx, j, m.Handler(chargeHandler(j)))
+}
+
+// chargeHandler is the server's route: it charges the body's intent.
+func chargeHandler(j job) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /charges", func(w http.ResponseWriter, r *http.Request) {
+		var in chargeInput
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10)).Decode(&in); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		out, err := doCharge(r.Context(), j.pay, in)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(out)
+	})
+	return mux
+}
+
+// serve runs h on a loopback listener and sends it the charge request
+// with the intent as its Idempotency-Key, as a client that retries does.
+func serve(ctx context.Context, j job, h http.Handler) (outcome, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return outcome{}, err
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	defer srv.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ln.Addr().String()+"/charges", strings.NewReader(chargeArgs(j.intent)))
+	if err != nil {
+		return outcome{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(idempotency.KeyHeader, j.intent)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
+	switch {
+	case res.StatusCode == http.StatusCreated:
+		return outcome{Status: "charged", Detail: string(body)}, nil
+	case res.StatusCode == http.StatusConflict:
+		return outcome{Status: "pending", Detail: string(body)}, nil
+	case res.StatusCode == http.StatusInternalServerError && strings.Contains(string(body), "agentctl"):
+		return outcome{Status: "person", Detail: string(body)}, nil
+	}
+	return outcome{}, fmt.Errorf("the server answered %s: %s", res.Status, body)
+}
+
+// pointStore is a journal.Store whose writes are crash points.
+type pointStore struct{ journal.Store }
+
+func (s pointStore) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
+	r, err := s.Store.Begin(ctx, req)
+	if err == nil {
+		point("journal begin")
+	}
+	return r, err
+}
+
+func (s pointStore) StartAttempt(ctx context.Context, req journal.AttemptRequest) error {
+	err := s.Store.StartAttempt(ctx, req)
+	if err == nil {
+		point("journal attempt")
+	}
+	return err
+}
+
+func (s pointStore) Complete(ctx context.Context, c journal.Completion) (journal.Record, error) {
+	r, err := s.Store.Complete(ctx, c)
+	if err == nil {
+		point("journal outcome")
+	}
+	return r, err
+}
