@@ -24,6 +24,9 @@ func printTable(w io.Writer, rows []row) {
 			continue
 		}
 		fmt.Fprintf(w, "%s: plain is %s; its worst schedule: %s; with agentonce: %s\n", r.name, r.how, r.plain.worst, r.once.worst)
+		if r.once.person > 0 {
+			fmt.Fprintf(w, "  left to an operator, as first: %s\n", r.once.personDetail)
+		}
 		for _, f := range append(r.plain.failures, r.once.failures...) {
 			fmt.Fprintf(w, "  not charged: %s\n", f)
 		}

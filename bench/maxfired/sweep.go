@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // config is one sweep's settings.
@@ -34,12 +35,13 @@ const maxRuns = 6
 
 // tally is what one mode of one runtime came to.
 type tally struct {
-	max       int      // most charges of one intent
-	schedules int      // schedules run
-	points    int64    // crash points of a run without a crash
-	person    int      // schedules left to an operator
-	failures  []string // schedules that ended otherwise than charged
-	worst     string   // the schedule that charged max times
+	max          int      // most charges of one intent
+	schedules    int      // schedules run
+	points       int64    // crash points of a run without a crash
+	person       int      // schedules left to an operator
+	personDetail string   // the first such schedule's answer
+	failures     []string // schedules that ended otherwise than charged
+	worst        string   // the schedule that charged max times
 }
 
 // row is one runtime's line of the table.
@@ -70,7 +72,9 @@ func sweep(ctx context.Context, c config) ([]row, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(base)
-	s := &sweeper{c: c, pay: pay, base: base}
+	// The sweep's own id ends every intent: the DBOS workflows and the
+	// PostgreSQL journal outlive a sweep.
+	s := &sweeper{c: c, pay: pay, base: base, id: strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
 	rows := make([]row, len(c.runtimes))
 	for i, rt := range c.runtimes {
 		rows[i] = row{name: rt.name, how: rt.how}
@@ -97,6 +101,7 @@ type sweeper struct {
 	c    config
 	pay  *payment
 	base string
+	id   string
 	mu   sync.Mutex
 	n    int
 }
@@ -154,6 +159,9 @@ func (s *sweeper) mode(ctx context.Context, rt runtime, mode string) (tally, err
 			case "charged":
 			case "person":
 				t.person++
+				if t.personDetail == "" {
+					t.personDetail = fmt.Sprintf("%v: %s", sc.crash, out.Detail)
+				}
 			default:
 				t.failures = append(t.failures, fmt.Sprintf("%v: %s %s", sc.crash, out.Status, out.Detail))
 			}
@@ -175,7 +183,7 @@ func (s *sweeper) schedule(rt runtime, mode string, crash []string) schedule {
 	s.n++
 	n := s.n
 	s.mu.Unlock()
-	return schedule{rt: rt, mode: mode, intent: fmt.Sprintf("%s-%s-%d", rt.name, mode, n), crash: crash}
+	return schedule{rt: rt, mode: mode, intent: fmt.Sprintf("%s-%s-%d-%s", rt.name, mode, n, s.id), crash: crash}
 }
 
 // run runs sc's invocations, one after another on the same directory,

@@ -126,7 +126,14 @@ func runtimeNames() string {
 
 // openHarness opens the run's bbolt journal, its writes crash points.
 func openHarness(ctx context.Context, j job) (*harness.Harness, error) {
-	obs := harness.ObserverFunc(func(_ context.Context, e harness.Event) {
+	return agentonce.Open(ctx, filepath.Join(j.dir, "agent.journal"), &agentonce.OpenOptions{
+		Options: harness.Options{Observer: journalPoints(), CheckWait: 10 * time.Second}, GCEvery: -1})
+}
+
+// journalPoints is the Observer that makes the journal's writes crash
+// points and keeps the last answer's status.
+func journalPoints() harness.Observer {
+	return harness.ObserverFunc(func(_ context.Context, e harness.Event) {
 		switch e.Kind {
 		case harness.EventAfterWriteAhead:
 			point("journal write-ahead")
@@ -136,8 +143,6 @@ func openHarness(ctx context.Context, j job) (*harness.Harness, error) {
 			lastStatus.Store(uint32(e.Status))
 		}
 	})
-	return agentonce.Open(ctx, filepath.Join(j.dir, "agent.journal"), &agentonce.OpenOptions{
-		Options: harness.Options{Observer: obs, CheckWait: 10 * time.Second}, GCEvery: -1})
 }
 
 // chargeTool is the charge as an agentonce tool: Unkeyed (the service
