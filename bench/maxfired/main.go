@@ -25,6 +25,7 @@ import (
 )
 
 func main() {
+	ordered()
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
 		workerMain(os.Args[2:])
 		return

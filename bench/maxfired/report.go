@@ -23,7 +23,11 @@ func printTable(w io.Writer, rows []row) {
 		if r.skipped != "" {
 			continue
 		}
-		fmt.Fprintf(w, "%s: plain is %s; its worst schedule: %s; with agentonce: %s\n", r.name, r.how, r.plain.worst, r.once.worst)
+		once := "one charge in every schedule"
+		if r.once.max > 1 {
+			once = fmt.Sprintf("%d charges after %s", r.once.max, r.once.worst)
+		}
+		fmt.Fprintf(w, "%s: plain is %s. Plain, %d charges after %s; with agentonce, %s.\n", r.name, r.how, r.plain.max, r.plain.worst, once)
 		if r.once.person > 0 {
 			fmt.Fprintf(w, "  left to an operator, as first: %s\n", r.once.personDetail)
 		}

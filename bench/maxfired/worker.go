@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -69,7 +70,22 @@ type runtime struct {
 	needsPG bool
 }
 
-var runtimes []runtime // in the table's order, filled by each runtime's file
+var runtimes []runtime // filled by each runtime's file; ordered puts them in the table's order
+
+// tableOrder is the table's order of the runtimes: the server side, the
+// MCP servers, the agent frameworks and SDKs, then DBOS.
+var tableOrder = []string{"middleware", "mcp-go", "go-sdk", "eino", "anthropic-sdk-go", "openai-go", "dbos"}
+
+// ordered sorts runtimes into tableOrder, any other after them.
+func ordered() {
+	rank := func(name string) int {
+		if i := slices.Index(tableOrder, name); i >= 0 {
+			return i
+		}
+		return len(tableOrder)
+	}
+	slices.SortStableFunc(runtimes, func(a, b runtime) int { return rank(a.name) - rank(b.name) })
+}
 
 func findRuntime(name string) (runtime, bool) {
 	for _, r := range runtimes {
