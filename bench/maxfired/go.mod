@@ -9,10 +9,10 @@ require (
 	github.com/agentonce/agentonce/adapters/mcp v0.1.0
 	github.com/agentonce/agentonce/adapters/mcpgo v0.1.0
 	github.com/agentonce/agentonce/adapters/openai v0.1.0
+	github.com/agentonce/agentonce/bench/maxfired/worker v0.0.0
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/cloudwego/eino v0.7.36
 	github.com/dbos-inc/dbos-transact-golang v1.8.0
-	github.com/google/uuid v1.6.0
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/openai/openai-go/v3 v3.99.0
@@ -32,6 +32,7 @@ require (
 	github.com/go-logr/logr v1.4.2 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/google/uuid v1.6.0 // indirect
 	github.com/goph/emperror v0.17.2 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6 // indirect
@@ -87,4 +88,5 @@ replace (
 	github.com/agentonce/agentonce/adapters/mcp => ../../adapters/mcp
 	github.com/agentonce/agentonce/adapters/mcpgo => ../../adapters/mcpgo
 	github.com/agentonce/agentonce/adapters/openai => ../../adapters/openai
+	github.com/agentonce/agentonce/bench/maxfired/worker => ./worker
 )

@@ -22,12 +22,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentonce/agentonce/bench/maxfired/worker"
 )
 
 func main() {
 	ordered()
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
-		workerMain(os.Args[2:])
+		worker.Main(os.Args[2:], runtimes)
 		return
 	}
 	var c config
@@ -39,7 +41,7 @@ func main() {
 	flag.Parse()
 	c.pgURL = os.Getenv("AGENTONCE_PG_URL")
 	for _, r := range runtimes {
-		if *only == "" || slices.Contains(strings.Split(*only, ","), r.name) {
+		if *only == "" || slices.Contains(strings.Split(*only, ","), r.Name) {
 			c.runtimes = append(c.runtimes, r)
 		}
 	}

@@ -5,21 +5,22 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/agentonce/agentonce/bench/maxfired/worker"
 )
 
 // TestMain makes the test binary the sweep's worker too.
 func TestMain(m *testing.M) {
 	ordered()
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
-		workerMain(os.Args[2:])
-		os.Exit(0)
+		worker.Main(os.Args[2:], runtimes)
 	}
 	os.Exit(m.Run())
 }
 
 // unguarded is the charge made plainly but reported as "with agentonce":
 // the sweep must see its duplicates.
-var unguarded = runtime{name: "unguarded", plain: serverPlain, once: serverPlain}
+var unguarded = runtime{Name: "unguarded", Plain: serverPlain, Once: serverPlain}
 
 func init() { runtimes = append(runtimes, unguarded) }
 
@@ -39,7 +40,7 @@ func shortSweep(t *testing.T, rts ...runtime) []row {
 func TestSweep(t *testing.T) {
 	var rts []runtime
 	for _, r := range runtimes {
-		if r.name != unguarded.name {
+		if r.Name != unguarded.Name {
 			rts = append(rts, r)
 		}
 	}

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"sync"
 
-	"github.com/agentonce/agentonce/harness/downstream"
+	"github.com/agentonce/agentonce/bench/maxfired/worker"
 )
 
 // payment is the loopback payment service every run charges: it is not
@@ -21,23 +17,10 @@ import (
 // real payment API offers by a charge's reference.
 type payment struct {
 	mu      sync.Mutex
-	charges map[string][]charge // intent → its charges, in order
+	charges map[string][]worker.Charge // intent → its charges, in order
 	n       int
 	srv     *http.Server
 	url     string
-}
-
-// charge is one charge as the service answers it.
-type charge struct {
-	ID     string `json:"id"`
-	Intent string `json:"intent"`
-	Amount int    `json:"amount"`
-}
-
-// chargeInput is what the charge tool is given (the model's arguments).
-type chargeInput struct {
-	Intent string `json:"intent"`
-	Amount int    `json:"amount"`
 }
 
 func startPayment() (*payment, error) {
@@ -45,7 +28,7 @@ func startPayment() (*payment, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &payment{charges: map[string][]charge{}, url: "http://" + ln.Addr().String()}
+	p := &payment{charges: map[string][]worker.Charge{}, url: "http://" + ln.Addr().String()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /charges", p.charge)
 	mux.HandleFunc("GET /charges", p.lookUp)
@@ -57,14 +40,14 @@ func startPayment() (*payment, error) {
 func (p *payment) close() { p.srv.Close() }
 
 func (p *payment) charge(w http.ResponseWriter, r *http.Request) {
-	var in chargeInput
+	var in worker.ChargeInput
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10)).Decode(&in); err != nil || in.Intent == "" {
 		http.Error(w, fmt.Sprintf("want {\"intent\":…,\"amount\":…}: %v", err), http.StatusBadRequest)
 		return
 	}
 	p.mu.Lock()
 	p.n++
-	c := charge{ID: fmt.Sprintf("ch_%d", p.n), Intent: in.Intent, Amount: in.Amount}
+	c := worker.Charge{ID: fmt.Sprintf("ch_%d", p.n), Intent: in.Intent, Amount: in.Amount}
 	p.charges[in.Intent] = append(p.charges[in.Intent], c)
 	p.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
@@ -85,58 +68,4 @@ func (p *payment) count(intent string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.charges[intent])
-}
-
-// payClient is a worker's client of the payment service: the point after
-// the service answered a charge (the effect made, its answer not yet
-// read by anyone) is a crash point.
-var payClient = &http.Client{Transport: &downstream.Transport{Base: effectPoint{http.DefaultTransport}}}
-
-type effectPoint struct{ base http.RoundTripper }
-
-func (e effectPoint) RoundTrip(r *http.Request) (*http.Response, error) {
-	res, err := e.base.RoundTrip(r)
-	if err == nil && r.Method == http.MethodPost {
-		point("effect")
-	}
-	return res, err
-}
-
-// doCharge charges in through the payment service at base and returns
-// the charge as the service answered it.
-func doCharge(ctx context.Context, base string, in chargeInput) (json.RawMessage, error) {
-	b, _ := json.Marshal(in)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/charges", bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	return downstream.ReadJSON(payClient.Do(req))
-}
-
-// reconcile asks the payment service whether in's charge happened: the
-// agentonce tool's Reconcile hook.
-func reconcile(ctx context.Context, base string, input json.RawMessage) downstream.Reconciliation {
-	var in chargeInput
-	if err := json.Unmarshal(input, &in); err != nil {
-		return downstream.CannotTell(err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/charges?intent="+url.QueryEscape(in.Intent), nil)
-	if err != nil {
-		return downstream.CannotTell(err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return downstream.CannotTell(err)
-	}
-	defer res.Body.Close()
-	var cs []charge
-	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<16)).Decode(&cs); err != nil {
-		return downstream.CannotTell(err)
-	}
-	if len(cs) == 0 {
-		return downstream.DidNotHappen()
-	}
-	out, _ := json.Marshal(cs[0])
-	return downstream.Happened(out)
 }

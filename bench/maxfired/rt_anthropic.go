@@ -9,11 +9,12 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/agentonce/agentonce/adapters/anthropic"
+	"github.com/agentonce/agentonce/bench/maxfired/worker"
 )
 
 func init() {
-	runtimes = append(runtimes, runtime{name: "anthropic-sdk-go", plain: anthropicPlain, once: anthropicOnce,
-		how: "anthropic-sdk-go's Messages client against a fake API on loopback, the application running the model's tool_use; the SDK keeps no state, so a restarted application asks the model again from the user's message"})
+	runtimes = append(runtimes, runtime{Name: "anthropic-sdk-go", Plain: anthropicPlain, Once: anthropicOnce,
+		How: "anthropic-sdk-go's Messages client against a fake API on loopback, the application running the model's tool_use; the SDK keeps no state, so a restarted application asks the model again from the user's message"})
 }
 
 func anthropicPlain(ctx context.Context, j job) (outcome, error) {
@@ -24,10 +25,10 @@ func anthropicPlain(ctx context.Context, j job) (outcome, error) {
 				continue
 			}
 			u := b.AsToolUse()
-			var in chargeInput
+			var in worker.ChargeInput
 			res, isErr := "invalid input", true
 			if json.Unmarshal(u.Input, &in) == nil {
-				out, err := doCharge(ctx, j.pay, in)
+				out, err := worker.DoCharge(ctx, j.Pay, in)
 				res, isErr = string(out), err != nil
 				if err != nil {
 					res = err.Error()
@@ -41,20 +42,20 @@ func anthropicPlain(ctx context.Context, j job) (outcome, error) {
 }
 
 func anthropicOnce(ctx context.Context, j job) (outcome, error) {
-	h, err := openHarness(ctx, j)
+	h, err := worker.OpenHarness(ctx, j)
 	if err != nil {
 		return outcome{}, err
 	}
 	defer h.Close()
-	if err := h.Register(chargeTool(j)); err != nil {
+	if err := h.Register(worker.ChargeTool(j)); err != nil {
 		return outcome{}, err
 	}
 	a := anthropic.New(h, nil)
 	text, err := anthropicRun(ctx, j, func(history []sdk.MessageParam, msg *sdk.Message) sdk.MessageParam {
-		out, _ := a.Run(ctx, j.intent, history, msg)
+		out, _ := a.Run(ctx, j.Intent, history, msg)
 		return out
 	})
-	return onceOutcome(text), err
+	return worker.OnceOutcome(text), err
 }
 
 // anthropicRun is the application's loop: ask the model, run its
@@ -62,7 +63,7 @@ func anthropicOnce(ctx context.Context, j job) (outcome, error) {
 // results, until it answers; it returns the tool result the model read.
 func anthropicRun(ctx context.Context, j job, run func([]sdk.MessageParam, *sdk.Message) sdk.MessageParam) (string, error) {
 	m, err := startFakeModel("/v1/messages", `"tool_result"`, func() []byte {
-		return []byte(fmt.Sprintf(`{"id":"msg_1","type":"message","role":"assistant","model":"fake","stop_reason":"tool_use","content":[{"type":"tool_use","id":"toolu_1","name":"charge","input":%s}],"usage":{"input_tokens":1,"output_tokens":1}}`, chargeArgs(j.intent)))
+		return []byte(fmt.Sprintf(`{"id":"msg_1","type":"message","role":"assistant","model":"fake","stop_reason":"tool_use","content":[{"type":"tool_use","id":"toolu_1","name":"charge","input":%s}],"usage":{"input_tokens":1,"output_tokens":1}}`, worker.ChargeArgs(j.Intent)))
 	}, func() []byte {
 		return []byte(`{"id":"msg_2","type":"message","role":"assistant","model":"fake","stop_reason":"end_turn","content":[{"type":"text","text":"Done."}],"usage":{"input_tokens":1,"output_tokens":1}}`)
 	})

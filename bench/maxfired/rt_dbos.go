@@ -11,14 +11,15 @@ import (
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
+	"github.com/agentonce/agentonce/bench/maxfired/worker"
 	"github.com/agentonce/agentonce/harness"
 	"github.com/agentonce/agentonce/journal/postgres"
 	"github.com/agentonce/agentonce/retryclass"
 )
 
 func init() {
-	runtimes = append(runtimes, runtime{name: "dbos", plain: dbosPlain, once: dbosOnce, needsPG: true,
-		how: "a DBOS Transact workflow (one per intent, its id the intent) whose charge is a RunAsStep, on PostgreSQL; after a crash DBOS's own recovery at Launch resumes it (each schedule has an executor id and an application version of its own: DBOS puts a recovered workflow on an internal queue that any live executor of the version dequeues, and the schedules run at once)"})
+	runtimes = append(runtimes, runtime{Name: "dbos", Plain: dbosPlain, Once: dbosOnce, NeedsPG: true,
+		How: "a DBOS Transact workflow (one per intent, its id the intent) whose charge is a RunAsStep, on PostgreSQL; after a crash DBOS's own recovery at Launch resumes it (each schedule has an executor id and an application version of its own: DBOS puts a recovered workflow on an internal queue that any live executor of the version dequeues, and the schedules run at once)"})
 }
 
 // The PostgreSQL schemas of the sweep's DBOS system database and of the
@@ -29,8 +30,8 @@ const (
 )
 
 func dbosPlain(ctx context.Context, j job) (outcome, error) {
-	out, err := dbosRun(ctx, j, func(ctx context.Context, in chargeInput) (string, error) {
-		b, err := doCharge(ctx, j.pay, in)
+	out, err := dbosRun(ctx, j, func(ctx context.Context, in worker.ChargeInput) (string, error) {
+		b, err := worker.DoCharge(ctx, j.Pay, in)
 		return string(b), err
 	})
 	return outcome{Status: "charged", Detail: out}, err
@@ -39,7 +40,7 @@ func dbosPlain(ctx context.Context, j job) (outcome, error) {
 // dbosOnce is the same workflow whose step charges through the harness,
 // on a journal in the same PostgreSQL.
 func dbosOnce(ctx context.Context, j job) (outcome, error) {
-	store, err := postgres.Open(ctx, j.pgURL, &postgres.Options{Schema: journalSchema, MaxConns: 2})
+	store, err := postgres.Open(ctx, j.PGURL, &postgres.Options{Schema: journalSchema, MaxConns: 2})
 	if err != nil {
 		return outcome{}, err
 	}
@@ -47,14 +48,14 @@ func dbosOnce(ctx context.Context, j job) (outcome, error) {
 	// a crashed attempt is taken over once its lease runs out; 3 s (renewed
 	// every second) keeps the sweep short, the default minute gives the
 	// same counts later.
-	h := harness.New(store, &harness.Options{Observer: journalPoints(), CheckWait: 10 * time.Second, LeaseTTL: 3 * time.Second, OnClose: store.Close})
+	h := harness.New(store, &harness.Options{Observer: worker.JournalPoints(), CheckWait: 10 * time.Second, LeaseTTL: 3 * time.Second, OnClose: store.Close})
 	defer h.Close()
-	if err := h.Register(chargeTool(j)); err != nil {
+	if err := h.Register(worker.ChargeTool(j)); err != nil {
 		return outcome{}, err
 	}
-	out, err := dbosRun(ctx, j, func(ctx context.Context, in chargeInput) (string, error) {
+	out, err := dbosRun(ctx, j, func(ctx context.Context, in worker.ChargeInput) (string, error) {
 		b, _ := json.Marshal(in)
-		res := h.Call(ctx, harness.ToolCall{Session: j.intent, Turn: "1", Tool: "charge", Input: b})
+		res := h.Call(ctx, harness.ToolCall{Session: j.Intent, Turn: "1", Tool: "charge", Input: b})
 		var oe *harness.OutcomeError
 		switch {
 		case res.Status == harness.Succeeded:
@@ -71,7 +72,7 @@ func dbosOnce(ctx context.Context, j job) (outcome, error) {
 	if err == nil {
 		return outcome{Status: "charged", Detail: out}, nil
 	}
-	if st := harness.Status(lastStatus.Load()); st != 0 && st != harness.Succeeded && st != harness.InProgress {
+	if st := worker.LastStatus(); st != 0 && st != harness.Succeeded && st != harness.InProgress {
 		return outcome{Status: "person", Detail: err.Error()}, nil // the workflow failed on it
 	}
 	return outcome{}, err
@@ -83,19 +84,19 @@ var errInProgress = errors.New("the charge's outcome is being checked")
 
 // dbosRun launches DBOS (recovering this schedule's workflow if a dead
 // process left it pending) and waits for the workflow's result.
-func dbosRun(ctx context.Context, j job, charge func(context.Context, chargeInput) (string, error), opts ...dbos.StepOption) (string, error) {
-	dctx, err := dbos.NewContext(ctx, dbos.Config{AppName: "agentonce-maxfired", DatabaseURL: j.pgURL,
-		DatabaseSchema: dbosSchema, ExecutorID: j.intent, ApplicationVersion: j.intent, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+func dbosRun(ctx context.Context, j job, charge func(context.Context, worker.ChargeInput) (string, error), opts ...dbos.StepOption) (string, error) {
+	dctx, err := dbos.NewContext(ctx, dbos.Config{AppName: "agentonce-maxfired", DatabaseURL: j.PGURL,
+		DatabaseSchema: dbosSchema, ExecutorID: j.Intent, ApplicationVersion: j.Intent, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return "", err
 	}
 	wf := func(ctx dbos.Context, intent string) (string, error) {
-		point("dbos workflow started") // its status row is written
+		worker.Point("dbos workflow started") // its status row is written
 		out, err := dbos.RunAsStep(ctx, func(ctx context.Context) (string, error) {
-			return charge(ctx, chargeInput{Intent: intent, Amount: 4900})
+			return charge(ctx, worker.ChargeInput{Intent: intent, Amount: 4900})
 		}, append(opts, dbos.WithStepName("charge"))...)
 		if err == nil {
-			point("dbos step recorded")
+			worker.Point("dbos step recorded")
 		}
 		return out, err
 	}
@@ -104,17 +105,17 @@ func dbosRun(ctx context.Context, j job, charge func(context.Context, chargeInpu
 		return "", err
 	}
 	defer dbos.Shutdown(dctx, 5*time.Second)
-	h, err := dbos.RetrieveWorkflow[string](dctx, j.intent)
+	h, err := dbos.RetrieveWorkflow[string](dctx, j.Intent)
 	if err != nil {
 		// Not started before: start it.
-		h, err = dbos.RunWorkflow(dctx, wf, j.intent, dbos.WithWorkflowID(j.intent))
+		h, err = dbos.RunWorkflow(dctx, wf, j.Intent, dbos.WithWorkflowID(j.Intent))
 	}
 	if err != nil {
 		return "", err
 	}
 	out, err := h.GetResult()
 	if err == nil {
-		point("dbos workflow recorded")
+		worker.Point("dbos workflow recorded")
 	}
 	return out, err
 }

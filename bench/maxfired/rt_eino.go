@@ -16,12 +16,13 @@ import (
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/agentonce/agentonce/adapters/eino"
+	"github.com/agentonce/agentonce/bench/maxfired/worker"
 	"github.com/agentonce/agentonce/harness"
 )
 
 func init() {
-	runtimes = append(runtimes, runtime{name: "eino", plain: einoPlain, once: einoOnce,
-		how: "a compose graph (chat → tools → chat) with a file CheckPointStore and an interrupt before the tools node, so that the state is saved before the charge (eino writes checkpoints only at interrupts); the application resumes the interrupt at once, and after a crash Invokes again with the same checkpoint id"})
+	runtimes = append(runtimes, runtime{Name: "eino", Plain: einoPlain, Once: einoOnce,
+		How: "a compose graph (chat → tools → chat) with a file CheckPointStore and an interrupt before the tools node, so that the state is saved before the charge (eino writes checkpoints only at interrupts); the application resumes the interrupt at once, and after a crash Invokes again with the same checkpoint id"})
 }
 
 func einoPlain(ctx context.Context, j job) (outcome, error) {
@@ -30,24 +31,24 @@ func einoPlain(ctx context.Context, j job) (outcome, error) {
 }
 
 func einoOnce(ctx context.Context, j job) (outcome, error) {
-	h, err := openHarness(ctx, j)
+	h, err := worker.OpenHarness(ctx, j)
 	if err != nil {
 		return outcome{}, err
 	}
 	defer h.Close()
-	t := chargeTool(j)
+	t := worker.ChargeTool(j)
 	a := eino.New(h, &eino.Options{Tools: map[string]harness.Tool{"charge": t}})
 	mw := a.Middleware()
-	answer, err := einoRun(harness.WithScope(ctx, j.intent, "1"), j, &mw)
-	return onceOutcome(answer), err
+	answer, err := einoRun(harness.WithScope(ctx, j.Intent, "1"), j, &mw)
+	return worker.OnceOutcome(answer), err
 }
 
 // einoRun runs the graph to its end, from its checkpoint if it has one,
 // and returns the charge tool's answer as the model read it.
 func einoRun(ctx context.Context, j job, mw *compose.ToolMiddleware) (string, error) {
-	m := &einoModel{intent: j.intent}
-	charge, err := utils.InferTool("charge", "Charges the customer.", func(ctx context.Context, in chargeInput) (json.RawMessage, error) {
-		return doCharge(ctx, j.pay, in)
+	m := &einoModel{intent: j.Intent}
+	charge, err := utils.InferTool("charge", "Charges the customer.", func(ctx context.Context, in worker.ChargeInput) (json.RawMessage, error) {
+		return worker.DoCharge(ctx, j.Pay, in)
 	})
 	if err != nil {
 		return "", err
@@ -60,22 +61,22 @@ func einoRun(ctx context.Context, j job, mw *compose.ToolMiddleware) (string, er
 	if err != nil {
 		return "", err
 	}
-	store := einoCheckpoints(j.dir)
+	store := einoCheckpoints(j.Dir)
 	r, err := einoGraph(ctx, m, tools, store)
 	if err != nil {
 		return "", err
 	}
 	var in []*schema.Message
-	if _, ok, err := store.Get(ctx, j.intent); err != nil {
+	if _, ok, err := store.Get(ctx, j.Intent); err != nil {
 		return "", err
 	} else if !ok {
 		in = []*schema.Message{schema.UserMessage("Charge me $49.")}
 	}
-	_, err = r.Invoke(ctx, in, compose.WithCheckPointID(j.intent))
+	_, err = r.Invoke(ctx, in, compose.WithCheckPointID(j.Intent))
 	if _, ok := compose.ExtractInterruptInfo(err); ok {
 		// The pause before the tools node, its checkpoint written: the
 		// application resumes it at once.
-		_, err = r.Invoke(ctx, nil, compose.WithCheckPointID(j.intent))
+		_, err = r.Invoke(ctx, nil, compose.WithCheckPointID(j.Intent))
 	}
 	return m.answer(), err
 }
@@ -129,7 +130,7 @@ func (m *einoModel) Generate(_ context.Context, input []*schema.Message, _ ...mo
 		return schema.AssistantMessage("Done.", nil), nil
 	}
 	return schema.AssistantMessage("", []schema.ToolCall{{ID: "call_1", Type: "function",
-		Function: schema.FunctionCall{Name: "charge", Arguments: chargeArgs(m.intent)}}}), nil
+		Function: schema.FunctionCall{Name: "charge", Arguments: worker.ChargeArgs(m.intent)}}}), nil
 }
 
 func (m *einoModel) Stream(ctx context.Context, input []*schema.Message, opts ...model.Option) (*schema.StreamReader[*schema.Message], error) {
@@ -168,7 +169,7 @@ func (d einoCheckpoints) Set(_ context.Context, id string, b []byte) error {
 	if err := writeDurably(d.path(id), b); err != nil {
 		return err
 	}
-	point("eino checkpoint")
+	worker.Point("eino checkpoint")
 	return nil
 }
 

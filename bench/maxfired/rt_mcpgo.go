@@ -11,12 +11,13 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentonce/agentonce/adapters/mcpgo"
+	"github.com/agentonce/agentonce/bench/maxfired/worker"
 	"github.com/agentonce/agentonce/mcpcall"
 )
 
 func init() {
-	runtimes = append(runtimes, runtime{name: "mcp-go", plain: mcpgoPlain, once: mcpgoOnce,
-		how: "an mcp-go server whose tool charges, called by mcp-go's client; mcp-go keeps no state across a restart, so the host calls the tool again in a fresh process"})
+	runtimes = append(runtimes, runtime{Name: "mcp-go", Plain: mcpgoPlain, Once: mcpgoOnce,
+		How: "an mcp-go server whose tool charges, called by mcp-go's client; mcp-go keeps no state across a restart, so the host calls the tool again in a fresh process"})
 }
 
 func mcpgoPlain(ctx context.Context, j job) (outcome, error) {
@@ -24,7 +25,7 @@ func mcpgoPlain(ctx context.Context, j job) (outcome, error) {
 	s.AddTool(mcp.NewTool("charge", mcp.WithDescription("Charges the customer."),
 		mcp.WithString("intent", mcp.Required()), mcp.WithNumber("amount", mcp.Required())),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			var in chargeInput
+			var in worker.ChargeInput
 			if err := json.Unmarshal(req.Params.RawArguments, &in); err != nil {
 				if b, err2 := json.Marshal(req.Params.Arguments); err2 == nil {
 					err = json.Unmarshal(b, &in)
@@ -33,7 +34,7 @@ func mcpgoPlain(ctx context.Context, j job) (outcome, error) {
 					return mcp.NewToolResultError(err.Error()), nil
 				}
 			}
-			out, err := doCharge(ctx, j.pay, in)
+			out, err := worker.DoCharge(ctx, j.Pay, in)
 			if err != nil {
 				return mcp.NewToolResultError(err.Error()), nil
 			}
@@ -44,20 +45,20 @@ func mcpgoPlain(ctx context.Context, j job) (outcome, error) {
 }
 
 func mcpgoOnce(ctx context.Context, j job) (outcome, error) {
-	h, err := openHarness(ctx, j)
+	h, err := worker.OpenHarness(ctx, j)
 	if err != nil {
 		return outcome{}, err
 	}
 	defer h.Close()
 	s := server.NewMCPServer("shop", "1.0.0")
-	if err := h.Register(chargeTool(j)); err != nil {
+	if err := h.Register(worker.ChargeTool(j)); err != nil {
 		return outcome{}, err
 	}
 	if err := mcpgo.AddTools(s, h, &mcpgo.Options{TrustClientScope: true}); err != nil {
 		return outcome{}, err
 	}
 	text, err := mcpgoCall(ctx, s, j)
-	return onceOutcome(text), err
+	return worker.OnceOutcome(text), err
 }
 
 // mcpgoCall calls the charge tool of s with mcp-go's in-process client,
@@ -80,8 +81,8 @@ func mcpgoCall(ctx context.Context, s *server.MCPServer, j job) (string, error) 
 	}
 	var req mcp.CallToolRequest
 	req.Params.Name = "charge"
-	req.Params.Arguments = json.RawMessage(chargeArgs(j.intent))
-	req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{mcpcall.MetaSession: j.intent, mcpcall.MetaTurn: "1"}}
+	req.Params.Arguments = json.RawMessage(worker.ChargeArgs(j.Intent))
+	req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{mcpcall.MetaSession: j.Intent, mcpcall.MetaTurn: "1"}}
 	res, err := c.CallTool(ctx, req)
 	if err != nil {
 		return "", err

@@ -9,18 +9,19 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentmcp "github.com/agentonce/agentonce/adapters/mcp"
+	"github.com/agentonce/agentonce/bench/maxfired/worker"
 )
 
 func init() {
-	runtimes = append(runtimes, runtime{name: "go-sdk", plain: mcpsdkPlain, once: mcpsdkOnce,
-		how: "a server of the official MCP go-sdk whose tool charges, called by the go-sdk's client; the go-sdk keeps no state across a restart, so the host calls the tool again in a fresh process"})
+	runtimes = append(runtimes, runtime{Name: "go-sdk", Plain: mcpsdkPlain, Once: mcpsdkOnce,
+		How: "a server of the official MCP go-sdk whose tool charges, called by the go-sdk's client; the go-sdk keeps no state across a restart, so the host calls the tool again in a fresh process"})
 }
 
 func mcpsdkPlain(ctx context.Context, j job) (outcome, error) {
 	s := sdk.NewServer(&sdk.Implementation{Name: "shop", Version: "v1"}, nil)
 	sdk.AddTool(s, &sdk.Tool{Name: "charge", Description: "Charges the customer."},
-		func(ctx context.Context, _ *sdk.CallToolRequest, in chargeInput) (*sdk.CallToolResult, any, error) {
-			out, err := doCharge(ctx, j.pay, in)
+		func(ctx context.Context, _ *sdk.CallToolRequest, in worker.ChargeInput) (*sdk.CallToolResult, any, error) {
+			out, err := worker.DoCharge(ctx, j.Pay, in)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -31,12 +32,12 @@ func mcpsdkPlain(ctx context.Context, j job) (outcome, error) {
 }
 
 func mcpsdkOnce(ctx context.Context, j job) (outcome, error) {
-	h, err := openHarness(ctx, j)
+	h, err := worker.OpenHarness(ctx, j)
 	if err != nil {
 		return outcome{}, err
 	}
 	defer h.Close()
-	if err := h.Register(chargeTool(j)); err != nil {
+	if err := h.Register(worker.ChargeTool(j)); err != nil {
 		return outcome{}, err
 	}
 	s := sdk.NewServer(&sdk.Implementation{Name: "shop", Version: "v1"}, nil)
@@ -44,7 +45,7 @@ func mcpsdkOnce(ctx context.Context, j job) (outcome, error) {
 		return outcome{}, err
 	}
 	text, err := mcpsdkCall(ctx, s, j)
-	return onceOutcome(text), err
+	return worker.OnceOutcome(text), err
 }
 
 // mcpsdkCall calls the charge tool of s with the go-sdk's client over its
@@ -62,8 +63,8 @@ func mcpsdkCall(ctx context.Context, s *sdk.Server, j job) (string, error) {
 		return "", err
 	}
 	defer cs.Close()
-	params := &sdk.CallToolParams{Name: "charge", Arguments: json.RawMessage(chargeArgs(j.intent))}
-	agentmcp.SetScope(params, agentmcp.Scope{Session: j.intent, Turn: "1"})
+	params := &sdk.CallToolParams{Name: "charge", Arguments: json.RawMessage(worker.ChargeArgs(j.Intent))}
+	agentmcp.SetScope(params, agentmcp.Scope{Session: j.Intent, Turn: "1"})
 	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		return "", err

@@ -9,21 +9,22 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentonce/agentonce/adapters/openai"
+	"github.com/agentonce/agentonce/bench/maxfired/worker"
 )
 
 func init() {
-	runtimes = append(runtimes, runtime{name: "openai-go", plain: openaiPlain, once: openaiOnce,
-		how: "openai-go's Chat Completions client against a fake API on loopback, the application running the model's function call; the SDK keeps no state, so a restarted application asks the model again from the user's message"})
+	runtimes = append(runtimes, runtime{Name: "openai-go", Plain: openaiPlain, Once: openaiOnce,
+		How: "openai-go's Chat Completions client against a fake API on loopback, the application running the model's function call; the SDK keeps no state, so a restarted application asks the model again from the user's message"})
 }
 
 func openaiPlain(ctx context.Context, j job) (outcome, error) {
 	text, err := openaiRun(ctx, j, func(msg sdk.ChatCompletionMessage) []sdk.ChatCompletionMessageParamUnion {
 		var out []sdk.ChatCompletionMessageParamUnion
 		for _, c := range msg.ToolCalls {
-			var in chargeInput
+			var in worker.ChargeInput
 			res := "invalid arguments"
 			if json.Unmarshal([]byte(c.Function.Arguments), &in) == nil {
-				b, err := doCharge(ctx, j.pay, in)
+				b, err := worker.DoCharge(ctx, j.Pay, in)
 				res = string(b)
 				if err != nil {
 					res = err.Error()
@@ -37,21 +38,21 @@ func openaiPlain(ctx context.Context, j job) (outcome, error) {
 }
 
 func openaiOnce(ctx context.Context, j job) (outcome, error) {
-	h, err := openHarness(ctx, j)
+	h, err := worker.OpenHarness(ctx, j)
 	if err != nil {
 		return outcome{}, err
 	}
 	defer h.Close()
-	if err := h.Register(chargeTool(j)); err != nil {
+	if err := h.Register(worker.ChargeTool(j)); err != nil {
 		return outcome{}, err
 	}
 	a := openai.New(h, nil)
 	var history []sdk.ChatCompletionMessageParamUnion
 	text, err := openaiRun(ctx, j, func(msg sdk.ChatCompletionMessage) []sdk.ChatCompletionMessageParamUnion {
-		out, _ := a.RunChat(ctx, j.intent, history, msg)
+		out, _ := a.RunChat(ctx, j.Intent, history, msg)
 		return out
 	}, &history)
-	return onceOutcome(text), err
+	return worker.OnceOutcome(text), err
 }
 
 // openaiRun is the application's loop: ask the model, run its calls with
@@ -59,7 +60,7 @@ func openaiOnce(ctx context.Context, j job) (outcome, error) {
 // result the model read. history, when given, is kept up to date for run.
 func openaiRun(ctx context.Context, j job, run func(sdk.ChatCompletionMessage) []sdk.ChatCompletionMessageParamUnion, history ...*[]sdk.ChatCompletionMessageParamUnion) (string, error) {
 	m, err := startFakeModel("/v1/chat/completions", `"role":"tool"`, func() []byte {
-		return []byte(fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"fake","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"charge","arguments":%q}}]}}]}`, chargeArgs(j.intent)))
+		return []byte(fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"fake","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"charge","arguments":%q}}]}}]}`, worker.ChargeArgs(j.Intent)))
 	}, func() []byte {
 		return []byte(`{"id":"chatcmpl-2","object":"chat.completion","created":1,"model":"fake","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"Done."}}]}`)
 	})

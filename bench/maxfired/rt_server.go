@@ -10,14 +10,15 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentonce/agentonce/bench/maxfired/worker"
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
 )
 
 func init() {
-	runtimes = append(runtimes, runtime{name: "middleware", plain: serverPlain, once: serverOnce,
-		how: "a net/http server whose handler charges, the process killed mid-request and started again, its client sending the request again with the same Idempotency-Key (net/http keeps no state of its own)"})
+	runtimes = append(runtimes, runtime{Name: "middleware", Plain: serverPlain, Once: serverOnce,
+		How: "a net/http server whose handler charges, the process killed mid-request and started again, its client sending the request again with the same Idempotency-Key (net/http keeps no state of its own)"})
 }
 
 func serverPlain(ctx context.Context, j job) (outcome, error) {
@@ -25,7 +26,7 @@ func serverPlain(ctx context.Context, j job) (outcome, error) {
 }
 
 func serverOnce(ctx context.Context, j job) (outcome, error) {
-	store, err := bolt.Open(filepath.Join(j.dir, "server.journal"), nil)
+	store, err := bolt.Open(filepath.Join(j.Dir, "server.journal"), nil)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -41,12 +42,12 @@ func serverOnce(ctx context.Context, j job) (outcome, error) {
 func chargeHandler(j job) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /charges", func(w http.ResponseWriter, r *http.Request) {
-		var in chargeInput
+		var in worker.ChargeInput
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10)).Decode(&in); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		out, err := doCharge(r.Context(), j.pay, in)
+		out, err := worker.DoCharge(r.Context(), j.Pay, in)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -68,12 +69,12 @@ func serve(ctx context.Context, j job, h http.Handler) (outcome, error) {
 	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
 	defer srv.Close()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ln.Addr().String()+"/charges", strings.NewReader(chargeArgs(j.intent)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ln.Addr().String()+"/charges", strings.NewReader(worker.ChargeArgs(j.Intent)))
 	if err != nil {
 		return outcome{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(idempotency.KeyHeader, j.intent)
+	req.Header.Set(idempotency.KeyHeader, j.Intent)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return outcome{}, err
@@ -97,7 +98,7 @@ type pointStore struct{ journal.Store }
 func (s pointStore) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
 	r, err := s.Store.Begin(ctx, req)
 	if err == nil {
-		point("journal begin")
+		worker.Point("journal begin")
 	}
 	return r, err
 }
@@ -105,7 +106,7 @@ func (s pointStore) Begin(ctx context.Context, req journal.BeginRequest) (journa
 func (s pointStore) StartAttempt(ctx context.Context, req journal.AttemptRequest) error {
 	err := s.Store.StartAttempt(ctx, req)
 	if err == nil {
-		point("journal attempt")
+		worker.Point("journal attempt")
 	}
 	return err
 }
@@ -113,7 +114,7 @@ func (s pointStore) StartAttempt(ctx context.Context, req journal.AttemptRequest
 func (s pointStore) Complete(ctx context.Context, c journal.Completion) (journal.Record, error) {
 	r, err := s.Store.Complete(ctx, c)
 	if err == nil {
-		point("journal outcome")
+		worker.Point("journal outcome")
 	}
 	return r, err
 }

@@ -77,15 +77,15 @@ func sweep(ctx context.Context, c config) ([]row, error) {
 	s := &sweeper{c: c, pay: pay, base: base, id: strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
 	rows := make([]row, len(c.runtimes))
 	for i, rt := range c.runtimes {
-		rows[i] = row{name: rt.name, how: rt.how}
-		if rt.needsPG && c.pgURL == "" {
+		rows[i] = row{name: rt.Name, how: rt.How}
+		if rt.NeedsPG && c.pgURL == "" {
 			rows[i].skipped = "AGENTONCE_PG_URL not set"
 			continue
 		}
 		for _, mode := range []string{"plain", "once"} {
 			t, err := s.mode(ctx, rt, mode)
 			if err != nil {
-				return nil, fmt.Errorf("%s %s: %w", rt.name, mode, err)
+				return nil, fmt.Errorf("%s %s: %w", rt.Name, mode, err)
 			}
 			if mode == "plain" {
 				rows[i].plain = t
@@ -125,7 +125,7 @@ func (s *sweeper) mode(ctx context.Context, rt runtime, mode string) (tally, err
 	// The worst case of a framework that runs the effect again: a crash
 	// at the effect itself in every invocation.
 	all = append(all, s.schedule(rt, mode, slices.Repeat([]string{"effect"}, s.c.crashes)))
-	seed := s.c.seed + int64(len(rt.name))*1_000 + map[string]int64{"plain": 0, "once": 500}[mode]
+	seed := s.c.seed + int64(len(rt.Name))*1_000 + map[string]int64{"plain": 0, "once": 500}[mode]
 	rnd := rand.New(rand.NewPCG(uint64(seed), 42))
 	for range s.c.random {
 		crash := make([]string, 1+rnd.IntN(s.c.crashes))
@@ -183,7 +183,7 @@ func (s *sweeper) schedule(rt runtime, mode string, crash []string) schedule {
 	s.n++
 	n := s.n
 	s.mu.Unlock()
-	return schedule{rt: rt, mode: mode, intent: fmt.Sprintf("%s-%s-%d-%s", rt.name, mode, n, s.id), crash: crash}
+	return schedule{rt: rt, mode: mode, intent: fmt.Sprintf("%s-%s-%d-%s", rt.Name, mode, n, s.id), crash: crash}
 }
 
 // run runs sc's invocations, one after another on the same directory,
@@ -215,7 +215,7 @@ func (s *sweeper) run(ctx context.Context, sc schedule) (outcome, error) {
 // invoke runs one worker process; killed says it died by SIGKILL at its
 // crash point.
 func (s *sweeper) invoke(ctx context.Context, sc schedule, dir string, crash string) (outcome, bool, error) {
-	cmd := exec.CommandContext(ctx, s.c.worker, "worker", "-runtime", sc.rt.name, "-mode", sc.mode,
+	cmd := exec.CommandContext(ctx, s.c.worker, "worker", "-runtime", sc.rt.Name, "-mode", sc.mode,
 		"-dir", dir, "-pay", s.pay.url, "-intent", sc.intent, "-crash", crash)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
