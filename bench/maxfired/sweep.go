@@ -56,6 +56,7 @@ type row struct {
 // invocation in turn (then invocations without a crash).
 type schedule struct {
 	rt     runtime
+	exe    string // the worker command
 	mode   string
 	intent string
 	crash  []string // a point's number or name, per invocation
@@ -82,8 +83,15 @@ func sweep(ctx context.Context, c config) ([]row, error) {
 			rows[i].skipped = "AGENTONCE_PG_URL not set"
 			continue
 		}
+		exe := c.worker
+		if external[rt.Name] != "" {
+			if exe, err = buildExternal(ctx, rt.Name, base); err != nil {
+				rows[i].skipped = err.Error()
+				continue
+			}
+		}
 		for _, mode := range []string{"plain", "once"} {
-			t, err := s.mode(ctx, rt, mode)
+			t, err := s.mode(ctx, rt, exe, mode)
 			if err != nil {
 				return nil, fmt.Errorf("%s %s: %w", rt.Name, mode, err)
 			}
@@ -108,8 +116,8 @@ type sweeper struct {
 
 // mode sweeps one mode of rt: a run without a crash numbers its points,
 // then each point in turn, then the random schedules.
-func (s *sweeper) mode(ctx context.Context, rt runtime, mode string) (tally, error) {
-	probe := s.schedule(rt, mode, nil)
+func (s *sweeper) mode(ctx context.Context, rt runtime, exe, mode string) (tally, error) {
+	probe := s.schedule(rt, exe, mode, nil)
 	out, err := s.run(ctx, probe)
 	if err != nil {
 		return tally{}, fmt.Errorf("a run without a crash: %w", err)
@@ -120,11 +128,11 @@ func (s *sweeper) mode(ctx context.Context, rt runtime, mode string) (tally, err
 	t := tally{points: out.Points, max: 1, schedules: 1, worst: "no crash"}
 	var all []schedule
 	for p := int64(1); p <= out.Points; p++ {
-		all = append(all, s.schedule(rt, mode, []string{strconv.FormatInt(p, 10)}))
+		all = append(all, s.schedule(rt, exe, mode, []string{strconv.FormatInt(p, 10)}))
 	}
 	// The worst case of a framework that runs the effect again: a crash
 	// at the effect itself in every invocation.
-	all = append(all, s.schedule(rt, mode, slices.Repeat([]string{"effect"}, s.c.crashes)))
+	all = append(all, s.schedule(rt, exe, mode, slices.Repeat([]string{"effect"}, s.c.crashes)))
 	seed := s.c.seed + int64(len(rt.Name))*1_000 + map[string]int64{"plain": 0, "once": 500}[mode]
 	rnd := rand.New(rand.NewPCG(uint64(seed), 42))
 	for range s.c.random {
@@ -132,7 +140,7 @@ func (s *sweeper) mode(ctx context.Context, rt runtime, mode string) (tally, err
 		for i := range crash {
 			crash[i] = strconv.FormatInt(1+rnd.Int64N(out.Points), 10)
 		}
-		all = append(all, s.schedule(rt, mode, crash))
+		all = append(all, s.schedule(rt, exe, mode, crash))
 	}
 	var mu sync.Mutex
 	var firstErr error
@@ -178,12 +186,12 @@ func cmp(a, b error) error {
 	return b
 }
 
-func (s *sweeper) schedule(rt runtime, mode string, crash []string) schedule {
+func (s *sweeper) schedule(rt runtime, exe, mode string, crash []string) schedule {
 	s.mu.Lock()
 	s.n++
 	n := s.n
 	s.mu.Unlock()
-	return schedule{rt: rt, mode: mode, intent: fmt.Sprintf("%s-%s-%d-%s", rt.Name, mode, n, s.id), crash: crash}
+	return schedule{rt: rt, exe: exe, mode: mode, intent: fmt.Sprintf("%s-%s-%d-%s", rt.Name, mode, n, s.id), crash: crash}
 }
 
 // run runs sc's invocations, one after another on the same directory,
@@ -215,7 +223,7 @@ func (s *sweeper) run(ctx context.Context, sc schedule) (outcome, error) {
 // invoke runs one worker process; killed says it died by SIGKILL at its
 // crash point.
 func (s *sweeper) invoke(ctx context.Context, sc schedule, dir string, crash string) (outcome, bool, error) {
-	cmd := exec.CommandContext(ctx, s.c.worker, "worker", "-runtime", sc.rt.Name, "-mode", sc.mode,
+	cmd := exec.CommandContext(ctx, sc.exe, "worker", "-runtime", sc.rt.Name, "-mode", sc.mode,
 		"-dir", dir, "-pay", s.pay.url, "-intent", sc.intent, "-crash", crash)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
