@@ -132,6 +132,8 @@ func JournalPoints() harness.Observer {
 		switch e.Kind {
 		case harness.EventAfterWriteAhead:
 			Point("journal write-ahead")
+		case harness.EventTakeover: // a resume's claim of a dead attempt
+			Point("journal takeover")
 		case harness.EventAfterOutcome:
 			Point("journal outcome")
 		case harness.EventResult:
