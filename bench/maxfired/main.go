@@ -34,9 +34,10 @@ func main() {
 	}
 	var c config
 	flag.IntVar(&c.random, "random", 6, "random schedules per runtime and mode")
-	flag.IntVar(&c.crashes, "crashes", 3, "most crashes in a random schedule")
+	flag.IntVar(&c.crashes, "crashes", 3, "most crashes in a random schedule, and the crashes at the effect in a row")
+	flag.BoolVar(&c.pairs, "pairs", true, "also crash at each point of the run that resumes each single crash")
 	flag.Int64Var(&c.seed, "seed", 1, "seed of the random schedules")
-	flag.IntVar(&c.parallel, "parallel", 4, "schedules run at once")
+	flag.IntVar(&c.parallel, "parallel", 6, "schedules run at once (most of a schedule is waiting)")
 	only := flag.String("runtime", "", "comma-separated runtimes to run (default all: "+runtimeNames()+")")
 	flag.Parse()
 	c.pgURL = os.Getenv("AGENTONCE_PG_URL")

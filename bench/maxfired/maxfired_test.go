@@ -24,9 +24,9 @@ var unguarded = runtime{Name: "unguarded", Plain: serverPlain, Once: serverPlain
 
 func init() { runtimes = append(runtimes, unguarded) }
 
-func shortSweep(t *testing.T, rts ...runtime) []row {
+func shortSweep(t *testing.T, pairs bool, rts ...runtime) []row {
 	t.Helper()
-	rows, err := sweep(context.Background(), config{runtimes: rts, random: 2, crashes: 2, seed: 7, parallel: 4,
+	rows, err := sweep(context.Background(), config{runtimes: rts, random: 2, crashes: 2, seed: 7, parallel: 4, pairs: pairs,
 		worker: os.Args[0], pgURL: os.Getenv("AGENTONCE_PG_URL")})
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestSweep(t *testing.T) {
 		}
 	}
 	var table strings.Builder
-	rows := shortSweep(t, rts...)
+	rows := shortSweep(t, false, rts...)
 	printTable(&table, rows)
 	t.Log("\n" + table.String())
 	for _, r := range rows {
@@ -66,10 +66,17 @@ func TestSweep(t *testing.T) {
 }
 
 // The sweep sees a duplicate where there is one: a runtime whose
-// "with agentonce" is the plain charge is reported above 1.
+// "with agentonce" is the plain charge is reported above 1, and with
+// pairs a crash at the effect of the run that resumes a crash at the
+// effect is among its schedules.
 func TestSweepSeesDuplicates(t *testing.T) {
-	rows := shortSweep(t, unguarded)
+	rows := shortSweep(t, true, unguarded)
 	if got := rows[0].once.max; got < 3 {
 		t.Errorf("unguarded maxFired = %d; want 3", got)
+	}
+	// The run without a crash, its one point, the pair of it and the
+	// point of its resume, the effect twice, 2 random.
+	if got := rows[0].once.schedules; got != 6 {
+		t.Errorf("unguarded schedules = %d; want 6", got)
 	}
 }

@@ -22,6 +22,7 @@ import (
 type config struct {
 	runtimes []runtime
 	random   int    // random schedules per runtime and mode
+	pairs    bool   // also every crash point of each resume
 	crashes  int    // most crashes in a random schedule
 	seed     int64  // of the random schedules
 	parallel int    // schedules at once
@@ -42,6 +43,7 @@ type tally struct {
 	personDetail string   // the first such schedule's answer
 	failures     []string // schedules that ended otherwise than charged
 	worst        string   // the schedule that charged max times
+	err          error    // the first schedule that could not be run
 }
 
 // row is one runtime's line of the table.
@@ -114,25 +116,35 @@ type sweeper struct {
 	n    int
 }
 
-// mode sweeps one mode of rt: a run without a crash numbers its points,
-// then each point in turn, then the random schedules.
+// mode sweeps one mode of rt: a run without a crash numbers its points;
+// then a crash at each point in turn; with pairs, a crash at each point
+// of the run that resumes each of those; then the random schedules.
 func (s *sweeper) mode(ctx context.Context, rt runtime, exe, mode string) (tally, error) {
 	probe := s.schedule(rt, exe, mode, nil)
-	out, err := s.run(ctx, probe)
+	out, _, err := s.run(ctx, probe)
 	if err != nil {
 		return tally{}, fmt.Errorf("a run without a crash: %w", err)
 	}
 	if n := s.pay.count(probe.intent); out.Status != "charged" || n != 1 {
 		return tally{}, fmt.Errorf("a run without a crash ended %s with %d charges (%s); want charged once", out.Status, n, out.Detail)
 	}
-	t := tally{points: out.Points, max: 1, schedules: 1, worst: "no crash"}
-	var all []schedule
+	t := &tally{points: out.Points, max: 1, schedules: 1, worst: "no crash"}
+	var singles []schedule
 	for p := int64(1); p <= out.Points; p++ {
-		all = append(all, s.schedule(rt, exe, mode, []string{strconv.FormatInt(p, 10)}))
+		singles = append(singles, s.schedule(rt, exe, mode, []string{strconv.FormatInt(p, 10)}))
+	}
+	resumes := s.runAll(ctx, t, singles)
+	var more []schedule
+	if s.c.pairs {
+		for i, sc := range singles {
+			for q := int64(1); q <= resumes[i]; q++ {
+				more = append(more, s.schedule(rt, exe, mode, append(slices.Clone(sc.crash), strconv.FormatInt(q, 10))))
+			}
+		}
 	}
 	// The worst case of a framework that runs the effect again: a crash
 	// at the effect itself in every invocation.
-	all = append(all, s.schedule(rt, exe, mode, slices.Repeat([]string{"effect"}, s.c.crashes)))
+	more = append(more, s.schedule(rt, exe, mode, slices.Repeat([]string{"effect"}, s.c.crashes)))
 	seed := s.c.seed + int64(len(rt.Name))*1_000 + map[string]int64{"plain": 0, "once": 500}[mode]
 	rnd := rand.New(rand.NewPCG(uint64(seed), 42))
 	for range s.c.random {
@@ -140,24 +152,32 @@ func (s *sweeper) mode(ctx context.Context, rt runtime, exe, mode string) (tally
 		for i := range crash {
 			crash[i] = strconv.FormatInt(1+rnd.Int64N(out.Points), 10)
 		}
-		all = append(all, s.schedule(rt, exe, mode, crash))
+		more = append(more, s.schedule(rt, exe, mode, crash))
 	}
+	s.runAll(ctx, t, more)
+	return *t, t.err
+}
+
+// runAll runs the schedules, s.c.parallel at once, into t; it returns,
+// per schedule, the crash points of the run that resumed its first crash.
+func (s *sweeper) runAll(ctx context.Context, t *tally, all []schedule) []int64 {
+	resumes := make([]int64, len(all))
 	var mu sync.Mutex
-	var firstErr error
 	sem := make(chan struct{}, s.c.parallel)
 	var wg sync.WaitGroup
-	for _, sc := range all {
+	for i, sc := range all {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out, err := s.run(ctx, sc)
+			out, resume, err := s.run(ctx, sc)
 			n := s.pay.count(sc.intent)
 			mu.Lock()
 			defer mu.Unlock()
 			t.schedules++
+			resumes[i] = resume
 			if err != nil {
-				firstErr = cmp(firstErr, fmt.Errorf("schedule %v: %w", sc.crash, err))
+				t.err = cmp(t.err, fmt.Errorf("schedule %v: %w", sc.crash, err))
 				return
 			}
 			if n > t.max {
@@ -176,7 +196,7 @@ func (s *sweeper) mode(ctx context.Context, rt runtime, exe, mode string) (tally
 		}()
 	}
 	wg.Wait()
-	return t, firstErr
+	return resumes
 }
 
 func cmp(a, b error) error {
@@ -195,11 +215,13 @@ func (s *sweeper) schedule(rt runtime, exe, mode string, crash []string) schedul
 }
 
 // run runs sc's invocations, one after another on the same directory,
-// until one that was not killed answers other than pending.
-func (s *sweeper) run(ctx context.Context, sc schedule) (outcome, error) {
+// until one that was not killed answers other than pending. resume is
+// the crash points the invocation after the first crash passed, when it
+// was not killed.
+func (s *sweeper) run(ctx context.Context, sc schedule) (out outcome, resume int64, err error) {
 	dir, err := os.MkdirTemp(s.base, sc.intent+"-")
 	if err != nil {
-		return outcome{}, err
+		return outcome{}, 0, err
 	}
 	defer os.RemoveAll(dir)
 	crashes := append([]string(nil), sc.crash...)
@@ -210,14 +232,17 @@ func (s *sweeper) run(ctx context.Context, sc schedule) (outcome, error) {
 		}
 		out, killed, err := s.invoke(ctx, sc, dir, at)
 		if err != nil {
-			return outcome{}, err
+			return outcome{}, 0, err
+		}
+		if runs == 1 && !killed {
+			resume = out.Points
 		}
 		if killed || out.Status == "pending" {
 			continue
 		}
-		return out, nil
+		return out, resume, nil
 	}
-	return outcome{Status: "pending", Detail: fmt.Sprintf("still pending after %d runs", maxRuns)}, nil
+	return outcome{Status: "pending", Detail: fmt.Sprintf("still pending after %d runs", maxRuns)}, resume, nil
 }
 
 // invoke runs one worker process; killed says it died by SIGKILL at its
