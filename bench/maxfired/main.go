@@ -1,17 +1,3 @@
-// Command maxfired measures how many times one non-idempotent charge
-// fires when the process making it is killed at every durable write and
-// resumed, for each runtime agentonce adapts, plain and with agentonce.
-//
-//	go run ./bench/maxfired [-random 6] [-crashes 3] [-seed 1] [-parallel 4] [-runtime eino,mcp-go]
-//
-// For each runtime it runs a subprocess that charges one intent through
-// a loopback payment service (not idempotent; it counts charges per
-// intent): once without a crash, to number its crash points (each durable
-// write of its journal and its framework's checkpoints, and the effect
-// itself); then killed by SIGKILL at each point in turn and resumed the
-// way that framework resumes; then on random schedules of several crashes.
-// maxFired is the most charges one intent produced across them. It prints
-// the table RELIABILITY.md holds. DBOS needs AGENTONCE_PG_URL.
 package main
 
 import (

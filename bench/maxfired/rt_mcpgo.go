@@ -40,7 +40,7 @@ func mcpgoPlain(ctx context.Context, j job) (outcome, error) {
 			}
 			return mcp.NewToolResultText(string(out)), nil
 		})
-	text, err := mcpgoCall(ctx, s, j)
+	text, err := mcpgoCall(ctx, s, j, true)
 	return outcome{Status: "charged", Detail: text}, err
 }
 
@@ -57,14 +57,14 @@ func mcpgoOnce(ctx context.Context, j job) (outcome, error) {
 	if err := mcpgo.AddTools(s, h, &mcpgo.Options{TrustClientScope: true}); err != nil {
 		return outcome{}, err
 	}
-	text, err := mcpgoCall(ctx, s, j)
+	text, err := mcpgoCall(ctx, s, j, false)
 	return worker.OnceOutcome(text), err
 }
 
 // mcpgoCall calls the charge tool of s with mcp-go's in-process client,
 // the intent as the call's session in _meta, and returns the result's
 // text.
-func mcpgoCall(ctx context.Context, s *server.MCPServer, j job) (string, error) {
+func mcpgoCall(ctx context.Context, s *server.MCPServer, j job, plain bool) (string, error) {
 	c, err := client.NewInProcessClient(s)
 	if err != nil {
 		return "", err
@@ -93,8 +93,8 @@ func mcpgoCall(ctx context.Context, s *server.MCPServer, j job) (string, error) 
 			text = append(text, t.Text)
 		}
 	}
-	if res.IsError && !strings.Contains(strings.Join(text, " "), "agentonce") {
+	if res.IsError && plain {
 		return "", errors.New("the tool failed: " + strings.Join(text, " "))
 	}
-	return strings.Join(text, "\n"), nil
+	return strings.Join(text, "\n"), nil // with agentonce, the harness's answer says what happened
 }

@@ -27,7 +27,7 @@ func mcpsdkPlain(ctx context.Context, j job) (outcome, error) {
 			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(out)}}}, nil, nil
 		})
-	text, err := mcpsdkCall(ctx, s, j)
+	text, err := mcpsdkCall(ctx, s, j, true)
 	return outcome{Status: "charged", Detail: text}, err
 }
 
@@ -44,14 +44,14 @@ func mcpsdkOnce(ctx context.Context, j job) (outcome, error) {
 	if err := agentmcp.AddTools(s, h, &agentmcp.Options{TrustClientScope: true}); err != nil {
 		return outcome{}, err
 	}
-	text, err := mcpsdkCall(ctx, s, j)
+	text, err := mcpsdkCall(ctx, s, j, false)
 	return worker.OnceOutcome(text), err
 }
 
 // mcpsdkCall calls the charge tool of s with the go-sdk's client over its
 // in-memory transport, the intent as the call's session, and returns the
-// result's text.
-func mcpsdkCall(ctx context.Context, s *sdk.Server, j job) (string, error) {
+// result's text; plain, a tool error is an error.
+func mcpsdkCall(ctx context.Context, s *sdk.Server, j job, plain bool) (string, error) {
 	ct, st := sdk.NewInMemoryTransports()
 	ss, err := s.Connect(ctx, st, nil)
 	if err != nil {
@@ -75,8 +75,8 @@ func mcpsdkCall(ctx context.Context, s *sdk.Server, j job) (string, error) {
 			text = append(text, t.Text)
 		}
 	}
-	if res.IsError && !strings.Contains(strings.Join(text, " "), "agentonce") {
+	if res.IsError && plain {
 		return "", errors.New("the tool failed: " + strings.Join(text, " "))
 	}
-	return strings.Join(text, "\n"), nil
+	return strings.Join(text, "\n"), nil // with agentonce, the harness's answer says what happened
 }

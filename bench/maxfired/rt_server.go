@@ -81,12 +81,15 @@ func serve(ctx context.Context, j job, h http.Handler) (outcome, error) {
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
-	switch {
-	case res.StatusCode == http.StatusCreated:
+	if res.StatusCode == http.StatusCreated {
 		return outcome{Status: "charged", Detail: string(body)}, nil
-	case res.StatusCode == http.StatusConflict:
+	}
+	var problem struct{ Type string }
+	json.Unmarshal(body, &problem)
+	switch problem.Type {
+	case idempotency.ProblemBase + idempotency.ProblemInFlight:
 		return outcome{Status: "pending", Detail: string(body)}, nil
-	case res.StatusCode == http.StatusInternalServerError && strings.Contains(string(body), "agentctl"):
+	case idempotency.ProblemBase + idempotency.ProblemOutcomeUnknown:
 		return outcome{Status: "person", Detail: string(body)}, nil
 	}
 	return outcome{}, fmt.Errorf("the server answered %s: %s", res.Status, body)
