@@ -11,9 +11,8 @@ import (
 // one: it answers a request whose body holds no tool result with reply
 // (a call of the charge tool) and one that holds one with done.
 type fakeModel struct {
-	srv  *http.Server
-	url  string
-	path string
+	srv *http.Server
+	url string
 }
 
 // startFakeModel serves reply and done as JSON at path; marker is what a
@@ -23,7 +22,7 @@ func startFakeModel(path, marker string, reply, done func() []byte) (*fakeModel,
 	if err != nil {
 		return nil, err
 	}
-	m := &fakeModel{url: "http://" + ln.Addr().String(), path: path}
+	m := &fakeModel{url: "http://" + ln.Addr().String()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
