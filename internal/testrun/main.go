@@ -35,8 +35,9 @@ import (
 
 // heavy are the modules left out without AGENTONCE_LONG=1: their SDKs
 // (eino's, OpenAI's, Anthropic's, stripe-go, and genkit's in a workspace
-// of its own) are more than half of the code a cold build compiles.
-var heavy = []string{"adapters/anthropic", "adapters/eino", "adapters/genkit", "adapters/openai", "adapters/stripe", "examples/payment-server"}
+// of its own) are more than half of the code a cold build compiles;
+// bench/maxfired builds most of them together with DBOS.
+var heavy = []string{"adapters/anthropic", "adapters/eino", "adapters/genkit", "adapters/openai", "adapters/stripe", "bench/maxfired", "examples/payment-server"}
 
 func main() {
 	flags := append([]string{"-race", "-count=1"}, os.Args[1:]...)
