@@ -8,9 +8,12 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentonce/agentonce/bench/maxfired/worker"
+	"github.com/agentonce/agentonce/harness/downstream"
 	"github.com/agentonce/agentonce/idempotency"
 	"github.com/agentonce/agentonce/journal"
 	"github.com/agentonce/agentonce/journal/bolt"
@@ -18,7 +21,7 @@ import (
 
 func init() {
 	runtimes = append(runtimes, runtime{Name: "middleware", Plain: serverPlain, Once: serverOnce,
-		How: "a net/http server whose handler charges, the process killed mid-request and started again, its client sending the request again with the same Idempotency-Key (net/http keeps no state of its own)"})
+		How: "a net/http server whose handler charges, the process killed mid-request and started again, its client sending the request again with the same Idempotency-Key (net/http keeps no state of its own); with agentonce, the middleware on a bbolt journal whose Options.Reconcile looks the charge up in the payment service, as the application's own records would"})
 }
 
 func serverPlain(ctx context.Context, j job) (outcome, error) {
@@ -31,7 +34,26 @@ func serverOnce(ctx context.Context, j job) (outcome, error) {
 		return outcome{}, err
 	}
 	defer store.Close()
-	m, err := idempotency.New(pointStore{store}, &idempotency.Options{ErrorLog: func(string, ...any) {}})
+	// The application's own record of charges answers a request whose run
+	// a crash cut short, as the agents' Reconcile hook does; Settle is the
+	// charge's own bound, as the tool's Timeout and Settle are.
+	m, err := idempotency.New(pointStore{store}, &idempotency.Options{ErrorLog: func(string, ...any) {}, Settle: 500 * time.Millisecond,
+		Reconcile: func(r *http.Request, _ string) downstream.Reconciliation {
+			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<10))
+			if err != nil {
+				return downstream.CannotTell(err)
+			}
+			v := worker.Reconcile(r.Context(), j.Pay, body)
+			out, happened := v.Happened()
+			if !happened {
+				return v
+			}
+			resp, err := idempotency.ResolvedResponse(http.StatusCreated, http.Header{"Content-Type": {"application/json"}}, out)
+			if err != nil {
+				return downstream.CannotTell(err)
+			}
+			return downstream.Happened(resp)
+		}})
 	if err != nil {
 		return outcome{}, err
 	}
@@ -88,6 +110,14 @@ func serve(ctx context.Context, j job, h http.Handler) (outcome, error) {
 	json.Unmarshal(body, &problem)
 	switch problem.Type {
 	case idempotency.ProblemBase + idempotency.ProblemInFlight:
+		// A retrying client waits as told: the key's run, or the check of
+		// a run a crash cut short, may end meanwhile.
+		if secs, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil {
+			select {
+			case <-time.After(min(time.Duration(secs)*time.Second, 3*time.Second)):
+			case <-ctx.Done():
+			}
+		}
 		return outcome{Status: "pending", Detail: string(body)}, nil
 	case idempotency.ProblemBase + idempotency.ProblemOutcomeUnknown:
 		return outcome{Status: "person", Detail: string(body)}, nil

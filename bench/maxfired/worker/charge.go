@@ -51,9 +51,9 @@ func DoCharge(ctx context.Context, base string, in ChargeInput) (json.RawMessage
 	return downstream.ReadJSON(payClient.Do(req))
 }
 
-// reconcile asks the payment service whether in's charge happened: the
-// agentonce tool's Reconcile hook.
-func reconcile(ctx context.Context, base string, input json.RawMessage) downstream.Reconciliation {
+// Reconcile asks the payment service whether in's charge happened: the
+// agentonce tool's Reconcile hook, and the server's.
+func Reconcile(ctx context.Context, base string, input json.RawMessage) downstream.Reconciliation {
 	var in ChargeInput
 	if err := json.Unmarshal(input, &in); err != nil {
 		return downstream.CannotTell(err)

@@ -145,7 +145,7 @@ func ChargeTool(j Job) harness.Tool {
 	})
 	t.Description = "Charges the customer."
 	t.Reconcile = func(ctx context.Context, _ uuid.UUID, input json.RawMessage) downstream.Reconciliation {
-		return reconcile(ctx, j.Pay, input)
+		return Reconcile(ctx, j.Pay, input)
 	}
 	t.Timeout, t.Settle = time.Second, 300*time.Millisecond
 	return t
