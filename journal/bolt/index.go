@@ -188,14 +188,6 @@ func sessionHash(session string) [8]byte {
 // timeKeyLen is the length of a time index key ('d' created key).
 const timeKeyLen = 1 + 8 + 16
 
-// timeEntryOf reads the creation time and the key of a time index key.
-func timeEntryOf(k []byte) (*ixEntry, error) {
-	if len(k) != timeKeyLen || k[0] != pfxTime {
-		return nil, fmt.Errorf("%w: time index entry %x", journal.ErrCorrupt, clip(k))
-	}
-	return &ixEntry{created: readTime(k[1:9]), key: uuid.UUID(k[9:])}, nil
-}
-
 // appendSessionEntry appends the session index's key for a record to b:
 // session hash, creation time, key. A session's records are one range of
 // it, oldest first.
