@@ -472,10 +472,7 @@ func (s *Store) readGuard(ctx context.Context, guard string) ([]guardEntry, erro
 // tx runs fn in an optimistic transaction watching keys, again while
 // another writer changes them between the read and the write.
 func (s *Store) tx(ctx context.Context, op string, fn func(*goredis.Tx) error, keys ...string) error {
-	if s.closed.Load() {
-		return journal.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.usable(ctx); err != nil {
 		return err
 	}
 	for range maxTxRetries {
@@ -766,29 +763,31 @@ func (s *Store) viewOf(checks []check, guard bool, res casResult) (view, error) 
 	if s.testNow != nil {
 		v.now = s.testNow()
 	}
+	var err error
 	for i, c := range checks {
 		v.checks[i] = check{key: c.key, known: true, val: res.vals[i]}
-		if res.vals[i] == nil {
-			continue
+		if v.checks[i].rec, err = decode(res.vals[i], c.key.String()); err != nil {
+			return view{}, err
 		}
-		r, err := codec.Decode(res.vals[i])
-		if err != nil {
-			return view{}, fmt.Errorf("journal/redis: key %s: %w", c.key, err)
-		}
-		v.checks[i].rec = &r
 	}
 	for i := range v.guard {
-		g := &v.guard[i]
-		if g.val == nil {
-			continue
+		if v.guard[i].rec, err = decode(v.guard[i].val, v.guard[i].id+" (guard set)"); err != nil {
+			return view{}, err
 		}
-		r, err := codec.Decode(g.val)
-		if err != nil {
-			return view{}, fmt.Errorf("journal/redis: key %s (guard set): %w", g.id, err)
-		}
-		g.rec = &r
 	}
 	return v, nil
+}
+
+// decode decodes the record named key from b; nil when b is nil (absent).
+func decode(b []byte, key string) (*journal.Record, error) {
+	if b == nil {
+		return nil, nil
+	}
+	r, err := codec.Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("journal/redis: key %s: %w", key, err)
+	}
+	return &r, nil
 }
 
 // commit runs the script for a decision on v: done when it wrote, else
@@ -962,15 +961,9 @@ func (s *Store) mget(ctx context.Context, t int, zs []goredis.Z) ([]*journal.Rec
 	}
 	out := make([]*journal.Record, len(vals))
 	for i, v := range vals {
-		b, ok := v.(string)
-		if !ok {
-			continue
+		if out[i], err = decode(bulk(v), zs[i].Member.(string)); err != nil {
+			return nil, err
 		}
-		r, err := codec.Decode([]byte(b))
-		if err != nil {
-			return nil, fmt.Errorf("journal/redis: key %s: %w", zs[i].Member, err)
-		}
-		out[i] = &r
 	}
 	return out, nil
 }
