@@ -186,19 +186,12 @@ func digestSQL(v string, version int) string {
 }
 
 // sealExpr is the SQL expression of the checksum of the row whose column c
-// has the value expr(c): the SHA-256 of the binary send form (record_send)
-// of a row of every column but the checksum and the tail, in table order,
-// followed, when a tail column is not NULL, by that of a row of the tail.
-// record_send writes each column's type and length (-1 for NULL) before
-// its bytes, so the encoding is unambiguous, and it costs one call where
-// an expression per column would cost more than the write; row.digest
-// encodes exactly alike, and every read fails at once if it does not. Each
-// expression is cast to its column's type, so that record_send writes what
-// it writes for the stored row. A write statement stores it as the row's
-// checksum, so the seal costs no trigger: an INSERT passes the expressions
-// of its values, an UPDATE those of the columns it sets and the plain
-// column names of the others (which, in SET, are the old row's values, the
-// same version the UPDATE writes over).
+// has the value expr(c): the SHA-256 of record_send of a row of every
+// column but the checksum and the tail, in table order, then, when a tail
+// column is not NULL, of a row of the tail; row.digest encodes exactly
+// alike. Each expression is cast to its column's type. An INSERT passes
+// its values' expressions, an UPDATE those of the columns it sets and the
+// plain names of the others (in SET, the old row's values).
 func sealExpr(expr func(col string) string) string {
 	var cols, tail []string
 	for _, c := range digestColumns() {
@@ -242,11 +235,8 @@ func digestColumns() []string {
 }
 
 // sealSetting is the session setting under which the records table's
-// trigger seals a written row. The store's own statements compute the
-// checksum themselves (sealExpr); a session without the setting (psql,
-// another program) that changes a row leaves the row's checksum stale, so
-// the store reports the row as damaged. A deliberate edit is sealed by
-// setting it first: SET agentonce.seal = on.
+// trigger seals an edit (SET agentonce.seal = on); without it an edit
+// leaves the checksum stale and the row reads as damaged.
 const sealSetting = "agentonce.seal"
 
 // sealOn is the condition of a session that seals its edits.

@@ -19,10 +19,8 @@ import (
 // Options configures Open. A nil *Options means defaults; each field's zero
 // value is its default.
 type Options struct {
-	// Journal holds the store-independent options: the namespace and
-	// read-only mode. The zero value means defaults. Now is ignored (the database
-	// server's clock decides every lease and expiry); LockTimeout,
-	// MaxBatchSize and MaxBatchDelay are bbolt's and are ignored too.
+	// Journal holds the store-independent options (Namespace, ReadOnly);
+	// Now is ignored (the server's clock decides), and so are bbolt's.
 	Journal journal.Options
 
 	// Schema is the PostgreSQL schema that holds the journal's tables. Empty
@@ -464,16 +462,11 @@ func (b *statementBuilder) begin(s *statements) {
 					AND g.tenant = $3 AND g.session = $4 AND g.tool = $6 AND g.key <> $1)`
 			}
 			// One round trip: the server's clock, and the current record
-			// if there is one, else the inserted one, sealed by the
-			// statement. The new record is machine.DecideBegin's,
-			// made relative to the Unix epoch in Go (beginFastArgs) and
-			// placed at clk.now here. With a record present the INSERT
-			// selects no row, so nothing is written and the transaction
-			// never takes a transaction id: the replay path stays a read.
-			// A Begin of the same new key racing this one makes the INSERT
-			// fail on the primary key (no ON CONFLICT clause, whose
-			// speculative insertion costs a WAL record on every insert),
-			// and Begin decides again under the row lock.
+			// if there is one (the INSERT selects no row: a replay stays a
+			// read), else the one inserted, beginFastArgs's placed at
+			// clk.now. A racing Begin of the same new key fails on the
+			// primary key (ON CONFLICT's speculative insertion would cost
+			// a WAL record on every insert) and decides again under the lock.
 			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now),
 				cur AS (SELECT ` + b.sel + ` FROM ` + t + ` WHERE key = $1::uuid),
 				ins AS (INSERT INTO ` + t + ` (` + strings.Join(b.write, ", ") + `, checksum) SELECT ` + b.newRecord() + from +
@@ -565,14 +558,11 @@ func (b *statementBuilder) transitions(s *statements) {
 // expiry builds GC's statements and those of Stats.
 func (b *statementBuilder) expiry(s *statements) {
 	t := b.t
-	// journal.Expired and machine.Overdue in SQL: succeeded (2), failed
-	// (3), suppressed (4) and awaiting (6) records expire; pending (1) and
-	// unknown (5) ones past their TTL are kept and counted. Every record
-	// past its TTL is found by one range scan of records_expires_idx up
-	// to the server's clock at the statement's start (statementNow): the
-	// planner estimates that range from the column's statistics, where
-	// against a value it cannot see (clock_timestamp() read in a CTE) it
-	// assumes a third of the table and, at a million rows, scans it all.
+	// journal.Expired and machine.Overdue in SQL: states 2, 3, 4 and 6
+	// expire; pending (1) and unknown (5) ones past their TTL are kept and
+	// counted. One range scan of records_expires_idx up to statementNow,
+	// which the planner can estimate (against clock_timestamp() in a CTE it
+	// assumes a third of the table and, at a million rows, scans it all).
 	past, expires, kept := `expires_ns <= `+statementNow(1), `state IN (2, 3, 4, 6)`, `state IN (1, 5)`
 	s.gcDelete = `WITH gone AS (DELETE FROM ` + t + ` WHERE ` + past + ` AND ` + expires + ` RETURNING 1)
 		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ` + t + ` WHERE ` + past + ` AND ` + kept + `)`
