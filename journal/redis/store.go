@@ -25,11 +25,9 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// layoutVersion is the newest key layout this package writes; kept in the
-// meta hash so that a later layout can refuse or migrate an earlier one.
-// Layout 1 keeps a journal in one hash tag; layout 2, written for a journal
-// created on a cluster, spreads it over spreadTags (docs/redis.md, "On a
-// cluster").
+// layoutVersion is the newest key layout this package writes, kept in the
+// meta hash: 1 is one hash tag, 2 (a journal created on a cluster) spreads
+// over spreadTags (docs/redis.md, "Layout").
 const layoutVersion = 2
 
 // spreadTags is how many hash tags a layout-2 journal spreads over.
@@ -38,10 +36,8 @@ const spreadTags = 64
 // DefaultPrefix is the key prefix when Options.Prefix is empty.
 const DefaultPrefix = "agentonce"
 
-// maxTxRetries bounds the optimistic retries of one write whose watched
-// keys another writer changed meanwhile. Each retry means another writer
-// made progress on the same key, so running out takes a pathological
-// contention; the write then fails with an error that says so.
+// maxTxRetries bounds the retries of one write whose keys another writer
+// changed meanwhile (each retry is another writer's progress).
 const maxTxRetries = 1000
 
 // Options configures a Redis store. A nil *Options means defaults; each
@@ -59,22 +55,17 @@ type Options struct {
 	Prefix string
 
 	// Replicas is how many replicas must acknowledge each write (WAIT)
-	// before the store answers: 1 or more lets a write survive its master's
-	// loss and a failover. A cluster whose masters have replicas is
-	// refused with ErrNotDurable while it is 0, unless AllowUnsyncedWrites;
-	// a write acknowledged by fewer within ReplicaTimeout is an error
-	// wrapping journal.ErrOutcomeUncertain. The location's replicas
-	// parameter sets it too.
+	// before the store answers, so that it survives a failover; fewer
+	// within ReplicaTimeout is journal.ErrOutcomeUncertain. 0 refuses a
+	// cluster with replicas (ErrNotDurable). The location's replicas=N too.
 	Replicas int
 
 	// ReplicaTimeout bounds the wait for Replicas; 0 means one second.
 	ReplicaTimeout time.Duration
 
-	// AllowUnsyncedWrites opens a server that does not fsync every write
-	// (appendonly no, or appendfsync other than always). Such a server can
-	// lose an acknowledged write-ahead record on a crash, after which an
-	// Unkeyed tool may run twice: the guarantee the journal exists for.
-	// False (the default) refuses that server with ErrNotDurable.
+	// AllowUnsyncedWrites opens a server without appendonly yes and
+	// appendfsync always, which may lose a write-ahead record on a crash
+	// and run an Unkeyed tool twice. False refuses it (ErrNotDurable).
 	AllowUnsyncedWrites bool
 }
 
@@ -320,20 +311,16 @@ func (s *Store) openMeta(ctx context.Context, want uuid.UUID) error {
 }
 
 // BeginReplays reports that Begin answers a settled record by one
-// read-only round trip (its script finds the record and writes nothing):
-// a caller that would Get the record first to answer a replay sends the
-// request straight to Begin instead, and a new key costs no extra read.
-// The idempotency middleware looks for it.
+// read-only round trip, so a caller (the idempotency middleware) need not
+// Get the record first.
 func (s *Store) BeginReplays() bool { return true }
 
 // Namespace returns the journal's UUIDv5 namespace.
 func (s *Store) Namespace() uuid.UUID { return s.ns }
 
 // Now returns the clock the store judges leases and expiry by: the
-// server's (TIME), or Options.Journal.Now. When the server cannot be asked
-// it returns this machine's time; the harness reads it only to preview a
-// re-issue, and every decision that writes is Begin's, on the server's
-// clock.
+// server's (TIME), or Options.Journal.Now; this machine's when the server
+// cannot be asked (only previews read it: every write decides on TIME).
 func (s *Store) Now() time.Time {
 	t, err := s.now(context.Background(), s.c)
 	if err != nil {
@@ -377,10 +364,8 @@ func (s *Store) recordKey(k uuid.UUID) string {
 }
 
 // guardKey names the set of suppressed records' keys of one tenant,
-// session and tool: the scope the suppression guard searches. The name is
-// the first half of the SHA-256 of each field's 8-byte big-endian length
-// and bytes, in hex, under the tag its first byte picks; built on the
-// stack, it allocates only the name.
+// session and tool: the first half of the SHA-256 of each field's 8-byte
+// big-endian length and bytes, in hex, under the tag its first byte picks.
 func (s *Store) guardKey(tenant, session, tool string) string {
 	var stack [256]byte
 	buf := stack[:0]
@@ -1040,9 +1025,8 @@ func (s *Store) gcOne(ctx context.Context, t int, id string, now time.Time, dryR
 	return err
 }
 
-// Stats counts the journal's records by reading each of them: unlike the
-// bbolt and PostgreSQL stores it keeps no counts, so it costs a pass over
-// the journal. SizeBytes is the total size of the encoded records.
+// Stats counts the journal's records by reading each of them (the store
+// keeps no counts). SizeBytes is the total size of the encoded records.
 func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 	if s.closed.Load() {
 		return journal.Stats{}, journal.ErrClosed
