@@ -72,16 +72,11 @@ var migrations = [][]string{
 	// counts.go).
 	countsMigration,
 
-	// 4: the store's own writes seal and count themselves (sealExpr,
-	// tally.delta), so no trigger runs for them; three indexes fewer, and
-	// none on a column Complete changes, so that its UPDATE is a
-	// heap-only (HOT) update that writes no index entry. See
-	// docs/postgres-scale.md for the figures.
+	// 4: the store's own writes seal and count themselves, and Complete
+	// is a heap-only (HOT) update (docs/postgres-scale.md).
 	writesMigration,
 
-	// 5: count_missing, so that a write of one record counts itself with
-	// one UPDATE of its counter row and inserts that row only when it is
-	// missing (tally.one, tally.missing).
+	// 5: count_missing, which inserts a missing counter row.
 	{tallyAt(5).missingFunction()},
 
 	// 6: intents awaiting approval: the state 6 and its count, the
@@ -125,16 +120,10 @@ func sealFunctions(version int) []string {
 }
 
 // writesMigration is migration 4. The guard's index moves from the
-// predicate state = 4 to a stored column derived from it, suppressed:
-// PostgreSQL rules out a HOT update when any column an index names (in its
-// key or its predicate) changes, and state changes on every Complete,
-// while suppressed does not (a record is suppressed from its insert on,
-// and only a replacing write changes that). The indexes by tool and by
-// state go: a List by tool or state alone reads records_created_idx
-// newest first and filters. The seal trigger stays for an operator's
-// deliberate edit (SET agentonce.seal = on), now called only then; the
-// statement triggers that count other sessions' writes skip the store's
-// sessions, whose statements count themselves (countSelf).
+// predicate state = 4 to a stored column, suppressed, that Complete does
+// not change (an indexed column that changes rules out a HOT update); the
+// indexes by tool and by state go. The seal trigger runs only for an
+// operator's edit; the count triggers skip sessions that count themselves.
 var writesMigration = []string{
 	`DROP INDEX %[1]s.records_tool_idx`,
 	`DROP INDEX %[1]s.records_state_idx`,
