@@ -28,11 +28,9 @@ type Options struct {
 	// independent (their own namespace, records and migrations).
 	Schema string
 
-	// TestClock, when set, stands in for the database server's clock in
-	// every statement, so that tests can move time (expire leases and TTLs
-	// without sleeping). Nil, the default and the only production setting,
-	// means the server's clock decides; a client clock here would bring back
-	// what this store avoids (see the package's clock section).
+	// TestClock, when set, stands in for the server's clock in every
+	// statement, so that tests can move time. Nil, the only production
+	// setting, means the server's clock decides.
 	TestClock func() time.Time
 
 	// MaxConns caps the connection pool. Zero means the URL's
@@ -81,14 +79,10 @@ type Store struct {
 var _ journal.Store = (*Store)(nil)
 
 // Open connects to the database at url (a PostgreSQL URL or key=value
-// connection string; a "schema" parameter in it names the schema when
-// Options.Schema does not), creates the journal's schema and tables or migrates
-// them to SchemaVersion, and returns the store. Several processes may Open
-// the same schema at once: migrations run once, under an advisory lock.
-//
-// A read-only Open creates nothing: it fails with ErrNoJournal when the
-// schema holds no journal, and every session it opens is read-only on the
-// server too.
+// string, whose "schema" parameter may name the schema), creates the
+// journal's schema or migrates it to SchemaVersion, once, under an
+// advisory lock, and returns the store. A read-only Open creates nothing
+// (ErrNoJournal) and its sessions are read-only on the server too.
 func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -99,8 +93,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		// pgconn's parse errors redact passwords.
 		return nil, fmt.Errorf("postgres journal: parsing the connection URL: %w", err)
 	}
-	// A "schema" parameter in the URL (not a PostgreSQL setting) names the
-	// schema, so that one journal location string says everything.
+	// "schema" is ours, not a PostgreSQL setting.
 	schema := opts.Schema
 	if s, ok := cfg.ConnConfig.RuntimeParams["schema"]; ok {
 		delete(cfg.ConnConfig.RuntimeParams, "schema")
@@ -316,10 +309,8 @@ func serverNow(n int) string {
 	return fmt.Sprintf(`COALESCE($%d::bigint, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000)`, n)
 }
 
-// statementNow is the server's clock at the start of the statement, in
-// Unix nanoseconds, or the test clock $n: statement_timestamp() is stable
-// within a statement, so the planner can estimate a range bounded by it
-// (see expiry).
+// statementNow is serverNow at the statement's start, stable within it, so
+// the planner can estimate a range bounded by it (see expiry).
 func statementNow(n int) string {
 	return fmt.Sprintf(`COALESCE($%d::bigint, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint * 1000)`, n)
 }
@@ -343,11 +334,9 @@ func newAttempt(id, settle int, now string) string {
 // starts, no change comes before the last.
 const rowNow = `GREATEST(clk.now, updated_ns)`
 
-// asyncCommit is joined into a statement for a non-durable write: it turns
-// synchronous_commit off for that statement's transaction only, so the
-// commit returns without waiting for the WAL flush (BeginRequest.Durable).
-// The write is visible to every session at once; only a server crash can
-// lose it.
+// asyncCommit is joined into a statement for a non-durable write
+// (BeginRequest.Durable false): synchronous_commit off for its transaction
+// only; only a server crash can lose it.
 const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`
 
 // buildStatements builds the statements of schema q at version (always
