@@ -90,13 +90,12 @@ type Store struct {
 
 var _ journal.Store = (*Store)(nil)
 
-// Open opens the journal on the server at location
-// (redis://[user:pass@]host:port/db[?prefix=P&replicas=N], or rediss:// for
-// TLS), creating it when the server holds none under the prefix:
-// Options.Prefix, else the location's prefix parameter, else
-// DefaultPrefix. A cluster is named by redis+cluster:// (or
-// rediss+cluster://) and one or more of its nodes: host:port, then
-// addr=host:port parameters. The store owns its client: Close closes it.
+// Open opens the journal at location
+// (redis://[user:pass@]host:port/db[?prefix=P&replicas=N], rediss:// for
+// TLS; a cluster's redis+cluster:// or rediss+cluster://host:port, more
+// nodes as addr=host:port), creating it when the server holds none under
+// the prefix (Options.Prefix, else the location's, else DefaultPrefix).
+// Close closes the client.
 func Open(ctx context.Context, location string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -180,10 +179,8 @@ func New(ctx context.Context, c goredis.UniversalClient, opts *Options) (*Store,
 	return s, nil
 }
 
-// checkDurable refuses a server, or a node of a cluster, that does not
-// fsync every write, and a cluster whose masters have replicas, any of
-// which a failover may promote without the last writes, unless replicas
-// of them acknowledge each write.
+// checkDurable refuses a server or master that does not fsync every write,
+// and a cluster whose masters have replicas not waited for (Replicas).
 func checkDurable(ctx context.Context, c goredis.UniversalClient, replicas int) error {
 	cc, ok := c.(*goredis.ClusterClient)
 	if !ok {
@@ -473,10 +470,8 @@ func (s *Store) tx(ctx context.Context, op string, fn func(*goredis.Tx) error, k
 }
 
 // Begin decides what happens to an intent; see journal.Store. It first
-// assumes that the key holds no record and the guard's scope no
-// suppression, and decides on that at the estimated server clock: a new
-// key is one script run. When the assumption is wrong the script's answer
-// holds the records, and Begin decides again on them.
+// assumes no record and no suppression, at the estimated server clock (a
+// new key is one script run); a refusal answers the records to decide on.
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
 	if err := machine.ValidateBegin(&req); err != nil {
 		return journal.BeginResult{}, err
@@ -610,9 +605,7 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 }
 
 // update applies fn to the record for key and stores the result by one
-// script run: on the record this store wrote last when it remembers one
-// (the owner's next step after its own Begin), else on the record read
-// first.
+// script run, on the record this store wrote last if remembered, else read.
 func (s *Store) update(ctx context.Context, key uuid.UUID, op string, fn func(*journal.Record, time.Time) (journal.Record, error)) (journal.Record, error) {
 	if s.readOnly {
 		if s.closed.Load() {
@@ -776,9 +769,8 @@ func decode(b []byte, key string) (*journal.Record, error) {
 }
 
 // commit runs the script for a decision on v: done when it wrote, else
-// the view its refusal answered. On a spread journal the script compares
-// only the records in the slot it writes (the guard set and another
-// record, read before, are not compared again).
+// the view its refusal answered. On a spread journal it compares only the
+// records in the slot it writes.
 func (s *Store) commit(ctx context.Context, op string, v view, guard string, writes []write) (bool, view, error) {
 	var want []guardEntry
 	checks := v.checks
@@ -859,10 +851,9 @@ func (s *Store) Get(ctx context.Context, key uuid.UUID) (journal.Record, error) 
 // listPage is how many keys List and Stats read per round trip.
 const listPage = 256
 
-// List yields the records matching f, newest first, walking each tag's
-// creation index in pages and merging them; see journal.Store. It holds
-// no transaction: a record written while the loop runs may or may not be
-// seen.
+// List yields the records matching f, newest first, merging each tag's
+// creation index read in pages; see journal.Store. A record written while
+// the loop runs may or may not be seen.
 func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Record, error] {
 	return func(yield func(journal.Record, error) bool) {
 		if s.closed.Load() {
