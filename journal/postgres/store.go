@@ -67,13 +67,10 @@ type Store struct {
 	ns       uuid.UUID
 	schema   string
 	readOnly bool
-	created  bool // this Open created the journal
-	// testNow is Options.TestClock: every statement takes it as a
-	// parameter that is NULL when it is nil. Options.Journal.Now is never
-	// used.
-	testNow func() time.Time
-	closed  atomic.Bool
-	sql     statements
+	created  bool             // this Open created the journal
+	testNow  func() time.Time // Options.TestClock: every statement's clock parameter, NULL when nil
+	closed   atomic.Bool
+	sql      statements
 }
 
 var _ journal.Store = (*Store)(nil)
