@@ -60,16 +60,14 @@ var migrations = [][]string{
 		`CREATE INDEX records_guard_idx   ON %[1]s.records (tenant, session, tool, turn, created_ns DESC)
 		WHERE state = 4`},
 
-	// 2: the checksum column, sealed by a trigger on the store's writes
-	// and computed here for the rows already stored, so none is left
-	// unsealed.
+	// 2: the checksum column, sealed by a trigger, and computed here for
+	// the rows already stored.
 	append(append([]string{`ALTER TABLE %[1]s.records ADD COLUMN checksum bytea`}, sealFunctions(2)...),
 		`CREATE TRIGGER records_seal BEFORE INSERT OR UPDATE ON %[1]s.records
 		FOR EACH ROW EXECUTE FUNCTION %[1]s.seal_record()`,
 		`UPDATE %[1]s.records r SET checksum = %[1]s.record_digest(r)`),
 
-	// 3: the counts that Stats reads, kept by triggers on records (see
-	// counts.go).
+	// 3: the counts, kept by triggers on records (counts.go).
 	countsMigration,
 
 	// 4: the store's own writes seal and count themselves, and Complete

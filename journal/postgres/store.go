@@ -320,15 +320,11 @@ func newAttempt(id, settle int, now string) string {
 		'quiet', %[3]s + $%[2]d::bigint)))`, id, settle, now)
 }
 
-// rowNow is the instant an UPDATE of a record writes: the server's clock
-// as the statement read it (clk.now), or the record's last change if that
-// is later. The clock is read before the UPDATE waits for the row lock, so
-// a writer that changed the record meanwhile may have read a later clock;
-// in SET, updated_ns is the version the UPDATE writes over, the one it
-// found after the wait (PostgreSQL rereads the row and recomputes SET from
-// it). Every time a record holds is at most its updated_ns, so a record
-// written at rowNow keeps its times in order: no attempt ends before it
-// starts, no change comes before the last.
+// rowNow is the instant an UPDATE of a record writes: the statement's
+// clock (clk.now, read before the UPDATE waits for the row lock), or the
+// record's last change if that is later (in SET, updated_ns is the version
+// found after the wait), so a record's times stay in order: no attempt
+// ends before it starts, no change comes before the last.
 const rowNow = `GREATEST(clk.now, updated_ns)`
 
 // asyncCommit is joined into a statement for a non-durable write

@@ -38,10 +38,8 @@ import (
 // It answers {1, seconds, microseconds} of TIME when it wrote, and {0,
 // seconds, microseconds, the nc values of the checked keys, then per
 // member of the guard set its id and its record} when it did not: one flat
-// array, since each nested table of a reply costs the server about as much
-// as a GET (a refusal answers every replay through Begin). A value read by
-// a check is answered as read, not read again. Every check runs before the
-// first write, so that a refused transition leaves nothing behind.
+// array (a nested table costs the server about a GET). Every check runs
+// before the first write: a refused transition leaves nothing behind.
 const casSource = `
 local t = redis.call('TIME')
 local tus = tonumber(t[1]) * 1000000 + tonumber(t[2])
