@@ -341,9 +341,7 @@ func (s *Store) loadSuppressing() error {
 }
 
 // maySuppress reports whether the file may hold a suppressed record of
-// tool; when it cannot, the guard (which asks for a suppressed record of
-// the same tool) reads nothing. The set says yes at least whenever the
-// counters would: it is filled from them at open, and a write of a
-// suppressed record adds its tool before its transaction commits. A tool
-// stays in it until the store is reopened, which costs only reads.
+// tool; when not, the guard reads nothing. The set is filled from the
+// counters at open, and a write of a suppressed record adds its tool
+// before its transaction commits; a tool stays until the store reopens.
 func (s *Store) maySuppress(tool string) bool { return s.suppressing.has(tool) }

@@ -12,14 +12,10 @@ import (
 // The settled-record cache: a replay of a small settled record this
 // process has written or read is answered from memory.
 //
-// Coherence. Every record write (indexPut, indexDelete, inside writeTx)
-// first drops the key and counts itself in flight on the key's stripe; once
-// its transaction is over it is counted out and the stripe's generation
-// moves. A reader that missed fills the cache only if no write touched the
-// stripe from before its read to after it. A committed write puts its
-// record in only when it is the newest on the stripe (seq). The file's
-// lock keeps other processes out, so the file changes only through these
-// writes. A cached record's checksum was checked when read or encoded.
+// Coherence (docs/journal.md, "The bbolt file"): every record write drops
+// the key and counts itself in flight on its stripe until its transaction
+// is over; a reader fills the cache only if no write touched the stripe
+// across its read, a committed write only when newest on the stripe (seq).
 
 const (
 	// cacheStripeRecords bounds each stripe's cache: 256 stripes keep at

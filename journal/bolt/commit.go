@@ -48,12 +48,9 @@ func (s *Store) apply(op *writeOp, tx *bbolt.Tx) error {
 }
 
 // commit runs fn in a write transaction shared with the writes queued
-// beside it, and returns once that transaction is durable.
-//
-// Group commit without a goroutine: a writer that finds no commit running
-// commits the queue itself; writers that arrive meanwhile queue up, and the
-// first of them then commits the next group, which holds every write that
-// arrived during the previous fsync.
+// beside it, and returns once that transaction is durable: a writer that
+// finds no commit running commits the queue itself, and the first writer
+// queued meanwhile commits the next group.
 func (s *Store) commit(fn func(tx *bbolt.Tx) error) error {
 	op := ops.Get().(*writeOp)
 	op.fn = fn

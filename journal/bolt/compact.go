@@ -16,16 +16,13 @@ import (
 // compactTxRecords is how many records Compact copies per transaction.
 const compactTxRecords = 10000
 
-// Compact copies the journal at srcPath into a new file at dstPath, which
-// must not exist, leaving out the free pages that bbolt never gives back
-// (a file keeps its largest size after GC). The copy has the same
-// namespace and records. progress, if not nil, is called after each
-// transaction with the records copied so far and the total.
-//
-// The source is opened read-only (a process holding it for writing makes
-// Compact fail with ErrInUse) and checked like Open checks it. On any
-// error the partial copy is removed. To compact in place, rename the copy
-// over the journal while nothing has it open.
+// Compact copies the journal at srcPath, with its namespace and records,
+// into a new file at dstPath, which must not exist, leaving out the free
+// pages bbolt never gives back. progress, if not nil, is called after each
+// transaction with the records copied so far and the total. The source is
+// opened read-only (ErrInUse while a writer holds it) and checked as Open
+// checks it; on any error the partial copy is removed. To compact in
+// place, rename the copy over the journal while nothing has it open.
 func Compact(ctx context.Context, srcPath, dstPath string, progress func(done, total int64)) (err error) {
 	src, err := Open(srcPath, &Options{Journal: journal.Options{ReadOnly: true}})
 	if err != nil {

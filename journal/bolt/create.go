@@ -18,11 +18,10 @@ import (
 )
 
 // createBolt makes a new journal at path, unless a file is there already:
-// built in a temporary file beside path, synced, and hard-linked to path,
-// which fails if another process created the journal meanwhile. (bbolt
-// creating it in place could leave, after a power cut, a file Open
-// refuses.) Without hard links it reports errNoLink, and Open lets bbolt
-// create the file. A cut leaves path.creating-*, which the next removes.
+// built and synced in a temporary file beside path, then hard-linked to
+// path, so a power cut cannot leave a file Open refuses (a cut leaves
+// path.creating-*, which the next removes). Without hard links it reports
+// errNoLink, and Open lets bbolt create the file.
 func createBolt(path string, ns uuid.UUID) error {
 	if _, err := os.Lstat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return nil // there, or Open says what is wrong

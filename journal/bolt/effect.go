@@ -1,11 +1,9 @@
 package bolt
 
-// The effect in the outcome's transaction (CompleteWith). Locks, in the
-// order every write takes them: the key's stripe, then bbolt's writer lock
-// (db.Update; never db.Batch, which may run a function twice), both held
-// while the effect runs. Holding the stripe makes the fence hold until the
-// commit: no Begin of the key can take the intent over meanwhile, even
-// once its lease has run out. A Renew of the key waits, then is fenced.
+// The effect in the outcome's transaction (CompleteWith): the key's stripe,
+// then bbolt's writer lock (db.Update, never db.Batch, which may run a
+// function twice), both held while the effect runs, so the fence holds
+// until the commit (docs/journal.md, "Effects in the outcome's transaction").
 
 import (
 	"bytes"
@@ -68,14 +66,11 @@ var journalBuckets = [...][]byte{bucketMeta, bucketRecords, bucketIndex, bucketC
 // it back as it unwinds). A process killed while effect runs leaves the
 // record pending and retakable, and none of effect's writes.
 //
-// effect writes only to buckets of its own: the journal's are "meta",
-// "records", "index", "counts" and "fresh". An effect that removed or
-// replaced one of them, or changed the journal's version or namespace, is
-// refused with an error wrapping journal.ErrInvalid and rolled back; a
-// write into them is not detected (a record so overwritten then reads as
-// journal.ErrCorrupt, never as an answer). effect must not call the store
-// or wait for anything that does: it holds the key's lock and bbolt's
-// writer lock. Keep it short and local; the lease need not be renewed.
+// effect writes only to buckets of its own: removing or replacing one of
+// the journal's, or changing its version or namespace, is refused
+// (journal.ErrInvalid) and rolled back. effect must not call the store or
+// wait for anything that does: it holds the key's lock and bbolt's writer
+// lock. Keep it short and local; the lease need not be renewed.
 func (s *Store) CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
 	effect func(ctx context.Context) ([]byte, error)) (journal.Record, error) {
 	if key == uuid.Nil {

@@ -1,8 +1,6 @@
-// The indexes of a bbolt journal, kept in the file and updated in the
-// transaction that writes the record, so that opening a journal reads no
-// record. One bucket, "index", holds them all as composite keys behind a
-// one-byte prefix (a bucket each would add a root to each commit's path),
-// values empty unless said:
+// The indexes of a bbolt journal, written in the record's transaction.
+// One bucket, "index", holds them all as composite keys behind a one-byte
+// prefix, values empty unless said (docs/journal.md, "The bbolt file"):
 //
 //	'd' created key             every record: List, Stats.Oldest/Newest
 //	'e' ^expires key            records that expire, latest first: GC and
@@ -13,9 +11,8 @@
 //	                            Stats.OverdueUnknown, GC, List by state
 //
 // "counts" holds 't' tool → six uvarints: the tool's records in each state
-// and their attempts (Records, ByState and ByTool are sums of them). For
-// the first twenty or so tools it stays inline in the page of bucket
-// headers that every commit rewrites: counting costs no page.
+// and their attempts, inline in the page of bucket headers for the first
+// twenty or so tools, so counting costs no page.
 //
 // A new record's keys wait in "fresh" (key → state, creation time, expiry,
 // session hash), inline too, until freshMax of them move into the index in
@@ -187,14 +184,6 @@ func sessionHash(session string) [8]byte {
 
 // timeKeyLen is the length of a time index key ('d' created key).
 const timeKeyLen = 1 + 8 + 16
-
-// timeEntryOf reads the creation time and the key of a time index key.
-func timeEntryOf(k []byte) (*ixEntry, error) {
-	if len(k) != timeKeyLen || k[0] != pfxTime {
-		return nil, fmt.Errorf("%w: time index entry %x", journal.ErrCorrupt, clip(k))
-	}
-	return &ixEntry{created: readTime(k[1:9]), key: uuid.UUID(k[9:])}, nil
-}
 
 // appendSessionEntry appends the session index's key for a record to b:
 // session hash, creation time, key. A session's records are one range of

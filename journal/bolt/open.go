@@ -223,13 +223,10 @@ func (s *Store) create(tx *bbolt.Tx, ns uuid.UUID) error {
 	return nil
 }
 
-// endStale ends, as of the open, the lease of r, read from the file, when
-// a process that stopped wrote it: the file lock means that no other
-// process has the journal open for writing, so a pending record last
-// written before this open belongs to a crashed owner. Without this, a
-// restarted agent would find its own intents "in flight elsewhere" until
-// their leases ran out. Nothing is written: the next write of the record
-// keeps the ended lease.
+// endStale ends, as of the open, the lease of pending r when it was last
+// written before the open: the file lock says its owner has stopped, and
+// a restarted agent must not find its own intents "in flight elsewhere".
+// Nothing is written: the record's next write keeps the ended lease.
 func (s *Store) endStale(r *journal.Record) {
 	if r.State == journal.StatePending && r.Updated.Before(s.leasesEnded) && r.Lease.Expires.After(s.leasesEnded) {
 		r.Lease.Expires = s.leasesEnded

@@ -1,11 +1,9 @@
 package bolt
 
-// The pending log: the non-durable records' second home, so that they
-// outlive the process that wrote them (a successor finding no record would
-// begin the intent afresh). Every overlay write is also appended to
-// <journal>-pending with one write(2), not fsynced: a kill cannot take it,
-// a power loss can. A writer's Open folds the log's records that are newer
-// than the file's into the file, durably, before anything else.
+// The pending log, <journal>-pending: every overlay write is also appended
+// with one write(2), not fsynced, so that a kill cannot lose it (a power
+// loss can); a writer's Open folds its records newer than the file's into
+// the file, durably (docs/journal.md, Caveats).
 //
 // The log holds the frame of every key in the overlay (live); it is
 // rewritten when it has grown past twice their size plus pendingSlack, and

@@ -1,17 +1,11 @@
 // The bbolt store. The file holds five buckets: meta (layout version,
-// namespace, the clock's line), records (key → encoded record,
-// codec.Encode), and index, counts and fresh (every secondary
-// index and the counters, written in the transaction of the record they
-// index: see index.go). Memory holds the overlay of non-durable records
-// and a cache of settled ones (cache.go), neither filled by the open, so
-// an open reads no record (a writer's checks a small file: checkTree). A
-// journal of layout 1 (no index bucket) is migrated by its first writer's
-// open (migrate.go).
-//
-// bbolt's lock belongs to the open file, so a second Open of one path in
-// one process is refused like another process's. The lock proves that no
-// other process holds the journal, so a pending record last written before
-// a writer's open has its lease ended as it is read (endStale).
+// namespace, the clock's line), records (key → codec.Encode), and index,
+// counts and fresh (index.go). Memory holds the overlay of non-durable
+// records and a cache of settled ones (cache.go), neither filled by the
+// open. A layout-1 journal is migrated by its first writer's open
+// (migrate.go). bbolt's file lock proves that no other process holds the
+// journal, so a pending record written before a writer's open has its
+// lease ended as it is read (endStale).
 //
 // A non-durable pending record lives in its key's stripe overlay and in
 // the pending log (pendlog.go) until its outcome, a durable write of its

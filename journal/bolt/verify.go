@@ -18,14 +18,12 @@ import (
 // checksum and decoding it, and calls damaged for each one that does not
 // read: with its key (uuid.Nil when the stored key is not 16 bytes) and an
 // error wrapping ErrCorrupt, or ErrNewerVersion, that says what is wrong.
-// It returns how many records it read.
+// It returns how many records it read; a damaged one does not stop the
+// scan, and the indexes are not checked.
 //
-// It opens the file read-only, waiting up to opts.LockTimeout (default 1s)
-// for a writer's lock; a damaged record does not stop the scan. The
-// indexes are not checked. It fails as Open does (ErrCorrupt, ErrInUse,
-// naming the file) when the file is not a journal, is truncated, or stays
-// locked. A record written before checksums existed is decoded but cannot
-// be checked; it is sealed the next time it is written.
+// It opens the file read-only, waiting up to opts.LockTimeout (default 1s),
+// and fails as Open does when the file is not a journal, is truncated, or
+// stays locked. A record written before checksums is decoded unchecked.
 func Verify(ctx context.Context, path string, opts *Options, damaged func(key uuid.UUID, err error)) (n int, err error) {
 	wait := time.Second
 	if opts != nil && opts.LockTimeout > 0 {

@@ -15,18 +15,10 @@ import (
 )
 
 // Begin decides what happens to an intent, atomically across every process
-// that shares the database.
-//
-// The common paths take one statement, one round trip: it reads the record
-// and, only when there is none, inserts it, unless a suppressed record of
-// the same tool in the session may guard it. A settled record, a mismatch
-// or a live lease is thus answered by a read that writes nothing (the
-// transaction never gets a transaction id, so there is no WAL and no
-// flush). Everything else (an expired lease to take over, an expired record
-// to replace, a Retake, a possible guard, a lost race, an intent that needs
-// approval) runs in a transaction holding the record's row lock (SELECT …
-// FOR UPDATE), so no decision is check-then-act. Every decision is
-// machine.DecideBegin's, the state machine of every store.
+// that shares the database: one statement that reads the record and inserts
+// it only when there is none (a replay writes nothing), else a transaction
+// holding the record's row lock; never check-then-act. Every decision is
+// machine.DecideBegin's (docs/postgres.md, "Claims, leases and fencing").
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
 	if err := s.check(ctx); err != nil {
 		return journal.BeginResult{}, err

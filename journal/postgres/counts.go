@@ -5,10 +5,9 @@ import (
 	"strings"
 )
 
-// The counts table holds, for each tool and counter shard, how many records
-// are in each state and how many attempts they have. Triggers on records
-// keep it in the transaction of each write, so Stats reads a few rows per
-// tool instead of the whole table (see the package documentation).
+// The counts table of schemas 3 to 6 (records by state and attempts, per
+// tool and counter shard) and the triggers that kept it, for the
+// migrations; migration 7 drops the triggers (docs/postgres.md, "Stats").
 
 // countStates are the counts table's columns of records by state, in the
 // order of journal.State from StatePending (1): to StateUnknown (5) before
@@ -42,25 +41,17 @@ func (t tally) each(f func(state int, col string) string) string {
 }
 
 // countShards is how many rows share each tool's counts, so that
-// concurrent writers seldom wait for one counter row's lock
-// (docs/postgres.md, "Stats"). With 64 writers of one tool
-// (BenchmarkConcurrent64), 64 shards did 10-20 % more calls a second than
-// 16, and 256 no more than 64.
+// concurrent writers seldom wait for one counter row's lock.
 const countShards = 64
 
 // countRowsSetting is the session setting under which the records table's
-// writes are counted row by row, as each row is written: the store sets it
-// on each of its connections, whose writes are single rows. The INSERTs
-// and UPDATEs of every other session (psql, a bulk load, a program of its
-// own), and every DELETE (GC), are counted once per statement instead, from
-// the statement's transition tables. Both ways keep the same counts; the
-// setting only picks the cheaper one.
+// writes are counted row by row (the store's sessions before schema 4);
+// every other write is counted once per statement, from its transition
+// tables.
 const countRowsSetting = "agentonce.count_rows"
 
-// countSelf is countRowsSetting's value in the store's sessions (schema 4
-// on): their statements add what they change to the counts themselves
-// (tally.delta, tally.one), so neither the row nor the statement triggers
-// count them.
+// countSelf is the countRowsSetting of a session whose statements count
+// themselves (schemas 4 to 6), which no trigger counts.
 const countSelf = "self"
 
 // countedElsewhere is the condition under which the statement triggers
@@ -119,14 +110,9 @@ var countsMigration = append(append([]string{`CREATE TABLE %[1]s.counts (
 // functions are count_row and count_statement, which the triggers call.
 func (t tally) functions() []string {
 	return []string{
-		// Row by row, in the store's sessions. A new state of a record with
-		// the same key and tool (the common write: pending to settled) is
-		// one update of one counter row. A row that moves to another
-		// counter row (an operator changed its key or tool) takes two, in
-		// the primary key's order, as the statement function does, so that
-		// two writers never deadlock on each other's counter rows. The
-		// update trigger's WHEN clause leaves out the updates that change
-		// no count (a lease renewal).
+		// Row by row: one counter row, or two in the primary key's order
+		// (as the statement function) when the key or tool changed, so
+		// that two writers never deadlock on each other's counter rows.
 		`CREATE OR REPLACE FUNCTION %[1]s.count_row() RETURNS trigger LANGUAGE plpgsql AS $$
 	DECLARE
 		ns smallint := ` + shardSQL("NEW.key") + `;
@@ -150,10 +136,8 @@ func (t tally) functions() []string {
 	END
 	$$`,
 		// Statement by statement, from the transition tables: one update per
-		// counter row the statement changed, in the primary key's order. A
-		// row trigger would update the same counter row once per row, each
-		// update slower than the last (it passes every earlier version of
-		// the row): a bulk statement would take time quadratic in its rows.
+		// counter row changed (a row trigger makes a bulk statement take
+		// time quadratic in its rows).
 		`CREATE OR REPLACE FUNCTION %[1]s.count_statement() RETURNS trigger LANGUAGE plpgsql AS $$
 	BEGIN
 		IF TG_OP = 'INSERT' THEN
@@ -243,9 +227,8 @@ func (t tally) scan(table string) string {
 		FROM ` + table + ` GROUP BY tool`
 }
 
-// missingFunction is count_missing, which missing calls: migration 5, and
-// again in migration 6 with the awaiting count. Its arguments are the
-// shard, the tool, then the counts in the order of t.cols.
+// missingFunction is count_missing of migrations 5 and 6 (with the
+// awaiting count): the shard, the tool, then the counts of t.cols.
 func (t tally) missingFunction() string {
 	args, params := []string{"smallint", "text"}, []string{"$1", "$2"}
 	for i := range t.cols() {

@@ -10,20 +10,12 @@
 //
 // What holds: a Begin is one statement, or a transaction holding the
 // record's row lock, never check-then-act; a stale owner's write matches no
-// row and gets journal.ErrFenced. Every time is the server's clock, and a
-// write that waited for a row lock writes no time before the record's last
-// change. CompleteInTx runs an effect in the transaction that records its
-// outcome. A write whose connection failed after it was sent wraps
+// row and gets journal.ErrFenced. Every time is the server's clock.
+// CompleteInTx runs an effect in the transaction that records its outcome.
+// A write whose connection failed after it was sent wraps
 // ErrOutcomeUncertain, never a guess. Every row carries a checksum checked
-// on every read (journal.ErrCorrupt names the key).
-//
-// A write carries only what a rule of the guarantee reads (schema 7): the
-// row and its key, the guard's index, the expiry index and the index by
-// session that List and the timeline read. The seal is computed by the
-// write statement itself, over the values the server's clock fills too;
-// no trigger function runs for the store's writes. Stats counts the rows when
-// asked, in one snapshot: seconds at ten million records, nothing on the
-// write path.
+// on every read (journal.ErrCorrupt names the key). Stats counts the rows
+// when asked: nothing on the write path.
 //
 // docs/postgres.md is the long form: leases and fencing, the clock,
 // connection loss, durability, integrity, Stats, the migrations and the

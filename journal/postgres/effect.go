@@ -11,9 +11,7 @@ import (
 	"github.com/agentonce/agentonce/journal"
 )
 
-// The PostgreSQL store registers itself for postgres:// and postgresql://
-// locations, so that journal.Open (and agentonce.Open) reach it once this
-// package is imported.
+// The store registers itself for postgres:// and postgresql:// locations.
 func init() {
 	open := func(ctx context.Context, location string, jo journal.Options, o Options) (journal.Store, error) {
 		o.Journal = jo
@@ -32,11 +30,9 @@ func TxFrom(ctx context.Context) (tx pgx.Tx, ok bool) {
 	return tx, ok
 }
 
-// CompleteWith is CompleteInTx for callers that know no pgx type (the
-// harness): effect finds the transaction with TxFrom. It is the
-// effect-in-the-outcome's-transaction capability the harness looks for on
-// a store, so a store that wraps this one keeps the capability by
-// forwarding this method.
+// CompleteWith is CompleteInTx for callers that know no pgx type: effect
+// finds the transaction with TxFrom. The harness looks for it on a store,
+// so a store that wraps this one keeps the capability by forwarding it.
 func (s *Store) CompleteWith(ctx context.Context, key uuid.UUID, token uint64,
 	effect func(ctx context.Context) ([]byte, error)) (journal.Record, error) {
 	return s.CompleteInTx(ctx, key, token, func(ctx context.Context, tx pgx.Tx) ([]byte, error) {

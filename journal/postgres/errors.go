@@ -28,27 +28,21 @@ var (
 
 // Errors returned by Store methods.
 var (
-	// ErrOutcomeUncertain is returned by a write (Complete, CompleteInTx,
-	// Begin, StartAttempt, Resolve, Import, GC) when the connection failed
-	// after the statement or COMMIT was sent: the write may or may not have
-	// committed. It wraps the cause. The caller must not guess: the harness
-	// reports the intent as unknown, and a later Get, once no other attempt
-	// is running, shows what happened. It is journal.ErrOutcomeUncertain,
-	// so a caller that knows no PostgreSQL can test for it.
+	// ErrOutcomeUncertain is returned, wrapping the cause, by a write whose
+	// connection failed after the statement or COMMIT was sent: it may or
+	// may not have committed, and a later Get shows which. It is
+	// journal.ErrOutcomeUncertain.
 	ErrOutcomeUncertain = journal.ErrOutcomeUncertain
 )
 
 // uncertain reports whether err, returned by a statement or COMMIT that
 // writes, leaves it open whether the write committed.
 //
-// Certain, nothing committed: an error raised before anything was sent
-// (pgconn.SafeToRetry), an error pgx raised on the client side (a bad
-// argument), and an ERROR reported by the server, which aborts the
-// transaction. Uncertain: a FATAL or PANIC, a connection-class SQLSTATE
-// (08…), and any failure of the connection itself (I/O, a cancelled
-// context) after the request was sent. With the extended protocol an
-// implicit transaction commits at Sync, after the statement's result was
-// sent, so the server may have committed just before the connection went.
+// Certain, nothing committed: an error before anything was sent
+// (pgconn.SafeToRetry), a client-side pgx error, a server ERROR.
+// Uncertain: FATAL, PANIC, SQLSTATE 08…, and any failure of the connection
+// after the request was sent (an implicit transaction commits at Sync,
+// after the statement's result was sent).
 func uncertain(err error) bool {
 	if err == nil || pgconn.SafeToRetry(err) {
 		return false

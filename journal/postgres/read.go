@@ -87,9 +87,8 @@ func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Re
 	}
 }
 
-// GC deletes, in one statement, the expired records (settled, known
-// outcomes past their TTL), using the index on expires_ns, and counts the
-// unknown and pending ones past their TTL that it keeps.
+// GC deletes the expired records in one statement through the index on
+// expires_ns, and counts the unknown and pending ones past their TTL.
 func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResult, error) {
 	var res journal.GCResult
 	if err := s.check(ctx); err != nil {
@@ -107,11 +106,9 @@ func (s *Store) GC(ctx context.Context, opts journal.GCOptions) (journal.GCResul
 	return res, nil
 }
 
-// Stats counts the records in one read-only REPEATABLE READ snapshot, in
-// one round trip: Expired and OverdueUnknown through the index on
-// expires_ns, so that GC's dry run stays cheap; Records, Attempts,
-// ByState, ByTool, Oldest and Newest from every row, so that no write
-// keeps counts (docs/postgres.md, "Stats").
+// Stats counts the records in one REPEATABLE READ snapshot and round
+// trip: Expired and OverdueUnknown through the index on expires_ns, the
+// rest from every row (docs/postgres.md, "Stats").
 func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 	if err := s.check(ctx); err != nil {
 		return journal.Stats{}, err

@@ -164,54 +164,35 @@ func (r *row) digest() [sha256.Size]byte {
 		b = binary.BigEndian.AppendUint32(b, oid)
 		b = binary.BigEndian.AppendUint32(b, uint32(n))
 	}
-	col := func(oid uint32, p []byte) {
-		if p == nil {
+	null := func(oid uint32, isNull bool) bool {
+		if isNull {
 			head(oid, -1)
-			return
 		}
-		head(oid, len(p))
-		b = append(b, p...)
+		return isNull
+	}
+	col := func(oid uint32, p []byte) {
+		if !null(oid, p == nil) {
+			head(oid, len(p))
+			b = append(b, p...)
+		}
 	}
 	jsonb := func(p []byte) {
-		if p == nil {
-			head(pgtype.JSONBOID, -1)
-			return
+		if !null(pgtype.JSONBOID, p == nil) {
+			head(pgtype.JSONBOID, 1+len(p)) // jsonb's version byte, then its text
+			b = append(append(b, 1), p...)
 		}
-		head(pgtype.JSONBOID, 1+len(p)) // jsonb's version byte, then its text
-		b = append(append(b, 1), p...)
 	}
 	text := func(s string) {
 		head(pgtype.TextOID, len(s))
 		b = append(b, s...)
 	}
-	textPtr := func(s *string) {
-		if s == nil {
-			head(pgtype.TextOID, -1)
-			return
-		}
-		text(*s)
-	}
 	i16 := func(v int16) {
 		head(pgtype.Int2OID, 2)
 		b = binary.BigEndian.AppendUint16(b, uint16(v))
 	}
-	i16Ptr := func(v *int16) {
-		if v == nil {
-			head(pgtype.Int2OID, -1)
-			return
-		}
-		i16(*v)
-	}
 	i64 := func(v int64) {
 		head(pgtype.Int8OID, 8)
 		b = binary.BigEndian.AppendUint64(b, uint64(v))
-	}
-	i64Ptr := func(v *int64) {
-		if v == nil {
-			head(pgtype.Int8OID, -1)
-			return
-		}
-		i64(*v)
 	}
 	col(pgtype.UUIDOID, r.Key[:])
 	head(pgtype.Int4OID, 4)
@@ -231,12 +212,21 @@ func (r *row) digest() [sha256.Size]byte {
 	jsonb(r.Attempts)
 	text(r.LeaseOwner)
 	i64(r.LeaseToken)
-	i64Ptr(r.LeaseExpires)
-	i16Ptr(r.ResState)
+	if !null(pgtype.Int8OID, r.LeaseExpires == nil) {
+		i64(*r.LeaseExpires)
+	}
+	if !null(pgtype.Int2OID, r.ResState == nil) {
+		i16(*r.ResState)
+	}
 	col(pgtype.ByteaOID, r.ResOutput)
-	textPtr(r.ResReason)
-	textPtr(r.ResBy)
-	i64Ptr(r.ResAt)
+	for _, t := range []*string{r.ResReason, r.ResBy} {
+		if !null(pgtype.TextOID, t == nil) {
+			text(*t)
+		}
+	}
+	if !null(pgtype.Int8OID, r.ResAt == nil) {
+		i64(*r.ResAt)
+	}
 	i64(r.Created)
 	i64(r.Updated)
 	i64(r.Expires)

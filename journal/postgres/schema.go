@@ -60,28 +60,21 @@ var migrations = [][]string{
 		`CREATE INDEX records_guard_idx   ON %[1]s.records (tenant, session, tool, turn, created_ns DESC)
 		WHERE state = 4`},
 
-	// 2: the checksum column, sealed by a trigger on the store's writes
-	// and computed here for the rows already stored, so none is left
-	// unsealed.
+	// 2: the checksum column, sealed by a trigger, and computed here for
+	// the rows already stored.
 	append(append([]string{`ALTER TABLE %[1]s.records ADD COLUMN checksum bytea`}, sealFunctions(2)...),
 		`CREATE TRIGGER records_seal BEFORE INSERT OR UPDATE ON %[1]s.records
 		FOR EACH ROW EXECUTE FUNCTION %[1]s.seal_record()`,
 		`UPDATE %[1]s.records r SET checksum = %[1]s.record_digest(r)`),
 
-	// 3: the counts that Stats reads, kept by triggers on records (see
-	// counts.go).
+	// 3: the counts, kept by triggers on records (counts.go).
 	countsMigration,
 
-	// 4: the store's own writes seal and count themselves (sealExpr,
-	// tally.delta), so no trigger runs for them; three indexes fewer, and
-	// none on a column Complete changes, so that its UPDATE is a
-	// heap-only (HOT) update that writes no index entry. See
-	// docs/postgres-scale.md for the figures.
+	// 4: the store's own writes seal and count themselves, and Complete
+	// is a heap-only (HOT) update (docs/postgres-scale.md).
 	writesMigration,
 
-	// 5: count_missing, so that a write of one record counts itself with
-	// one UPDATE of its counter row and inserts that row only when it is
-	// missing (tally.one, tally.missing).
+	// 5: count_missing, which inserts a missing counter row.
 	{tallyAt(5).missingFunction()},
 
 	// 6: intents awaiting approval: the state 6 and its count, the
@@ -125,16 +118,10 @@ func sealFunctions(version int) []string {
 }
 
 // writesMigration is migration 4. The guard's index moves from the
-// predicate state = 4 to a stored column derived from it, suppressed:
-// PostgreSQL rules out a HOT update when any column an index names (in its
-// key or its predicate) changes, and state changes on every Complete,
-// while suppressed does not (a record is suppressed from its insert on,
-// and only a replacing write changes that). The indexes by tool and by
-// state go: a List by tool or state alone reads records_created_idx
-// newest first and filters. The seal trigger stays for an operator's
-// deliberate edit (SET agentonce.seal = on), now called only then; the
-// statement triggers that count other sessions' writes skip the store's
-// sessions, whose statements count themselves (countSelf).
+// predicate state = 4 to a stored column, suppressed, that Complete does
+// not change (an indexed column that changes rules out a HOT update); the
+// indexes by tool and by state go. The seal trigger runs only for an
+// operator's edit; the count triggers skip sessions that count themselves.
 var writesMigration = []string{
 	`DROP INDEX %[1]s.records_tool_idx`,
 	`DROP INDEX %[1]s.records_state_idx`,
@@ -186,19 +173,12 @@ func digestSQL(v string, version int) string {
 }
 
 // sealExpr is the SQL expression of the checksum of the row whose column c
-// has the value expr(c): the SHA-256 of the binary send form (record_send)
-// of a row of every column but the checksum and the tail, in table order,
-// followed, when a tail column is not NULL, by that of a row of the tail.
-// record_send writes each column's type and length (-1 for NULL) before
-// its bytes, so the encoding is unambiguous, and it costs one call where
-// an expression per column would cost more than the write; row.digest
-// encodes exactly alike, and every read fails at once if it does not. Each
-// expression is cast to its column's type, so that record_send writes what
-// it writes for the stored row. A write statement stores it as the row's
-// checksum, so the seal costs no trigger: an INSERT passes the expressions
-// of its values, an UPDATE those of the columns it sets and the plain
-// column names of the others (which, in SET, are the old row's values, the
-// same version the UPDATE writes over).
+// has the value expr(c): the SHA-256 of record_send of a row of every
+// column but the checksum and the tail, in table order, then, when a tail
+// column is not NULL, of a row of the tail; row.digest encodes exactly
+// alike. Each expression is cast to its column's type. An INSERT passes
+// its values' expressions, an UPDATE those of the columns it sets and the
+// plain names of the others (in SET, the old row's values).
 func sealExpr(expr func(col string) string) string {
 	var cols, tail []string
 	for _, c := range digestColumns() {
@@ -242,11 +222,8 @@ func digestColumns() []string {
 }
 
 // sealSetting is the session setting under which the records table's
-// trigger seals a written row. The store's own statements compute the
-// checksum themselves (sealExpr); a session without the setting (psql,
-// another program) that changes a row leaves the row's checksum stale, so
-// the store reports the row as damaged. A deliberate edit is sealed by
-// setting it first: SET agentonce.seal = on.
+// trigger seals an edit (SET agentonce.seal = on); without it an edit
+// leaves the checksum stale and the row reads as damaged.
 const sealSetting = "agentonce.seal"
 
 // sealOn is the condition of a session that seals its edits.

@@ -19,10 +19,8 @@ import (
 // Options configures Open. A nil *Options means defaults; each field's zero
 // value is its default.
 type Options struct {
-	// Journal holds the store-independent options: the namespace and
-	// read-only mode. The zero value means defaults. Now is ignored (the database
-	// server's clock decides every lease and expiry); LockTimeout,
-	// MaxBatchSize and MaxBatchDelay are bbolt's and are ignored too.
+	// Journal holds the store-independent options (Namespace, ReadOnly);
+	// Now is ignored (the server's clock decides), and so are bbolt's.
 	Journal journal.Options
 
 	// Schema is the PostgreSQL schema that holds the journal's tables. Empty
@@ -30,11 +28,9 @@ type Options struct {
 	// independent (their own namespace, records and migrations).
 	Schema string
 
-	// TestClock, when set, stands in for the database server's clock in
-	// every statement, so that tests can move time (expire leases and TTLs
-	// without sleeping). Nil, the default and the only production setting,
-	// means the server's clock decides; a client clock here would bring back
-	// what this store avoids (see the package's clock section).
+	// TestClock, when set, stands in for the server's clock in every
+	// statement, so that tests can move time. Nil, the only production
+	// setting, means the server's clock decides.
 	TestClock func() time.Time
 
 	// MaxConns caps the connection pool. Zero means the URL's
@@ -71,26 +67,19 @@ type Store struct {
 	ns       uuid.UUID
 	schema   string
 	readOnly bool
-	created  bool // this Open created the journal
-	// testNow is Options.TestClock: every statement takes it as a
-	// parameter that is NULL when it is nil. Options.Journal.Now is never
-	// used.
-	testNow func() time.Time
-	closed  atomic.Bool
-	sql     statements
+	created  bool             // this Open created the journal
+	testNow  func() time.Time // Options.TestClock: every statement's clock parameter, NULL when nil
+	closed   atomic.Bool
+	sql      statements
 }
 
 var _ journal.Store = (*Store)(nil)
 
 // Open connects to the database at url (a PostgreSQL URL or key=value
-// connection string; a "schema" parameter in it names the schema when
-// Options.Schema does not), creates the journal's schema and tables or migrates
-// them to SchemaVersion, and returns the store. Several processes may Open
-// the same schema at once: migrations run once, under an advisory lock.
-//
-// A read-only Open creates nothing: it fails with ErrNoJournal when the
-// schema holds no journal, and every session it opens is read-only on the
-// server too.
+// string, whose "schema" parameter may name the schema), creates the
+// journal's schema or migrates it to SchemaVersion, once, under an
+// advisory lock, and returns the store. A read-only Open creates nothing
+// (ErrNoJournal) and its sessions are read-only on the server too.
 func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -101,8 +90,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		// pgconn's parse errors redact passwords.
 		return nil, fmt.Errorf("postgres journal: parsing the connection URL: %w", err)
 	}
-	// A "schema" parameter in the URL (not a PostgreSQL setting) names the
-	// schema, so that one journal location string says everything.
+	// "schema" is ours, not a PostgreSQL setting.
 	schema := opts.Schema
 	if s, ok := cfg.ConnConfig.RuntimeParams["schema"]; ok {
 		delete(cfg.ConnConfig.RuntimeParams, "schema")
@@ -318,10 +306,8 @@ func serverNow(n int) string {
 	return fmt.Sprintf(`COALESCE($%d::bigint, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000)`, n)
 }
 
-// statementNow is the server's clock at the start of the statement, in
-// Unix nanoseconds, or the test clock $n: statement_timestamp() is stable
-// within a statement, so the planner can estimate a range bounded by it
-// (see expiry).
+// statementNow is serverNow at the statement's start, stable within it, so
+// the planner can estimate a range bounded by it (see expiry).
 func statementNow(n int) string {
 	return fmt.Sprintf(`COALESCE($%d::bigint, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint * 1000)`, n)
 }
@@ -334,22 +320,16 @@ func newAttempt(id, settle int, now string) string {
 		'quiet', %[3]s + $%[2]d::bigint)))`, id, settle, now)
 }
 
-// rowNow is the instant an UPDATE of a record writes: the server's clock
-// as the statement read it (clk.now), or the record's last change if that
-// is later. The clock is read before the UPDATE waits for the row lock, so
-// a writer that changed the record meanwhile may have read a later clock;
-// in SET, updated_ns is the version the UPDATE writes over, the one it
-// found after the wait (PostgreSQL rereads the row and recomputes SET from
-// it). Every time a record holds is at most its updated_ns, so a record
-// written at rowNow keeps its times in order: no attempt ends before it
-// starts, no change comes before the last.
+// rowNow is the instant an UPDATE of a record writes: the statement's
+// clock (clk.now, read before the UPDATE waits for the row lock), or the
+// record's last change if that is later (in SET, updated_ns is the version
+// found after the wait), so a record's times stay in order: no attempt
+// ends before it starts, no change comes before the last.
 const rowNow = `GREATEST(clk.now, updated_ns)`
 
-// asyncCommit is joined into a statement for a non-durable write: it turns
-// synchronous_commit off for that statement's transaction only, so the
-// commit returns without waiting for the WAL flush (BeginRequest.Durable).
-// The write is visible to every session at once; only a server crash can
-// lose it.
+// asyncCommit is joined into a statement for a non-durable write
+// (BeginRequest.Durable false): synchronous_commit off for its transaction
+// only; only a server crash can lose it.
 const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`
 
 // buildStatements builds the statements of schema q at version (always
@@ -464,16 +444,11 @@ func (b *statementBuilder) begin(s *statements) {
 					AND g.tenant = $3 AND g.session = $4 AND g.tool = $6 AND g.key <> $1)`
 			}
 			// One round trip: the server's clock, and the current record
-			// if there is one, else the inserted one, sealed by the
-			// statement. The new record is machine.DecideBegin's,
-			// made relative to the Unix epoch in Go (beginFastArgs) and
-			// placed at clk.now here. With a record present the INSERT
-			// selects no row, so nothing is written and the transaction
-			// never takes a transaction id: the replay path stays a read.
-			// A Begin of the same new key racing this one makes the INSERT
-			// fail on the primary key (no ON CONFLICT clause, whose
-			// speculative insertion costs a WAL record on every insert),
-			// and Begin decides again under the row lock.
+			// if there is one (the INSERT selects no row: a replay stays a
+			// read), else the one inserted, beginFastArgs's placed at
+			// clk.now. A racing Begin of the same new key fails on the
+			// primary key (ON CONFLICT's speculative insertion would cost
+			// a WAL record on every insert) and decides again under the lock.
 			s.beginFast[guard][durable] = `WITH clk AS MATERIALIZED (SELECT ` + serverNow(17) + ` AS now),
 				cur AS (SELECT ` + b.sel + ` FROM ` + t + ` WHERE key = $1::uuid),
 				ins AS (INSERT INTO ` + t + ` (` + strings.Join(b.write, ", ") + `, checksum) SELECT ` + b.newRecord() + from +
@@ -565,14 +540,11 @@ func (b *statementBuilder) transitions(s *statements) {
 // expiry builds GC's statements and those of Stats.
 func (b *statementBuilder) expiry(s *statements) {
 	t := b.t
-	// journal.Expired and machine.Overdue in SQL: succeeded (2), failed
-	// (3), suppressed (4) and awaiting (6) records expire; pending (1) and
-	// unknown (5) ones past their TTL are kept and counted. Every record
-	// past its TTL is found by one range scan of records_expires_idx up
-	// to the server's clock at the statement's start (statementNow): the
-	// planner estimates that range from the column's statistics, where
-	// against a value it cannot see (clock_timestamp() read in a CTE) it
-	// assumes a third of the table and, at a million rows, scans it all.
+	// journal.Expired and machine.Overdue in SQL: states 2, 3, 4 and 6
+	// expire; pending (1) and unknown (5) ones past their TTL are kept and
+	// counted. One range scan of records_expires_idx up to statementNow,
+	// which the planner can estimate (against clock_timestamp() in a CTE it
+	// assumes a third of the table and, at a million rows, scans it all).
 	past, expires, kept := `expires_ns <= `+statementNow(1), `state IN (2, 3, 4, 6)`, `state IN (1, 5)`
 	s.gcDelete = `WITH gone AS (DELETE FROM ` + t + ` WHERE ` + past + ` AND ` + expires + ` RETURNING 1)
 		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ` + t + ` WHERE ` + past + ` AND ` + kept + `)`

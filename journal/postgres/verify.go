@@ -10,11 +10,10 @@ import (
 )
 
 // Verify reads every row of the journal, checking its checksum and
-// decoding it, and calls damaged for each one that does not read: with its
-// key and an error wrapping journal.ErrCorrupt (or journal.ErrNewerVersion)
-// that says what is wrong. It returns how many rows it read. The rows
-// stream from one query, in key order, holding a pooled connection until
-// the scan ends; a read-only store verifies as well.
+// decoding it, and calls damaged with the key and an error wrapping
+// journal.ErrCorrupt (or journal.ErrNewerVersion) for each one that does
+// not read. It returns how many rows it read, streamed from one query
+// that holds a pooled connection until the scan ends.
 func (s *Store) Verify(ctx context.Context, damaged func(key uuid.UUID, err error)) (int, error) {
 	if err := s.check(ctx); err != nil {
 		return 0, err

@@ -9,13 +9,10 @@ import (
 )
 
 // serverClock estimates the server's clock between readings: the last
-// TIME the script answered plus the time elapsed here since the answer
-// arrived (on this machine's monotonic clock). Since the server read TIME
-// before the answer arrived, the estimate lags the server's clock by about
-// that round trip; the script refuses a decision whose clock runs ahead of
-// the server's or lags by more than maxClockLag (a clock stepped on either
-// machine, a drift), and the decision is made again on the time it
-// answers. It is safe for concurrent use.
+// TIME the script answered plus the monotonic time elapsed here since,
+// lagging by about a round trip; the script refuses a decision whose clock
+// is ahead or lags by more than maxClockLag (a stepped clock, a drift). It
+// is safe for concurrent use.
 type serverClock struct {
 	last atomic.Pointer[clockReading]
 }
@@ -43,10 +40,8 @@ func (c *serverClock) estimate() (time.Time, bool) {
 const pendingMax = 4096
 
 // pendingRecords remembers the bytes of the pending records this store
-// wrote last, so that the transition that follows (Complete, Renew,
-// StartAttempt of the owner that began them) can compare-and-set without
-// reading first. Remembered bytes are only a guess: the script compares
-// them with the server's, and a stale guess costs a refused script, whose
+// wrote last, so that the owner's next transition can compare-and-set
+// without reading first: a stale guess costs a refused script, whose
 // answer holds the record as it is. It is safe for concurrent use.
 type pendingRecords struct {
 	mu sync.Mutex

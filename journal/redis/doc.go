@@ -6,23 +6,12 @@
 // opens "redis://" or "rediss://" journals imports it for its side effect.
 //
 // Each transition is decided in Go and written by one Lua script that
-// first checks that the records the decision read, and its clock, are
-// still the server's; otherwise it writes nothing and the transition is
-// decided again, so two writers racing on one key serialize. A script
-// whose answer is lost is not sent again: the error wraps
-// journal.ErrOutcomeUncertain.
-//
-// Durability: an Unkeyed tool's write-ahead record must survive a crash of
-// the server, so Open refuses, with ErrNotDurable, a server without
-// appendonly yes and appendfsync always, unless
-// Options.AllowUnsyncedWrites, which gives up that guarantee. A promoted
-// replica may lack the last writes unless each write waited for it
-// (Options.Replicas): Open refuses a cluster with replicas without it.
-//
-// On a cluster (redis+cluster://, or a *redis.ClusterClient) a journal
-// spreads over 64 hash tags, each transition one script in its record's
-// slot; the suppression guard's set is read before, not compared by the
-// script.
+// writes only if the records the decision read, and its clock, are still
+// the server's; a script whose answer is lost wraps
+// journal.ErrOutcomeUncertain. Open refuses (ErrNotDurable) a server that
+// does not fsync every write, and a cluster with replicas unless each
+// write waits for them (Options.Replicas). On a cluster (redis+cluster://)
+// a journal spreads over 64 hash tags.
 //
 // docs/redis.md is the long form: the key layout, the script's checks,
 // round trips, durability, the cluster and its failover.

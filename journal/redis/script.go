@@ -38,10 +38,8 @@ import (
 // It answers {1, seconds, microseconds} of TIME when it wrote, and {0,
 // seconds, microseconds, the nc values of the checked keys, then per
 // member of the guard set its id and its record} when it did not: one flat
-// array, since each nested table of a reply costs the server about as much
-// as a GET (a refusal answers every replay through Begin). A value read by
-// a check is answered as read, not read again. Every check runs before the
-// first write, so that a refused transition leaves nothing behind.
+// array (a nested table costs the server about a GET). Every check runs
+// before the first write: a refused transition leaves nothing behind.
 const casSource = `
 local t = redis.call('TIME')
 local tus = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -130,12 +128,9 @@ var casSHA = func() string {
 	return hex.EncodeToString(h[:])
 }()
 
-// maxClockLag is how far behind the server's clock a decision's clock may
-// be when the script writes it. A decision is made at a time the server
-// has passed, never one it has not reached; a lease it grants therefore
-// runs out at most this much early (leases are renewed every third of
-// their length). A decision whose clock lags more is refused and made
-// again on the time the script answers.
+// maxClockLag is how far behind the server's clock, never ahead, a
+// decision's clock may be when the script writes it: a lease it grants
+// runs out at most this much early. A decision lagging more is made again.
 const maxClockLag = 25 * time.Millisecond
 
 // check is one record a decision read, and what it found: absent (val
@@ -265,13 +260,10 @@ var lagArg any = maxClockLag.Microseconds()
 // casSHAArg is casSHA, boxed once.
 var casSHAArg any = casSHA
 
-// eval runs the script by its SHA1, sending its source when the server
-// does not hold it (NOSCRIPT: a restarted server, SCRIPT FLUSH). cmd holds
-// three free slots (verb, script, key count), then nkeys keys, then the
-// arguments. A write is sent once (onceCmd), and on a cluster again after
-// an answer that says it did not run (notRun); a pure read may be retried
-// by the client. With Options.Replicas a write is followed by WAIT on its
-// connection.
+// eval runs the script by its SHA1, or its source on NOSCRIPT. cmd holds
+// three free slots (verb, script, key count), nkeys keys, the arguments.
+// A write is sent once (onceCmd), on a cluster again when it did not run
+// (notRun), and with Options.Replicas followed by WAIT on its connection.
 func (s *Store) eval(ctx context.Context, write bool, cmd []any, nkeys int) (v any, err error) {
 	cc, cluster := s.c.(*goredis.ClusterClient)
 	for try := 0; ; try++ {

@@ -25,11 +25,9 @@ import (
 	"github.com/agentonce/agentonce/journal/internal/machine"
 )
 
-// layoutVersion is the newest key layout this package writes; kept in the
-// meta hash so that a later layout can refuse or migrate an earlier one.
-// Layout 1 keeps a journal in one hash tag; layout 2, written for a journal
-// created on a cluster, spreads it over spreadTags (docs/redis.md, "On a
-// cluster").
+// layoutVersion is the newest key layout this package writes, kept in the
+// meta hash: 1 is one hash tag, 2 (a journal created on a cluster) spreads
+// over spreadTags (docs/redis.md, "Layout").
 const layoutVersion = 2
 
 // spreadTags is how many hash tags a layout-2 journal spreads over.
@@ -38,10 +36,8 @@ const spreadTags = 64
 // DefaultPrefix is the key prefix when Options.Prefix is empty.
 const DefaultPrefix = "agentonce"
 
-// maxTxRetries bounds the optimistic retries of one write whose watched
-// keys another writer changed meanwhile. Each retry means another writer
-// made progress on the same key, so running out takes a pathological
-// contention; the write then fails with an error that says so.
+// maxTxRetries bounds the retries of one write whose keys another writer
+// changed meanwhile (each retry is another writer's progress).
 const maxTxRetries = 1000
 
 // Options configures a Redis store. A nil *Options means defaults; each
@@ -59,22 +55,17 @@ type Options struct {
 	Prefix string
 
 	// Replicas is how many replicas must acknowledge each write (WAIT)
-	// before the store answers: 1 or more lets a write survive its master's
-	// loss and a failover. A cluster whose masters have replicas is
-	// refused with ErrNotDurable while it is 0, unless AllowUnsyncedWrites;
-	// a write acknowledged by fewer within ReplicaTimeout is an error
-	// wrapping journal.ErrOutcomeUncertain. The location's replicas
-	// parameter sets it too.
+	// before the store answers, so that it survives a failover; fewer
+	// within ReplicaTimeout is journal.ErrOutcomeUncertain. 0 refuses a
+	// cluster with replicas (ErrNotDurable). The location's replicas=N too.
 	Replicas int
 
 	// ReplicaTimeout bounds the wait for Replicas; 0 means one second.
 	ReplicaTimeout time.Duration
 
-	// AllowUnsyncedWrites opens a server that does not fsync every write
-	// (appendonly no, or appendfsync other than always). Such a server can
-	// lose an acknowledged write-ahead record on a crash, after which an
-	// Unkeyed tool may run twice: the guarantee the journal exists for.
-	// False (the default) refuses that server with ErrNotDurable.
+	// AllowUnsyncedWrites opens a server without appendonly yes and
+	// appendfsync always, which may lose a write-ahead record on a crash
+	// and run an Unkeyed tool twice. False refuses it (ErrNotDurable).
 	AllowUnsyncedWrites bool
 }
 
@@ -99,13 +90,12 @@ type Store struct {
 
 var _ journal.Store = (*Store)(nil)
 
-// Open opens the journal on the server at location
-// (redis://[user:pass@]host:port/db[?prefix=P&replicas=N], or rediss:// for
-// TLS), creating it when the server holds none under the prefix:
-// Options.Prefix, else the location's prefix parameter, else
-// DefaultPrefix. A cluster is named by redis+cluster:// (or
-// rediss+cluster://) and one or more of its nodes: host:port, then
-// addr=host:port parameters. The store owns its client: Close closes it.
+// Open opens the journal at location
+// (redis://[user:pass@]host:port/db[?prefix=P&replicas=N], rediss:// for
+// TLS; a cluster's redis+cluster:// or rediss+cluster://host:port, more
+// nodes as addr=host:port), creating it when the server holds none under
+// the prefix (Options.Prefix, else the location's, else DefaultPrefix).
+// Close closes the client.
 func Open(ctx context.Context, location string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -189,10 +179,8 @@ func New(ctx context.Context, c goredis.UniversalClient, opts *Options) (*Store,
 	return s, nil
 }
 
-// checkDurable refuses a server, or a node of a cluster, that does not
-// fsync every write, and a cluster whose masters have replicas, any of
-// which a failover may promote without the last writes, unless replicas
-// of them acknowledge each write.
+// checkDurable refuses a server or master that does not fsync every write,
+// and a cluster whose masters have replicas not waited for (Replicas).
 func checkDurable(ctx context.Context, c goredis.UniversalClient, replicas int) error {
 	cc, ok := c.(*goredis.ClusterClient)
 	if !ok {
@@ -320,20 +308,16 @@ func (s *Store) openMeta(ctx context.Context, want uuid.UUID) error {
 }
 
 // BeginReplays reports that Begin answers a settled record by one
-// read-only round trip (its script finds the record and writes nothing):
-// a caller that would Get the record first to answer a replay sends the
-// request straight to Begin instead, and a new key costs no extra read.
-// The idempotency middleware looks for it.
+// read-only round trip, so a caller (the idempotency middleware) need not
+// Get the record first.
 func (s *Store) BeginReplays() bool { return true }
 
 // Namespace returns the journal's UUIDv5 namespace.
 func (s *Store) Namespace() uuid.UUID { return s.ns }
 
 // Now returns the clock the store judges leases and expiry by: the
-// server's (TIME), or Options.Journal.Now. When the server cannot be asked
-// it returns this machine's time; the harness reads it only to preview a
-// re-issue, and every decision that writes is Begin's, on the server's
-// clock.
+// server's (TIME), or Options.Journal.Now; this machine's when the server
+// cannot be asked (only previews read it: every write decides on TIME).
 func (s *Store) Now() time.Time {
 	t, err := s.now(context.Background(), s.c)
 	if err != nil {
@@ -377,10 +361,8 @@ func (s *Store) recordKey(k uuid.UUID) string {
 }
 
 // guardKey names the set of suppressed records' keys of one tenant,
-// session and tool: the scope the suppression guard searches. The name is
-// the first half of the SHA-256 of each field's 8-byte big-endian length
-// and bytes, in hex, under the tag its first byte picks; built on the
-// stack, it allocates only the name.
+// session and tool: the first half of the SHA-256 of each field's 8-byte
+// big-endian length and bytes, in hex, under the tag its first byte picks.
 func (s *Store) guardKey(tenant, session, tool string) string {
 	var stack [256]byte
 	buf := stack[:0]
@@ -472,10 +454,7 @@ func (s *Store) readGuard(ctx context.Context, guard string) ([]guardEntry, erro
 // tx runs fn in an optimistic transaction watching keys, again while
 // another writer changes them between the read and the write.
 func (s *Store) tx(ctx context.Context, op string, fn func(*goredis.Tx) error, keys ...string) error {
-	if s.closed.Load() {
-		return journal.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
+	if err := s.usable(ctx); err != nil {
 		return err
 	}
 	for range maxTxRetries {
@@ -491,10 +470,8 @@ func (s *Store) tx(ctx context.Context, op string, fn func(*goredis.Tx) error, k
 }
 
 // Begin decides what happens to an intent; see journal.Store. It first
-// assumes that the key holds no record and the guard's scope no
-// suppression, and decides on that at the estimated server clock: a new
-// key is one script run. When the assumption is wrong the script's answer
-// holds the records, and Begin decides again on them.
+// assumes no record and no suppression, at the estimated server clock (a
+// new key is one script run); a refusal answers the records to decide on.
 func (s *Store) Begin(ctx context.Context, req journal.BeginRequest) (journal.BeginResult, error) {
 	if err := machine.ValidateBegin(&req); err != nil {
 		return journal.BeginResult{}, err
@@ -628,9 +605,7 @@ func (s *Store) Resolve(ctx context.Context, key uuid.UUID, res journal.Resoluti
 }
 
 // update applies fn to the record for key and stores the result by one
-// script run: on the record this store wrote last when it remembers one
-// (the owner's next step after its own Begin), else on the record read
-// first.
+// script run, on the record this store wrote last if remembered, else read.
 func (s *Store) update(ctx context.Context, key uuid.UUID, op string, fn func(*journal.Record, time.Time) (journal.Record, error)) (journal.Record, error) {
 	if s.readOnly {
 		if s.closed.Load() {
@@ -766,35 +741,36 @@ func (s *Store) viewOf(checks []check, guard bool, res casResult) (view, error) 
 	if s.testNow != nil {
 		v.now = s.testNow()
 	}
+	var err error
 	for i, c := range checks {
 		v.checks[i] = check{key: c.key, known: true, val: res.vals[i]}
-		if res.vals[i] == nil {
-			continue
+		if v.checks[i].rec, err = decode(res.vals[i], c.key.String()); err != nil {
+			return view{}, err
 		}
-		r, err := codec.Decode(res.vals[i])
-		if err != nil {
-			return view{}, fmt.Errorf("journal/redis: key %s: %w", c.key, err)
-		}
-		v.checks[i].rec = &r
 	}
 	for i := range v.guard {
-		g := &v.guard[i]
-		if g.val == nil {
-			continue
+		if v.guard[i].rec, err = decode(v.guard[i].val, v.guard[i].id+" (guard set)"); err != nil {
+			return view{}, err
 		}
-		r, err := codec.Decode(g.val)
-		if err != nil {
-			return view{}, fmt.Errorf("journal/redis: key %s (guard set): %w", g.id, err)
-		}
-		g.rec = &r
 	}
 	return v, nil
 }
 
+// decode decodes the record named key from b; nil when b is nil (absent).
+func decode(b []byte, key string) (*journal.Record, error) {
+	if b == nil {
+		return nil, nil
+	}
+	r, err := codec.Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("journal/redis: key %s: %w", key, err)
+	}
+	return &r, nil
+}
+
 // commit runs the script for a decision on v: done when it wrote, else
-// the view its refusal answered. On a spread journal the script compares
-// only the records in the slot it writes (the guard set and another
-// record, read before, are not compared again).
+// the view its refusal answered. On a spread journal it compares only the
+// records in the slot it writes.
 func (s *Store) commit(ctx context.Context, op string, v view, guard string, writes []write) (bool, view, error) {
 	var want []guardEntry
 	checks := v.checks
@@ -875,10 +851,9 @@ func (s *Store) Get(ctx context.Context, key uuid.UUID) (journal.Record, error) 
 // listPage is how many keys List and Stats read per round trip.
 const listPage = 256
 
-// List yields the records matching f, newest first, walking each tag's
-// creation index in pages and merging them; see journal.Store. It holds
-// no transaction: a record written while the loop runs may or may not be
-// seen.
+// List yields the records matching f, newest first, merging each tag's
+// creation index read in pages; see journal.Store. A record written while
+// the loop runs may or may not be seen.
 func (s *Store) List(ctx context.Context, f journal.Filter) iter.Seq2[journal.Record, error] {
 	return func(yield func(journal.Record, error) bool) {
 		if s.closed.Load() {
@@ -962,15 +937,9 @@ func (s *Store) mget(ctx context.Context, t int, zs []goredis.Z) ([]*journal.Rec
 	}
 	out := make([]*journal.Record, len(vals))
 	for i, v := range vals {
-		b, ok := v.(string)
-		if !ok {
-			continue
+		if out[i], err = decode(bulk(v), zs[i].Member.(string)); err != nil {
+			return nil, err
 		}
-		r, err := codec.Decode([]byte(b))
-		if err != nil {
-			return nil, fmt.Errorf("journal/redis: key %s: %w", zs[i].Member, err)
-		}
-		out[i] = &r
 	}
 	return out, nil
 }
@@ -1047,9 +1016,8 @@ func (s *Store) gcOne(ctx context.Context, t int, id string, now time.Time, dryR
 	return err
 }
 
-// Stats counts the journal's records by reading each of them: unlike the
-// bbolt and PostgreSQL stores it keeps no counts, so it costs a pass over
-// the journal. SizeBytes is the total size of the encoded records.
+// Stats counts the journal's records by reading each of them (the store
+// keeps no counts). SizeBytes is the total size of the encoded records.
 func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 	if s.closed.Load() {
 		return journal.Stats{}, journal.ErrClosed
