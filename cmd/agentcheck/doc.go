@@ -7,7 +7,7 @@
 //
 // Usage:
 //
-//	agentcheck [-seed N] [-duration 20s] [-store bolt|postgres|both] [-pg URL]
+//	agentcheck [-seed N] [-duration 20s] [-store bolt|postgres|redis|both] [-pg URL]
 //	           [-workers 3] [-intents 0] [-lease 500ms] [-skew=true] [-kill=true]
 //	           [-scenarios LIST] [-history FILE] [-json] [-v]
 //	           [-downstream builtin|middleware] [-server-store bolt|postgres|redis]
@@ -17,10 +17,15 @@
 // On bbolt one agent process runs at a time and is killed and restarted; on
 // PostgreSQL several run at once, are killed and restarted, have their
 // database backends terminated, and one runs with its journal clock 90
-// seconds ahead. -skew=false turns the skew off, -kill=false the kills and
+// seconds ahead. -store redis puts the agents' journal on the Redis server
+// or cluster -redis names (redis://host:port/db, or
+// redis+cluster://host:port/?addr=host2:port2&replicas=1), in a key
+// prefix of its own removed after the run; it needs cmd/agentcheck/redis.
+// -skew=false turns the skew off, -kill=false the kills and
 // terminations, and -scenarios runs only the named scenarios. -failover
 // runs a shell command once, halfway, that must kill the PostgreSQL
-// primary and promote a standby that -pg names too. After
+// primary and promote a standby that -pg names too, or kill a master of
+// the Redis cluster, whose replica the cluster promotes. After
 // -duration a final process re-issues every intent once. The seed (random
 // unless given) is printed first; the same seed gives the same schedule.
 //
@@ -33,8 +38,8 @@
 // -reconcile gives the middleware Options.Reconcile, answered from the
 // downstream's own record of effects by key, and counts the server's
 // unknowns it settled without a person.
-// -server-store redis needs cmd/agentcheck/redis, this command with the
-// Redis journal linked in.
+// -store redis and -server-store redis need cmd/agentcheck/redis, this
+// command with the Redis journal linked in.
 //
 // The approval scenario calls tools that need approval; an approver in the
 // checker's process approves (one or two distinct approvers), rejects,

@@ -43,9 +43,13 @@ func TestCheckMiddlewareRedis(t *testing.T) {
 	// The agents' journal on Redis: three workers share it, SIGKILLed
 	// as on PostgreSQL.
 	hist = filepath.Join(os.TempDir(), "agentcheck-redis-5.jsonl")
-	checktest.Run(t, bin, hist, "-store", "redis", "-redis", u, "-seed", "5", "-duration", "15s", "-lease", "1500ms")
+	sum := checktest.Run(t, bin, hist, "-store", "redis", "-redis", u, "-seed", "5", "-duration", "15s", "-lease", "1500ms")
 	if !t.Failed() {
 		os.Remove(hist)
+	}
+	for _, rep := range sum.Reports {
+		t.Logf("seed %d: %d intents, %d calls, %d effects, %d kills; answers %v",
+			rep.Seed, rep.Intents, rep.Calls, rep.Effects, rep.Kills, rep.Answers)
 	}
 
 	o, err := goredis.ParseURL(u)

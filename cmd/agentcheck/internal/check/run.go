@@ -67,17 +67,20 @@ type Options struct {
 	// "postgres" (a schema of its own on PGURL, dropped after) or "redis"
 	// (a key prefix of its own on RedisURL, removed by DropRedis).
 	ServerStore string
-	// RedisURL is the Redis server (redis://host:port/db) for ServerStore
-	// "redis". The program must have registered the redis:// scheme with
-	// journal.Register (by importing journal/redis).
+	// RedisURL is the Redis server (redis://host:port/db) or cluster
+	// (redis+cluster://host:port/?addr=host2:port2&replicas=1) for Store
+	// or ServerStore "redis". The program must have registered the
+	// schemes with journal.Register (by importing journal/redis).
 	RedisURL string
 	// DropRedis, when set, removes a Redis journal's keys after the run:
 	// location is the journal's, with its prefix parameter.
 	DropRedis func(ctx context.Context, location string) error
-	// Failover, on PostgreSQL, is a shell command the runner runs once,
-	// halfway through the run: it must lose the primary and promote a
+	// Failover is a shell command the runner runs once, halfway through
+	// the run. On PostgreSQL it must lose the primary and promote a
 	// standby, which PGURL names too (postgres://h1,h2/…?target_session_attrs=read-write),
-	// so that the workers reconnect to it. Empty means none.
+	// so that the workers reconnect to it; on a Redis cluster it loses a
+	// master, whose replica the cluster promotes. Empty means none; it is
+	// ignored on bbolt.
 	Failover string
 	// Server holds ModeMiddleware's other choices.
 	Server ServerOptions
@@ -315,7 +318,7 @@ func (r *runner) runWorkers(ctx context.Context, planFile string, down *service)
 	if down.proc != nil {
 		faults.Go(func() { down.proc.killLoop(r, stop) })
 	}
-	if r.o.Failover != "" && r.schema != "" {
+	if r.o.Failover != "" && r.o.Store != "bolt" {
 		faults.Go(func() { r.failover(stop) })
 	}
 	if !r.o.NoKill {
@@ -606,11 +609,12 @@ func (r *runner) serverUnknowns(ctx context.Context, down *service, history []Ev
 }
 
 // redisLocation names a Redis journal under the key prefix name on
-// RedisURL, and returns the function that removes its keys after the run.
+// RedisURL (one server, or a cluster by redis+cluster://), and returns the
+// function that removes its keys after the run.
 func (r *runner) redisLocation(name string) (location string, drop func(), err error) {
 	u, err := url.Parse(r.o.RedisURL)
-	if r.o.RedisURL == "" || err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-		return "", nil, fmt.Errorf("redis: %q: want a redis:// URL (-redis or AGENTONCE_REDIS_URL)", r.o.RedisURL)
+	if r.o.RedisURL == "" || err != nil || !slices.Contains([]string{"redis", "rediss", "redis+cluster", "rediss+cluster"}, u.Scheme) {
+		return "", nil, fmt.Errorf("redis: %q: want a redis:// or redis+cluster:// URL (-redis or AGENTONCE_REDIS_URL)", r.o.RedisURL)
 	}
 	q := u.Query()
 	q.Set("prefix", name)

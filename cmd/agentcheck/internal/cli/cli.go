@@ -52,7 +52,7 @@ const helpHint = "run 'agentcheck -help' for the flags and exit codes"
 const usage = `agentcheck: a seeded fault checker for agentonce.
 
 From a seed it generates a schedule of intents and faults, runs it against
-real agent processes, a real journal (bbolt or PostgreSQL) and a loopback
+real agent processes, a real journal (bbolt, PostgreSQL or Redis) and a loopback
 downstream that counts effects, and checks every answer the agents got
 against the history of what happened. The seed is printed first; the same
 seed gives the same schedule.
@@ -73,9 +73,12 @@ Flags:
   -lease D         the workers' lease, harness Options.LeaseTTL (default 500ms)
   -skew=false      do not run a PostgreSQL worker with its clock 90s ahead
   -kill=false      do not SIGKILL workers or terminate PostgreSQL backends
-  -failover CMD    with -store postgres, run the shell command CMD once,
-                   halfway: it must kill the primary and promote a standby
-                   that -pg names too (postgres://h1,h2/...?target_session_attrs=read-write)
+  -failover CMD    with -store postgres or redis, run the shell command CMD
+                   once, halfway: on PostgreSQL it must kill the primary and
+                   promote a standby that -pg names too
+                   (postgres://h1,h2/...?target_session_attrs=read-write);
+                   on a Redis cluster it kills a master, whose replica the
+                   cluster promotes
   -scenarios LIST  comma-separated scenarios to run (default all)
   -downstream M    builtin (default): the downstream keeps the
                    Idempotency-Key contract itself; middleware: package
@@ -84,7 +87,9 @@ Flags:
   -server-store S  the middleware's journal: bolt (default), postgres
                    (a schema of its own on -pg) or redis (a key prefix of
                    its own on -redis; needs cmd/agentcheck/redis)
-  -redis URL       Redis server URL (default $AGENTONCE_REDIS_URL)
+  -redis URL       Redis server URL (default $AGENTONCE_REDIS_URL):
+                   redis://host:port/db, or a cluster's
+                   redis+cluster://host:port/?addr=host2:port2&replicas=1
   -handler-5xx     with -downstream middleware, a "fail-after" step is the
                    handler's (it commits, then answers the 5xx through the
                    middleware), not a gateway's after the middleware
@@ -110,6 +115,7 @@ Exit codes:
 Example:
   agentcheck -seed 1 -store bolt
   AGENTONCE_PG_URL=postgres://... agentcheck -seed 1 -store both
+  go run ./cmd/agentcheck/redis -seed 6 -store redis -redis 'redis+cluster://127.0.0.1:7000/?replicas=1'
   agentcheck -seed 1 -downstream middleware -server-store bolt
 `
 
@@ -169,9 +175,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Usage = func() {}
 	fs.Int64Var(&o.seed, "seed", 0, "schedule seed (default random, printed)")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "how long issues and faults go on, per store")
-	fs.StringVar(&o.store, "store", "bolt", "journal: bolt, postgres or both")
+	fs.StringVar(&o.store, "store", "bolt", "journal: bolt, postgres, redis or both")
 	fs.StringVar(&o.pg, "pg", os.Getenv("AGENTONCE_PG_URL"), "PostgreSQL server URL (default $AGENTONCE_PG_URL)")
-	fs.IntVar(&o.workers, "workers", 3, "agent processes at once on PostgreSQL")
+	fs.IntVar(&o.workers, "workers", 3, "agent processes at once on PostgreSQL or Redis")
 	fs.IntVar(&o.intents, "intents", 0, "intents per store (default 10 per second of -duration)")
 	fs.DurationVar(&o.lease, "lease", 500*time.Millisecond, "the workers' lease (harness Options.LeaseTTL); tool durations are drawn around it")
 	fs.BoolVar(&o.skew, "skew", true, "run one PostgreSQL worker with its journal clock 90s ahead")
@@ -187,8 +193,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.server.StoreServerErrors, "store-5xx", false, "with -downstream middleware, the middleware stores 5xx answers (idempotency.Options.StoreServerErrors)")
 	fs.BoolVar(&o.server.Reconcile, "reconcile", false, "with -downstream middleware, the middleware asks the application's record of effects by key what became of a request whose server died (idempotency.Options.Reconcile)")
 	fs.BoolVar(&o.killServer, "kill-server", false, "with -downstream middleware, run the server in a process of its own and kill it with SIGKILL at random moments")
-	fs.StringVar(&o.failover, "failover", "", "with -store postgres, a shell command run once halfway that kills the primary and promotes a standby -pg names too")
-	fs.StringVar(&o.redis, "redis", os.Getenv("AGENTONCE_REDIS_URL"), "Redis server URL for -server-store redis (default $AGENTONCE_REDIS_URL)")
+	fs.StringVar(&o.failover, "failover", "", "with -store postgres or redis, a shell command run once halfway that kills the primary (promoting a standby -pg names too) or a cluster's master")
+	fs.StringVar(&o.redis, "redis", os.Getenv("AGENTONCE_REDIS_URL"), "Redis server or cluster URL (redis:// or redis+cluster://) for -store redis and -server-store redis (default $AGENTONCE_REDIS_URL)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, errHelp
@@ -244,8 +250,8 @@ func (o *options) validate(stderr io.Writer) error {
 		fmt.Fprintf(stderr, "agentcheck: -store %s needs -pg URL or AGENTONCE_PG_URL\n", o.store)
 		return errUsage
 	}
-	if o.failover != "" && o.store != "postgres" {
-		fmt.Fprintln(stderr, "agentcheck: -failover needs -store postgres (and -pg naming the primary and the standby)")
+	if o.failover != "" && o.store != "postgres" && o.store != "redis" {
+		fmt.Fprintln(stderr, "agentcheck: -failover needs -store postgres (and -pg naming the primary and the standby) or -store redis (and -redis naming a cluster)")
 		return errUsage
 	}
 	if o.downstream != check.ModeBuiltin && o.downstream != check.ModeMiddleware {
