@@ -30,11 +30,11 @@ import (
 // that follows, "?" unknown: always a mismatch) and a value; then the
 // guard mode ("" off, else the number of members expected, followed by
 // each member's id and record value); then per record written its id,
-// creation and expiry scores, "1" when suppressed ("0" when not, "" to
-// leave the guard set alone: a spread journal's lies in another slot, or
-// the record checked was as suppressed; its KEYS entry then repeats the
-// record's), and its bytes; a score is "" where the record checked has it. The indexes are
-// those of the tag of the keys checked and written, which share one.
+// creation and expiry scores ("" when the record checked has it), "1"
+// when suppressed ("0" when not, "" to leave the guard set alone: a
+// spread journal's lies in another slot, or the record checked was as
+// suppressed; its KEYS entry then repeats the record's), and its bytes.
+// The indexes are those of the one tag the keys checked and written share.
 //
 // It answers {1, seconds, microseconds} of TIME when it wrote, and {0,
 // seconds, microseconds, the nc values of the checked keys, then per
