@@ -30,10 +30,11 @@ import (
 // that follows, "?" unknown: always a mismatch) and a value; then the
 // guard mode ("" off, else the number of members expected, followed by
 // each member's id and record value); then per record written its id,
-// creation and expiry scores, "1" when suppressed ("0" when not, "" to
-// leave the guard set alone: a spread journal's lies in another slot, and
-// its KEYS entry repeats the record's), and its bytes. The indexes are
-// those of the tag of the keys checked and written, which share one.
+// creation and expiry scores ("" when the record checked has it), "1"
+// when suppressed ("0" when not, "" to leave the guard set alone: a
+// spread journal's lies in another slot, or the record checked was as
+// suppressed; its KEYS entry then repeats the record's), and its bytes.
+// The indexes are those of the one tag the keys checked and written share.
 //
 // It answers {1, seconds, microseconds} of TIME when it wrote, and {0,
 // seconds, microseconds, the nc values of the checked keys, then per
@@ -110,8 +111,12 @@ while a <= #ARGV do
   local rk, gk = KEYS[k + 1], KEYS[k + 2]
   k = k + 2
   redis.call('SET', rk, ARGV[a + 4])
-  redis.call('ZADD', KEYS[1], ARGV[a + 1], id)
-  redis.call('ZADD', KEYS[2], ARGV[a + 2], id)
+  if ARGV[a + 1] ~= '' then
+    redis.call('ZADD', KEYS[1], ARGV[a + 1], id)
+  end
+  if ARGV[a + 2] ~= '' then
+    redis.call('ZADD', KEYS[2], ARGV[a + 2], id)
+  end
   if ARGV[a + 3] == '1' then
     redis.call('SADD', gk, id)
   elseif ARGV[a + 3] == '0' then
@@ -231,17 +236,30 @@ func (s *Store) cas(ctx context.Context, now time.Time, checks []check, guard st
 	for _, w := range writes {
 		r := w.rec
 		rk := s.recordKey(r.Key)
-		sup := "0"
+		var created, expires, sup any = r.Created.UnixMicro(), r.Expires.UnixMicro(), "0"
 		if r.State == journal.StateSuppressed {
 			sup = "1"
 		}
-		if s.spread() {
+		// The record the script finds when it writes is the one checked:
+		// its index entries and guard set membership need no rewrite.
+		if prev := (&view{checks: checks}).find(r.Key); prev != nil && prev.known {
+			if prev.rec != nil && prev.rec.Created.UnixMicro() == created {
+				created = ""
+			}
+			if prev.rec != nil && prev.rec.Expires.UnixMicro() == expires {
+				expires = ""
+			}
+			if (prev.rec != nil && prev.rec.State == journal.StateSuppressed) == (sup == "1") {
+				sup = ""
+			}
+		}
+		if s.spread() || sup == "" {
 			keys, sup = append(keys, rk, rk), ""
 		} else {
 			keys = append(keys, rk, s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool))
 		}
 		// The record's id is the key's canonical text, the record key's tail.
-		args = append(args, rk[len(rk)-36:], r.Created.UnixMicro(), r.Expires.UnixMicro(), sup, w.val)
+		args = append(args, rk[len(rk)-36:], created, expires, sup, w.val)
 	}
 	if guard != "" {
 		keys = append(keys, guard)

@@ -379,10 +379,6 @@ func (s *Store) guardKey(tenant, session, tool string) string {
 	return s.tags[int(sum[0])%len(s.tags)] + "g:" + string(text[:]) // one allocation: the conversion is not copied
 }
 
-// micros is a sorted-set score: microseconds since the epoch, exact in a
-// float64 for the next quarter of a million years.
-func micros(t time.Time) float64 { return float64(t.UnixMicro()) }
-
 // get reads and verifies the record for key into *r; false when there is
 // none. The caller's record is filled in place, so a Get allocates no
 // record of its own.
@@ -398,24 +394,6 @@ func (s *Store) get(ctx context.Context, c cmdable, key uuid.UUID, r *journal.Re
 		return false, fmt.Errorf("journal/redis: key %s: %w", key, err)
 	}
 	return true, nil
-}
-
-// put queues the writes that store r and keep its indexes; its guard
-// set's, when it lies in the record's slot.
-func (s *Store) put(ctx context.Context, p goredis.Pipeliner, r *journal.Record) {
-	r.Version = journal.SchemaVersion
-	id, t := r.Key.String(), s.tag(r.Key)
-	p.Set(ctx, s.recordKey(r.Key), codec.Encode(nil, r), 0)
-	p.ZAdd(ctx, s.idx[t][0].(string), goredis.Z{Score: micros(r.Created), Member: id})
-	p.ZAdd(ctx, s.idx[t][1].(string), goredis.Z{Score: micros(r.Expires), Member: id})
-	g := s.guardKey(r.Intent.Tenant, r.Intent.Session, r.Intent.Tool)
-	switch {
-	case s.spread():
-	case r.State == journal.StateSuppressed:
-		p.SAdd(ctx, g, id)
-	default:
-		p.SRem(ctx, g, id)
-	}
 }
 
 // markSuppressed adds r, on a spread journal and when suppressed, to its
@@ -1056,37 +1034,30 @@ func (s *Store) Import(ctx context.Context, r journal.Record) error {
 	if err := machine.ValidateImport(&r); err != nil {
 		return err
 	}
-	return s.tx(ctx, "import "+r.Key.String(), func(tx *goredis.Tx) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	name, w := "import "+r.Key.String(), encode(&r)
+	for range maxTxRetries {
 		cur := new(journal.Record)
-		found, err := s.get(ctx, tx, r.Key, cur)
-		if err != nil {
+		found, err := s.get(ctx, s.c, r.Key, cur)
+		switch {
+		case err != nil:
 			return err
-		}
-		if found {
-			r.Version = journal.SchemaVersion
-			if string(codec.Encode(nil, cur)) == string(codec.Encode(nil, &r)) {
-				return nil
-			}
-			return fmt.Errorf("%w: %s", journal.ErrExists, r.Key)
-		}
-		if s.readOnly {
-			return fmt.Errorf("%w: import %s", journal.ErrReadOnly, r.Key)
-		}
-		if err := s.markSuppressed(ctx, &r); err != nil {
-			return err
-		}
-		_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-			s.put(ctx, p, &r)
+		case found && string(codec.Encode(nil, cur)) == string(w[0].val):
 			return nil
-		})
-		if n := int64(s.replicas); err == nil && n > 0 {
-			var got int64
-			if got, err = tx.Wait(ctx, s.replicas, time.Duration(s.waitMS)*time.Millisecond).Result(); err == nil && got < n {
-				err = fmt.Errorf("%w: acknowledged by %d of %d replicas", journal.ErrOutcomeUncertain, got, n)
-			}
+		case found:
+			return fmt.Errorf("%w: %s", journal.ErrExists, r.Key)
+		case s.readOnly:
+			return fmt.Errorf("%w: %s", journal.ErrReadOnly, name)
 		}
-		return s.wrapWrite("import "+r.Key.String(), err)
-	}, s.recordKey(r.Key))
+		now, _ := s.estimate() // none yet: the script refuses, and answers the server's
+		done, _, err := s.commit(ctx, name, view{now: now, checks: []check{{key: r.Key, known: true}}}, "", w)
+		if done || err != nil {
+			return err
+		}
+	}
+	return s.contended(name)
 }
 
 // Close releases the store, and the client when Open made it.
