@@ -27,8 +27,8 @@
 // pending as after a crash.
 //
 // docs/design.md is the contract; docs/harness.md is this package's long
-// form. The files follow a call: call.go, key.go, flight.go, attempt.go,
-// settle.go, answer.go.
+// form. The files follow a call: call.go, key.go, join.go, flight.go,
+// attempt.go, settle.go, answer.go.
 //
 // # Caveats
 //
