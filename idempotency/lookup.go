@@ -17,7 +17,9 @@ const LookupHeader = "Agentonce-Lookup"
 // Lookup returns a handler that tells a client what became of its request
 // with a key (downstream.ServerReconcile asks it): a GET carrying the key,
 // and the method and path in the query (?method=POST&path=/v1/charges),
-// which mux routes to one of m's Handlers (nil: keys scoped by path). See
+// which mux routes to one of m's Handlers (nil when m wraps the mux: keys
+// scoped by path; refused once m has served a request routed by pattern,
+// and "unknown", never "not-run", before it has served one). See
 // docs/server.md, "Lookup".
 func (m *Middleware) Lookup(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -30,6 +32,9 @@ func (m *Middleware) Lookup(mux *http.ServeMux) http.Handler {
 		p := problem{Key: c.key, JournalKey: c.jkey.String(), Detail: "the first request with this key is " + rec.State.String() + ": " + rec.ErrorMessage}
 		verdict, status, kind := "unknown", http.StatusInternalServerError, ProblemOutcomeUnknown
 		switch {
+		case errors.Is(err, journal.ErrNotFound) && mux == nil && !m.unrouted.Load():
+			// Not yet known whether a path or a pattern keys the requests.
+			p.Detail = "this server has served no request since it started, so it cannot tell how its requests are keyed; ask again"
 		case errors.Is(err, journal.ErrNotFound):
 			verdict, status, kind, p.Detail = "not-run", http.StatusNotFound, ProblemNotRun, "no request with this key is recorded"
 		case err != nil:
@@ -65,10 +70,14 @@ func (m *Middleware) lookupCall(r *http.Request, mux *http.ServeMux) (*call, int
 	}
 	q := r.URL.Query()
 	method, path := q.Get("method"), q.Get("path")
-	if err == nil && (method == "" || strings.ContainsAny(method, " \t\n/") || !strings.HasPrefix(path, "/") || strings.Contains(path, "\n")) {
+	if err == nil && (method == "" || method != strings.ToUpper(method) || strings.ContainsAny(method, " \t\n/") ||
+		!strings.HasPrefix(path, "/") || strings.Contains(path, "\n")) {
 		err = errors.New("a lookup names the request's method and path: ?method=POST&path=/v1/charges")
 	}
 	asked := &http.Request{Method: method, Host: r.Host, URL: &url.URL{Path: path}, Header: http.Header{}}
+	if err == nil && mux == nil && m.routed.Load() {
+		err = errors.New("this middleware's Handlers are mounted on a mux's patterns, which key their requests: give Lookup the mux")
+	}
 	if err == nil && mux != nil {
 		h, pattern := mux.Handler(asked)
 		if p, ok := h.(protected); !ok || p.m != m {

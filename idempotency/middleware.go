@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -51,6 +52,10 @@ type Middleware struct {
 	readFirst bool
 	seen      *seenKeys
 	answers   answers // settled records, to answer retries from memory
+	// routed and unrouted: a request came with a route pattern (the
+	// Handlers are mounted on a mux), or without one (the mux is wrapped):
+	// what a Lookup without a mux may take a path for.
+	routed, unrouted atomic.Bool
 }
 
 // effectCompleter is a store that runs an effect in its outcome's transaction.

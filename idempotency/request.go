@@ -25,6 +25,11 @@ func (m *Middleware) parse(w http.ResponseWriter, r *http.Request, next http.Han
 		return nil, nil
 	}
 	c := &call{}
+	if r.Pattern != "" {
+		m.routed.Store(true)
+	} else {
+		m.unrouted.Store(true)
+	}
 	if m.o.Approvals != nil && r.Pattern == "" { // fail closed: no route, no telling it needs none
 		writeProblem(w, http.StatusInternalServerError, ProblemFailed, problem{Detail: "not run: Options.Approvals names route patterns, " +
 			"and this request has none (wrap the handlers registered on a ServeMux, not the mux)"}, 0)

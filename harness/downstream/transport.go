@@ -74,9 +74,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if idHeader != "-" && ai.ID != "" && r2.Header.Get(idHeader) == "" {
 		r2.Header.Set(idHeader, ai.ID)
 	}
-	if ai.Unkeyed {
-		return base.RoundTrip(r2)
-	}
 	var writes atomic.Int32 // a second write is net/http's resend
 	// A resend is known by its connection, asked for after a write: it may
 	// fail before writing anything (its dial refused), and its error, "not
