@@ -147,6 +147,9 @@ func (h *Harness) prepareTool(t Tool) (*tool, error) {
 	if t.Approvals < 0 || t.ApprovalTTL < 0 {
 		return nil, fmt.Errorf("harness: register tool %q: Approvals %d and ApprovalTTL %v must not be negative", t.Name, t.Approvals, t.ApprovalTTL)
 	}
+	if t.Approvals > 0 && len(t.Volatile) > 0 {
+		return nil, fmt.Errorf("harness: register tool %q: Approvals with Volatile: an approval names the input's fingerprint, which leaves %v out, so it would approve inputs it never showed", t.Name, t.Volatile)
+	}
 	pt := &tool{Tool: t}
 	pt.deriver = keyderive.Deriver{Namespace: h.namespace, Options: h.opts.Limits}
 	if len(t.Schema) > 0 || len(t.Volatile) > 0 {

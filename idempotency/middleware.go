@@ -91,6 +91,9 @@ func New(store journal.Store, opts *Options) (*Middleware, error) {
 		if method, _, _ := strings.Cut(pattern, " "); n < 0 || safeMethod(method) {
 			return nil, fmt.Errorf("idempotency.New: Approvals[%q] is %d: want 0 or more, on a method other than GET, HEAD, OPTIONS and TRACE (they pass through)", pattern, n)
 		}
+		if n > 0 && len(o.Volatile[pattern]) > 0 {
+			return nil, fmt.Errorf("idempotency.New: Approvals and Volatile both name %q: an approval names the body's fingerprint, which leaves %v out, so it would approve bodies it never showed", pattern, o.Volatile[pattern])
+		}
 	}
 	if o.Reconcile != nil {
 		if o.InTx {

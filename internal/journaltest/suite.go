@@ -708,6 +708,14 @@ func testApproval(e *env) {
 	}
 	e.same("Begin after the approved run", e.begin(req, journal.Answered).Record, done)
 	e.decide(req.Key, approve("dave", fp(1)), journal.ErrNotResolvable)
+
+	// Retaken to run again (a server's retry past its TTL), an effect that
+	// happened needs approving again: a new intent awaits approval.
+	again := req
+	again.Retake = func(*journal.Record) bool { return true }
+	if r := e.begin(again, journal.Held).Record; r.State != journal.StateAwaiting || len(r.Approval.Given) != 0 || len(r.Attempts) != 0 {
+		e.t.Fatalf("Begin retaking an approved run = %+v; want a new intent awaiting approval", r)
+	}
 }
 
 func testApprovalRejectAndExpire(e *env) {

@@ -121,6 +121,12 @@ func DecideBegin(cur *journal.Record, req *journal.BeginRequest, now time.Time) 
 		if !retake(cur, req) {
 			return BeginDecision{Result: journal.BeginResult{Outcome: journal.Answered, Record: *cur}}
 		}
+		if req.Approvals > 0 && ranToAnAnswer(cur) {
+			// Run again, an effect that happened needs approving again.
+			d := awaitApproval(newRecord(req, now, cur.Lease.Token+1), req, now)
+			d.Durable = true
+			return d
+		}
 		retaken = true
 	case step == reissue.Wait: // a live owner, or an open settle window
 		return BeginDecision{Result: journal.BeginResult{Outcome: journal.Held, Record: *cur}}
@@ -152,6 +158,14 @@ func awaitApproval(r *journal.Record, req *journal.BeginRequest, now time.Time) 
 	r.Approval = &journal.Approval{Need: req.Approvals, Deadline: now.Add(ttl)}
 	r.Expires = r.Approval.Deadline.Add(recordTTL(req.RecordTTL))
 	return BeginDecision{Result: journal.BeginResult{Outcome: journal.Held, Record: *r}, Write: r, Guard: req.Guard != journal.GuardOff}
+}
+
+// ranToAnAnswer reports whether cur, settled, records an effect that ran
+// to its answer: not an unknown outcome, nor a failure that provably ran
+// nothing (not executed, released, an operator's failed verdict).
+func ranToAnAnswer(cur *journal.Record) bool {
+	return cur.State == journal.StateSucceeded || cur.State == journal.StateFailed &&
+		cur.ErrorClass != reissue.ClassReleased && cur.Resolution == nil && !reissue.LastAttemptNotExecuted(cur)
 }
 
 // settle ends r's wait for approval in state st: no owner, a new token.
