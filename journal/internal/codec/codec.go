@@ -449,6 +449,9 @@ func Decode(val []byte) (journal.Record, error) {
 	if r.Key == uuid.Nil || r.State == 0 {
 		return journal.Record{}, fmt.Errorf("%w: record without key or state", journal.ErrCorrupt)
 	}
+	if r.State == journal.StateAwaiting && r.Approval == nil {
+		return journal.Record{}, fmt.Errorf("%w: record %s awaits approval but holds none", journal.ErrCorrupt, r.Key)
+	}
 	return r, nil
 }
 

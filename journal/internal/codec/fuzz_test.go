@@ -185,3 +185,12 @@ func sameRecord(t *testing.T, what string, got, want journal.Record) {
 		t.Fatalf("%s: record %s = %+v; want %+v", what, want.Key, got, want)
 	}
 }
+
+// An awaiting record without its approval is corrupt, never decided on:
+// the state machine reads the approval of every awaiting record.
+func TestAwaitingWithoutApprovalIsCorrupt(t *testing.T) {
+	r := journal.Record{Key: uuid.New(), State: journal.StateAwaiting}
+	if _, err := codec.Decode(codec.Encode(nil, &r)); !errors.Is(err, journal.ErrCorrupt) {
+		t.Fatalf("Decode(awaiting, no approval) error = %v; want ErrCorrupt", err)
+	}
+}
