@@ -446,11 +446,8 @@ func Decode(val []byte) (journal.Record, error) {
 	if d.err != nil {
 		return journal.Record{}, fmt.Errorf("%w: %v", journal.ErrCorrupt, d.err)
 	}
-	if r.Key == uuid.Nil || r.State == 0 {
-		return journal.Record{}, fmt.Errorf("%w: record without key or state", journal.ErrCorrupt)
-	}
-	if r.State == journal.StateAwaiting && r.Approval == nil {
-		return journal.Record{}, fmt.Errorf("%w: record %s awaits approval but holds none", journal.ErrCorrupt, r.Key)
+	if r.Key == uuid.Nil || r.State == 0 || r.State == journal.StateAwaiting && r.Approval == nil {
+		return journal.Record{}, fmt.Errorf("%w: record without key, state, or the approval it awaits", journal.ErrCorrupt)
 	}
 	return r, nil
 }
