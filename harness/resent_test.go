@@ -25,8 +25,7 @@ import (
 // case the first send charges and its connection dies; what the resend
 // gets, and every later attempt, says "not executed". The harness must not
 // conclude that nothing was done: the charge happened, so the call is not
-// failed. The fault checker found the first two with a server killed
-// mid-request; a probe found the third.
+// failed.
 //   - refused: the resend, and every later attempt, is refused with 429;
 //   - down: the server is gone, so the resend is refused at its dial and
 //     writes nothing;

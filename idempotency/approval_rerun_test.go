@@ -15,7 +15,7 @@ import (
 // and other values of them must not run the handler with a body the
 // approver never approved. Either New refuses the combination, or the run
 // gets the approved body.
-func TestProbeApprovalVolatileRunsUnapprovedBody(t *testing.T) {
+func TestApprovalRefusesVolatileBody(t *testing.T) {
 	store := openBolt(t)
 	var l ledger
 	opts := &idempotency.Options{
@@ -49,7 +49,7 @@ func TestProbeApprovalVolatileRunsUnapprovedBody(t *testing.T) {
 // (reissue.Request's Retry). That new run is a second effect, and nobody
 // approved it: the approval given for the first must not carry over. The
 // retry must await approval of its own (409 awaiting-approval), not run.
-func TestProbeApprovalCarriesOverPastTTL(t *testing.T) {
+func TestApprovalDoesNotCarryOverPastTTL(t *testing.T) {
 	store := openBolt(t)
 	var l ledger
 	const ttl = 300 * time.Millisecond

@@ -16,7 +16,7 @@ import (
 // saw: the call that re-issues it after the approval brings its own. Either
 // Register refuses Volatile on a tool that needs approval, or the approved
 // run gets the input that was approved.
-func TestProbeApprovalVolatileRunsUnapprovedInput(t *testing.T) {
+func TestApprovalRefusesVolatileInput(t *testing.T) {
 	_, st := tempJournal(t)
 	h := newHarness(t, st, nil)
 	var mu sync.Mutex

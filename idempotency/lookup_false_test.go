@@ -12,7 +12,7 @@ import (
 // Lookup(nil) keys by path, but the middleware's Handlers on a mux key by
 // their pattern, so a lookup of a request to a pattern with a wildcard
 // must find it or refuse, never say no request with the key is recorded.
-func TestProbeLookupNilMuxPatternRoute(t *testing.T) {
+func TestLookupWithoutMuxOnPatternRoutes(t *testing.T) {
 	stores(t, func(t *testing.T, open func() journal.Store) {
 		m, err := idempotency.New(open(), &idempotency.Options{ErrorLog: t.Logf})
 		if err != nil {
@@ -41,7 +41,7 @@ func TestProbeLookupNilMuxPatternRoute(t *testing.T) {
 // A lookup's method is the request's as the middleware keyed it: "post" is
 // not the POST a route without a method ran, and is refused rather than
 // answered "not-run".
-func TestProbeLookupMethodCase(t *testing.T) {
+func TestLookupLowerCaseMethod(t *testing.T) {
 	stores(t, func(t *testing.T, open func() journal.Store) {
 		m, err := idempotency.New(open(), &idempotency.Options{ErrorLog: t.Logf})
 		if err != nil {
